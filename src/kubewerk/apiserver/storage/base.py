@@ -1,0 +1,129 @@
+"""The storage contract every backend (memory, SQLite) keeps.
+
+Keys are strings ``/<group or "core">/<resource>/<namespace or "">/<name>``; a prefix
+ending in ``/`` selects a resource (all namespaces) or one namespace of it. Values are
+JSON objects (``dict``) treated as immutable once handed over: callers never mutate what
+they pass in or get back.
+
+One writer: every successful ``create``/``update``/``delete`` is one transaction that takes
+the next global revision (``current_revision + 1``) and writes it into the stored object
+as ``metadata.resourceVersion`` (a decimal string). A deleted object's final state is
+recorded with the deletion's revision. Writes are synchronous: when the call returns the
+change is committed (for SQLite: in the WAL, surviving ``kill -9``) and every subscriber
+has been called with the event, in revision order.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any, Literal, Protocol
+
+JSON = dict[str, Any]
+EventType = Literal["ADDED", "MODIFIED", "DELETED"]
+
+
+@dataclass(frozen=True, slots=True)
+class Event:
+    """One committed change; ``obj`` carries ``resourceVersion == str(revision)``."""
+
+    type: EventType
+    key: str
+    revision: int
+    obj: JSON
+    prev: JSON | None
+
+
+class StorageError(Exception):
+    """Base for storage failures the API maps onto ``Status`` errors."""
+
+
+class KeyExists(StorageError):
+    """``create`` of a key that already holds an object."""
+
+
+class KeyNotFound(StorageError):
+    """``update``/``delete`` of a key that holds nothing."""
+
+
+class RevisionConflict(StorageError):
+    """``expected_revision`` did not match the key's current revision."""
+
+    def __init__(self, current: JSON) -> None:
+        super().__init__("revision conflict")
+        self.current = current
+
+
+class Compacted(StorageError):
+    """The requested revision is older than the oldest one the log still holds."""
+
+    def __init__(self, requested: int, compacted: int) -> None:
+        super().__init__(f"revision {requested} compacted (oldest kept: {compacted})")
+        self.requested = requested
+        self.compacted = compacted
+
+
+class FutureRevision(StorageError):
+    """The requested revision is newer than the current one."""
+
+
+Subscriber = Callable[[Event], None]
+
+
+class Store(Protocol):
+    """A revisioned key-value store with a change log (etcd's model, in one process)."""
+
+    @property
+    def revision(self) -> int:
+        """The newest committed revision (0 for an empty, never-written store)."""
+
+    @property
+    def compacted_revision(self) -> int:
+        """The log holds every event with a revision above this; reads at or after it work."""
+
+    def get(self, key: str) -> JSON | None:
+        """The current object at ``key``, or None."""
+
+    def list(self, prefix: str, *, at_revision: int | None = None,
+             start_after: str | None = None, limit: int | None = None
+             ) -> tuple[list[tuple[str, JSON]], int, bool]:
+        """Objects under ``prefix`` in key order as of ``at_revision`` (default: now).
+
+        Returns ``(items, revision, more)``: the page (keys > ``start_after``, at most
+        ``limit``), the revision the snapshot was read at, and whether more keys follow.
+        Raises ``Compacted`` if ``at_revision`` < ``compacted_revision``,
+        ``FutureRevision`` if it is > ``revision``.
+        """
+
+    def count(self, prefix: str) -> int:
+        """How many objects are under ``prefix`` now."""
+
+    def create(self, key: str, obj: JSON) -> JSON:
+        """Store a new object; returns it with its resourceVersion. Raises ``KeyExists``."""
+
+    def update(self, key: str, obj: JSON, expected_revision: int | None = None) -> JSON:
+        """Replace the object (optionally only if its revision matches).
+
+        Raises ``KeyNotFound`` or ``RevisionConflict``.
+        """
+
+    def delete(self, key: str, expected_revision: int | None = None) -> JSON:
+        """Remove the object; returns its last state stamped with the deletion's revision.
+
+        Raises ``KeyNotFound`` or ``RevisionConflict``.
+        """
+
+    def events_since(self, prefix: str, revision: int) -> list[Event]:
+        """Logged events under ``prefix`` with revision > ``revision``, in order.
+
+        Raises ``Compacted`` if ``revision`` < ``compacted_revision``.
+        """
+
+    def subscribe(self, fn: Subscriber) -> Callable[[], None]:
+        """Call ``fn`` synchronously after each commit; returns an unsubscribe function."""
+
+    def compact(self, revision: int) -> None:
+        """Drop log entries at or below ``revision`` (current state is kept)."""
+
+    def close(self) -> None:
+        """Release files and connections; later calls are errors."""

@@ -1,0 +1,5 @@
+import sys
+
+from kubewerk.cli import main
+
+sys.exit(main())

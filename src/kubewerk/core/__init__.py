@@ -1,0 +1,1 @@
+"""Plain data and pure functions shared by every layer (stdlib and orjson only)."""
