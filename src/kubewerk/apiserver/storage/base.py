@@ -15,6 +15,7 @@ has been called with the event, in revision order.
 
 from __future__ import annotations
 
+import builtins
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any, Literal, Protocol
@@ -67,6 +68,20 @@ class FutureRevision(StorageError):
     """The requested revision is newer than the current one."""
 
 
+class StoreClosed(StorageError):
+    """An operation on a store after ``close()``."""
+
+    def __init__(self) -> None:
+        super().__init__("store is closed")
+
+
+class StoreOpenError(StorageError):
+    """A store could not be opened (unreadable, corrupt, foreign or locked file).
+
+    The message names the file and the cause and is fit to show to a user as is.
+    """
+
+
 Subscriber = Callable[[Event], None]
 
 
@@ -82,7 +97,10 @@ class Store(Protocol):
         """The log holds every event with a revision above this; reads at or after it work."""
 
     def get(self, key: str) -> JSON | None:
-        """The current object at ``key``, or None."""
+        """The current object at ``key``, or None.
+
+        The memory store returns the stored dict itself (no copy): never mutate it.
+        """
 
     def list(self, prefix: str, *, at_revision: int | None = None,
              start_after: str | None = None, limit: int | None = None
@@ -91,6 +109,9 @@ class Store(Protocol):
 
         Returns ``(items, revision, more)``: the page (keys > ``start_after``, at most
         ``limit``), the revision the snapshot was read at, and whether more keys follow.
+        ``limit`` None or 0 means no limit (as Kubernetes' ``limit=0``); negative raises
+        ``ValueError``. To page, pass the returned revision as ``at_revision`` and the
+        last key as ``start_after``: later writes do not show in later pages.
         Raises ``Compacted`` if ``at_revision`` < ``compacted_revision``,
         ``FutureRevision`` if it is > ``revision``.
         """
@@ -113,17 +134,45 @@ class Store(Protocol):
         Raises ``KeyNotFound`` or ``RevisionConflict``.
         """
 
-    def events_since(self, prefix: str, revision: int) -> list[Event]:
+    def events_since(self, prefix: str, revision: int) -> builtins.list[Event]:
         """Logged events under ``prefix`` with revision > ``revision``, in order.
 
-        Raises ``Compacted`` if ``revision`` < ``compacted_revision``.
+        Raises ``Compacted`` if ``revision`` < ``compacted_revision``. A ``revision`` at
+        or above the current one gives ``[]`` (no error: the caller decides whether a
+        future revision is acceptable). ADDED events have ``prev`` None; MODIFIED and
+        DELETED carry the object as it was before the write.
         """
 
     def subscribe(self, fn: Subscriber) -> Callable[[], None]:
-        """Call ``fn`` synchronously after each commit; returns an unsubscribe function."""
+        """Call ``fn`` synchronously after each commit; returns an unsubscribe function.
+
+        Events reach subscribers in revision order, each event every subscriber before
+        the next. ``fn`` runs with the store's lock held: keep it short and never block
+        on another thread that uses the store. A write made inside ``fn`` commits at
+        once, but its own event is delivered after the current one (so that nested write
+        returns before its event is delivered). An exception from ``fn`` is logged and
+        does not affect the write or the other subscribers. Unsubscribing twice is fine.
+        """
 
     def compact(self, revision: int) -> None:
-        """Drop log entries at or below ``revision`` (current state is kept)."""
+        """Drop log entries at or below ``revision`` (current state is kept).
+
+        Afterwards ``compacted_revision == revision``: reads at ``revision`` still work,
+        older ones raise ``Compacted``. A ``revision`` at or below ``compacted_revision``
+        is a no-op; one above ``revision`` (the property) raises ``FutureRevision``.
+        """
+
+    def compact_by_policy(self) -> int:
+        """Apply the store's retention policy; returns ``compacted_revision`` afterwards.
+
+        The policy comes from the constructor: keep at most ``retain_events`` events
+        (default 100,000) and none committed more than ``retain_seconds`` ago (default
+        3600); None disables either limit. The server calls this periodically; stores
+        never compact on their own.
+        """
 
     def close(self) -> None:
-        """Release files and connections; later calls are errors."""
+        """Release files and connections; later calls raise ``StoreClosed``.
+
+        Closing an already closed store is a no-op.
+        """

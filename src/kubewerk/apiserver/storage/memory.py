@@ -1,0 +1,344 @@
+"""The in-memory store: the whole state and change log in Python dicts and lists.
+
+Nothing is copied on read: ``get`` and ``list`` hand out the stored dicts themselves, and
+``create``/``update`` store a shallow copy of the caller's object (top level and
+``metadata`` copied, everything below shared). Callers must treat every object they pass
+in or get back as immutable; mutating one corrupts the store's history.
+
+Layout: ``_data`` maps key -> current object. Keys are also kept sorted per *bucket*, the
+key up to its third ``/`` (``/<group>/<resource>/``), so inserting a key costs a bisect in
+one resource's key list rather than in every key of the store, and a list of one
+resource or namespace is a bisect plus a slice. The log is a list of ``Event`` whose
+index is ``revision - compacted_revision - 1`` (revisions are dense), with a parallel
+list of commit times for age-based compaction.
+"""
+
+from __future__ import annotations
+
+import builtins
+import threading
+import time
+from bisect import bisect_left, bisect_right, insort
+from collections.abc import Callable
+
+from ._common import (
+    Fanout,
+    check_limit,
+    check_read_revision,
+    merge_snapshot,
+    prefix_end,
+    revision_of,
+    stamp,
+)
+from .base import (
+    JSON,
+    Compacted,
+    Event,
+    FutureRevision,
+    KeyExists,
+    KeyNotFound,
+    RevisionConflict,
+    StoreClosed,
+    Subscriber,
+)
+
+__all__ = ["MemoryStore"]
+
+
+def _bucket_of(key: str) -> str:
+    """``key`` up to and including its third ``/``, or all of it if it has fewer."""
+    i = key.find("/")
+    if i >= 0:
+        i = key.find("/", i + 1)
+        if i >= 0:
+            i = key.find("/", i + 1)
+            if i >= 0:
+                return key[: i + 1]
+    return key
+
+
+def _has_bucket(prefix: str) -> bool:
+    """Whether ``prefix`` contains a third ``/`` (then it lies inside one bucket)."""
+    return prefix.count("/") >= 3
+
+
+class MemoryStore:
+    """A ``Store`` kept entirely in memory; see the module docstring for the layout.
+
+    ``retain_events``/``retain_seconds`` are the compaction policy applied by
+    ``compact_by_policy`` (None: no limit of that kind); ``clock`` gives commit times in
+    seconds (wall clock by default; tests inject a fake one). Thread-safe: every
+    operation that touches more than one structure runs under one re-entrant lock.
+    """
+
+    def __init__(
+        self,
+        *,
+        retain_events: int | None = 100_000,
+        retain_seconds: float | None = 3600.0,
+        clock: Callable[[], float] = time.time,
+    ) -> None:
+        if retain_events is not None and retain_events < 0:
+            raise ValueError(f"retain_events must not be negative, got {retain_events}")
+        if retain_seconds is not None and retain_seconds < 0:
+            raise ValueError(f"retain_seconds must not be negative, got {retain_seconds}")
+        self.retain_events = retain_events
+        self.retain_seconds = retain_seconds
+        self._clock = clock
+        self._lock = threading.RLock()
+        self._fanout = Fanout()
+        self._data: dict[str, JSON] = {}
+        self._buckets: dict[str, builtins.list[str]] = {}
+        self._bucket_names: builtins.list[str] = []
+        self._log: builtins.list[Event] = []
+        self._times: builtins.list[float] = []
+        self._last_time = float("-inf")
+        self._rev = 0
+        self._compacted = 0
+        self._closed = False
+
+    # -- reads -------------------------------------------------------------------------
+
+    @property
+    def revision(self) -> int:
+        """The newest committed revision (0 for an empty, never-written store)."""
+        return self._rev
+
+    @property
+    def compacted_revision(self) -> int:
+        """The log holds every event with a revision above this."""
+        return self._compacted
+
+    def get(self, key: str) -> JSON | None:
+        """The current object at ``key`` (the stored dict itself, not a copy), or None."""
+        if self._closed:
+            raise StoreClosed()
+        return self._data.get(key)
+
+    def list(self, prefix: str, *, at_revision: int | None = None,
+             start_after: str | None = None, limit: int | None = None
+             ) -> tuple[builtins.list[tuple[str, JSON]], int, bool]:
+        """Objects under ``prefix`` in key order as of ``at_revision``; see ``Store.list``.
+
+        Cost: O(page) for the current revision; for an older revision add O(events since
+        it) to roll the changed keys back.
+        """
+        limit = check_limit(limit)
+        with self._lock:
+            self._check_open()
+            current = self._rev
+            at = current if at_revision is None else at_revision
+            check_read_revision(at, self._compacted, current)
+            lower = start_after if start_after is not None and start_after >= prefix else None
+            data = self._data
+            if at == current:
+                keys = self._current_keys(prefix, lower, None if limit is None else limit + 1)
+                more = limit is not None and len(keys) > limit
+                if more:
+                    del keys[limit:]
+                return [(k, data[k]) for k in keys], at, more
+            changed: dict[str, JSON | None] = {}
+            log = self._log
+            for i in range(at - self._compacted, len(log)):
+                ev = log[i]
+                if ev.key not in changed and ev.key.startswith(prefix):
+                    changed[ev.key] = ev.prev
+            keys = self._current_keys(
+                prefix, lower, None if limit is None else limit + 1 + len(changed))
+            page, more = merge_snapshot(
+                prefix, start_after, limit, ((k, data[k]) for k in keys), changed)
+            return page, at, more
+
+    def count(self, prefix: str) -> int:
+        """How many objects are under ``prefix`` now."""
+        with self._lock:
+            self._check_open()
+            end = prefix_end(prefix)
+            total = 0
+            for name in self._buckets_for(prefix):
+                keys = self._buckets[name]
+                lo = bisect_left(keys, prefix)
+                hi = len(keys) if end is None else bisect_left(keys, end, lo)
+                total += hi - lo
+            return total
+
+    def events_since(self, prefix: str, revision: int) -> builtins.list[Event]:
+        """Logged events under ``prefix`` with revision > ``revision``, in revision order.
+
+        Raises ``Compacted`` if ``revision`` < ``compacted_revision``; a ``revision`` at or
+        above the current one gives an empty list.
+        """
+        with self._lock:
+            self._check_open()
+            if revision < self._compacted:
+                raise Compacted(revision, self._compacted)
+            if revision >= self._rev:
+                return []
+            tail = self._log[revision - self._compacted:]
+            if not prefix:
+                return tail
+            return [ev for ev in tail if ev.key.startswith(prefix)]
+
+    # -- writes ------------------------------------------------------------------------
+
+    def create(self, key: str, obj: JSON) -> JSON:
+        """Store a new object; returns it with its resourceVersion. Raises ``KeyExists``."""
+        with self._lock:
+            self._check_open()
+            data = self._data
+            if key in data:
+                raise KeyExists(f"key {key!r} already exists")
+            rev = self._rev + 1
+            new = stamp(obj, rev)
+            data[key] = new
+            bucket = _bucket_of(key)
+            keys = self._buckets.get(bucket)
+            if keys is None:
+                self._buckets[bucket] = [key]
+                insort(self._bucket_names, bucket)
+            elif key > keys[-1]:
+                keys.append(key)
+            else:
+                insort(keys, key)
+            self._commit(Event("ADDED", key, rev, new, None))
+            return new
+
+    def update(self, key: str, obj: JSON, expected_revision: int | None = None) -> JSON:
+        """Replace the object (only if its revision is ``expected_revision``, when given).
+
+        Raises ``KeyNotFound`` or ``RevisionConflict``.
+        """
+        with self._lock:
+            self._check_open()
+            data = self._data
+            prev = data.get(key)
+            if prev is None:
+                raise KeyNotFound(f"key {key!r} not found")
+            if expected_revision is not None and revision_of(prev) != expected_revision:
+                raise RevisionConflict(prev)
+            rev = self._rev + 1
+            new = stamp(obj, rev)
+            data[key] = new
+            self._commit(Event("MODIFIED", key, rev, new, prev))
+            return new
+
+    def delete(self, key: str, expected_revision: int | None = None) -> JSON:
+        """Remove the object; returns its last state stamped with the deletion's revision.
+
+        Raises ``KeyNotFound`` or ``RevisionConflict``.
+        """
+        with self._lock:
+            self._check_open()
+            data = self._data
+            prev = data.get(key)
+            if prev is None:
+                raise KeyNotFound(f"key {key!r} not found")
+            if expected_revision is not None and revision_of(prev) != expected_revision:
+                raise RevisionConflict(prev)
+            rev = self._rev + 1
+            last = stamp(prev, rev)
+            del data[key]
+            bucket = _bucket_of(key)
+            keys = self._buckets[bucket]
+            del keys[bisect_left(keys, key)]
+            if not keys:
+                del self._buckets[bucket]
+                del self._bucket_names[bisect_left(self._bucket_names, bucket)]
+            self._commit(Event("DELETED", key, rev, last, prev))
+            return last
+
+    def subscribe(self, fn: Subscriber) -> Callable[[], None]:
+        """Call ``fn`` synchronously after each commit, in revision order.
+
+        Returns an idempotent unsubscribe function. See ``Fanout`` for re-entrancy.
+        """
+        self._check_open()
+        return self._fanout.subscribe(fn, self._lock)
+
+    # -- compaction --------------------------------------------------------------------
+
+    def compact(self, revision: int) -> None:
+        """Drop log entries at or below ``revision`` (current state is kept).
+
+        A ``revision`` at or below ``compacted_revision`` is a no-op; one above the
+        current revision raises ``FutureRevision``.
+        """
+        with self._lock:
+            self._check_open()
+            if revision > self._rev:
+                raise FutureRevision(
+                    f"cannot compact to revision {revision}: current revision is {self._rev}")
+            n = revision - self._compacted
+            if n <= 0:
+                return
+            del self._log[:n]
+            del self._times[:n]
+            self._compacted = revision
+
+    def compact_by_policy(self) -> int:
+        """Compact to keep at most ``retain_events`` events, none older than
+        ``retain_seconds``; returns the compacted revision afterwards."""
+        with self._lock:
+            self._check_open()
+            target = self._compacted
+            if self.retain_events is not None:
+                target = max(target, self._rev - self.retain_events)
+            if self.retain_seconds is not None:
+                cutoff = self._clock() - self.retain_seconds
+                target = max(target, self._compacted + bisect_left(self._times, cutoff))
+            self.compact(target)
+            return self._compacted
+
+    def close(self) -> None:
+        """Drop all state; later calls raise ``StoreClosed`` (closing again is a no-op)."""
+        with self._lock:
+            self._closed = True
+            self._data = {}
+            self._buckets = {}
+            self._bucket_names = []
+            self._log = []
+            self._times = []
+
+    # -- internals ---------------------------------------------------------------------
+
+    def _check_open(self) -> None:
+        if self._closed:
+            raise StoreClosed()
+
+    def _commit(self, ev: Event) -> None:
+        now = self._clock()
+        if now < self._last_time:  # keep commit times monotonic for bisecting
+            now = self._last_time
+        self._last_time = now
+        self._log.append(ev)
+        self._times.append(now)
+        self._rev = ev.revision
+        self._fanout.publish(ev)
+
+    def _buckets_for(self, prefix: str) -> builtins.list[str]:
+        """The buckets, in key order, that can hold keys starting with ``prefix``."""
+        if _has_bucket(prefix):
+            bucket = _bucket_of(prefix)
+            return [bucket] if bucket in self._buckets else []
+        names = self._bucket_names
+        lo = bisect_left(names, prefix)
+        end = prefix_end(prefix)
+        hi = len(names) if end is None else bisect_left(names, end, lo)
+        return names[lo:hi]
+
+    def _current_keys(self, prefix: str, lower: str | None, n: int | None) -> builtins.list[str]:
+        """Up to ``n`` current keys under ``prefix`` and above ``lower``, in order."""
+        end = prefix_end(prefix)
+        out: builtins.list[str] = []
+        for name in self._buckets_for(prefix):
+            keys = self._buckets[name]
+            lo = bisect_left(keys, prefix)
+            if lower is not None:
+                lo = max(lo, bisect_right(keys, lower))
+            hi = len(keys) if end is None else bisect_left(keys, end, lo)
+            if n is not None:
+                hi = min(hi, lo + n - len(out))
+            out.extend(keys[lo:hi])
+            if n is not None and len(out) >= n:
+                break
+        return out

@@ -1,0 +1,419 @@
+"""The SQLite store: current state and change log in one SQLite file (stdlib ``sqlite3``).
+
+Tables:
+
+- ``kv(key UNIQUE, rev, value)``: the current object per key (``value`` is orjson bytes,
+  ``rev`` the revision it was written at, so conflict checks need no decoding);
+- ``log(rev PRIMARY KEY, ts, type, key, value, prev)``: one row per committed write, with
+  the object after (``value``) and before (``prev``, NULL for ADDED) the write, and its
+  commit time (seconds, kept monotonic) for age-based compaction;
+- ``kubewerk_meta(name, value)``: schema version and the compacted revision.
+
+Every write is one transaction touching ``kv`` and ``log``. The current revision is not
+stored separately: it is the newest ``log.rev``, or the compacted revision when the log
+is empty, so revisions continue after a restart and a compaction survives it.
+
+Durability: WAL journal. With the default ``synchronous=NORMAL`` a committed write is in
+the WAL file when the call returns, so it survives ``kill -9`` of the process (not a
+power loss; the newest commits may then be lost, never the file's consistency). With
+``durable=True`` (``synchronous=FULL``) each commit is fsynced before the call returns
+and also survives a power loss, at the cost of one fsync per write.
+
+The file is opened in SQLite's EXCLUSIVE locking mode: one store (one process) owns it
+while open, since the revision counter lives in that process. A second opener gets a
+``StoreOpenError`` saying the file is in use.
+
+One connection, guarded by a re-entrant lock: safe to call from the event-loop thread
+and from other threads (calls are serialised).
+"""
+
+from __future__ import annotations
+
+import builtins
+import sqlite3
+import threading
+import time
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from pathlib import Path
+from typing import Final
+
+import orjson
+
+from ._common import Fanout, check_limit, check_read_revision, merge_snapshot, prefix_end, stamp
+from .base import (
+    JSON,
+    Compacted,
+    Event,
+    EventType,
+    FutureRevision,
+    KeyExists,
+    KeyNotFound,
+    RevisionConflict,
+    StorageError,
+    StoreClosed,
+    StoreOpenError,
+    Subscriber,
+)
+
+__all__ = ["SCHEMA_VERSION", "SQLiteStore"]
+
+SCHEMA_VERSION: Final = 1
+
+_TYPES: Final[tuple[EventType, EventType, EventType]] = ("ADDED", "MODIFIED", "DELETED")
+_ADDED, _MODIFIED, _DELETED = 0, 1, 2
+
+_SCHEMA: Final = (
+    "CREATE TABLE kubewerk_meta (name TEXT PRIMARY KEY, value INTEGER NOT NULL)",
+    "CREATE TABLE kv (key TEXT NOT NULL UNIQUE, rev INTEGER NOT NULL, value BLOB NOT NULL)",
+    "CREATE TABLE log (rev INTEGER PRIMARY KEY, ts REAL NOT NULL, type INTEGER NOT NULL,"
+    " key TEXT NOT NULL, value BLOB NOT NULL, prev BLOB)",
+)
+
+_loads = orjson.loads
+_dumps = orjson.dumps
+
+
+def _range_sql(prefix: str, lower: str | None) -> tuple[str, list[object]]:
+    """A ``WHERE`` fragment selecting keys under ``prefix`` (and above ``lower``)."""
+    params: list[object]
+    if lower is None:
+        sql, params = "key >= ?", [prefix]
+    else:
+        sql, params = "key > ?", [lower]
+    end = prefix_end(prefix)
+    if end is not None:
+        sql += " AND key < ?"
+        params.append(end)
+    return sql, params
+
+
+class SQLiteStore:
+    """A ``Store`` in one SQLite file; see the module docstring for layout and guarantees.
+
+    ``path`` may be ``":memory:"`` (a private in-memory database, for tests). Raises
+    ``StoreOpenError`` if the file cannot be opened, is not an SQLite database, belongs
+    to something else, or is held by another process.
+    """
+
+    def __init__(
+        self,
+        path: str | Path,
+        *,
+        durable: bool = False,
+        retain_events: int | None = 100_000,
+        retain_seconds: float | None = 3600.0,
+        clock: Callable[[], float] = time.time,
+    ) -> None:
+        if retain_events is not None and retain_events < 0:
+            raise ValueError(f"retain_events must not be negative, got {retain_events}")
+        if retain_seconds is not None and retain_seconds < 0:
+            raise ValueError(f"retain_seconds must not be negative, got {retain_seconds}")
+        self.path = str(path)
+        self.durable = durable
+        self.retain_events = retain_events
+        self.retain_seconds = retain_seconds
+        self._clock = clock
+        self._lock = threading.RLock()
+        self._fanout = Fanout()
+        self._conn: sqlite3.Connection | None = None
+        try:
+            conn = sqlite3.connect(self.path, isolation_level=None,
+                                   check_same_thread=False, timeout=0.5)
+        except sqlite3.Error as e:
+            raise StoreOpenError(f"cannot open SQLite store {self.path}: {e}") from e
+        try:
+            self._rev, self._compacted, self._last_time = self._open(conn)
+        except StoreOpenError:
+            conn.close()
+            raise
+        except sqlite3.Error as e:
+            conn.close()
+            msg = str(e)
+            if "locked" in msg or "busy" in msg:
+                raise StoreOpenError(
+                    f"cannot open SQLite store {self.path}: it is in use by another "
+                    f"process ({msg})") from e
+            raise StoreOpenError(f"cannot open SQLite store {self.path}: {msg}") from e
+        self._conn = conn
+
+    def _open(self, conn: sqlite3.Connection) -> tuple[int, int, float]:
+        conn.execute("PRAGMA locking_mode=EXCLUSIVE")
+        mode = conn.execute("PRAGMA journal_mode=WAL").fetchone()[0]
+        if str(mode).lower() != "wal" and self.path != ":memory:":
+            raise StoreOpenError(
+                f"cannot open SQLite store {self.path}: WAL journal mode unavailable ({mode})")
+        conn.execute(f"PRAGMA synchronous={'FULL' if self.durable else 'NORMAL'}")
+        conn.execute("BEGIN IMMEDIATE")
+        try:
+            tables = {r[0] for r in conn.execute(
+                "SELECT name FROM sqlite_master WHERE type = 'table'")}
+            if not tables:
+                for stmt in _SCHEMA:
+                    conn.execute(stmt)
+                conn.executemany("INSERT INTO kubewerk_meta(name, value) VALUES (?, ?)",
+                                 [("schema_version", SCHEMA_VERSION), ("compacted", 0)])
+            elif not {"kubewerk_meta", "kv", "log"} <= tables:
+                raise StoreOpenError(
+                    f"cannot open SQLite store {self.path}: it is an SQLite database but not "
+                    f"a kubewerk store (tables: {', '.join(sorted(tables))})")
+            meta = dict(conn.execute("SELECT name, value FROM kubewerk_meta").fetchall())
+            if meta.get("schema_version") != SCHEMA_VERSION:
+                raise StoreOpenError(
+                    f"cannot open SQLite store {self.path}: schema version "
+                    f"{meta.get('schema_version')!r} is not the supported {SCHEMA_VERSION}")
+            compacted = int(meta["compacted"])
+            newest = conn.execute(
+                "SELECT rev, ts FROM log ORDER BY rev DESC LIMIT 1").fetchone()
+            conn.execute("COMMIT")
+        except BaseException:
+            if conn.in_transaction:
+                conn.execute("ROLLBACK")
+            raise
+        if newest is None:
+            return compacted, compacted, float("-inf")
+        return max(int(newest[0]), compacted), compacted, float(newest[1])
+
+    # -- reads -------------------------------------------------------------------------
+
+    @property
+    def revision(self) -> int:
+        """The newest committed revision (0 for an empty, never-written store)."""
+        return self._rev
+
+    @property
+    def compacted_revision(self) -> int:
+        """The log holds every event with a revision above this."""
+        return self._compacted
+
+    def get(self, key: str) -> JSON | None:
+        """The current object at ``key`` (freshly decoded), or None."""
+        with self._lock:
+            row = self._c().execute("SELECT value FROM kv WHERE key = ?", (key,)).fetchone()
+        return None if row is None else _loads(row[0])
+
+    def list(self, prefix: str, *, at_revision: int | None = None,
+             start_after: str | None = None, limit: int | None = None
+             ) -> tuple[builtins.list[tuple[str, JSON]], int, bool]:
+        """Objects under ``prefix`` in key order as of ``at_revision``; see ``Store.list``.
+
+        Cost: one index range scan of the page for the current revision; for an older
+        revision add a scan of the log since it to roll the changed keys back.
+        """
+        limit = check_limit(limit)
+        with self._lock:
+            conn = self._c()
+            current = self._rev
+            at = current if at_revision is None else at_revision
+            check_read_revision(at, self._compacted, current)
+            lower = start_after if start_after is not None and start_after >= prefix else None
+            where, params = _range_sql(prefix, lower)
+            changed: dict[str, bytes | None] = {}
+            if at != current:
+                lwhere, lparams = _range_sql(prefix, None)
+                changed = {k: p for k, p, _ in conn.execute(
+                    f"SELECT key, prev, min(rev) FROM log WHERE rev > ? AND {lwhere}"
+                    " GROUP BY key", [at, *lparams])}
+            n = -1 if limit is None else limit + 1 + len(changed)
+            rows: builtins.list[tuple[str, bytes]] = conn.execute(
+                f"SELECT key, value FROM kv WHERE {where} ORDER BY key LIMIT ?",
+                [*params, n]).fetchall()
+        if changed:
+            page, more = merge_snapshot(prefix, start_after, limit, rows, changed)
+        else:
+            more = limit is not None and len(rows) > limit
+            page = rows[:limit] if more else rows
+        return [(k, _loads(v)) for k, v in page], at, more
+
+    def count(self, prefix: str) -> int:
+        """How many objects are under ``prefix`` now."""
+        where, params = _range_sql(prefix, None)
+        with self._lock:
+            row = self._c().execute(f"SELECT count(*) FROM kv WHERE {where}", params).fetchone()
+        return int(row[0])
+
+    def events_since(self, prefix: str, revision: int) -> builtins.list[Event]:
+        """Logged events under ``prefix`` with revision > ``revision``, in revision order.
+
+        Raises ``Compacted`` if ``revision`` < ``compacted_revision``; a ``revision`` at or
+        above the current one gives an empty list.
+        """
+        where, params = _range_sql(prefix, None)
+        with self._lock:
+            conn = self._c()
+            if revision < self._compacted:
+                raise Compacted(revision, self._compacted)
+            if revision >= self._rev:
+                return []
+            rows = conn.execute(
+                f"SELECT rev, type, key, value, prev FROM log WHERE rev > ? AND {where}"
+                " ORDER BY rev", [revision, *params]).fetchall()
+        return [Event(_TYPES[t], k, rev, _loads(v), None if p is None else _loads(p))
+                for rev, t, k, v, p in rows]
+
+    # -- writes ------------------------------------------------------------------------
+
+    def create(self, key: str, obj: JSON) -> JSON:
+        """Store a new object; returns it with its resourceVersion. Raises ``KeyExists``."""
+        with self._lock:
+            conn = self._c()
+            rev = self._rev + 1
+            new = stamp(obj, rev)
+            blob = _dumps(new)
+            try:
+                with self._transaction(conn) as now:
+                    conn.execute("INSERT INTO kv(key, rev, value) VALUES (?, ?, ?)",
+                                 (key, rev, blob))
+                    conn.execute("INSERT INTO log(rev, ts, type, key, value, prev)"
+                                 " VALUES (?, ?, 0, ?, ?, NULL)", (rev, now, key, blob))
+            except sqlite3.IntegrityError as e:
+                if "kv.key" in str(e):
+                    raise KeyExists(f"key {key!r} already exists") from None
+                raise StorageError(f"SQLite store write failed: {e}") from e
+            self._rev = rev
+            self._fanout.publish(Event("ADDED", key, rev, new, None))
+            return new
+
+    def update(self, key: str, obj: JSON, expected_revision: int | None = None) -> JSON:
+        """Replace the object (only if its revision is ``expected_revision``, when given).
+
+        Raises ``KeyNotFound`` or ``RevisionConflict``.
+        """
+        with self._lock:
+            conn = self._c()
+            prev_blob = self._current_for_write(conn, key, expected_revision)
+            rev = self._rev + 1
+            new = stamp(obj, rev)
+            blob = _dumps(new)
+            with self._transaction(conn) as now:
+                conn.execute("UPDATE kv SET rev = ?, value = ? WHERE key = ?", (rev, blob, key))
+                conn.execute("INSERT INTO log(rev, ts, type, key, value, prev)"
+                             " VALUES (?, ?, 1, ?, ?, ?)", (rev, now, key, blob, prev_blob))
+            self._rev = rev
+            self._fanout.publish(Event("MODIFIED", key, rev, new, _loads(prev_blob)))
+            return new
+
+    def delete(self, key: str, expected_revision: int | None = None) -> JSON:
+        """Remove the object; returns its last state stamped with the deletion's revision.
+
+        Raises ``KeyNotFound`` or ``RevisionConflict``.
+        """
+        with self._lock:
+            conn = self._c()
+            prev_blob = self._current_for_write(conn, key, expected_revision)
+            prev: JSON = _loads(prev_blob)
+            rev = self._rev + 1
+            last = stamp(prev, rev)
+            with self._transaction(conn) as now:
+                conn.execute("DELETE FROM kv WHERE key = ?", (key,))
+                conn.execute("INSERT INTO log(rev, ts, type, key, value, prev)"
+                             " VALUES (?, ?, 2, ?, ?, ?)",
+                             (rev, now, key, _dumps(last), prev_blob))
+            self._rev = rev
+            self._fanout.publish(Event("DELETED", key, rev, last, prev))
+            return last
+
+    def subscribe(self, fn: Subscriber) -> Callable[[], None]:
+        """Call ``fn`` synchronously after each commit, in revision order.
+
+        Returns an idempotent unsubscribe function. See ``Fanout`` for re-entrancy.
+        """
+        self._c()
+        return self._fanout.subscribe(fn, self._lock)
+
+    # -- compaction --------------------------------------------------------------------
+
+    def compact(self, revision: int) -> None:
+        """Drop log entries at or below ``revision`` (current state is kept); persistent.
+
+        A ``revision`` at or below ``compacted_revision`` is a no-op; one above the
+        current revision raises ``FutureRevision``.
+        """
+        with self._lock:
+            conn = self._c()
+            if revision > self._rev:
+                raise FutureRevision(
+                    f"cannot compact to revision {revision}: current revision is {self._rev}")
+            if revision <= self._compacted:
+                return
+            with self._transaction(conn, timed=False):
+                conn.execute("DELETE FROM log WHERE rev <= ?", (revision,))
+                conn.execute("UPDATE kubewerk_meta SET value = ? WHERE name = 'compacted'",
+                             (revision,))
+            self._compacted = revision
+
+    def compact_by_policy(self) -> int:
+        """Compact to keep at most ``retain_events`` events, none older than
+        ``retain_seconds``; returns the compacted revision afterwards."""
+        with self._lock:
+            conn = self._c()
+            target = self._compacted
+            if self.retain_events is not None:
+                target = max(target, self._rev - self.retain_events)
+            if self.retain_seconds is not None:
+                cutoff = self._clock() - self.retain_seconds
+                # commit times are monotonic in revision: binary-search the first kept one
+                lo, hi = max(target, self._compacted) + 1, self._rev + 1
+                while lo < hi:
+                    mid = (lo + hi) // 2
+                    ts = conn.execute("SELECT ts FROM log WHERE rev = ?", (mid,)).fetchone()[0]
+                    if ts < cutoff:
+                        lo = mid + 1
+                    else:
+                        hi = mid
+                target = max(target, lo - 1)
+            self.compact(target)
+            return self._compacted
+
+    def close(self) -> None:
+        """Close the file (checkpointing the WAL); later calls raise ``StoreClosed``.
+
+        Closing again is a no-op.
+        """
+        with self._lock:
+            if self._conn is not None:
+                self._conn.close()
+                self._conn = None
+
+    # -- internals ---------------------------------------------------------------------
+
+    def _c(self) -> sqlite3.Connection:
+        conn = self._conn
+        if conn is None:
+            raise StoreClosed()
+        return conn
+
+    def _current_for_write(self, conn: sqlite3.Connection, key: str,
+                           expected_revision: int | None) -> bytes:
+        row = conn.execute("SELECT rev, value FROM kv WHERE key = ?", (key,)).fetchone()
+        if row is None:
+            raise KeyNotFound(f"key {key!r} not found")
+        if expected_revision is not None and row[0] != expected_revision:
+            raise RevisionConflict(_loads(row[1]))
+        blob: bytes = row[1]
+        return blob
+
+    @contextmanager
+    def _transaction(self, conn: sqlite3.Connection, *, timed: bool = True
+                     ) -> Iterator[float]:
+        """One write transaction; yields its commit time (monotonic across commits)."""
+        now = self._last_time
+        if timed:
+            now = max(self._clock(), now)
+        try:
+            conn.execute("BEGIN IMMEDIATE")
+            yield now
+            conn.execute("COMMIT")
+        except sqlite3.IntegrityError:
+            if conn.in_transaction:
+                conn.execute("ROLLBACK")
+            raise
+        except sqlite3.Error as e:
+            if conn.in_transaction:
+                conn.execute("ROLLBACK")
+            raise StorageError(f"SQLite store write failed: {e}") from e
+        except BaseException:
+            if conn.in_transaction:
+                conn.execute("ROLLBACK")
+            raise
+        self._last_time = now
