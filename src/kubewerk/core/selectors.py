@@ -1,0 +1,1019 @@
+"""Label and field selectors with Kubernetes' exact grammar, matching and error texts.
+
+Behaviour follows k8s.io/apimachinery v0.36 (Kubernetes 1.36): ``pkg/labels/selector.go``
+(the label selector lexer/parser and ``NewRequirement``), ``pkg/apis/meta/v1/helpers.go``
+(``LabelSelectorAsSelector``), ``pkg/fields/selector.go`` (field selector parsing and
+escaping) and the field-label conversion functions the API server applies before it
+filters a list (``runtime.DefaultMetaV1FieldSelectorConversion``, the core/v1 and
+events.k8s.io/v1 conversions, and apiextensions' ``crConverter.ConvertFieldLabel``).
+
+Errors are ``ValueError`` subclasses whose ``str()`` is exactly the text Kubernetes puts
+into the ``message`` of the ``400 BadRequest`` ``Status`` it answers with (the API
+server wraps the parse error verbatim: ``errors.NewBadRequest(err.Error())``), e.g.::
+
+    unable to parse requirement: <nil>: Invalid value: "a/b/c": a valid label key ...
+    found 'b', expected: ',' or 'end of string'
+    invalid selector: 'foo'; can't understand 'foo'
+    field label not supported: spec.color
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from collections.abc import Callable, Iterable, Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any, Final
+
+from kubewerk.core.errors import go_quote
+
+__all__ = [
+    "EVERYTHING",
+    "NOTHING",
+    "FieldLabelError",
+    "FieldRequirement",
+    "FieldSelector",
+    "FieldSelectorError",
+    "LabelSelector",
+    "LabelSelectorError",
+    "Requirement",
+    "builtin_field_set",
+    "convert_builtin_field_label",
+    "convert_custom_field_label",
+    "custom_resource_field_set",
+    "escape_field_value",
+    "field_value",
+    "go_sprint",
+    "is_label_key",
+    "is_label_value",
+    "kind_key",
+    "label_selector_from_dict",
+    "new_requirement",
+    "parse_field_selector",
+    "parse_label_selector",
+    "supported_field_labels",
+    "unescape_field_value",
+]
+
+
+class LabelSelectorError(ValueError):
+    """A label selector Kubernetes rejects; ``str()`` is Kubernetes' exact message."""
+
+
+class FieldSelectorError(ValueError):
+    """A field selector Kubernetes cannot parse; ``str()`` is Kubernetes' exact message."""
+
+
+class FieldLabelError(ValueError):
+    """A field selector naming a field the resource does not support (also a 400)."""
+
+
+# --------------------------------------------------------------------------------------
+# label key / value syntax (k8s.io/apimachinery/pkg/api/validate/content/kube.go)
+
+_DNS1123_LABEL_FMT: Final = "[a-z0-9]([-a-z0-9]*[a-z0-9])?"
+_DNS1123_SUBDOMAIN_FMT: Final = _DNS1123_LABEL_FMT + "(\\." + _DNS1123_LABEL_FMT + ")*"
+_DNS1123_SUBDOMAIN_RE: Final = re.compile(_DNS1123_SUBDOMAIN_FMT)
+_DNS1123_SUBDOMAIN_MSG: Final = (
+    "a lowercase RFC 1123 subdomain must consist of lower case alphanumeric characters, "
+    "'-' or '.', and must start and end with an alphanumeric character"
+)
+_LABEL_KEY_FMT: Final = "([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9]"
+_LABEL_KEY_RE: Final = re.compile(_LABEL_KEY_FMT)
+_LABEL_KEY_MSG: Final = (
+    "must consist of alphanumeric characters, '-', '_' or '.', and must start and end "
+    "with an alphanumeric character"
+)
+_LABEL_VALUE_FMT: Final = "(" + _LABEL_KEY_FMT + ")?"
+_LABEL_VALUE_RE: Final = re.compile(_LABEL_VALUE_FMT)
+_LABEL_VALUE_MSG: Final = (
+    "a valid label must be an empty string or consist of alphanumeric characters, '-', "
+    "'_' or '.', and must start and end with an alphanumeric character"
+)
+
+
+def regex_error(msg: str, fmt: str, *examples: str) -> str:
+    """``content.RegexError``: the message, examples and the regex Kubernetes prints."""
+    if not examples:
+        return f"{msg} (regex used for validation is '{fmt}')"
+    shown = " or ".join(f"'{e}', " for e in examples)
+    return f"{msg} (e.g. {shown}regex used for validation is '{fmt}')"
+
+
+def max_len_error(length: int) -> str:
+    """``content.MaxLenError``."""
+    return f"must be no more than {length} bytes"
+
+
+def _byte_len(value: str) -> int:
+    return len(value.encode("utf-8", "surrogatepass"))
+
+
+def _is_dns1123_subdomain(value: str) -> list[str]:
+    errs: list[str] = []
+    if _byte_len(value) > 253:
+        errs.append(max_len_error(253))
+    if not _DNS1123_SUBDOMAIN_RE.fullmatch(value):
+        errs.append(regex_error(_DNS1123_SUBDOMAIN_MSG, _DNS1123_SUBDOMAIN_FMT, "example.com"))
+    return errs
+
+
+def is_label_key(value: str) -> list[str]:
+    """``content.IsLabelKey`` (a.k.a. ``IsQualifiedName``): the error strings, or ``[]``."""
+    errs: list[str] = []
+    parts = value.split("/")
+    if len(parts) == 1:
+        name = parts[0]
+    elif len(parts) == 2:
+        prefix, name = parts
+        if not prefix:
+            errs.append("prefix part must be non-empty")
+        else:
+            errs.extend("prefix part " + m for m in _is_dns1123_subdomain(prefix))
+    else:
+        return [
+            "a valid label key "
+            + regex_error(_LABEL_KEY_MSG, _LABEL_KEY_FMT, "MyName", "my.name", "123-abc")
+            + " with an optional DNS subdomain prefix and '/' (e.g. 'example.com/MyName')"
+        ]
+    if not name:
+        errs.append("name part must be non-empty")
+    elif _byte_len(name) > 63:
+        errs.append("name part " + max_len_error(63))
+    if not _LABEL_KEY_RE.fullmatch(name):
+        errs.append(
+            "name part "
+            + regex_error(_LABEL_KEY_MSG, _LABEL_KEY_FMT, "MyName", "my.name", "123-abc")
+        )
+    return errs
+
+
+def is_label_value(value: str) -> list[str]:
+    """``content.IsLabelValue``: the error strings, or ``[]``."""
+    errs: list[str] = []
+    if _byte_len(value) > 63:
+        errs.append(max_len_error(63))
+    if not _LABEL_VALUE_RE.fullmatch(value):
+        errs.append(regex_error(_LABEL_VALUE_MSG, _LABEL_VALUE_FMT, "MyValue", "my_value", "12345"))
+    return errs
+
+
+# --------------------------------------------------------------------------------------
+# rendering helpers for field.Error messages
+
+
+def _go_json(value: Any) -> str:
+    """Go's ``json.Marshal`` text (HTML-escaping, compact) for a bad value."""
+    text = json.dumps(value, ensure_ascii=False, separators=(",", ":"))
+    return text.replace("<", "\\u003c").replace(">", "\\u003e").replace("&", "\\u0026")
+
+
+def _field_invalid(path: str, value: Any, detail: str) -> str:
+    """``field.Invalid(path, value, detail).Error()`` with field.Error's value rendering."""
+    if isinstance(value, str):
+        shown = go_quote(value)
+    elif value is None:
+        shown = "null"
+    else:
+        shown = _go_json(value)
+    return f"{path}: Invalid value: {shown}: {detail}"
+
+
+def _field_not_supported(path: str, value: str, valid: Sequence[str]) -> str:
+    quoted = ", ".join(go_quote(v) for v in valid)
+    return f"{path}: Unsupported value: {go_quote(value)}: supported values: {quoted}"
+
+
+def _aggregate(messages: Sequence[str]) -> str:
+    """``utilerrors.NewAggregate(...).Error()``: one message, or ``[a, b]`` deduplicated."""
+    seen: list[str] = []
+    for msg in messages:
+        if msg not in seen:
+            seen.append(msg)
+    if len(seen) == 1:
+        return seen[0]
+    return "[" + ", ".join(seen) + "]"
+
+
+# --------------------------------------------------------------------------------------
+# label selectors
+
+# selection.Operator values
+IN: Final = "in"
+NOT_IN: Final = "notin"
+EQUALS: Final = "="
+DOUBLE_EQUALS: Final = "=="
+NOT_EQUALS: Final = "!="
+EXISTS: Final = "exists"
+DOES_NOT_EXIST: Final = "!"
+GREATER_THAN: Final = "gt"
+LESS_THAN: Final = "lt"
+
+_BINARY_OPERATORS: Final = (IN, NOT_IN, EQUALS, DOUBLE_EQUALS, NOT_EQUALS, GREATER_THAN, LESS_THAN)
+_VALID_OPERATORS: Final = (*_BINARY_OPERATORS, EXISTS, DOES_NOT_EXIST)
+_INT64_RE: Final = re.compile(r"[+-]?[0-9]+")
+
+
+def _parse_int64(text: str) -> int | None:
+    """Go's ``strconv.ParseInt(text, 10, 64)``; ``None`` where Go reports an error."""
+    if not _INT64_RE.fullmatch(text):
+        return None
+    value = int(text)
+    if value < -(2**63) or value > 2**63 - 1:
+        return None
+    return value
+
+
+def _join_path(path: str | None, child: str) -> str:
+    return child if path is None else f"{path}.{child}"
+
+
+@dataclass(frozen=True, slots=True)
+class Requirement:
+    """One label requirement (``labels.Requirement``): a key, an operator, values.
+
+    ``operator`` is a ``selection.Operator`` value: ``in``, ``notin``, ``=``, ``==``,
+    ``!=``, ``exists``, ``!`` (does not exist), ``gt`` or ``lt``. ``values`` keeps the
+    order given; ``str()`` sorts them, as Kubernetes does.
+    """
+
+    key: str
+    operator: str
+    values: tuple[str, ...] = ()
+
+    def matches(self, labels: Mapping[str, str]) -> bool:
+        """``Requirement.Matches``: NotIn and ``!=`` also match when the key is absent."""
+        op = self.operator
+        if op in (IN, EQUALS, DOUBLE_EQUALS):
+            return self.key in labels and labels[self.key] in self.values
+        if op in (NOT_IN, NOT_EQUALS):
+            return self.key not in labels or labels[self.key] not in self.values
+        if op == EXISTS:
+            return self.key in labels
+        if op == DOES_NOT_EXIST:
+            return self.key not in labels
+        if op in (GREATER_THAN, LESS_THAN):
+            if self.key not in labels or len(self.values) != 1:
+                return False
+            have = _parse_int64(labels[self.key])
+            want = _parse_int64(self.values[0])
+            if have is None or want is None:
+                return False
+            return have > want if op == GREATER_THAN else have < want
+        return False
+
+    def __str__(self) -> str:
+        """``Requirement.String()``: ``k in (a,b)``, ``k=v``, ``!k``, ``k>3`` ..."""
+        op = self.operator
+        if op == DOES_NOT_EXIST:
+            return "!" + self.key
+        if op == EXISTS:
+            return self.key
+        symbol = {
+            EQUALS: "=",
+            DOUBLE_EQUALS: "==",
+            NOT_EQUALS: "!=",
+            IN: " in ",
+            NOT_IN: " notin ",
+            GREATER_THAN: ">",
+            LESS_THAN: "<",
+        }.get(op, "")
+        values = self.values[0] if len(self.values) == 1 else ",".join(sorted(self.values))
+        if op in (IN, NOT_IN):
+            values = f"({values})"
+        return self.key + symbol + values
+
+
+def new_requirement(
+    key: str, operator: str, values: Iterable[str], *, path: str | None = None
+) -> Requirement:
+    """``labels.NewRequirement``: validate and build one requirement.
+
+    ``path`` is the field path the errors are reported under (``None`` as in the query
+    string parser and ``LabelSelectorAsSelector``, so that fields read ``key``,
+    ``values`` and ``values[0][key]``). Raises ``LabelSelectorError`` with the aggregated
+    message, exactly as Kubernetes' aggregated ``field.ErrorList``.
+    """
+    vals = list(values)
+    errors: list[str] = []
+    key_errs = is_label_key(key)
+    if key_errs:
+        errors.append(_field_invalid(_join_path(path, "key"), key, "; ".join(key_errs)))
+    values_path = _join_path(path, "values")
+    if operator in (IN, NOT_IN):
+        if not vals:
+            errors.append(
+                _field_invalid(
+                    values_path, vals, "for 'in', 'notin' operators, values set can't be empty"
+                )
+            )
+    elif operator in (EQUALS, DOUBLE_EQUALS, NOT_EQUALS):
+        if len(vals) != 1:
+            errors.append(
+                _field_invalid(
+                    values_path, vals, "exact-match compatibility requires one single value"
+                )
+            )
+    elif operator in (EXISTS, DOES_NOT_EXIST):
+        if vals:
+            errors.append(
+                _field_invalid(
+                    values_path, vals, "values set must be empty for exists and does not exist"
+                )
+            )
+    elif operator in (GREATER_THAN, LESS_THAN):
+        if len(vals) != 1:
+            errors.append(
+                _field_invalid(
+                    values_path, vals, "for 'Gt', 'Lt' operators, exactly one value is required"
+                )
+            )
+        for i, val in enumerate(vals):
+            if _parse_int64(val) is None:
+                errors.append(
+                    _field_invalid(
+                        f"{values_path}[{i}]",
+                        val,
+                        "for 'Gt', 'Lt' operators, the value must be an integer",
+                    )
+                )
+    else:
+        errors.append(
+            _field_not_supported(_join_path(path, "operator"), operator, _VALID_OPERATORS)
+        )
+    for i, val in enumerate(vals):
+        value_errs = is_label_value(val)
+        if value_errs:
+            errors.append(_field_invalid(f"{values_path}[{i}][{key}]", val, "; ".join(value_errs)))
+    if errors:
+        raise LabelSelectorError(_aggregate(errors))
+    return Requirement(key, operator, tuple(vals))
+
+
+@dataclass(frozen=True, slots=True)
+class LabelSelector:
+    """A label selector: the AND of its requirements, sorted by key.
+
+    ``nothing=True`` is ``labels.Nothing()`` (a nil ``metav1.LabelSelector``), which
+    matches no object; no requirements and ``nothing=False`` is ``labels.Everything()``.
+    """
+
+    requirements: tuple[Requirement, ...] = ()
+    nothing: bool = False
+
+    def matches(self, labels: Mapping[str, str]) -> bool:
+        """True if every requirement matches ``labels``."""
+        if self.nothing:
+            return False
+        return all(r.matches(labels) for r in self.requirements)
+
+    def empty(self) -> bool:
+        """``Selector.Empty()``: True when the selector does not restrict anything."""
+        return not self.nothing and not self.requirements
+
+    def requires_exact_match(self, key: str) -> str | None:
+        """``RequiresExactMatch``: the single value ``key`` must have, if the selector fixes it."""
+        for req in self.requirements:
+            if req.key == key:
+                if req.operator in (EQUALS, DOUBLE_EQUALS, IN) and len(req.values) == 1:
+                    return req.values[0]
+                return None
+        return None
+
+    def __str__(self) -> str:
+        """``Selector.String()``; parsing it again gives an equal selector."""
+        return ",".join(str(r) for r in self.requirements)
+
+
+EVERYTHING: Final = LabelSelector()
+NOTHING: Final = LabelSelector(nothing=True)
+
+# lexer tokens
+(
+    _T_ERROR,
+    _T_EOS,
+    _T_CLOSE,
+    _T_COMMA,
+    _T_NOT,
+    _T_DEQ,
+    _T_EQ,
+    _T_GT,
+    _T_ID,
+    _T_IN,
+    _T_LT,
+    _T_NEQ,
+    _T_NOTIN,
+    _T_OPEN,
+) = range(14)
+_STRING_TO_TOKEN: Final = {
+    ")": _T_CLOSE,
+    ",": _T_COMMA,
+    "!": _T_NOT,
+    "==": _T_DEQ,
+    "=": _T_EQ,
+    ">": _T_GT,
+    "in": _T_IN,
+    "<": _T_LT,
+    "!=": _T_NEQ,
+    "notin": _T_NOTIN,
+    "(": _T_OPEN,
+}
+_SPECIAL: Final = frozenset("=!(),><")
+_WHITESPACE: Final = frozenset(" \t\r\n")
+
+
+def _lex(text: str) -> list[tuple[int, str]]:
+    """Tokenise as ``labels.Lexer`` does, byte for byte (a NUL byte reads as end of input)."""
+    data = text.encode("utf-8", "surrogatepass")
+    pos = 0
+    size = len(data)
+    out: list[tuple[int, str]] = []
+
+    def read() -> int:
+        nonlocal pos
+        if pos < size:
+            ch = data[pos]
+            pos += 1
+            return ch
+        return 0
+
+    while True:
+        ch = read()
+        while chr(ch) in _WHITESPACE:
+            ch = read()
+        if ch == 0:
+            out.append((_T_EOS, ""))
+            return out
+        pos -= 1
+        if chr(ch) in _SPECIAL:
+            buf = bytearray()
+            last: tuple[int, str] | None = None
+            while True:
+                c = read()
+                if c == 0:
+                    break
+                if chr(c) in _SPECIAL:
+                    buf.append(c)
+                    tok = _STRING_TO_TOKEN.get(buf.decode())
+                    if tok is not None:
+                        last = (tok, buf.decode())
+                    elif last is not None:
+                        pos -= 1
+                        break
+                else:
+                    pos -= 1
+                    break
+            if last is None:  # unreachable: every special symbol alone is a token
+                out.append((_T_ERROR, f"error expected: keyword found '{buf.decode()}'"))
+            else:
+                out.append(last)
+        else:
+            buf = bytearray()
+            while True:
+                c = read()
+                if c == 0:
+                    break
+                if chr(c) in _SPECIAL or chr(c) in _WHITESPACE:
+                    pos -= 1
+                    break
+                buf.append(c)
+            literal = buf.decode("utf-8", "surrogatepass")
+            out.append((_STRING_TO_TOKEN.get(literal, _T_ID), literal))
+
+
+class _Parser:
+    """The recursive-descent parser of ``labels.Parse`` with its exact error texts."""
+
+    def __init__(self, text: str) -> None:
+        self.items = _lex(text)
+        self.pos = 0
+
+    def _tok(self, index: int, values: bool) -> tuple[int, str]:
+        tok, lit = self.items[index]
+        if values and tok in (_T_IN, _T_NOTIN):
+            tok = _T_ID
+        return tok, lit
+
+    def lookahead(self, values: bool = True) -> tuple[int, str]:
+        return self._tok(self.pos, values)
+
+    def consume(self, values: bool = True) -> tuple[int, str]:
+        self.pos += 1
+        return self._tok(self.pos - 1, values)
+
+    def parse(self) -> list[Requirement]:
+        reqs: list[Requirement] = []
+        while True:
+            tok, lit = self.lookahead()
+            if tok in (_T_ID, _T_NOT):
+                try:
+                    reqs.append(self.parse_requirement())
+                except LabelSelectorError as err:
+                    raise LabelSelectorError(f"unable to parse requirement: {err}") from None
+                tok, lit = self.consume()
+                if tok == _T_EOS:
+                    return reqs
+                if tok == _T_COMMA:
+                    tok2, lit2 = self.lookahead()
+                    if tok2 not in (_T_ID, _T_NOT):
+                        raise LabelSelectorError(f"found '{lit2}', expected: identifier after ','")
+                else:
+                    raise LabelSelectorError(f"found '{lit}', expected: ',' or 'end of string'")
+            elif tok == _T_EOS:
+                return reqs
+            else:
+                raise LabelSelectorError(
+                    f"found '{lit}', expected: !, identifier, or 'end of string'"
+                )
+
+    def parse_requirement(self) -> Requirement:
+        operator = ""
+        tok, literal = self.consume()
+        if tok == _T_NOT:
+            operator = DOES_NOT_EXIST
+            tok, literal = self.consume()
+        if tok != _T_ID:
+            raise LabelSelectorError(f"found '{literal}', expected: identifier")
+        key_errs = is_label_key(literal)
+        if key_errs:
+            raise LabelSelectorError(_field_invalid("<nil>", literal, "; ".join(key_errs)))
+        key = literal
+        if self.lookahead()[0] in (_T_EOS, _T_COMMA) and operator != DOES_NOT_EXIST:
+            operator = EXISTS
+        if operator in (EXISTS, DOES_NOT_EXIST):
+            return new_requirement(key, operator, [])
+        operator = self.parse_operator()
+        values = self.parse_values() if operator in (IN, NOT_IN) else self.parse_exact_value()
+        return new_requirement(key, operator, sorted(values))
+
+    def parse_operator(self) -> str:
+        tok, lit = self.consume(values=False)
+        ops = {
+            _T_IN: IN,
+            _T_EQ: EQUALS,
+            _T_DEQ: DOUBLE_EQUALS,
+            _T_GT: GREATER_THAN,
+            _T_LT: LESS_THAN,
+            _T_NOTIN: NOT_IN,
+            _T_NEQ: NOT_EQUALS,
+        }
+        if tok not in ops:
+            raise LabelSelectorError(f"found '{lit}', expected: {', '.join(_BINARY_OPERATORS)}")
+        return ops[tok]
+
+    def parse_values(self) -> set[str]:
+        tok, lit = self.consume()
+        if tok != _T_OPEN:
+            raise LabelSelectorError(f"found '{lit}' expected: '('")
+        tok, lit = self.lookahead()
+        if tok in (_T_ID, _T_COMMA):
+            values = self.parse_identifiers_list()
+            if self.consume()[0] != _T_CLOSE:
+                raise LabelSelectorError(f"found '{lit}', expected: ')'")
+            return values
+        if tok == _T_CLOSE:
+            self.consume()
+            return {""}
+        raise LabelSelectorError(f"found '{lit}', expected: ',', ')' or identifier")
+
+    def parse_identifiers_list(self) -> set[str]:
+        values: set[str] = set()
+        while True:
+            tok, lit = self.consume()
+            if tok == _T_ID:
+                values.add(lit)
+                tok2, lit2 = self.lookahead()
+                if tok2 == _T_COMMA:
+                    continue
+                if tok2 == _T_CLOSE:
+                    return values
+                raise LabelSelectorError(f"found '{lit2}', expected: ',' or ')'")
+            if tok == _T_COMMA:
+                if not values:
+                    values.add("")
+                tok2, _ = self.lookahead()
+                if tok2 == _T_CLOSE:
+                    values.add("")
+                    return values
+                if tok2 == _T_COMMA:
+                    values.add("")
+                continue
+            raise LabelSelectorError(f"found '{lit}', expected: ',', or identifier")
+
+    def parse_exact_value(self) -> set[str]:
+        tok, _ = self.lookahead()
+        if tok in (_T_EOS, _T_COMMA):
+            return {""}
+        tok, lit = self.consume()
+        if tok == _T_ID:
+            return {lit}
+        raise LabelSelectorError(f"found '{lit}', expected: identifier")
+
+
+def parse_label_selector(text: str) -> LabelSelector:
+    """``labels.Parse``: the ``labelSelector`` query parameter grammar.
+
+    Supports ``k=v``, ``k==v``, ``k!=v``, ``k in (a,b)``, ``k notin (a,b)``, ``k``,
+    ``!k`` and Kubernetes' ``k>N`` / ``k<N``, separated by commas; ``""`` selects
+    everything. Raises ``LabelSelectorError`` with Kubernetes' message.
+    """
+    reqs = _Parser(text).parse()
+    reqs.sort(key=lambda r: r.key.encode("utf-8", "surrogatepass"))
+    return LabelSelector(tuple(reqs))
+
+
+_DICT_OPERATORS: Final = {
+    "In": IN,
+    "NotIn": NOT_IN,
+    "Exists": EXISTS,
+    "DoesNotExist": DOES_NOT_EXIST,
+}
+
+
+def label_selector_from_dict(selector: Mapping[str, Any] | None) -> LabelSelector:
+    """``metav1.LabelSelectorAsSelector`` for a ``metav1.LabelSelector`` as a dict.
+
+    ``None`` selects nothing; ``{}`` (no matchLabels, no matchExpressions) selects
+    everything. ``matchLabels`` are processed in key order (Go's map order is random,
+    so which error is reported first for several bad entries is not fixed there).
+    """
+    if selector is None:
+        return NOTHING
+    match_labels = selector.get("matchLabels") or {}
+    match_exprs = selector.get("matchExpressions") or []
+    if not match_labels and not match_exprs:
+        return EVERYTHING
+    reqs: list[Requirement] = []
+    for key in sorted(match_labels):
+        reqs.append(new_requirement(key, EQUALS, [match_labels[key]]))
+    for expr in match_exprs:
+        op_name = expr.get("operator", "")
+        op = _DICT_OPERATORS.get(op_name)
+        if op is None:
+            raise LabelSelectorError(
+                f"{go_quote(str(op_name))} is not a valid label selector operator"
+            )
+        reqs.append(new_requirement(expr.get("key", ""), op, list(expr.get("values") or [])))
+    reqs.sort(key=lambda r: r.key.encode("utf-8", "surrogatepass"))
+    return LabelSelector(tuple(reqs))
+
+
+# --------------------------------------------------------------------------------------
+# field selectors
+
+
+@dataclass(frozen=True, slots=True)
+class FieldRequirement:
+    """One field selector term. ``operator`` is ``=`` (also for ``==``) or ``!=``."""
+
+    field: str
+    operator: str
+    value: str
+
+    def matches(self, fields: Mapping[str, str]) -> bool:
+        """A missing field reads as ``""``, exactly as ``fields.Set.Get``."""
+        have = fields.get(self.field, "")
+        return have == self.value if self.operator == "=" else have != self.value
+
+    def __str__(self) -> str:
+        return f"{self.field}{self.operator}{escape_field_value(self.value)}"
+
+
+@dataclass(frozen=True, slots=True)
+class FieldSelector:
+    """A field selector: the AND of its requirements (sorted as Kubernetes sorts terms)."""
+
+    requirements: tuple[FieldRequirement, ...] = ()
+
+    def matches(self, fields: Mapping[str, str]) -> bool:
+        """True if every term matches ``fields`` (a ``fields.Set``)."""
+        return all(r.matches(fields) for r in self.requirements)
+
+    def empty(self) -> bool:
+        """True when the selector selects everything."""
+        return not self.requirements
+
+    def requires_exact_match(self, field: str) -> str | None:
+        """The value ``field`` must equal, if an ``=`` term fixes it."""
+        for req in self.requirements:
+            if req.field == field and req.operator == "=":
+                return req.value
+        return None
+
+    def transform(self, fn: Callable[[str, str], tuple[str, str]]) -> FieldSelector:
+        """``Selector.Transform``: rewrite each term; terms mapped to ``("", "")`` vanish."""
+        out: list[FieldRequirement] = []
+        for req in self.requirements:
+            field, value = fn(req.field, req.value)
+            if field or value:
+                out.append(FieldRequirement(field, req.operator, value))
+        return FieldSelector(tuple(out))
+
+    def __str__(self) -> str:
+        return ",".join(str(r) for r in self.requirements)
+
+
+def escape_field_value(value: str) -> str:
+    """``fields.EscapeValue``: backslash-escape ``\\``, ``,`` and ``=``."""
+    return value.replace("\\", "\\\\").replace(",", "\\,").replace("=", "\\=")
+
+
+def unescape_field_value(value: str) -> str:
+    """``fields.UnescapeValue`` with its exact error texts."""
+    if not any(c in value for c in "\\,="):
+        return value
+    out: list[str] = []
+    in_slash = False
+    for ch in value:
+        if in_slash:
+            if ch in "\\,=":
+                out.append(ch)
+            else:
+                raise FieldSelectorError(f"invalid field selector: invalid escape sequence: \\{ch}")
+            in_slash = False
+            continue
+        if ch == "\\":
+            in_slash = True
+        elif ch in ",=":
+            raise FieldSelectorError(
+                f"invalid field selector: unescaped character in value: {ord(ch)}"
+            )
+        else:
+            out.append(ch)
+    if in_slash:
+        raise FieldSelectorError("invalid field selector: invalid escape sequence: \\")
+    return "".join(out)
+
+
+def _split_terms(text: str) -> list[str]:
+    if not text:
+        return []
+    terms: list[str] = []
+    start = 0
+    in_slash = False
+    for i, ch in enumerate(text):
+        if in_slash:
+            in_slash = False
+        elif ch == "\\":
+            in_slash = True
+        elif ch == ",":
+            terms.append(text[start:i])
+            start = i + 1
+    terms.append(text[start:])
+    return terms
+
+
+def _split_term(term: str) -> tuple[str, str, str] | None:
+    for i in range(len(term)):
+        for op in ("!=", "==", "="):
+            if term.startswith(op, i):
+                return term[:i], op, term[i + len(op) :]
+    return None
+
+
+def parse_field_selector(text: str) -> FieldSelector:
+    """``fields.ParseSelector``: ``a=b``, ``a==b``, ``a!=b`` joined by commas.
+
+    Values may escape ``\\``, ``,`` and ``=`` with a backslash. Neither field names nor
+    values are trimmed (as in Kubernetes). Raises ``FieldSelectorError``.
+    """
+    parts = sorted(_split_terms(text), key=lambda p: p.encode("utf-8", "surrogatepass"))
+    reqs: list[FieldRequirement] = []
+    for part in parts:
+        if not part:
+            continue
+        split = _split_term(part)
+        if split is None:
+            raise FieldSelectorError(f"invalid selector: '{text}'; can't understand '{part}'")
+        lhs, op, rhs = split
+        value = unescape_field_value(rhs)
+        if not lhs and not value:
+            continue  # Transform drops terms that are empty on both sides
+        reqs.append(FieldRequirement(lhs, "!=" if op == "!=" else "=", value))
+    return FieldSelector(tuple(reqs))
+
+
+# --------------------------------------------------------------------------------------
+# field sets and the field labels each resource supports
+
+
+def kind_key(api_version: str, kind: str) -> str:
+    """The key naming a built-in kind in this module and in ``strategic``: ``v1/Secret``."""
+    return f"{api_version}/{kind}"
+
+
+_META_NAMESPACED: Final = ("metadata.name", "metadata.namespace")
+
+# kind key -> label -> the label the field set uses. Kinds with no entry accept only
+# metadata.name / metadata.namespace with runtime.DefaultMetaV1FieldSelectorConversion.
+_FIELD_LABELS: Final[dict[str, dict[str, str]]] = {
+    "v1/Namespace": {
+        "metadata.name": "metadata.name",
+        "name": "metadata.name",
+        "status.phase": "status.phase",
+    },
+    "v1/Secret": {
+        "metadata.name": "metadata.name",
+        "metadata.namespace": "metadata.namespace",
+        "type": "type",
+    },
+    "v1/Event": {
+        label: label
+        for label in (
+            "involvedObject.kind",
+            "involvedObject.namespace",
+            "involvedObject.name",
+            "involvedObject.uid",
+            "involvedObject.apiVersion",
+            "involvedObject.resourceVersion",
+            "involvedObject.fieldPath",
+            "reason",
+            "reportingComponent",
+            "source",
+            "type",
+            "metadata.namespace",
+            "metadata.name",
+        )
+    },
+    "events.k8s.io/v1/Event": {
+        "reason": "reason",
+        "regarding.kind": "involvedObject.kind",
+        "regarding.namespace": "involvedObject.namespace",
+        "regarding.name": "involvedObject.name",
+        "regarding.uid": "involvedObject.uid",
+        "regarding.apiVersion": "involvedObject.apiVersion",
+        "regarding.resourceVersion": "involvedObject.resourceVersion",
+        "regarding.fieldPath": "involvedObject.fieldPath",
+        "reportingController": "reportingComponent",
+        "source": "source",
+        "type": "type",
+        "metadata.namespace": "metadata.namespace",
+        "metadata.name": "metadata.name",
+    },
+}
+
+
+def supported_field_labels(key: str) -> frozenset[str]:
+    """The field labels a built-in kind accepts in a field selector."""
+    table = _FIELD_LABELS.get(key)
+    return frozenset(table) if table is not None else frozenset(_META_NAMESPACED)
+
+
+def convert_builtin_field_label(key: str, label: str) -> str:
+    """``Scheme.ConvertFieldLabel`` for a built-in kind: the label the field set uses.
+
+    Raises ``FieldLabelError`` with the kind's exact text: ``field label not supported:
+    X`` for kinds with their own conversion (Namespace, Secret, both Events), else
+    ``"X" is not a known field selector: only "metadata.name", "metadata.namespace"``.
+    """
+    table = _FIELD_LABELS.get(key)
+    if table is None:
+        if label in _META_NAMESPACED:
+            return label
+        raise FieldLabelError(
+            f'{go_quote(label)} is not a known field selector: only "metadata.name", "metadata.namespace"'
+        )
+    mapped = table.get(label)
+    if mapped is None:
+        raise FieldLabelError(f"field label not supported: {label}")
+    return mapped
+
+
+def convert_custom_field_label(
+    label: str, *, namespaced: bool, selectable_fields: Iterable[str] = ()
+) -> str:
+    """apiextensions' ``crConverter.ConvertFieldLabel`` for a custom resource.
+
+    ``selectable_fields`` are the served version's ``selectableFields[].jsonPath``
+    values (``.spec.color``); the label is the path without its leading dot.
+    """
+    if label == "metadata.name" or (namespaced and label == "metadata.namespace"):
+        return label
+    if label in {p.removeprefix(".") for p in selectable_fields}:
+        return label
+    raise FieldLabelError(f"field label not supported: {label}")
+
+
+def go_sprint(value: Any) -> str:
+    """Go's ``fmt.Sprint`` for a decoded JSON scalar (strings as is, floats as ``%v``)."""
+    if isinstance(value, str):
+        return value
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    if isinstance(value, int):
+        return str(value)
+    if isinstance(value, float):
+        return _go_float_v(value)
+    if value is None:
+        return "<nil>"
+    return str(value)
+
+
+def _go_float_v(value: float) -> str:
+    """``strconv.FormatFloat(v, 'g', -1, 64)``, which ``%v`` uses for float64 (``1e+06``)."""
+    if value != value:
+        return "NaN"
+    if value in (float("inf"), float("-inf")):
+        return "+Inf" if value > 0 else "-Inf"
+    if value == 0:
+        return "-0" if str(value).startswith("-") else "0"
+    digits_repr = repr(value)  # shortest round-trip digits
+    mantissa, _, exp_text = digits_repr.lower().partition("e")
+    sign = "-" if mantissa.startswith("-") else ""
+    mantissa = mantissa.lstrip("-")
+    int_part, _, frac_part = mantissa.partition(".")
+    exp10 = int(exp_text) if exp_text else 0
+    digits = (int_part + frac_part).lstrip("0")
+    # decimal point position relative to the digit string
+    lead_zeros = len(int_part + frac_part) - len((int_part + frac_part).lstrip("0"))
+    dp = len(int_part) + exp10 - lead_zeros
+    digits = digits.rstrip("0") or "0"
+    exp = dp - 1
+    if exp < -4 or exp >= 6:  # %v is shortest 'g': exponent form from 1e+06 on
+        first, rest = digits[0], digits[1:]
+        body = first + ("." + rest if rest else "")
+        return f"{sign}{body}e{'-' if exp < 0 else '+'}{abs(exp):02d}"
+    if dp <= 0:
+        return f"{sign}0.{'0' * -dp}{digits}"
+    if dp >= len(digits):
+        return f"{sign}{digits}{'0' * (dp - len(digits))}"
+    return f"{sign}{digits[:dp]}.{digits[dp:]}"
+
+
+def field_value(obj: Mapping[str, Any], path: str) -> str | None:
+    """The value at dotted ``path`` (``spec.color`` or ``.spec.color``) as ``fmt.Sprint``.
+
+    ``None`` when the path is absent or null (a selectable field then reads as ``""``).
+    Only simple dotted paths, as CRD ``selectableFields`` allow (no array notation).
+    """
+    cur: Any = obj
+    for part in path.removeprefix(".").split("."):
+        if not isinstance(cur, Mapping) or part not in cur:
+            return None
+        cur = cur[part]
+    if cur is None:
+        return None
+    return go_sprint(cur)
+
+
+def _meta(obj: Mapping[str, Any]) -> Mapping[str, Any]:
+    meta = obj.get("metadata")
+    return meta if isinstance(meta, Mapping) else {}
+
+
+def _str(value: Any) -> str:
+    return value if isinstance(value, str) else ""
+
+
+def custom_resource_field_set(
+    obj: Mapping[str, Any], *, namespaced: bool, selectable_fields: Iterable[str] = ()
+) -> dict[str, str]:
+    """The ``fields.Set`` a custom resource is filtered on (apiextensions ``GetAttrs``)."""
+    meta = _meta(obj)
+    out = {"metadata.name": _str(meta.get("name"))}
+    if namespaced:
+        out["metadata.namespace"] = _str(meta.get("namespace"))
+    for json_path in selectable_fields:
+        value = field_value(obj, json_path)
+        out[json_path.removeprefix(".")] = "" if value is None else value
+    return out
+
+
+def builtin_field_set(key: str, obj: Mapping[str, Any]) -> dict[str, str]:
+    """The ``fields.Set`` Kubernetes filters a built-in object on (``ToSelectableFields``).
+
+    Both Event representations give the same internal names (``involvedObject.*``,
+    ``reportingComponent``, ``source``), as in Kubernetes where they share storage.
+    """
+    meta = _meta(obj)
+    name = _str(meta.get("name"))
+    namespace = _str(meta.get("namespace"))
+    if key == "v1/Namespace":
+        status = obj.get("status")
+        phase = _str(status.get("phase")) if isinstance(status, Mapping) else ""
+        return {"metadata.name": name, "name": name, "status.phase": phase}
+    out = {"metadata.name": name, "metadata.namespace": namespace}
+    if key == "v1/Secret":
+        out["type"] = _str(obj.get("type"))
+    elif key in ("v1/Event", "events.k8s.io/v1/Event"):
+        core = key == "v1/Event"
+        ref = obj.get("involvedObject" if core else "regarding")
+        ref = ref if isinstance(ref, Mapping) else {}
+        src = obj.get("source" if core else "deprecatedSource")
+        src = src if isinstance(src, Mapping) else {}
+        reporting = _str(obj.get("reportingComponent" if core else "reportingController"))
+        for part in (
+            "kind",
+            "namespace",
+            "name",
+            "uid",
+            "apiVersion",
+            "resourceVersion",
+            "fieldPath",
+        ):
+            out[f"involvedObject.{part}"] = _str(ref.get(part))
+        out["reason"] = _str(obj.get("reason"))
+        out["reportingComponent"] = reporting
+        out["source"] = _str(src.get("component")) or reporting
+        out["type"] = _str(obj.get("type"))
+    return out
