@@ -15,7 +15,7 @@ import sys
 from collections.abc import Sequence
 
 # modules that provide subcommands, in the order --help lists them
-SUBCOMMAND_MODULES: tuple[str, ...] = ("up", "demo")
+SUBCOMMAND_MODULES: tuple[str, ...] = ("up",)
 
 
 class UsageError(Exception):

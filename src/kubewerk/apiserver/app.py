@@ -1,0 +1,594 @@
+"""The embedded API server as a raw ASGI application.
+
+``ApiServer`` is the whole control plane in one object: storage, the resource registry,
+the REST verbs, watch fan-out, discovery, OpenAPI and the built-in controllers. Its
+``__call__`` is an ASGI app (serve it with uvicorn, or call it in-process in tests). The
+router is our own, over raw ASGI, to keep the hot path short.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import random
+import time
+from collections.abc import Awaitable, Callable
+from typing import Any
+from urllib.parse import parse_qsl, unquote
+
+import orjson
+import yaml
+
+from kubewerk import __version__
+from kubewerk.apiserver import discovery, openapi, table
+from kubewerk.apiserver.admission import Admission
+from kubewerk.apiserver.builtins import INITIAL_NAMESPACES, install_builtins
+from kubewerk.apiserver.controllers import Controllers
+from kubewerk.apiserver.registry import Registry, ResourceType
+from kubewerk.apiserver.rest import ResourceApi, Result, Target, make_filter
+from kubewerk.apiserver.storage.base import Compacted, Store
+from kubewerk.apiserver.watch import INITIAL_EVENTS_END, Watcher, WatchEvent, WatchHub
+from kubewerk.core import meta as metautil
+from kubewerk.core.errors import ApiError, FieldError
+
+JSON = dict[str, Any]
+Scope = dict[str, Any]
+Receive = Callable[[], Awaitable[dict[str, Any]]]
+Send = Callable[[dict[str, Any]], Awaitable[None]]
+
+MAX_BODY = 3 * 1024 * 1024
+log = logging.getLogger("kubewerk.apiserver")
+
+_JSON_HEADERS = [(b"content-type", b"application/json")]
+_TABLE_MARK = "as=table"
+
+
+class Request:
+    """The parts of an HTTP request the API looks at."""
+
+    __slots__ = ("method", "path", "query", "headers", "body")
+
+    def __init__(self, method: str, path: str, query: dict[str, str], headers: dict[str, str], body: bytes) -> None:
+        self.method = method
+        self.path = path
+        self.query = query
+        self.headers = headers
+        self.body = body
+
+    @property
+    def accept(self) -> str:
+        return self.headers.get("accept", "")
+
+    @property
+    def content_type(self) -> str:
+        return self.headers.get("content-type", "")
+
+
+def wants_table(accept: str) -> bool:
+    first = accept.split(",")[0].replace(" ", "").lower()
+    return _TABLE_MARK in first and "g=meta.k8s.io" in first
+
+
+class ApiServer:
+    """The embedded control plane as an ASGI application."""
+
+    def __init__(
+        self,
+        store: Store,
+        *,
+        admission: Admission | None = None,
+        bookmark_interval: float = 60.0,
+        compaction_interval: float = 60.0,
+        log_requests: bool = False,
+    ) -> None:
+        self.store = store
+        self.registry = Registry()
+        install_builtins(self.registry)
+        self.admission = admission if admission is not None else Admission()
+        self.api = ResourceApi(store, self.registry, self.admission)
+        self.hub = WatchHub(store)
+        self.controllers = Controllers(self)
+        self.bookmark_interval = bookmark_interval
+        self.compaction_interval = compaction_interval
+        self.log_requests = log_requests
+        self.started = False
+        self._tasks: list[asyncio.Task[None]] = []
+        self._bootstrap()
+
+    # -- lifecycle ----------------------------------------------------------------
+
+    def _bootstrap(self) -> None:
+        """Initial namespaces, and resource types for the CRDs already in storage."""
+        for name in INITIAL_NAMESPACES:
+            key = f"/core/namespaces//{name}"
+            if self.store.get(key) is None:
+                self.store.create(key, {
+                    "apiVersion": "v1",
+                    "kind": "Namespace",
+                    "metadata": {
+                        "name": name,
+                        "uid": metautil.new_uid(),
+                        "creationTimestamp": metautil.now_rfc3339(),
+                        "labels": {"kubernetes.io/metadata.name": name},
+                    },
+                    "spec": {"finalizers": ["kubernetes"]},
+                    "status": {"phase": "Active"},
+                })
+        self.controllers.bootstrap()
+
+    async def start(self) -> None:
+        """Start background work (controllers, compaction); idempotent."""
+        if self.started:
+            return
+        self.started = True
+        self.controllers.start()
+        self._tasks.append(asyncio.get_running_loop().create_task(self._compaction_loop()))
+
+    async def stop(self) -> None:
+        self.hub.close()
+        self.controllers.stop()
+        for task in self._tasks:
+            task.cancel()
+        for task in self._tasks:
+            try:
+                await task
+            except (asyncio.CancelledError, Exception):  # noqa: PERF203
+                pass
+        self._tasks.clear()
+        self.started = False
+
+    async def _compaction_loop(self) -> None:
+        while True:
+            await asyncio.sleep(self.compaction_interval)
+            policy = getattr(self.store, "compact_by_policy", None)
+            if policy is not None:
+                try:
+                    policy()
+                except Exception:  # pragma: no cover - logged, never fatal
+                    log.exception("compaction failed")
+
+    # -- ASGI ----------------------------------------------------------------------
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        kind = scope["type"]
+        if kind == "lifespan":
+            await self._lifespan(receive, send)
+            return
+        if kind != "http":
+            return
+        if not self.started:
+            await self.start()
+        started = time.perf_counter()
+        status = 500
+        try:
+            status = await self._handle(scope, receive, send)
+        finally:
+            if self.log_requests:
+                q = scope.get("query_string", b"").decode()
+                log.info("%s %s%s %d %.1fms", scope["method"], scope["path"], "?" + q if q else "",
+                         status, (time.perf_counter() - started) * 1000)
+
+    async def _lifespan(self, receive: Receive, send: Send) -> None:
+        while True:
+            message = await receive()
+            if message["type"] == "lifespan.startup":
+                await self.start()
+                await send({"type": "lifespan.startup.complete"})
+            elif message["type"] == "lifespan.shutdown":
+                await self.stop()
+                await send({"type": "lifespan.shutdown.complete"})
+                return
+
+    async def _handle(self, scope: Scope, receive: Receive, send: Send) -> int:
+        headers: dict[str, str] = {}
+        for k, v in scope["headers"]:
+            headers[k.decode("latin-1").lower()] = v.decode("latin-1")
+        query = dict(parse_qsl(scope.get("query_string", b"").decode("latin-1"), keep_blank_values=True))
+        req = Request(scope["method"], scope["path"], query, headers, b"")
+        try:
+            req.body = await self._read_body(receive, headers)
+            return await self._route(req, receive, send)
+        except ApiError as err:
+            await self._send_json(send, err.code, err.to_status())
+            return err.code
+        except Exception as exc:
+            log.exception("internal error on %s %s", scope["method"], scope["path"])
+            err = ApiError.internal(str(exc) or type(exc).__name__)
+            await self._send_json(send, 500, err.to_status())
+            return 500
+
+    async def _read_body(self, receive: Receive, headers: dict[str, str]) -> bytes:
+        declared = headers.get("content-length")
+        if declared and declared.isdigit() and int(declared) > MAX_BODY:
+            raise ApiError.too_large()
+        chunks: list[bytes] = []
+        size = 0
+        while True:
+            message = await receive()
+            if message["type"] == "http.disconnect":
+                break
+            chunk = message.get("body", b"")
+            size += len(chunk)
+            if size > MAX_BODY:
+                raise ApiError.too_large()
+            chunks.append(chunk)
+            if not message.get("more_body"):
+                break
+        return b"".join(chunks)
+
+    async def _send_json(self, send: Send, status: int, body: Any, warnings: list[str] | None = None,
+                         content_type: bytes = b"application/json") -> None:
+        payload = orjson.dumps(body)
+        hdrs = [(b"content-type", content_type), (b"content-length", str(len(payload)).encode())]
+        for w in warnings or []:
+            hdrs.append((b"warning", ('299 - "' + w.replace('"', '\\"') + '"').encode("utf-8", "replace")))
+        await send({"type": "http.response.start", "status": status, "headers": hdrs})
+        await send({"type": "http.response.body", "body": payload})
+
+    async def _send_text(self, send: Send, status: int, text: str) -> None:
+        payload = text.encode()
+        await send({"type": "http.response.start", "status": status,
+                    "headers": [(b"content-type", b"text/plain; charset=utf-8"),
+                                (b"content-length", str(len(payload)).encode())]})
+        await send({"type": "http.response.body", "body": payload})
+
+    # -- routing -----------------------------------------------------------------
+
+    async def _route(self, req: Request, receive: Receive, send: Send) -> int:
+        path = req.path
+        parts = [unquote(p) for p in path.strip("/").split("/")] if path.strip("/") else []
+        if not parts:
+            await self._send_json(send, 200, {"paths": discovery.root_paths(self.registry)})
+            return 200
+        head = parts[0]
+        if head in ("healthz", "livez", "readyz"):
+            await self._send_text(send, 200, "ok")
+            return 200
+        if head == "version":
+            await self._send_json(send, 200, discovery.version_info(__version__))
+            return 200
+        if head == "openapi":
+            return await self._openapi(req, parts[1:], send)
+        if head == "api":
+            if len(parts) == 1:
+                return await self._discovery(req, send, legacy=True)
+            if parts[1] != "v1":
+                raise ApiError.not_found_path()
+            if len(parts) == 2:
+                await self._send_json(send, 200, discovery.resource_list(self.registry, "", "v1"))
+                return 200
+            return await self._resource(req, "", "v1", parts[2:], receive, send)
+        if head == "apis":
+            if len(parts) == 1:
+                return await self._discovery(req, send, legacy=False)
+            group = parts[1]
+            if len(parts) == 2:
+                body = discovery.api_group(self.registry, group)
+                if body is None:
+                    raise ApiError.not_found_path()
+                await self._send_json(send, 200, body)
+                return 200
+            version = parts[2]
+            if len(parts) == 3:
+                body = discovery.resource_list(self.registry, group, version)
+                if body is None:
+                    raise ApiError.not_found_path()
+                await self._send_json(send, 200, body)
+                return 200
+            return await self._resource(req, group, version, parts[3:], receive, send)
+        raise ApiError.not_found_path()
+
+    async def _discovery(self, req: Request, send: Send, legacy: bool) -> int:
+        aggregated = discovery.negotiate_aggregated(req.accept)
+        if aggregated is not None:
+            body, ctype = discovery.aggregated(self.registry, legacy, aggregated)
+            await self._send_json(send, 200, body, content_type=ctype.encode())
+            return 200
+        if legacy:
+            host = req.headers.get("host", "127.0.0.1")
+            body = {"kind": "APIVersions", "versions": ["v1"],
+                    "serverAddressByClientCIDRs": [{"clientCIDR": "0.0.0.0/0", "serverAddress": host}]}
+        else:
+            body = discovery.api_group_list(self.registry)
+        await self._send_json(send, 200, body)
+        return 200
+
+    async def _openapi(self, req: Request, parts: list[str], send: Send) -> int:
+        if not parts or parts[0] != "v3":
+            raise ApiError.not_found_path()
+        if len(parts) == 1:
+            await self._send_json(send, 200, openapi.index(self.registry))
+            return 200
+        gv = "/".join(parts[1:])
+        doc = openapi.document(self.registry, gv)
+        if doc is None:
+            raise ApiError.not_found_path()
+        await self._send_json(send, 200, doc)
+        return 200
+
+    def _resolve(self, group: str, version: str, segs: list[str]) -> Target:
+        reg = self.registry
+        if not segs or not segs[0]:
+            raise ApiError.not_found_path()
+        if segs[0] == "namespaces" and len(segs) >= 3:
+            rtype = reg.lookup(group, version, segs[2])
+            if rtype is not None and rtype.namespaced:
+                if len(segs) > 5:
+                    raise ApiError.not_found_path()
+                return Target(rtype, version, segs[1], segs[3] if len(segs) > 3 else None,
+                              segs[4] if len(segs) > 4 else None)
+        rtype = reg.lookup(group, version, segs[0])
+        if rtype is None or len(segs) > 3:
+            raise ApiError.not_found_path()
+        if rtype.namespaced and len(segs) > 1:
+            raise ApiError.not_found_path()
+        return Target(rtype, version, None, segs[1] if len(segs) > 1 else None,
+                      segs[2] if len(segs) > 2 else None)
+
+    def _decode(self, req: Request) -> JSON:
+        ctype = req.content_type.split(";")[0].strip().lower()
+        if ctype == "application/vnd.kubernetes.protobuf":
+            raise ApiError.unsupported_media_type(
+                "the body of the request was in an unknown format - accepted media types include: "
+                "application/json, application/yaml (kubewerk does not decode protobuf request bodies yet; "
+                "send JSON, e.g. kubectl --kube-api-content-type=application/json)"
+            )
+        if ctype not in ("", "application/json", "application/yaml", "*/*", "text/plain", "application/x-www-form-urlencoded"):
+            raise ApiError.unsupported_media_type(
+                "the body of the request was in an unknown format - accepted media types include: "
+                "application/json, application/yaml"
+            )
+        if not req.body.strip():
+            raise ApiError.bad_request("the body of the request was empty")
+        try:
+            if ctype == "application/yaml":
+                data = yaml.load(req.body, Loader=getattr(yaml, "CSafeLoader", yaml.SafeLoader))
+            else:
+                data = orjson.loads(req.body)
+        except (orjson.JSONDecodeError, yaml.YAMLError) as exc:
+            detail = str(exc).splitlines()[0] if str(exc) else type(exc).__name__
+            raise ApiError.bad_request(f"couldn't get version/kind; json parse error: {detail}") from None
+        if not isinstance(data, dict):
+            raise ApiError.bad_request(
+                "couldn't get version/kind; json parse error: json: cannot unmarshal "
+                f"{_go_type_name(data)} into Go value of type struct {{ APIVersion string \"json:\\\"apiVersion,omitempty\\\"\"; Kind string \"json:\\\"kind,omitempty\\\"\" }}"
+            )
+        return data
+
+    def _delete_options(self, req: Request) -> JSON:
+        if not req.body.strip():
+            opts: JSON = {}
+        else:
+            opts = self._decode(req)
+        for key in ("propagationPolicy",):
+            if key in req.query:
+                opts.setdefault(key, req.query[key])
+        if "gracePeriodSeconds" in req.query:
+            opts.setdefault("gracePeriodSeconds", req.query["gracePeriodSeconds"])
+        if "orphanDependents" in req.query:
+            opts.setdefault("orphanDependents", req.query["orphanDependents"].lower() == "true")
+        return opts
+
+    async def _resource(self, req: Request, group: str, version: str, segs: list[str],
+                        receive: Receive, send: Send) -> int:
+        target = self._resolve(group, version, segs)
+        rtype = target.rtype
+        sub = target.subresource
+        if sub is not None:
+            if target.name is None:
+                raise ApiError.not_found_path()
+            valid = (sub == "status" and rtype.status_subresource) or (sub == "scale" and rtype.scale is not None) or (
+                sub == "finalize" and rtype.resource == "namespaces" and not rtype.group
+            )
+            if not valid:
+                raise ApiError.not_found_path()
+        method = req.method
+        result: Result
+        api = self.api
+        if method == "GET":
+            if req.query.get("watch", "").lower() in ("true", "1"):
+                return await self._watch(req, target, receive, send)
+            if target.name is None:
+                items, list_meta = api.list(target, req.query)
+                if wants_table(req.accept):
+                    body = table.to_table(rtype, version, items, list_meta, req.query.get("includeObject", ""))
+                else:
+                    body = {"kind": rtype.list_kind, "apiVersion": target.api_version,
+                            "metadata": list_meta, "items": items}
+                await self._send_json(send, 200, body)
+                return 200
+            result = api.get_scale(target) if sub == "scale" else api.get(target, req.query)
+            if wants_table(req.accept) and sub is None:
+                result.body = table.to_table(rtype, version, [result.body],
+                                             {"resourceVersion": result.body["metadata"].get("resourceVersion", "")},
+                                             req.query.get("includeObject", ""))
+        elif method == "POST":
+            if target.name is not None:
+                raise ApiError.method_not_supported(rtype.resource, rtype.group, "create")
+            result = api.create(target, self._decode(req), req.query)
+        elif method == "PUT":
+            if target.name is None:
+                raise ApiError.method_not_supported(rtype.resource, rtype.group, "update")
+            if sub == "finalize":
+                result = self.controllers.finalize_namespace(target, self._decode(req), req.query)
+            else:
+                result = api.update(target, self._decode(req), req.query)
+        elif method == "PATCH":
+            if target.name is None:
+                raise ApiError.method_not_supported(rtype.resource, rtype.group, "patch")
+            if not req.body.strip():
+                raise ApiError.bad_request("the body of the request was empty")
+            result = api.patch(target, req.body, req.content_type, req.query)
+        elif method == "DELETE":
+            if sub is not None:
+                raise ApiError.method_not_supported(f"{rtype.resource}/{sub}", rtype.group, "delete")
+            opts = self._delete_options(req)
+            if target.name is None:
+                result = api.delete_collection(target, opts, req.query)
+            else:
+                result = api.delete(target, opts, req.query)
+        else:
+            raise ApiError(405, "MethodNotAllowed", f"the server does not allow this method on the requested resource ({method})", {})
+        await self._send_json(send, result.status, result.body, result.warnings)
+        return result.status
+
+    # -- watch -------------------------------------------------------------------
+
+    async def _watch(self, req: Request, target: Target, receive: Receive, send: Send) -> int:
+        rtype = target.rtype
+        query = dict(req.query)
+        if target.name is not None:
+            name_sel = f"metadata.name={target.name}"
+            query["fieldSelector"] = f"{query['fieldSelector']},{name_sel}" if query.get("fieldSelector") else name_sel
+            target = Target(rtype, target.version, target.namespace, None)
+        flt = make_filter(target, query)
+        rv_text = query.get("resourceVersion", "")
+        rv_match = query.get("resourceVersionMatch", "")
+        send_initial_raw = query.get("sendInitialEvents")
+        send_initial = (send_initial_raw or "").lower() == "true"
+        bookmarks = query.get("allowWatchBookmarks", "").lower() == "true"
+        as_table = wants_table(req.accept)
+        include_object = query.get("includeObject", "")
+        errors: list[FieldError] = []
+        if send_initial_raw is not None:
+            if rv_match != "NotOlderThan":
+                errors.append(FieldError.forbidden(
+                    "resourceVersionMatch",
+                    "sendInitialEvents requires setting resourceVersionMatch to NotOlderThan"))
+            if send_initial and not bookmarks:
+                errors.append(FieldError.forbidden(
+                    "allowWatchBookmarks", "sendInitialEvents requires setting allowWatchBookmarks to true"))
+        elif rv_match:
+            errors.append(FieldError.forbidden(
+                "resourceVersionMatch", "resourceVersionMatch is forbidden for watch unless sendInitialEvents is provided"))
+        if errors:
+            raise ApiError.invalid("ListOptions", "meta.k8s.io", "", errors)
+        timeout_text = query.get("timeoutSeconds", "")
+        try:
+            timeout = float(timeout_text) if timeout_text else 1800.0 * (1 + random.random())
+        except ValueError:
+            raise ApiError.bad_request(f'invalid value for timeoutSeconds: "{timeout_text}"') from None
+        prefix = rtype.ns_prefix(target.namespace)
+        match = flt.match
+        store = self.store
+        watcher = Watcher(prefix, match, self.hub.max_backlog)
+        initial: list[WatchEvent] = []
+        error_event: JSON | None = None
+        rv: int | None = None
+        if rv_text not in ("", "0"):
+            try:
+                rv = int(rv_text)
+            except ValueError:
+                raise ApiError.bad_request(f'invalid resource version "{rv_text}"') from None
+        initial_end_rev: int | None = None
+        # -- from here to registration: no await (nothing can commit in between)
+        if send_initial or (rv is None and send_initial_raw is None):
+            items, revision, _ = store.list(prefix)
+            if rv is not None and rv > revision:
+                error_event = _too_large(rv, revision)
+            else:
+                initial = [WatchEvent("ADDED", o) for _, o in items if match is None or match(o)]
+                initial_end_rev = revision if send_initial else None
+        elif rv is not None:
+            if rv > store.revision:
+                error_event = _too_large(rv, store.revision)
+            else:
+                try:
+                    for ev in store.events_since(prefix, rv):
+                        watcher.offer(ev)
+                except Compacted as exc:
+                    error_event = ApiError.expired(
+                        f"too old resource version: {rv} ({exc.compacted})").to_status()
+        if error_event is None:
+            self.hub.watchers.add(watcher)
+        # -- registered
+        await send({"type": "http.response.start", "status": 200,
+                    "headers": [(b"content-type", b"application/json"), (b"cache-control", b"no-cache, private")]})
+        if error_event is not None:
+            await send({"type": "http.response.body",
+                        "body": orjson.dumps({"type": "ERROR", "object": error_event}) + b"\n"})
+            await send({"type": "http.response.body", "body": b""})
+            return 200
+        disconnected = asyncio.Event()
+
+        async def watch_disconnect() -> None:
+            while True:
+                message = await receive()
+                if message["type"] == "http.disconnect":
+                    disconnected.set()
+                    watcher.close()
+                    return
+
+        listener = asyncio.get_running_loop().create_task(watch_disconnect())
+        first_table = [True]
+
+        def encode(ev: WatchEvent) -> bytes:
+            obj = self.api.serve(target, ev.obj)
+            if as_table:
+                obj = table.to_table(rtype, target.version, [obj], {"resourceVersion": obj["metadata"].get("resourceVersion", "")},
+                                     include_object, headers=first_table[0])
+                first_table[0] = False
+            return orjson.dumps({"type": ev.type, "object": obj}) + b"\n"
+
+        def bookmark(revision: int, initial_end: bool = False) -> bytes:
+            meta: JSON = {"resourceVersion": str(revision)}
+            if initial_end:
+                meta["annotations"] = {INITIAL_EVENTS_END: "true"}
+            return orjson.dumps({"type": "BOOKMARK", "object": {
+                "kind": rtype.kind, "apiVersion": target.api_version, "metadata": meta}}) + b"\n"
+
+        deadline = time.monotonic() + timeout
+        try:
+            if initial:
+                await send({"type": "http.response.body", "body": b"".join(encode(e) for e in initial), "more_body": True})
+            if initial_end_rev is not None:
+                await send({"type": "http.response.body", "body": bookmark(initial_end_rev, True), "more_body": True})
+            next_bookmark = time.monotonic() + self.bookmark_interval
+            while not watcher.closed or watcher.queue:
+                if watcher.queue:
+                    chunk: list[bytes] = []
+                    while watcher.queue:
+                        chunk.append(encode(watcher.queue.popleft()))
+                    await send({"type": "http.response.body", "body": b"".join(chunk), "more_body": True})
+                    continue
+                if watcher.closed:
+                    break
+                now = time.monotonic()
+                if now >= deadline:
+                    break
+                if bookmarks and now >= next_bookmark:
+                    await send({"type": "http.response.body", "body": bookmark(store.revision), "more_body": True})
+                    next_bookmark = now + self.bookmark_interval
+                watcher.wakeup.clear()
+                wait_for = min(deadline, next_bookmark if bookmarks else deadline) - now
+                try:
+                    await asyncio.wait_for(watcher.wakeup.wait(), timeout=max(wait_for, 0.001))
+                except TimeoutError:
+                    pass
+        finally:
+            self.hub.unregister(watcher)
+            listener.cancel()
+        if not disconnected.is_set():
+            await send({"type": "http.response.body", "body": b""})
+        return 200
+
+
+def _too_large(rv: int, current: int) -> JSON:
+    return ApiError(504, "Timeout", f"Too large resource version: {rv}, current: {current}",
+                    {"causes": [{"reason": "ResourceVersionTooLarge", "message": "Too large resource version"}],
+                     "retryAfterSeconds": 1}).to_status()
+
+
+def _go_type_name(value: Any) -> str:
+    if isinstance(value, list):
+        return "array"
+    if isinstance(value, str):
+        return "string"
+    if isinstance(value, bool):
+        return "bool"
+    if isinstance(value, int | float):
+        return "number"
+    return "null" if value is None else "value"
+
+
+__all__ = ["ApiServer", "ResourceType"]

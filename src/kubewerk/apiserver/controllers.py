@@ -1,0 +1,501 @@
+"""The built-in controllers of the embedded control plane.
+
+- CRDs: establish (names accepted, ``Established``), serve/unserve their resource types,
+  clean up instances when a CRD is deleted (``customresourcecleanup`` finalizer).
+- Garbage collector: ownerReferences with Background, Foreground (``foregroundDeletion``,
+  ``blockOwnerDeletion``) and Orphan (``orphan``) propagation; dependents of absent owners.
+- Namespaces: a deleted namespace turns Terminating, its contents are deleted, then the
+  ``kubernetes`` finalizer is removed and the namespace goes.
+
+They react to storage events (subscribed synchronously, work queued) and act on one
+asyncio task through the same REST semantics clients get, so finalizers are honoured.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+from typing import TYPE_CHECKING, Any
+
+from kubewerk.apiserver.discovery import sorted_versions
+from kubewerk.apiserver.registry import PrinterColumn, ResourceType, ScaleSpec
+from kubewerk.apiserver.rest import (
+    CRD_CLEANUP_FINALIZER,
+    FOREGROUND,
+    NAMESPACE_FINALIZER,
+    ORPHAN,
+    Result,
+    Target,
+    copy_json,
+)
+from kubewerk.apiserver.storage.base import Event, KeyNotFound, RevisionConflict
+from kubewerk.core import meta as metautil
+from kubewerk.core.errors import ApiError
+
+if TYPE_CHECKING:
+    from kubewerk.apiserver.app import ApiServer
+
+JSON = dict[str, Any]
+log = logging.getLogger("kubewerk.apiserver.controllers")
+
+CRD_PREFIX = "/apiextensions.k8s.io/customresourcedefinitions/"
+NS_PREFIX = "/core/namespaces/"
+
+
+def crd_to_type(crd: JSON) -> ResourceType | None:
+    """The served resource type a CRD declares (None if it serves no version)."""
+    spec = crd.get("spec") or {}
+    names = spec.get("names") or {}
+    versions = [v for v in spec.get("versions") or [] if isinstance(v, dict)]
+    served = [v["name"] for v in versions if v.get("served")]
+    if not served:
+        return None
+    storage = next((v["name"] for v in versions if v.get("storage")), served[0])
+    kind = names.get("kind", "")
+    status_sub = False
+    scale: ScaleSpec | None = None
+    printer: dict[str, list[PrinterColumn]] = {}
+    selectable: dict[str, list[str]] = {}
+    schemas: dict[str, JSON] = {}
+    deprecated: dict[str, str | None] = {}
+    for v in versions:
+        subs = v.get("subresources") or {}
+        if "status" in subs:
+            status_sub = True
+        if isinstance(subs.get("scale"), dict) and scale is None:
+            sc = subs["scale"]
+            scale = ScaleSpec(sc.get("specReplicasPath", ".spec.replicas"), sc.get("statusReplicasPath", ".status.replicas"),
+                              sc.get("labelSelectorPath"))
+        printer[v["name"]] = [
+            PrinterColumn(c.get("name", ""), c.get("type", "string"), c.get("jsonPath", ""),
+                          c.get("description", ""), c.get("format", ""), int(c.get("priority", 0) or 0))
+            for c in v.get("additionalPrinterColumns") or [] if isinstance(c, dict)
+        ]
+        selectable[v["name"]] = [str(f.get("jsonPath", "")).lstrip(".") for f in v.get("selectableFields") or []
+                                 if isinstance(f, dict)]
+        schema = (v.get("schema") or {}).get("openAPIV3Schema")
+        if isinstance(schema, dict):
+            schemas[v["name"]] = schema
+        if v.get("deprecated"):
+            deprecated[v["name"]] = v.get("deprecationWarning")
+    meta = crd.get("metadata") or {}
+    return ResourceType(
+        group=spec.get("group", ""),
+        resource=names.get("plural", ""),
+        kind=kind,
+        list_kind=names.get("listKind") or f"{kind}List",
+        singular=names.get("singular") or kind.lower(),
+        namespaced=spec.get("scope") == "Namespaced",
+        versions=sorted_versions(served),
+        storage_version=storage,
+        short_names=list(names.get("shortNames") or []),
+        categories=list(names.get("categories") or []),
+        status_subresource=status_sub,
+        scale=scale,
+        printer_columns=printer,
+        selectable_fields=selectable,
+        builtin=False,
+        strategic_kind=None,
+        schemas=schemas,
+        deprecated=deprecated,
+        crd_name=meta.get("name"),
+        crd_uid=meta.get("uid"),
+        crd_generation=int(meta.get("generation", 0) or 0),
+    )
+
+
+def _condition(ctype: str, status: str, reason: str, message: str, old: list[JSON]) -> JSON:
+    prev = next((c for c in old if c.get("type") == ctype), None)
+    when = prev["lastTransitionTime"] if prev and prev.get("status") == status and prev.get("lastTransitionTime") else (
+        metautil.now_rfc3339())
+    return {"type": ctype, "status": status, "lastTransitionTime": when, "reason": reason, "message": message}
+
+
+class Controllers:
+    """CRD establishment, garbage collection and namespace deletion for one ``ApiServer``."""
+
+    def __init__(self, server: ApiServer) -> None:
+        self.server = server
+        self.store = server.store
+        self._pending: dict[tuple[str, str], None] = {}
+        self._wakeup: asyncio.Event | None = None
+        self._task: asyncio.Task[None] | None = None
+        # garbage-collector graph
+        self._uid_to_key: dict[str, str] = {}
+        self._dependents: dict[str, set[str]] = {}
+        self._owners_of: dict[str, set[str]] = {}
+        self._unsubscribe = self.store.subscribe(self._on_event)
+
+    # -- wiring --------------------------------------------------------------
+
+    def bootstrap(self) -> None:
+        """Index what storage already holds (restart) and queue unfinished work."""
+        items, _, _ = self.store.list("/")
+        for key, obj in items:
+            self._index(key, obj, None)
+            self._classify(key, obj)
+
+    def start(self) -> None:
+        self._wakeup = asyncio.Event()
+        self._task = asyncio.get_running_loop().create_task(self._run())
+        if self._pending:
+            self._wakeup.set()
+
+    def stop(self) -> None:
+        self._unsubscribe()
+        if self._task is not None:
+            self._task.cancel()
+            self._task = None
+
+    def _enqueue(self, kind: str, key: str) -> None:
+        self._pending[(kind, key)] = None
+        if self._wakeup is not None:
+            self._wakeup.set()
+
+    def _on_event(self, ev: Event) -> None:
+        self._index(ev.key, ev.obj if ev.type != "DELETED" else None, ev.prev if ev.type != "ADDED" else None)
+        if ev.type == "DELETED":
+            uid = (ev.obj.get("metadata") or {}).get("uid")
+            if ev.key.startswith(CRD_PREFIX):
+                self._enqueue("crd-gone", ev.key)
+            for dep in self._dependents.get(uid or "", ()):
+                self._enqueue("gc", dep)
+            ns = (ev.obj.get("metadata") or {}).get("namespace")
+            if ns:
+                self._enqueue("namespace", f"{NS_PREFIX}/{ns}")
+            # owners in foreground deletion wait for this one
+            for owner_uid in self._owner_uids(ev.obj):
+                owner_key = self._uid_to_key.get(owner_uid)
+                if owner_key:
+                    self._enqueue("owner", owner_key)
+            return
+        self._classify(ev.key, ev.obj)
+
+    def _classify(self, key: str, obj: JSON) -> None:
+        meta = obj.get("metadata") or {}
+        if key.startswith(CRD_PREFIX):
+            self._enqueue("crd", key)
+        elif key.startswith(NS_PREFIX) and meta.get("deletionTimestamp"):
+            self._enqueue("namespace", key)
+        if meta.get("ownerReferences"):
+            self._enqueue("gc", key)
+        if meta.get("deletionTimestamp") and (FOREGROUND in (meta.get("finalizers") or []) or ORPHAN in (
+                meta.get("finalizers") or [])):
+            self._enqueue("owner", key)
+
+    @staticmethod
+    def _owner_uids(obj: JSON | None) -> set[str]:
+        if not obj:
+            return set()
+        refs = (obj.get("metadata") or {}).get("ownerReferences") or []
+        return {str(r.get("uid")) for r in refs if isinstance(r, dict) and r.get("uid")}
+
+    def _index(self, key: str, obj: JSON | None, prev: JSON | None) -> None:
+        if prev is not None:
+            for uid in self._owner_uids(prev) - self._owner_uids(obj):
+                deps = self._dependents.get(uid)
+                if deps is not None:
+                    deps.discard(key)
+                    if not deps:
+                        del self._dependents[uid]
+        if obj is None:
+            if prev is not None:
+                uid = (prev.get("metadata") or {}).get("uid")
+                if uid and self._uid_to_key.get(uid) == key:
+                    del self._uid_to_key[uid]
+            return
+        uid = (obj.get("metadata") or {}).get("uid")
+        if uid:
+            self._uid_to_key[uid] = key
+        for owner in self._owner_uids(obj):
+            self._dependents.setdefault(owner, set()).add(key)
+
+    async def _run(self) -> None:
+        assert self._wakeup is not None
+        while True:
+            await self._wakeup.wait()
+            self._wakeup.clear()
+            while self._pending:
+                (kind, key) = next(iter(self._pending))
+                del self._pending[(kind, key)]
+                try:
+                    self._process(kind, key)
+                except Exception:
+                    log.exception("controller %s failed on %s", kind, key)
+                await asyncio.sleep(0)
+
+    def run_pending(self) -> None:
+        """Process queued work synchronously (tests and shutdown)."""
+        while self._pending:
+            (kind, key) = next(iter(self._pending))
+            del self._pending[(kind, key)]
+            self._process(kind, key)
+
+    def _process(self, kind: str, key: str) -> None:
+        if kind == "crd":
+            self._reconcile_crd(key)
+        elif kind == "crd-gone":
+            name = key.rsplit("/", 1)[-1]
+            for rtype in list(self.server.registry.all()):
+                if rtype.crd_name == name:
+                    self.server.registry.remove(rtype.group, rtype.resource)
+        elif kind == "gc":
+            self._gc_dependent(key)
+        elif kind == "owner":
+            self._gc_owner(key)
+        elif kind == "namespace":
+            self._reconcile_namespace(key)
+
+    # -- helpers ---------------------------------------------------------------
+
+    def _target_for_key(self, key: str) -> Target | None:
+        _, group, resource, namespace, name = key.split("/", 4)
+        group = "" if group == "core" else group
+        rtype = self.server.registry.get(group, resource)
+        if rtype is None:
+            return None
+        return Target(rtype, rtype.storage_version, namespace or None, name)
+
+    def _delete(self, key: str, policy: str) -> None:
+        target = self._target_for_key(key)
+        if target is None:
+            return
+        try:
+            self.server.api.delete(target, {"propagationPolicy": policy}, {})
+        except ApiError as exc:
+            if exc.code != 404:
+                log.warning("delete of %s failed: %s", key, exc.message)
+
+    def _write(self, key: str, obj: JSON) -> None:
+        """Store ``obj`` (a changed copy of the current object), finishing a deletion if due."""
+        meta = obj["metadata"]
+        rev = int(meta.pop("resourceVersion"))
+        spec_finalizers = key.startswith(NS_PREFIX) and (obj.get("spec") or {}).get("finalizers")
+        try:
+            if meta.get("deletionTimestamp") and not meta.get("finalizers") and not spec_finalizers:
+                self.store.delete(key, rev)
+            else:
+                self.store.update(key, obj, rev)
+        except (KeyNotFound, RevisionConflict):
+            # the object changed or went meanwhile: its own event requeues the work
+            log.debug("write of %s raced with another change", key)
+
+    # -- CRDs --------------------------------------------------------------------
+
+    def _reconcile_crd(self, key: str) -> None:
+        crd = self.store.get(key)
+        if crd is None:
+            return
+        meta = crd["metadata"]
+        spec = crd.get("spec") or {}
+        names = dict(spec.get("names") or {})
+        names.setdefault("singular", str(names.get("kind", "")).lower())
+        names.setdefault("listKind", f"{names.get('kind', '')}List")
+        status = crd.get("status") or {}
+        old_conditions = list(status.get("conditions") or [])
+        registry = self.server.registry
+        if meta.get("deletionTimestamp"):
+            self._cleanup_crd(key, crd, old_conditions)
+            return
+        conflict = None
+        for other in registry.all():
+            if other.group != spec.get("group") or other.crd_name == meta.get("name"):
+                continue
+            if other.kind == names.get("kind"):
+                conflict = f'"{names.get("kind")}" is already in use'
+            elif other.resource == names.get("plural"):
+                conflict = f'"{names.get("plural")}" is already in use'
+            elif set(other.short_names) & set(names.get("shortNames") or []):
+                conflict = f'"{sorted(set(other.short_names) & set(names.get("shortNames") or []))[0]}" is already in use'
+        versions = spec.get("versions") or []
+        storage = next((v.get("name") for v in versions if isinstance(v, dict) and v.get("storage")), None)
+        stored = list(status.get("storedVersions") or [])
+        if storage and storage not in stored:
+            stored.append(storage)
+        if conflict:
+            conditions = [
+                _condition("NamesAccepted", "False", "AlreadyInUse", conflict, old_conditions),
+                _condition("Established", "False", "NotAccepted", "not all names are accepted", old_conditions),
+            ]
+            accepted = status.get("acceptedNames") or {"plural": "", "kind": ""}
+        else:
+            established_before = any(c.get("type") == "Established" and c.get("status") == "True" for c in old_conditions)
+            conditions = [
+                _condition("NamesAccepted", "True", "NoConflicts", "no conflicts found", old_conditions),
+                _condition("Established", "True", "InitialNamesAccepted", "the initial names have been accepted",
+                           old_conditions) if not established_before else next(
+                    c for c in old_conditions if c.get("type") == "Established"),
+            ]
+            accepted = {k: v for k, v in names.items() if k in ("plural", "singular", "shortNames", "kind", "listKind", "categories")}
+        new_status = {"conditions": conditions, "acceptedNames": accepted, "storedVersions": stored}
+        if new_status != status:
+            new = copy_json(crd)
+            new["status"] = new_status
+            self._write(key, new)
+            crd = self.store.get(key) or crd
+        if not conflict:
+            rtype = crd_to_type(crd)
+            if rtype is not None:
+                registry.add(rtype)
+            else:
+                registry.remove(spec.get("group", ""), names.get("plural", ""))
+
+    def _cleanup_crd(self, key: str, crd: JSON, old_conditions: list[JSON]) -> None:
+        spec = crd.get("spec") or {}
+        group = spec.get("group", "")
+        plural = (spec.get("names") or {}).get("plural", "")
+        prefix = f"/{group}/{plural}/"
+        items, _, _ = self.store.list(prefix)
+        if not any(c.get("type") == "Terminating" for c in old_conditions):
+            new = copy_json(crd)
+            conds = [c for c in old_conditions if c.get("type") != "Terminating"]
+            conds.append(_condition("Terminating", "True", "InstanceDeletionInProgress",
+                                    "CustomResource deletion is in progress", old_conditions))
+            new.setdefault("status", {})["conditions"] = conds
+            self._write(key, new)
+            crd = self.store.get(key) or crd
+        for item_key, _ in items:
+            self._delete(item_key, "Background")
+        remaining, _, _ = self.store.list(prefix)
+        if remaining:
+            return  # retried when the last instance goes (its DELETED event requeues the CRD)
+        finalizers = [f for f in crd["metadata"].get("finalizers") or [] if f != CRD_CLEANUP_FINALIZER]
+        if finalizers != (crd["metadata"].get("finalizers") or []):
+            new = copy_json(crd)
+            new["metadata"]["finalizers"] = finalizers
+            self._write(key, new)
+
+    # -- garbage collector -------------------------------------------------------
+
+    def _owner_state(self, ref: JSON) -> str:
+        """``solid``, ``dangling`` (absent) or ``waiting`` (owner in foreground deletion)."""
+        key = self._uid_to_key.get(str(ref.get("uid")))
+        owner = self.store.get(key) if key else None
+        if owner is None or (owner.get("metadata") or {}).get("uid") != ref.get("uid"):
+            return "dangling"
+        meta = owner.get("metadata") or {}
+        if meta.get("deletionTimestamp") and FOREGROUND in (meta.get("finalizers") or []):
+            return "waiting"
+        return "solid"
+
+    def _gc_dependent(self, key: str) -> None:
+        obj = self.store.get(key)
+        if obj is None:
+            return
+        meta = obj.get("metadata") or {}
+        refs = [r for r in meta.get("ownerReferences") or [] if isinstance(r, dict)]
+        if not refs or meta.get("deletionTimestamp"):
+            return
+        states = [(r, self._owner_state(r)) for r in refs]
+        solid = [r for r, s in states if s == "solid"]
+        if solid:
+            if len(solid) != len(refs) and all(s == "dangling" for _, s in states if s != "solid"):
+                new = copy_json(obj)
+                new["metadata"]["ownerReferences"] = solid
+                self._write(key, new)
+            return
+        waiting = any(s == "waiting" for _, s in states)
+        self._delete(key, "Foreground" if waiting else "Background")
+
+    def _gc_owner(self, key: str) -> None:
+        owner = self.store.get(key)
+        if owner is None:
+            return
+        meta = owner.get("metadata") or {}
+        if not meta.get("deletionTimestamp"):
+            return
+        finalizers = list(meta.get("finalizers") or [])
+        uid = meta.get("uid", "")
+        dependents = sorted(self._dependents.get(uid, ()))
+        if ORPHAN in finalizers:
+            for dep_key in dependents:
+                dep = self.store.get(dep_key)
+                if dep is None:
+                    continue
+                new = copy_json(dep)
+                new["metadata"]["ownerReferences"] = [
+                    r for r in new["metadata"].get("ownerReferences") or [] if r.get("uid") != uid]
+                if not new["metadata"]["ownerReferences"]:
+                    del new["metadata"]["ownerReferences"]
+                self._write(dep_key, new)
+            new = copy_json(owner)
+            new["metadata"]["finalizers"] = [f for f in finalizers if f != ORPHAN]
+            self._write(key, new)
+            return
+        if FOREGROUND in finalizers:
+            blocking = False
+            for dep_key in dependents:
+                dep = self.store.get(dep_key)
+                if dep is None:
+                    continue
+                dep_meta = dep.get("metadata") or {}
+                ref = next((r for r in dep_meta.get("ownerReferences") or [] if r.get("uid") == uid), {})
+                if ref.get("blockOwnerDeletion"):
+                    blocking = True
+                if not dep_meta.get("deletionTimestamp"):
+                    # the dependent goes too, unless another owner still holds it
+                    others = [r for r in dep_meta.get("ownerReferences") or [] if r.get("uid") != uid]
+                    if others and any(self._owner_state(r) == "solid" for r in others):
+                        new = copy_json(dep)
+                        new["metadata"]["ownerReferences"] = others
+                        self._write(dep_key, new)
+                        continue
+                    self._delete(dep_key, "Foreground")
+            if blocking:
+                # wait: each blocking dependent's DELETED event requeues this owner
+                still = [d for d in dependents if self.store.get(d) is not None and any(
+                    r.get("uid") == uid and r.get("blockOwnerDeletion")
+                    for r in (self.store.get(d) or {}).get("metadata", {}).get("ownerReferences") or [])]
+                if still:
+                    return
+            owner = self.store.get(key)
+            if owner is None:
+                return
+            new = copy_json(owner)
+            new["metadata"]["finalizers"] = [f for f in new["metadata"].get("finalizers") or [] if f != FOREGROUND]
+            self._write(key, new)
+
+    # -- namespaces ----------------------------------------------------------------
+
+    def _reconcile_namespace(self, key: str) -> None:
+        ns = self.store.get(key)
+        if ns is None or not (ns.get("metadata") or {}).get("deletionTimestamp"):
+            return
+        name = ns["metadata"]["name"]
+        remaining = 0
+        for rtype in list(self.server.registry.all()):
+            if not rtype.namespaced:
+                continue
+            items, _, _ = self.store.list(rtype.ns_prefix(name))
+            for item_key, item in items:
+                remaining += 1
+                if not (item.get("metadata") or {}).get("deletionTimestamp"):
+                    self._delete(item_key, "Background")
+        if remaining:
+            still = sum(len(self.store.list(t.ns_prefix(name))[0]) for t in self.server.registry.all() if t.namespaced)
+            if still:
+                return  # each DELETED event in this namespace requeues it
+        ns = self.store.get(key)
+        if ns is None:
+            return
+        finalizers = [f for f in (ns.get("spec") or {}).get("finalizers") or [] if f != NAMESPACE_FINALIZER]
+        new = copy_json(ns)
+        new.setdefault("spec", {})["finalizers"] = finalizers
+        if not finalizers:
+            new["spec"].pop("finalizers")
+        self._write(key, new)
+
+    def finalize_namespace(self, target: Target, body: JSON, query: dict[str, str]) -> Result:
+        """``PUT /api/v1/namespaces/{name}/finalize``: replace ``spec.finalizers`` only."""
+        key = target.rtype.key("", target.name or "")
+        ns = self.store.get(key)
+        if ns is None:
+            raise ApiError.not_found("namespaces", "", target.name or "")
+        new = copy_json(ns)
+        finalizers = (body.get("spec") or {}).get("finalizers") or []
+        new.setdefault("spec", {})["finalizers"] = finalizers
+        if not finalizers:
+            new["spec"].pop("finalizers")
+        self._write(key, new)
+        current = self.store.get(key)
+        return Result(200, current if current is not None else new)

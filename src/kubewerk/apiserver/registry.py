@@ -1,0 +1,135 @@
+"""What the server serves: one ``ResourceType`` per group/resource, with its versions.
+
+Built-in kinds are declared once in ``builtins``; a custom resource type is derived from
+its Established CRD. The registry is the single place the REST layer, discovery, OpenAPI
+and the built-in controllers look a resource up.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass, field
+from typing import Any
+
+JSON = dict[str, Any]
+
+ALL_VERBS = ("create", "delete", "deletecollection", "get", "list", "patch", "update", "watch")
+
+
+@dataclass(frozen=True, slots=True)
+class PrinterColumn:
+    """A column of the Table view (``additionalPrinterColumns`` shape)."""
+
+    name: str
+    type: str
+    json_path: str
+    description: str = ""
+    format: str = ""
+    priority: int = 0
+
+
+@dataclass(frozen=True, slots=True)
+class ScaleSpec:
+    """A CRD's ``subresources.scale`` paths (dotted JSON paths, leading ``.``)."""
+
+    spec_replicas_path: str
+    status_replicas_path: str
+    label_selector_path: str | None = None
+
+
+@dataclass(slots=True)
+class ResourceType:
+    """One served group/resource (all its versions share one storage key space)."""
+
+    group: str
+    resource: str
+    kind: str
+    list_kind: str
+    singular: str
+    namespaced: bool
+    versions: list[str]
+    """Served versions, preferred (storage for CRDs) first."""
+    storage_version: str
+    short_names: list[str] = field(default_factory=list)
+    categories: list[str] = field(default_factory=list)
+    verbs: tuple[str, ...] = ALL_VERBS
+    status_subresource: bool = False
+    scale: ScaleSpec | None = None
+    printer_columns: dict[str, list[PrinterColumn]] = field(default_factory=dict)
+    """Per version; empty list means the default Name/Age columns."""
+    selectable_fields: dict[str, list[str]] = field(default_factory=dict)
+    """Per version: extra field selector paths (``spec.color``) a CRD declares."""
+    builtin: bool = True
+    strategic_kind: str | None = None
+    """Key into ``kubewerk.core.strategic`` patch strategies; None: no strategic merge."""
+    return_deleted_object: bool = False
+    schemas: dict[str, JSON] = field(default_factory=dict)
+    """Per version: the openAPIV3Schema (CRDs) or a hand-written schema (built-ins)."""
+    deprecated: dict[str, str | None] = field(default_factory=dict)
+    """Per deprecated version: its warning (None: the default warning)."""
+    crd_name: str | None = None
+    crd_uid: str | None = None
+    crd_generation: int = 0
+    row_cells: Callable[[JSON], list[Any]] | None = None
+    """Built-ins: the Table cells after Name, matching ``printer_columns``."""
+
+    @property
+    def key_prefix(self) -> str:
+        return f"/{self.group or 'core'}/{self.resource}/"
+
+    def key(self, namespace: str, name: str) -> str:
+        return f"/{self.group or 'core'}/{self.resource}/{namespace}/{name}"
+
+    def ns_prefix(self, namespace: str | None) -> str:
+        if namespace is None or not self.namespaced:
+            return self.key_prefix
+        return f"{self.key_prefix}{namespace}/"
+
+    def api_version(self, version: str) -> str:
+        return f"{self.group}/{version}" if self.group else version
+
+    @property
+    def qualified(self) -> str:
+        return f"{self.resource}.{self.group}" if self.group else self.resource
+
+
+class Registry:
+    """Lookup of served resource types by group, version and resource name."""
+
+    def __init__(self) -> None:
+        self._types: dict[tuple[str, str], ResourceType] = {}
+        self.generation = 0
+        """Bumped on every change; discovery and OpenAPI caches key on it."""
+
+    def add(self, rtype: ResourceType) -> None:
+        self._types[(rtype.group, rtype.resource)] = rtype
+        self.generation += 1
+
+    def remove(self, group: str, resource: str) -> None:
+        if self._types.pop((group, resource), None) is not None:
+            self.generation += 1
+
+    def get(self, group: str, resource: str) -> ResourceType | None:
+        return self._types.get((group, resource))
+
+    def lookup(self, group: str, version: str, resource: str) -> ResourceType | None:
+        rtype = self._types.get((group, resource))
+        if rtype is None or version not in rtype.versions:
+            return None
+        return rtype
+
+    def by_kind(self, group: str, kind: str) -> ResourceType | None:
+        for rtype in self._types.values():
+            if rtype.group == group and rtype.kind == kind:
+                return rtype
+        return None
+
+    def all(self) -> Iterable[ResourceType]:
+        return self._types.values()
+
+    def groups(self) -> dict[str, list[ResourceType]]:
+        """Types by group name, in a stable order (core first, then by name)."""
+        out: dict[str, list[ResourceType]] = {}
+        for rtype in sorted(self._types.values(), key=lambda r: (r.group != "", r.group, r.resource)):
+            out.setdefault(rtype.group, []).append(rtype)
+        return out

@@ -1,0 +1,864 @@
+"""The REST verbs on stored objects, with Kubernetes' semantics.
+
+``ResourceApi`` turns a resolved request (resource type, version, namespace, name,
+subresource, query, decoded body) into storage operations and answers with the object,
+list or ``Status`` a kube-apiserver would. It knows nothing of HTTP: ``app`` decodes and
+encodes. Everything runs on the event loop thread; storage calls are synchronous, so a
+read-modify-write here is atomic with respect to other requests.
+"""
+
+from __future__ import annotations
+
+import base64
+import binascii
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Any
+
+import orjson
+
+from kubewerk.apiserver.admission import Admission, AdmissionRequest, FieldValidation
+from kubewerk.apiserver.registry import Registry, ResourceType
+from kubewerk.apiserver.storage.base import (
+    Compacted,
+    FutureRevision,
+    KeyExists,
+    KeyNotFound,
+    RevisionConflict,
+    Store,
+)
+from kubewerk.core import meta as metautil
+from kubewerk.core.errors import ApiError, FieldError
+from kubewerk.core.selectors import parse_field_selector, parse_label_selector
+
+JSON = dict[str, Any]
+
+FOREGROUND = "foregroundDeletion"
+ORPHAN = "orphan"
+NAMESPACE_FINALIZER = "kubernetes"
+CRD_CLEANUP_FINALIZER = "customresourcecleanup.apiextensions.k8s.io"
+
+
+class GoLiteral:
+    """A bad value that Go prints without quotes (e.g. ``0x0``)."""
+
+    def __init__(self, text: str) -> None:
+        self.text = text
+
+    def __str__(self) -> str:
+        return self.text
+
+
+def copy_json(obj: JSON) -> JSON:
+    """A deep copy of a JSON object (stored objects are immutable; copy before changing)."""
+    result: JSON = orjson.loads(orjson.dumps(obj))
+    return result
+
+
+@dataclass(slots=True)
+class Target:
+    """What a request addresses."""
+
+    rtype: ResourceType
+    version: str
+    namespace: str | None
+    name: str | None = None
+    subresource: str | None = None
+
+    @property
+    def api_version(self) -> str:
+        return self.rtype.api_version(self.version)
+
+
+@dataclass(slots=True)
+class Result:
+    """A REST answer: HTTP status, JSON body, warnings for ``Warning`` headers."""
+
+    status: int
+    body: JSON
+    warnings: list[str] = field(default_factory=list)
+
+
+def query_bool(query: dict[str, str], key: str) -> bool:
+    return query.get(key, "").lower() in ("true", "1")
+
+
+def dry_run(query: dict[str, str], body: JSON | None = None) -> bool:
+    values = query.get("dryRun", "")
+    if body is not None and isinstance(body.get("dryRun"), list):
+        values = ",".join(str(v) for v in body["dryRun"])
+    if not values:
+        return False
+    for value in values.split(","):
+        if value != "All":
+            raise ApiError.bad_request(f'Invalid dry run value: unsupported dry run value "{value}"')
+    return True
+
+
+def field_validation(query: dict[str, str]) -> FieldValidation:
+    value = query.get("fieldValidation", "")
+    if value in ("", "Warn"):
+        return "Warn"
+    if value == "Strict":
+        return "Strict"
+    if value == "Ignore":
+        return "Ignore"
+    raise ApiError.bad_request(
+        f"fieldValidation: Unsupported value: {value!r}: supported values: \"Ignore\", \"Strict\", \"Warn\"".replace(
+            f"{value!r}", f'"{value}"'
+        )
+    )
+
+
+# field selector paths every resource supports, plus per-kind extras (pkg/registry/*/strategy.go)
+_COMMON_FIELDS = ("metadata.name", "metadata.namespace")
+_EVENT_FIELDS = (
+    "involvedObject.kind", "involvedObject.namespace", "involvedObject.name", "involvedObject.uid",
+    "involvedObject.apiVersion", "involvedObject.resourceVersion", "involvedObject.fieldPath",
+    "reason", "reportingComponent", "source", "type",
+)
+_EXTRA_FIELDS: dict[tuple[str, str], tuple[str, ...]] = {
+    ("", "events"): _EVENT_FIELDS,
+    ("events.k8s.io", "events"): (*_EVENT_FIELDS, "regarding.kind", "regarding.namespace", "regarding.name",
+                                  "regarding.uid", "regarding.apiVersion", "regarding.resourceVersion",
+                                  "regarding.fieldPath", "reportingController"),
+    ("", "namespaces"): ("status.phase",),
+    ("", "secrets"): ("type",),
+}
+
+
+def _field_value(obj: JSON, path: str) -> str:
+    value: Any = obj
+    for part in path.split("."):
+        if not isinstance(value, dict):
+            return ""
+        value = value.get(part)
+        if value is None:
+            return ""
+    if path == "source" and isinstance(obj.get("source"), dict):
+        return str(obj["source"].get("component", ""))
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    return value if isinstance(value, str) else str(value) if not isinstance(value, dict | list) else ""
+
+
+@dataclass(slots=True)
+class Filter:
+    """Label and field selectors of a list or watch, compiled once."""
+
+    match: Callable[[JSON], bool] | None
+
+    def __call__(self, obj: JSON) -> bool:
+        return self.match is None or self.match(obj)
+
+
+def make_filter(target: Target, query: dict[str, str]) -> Filter:
+    label_text = query.get("labelSelector", "")
+    field_text = query.get("fieldSelector", "")
+    if not label_text.strip() and not field_text.strip():
+        return Filter(None)
+    label_sel = None
+    if label_text.strip():
+        try:
+            label_sel = parse_label_selector(label_text)
+        except ValueError as exc:
+            raise ApiError.bad_request(f"unable to parse requirement: {exc}" if "unable to parse" not in str(exc) else str(exc)) from None
+    field_sel = None
+    fields: list[str] = []
+    if field_text.strip():
+        try:
+            field_sel = parse_field_selector(field_text)
+        except ValueError as exc:
+            raise ApiError.bad_request(str(exc)) from None
+        rtype = target.rtype
+        allowed = set(_COMMON_FIELDS) | set(_EXTRA_FIELDS.get((rtype.group, rtype.resource), ()))
+        allowed |= set(rtype.selectable_fields.get(target.version, []))
+        for req in field_sel.requirements:
+            if req.field not in allowed:
+                if rtype.builtin:
+                    message = f'field label not supported: {req.field}'
+                else:
+                    known = ", ".join(f'"{f}"' for f in sorted(allowed))
+                    message = f'"{req.field}" is not a known field selector: only {known}'
+                raise ApiError.bad_request(message)
+            fields.append(req.field)
+
+    def match(obj: JSON) -> bool:
+        if label_sel is not None and not label_sel.matches((obj.get("metadata") or {}).get("labels") or {}):
+            return False
+        if field_sel is not None:
+            values = {f: _field_value(obj, f) for f in fields}
+            if not field_sel.matches(values):
+                return False
+        return True
+
+    return Filter(match)
+
+
+class ResourceApi:
+    """Kubernetes REST semantics over a ``Store``."""
+
+    def __init__(self, store: Store, registry: Registry, admission: Admission) -> None:
+        self.store = store
+        self.registry = registry
+        self.admission = admission
+        self.after_write: list[Callable[[], None]] = []
+
+    # -- helpers -----------------------------------------------------------------
+
+    def serve(self, target: Target, obj: JSON) -> JSON:
+        """The stored object as served in the requested version."""
+        rtype = target.rtype
+        if not rtype.builtin and obj.get("apiVersion") != target.api_version:
+            obj = dict(obj)
+            obj["apiVersion"] = target.api_version
+        return self.admission.on_read(rtype, target.version, obj) if not rtype.builtin else obj
+
+    def _to_storage(self, rtype: ResourceType, obj: JSON) -> JSON:
+        if not rtype.builtin:
+            obj["apiVersion"] = rtype.api_version(rtype.storage_version)
+        return obj
+
+    def _not_found(self, target: Target, name: str | None = None) -> ApiError:
+        return ApiError.not_found(target.rtype.resource, target.rtype.group, name or target.name or "")
+
+    def _get_stored(self, target: Target) -> tuple[str, JSON]:
+        assert target.name is not None
+        key = target.rtype.key(target.namespace or "", target.name)
+        obj = self.store.get(key)
+        if obj is None:
+            raise self._not_found(target)
+        return key, obj
+
+    def _check_namespace(self, target: Target, creating: bool) -> None:
+        if not target.rtype.namespaced:
+            return
+        ns = self.store.get(f"/core/namespaces//{target.namespace}")
+        if ns is None:
+            raise ApiError.not_found("namespaces", "", target.namespace or "")
+        if creating and (ns.get("metadata") or {}).get("deletionTimestamp"):
+            raise ApiError(
+                403,
+                "Forbidden",
+                f'{target.rtype.qualified} "{target.name or ""}" is forbidden: unable to create new content in namespace '
+                f"{target.namespace} because it is being terminated",
+                {
+                    "name": target.name or "",
+                    **({"group": target.rtype.group} if target.rtype.group else {}),
+                    "kind": target.rtype.resource,
+                    "causes": [{"reason": "NamespaceTerminating",
+                                "message": f"namespace {target.namespace} is being terminated",
+                                "field": "metadata.namespace"}],
+                },
+            )
+
+    def _check_body_identity(self, target: Target, body: JSON) -> None:
+        rtype = target.rtype
+        api_version = body.get("apiVersion")
+        kind = body.get("kind")
+        if not kind:
+            raise ApiError.bad_request(f"Object 'Kind' is missing in '{orjson.dumps(body).decode()[:1024]}'")
+        if not api_version:
+            raise ApiError.bad_request(f"Object 'apiVersion' is missing in '{orjson.dumps(body).decode()[:1024]}'")
+        if api_version != target.api_version:
+            raise ApiError.bad_request(
+                f"the API version in the data ({api_version}) does not match the expected API version ({target.api_version})"
+            )
+        if kind != rtype.kind:
+            raise ApiError.bad_request(
+                f"the kind in the data ({kind}) does not match the expected kind ({rtype.kind})"
+            )
+        meta = body.get("metadata")
+        if meta is not None and not isinstance(meta, dict):
+            raise ApiError.bad_request("metadata must be an object")
+
+    def _admit(self, op: str, target: Target, obj: JSON, old: JSON | None,
+               query: dict[str, str]) -> list[str]:
+        req = AdmissionRequest(
+            operation="CREATE" if op == "CREATE" else "UPDATE",
+            rtype=target.rtype,
+            version=target.version,
+            obj=obj,
+            old=old,
+            field_validation=field_validation(query),
+            subresource=target.subresource,
+        )
+        self.admission.admit(req)
+        return req.warnings
+
+    def _changed_outside(self, new: JSON, old: JSON, skip: tuple[str, ...]) -> bool:
+        keys = (set(new) | set(old)) - set(skip)
+        return any(new.get(k) != old.get(k) for k in keys)
+
+    # -- read --------------------------------------------------------------------
+
+    def get(self, target: Target, query: dict[str, str]) -> Result:
+        _, obj = self._get_stored(target)
+        return Result(200, self.serve(target, obj))
+
+    def list(self, target: Target, query: dict[str, str]) -> tuple[list[JSON], JSON]:
+        """Items (served form) and list metadata; the caller wraps them in a List or Table."""
+        flt = make_filter(target, query)
+        rtype = target.rtype
+        prefix = rtype.ns_prefix(target.namespace)
+        limit_text = query.get("limit", "")
+        try:
+            limit = int(limit_text) if limit_text else 0
+        except ValueError:
+            raise ApiError.bad_request(f'invalid value for limit: "{limit_text}"') from None
+        limit = max(limit, 0)
+        cont = query.get("continue", "")
+        rv_text = query.get("resourceVersion", "")
+        rv_match = query.get("resourceVersionMatch", "")
+        at_revision: int | None = None
+        start_after: str | None = None
+        if cont:
+            if rv_text and rv_text != "0":
+                raise ApiError.bad_request("specifying resource version is not allowed when using continue")
+            at_revision, start_after = self._decode_continue(cont, prefix)
+        elif rv_match and not rv_text:
+            raise self._invalid_list_options(
+                [FieldError.forbidden("resourceVersionMatch", "resourceVersionMatch is forbidden unless resourceVersion is provided")]
+            )
+        elif rv_text:
+            try:
+                rv = int(rv_text)
+            except ValueError:
+                raise ApiError.bad_request(f'invalid resource version "{rv_text}"') from None  # noqa: B904
+            if rv_match == "Exact":
+                if rv == 0:
+                    raise self._invalid_list_options(
+                        [FieldError.forbidden("resourceVersionMatch", 'resourceVersionMatch "exact" is forbidden for resourceVersion "0"')]
+                    )
+                at_revision = rv
+            elif rv_match not in ("", "NotOlderThan"):
+                raise self._invalid_list_options(
+                    [FieldError.not_supported("resourceVersionMatch", rv_match, ["Exact", "NotOlderThan"])]
+                )
+            elif rv > self.store.revision:
+                raise ApiError(504, "Timeout",
+                               f"Too large resource version: {rv}, current: {self.store.revision}",
+                               {"causes": [{"reason": "ResourceVersionTooLarge", "message": "Too large resource version"}],
+                                "retryAfterSeconds": 1})
+        items: list[JSON] = []
+        revision = self.store.revision if at_revision is None else at_revision
+        last_key: str | None = start_after
+        more = False
+        while True:
+            want = (limit - len(items)) if limit else None
+            chunk_size = max(want * 2, 64) if want else None
+            try:
+                page, revision, more = self.store.list(
+                    prefix, at_revision=at_revision if at_revision is not None else None,
+                    start_after=last_key, limit=chunk_size,
+                )
+            except Compacted:
+                raise ApiError.expired(
+                    "The provided continue parameter is too old to display a consistent list result. "
+                    "You can start a new list without the continue parameter, or use the continue token "
+                    "in this response to retrieve the remainder of the results. Continuing with the provided "
+                    "token results in an inconsistent list - objects that were created, modified, or deleted "
+                    "between the time the first chunk was returned and now may show up in the list."
+                    if cont else f"too old resource version: {at_revision} ({self.store.compacted_revision})"
+                ) from None
+            except FutureRevision:
+                raise ApiError(504, "Timeout",
+                               f"Too large resource version: {at_revision}, current: {self.store.revision}",
+                               {"retryAfterSeconds": 1}) from None
+            at_revision = revision
+            stopped_early = False
+            for idx, (key, obj) in enumerate(page):
+                last_key = key
+                if flt(obj):
+                    items.append(obj)
+                    if limit and len(items) >= limit:
+                        more = more or idx < len(page) - 1
+                        stopped_early = True
+                        break
+            if stopped_early or not more or not page:
+                break
+        list_meta: JSON = {"resourceVersion": str(revision)}
+        if limit and more and last_key is not None:
+            list_meta["continue"] = self._encode_continue(revision, last_key, prefix)
+            if flt.match is None:
+                remaining = self._remaining(prefix, revision, last_key)
+                if remaining is not None:
+                    list_meta["remainingItemCount"] = remaining
+        return [self.serve(target, o) for o in items], list_meta
+
+    def _remaining(self, prefix: str, revision: int, last_key: str) -> int | None:
+        try:
+            rest, _, _ = self.store.list(prefix, at_revision=revision, start_after=last_key)
+        except (Compacted, FutureRevision):
+            return None
+        return len(rest)
+
+    def _invalid_list_options(self, errors: list[FieldError]) -> ApiError:
+        return ApiError.invalid("ListOptions", "meta.k8s.io", "", errors)
+
+    @staticmethod
+    def _encode_continue(revision: int, last_key: str, prefix: str) -> str:
+        token = {"v": "meta.k8s.io/v1", "rv": revision, "start": last_key[len(prefix):] + "\x00"}
+        return base64.urlsafe_b64encode(orjson.dumps(token)).decode().rstrip("=")
+
+    @staticmethod
+    def _decode_continue(token: str, prefix: str) -> tuple[int, str]:
+        try:
+            padded = token + "=" * (-len(token) % 4)
+            data = orjson.loads(base64.urlsafe_b64decode(padded))
+            if data.get("v") != "meta.k8s.io/v1":
+                raise ValueError("continue key is not valid: incorrect encoded start resourceVersion (version meta.k8s.io/v1)")
+            rv = int(data["rv"])
+            start = str(data["start"])
+            if rv <= 0 or not start.endswith("\x00"):
+                raise ValueError("continue key is not valid: incorrect encoded start resourceVersion (version meta.k8s.io/v1)")
+            return rv, prefix + start[:-1]
+        except (ValueError, KeyError, TypeError, binascii.Error, orjson.JSONDecodeError) as exc:
+            message = str(exc) if str(exc).startswith("continue key") else "continue key is not valid: " + str(exc)
+            raise ApiError.bad_request(message) from None
+
+    # -- create ------------------------------------------------------------------
+
+    def create(self, target: Target, body: JSON, query: dict[str, str]) -> Result:
+        rtype = target.rtype
+        if target.subresource:
+            raise ApiError.method_not_supported(rtype.resource + "/" + target.subresource, rtype.group, "create")
+        self._check_body_identity(target, body)
+        obj = copy_json(body)
+        meta = obj.setdefault("metadata", {})
+        if target.namespace is not None and rtype.namespaced:
+            body_ns = meta.get("namespace")
+            if body_ns and body_ns != target.namespace:
+                raise ApiError.bad_request(
+                    "the namespace of the provided object does not match the namespace sent on the request"
+                )
+            meta["namespace"] = target.namespace
+        elif rtype.namespaced:
+            raise ApiError.method_not_supported(rtype.resource, rtype.group, "create")
+        else:
+            meta.pop("namespace", None)
+        if not meta.get("name") and meta.get("generateName"):
+            meta["name"] = metautil.generate_name(str(meta["generateName"]))
+        target = Target(rtype, target.version, target.namespace, meta.get("name") or None)
+        self._check_namespace(target, creating=True)
+        # system fields (rest.FillObjectMetaSystemFields / BeforeCreate)
+        meta["uid"] = metautil.new_uid()
+        meta["creationTimestamp"] = metautil.now_rfc3339()
+        for key in ("deletionTimestamp", "deletionGracePeriodSeconds", "resourceVersion", "selfLink", "managedFields"):
+            meta.pop(key, None)
+        if rtype.status_subresource and not rtype.builtin:
+            obj.pop("status", None)
+        if not rtype.builtin or rtype.resource == "customresourcedefinitions":
+            meta["generation"] = 1
+        else:
+            meta.pop("generation", None)
+        self._prepare_builtin_create(rtype, obj)
+        warnings = self._admit("CREATE", target, obj, None, query)
+        if not meta.get("name"):
+            raise ApiError.invalid(rtype.kind, rtype.group, "", [
+                FieldError.required("metadata.name", "name or generateName is required")
+            ])
+        self._to_storage(rtype, obj)
+        key = rtype.key(meta.get("namespace", "") if rtype.namespaced else "", meta["name"])
+        if dry_run(query):
+            if self.store.get(key) is not None:
+                raise ApiError.already_exists(rtype.resource, rtype.group, meta["name"])
+            return Result(201, self.serve(target, obj), warnings)
+        try:
+            stored = self.store.create(key, obj)
+        except KeyExists:
+            raise ApiError.already_exists(rtype.resource, rtype.group, meta["name"]) from None
+        self._notify()
+        return Result(201, self.serve(target, stored), warnings)
+
+    def _prepare_builtin_create(self, rtype: ResourceType, obj: JSON) -> None:
+        if not rtype.builtin:
+            return
+        if rtype.resource == "namespaces" and not rtype.group:
+            obj["status"] = {"phase": "Active"}
+            spec = obj.setdefault("spec", {})
+            spec["finalizers"] = [NAMESPACE_FINALIZER]
+        elif rtype.resource == "secrets" and not rtype.group:
+            obj.setdefault("type", "Opaque")
+            string_data = obj.pop("stringData", None)
+            if isinstance(string_data, dict):
+                data = obj.setdefault("data", {})
+                for k, v in string_data.items():
+                    data[k] = base64.b64encode(str(v).encode()).decode()
+        elif rtype.resource == "customresourcedefinitions":
+            obj.pop("status", None)
+            obj["status"] = {"conditions": [], "acceptedNames": {"plural": "", "kind": ""}, "storedVersions": []}
+
+    def _notify(self) -> None:
+        for fn in self.after_write:
+            fn()
+
+    # -- update ------------------------------------------------------------------
+
+    def update(self, target: Target, body: JSON, query: dict[str, str]) -> Result:
+        rtype = target.rtype
+        if target.subresource == "scale":
+            return self._update_scale(target, body, query)
+        self._check_body_identity(target, body)
+        meta = body.get("metadata") or {}
+        if meta.get("name") and meta["name"] != target.name:
+            raise ApiError.bad_request(
+                f"the name of the object ({meta['name']}) does not match the name on the URL ({target.name})"
+            )
+        if rtype.namespaced and meta.get("namespace") and meta["namespace"] != target.namespace:
+            raise ApiError.bad_request(
+                "the namespace of the provided object does not match the namespace sent on the request"
+            )
+        rv_text = meta.get("resourceVersion")
+        if not rv_text and not rtype.builtin:
+            raise ApiError.invalid(rtype.kind, rtype.group, target.name or "", [
+                FieldError.invalid("metadata.resourceVersion", GoLiteral("0x0"), "must be specified for an update")
+            ])
+        key, current = self._get_stored_or_404(target)
+        return self._apply_update(target, key, current, copy_json(body), query, rv_text)
+
+    def _get_stored_or_404(self, target: Target) -> tuple[str, JSON]:
+        return self._get_stored(target)
+
+    def _apply_update(self, target: Target, key: str, current: JSON, new: JSON,
+                      query: dict[str, str], rv_text: Any) -> Result:
+        """The shared tail of PUT and PATCH: system fields, status rules, admission, write."""
+        rtype = target.rtype
+        if rv_text:
+            try:
+                expected = int(str(rv_text))
+            except ValueError:
+                raise ApiError.bad_request(f'invalid resource version "{rv_text}"') from None
+            if str(expected) != current["metadata"]["resourceVersion"]:
+                raise ApiError.stale(rtype.resource, rtype.group, target.name or "")
+        old_served = self.serve(target, current)
+        meta = new.setdefault("metadata", {})
+        old_meta = current.get("metadata") or {}
+        if meta.get("uid") and meta["uid"] != old_meta.get("uid"):
+            raise ApiError.conflict(
+                rtype.resource, rtype.group, target.name or "",
+                f"Precondition failed: UID in precondition: {meta['uid']}, UID in object meta: {old_meta.get('uid')}",
+            )
+        for k in ("uid", "creationTimestamp", "deletionTimestamp", "deletionGracePeriodSeconds", "generation"):
+            if k in old_meta:
+                meta[k] = old_meta[k]
+            else:
+                meta.pop(k, None)
+        meta["name"] = old_meta["name"]
+        if rtype.namespaced:
+            meta["namespace"] = old_meta.get("namespace")
+        meta.pop("resourceVersion", None)
+        meta.pop("selfLink", None)
+        new["apiVersion"] = target.api_version
+        if target.subresource == "status":
+            # /status writes only status (and nothing else, metadata included)
+            status = new.get("status")
+            new = copy_json(old_served)
+            new["metadata"].pop("resourceVersion", None)
+            if status is None:
+                new.pop("status", None)
+            else:
+                new["status"] = status
+        elif rtype.status_subresource:
+            if "status" in old_served:
+                new["status"] = copy_json({"s": old_served["status"]})["s"]
+            else:
+                new.pop("status", None)
+            if rtype.resource == "namespaces" and not rtype.group:
+                new["spec"] = old_served.get("spec", {})
+        if "generation" in old_meta and target.subresource != "status":
+            skip = ("metadata", "status") if rtype.status_subresource else ("metadata",)
+            if rtype.resource == "customresourcedefinitions":
+                changed = new.get("spec") != old_served.get("spec")
+            else:
+                changed = self._changed_outside(new, old_served, skip)
+            if changed:
+                meta["generation"] = int(old_meta["generation"]) + 1
+        # finalizers: none may be added while deleting
+        if old_meta.get("deletionTimestamp"):
+            added = [f for f in (meta.get("finalizers") or []) if f not in (old_meta.get("finalizers") or [])]
+            if added:
+                raise ApiError.invalid(rtype.kind, rtype.group, target.name or "", [
+                    FieldError.forbidden(
+                        "metadata.finalizers",
+                        "no new finalizers can be added if the object is being deleted, found new finalizers "
+                        + "[]string{" + ", ".join(f'"{f}"' for f in added) + "}",
+                    )
+                ])
+        if rtype.resource == "secrets" and not rtype.group:
+            self._prepare_builtin_create(rtype, new) if "stringData" in new else None
+        warnings = self._admit("UPDATE", target, new, old_served, query)
+        self._to_storage(rtype, new)
+        if dry_run(query):
+            new["metadata"]["resourceVersion"] = current["metadata"]["resourceVersion"]
+            return Result(200, self.serve(target, new), warnings)
+        if meta.get("deletionTimestamp") and not meta.get("finalizers") and not self._has_spec_finalizers(rtype, new):
+            # the last finalizer is gone: deletion completes
+            try:
+                deleted = self.store.delete(key, int(current["metadata"]["resourceVersion"]))
+            except RevisionConflict:
+                raise ApiError.stale(rtype.resource, rtype.group, target.name or "") from None
+            self._notify()
+            return Result(200, self.serve(target, deleted), warnings)
+        if self._unchanged(new, current):
+            return Result(200, self.serve(target, current), warnings)
+        try:
+            stored = self.store.update(key, new, int(current["metadata"]["resourceVersion"]))
+        except RevisionConflict:
+            raise ApiError.stale(rtype.resource, rtype.group, target.name or "") from None
+        except KeyNotFound:
+            raise self._not_found(target) from None
+        self._notify()
+        return Result(200, self.serve(target, stored), warnings)
+
+    @staticmethod
+    def _unchanged(new: JSON, current: JSON) -> bool:
+        """A no-op write keeps the resourceVersion (the apiserver skips the storage write)."""
+        cur_meta = dict(current.get("metadata") or {})
+        cur_meta.pop("resourceVersion", None)
+        new_meta = dict(new.get("metadata") or {})
+        new_meta.pop("resourceVersion", None)
+        if cur_meta != new_meta:
+            return False
+        keys = (set(new) | set(current)) - {"metadata"}
+        return all(new.get(k) == current.get(k) for k in keys)
+
+    @staticmethod
+    def _has_spec_finalizers(rtype: ResourceType, obj: JSON) -> bool:
+        return rtype.resource == "namespaces" and not rtype.group and bool((obj.get("spec") or {}).get("finalizers"))
+
+    # -- patch -------------------------------------------------------------------
+
+    def patch(self, target: Target, patch_body: bytes, content_type: str, query: dict[str, str]) -> Result:
+        from kubewerk.core import patch as patchlib
+
+        rtype = target.rtype
+        media = content_type.split(";")[0].strip().lower()
+        if media == "application/apply-patch+yaml":
+            raise ApiError.unsupported_media_type(
+                "server-side apply (application/apply-patch+yaml) is not supported by kubewerk yet; "
+                "use client-side apply (kubectl apply without --server-side), or a merge or JSON patch"
+            )
+        allowed = ["application/json-patch+json", "application/merge-patch+json"]
+        if rtype.strategic_kind:
+            allowed.append("application/strategic-merge-patch+json")
+        if media not in allowed:
+            raise ApiError.unsupported_media_type(
+                "the body of the request was in an unknown format - accepted media types include: "
+                + ", ".join([*allowed, "application/apply-patch+yaml"])
+            )
+        try:
+            patch_doc = orjson.loads(patch_body)
+        except orjson.JSONDecodeError as exc:
+            raise ApiError.bad_request(f"error decoding patch: {exc}") from None
+        key, current = self._get_stored(target)
+        served = self.serve(target, current)
+        if target.subresource == "scale":
+            scale = self._scale_of(target, served)
+            patched_scale = self._run_patch(target, media, scale, patch_doc, patchlib)
+            return self._update_scale(target, patched_scale, query)
+        patched = self._run_patch(target, media, served, patch_doc, patchlib)
+        if not isinstance(patched, dict):
+            raise ApiError.bad_request("the patched object is not a JSON object")
+        if patched.get("apiVersion") != target.api_version or patched.get("kind") != rtype.kind:
+            raise ApiError.bad_request("the patch may not change apiVersion or kind")
+        meta = patched.get("metadata")
+        if not isinstance(meta, dict):
+            raise ApiError.bad_request("the patched object has no metadata")
+        if meta.get("name") != target.name:
+            raise ApiError.bad_request(
+                f"the name of the object ({meta.get('name')}) does not match the name on the URL ({target.name})"
+            )
+        rv_text = meta.get("resourceVersion")
+        if rv_text == current["metadata"]["resourceVersion"]:
+            # unchanged by the patch: no precondition (only a patch that sets it is guarded)
+            patch_rv = _patch_sets_resource_version(media, patch_doc)
+            rv_text = rv_text if patch_rv else None
+        return self._apply_update(target, key, current, patched, query, rv_text)
+
+    def _run_patch(self, target: Target, media: str, doc: JSON, patch_doc: Any, patchlib: Any) -> Any:
+        try:
+            if media == "application/json-patch+json":
+                if not isinstance(patch_doc, list):
+                    raise ApiError.bad_request(
+                        "json: cannot unmarshal object into Go value of type jsonpatch.Patch"
+                    )
+                return patchlib.json_patch(doc, patch_doc)
+            if not isinstance(patch_doc, dict):
+                raise ApiError.bad_request("json: cannot unmarshal non-object into Go value of type map[string]interface {}")
+            if media == "application/merge-patch+json":
+                return patchlib.merge_patch(doc, patch_doc)
+            from kubewerk.core import strategic
+
+            return strategic.strategic_merge_patch(doc, patch_doc, target.rtype.strategic_kind or "")
+        except ApiError:
+            raise
+        except patchlib.PatchError as exc:
+            raise exc.to_api_error() if hasattr(exc, "to_api_error") else ApiError(
+                422, "Invalid", str(exc)
+            ) from None
+        except (ValueError, TypeError) as exc:
+            raise ApiError.bad_request(str(exc)) from None
+
+    # -- scale -------------------------------------------------------------------
+
+    def _scale_of(self, target: Target, obj: JSON) -> JSON:
+        from kubewerk.core.jsonpath import evaluate
+
+        scale = target.rtype.scale
+        assert scale is not None
+        spec_vals = evaluate(scale.spec_replicas_path, obj)
+        status_vals = evaluate(scale.status_replicas_path, obj)
+        status: JSON = {"replicas": status_vals[0] if status_vals else 0}
+        if scale.label_selector_path:
+            sel = evaluate(scale.label_selector_path, obj)
+            if sel and isinstance(sel[0], str):
+                status["selector"] = sel[0]
+        meta = obj["metadata"]
+        return {
+            "kind": "Scale",
+            "apiVersion": "autoscaling/v1",
+            "metadata": {k: meta[k] for k in ("name", "namespace", "uid", "resourceVersion", "creationTimestamp") if k in meta},
+            "spec": {"replicas": spec_vals[0]} if spec_vals else {},
+            "status": status,
+        }
+
+    def get_scale(self, target: Target) -> Result:
+        _, obj = self._get_stored(target)
+        return Result(200, self._scale_of(target, self.serve(target, obj)))
+
+    def _update_scale(self, target: Target, body: JSON, query: dict[str, str]) -> Result:
+        rtype = target.rtype
+        assert rtype.scale is not None
+        replicas = (body.get("spec") or {}).get("replicas")
+        if not isinstance(replicas, int) or isinstance(replicas, bool) or replicas < 0:
+            raise ApiError.invalid("Scale", "autoscaling", target.name or "", [
+                FieldError.invalid("spec.replicas", replicas, "must be greater than or equal to 0")
+            ])
+        key, current = self._get_stored(target)
+        rv = (body.get("metadata") or {}).get("resourceVersion")
+        new = copy_json(self.serve(target, current))
+        path = [p for p in rtype.scale.spec_replicas_path.split(".") if p]
+        node = new
+        for part in path[:-1]:
+            node = node.setdefault(part, {})
+        node[path[-1]] = replicas
+        main = Target(rtype, target.version, target.namespace, target.name)
+        result = self._apply_update(main, key, current, new, query, rv)
+        result.body = self._scale_of(target, result.body)
+        return result
+
+    # -- delete ------------------------------------------------------------------
+
+    def delete(self, target: Target, options: JSON, query: dict[str, str]) -> Result:
+        rtype = target.rtype
+        key, current = self._get_stored(target)
+        meta = current.get("metadata") or {}
+        pre = options.get("preconditions") or {}
+        if pre.get("uid") and pre["uid"] != meta.get("uid"):
+            raise ApiError.conflict(
+                rtype.resource, rtype.group, target.name or "",
+                f"Precondition failed: UID in precondition: {pre['uid']}, UID in object meta: {meta.get('uid')}",
+            )
+        if pre.get("resourceVersion") and pre["resourceVersion"] != meta.get("resourceVersion"):
+            raise ApiError.conflict(
+                rtype.resource, rtype.group, target.name or "",
+                f"Precondition failed: ResourceVersion in precondition: {pre['resourceVersion']}, "
+                f"ResourceVersion in object meta: {meta.get('resourceVersion')}",
+            )
+        policy = options.get("propagationPolicy") or query.get("propagationPolicy") or ""
+        orphan = options.get("orphanDependents")
+        if policy and policy not in ("Orphan", "Background", "Foreground"):
+            raise ApiError.invalid("DeleteOptions", "meta.k8s.io", "", [
+                FieldError.not_supported("propagationPolicy", policy, ["Background", "Foreground", "Orphan"])
+            ])
+        if not policy and orphan is not None:
+            policy = "Orphan" if orphan else "Background"
+        is_dry = dry_run(query, options)
+        finalizers = list(meta.get("finalizers") or [])
+        is_namespace = rtype.resource == "namespaces" and not rtype.group
+        if policy == "Orphan" and ORPHAN not in finalizers:
+            finalizers.append(ORPHAN)
+        elif policy == "Foreground" and FOREGROUND not in finalizers:
+            finalizers.append(FOREGROUND)
+        if rtype.resource == "customresourcedefinitions" and CRD_CLEANUP_FINALIZER not in finalizers:
+            finalizers.append(CRD_CLEANUP_FINALIZER)
+        if policy in ("Background", "Foreground"):
+            drop = ORPHAN if policy == "Foreground" else None
+            if drop:
+                finalizers = [f for f in finalizers if f != drop]
+        if meta.get("deletionTimestamp"):
+            # already deleting: only a change of propagation finalizers is recorded
+            if finalizers != list(meta.get("finalizers") or []) and not is_dry:
+                new = copy_json(current)
+                new["metadata"]["finalizers"] = finalizers
+                new["metadata"].pop("resourceVersion", None)
+                current = self.store.update(key, new, int(meta["resourceVersion"]))
+                self._notify()
+            return Result(202 if policy == "Foreground" else 200, self.serve(target, current))
+        if finalizers or (is_namespace and (current.get("spec") or {}).get("finalizers")):
+            new = copy_json(current)
+            new_meta = new["metadata"]
+            new_meta["deletionTimestamp"] = metautil.now_rfc3339()
+            new_meta["deletionGracePeriodSeconds"] = 0
+            if finalizers:
+                new_meta["finalizers"] = finalizers
+            if "generation" in new_meta:
+                new_meta["generation"] = int(new_meta["generation"]) + 1
+            if is_namespace:
+                new.setdefault("status", {})["phase"] = "Terminating"
+            new_meta.pop("resourceVersion", None)
+            if is_dry:
+                return Result(200, self.serve(target, new))
+            stored = self.store.update(key, new, int(meta["resourceVersion"]))
+            self._notify()
+            return Result(202 if policy == "Foreground" else 200, self.serve(target, stored))
+        if is_dry:
+            return Result(200, self._deleted_answer(target, current))
+        deleted = self.store.delete(key, int(meta["resourceVersion"]))
+        self._notify()
+        return Result(200, self._deleted_answer(target, deleted))
+
+    def _deleted_answer(self, target: Target, deleted: JSON) -> JSON:
+        rtype = target.rtype
+        if rtype.return_deleted_object:
+            return self.serve(target, deleted)
+        details: JSON = {"name": target.name or ""}
+        if rtype.group:
+            details["group"] = rtype.group
+        details["kind"] = rtype.resource
+        details["uid"] = deleted["metadata"].get("uid", "")
+        return {"kind": "Status", "apiVersion": "v1", "metadata": {}, "status": "Success", "details": details}
+
+    def delete_collection(self, target: Target, options: JSON, query: dict[str, str]) -> Result:
+        rtype = target.rtype
+        items, list_meta = self.list(target, {k: v for k, v in query.items() if k not in ("limit", "continue")})
+        deleted: list[JSON] = []
+        for item in items:
+            name = item["metadata"]["name"]
+            ns = item["metadata"].get("namespace")
+            one = Target(rtype, target.version, ns, name)
+            try:
+                res = self.delete(one, options, query)
+            except ApiError as exc:
+                if exc.code == 404:
+                    continue
+                raise
+            deleted.append(res.body if res.body.get("kind") != "Status" else item)
+        return Result(200, {
+            "kind": rtype.list_kind,
+            "apiVersion": target.api_version,
+            "metadata": {"resourceVersion": str(self.store.revision)},
+            "items": deleted,
+        })
+
+
+def _patch_sets_resource_version(media: str, patch_doc: Any) -> bool:
+    if media == "application/json-patch+json":
+        return isinstance(patch_doc, list) and any(
+            isinstance(op, dict) and str(op.get("path", "")).startswith("/metadata/resourceVersion")
+            for op in patch_doc
+        )
+    return isinstance(patch_doc, dict) and isinstance(patch_doc.get("metadata"), dict) and (
+        "resourceVersion" in patch_doc["metadata"]
+    )
