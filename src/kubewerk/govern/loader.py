@@ -1,0 +1,356 @@
+"""Reading inputs: files, directories (recursive), ``-`` (stdin) and ``git:REV:PATH``.
+
+Every input is split into documents (multi-document YAML, JSON, and ``kind: List`` /
+``*List`` objects expanded into their ``items``). YAML goes through libyaml's composer
+(``yaml.CSafeLoader``) and a small builder of our own that produces the same values
+Kubernetes' YAML decoder does (timestamps stay strings, map keys become strings) while
+keeping the node tree, so that any location in a document can be mapped back to its
+line. Unreadable input raises :class:`InputError`, whose text names the file and line.
+"""
+
+from __future__ import annotations
+
+import gc
+import os
+import subprocess
+import sys
+from collections.abc import Iterator, Sequence
+from contextlib import contextmanager
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, BinaryIO
+
+import orjson
+import yaml
+from yaml.constructor import SafeConstructor
+from yaml.nodes import MappingNode, Node, ScalarNode, SequenceNode
+
+_STR = "tag:yaml.org,2002:str"
+_MAP = "tag:yaml.org,2002:map"
+_SEQ = "tag:yaml.org,2002:seq"
+_BOOL = "tag:yaml.org,2002:bool"
+_INT = "tag:yaml.org,2002:int"
+_NULL = "tag:yaml.org,2002:null"
+_FLOAT = "tag:yaml.org,2002:float"
+_TIMESTAMP = "tag:yaml.org,2002:timestamp"
+_MERGE = "tag:yaml.org,2002:merge"
+_BOOLS = SafeConstructor.bool_values
+
+try:  # pragma: no cover - the C loader is part of the supported install
+    _Loader: Any = yaml.CSafeLoader
+except AttributeError:  # pragma: no cover
+    _Loader = yaml.SafeLoader
+
+YAML_SUFFIXES = (".yaml", ".yml", ".json")
+
+
+class InputError(Exception):
+    """Input that cannot be read or parsed; ``str()`` is ``FILE:LINE: message``."""
+
+    def __init__(self, file: str, line: int | None, message: str) -> None:
+        self.file = file
+        self.line = line
+        self.detail = message
+        where = f"{file}:{line}" if line else file
+        super().__init__(f"{where}: {message}")
+
+
+@dataclass(slots=True)
+class Source:
+    """One input: its display name, a URI for SARIF and its text."""
+
+    name: str
+    uri: str
+    text: str
+    is_json: bool = False
+    _nodes: list[Node] | None = field(default=None, repr=False)
+
+    def nodes(self) -> list[Node]:
+        """The YAML node tree of every document (composed on first use, for JSON)."""
+        if self._nodes is None:
+            try:
+                self._nodes = list(yaml.compose_all(self.text, Loader=_Loader))
+            except yaml.YAMLError:
+                self._nodes = []
+        return self._nodes
+
+
+@dataclass(slots=True)
+class Document:
+    """One object read from a source.
+
+    ``base`` is the location of this object inside the parsed document (non-empty for
+    items of a ``List``); :meth:`line_of` maps a location relative to the object to
+    a 1-based line in the source (``None`` if it cannot be found).
+    """
+
+    source: Source
+    index: int
+    data: Any
+    base: tuple[str | int, ...] = ()
+    node: Node | None = None
+
+    def line_of(self, location: Sequence[str | int]) -> int | None:
+        node = self._root_node()
+        if node is None:
+            return None
+        line: int = node.start_mark.line + 1
+        for part in (*self.base, *location):
+            if isinstance(node, MappingNode):
+                for key, value in node.value:
+                    if isinstance(key, ScalarNode) and key.value == str(part):
+                        line = key.start_mark.line + 1
+                        node = value
+                        break
+                else:
+                    return line
+            elif isinstance(node, SequenceNode) and isinstance(part, int):
+                if part >= len(node.value):
+                    return line
+                node = node.value[part]
+                line = node.start_mark.line + 1
+            else:
+                return line
+        return line
+
+    def _root_node(self) -> Node | None:
+        if self.node is None:
+            # JSON input: compose it as YAML only now that a line is wanted
+            nodes = self.source.nodes()
+            if self.index < len(nodes):
+                self.node = nodes[self.index]
+        return self.node
+
+
+@contextmanager
+def gc_paused() -> Iterator[None]:
+    """Pause the cyclic garbage collector while building large acyclic trees.
+
+    Parsing allocates millions of containers that are never garbage; each generation-2
+    collection would traverse all of them. Restores the previous state on exit.
+    """
+    was_enabled = gc.isenabled()
+    gc.disable()
+    try:
+        yield
+    finally:
+        if was_enabled:
+            gc.enable()
+
+
+class _Fallback(Exception):
+    """A node needs PyYAML's full constructor (merge keys, unusual tags)."""
+
+
+_constructor = SafeConstructor()
+
+
+def _scalar(node: ScalarNode) -> Any:
+    tag = node.tag
+    if tag == _STR or tag == _TIMESTAMP:
+        return node.value
+    if tag == _BOOL:
+        return _BOOLS[node.value.lower()]
+    if tag == _NULL:
+        return None
+    if tag == _INT:
+        return _constructor.construct_yaml_int(node)
+    if tag == _FLOAT:
+        return _constructor.construct_yaml_float(node)
+    raise _Fallback
+
+
+def _key(node: Node) -> str:
+    if isinstance(node, ScalarNode):
+        if node.tag == _STR:
+            return str(node.value)
+        if node.tag == _MERGE:
+            raise _Fallback
+        value = _scalar(node)
+        if value is None:
+            return "null"
+        if isinstance(value, bool):
+            return "true" if value else "false"
+        return str(value)
+    raise _Fallback
+
+
+def _build(node: Node) -> Any:
+    tag = node.tag
+    if tag == _STR:
+        return node.value
+    if tag == _MAP:
+        out: dict[str, Any] = {}
+        for k, v in node.value:
+            out[k.value if k.tag == _STR else _key(k)] = _build(v)
+        return out
+    if tag == _SEQ:
+        return [_build(v) for v in node.value]
+    if isinstance(node, ScalarNode):
+        return _scalar(node)
+    raise _Fallback
+
+
+def _build_document(node: Node) -> Any:
+    try:
+        return _build(node)
+    except _Fallback:
+        constructor = SafeConstructor()
+        return constructor.construct_document(node)
+    except RecursionError:
+        raise ValueError("document nests too deeply (recursive alias?)") from None
+
+
+def _yaml_error(source: Source, exc: yaml.YAMLError) -> InputError:
+    mark = getattr(exc, "problem_mark", None) or getattr(exc, "context_mark", None)
+    line = mark.line + 1 if mark is not None else None
+    problem = getattr(exc, "problem", None) or str(exc)
+    context = getattr(exc, "context", None)
+    text = f"invalid YAML: {context + ', ' if context else ''}{problem}"
+    return InputError(source.name, line, text)
+
+
+def parse(source: Source) -> list[Document]:
+    """Split a source into documents; ``List`` objects become one document per item.
+
+    Empty documents are dropped. Raises :class:`InputError` for malformed input.
+    """
+    raw: list[tuple[Any, Node | None]] = []
+    if source.is_json:
+        try:
+            raw.append((orjson.loads(source.text), None))
+        except orjson.JSONDecodeError as exc:
+            raise InputError(source.name, exc.lineno, f"invalid JSON: {exc.msg}") from None
+    else:
+        try:
+            with gc_paused():
+                for node in yaml.compose_all(source.text, Loader=_Loader):
+                    raw.append((_build_document(node), node))
+        except yaml.YAMLError as exc:
+            raise _yaml_error(source, exc) from None
+        except ValueError as exc:
+            raise InputError(source.name, None, str(exc)) from None
+    docs: list[Document] = []
+    for index, (data, node) in enumerate(raw):
+        if data is None:
+            continue
+        doc = Document(source, index, data, (), node)
+        items = data.get("items") if isinstance(data, dict) else None
+        kind = data.get("kind") if isinstance(data, dict) else None
+        if isinstance(kind, str) and kind.endswith("List") and isinstance(items, list):
+            for i, item in enumerate(items):
+                docs.append(Document(source, index, item, ("items", i), node))
+        else:
+            docs.append(doc)
+    return docs
+
+
+def _decode(name: str, data: bytes) -> str:
+    try:
+        return data.decode("utf-8-sig")
+    except UnicodeDecodeError as exc:
+        line = data[: exc.start].count(b"\n") + 1
+        raise InputError(name, line, "not UTF-8 text") from None
+
+
+def _uri_for(path: Path) -> str:
+    try:
+        rel = path.resolve().relative_to(Path.cwd().resolve())
+    except ValueError:
+        return path.resolve().as_uri()
+    from urllib.parse import quote
+
+    return quote(rel.as_posix())
+
+
+def read_file(path: Path, name: str | None = None) -> Source:
+    """Read one file; JSON when its name ends in ``.json``."""
+    display = name or str(path)
+    try:
+        data = path.read_bytes()
+    except OSError as exc:
+        raise InputError(display, None, f"cannot read: {exc.strerror or exc}") from None
+    return Source(display, _uri_for(path), _decode(display, data), path.suffix == ".json")
+
+
+def read_git(spec: str, cwd: Path | None = None) -> Source:
+    """Read ``git:REV:PATH`` with ``git show REV:PATH`` in the current directory.
+
+    PATH is relative to the repository root, or to the current directory when it
+    starts with ``./`` (as git itself treats it).
+    """
+    rest = spec[len("git:") :]
+    rev, sep, path = rest.partition(":")
+    if not sep or not rev or not path:
+        raise InputError(spec, None, "expected git:REV:PATH")
+    try:
+        proc = subprocess.run(
+            ["git", "show", f"{rev}:{path}"],
+            cwd=cwd,
+            capture_output=True,
+            check=False,
+        )
+    except OSError as exc:
+        raise InputError(spec, None, f"cannot run git: {exc}") from None
+    if proc.returncode != 0:
+        message = proc.stderr.decode("utf-8", "replace").strip().splitlines()
+        raise InputError(spec, None, message[-1] if message else "git show failed")
+    from urllib.parse import quote
+
+    uri = quote(path[2:] if path.startswith("./") else path)
+    return Source(spec, uri, _decode(spec, proc.stdout), path.endswith(".json"))
+
+
+def read_stdin(stream: BinaryIO | None = None) -> Source:
+    data = (stream or sys.stdin.buffer).read()
+    text = _decode("<stdin>", data)
+    stripped = text.lstrip()
+    is_json = stripped.startswith("{")
+    if is_json:
+        try:
+            orjson.loads(text)
+        except orjson.JSONDecodeError:
+            is_json = False  # let the YAML parser report (or accept) it
+    return Source("<stdin>", "stdin", text, is_json)
+
+
+def expand(paths: Sequence[str]) -> list[str | Path]:
+    """Turn arguments into inputs: directories walk recursively to their YAML/JSON
+    files (sorted, hidden entries skipped); ``-`` and ``git:`` specs pass through."""
+    out: list[str | Path] = []
+    for arg in paths:
+        if arg == "-" or (arg.startswith("git:") and not os.path.exists(arg)):
+            out.append(arg)
+            continue
+        path = Path(arg)
+        if path.is_dir():
+            found: list[Path] = []
+            for root, dirs, files in os.walk(path):
+                dirs[:] = sorted(d for d in dirs if not d.startswith("."))
+                for fname in files:
+                    if fname.endswith(YAML_SUFFIXES) and not fname.startswith("."):
+                        found.append(Path(root) / fname)
+            out.extend(sorted(found))
+        elif path.exists():
+            out.append(path)
+        else:
+            raise InputError(arg, None, "no such file or directory")
+    return out
+
+
+def read_input(item: str | Path, stdin: BinaryIO | None = None) -> Source:
+    """Read one expanded input (a path, ``-`` or ``git:REV:PATH``)."""
+    if isinstance(item, Path):
+        return read_file(item)
+    if item == "-":
+        return read_stdin(stdin)
+    return read_git(item)
+
+
+def load_all(paths: Sequence[str], stdin: BinaryIO | None = None) -> tuple[int, list[Document]]:
+    """Read and parse every input; returns (number of sources, documents in order)."""
+    items = expand(paths)
+    docs: list[Document] = []
+    for item in items:
+        docs.extend(parse(read_input(item, stdin)))
+    return len(items), docs
