@@ -1,0 +1,152 @@
+"""Hub-and-spoke conversion between the versions of one kind.
+
+The storage version is the hub. For every other version register two plain functions,
+spoke → hub and hub → spoke, typed with the classes they convert between::
+
+    @converter
+    def widget_up(src: WidgetV1alpha1) -> WidgetV1: ...
+
+    @converter
+    def widget_down(src: WidgetV1) -> WidgetV1alpha1: ...
+
+:func:`convert` then goes from any version to any other through the hub (or directly,
+when a direct function is registered). A converter builds the target's spec and
+status; metadata is carried over by :func:`convert` as a conversion webhook must:
+only labels and annotations may change, and a converter that touches name,
+namespace, uid or anything else raises :class:`ConversionError`. Annotations are the
+customary place to keep fields an older version cannot hold, so that
+``v1 → v1alpha1 → v1`` is lossless.
+"""
+
+from __future__ import annotations
+
+import threading
+import typing
+from collections.abc import Callable
+from typing import Any, TypeVar
+
+from kubewerk.model.errors import ConversionError
+from kubewerk.model.resource import Resource, resource_class, versions_of
+
+__all__ = ["convert", "convert_dict", "converter", "converters"]
+
+R = TypeVar("R", bound=Resource[Any, Any])
+AnyResource = Resource[Any, Any]
+Converter = Callable[[Any], Any]
+
+_lock = threading.Lock()
+_CONVERTERS: dict[tuple[type[AnyResource], type[AnyResource]], Converter] = {}
+
+
+def converter(func: Callable[[Any], R]) -> Callable[[Any], R]:
+    """Register ``func(src: A) -> B`` as the conversion from version A to version B.
+
+    A and B are read from the annotations and must be versions of the same kind.
+    Registering a second function for the same pair replaces the first.
+    """
+    hints = typing.get_type_hints(func)
+    params = [p for p in hints if p != "return"]
+    if len(params) != 1 or "return" not in hints:
+        raise TypeError(f"{func.__name__}: a converter is typed (src: A) -> B")
+    src, dst = hints[params[0]], hints["return"]
+    for tp in (src, dst):
+        if not (isinstance(tp, type) and issubclass(tp, Resource) and tp.__kube__ is not None):
+            raise TypeError(f"{func.__name__}: {tp!r} is not a concrete resource class")
+    s, d = src.kind_info(), dst.kind_info()
+    if (s.group, s.kind) != (d.group, d.kind):
+        raise TypeError(f"{func.__name__}: converts {s.kind}.{s.group} to {d.kind}.{d.group}")
+    if s.version == d.version:
+        raise TypeError(f"{func.__name__}: source and target are both {s.version}")
+    with _lock:
+        _CONVERTERS[(src, dst)] = func
+    return func
+
+
+def converters() -> dict[tuple[type[AnyResource], type[AnyResource]], Converter]:
+    """The registered conversion functions, by (source class, target class)."""
+    with _lock:
+        return dict(_CONVERTERS)
+
+
+def _target_class(obj: AnyResource, to: str | type[AnyResource]) -> type[AnyResource]:
+    info = obj.kind_info()
+    if isinstance(to, type):
+        return to
+    version = to.rpartition("/")[2]
+    group = to.rpartition("/")[0] or info.group
+    if group != info.group:
+        raise ConversionError(f"cannot convert {info.kind}.{info.group} to group {group}")
+    target = versions_of(info.group, info.kind).get(version)
+    if target is None:
+        raise ConversionError(f"{info.kind}.{info.group} has no version {version!r}")
+    return target
+
+
+def _hub(cls: type[AnyResource]) -> type[AnyResource]:
+    from kubewerk.model.crd import storage_version
+
+    info = cls.kind_info()
+    return storage_version(versions_of(info.group, info.kind).values())
+
+
+def _step(obj: AnyResource, target: type[AnyResource]) -> AnyResource:
+    func = _CONVERTERS.get((type(obj), target))
+    if func is None:
+        raise ConversionError(
+            f"no converter registered from {type(obj).__name__} ({obj.kind_info().version}) "
+            f"to {target.__name__} ({target.kind_info().version})"
+        )
+    out = func(obj)
+    if not isinstance(out, target):
+        raise ConversionError(f"{getattr(func, '__name__', func)!r} returned {type(out).__name__}, not {target.__name__}")
+    return _carry_metadata(obj, out)
+
+
+_MUTABLE_META = frozenset({"labels", "annotations"})
+
+
+def _carry_metadata(src: AnyResource, out: AnyResource) -> AnyResource:
+    meta = src.metadata.model_copy(deep=True)
+    if "metadata" in out.model_fields_set:
+        changed = out.metadata
+        for name in changed.model_fields_set:
+            if name in _MUTABLE_META:
+                continue
+            if getattr(changed, name) != getattr(meta, name):
+                raise ConversionError(
+                    f"conversion to {out.kind_info().version} changed metadata.{name}; "
+                    "only labels and annotations may change"
+                )
+        for name in _MUTABLE_META:
+            if name in changed.model_fields_set:
+                setattr(meta, name, getattr(changed, name))
+                meta.model_fields_set.add(name)
+    out.metadata = meta
+    out.model_fields_set.add("metadata")
+    return out
+
+
+def convert(obj: AnyResource, to: str | type[R]) -> Any:
+    """``obj`` as another version of its kind: ``to`` is a class, a version or an apiVersion.
+
+    Converting to the object's own version returns a deep copy. Otherwise a direct
+    converter is used when registered, else spoke → hub → spoke.
+    """
+    target = _target_class(obj, to)
+    source = type(obj)
+    if target is source:
+        return obj.model_copy(deep=True)
+    if (source, target) in _CONVERTERS:
+        return _step(obj, target)
+    hub = _hub(source)
+    mid = obj if source is hub else _step(obj, hub)
+    return mid if target is hub else _step(mid, target)
+
+
+def convert_dict(obj: dict[str, Any], api_version: str) -> dict[str, Any]:
+    """Convert a JSON object (as a conversion webhook receives it) to ``api_version``."""
+    cls = resource_class(str(obj.get("apiVersion", "")), str(obj.get("kind", "")))
+    if cls is None:
+        raise ConversionError(f"no registered class for {obj.get('apiVersion')}/{obj.get('kind')}")
+    result: AnyResource = convert(cls.from_dict(obj), api_version)
+    return result.to_dict()

@@ -1,0 +1,202 @@
+"""CRD generation: ``crd_for(Model, ...)`` → an ``apiextensions.k8s.io/v1`` object.
+
+The output is structural (every node typed, no ``$ref``, no ``oneOf``; int-or-string
+as ``anyOf: [integer, string]`` with ``x-kubernetes-int-or-string``, exactly as
+Kubernetes documents it) and stable: the same classes give the same dict, and
+:func:`crd_yaml` the same bytes (keys sorted, block style, no anchors).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from typing import Any
+
+import orjson
+import yaml
+
+from kubewerk.model._naming import version_priority_key
+from kubewerk.model._schemagen import resource_schema
+from kubewerk.model.errors import ModelDefinitionError
+from kubewerk.model.resource import KindInfo, Resource, versions_of
+
+__all__ = ["crd_for", "crd_yaml", "crds_for", "dump_yaml", "schema_for", "storage_version"]
+
+AnyResource = type[Resource[Any, Any]]
+
+
+def schema_for(model: AnyResource) -> dict[str, Any]:
+    """The ``openAPIV3Schema`` of one resource class (a fresh, unshared dict)."""
+    return resource_schema(model).schema
+
+
+def _version_entry(model: AnyResource, info: KindInfo, storage: bool) -> dict[str, Any]:
+    frag = resource_schema(model)
+    entry: dict[str, Any] = {
+        "name": info.version,
+        "served": info.served,
+        "storage": storage,
+        "schema": {"openAPIV3Schema": frag.schema},
+    }
+    columns: list[dict[str, Any]] = [c.to_schema(path, t) for path, c, t in frag.columns]
+    for col in info.printer_columns:
+        assert col.json_path is not None
+        columns.append(col.to_schema(col.json_path, col.type or "string"))
+    if columns:
+        names = [c["name"] for c in columns]
+        dupes = sorted({n for n in names if names.count(n) > 1})
+        if dupes:
+            raise ModelDefinitionError(f"{model.__name__}: duplicate printer column names {dupes}")
+        entry["additionalPrinterColumns"] = columns
+    if info.deprecated:
+        entry["deprecated"] = True
+        if info.deprecation_warning:
+            entry["deprecationWarning"] = info.deprecation_warning
+    selectable = [path for path, _t in frag.selectable]
+    selectable.extend(info.selectable_fields)
+    if selectable:
+        if len(selectable) > 8:
+            raise ModelDefinitionError(
+                f"{model.__name__}: Kubernetes allows at most 8 selectable fields, got {len(selectable)}"
+            )
+        entry["selectableFields"] = [{"jsonPath": p} for p in dict.fromkeys(selectable)]
+    subresources: dict[str, Any] = {}
+    if info.status_subresource:
+        subresources["status"] = {}
+    if info.scale is not None:
+        subresources["scale"] = info.scale.to_schema()
+    if subresources:
+        entry["subresources"] = subresources
+    return entry
+
+
+def storage_version(models: Iterable[AnyResource]) -> AnyResource:
+    """The class marked ``storage=True`` (or the only one); the hub for conversions."""
+    models = list(models)
+    marked = [m for m in models if m.kind_info().storage]
+    if len(models) == 1 and models[0].kind_info().storage is not False:
+        return models[0]
+    if len(marked) != 1:
+        names = ", ".join(m.kind_info().version for m in models)
+        raise ModelDefinitionError(
+            f"{models[0].kind_info().kind}: exactly one of the versions ({names}) must be "
+            f"declared storage=True, found {len(marked)}"
+        )
+    return marked[0]
+
+
+def _collect(models: tuple[AnyResource, ...]) -> list[AnyResource]:
+    if not models:
+        raise ValueError("crd_for needs at least one resource class")
+    first = models[0].kind_info()
+    if len(models) == 1:
+        registered = versions_of(first.group, first.kind)
+        registered[first.version] = models[0]
+        chosen = list(registered.values())
+    else:
+        chosen = list(models)
+    seen: dict[str, AnyResource] = {}
+    for model in chosen:
+        info = model.kind_info()
+        if (info.group, info.kind) != (first.group, first.kind):
+            raise ModelDefinitionError(
+                f"{model.__name__}: {info.kind}.{info.group} is not {first.kind}.{first.group}; "
+                "one CRD holds the versions of one kind"
+            )
+        if info.version in seen and seen[info.version] is not model:
+            raise ModelDefinitionError(
+                f"{model.__name__}: version {info.version} is also defined by {seen[info.version].__name__}"
+            )
+        seen[info.version] = model
+    return sorted(seen.values(), key=lambda m: version_priority_key(m.kind_info().version))
+
+
+def crd_for(*models: AnyResource) -> dict[str, Any]:
+    """The CustomResourceDefinition for one kind.
+
+    With one class, every registered version of its kind is included (the class
+    itself standing for its version); with several, exactly those. Names, scope, short
+    names and categories come from the storage version, and the other versions must
+    agree with it. Versions are listed in Kubernetes' priority order (v1, v1beta1, …).
+    """
+    chosen = _collect(models)
+    hub = storage_version(chosen)
+    names_info = hub.kind_info()
+    for model in chosen:
+        info = model.kind_info()
+        for attr in ("plural", "singular", "list_kind", "scope", "short_names", "categories"):
+            if getattr(info, attr) != getattr(names_info, attr):
+                raise ModelDefinitionError(
+                    f"{model.__name__}: {attr} {getattr(info, attr)!r} differs from the storage "
+                    f"version's {getattr(names_info, attr)!r}"
+                )
+    names: dict[str, Any] = {
+        "kind": names_info.kind,
+        "listKind": names_info.list_kind,
+        "plural": names_info.plural,
+        "singular": names_info.singular,
+    }
+    if names_info.short_names:
+        names["shortNames"] = list(names_info.short_names)
+    if names_info.categories:
+        names["categories"] = list(names_info.categories)
+    versions = [_version_entry(m, m.kind_info(), m is hub) for m in chosen]
+    crd = {
+        "apiVersion": "apiextensions.k8s.io/v1",
+        "kind": "CustomResourceDefinition",
+        "metadata": {"name": names_info.crd_name},
+        "spec": {
+            "group": names_info.group,
+            "names": names,
+            "scope": names_info.scope,
+            "versions": versions,
+        },
+    }
+    # one JSON round trip: no shared sub-dicts, only JSON types
+    result: dict[str, Any] = orjson.loads(orjson.dumps(crd))
+    return result
+
+
+def crds_for(models: Iterable[AnyResource]) -> list[dict[str, Any]]:
+    """One CRD per kind among ``models`` (grouping their versions), sorted by CRD name."""
+    by_kind: dict[tuple[str, str], list[AnyResource]] = {}
+    for model in models:
+        info = model.kind_info()
+        bucket = by_kind.setdefault((info.group, info.kind), [])
+        if model not in bucket:
+            bucket.append(model)
+    crds = [crd_for(*group) if len(group) > 1 else crd_for(group[0]) for group in by_kind.values()]
+    return sorted(crds, key=lambda c: str(c["metadata"]["name"]))
+
+
+class _Dumper(yaml.SafeDumper):
+    """Block style, no aliases, multi-line strings as literal blocks."""
+
+    def ignore_aliases(self, data: Any) -> bool:
+        return True
+
+
+def _str_representer(dumper: yaml.SafeDumper, value: str) -> yaml.Node:
+    if "\n" in value:
+        return dumper.represent_scalar("tag:yaml.org,2002:str", value, style="|")
+    return dumper.represent_scalar("tag:yaml.org,2002:str", value)
+
+
+_Dumper.add_representer(str, _str_representer)
+
+
+def dump_yaml(obj: Any) -> str:
+    """Stable YAML for a CRD (or any JSON-shaped value): sorted keys, block style."""
+    return yaml.dump(
+        obj,
+        Dumper=_Dumper,
+        sort_keys=True,
+        default_flow_style=False,
+        allow_unicode=True,
+        width=100,
+        indent=2,
+    )
+
+
+def crd_yaml(*models: AnyResource) -> str:
+    """:func:`crd_for` as stable YAML text."""
+    return dump_yaml(crd_for(*models))
