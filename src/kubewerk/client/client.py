@@ -1,0 +1,695 @@
+"""The async API client: typed and dynamic CRUD, pagination, watch, patches, retries.
+
+Guarantees:
+
+- Every HTTP error answer raises a typed :class:`~kubewerk.core.errors.ApiError`
+  subclass built from the server's ``Status`` body (see :mod:`kubewerk.client.errors`).
+- 429 and 5xx answers are retried with exponential backoff (capped), honouring the
+  ``Retry-After`` header; writes are retried on those only when the server says it did
+  not process them (429, 503, or any code carrying ``Retry-After``), as client-go does.
+- A connection that could not be opened is retried for every verb (nothing was sent);
+  a connection lost mid-request is retried for reads only. When retries run out the
+  call raises :class:`~kubewerk.client.errors.ServerUnreachable` with one sentence.
+- A 401 invalidates cached credentials (token file, exec plugin) and retries once.
+- Objects go out and come back as dicts, or as typed model instances when the kind is
+  given as a model class.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import random
+import time
+from collections.abc import AsyncIterator, Mapping
+from dataclasses import dataclass, field
+from email.utils import parsedate_to_datetime
+from typing import Any, Literal, TypeVar, overload
+
+import aiohttp
+import orjson
+
+from kubewerk.client.config import ClientConfig, Credentials, load_config, load_kubeconfig
+from kubewerk.client.errors import (
+    Gone,
+    NotFound,
+    ServerUnreachable,
+    error_from_status,
+)
+from kubewerk.client.resources import (
+    BUILTINS,
+    ResourceModel,
+    ResourceType,
+    is_model_class,
+    resource_type_of,
+    to_dict,
+)
+
+log = logging.getLogger("kubewerk.client")
+
+PatchType = Literal["merge", "json", "strategic", "apply"]
+CONTENT_TYPES: dict[str, str] = {
+    "merge": "application/merge-patch+json",
+    "json": "application/json-patch+json",
+    "strategic": "application/strategic-merge-patch+json",
+    "apply": "application/apply-patch+yaml",
+}
+DEFAULT_FIELD_MANAGER = "kubewerk"
+
+M = TypeVar("M", bound=ResourceModel)
+Kind = ResourceType | type[ResourceModel]
+
+
+@dataclass(slots=True)
+class ObjectList:
+    """One page (or all pages) of a list: items plus the list's resourceVersion and continue token."""
+
+    items: list[Any]
+    resource_version: str
+    continue_token: str = ""
+    remaining_item_count: int | None = None
+
+
+@dataclass(slots=True)
+class WatchEvent:
+    """One watch event: ``type`` is ADDED, MODIFIED, DELETED or BOOKMARK."""
+
+    type: str
+    object: Any
+    raw: dict[str, Any] = field(repr=False, default_factory=dict)
+
+    @property
+    def resource_version(self) -> str:
+        """The event object's ``metadata.resourceVersion`` ('' when absent)."""
+        return str(self.raw.get("metadata", {}).get("resourceVersion", ""))
+
+
+@dataclass(slots=True)
+class RetryPolicy:
+    """How often and how long to retry: ``max_retries`` attempts after the first, backoff doubling from ``base`` to ``cap``."""
+
+    max_retries: int = 5
+    base: float = 0.1
+    cap: float = 5.0
+    max_retry_after: float = 30.0
+
+    def delay(self, attempt: int) -> float:
+        """Backoff before retry number ``attempt`` (0-based), with ±20 % jitter."""
+        value: float = min(self.cap, self.base * (2**attempt))
+        return value * random.uniform(0.8, 1.2)
+
+
+_RETRY_CODES = frozenset({429, 500, 502, 503, 504})
+_SAFE_METHODS = frozenset({"GET", "HEAD"})
+
+
+def _retry_after(headers: Mapping[str, str]) -> float | None:
+    value = headers.get("Retry-After")
+    if not value:
+        return None
+    try:
+        return max(0.0, float(value))
+    except ValueError:
+        pass
+    try:
+        when = parsedate_to_datetime(value)
+    except (TypeError, ValueError):
+        return None
+    return max(0.0, when.timestamp() - time.time())
+
+
+class Client:
+    """An async Kubernetes API client on one aiohttp session.
+
+    Use as ``async with Client(config) as client:`` (or call :meth:`close`). The
+    session is opened lazily on the first request, inside the running event loop.
+    """
+
+    def __init__(
+        self,
+        config: ClientConfig,
+        *,
+        retry: RetryPolicy | None = None,
+        timeout: float = 30.0,
+        connection_limit: int = 100,
+        field_manager: str = DEFAULT_FIELD_MANAGER,
+        user_agent: str = "kubewerk",
+    ) -> None:
+        self.config = config
+        self.retry = retry or RetryPolicy()
+        self.timeout = timeout
+        self.connection_limit = connection_limit
+        self.field_manager = field_manager
+        self.user_agent = user_agent
+        self._session: aiohttp.ClientSession | None = None
+        self._session_cert: bytes | None = None
+        self._discovery: dict[tuple[str, str], ResourceType] = {}
+        self._discovered_groups: set[str] = set()
+        self._closed = False
+
+    # -- construction -------------------------------------------------------------------
+
+    @classmethod
+    def from_kubeconfig(cls, path: str | None = None, context: str | None = None, **kwargs: Any) -> Client:
+        """A client for a kubeconfig context (default chain and current context when not given)."""
+        return cls(load_kubeconfig(path, context), **kwargs)
+
+    @classmethod
+    def from_environment(cls, kubeconfig: str | None = None, context: str | None = None, **kwargs: Any) -> Client:
+        """Explicit kubeconfig, else in-cluster config in a pod, else the default kubeconfig."""
+        return cls(load_config(kubeconfig, context), **kwargs)
+
+    @classmethod
+    def from_url(cls, url: str, namespace: str = "default", **kwargs: Any) -> Client:
+        """A client for an unauthenticated http(s) URL (the embedded server)."""
+        return cls(ClientConfig(server=url.rstrip("/"), namespace=namespace, source=url), **kwargs)
+
+    async def __aenter__(self) -> Client:
+        return self
+
+    async def __aexit__(self, *exc: object) -> None:
+        await self.close()
+
+    async def close(self) -> None:
+        """Close the HTTP session (idempotent)."""
+        self._closed = True
+        if self._session is not None:
+            await self._session.close()
+            self._session = None
+
+    @property
+    def server(self) -> str:
+        """The API server's base URL."""
+        return self.config.server
+
+    @property
+    def namespace(self) -> str:
+        """The default namespace (from the kubeconfig context or service account)."""
+        return self.config.namespace
+
+    async def _get_session(self, creds: Credentials) -> aiohttp.ClientSession:
+        cert = creds.client_cert_pem
+        if self._session is not None and cert == self._session_cert:
+            return self._session
+        if self._session is not None:
+            await self._session.close()  # exec plugin rotated its client certificate
+        ssl_ctx = self.config.ssl_context(creds)
+        connector = aiohttp.TCPConnector(
+            limit=self.connection_limit,
+            ssl=ssl_ctx if ssl_ctx is not None else False,
+            enable_cleanup_closed=False,
+        )
+        self._session = aiohttp.ClientSession(
+            connector=connector,
+            json_serialize=lambda o: orjson.dumps(o).decode(),
+            headers={"User-Agent": self.user_agent, "Accept": "application/json"},
+            auth=aiohttp.BasicAuth(*self.config.basic) if self.config.basic else None,
+            read_bufsize=2**18,
+        )
+        self._session_cert = cert
+        self._closed = False
+        return self._session
+
+    # -- the request core ---------------------------------------------------------------
+
+    async def request(
+        self,
+        method: str,
+        path: str,
+        *,
+        params: Mapping[str, str] | None = None,
+        body: Any = None,
+        content_type: str = "application/json",
+        retry: RetryPolicy | None = None,
+    ) -> Any:
+        """Send one API request and return the decoded JSON answer (retries as documented above)."""
+        policy = retry or self.retry
+        data = None if body is None else (body if isinstance(body, bytes) else orjson.dumps(body))
+        url = self.config.server + path
+        attempt = 0
+        reauthed = False
+        while True:
+            creds = await self.config.auth.credentials()
+            session = await self._get_session(creds)
+            headers = {"Content-Type": content_type} if data is not None else {}
+            if creds.token:
+                headers["Authorization"] = f"Bearer {creds.token}"
+            if self.config.tls_server_name:
+                headers["Host"] = self.config.tls_server_name
+            try:
+                async with session.request(
+                    method,
+                    url,
+                    params=params,
+                    data=data,
+                    headers=headers,
+                    timeout=aiohttp.ClientTimeout(total=self.timeout),
+                    server_hostname=self.config.tls_server_name,
+                ) as resp:
+                    status = resp.status
+                    raw = await resp.read()
+                    resp_headers = resp.headers
+            except aiohttp.ClientConnectorError as exc:
+                # nothing was sent: safe to retry for every verb
+                if attempt >= policy.max_retries:
+                    raise ServerUnreachable(self.config.server, _why(exc)) from None
+                await asyncio.sleep(policy.delay(attempt))
+                attempt += 1
+                continue
+            except (TimeoutError, aiohttp.ClientError) as exc:
+                if method not in _SAFE_METHODS or attempt >= policy.max_retries:
+                    raise ServerUnreachable(self.config.server, _why(exc)) from None
+                await asyncio.sleep(policy.delay(attempt))
+                attempt += 1
+                continue
+            if status < 400:
+                return orjson.loads(raw) if raw else None
+            try:
+                decoded = orjson.loads(raw) if raw else None
+            except orjson.JSONDecodeError:
+                decoded = None
+            if status == 401 and not reauthed and self.config.auth.invalidate():
+                reauthed = True
+                continue
+            if status in _RETRY_CODES and attempt < policy.max_retries:
+                wait = _retry_after(resp_headers)
+                retryable = method in _SAFE_METHODS or status in (429, 503) or wait is not None
+                if retryable:
+                    delay = min(wait, policy.max_retry_after) if wait is not None else policy.delay(attempt)
+                    log.debug("%s %s: HTTP %d, retrying in %.2fs", method, path, status, delay)
+                    await asyncio.sleep(delay)
+                    attempt += 1
+                    continue
+            text = raw.decode(errors="replace").strip()[:200] if decoded is None else ""
+            raise error_from_status(status, decoded, text)
+
+    # -- kinds --------------------------------------------------------------------------
+
+    async def resolve(self, api_version: str, kind: str) -> ResourceType:
+        """The ResourceType serving ``apiVersion``/``kind`` (built-in table, then discovery)."""
+        key = (api_version, kind)
+        found = BUILTINS.get(key) or self._discovery.get(key)
+        if found is not None:
+            return found
+        if api_version not in self._discovered_groups:
+            await self._discover(api_version)
+            found = self._discovery.get(key)
+            if found is not None:
+                return found
+        raise NotFound(
+            404,
+            "NotFound",
+            f'no matches for kind "{kind}" in version "{api_version}"',
+            {"kind": kind, "group": ResourceType.parse_api_version(api_version)[0]},
+        )
+
+    async def _discover(self, api_version: str) -> None:
+        group, version = ResourceType.parse_api_version(api_version)
+        path = f"/apis/{group}/{version}" if group else f"/api/{version}"
+        try:
+            doc = await self.request("GET", path)
+        except NotFound:
+            doc = {"resources": []}
+        for res in doc.get("resources", []):
+            name = str(res.get("name", ""))
+            if "/" in name:
+                continue
+            rt = ResourceType(group, version, str(res.get("kind")), name, bool(res.get("namespaced")))
+            self._discovery[(api_version, rt.kind)] = rt
+        self._discovered_groups.add(api_version)
+
+    def forget_discovery(self) -> None:
+        """Drop discovered kinds (after installing CRDs, say)."""
+        self._discovery.clear()
+        self._discovered_groups.clear()
+
+    async def _rt_for_object(self, obj: dict[str, Any]) -> ResourceType:
+        api_version = obj.get("apiVersion")
+        kind = obj.get("kind")
+        if not api_version or not kind:
+            raise ValueError("the object needs apiVersion and kind")
+        return await self.resolve(str(api_version), str(kind))
+
+    def _ns(self, rt: ResourceType, namespace: str | None, obj: Mapping[str, Any] | None = None) -> str | None:
+        if not rt.namespaced:
+            return None
+        if namespace:
+            return namespace
+        if obj is not None:
+            ns = obj.get("metadata", {}).get("namespace")
+            if ns:
+                return str(ns)
+        return self.config.namespace
+
+    @staticmethod
+    def _decode(kind: Any, data: Any) -> Any:
+        if is_model_class(kind):
+            return kind.model_validate(data)
+        return data
+
+    # -- CRUD ---------------------------------------------------------------------------
+
+    @overload
+    async def get(self, kind: type[M], name: str, namespace: str | None = None) -> M: ...
+    @overload
+    async def get(self, kind: ResourceType, name: str, namespace: str | None = None) -> dict[str, Any]: ...
+    async def get(self, kind: Kind, name: str, namespace: str | None = None) -> Any:
+        """Read one object; raises NotFound when it does not exist."""
+        rt = resource_type_of(kind)
+        data = await self.request("GET", rt.path(self._ns(rt, namespace), name))
+        return self._decode(kind, data)
+
+    async def list(
+        self,
+        kind: Kind,
+        namespace: str | None = None,
+        *,
+        label_selector: str | None = None,
+        field_selector: str | None = None,
+        limit: int | None = None,
+        continue_token: str | None = None,
+        resource_version: str | None = None,
+    ) -> ObjectList:
+        """One list call (one page when ``limit`` is set). ``namespace=None`` lists all namespaces."""
+        rt = resource_type_of(kind)
+        params: dict[str, str] = {}
+        if label_selector:
+            params["labelSelector"] = label_selector
+        if field_selector:
+            params["fieldSelector"] = field_selector
+        if limit:
+            params["limit"] = str(limit)
+        if continue_token:
+            params["continue"] = continue_token
+        if resource_version is not None:
+            params["resourceVersion"] = resource_version
+        data = await self.request("GET", rt.path(namespace if rt.namespaced else None), params=params)
+        meta = data.get("metadata") or {}
+        items = data.get("items") or []
+        if is_model_class(kind):
+            items = [self._decode(kind, i) for i in items]
+        else:
+            # list items carry no apiVersion/kind; restore them so objects are self-describing
+            for item in items:
+                item.setdefault("apiVersion", rt.api_version)
+                item.setdefault("kind", rt.kind)
+        return ObjectList(
+            items=items,
+            resource_version=str(meta.get("resourceVersion", "")),
+            continue_token=str(meta.get("continue", "") or ""),
+            remaining_item_count=meta.get("remainingItemCount"),
+        )
+
+    async def list_all(
+        self,
+        kind: Kind,
+        namespace: str | None = None,
+        *,
+        label_selector: str | None = None,
+        field_selector: str | None = None,
+        page_size: int = 500,
+    ) -> ObjectList:
+        """Every item, following ``continue`` tokens; a 410 mid-way restarts the list from scratch."""
+        for _ in range(5):
+            items: list[Any] = []
+            token: str | None = None
+            try:
+                while True:
+                    page = await self.list(
+                        kind,
+                        namespace,
+                        label_selector=label_selector,
+                        field_selector=field_selector,
+                        limit=page_size,
+                        continue_token=token,
+                    )
+                    items.extend(page.items)
+                    if not page.continue_token:
+                        return ObjectList(items, page.resource_version)
+                    token = page.continue_token
+            except Gone:
+                if token is None:
+                    raise
+                continue
+        raise Gone(410, "Expired", "list continuation kept expiring; gave up after 5 attempts")
+
+    async def iter(
+        self,
+        kind: Kind,
+        namespace: str | None = None,
+        *,
+        label_selector: str | None = None,
+        field_selector: str | None = None,
+        page_size: int = 500,
+    ) -> AsyncIterator[Any]:
+        """Iterate over every item, one page in memory at a time."""
+        token: str | None = None
+        while True:
+            page = await self.list(
+                kind,
+                namespace,
+                label_selector=label_selector,
+                field_selector=field_selector,
+                limit=page_size,
+                continue_token=token,
+            )
+            for item in page.items:
+                yield item
+            if not page.continue_token:
+                return
+            token = page.continue_token
+
+    def _write_params(self, dry_run: bool, field_manager: str | None) -> dict[str, str]:
+        params: dict[str, str] = {"fieldManager": field_manager or self.field_manager}
+        if dry_run:
+            params["dryRun"] = "All"
+        return params
+
+    @overload
+    async def create(self, obj: M, namespace: str | None = None, *, dry_run: bool = False, field_manager: str | None = None) -> M: ...
+    @overload
+    async def create(self, obj: dict[str, Any], namespace: str | None = None, *, dry_run: bool = False, field_manager: str | None = None) -> dict[str, Any]: ...
+    async def create(self, obj: Any, namespace: str | None = None, *, dry_run: bool = False, field_manager: str | None = None) -> Any:
+        """Create an object (dict or model instance); returns the server's copy in the same form."""
+        kind, rt, body = await self._prepare(obj)
+        data = await self.request(
+            "POST",
+            rt.path(self._ns(rt, namespace, body)),
+            params=self._write_params(dry_run, field_manager),
+            body=body,
+        )
+        return self._decode(kind, data)
+
+    async def _prepare(self, obj: Any) -> tuple[Any, ResourceType, dict[str, Any]]:
+        if isinstance(obj, dict):
+            return None, await self._rt_for_object(obj), obj
+        kind = type(obj)
+        rt = resource_type_of(kind)
+        body = to_dict(obj)
+        body.setdefault("apiVersion", rt.api_version)
+        body.setdefault("kind", rt.kind)
+        return kind, rt, body
+
+    @overload
+    async def replace(self, obj: M, *, subresource: str | None = None, dry_run: bool = False, field_manager: str | None = None) -> M: ...
+    @overload
+    async def replace(self, obj: dict[str, Any], *, subresource: str | None = None, dry_run: bool = False, field_manager: str | None = None) -> dict[str, Any]: ...
+    async def replace(self, obj: Any, *, subresource: str | None = None, dry_run: bool = False, field_manager: str | None = None) -> Any:
+        """PUT the object (guarded by its ``metadata.resourceVersion`` when set: a stale one raises Conflict)."""
+        kind, rt, body = await self._prepare(obj)
+        name = str(body.get("metadata", {}).get("name", ""))
+        if not name:
+            raise ValueError("replace needs metadata.name")
+        data = await self.request(
+            "PUT",
+            rt.path(self._ns(rt, None, body), name, subresource),
+            params=self._write_params(dry_run, field_manager),
+            body=body,
+        )
+        return self._decode(kind, data)
+
+    async def replace_status(self, obj: Any, *, field_manager: str | None = None) -> Any:
+        """PUT ``/status`` (only status changes; a stale resourceVersion raises Conflict)."""
+        return await self.replace(obj, subresource="status", field_manager=field_manager)
+
+    @overload
+    async def patch(self, kind: type[M], name: str, patch: Any, namespace: str | None = None, *, type: PatchType = "merge", subresource: str | None = None, field_manager: str | None = None, force: bool = False, dry_run: bool = False) -> M: ...
+    @overload
+    async def patch(self, kind: ResourceType, name: str, patch: Any, namespace: str | None = None, *, type: PatchType = "merge", subresource: str | None = None, field_manager: str | None = None, force: bool = False, dry_run: bool = False) -> dict[str, Any]: ...
+    async def patch(
+        self,
+        kind: Kind,
+        name: str,
+        patch: Any,
+        namespace: str | None = None,
+        *,
+        type: PatchType = "merge",
+        subresource: str | None = None,
+        field_manager: str | None = None,
+        force: bool = False,
+        dry_run: bool = False,
+    ) -> Any:
+        """Patch an object: ``merge`` (RFC 7386), ``json`` (RFC 6902 list of ops),
+        ``strategic`` (built-in kinds), or ``apply`` (server-side apply; ``force`` takes
+        over conflicting fields). A merge patch that sets ``metadata.resourceVersion``
+        is a guarded write: a stale version raises Conflict."""
+        rt = resource_type_of(kind)
+        params = self._write_params(dry_run, field_manager)
+        if type == "apply" and force:
+            params["force"] = "true"
+        body = to_dict(patch) if not isinstance(patch, list | bytes) else patch
+        data = await self.request(
+            "PATCH",
+            rt.path(self._ns(rt, namespace), name, subresource),
+            params=params,
+            body=body,
+            content_type=CONTENT_TYPES[type],
+        )
+        return self._decode(kind, data)
+
+    async def patch_status(self, kind: Kind, name: str, patch: Any, namespace: str | None = None, *, type: PatchType = "merge", field_manager: str | None = None) -> Any:
+        """Patch the ``/status`` subresource."""
+        return await self.patch(kind, name, patch, namespace, type=type, subresource="status", field_manager=field_manager)
+
+    async def apply(self, obj: Any, *, field_manager: str | None = None, force: bool = False, subresource: str | None = None) -> Any:
+        """Server-side apply of a full intent (dict or model)."""
+        kind, rt, body = await self._prepare(obj)
+        name = str(body.get("metadata", {}).get("name", ""))
+        data = await self.request(
+            "PATCH",
+            rt.path(self._ns(rt, None, body), name, subresource),
+            params={"fieldManager": field_manager or self.field_manager, **({"force": "true"} if force else {})},
+            body=body,
+            content_type=CONTENT_TYPES["apply"],
+        )
+        return self._decode(kind, data)
+
+    async def delete(
+        self,
+        kind: Kind,
+        name: str,
+        namespace: str | None = None,
+        *,
+        propagation_policy: Literal["Background", "Foreground", "Orphan"] | None = None,
+        grace_period_seconds: int | None = None,
+        preconditions: Mapping[str, str] | None = None,
+        dry_run: bool = False,
+    ) -> dict[str, Any] | None:
+        """Delete an object. Returns the server's answer: the object (still present while
+        finalizers run) or a Status. Raises NotFound when it is already gone."""
+        rt = resource_type_of(kind)
+        body: dict[str, Any] = {"kind": "DeleteOptions", "apiVersion": "v1"}
+        if propagation_policy:
+            body["propagationPolicy"] = propagation_policy
+        if grace_period_seconds is not None:
+            body["gracePeriodSeconds"] = grace_period_seconds
+        if preconditions:
+            body["preconditions"] = dict(preconditions)
+        if dry_run:
+            body["dryRun"] = ["All"]
+        data = await self.request("DELETE", rt.path(self._ns(rt, namespace), name), body=body)
+        return data if isinstance(data, dict) else None
+
+    # -- watch --------------------------------------------------------------------------
+
+    async def watch(
+        self,
+        kind: Kind,
+        namespace: str | None = None,
+        *,
+        resource_version: str | None = None,
+        label_selector: str | None = None,
+        field_selector: str | None = None,
+        allow_bookmarks: bool = True,
+        send_initial_events: bool = False,
+        timeout_seconds: int | None = None,
+    ) -> AsyncIterator[WatchEvent]:
+        """One watch stream. Yields events until the server ends it; an ERROR event is
+        raised as its typed error (410 → :class:`Gone`, meaning: relist). For
+        resume-and-relist semantics use :func:`kubewerk.client.watch.list_watch`."""
+        rt = resource_type_of(kind)
+        params: dict[str, str] = {"watch": "1"}
+        if resource_version is not None:
+            params["resourceVersion"] = resource_version
+        if label_selector:
+            params["labelSelector"] = label_selector
+        if field_selector:
+            params["fieldSelector"] = field_selector
+        if allow_bookmarks:
+            params["allowWatchBookmarks"] = "true"
+        if send_initial_events:
+            params["sendInitialEvents"] = "true"
+            params["resourceVersionMatch"] = "NotOlderThan"
+        if timeout_seconds is not None:
+            params["timeoutSeconds"] = str(timeout_seconds)
+        creds = await self.config.auth.credentials()
+        session = await self._get_session(creds)
+        headers = {"Authorization": f"Bearer {creds.token}"} if creds.token else {}
+        total = None if timeout_seconds is None else timeout_seconds + 60
+        url = self.config.server + rt.path(namespace if rt.namespaced else None)
+        try:
+            resp = await session.get(
+                url,
+                params=params,
+                headers=headers,
+                timeout=aiohttp.ClientTimeout(total=total, connect=self.timeout),
+                server_hostname=self.config.tls_server_name,
+            )
+        except (TimeoutError, aiohttp.ClientError) as exc:
+            raise ServerUnreachable(self.config.server, _why(exc)) from None
+        model = is_model_class(kind)
+        try:
+            if resp.status >= 400:
+                raw = await resp.read()
+                try:
+                    decoded = orjson.loads(raw) if raw else None
+                except orjson.JSONDecodeError:
+                    decoded = None
+                if resp.status == 401:
+                    self.config.auth.invalidate()
+                raise error_from_status(resp.status, decoded, raw.decode(errors="replace")[:200])
+            buffer = b""
+            try:
+                async for chunk in resp.content.iter_any():
+                    buffer += chunk
+                    while True:
+                        nl = buffer.find(b"\n")
+                        if nl < 0:
+                            break
+                        line, buffer = buffer[:nl], buffer[nl + 1 :]
+                        if not line.strip():
+                            continue
+                        yield self._watch_event(line, rt, kind if model else None)
+            except (TimeoutError, aiohttp.ClientError) as exc:
+                raise ServerUnreachable(self.config.server, _why(exc)) from None
+            if buffer.strip():
+                yield self._watch_event(buffer, rt, kind if model else None)
+        finally:
+            resp.release()
+
+    @staticmethod
+    def _watch_event(line: bytes, rt: ResourceType, model: Any) -> WatchEvent:
+        doc = orjson.loads(line)
+        etype = str(doc.get("type", ""))
+        obj = doc.get("object") or {}
+        if etype == "ERROR":
+            raise error_from_status(int(obj.get("code") or 500), obj, "watch error")
+        if etype != "BOOKMARK" and model is not None:
+            return WatchEvent(etype, model.model_validate(obj), obj)
+        return WatchEvent(etype, obj, obj)
+
+
+def _why(exc: BaseException) -> str:
+    if isinstance(exc, asyncio.TimeoutError):
+        return "timed out"
+    if isinstance(exc, aiohttp.ClientConnectorCertificateError):
+        return f"TLS certificate verification failed ({exc.certificate_error})"
+    if isinstance(exc, aiohttp.ClientConnectorSSLError):
+        return f"TLS handshake failed ({exc.os_error})"
+    if isinstance(exc, aiohttp.ClientConnectorError):
+        err = exc.os_error
+        return (err.strerror or str(err)).lower() if isinstance(err, OSError) else str(exc)
+    if isinstance(exc, aiohttp.ServerDisconnectedError):
+        return "the server closed the connection"
+    text = str(exc)
+    return text or type(exc).__name__

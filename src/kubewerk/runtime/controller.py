@@ -1,0 +1,561 @@
+"""Controllers: level-triggered reconcilers over shared informers and a work queue.
+
+A :class:`Controller` reconciles one kind (``For``), is also triggered by the children
+it controls (``Owns``: events on a child enqueue the owner named by its controller
+ownerReference) and by any other kind through a mapping function (``Watches``).
+Guarantees:
+
+- level-triggered: the reconcile function gets the newest cached copy of the object,
+  never the event that caused the call, and an object is never reconciled by two
+  workers at once (the work queue's rule); events arriving meanwhile coalesce into one
+  more reconcile;
+- at most ``max_concurrent_reconciles`` reconciles run at once; each is bounded by
+  ``reconcile_timeout`` when set;
+- an exception never kills a worker: it is logged with the object's context, counted
+  (``controller_runtime_reconcile_errors_total``) and the object is retried with the
+  queue's per-item backoff; a :class:`TerminalError` (or an object that does not fit
+  the typed model) is not retried until the object changes; a 409 Conflict (a write
+  that lost a race) is retried without counting as an error;
+- the result decides what happens next: done (backoff forgotten), requeue after a
+  delay, or requeue with backoff (``Result(requeue=True)``);
+- objects that are gone from the cache are not reconciled (cleanup belongs in
+  finalizers, see :meth:`Context.finalize`).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+import time
+import uuid
+from collections.abc import Awaitable, Callable, Iterable, MutableMapping, Sequence
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any, Generic, TypeVar
+
+import orjson
+
+from kubewerk.client.client import Client
+from kubewerk.client.errors import Conflict
+from kubewerk.client.resources import ResourceType, is_model_class, resource_type_of, to_dict
+from kubewerk.runtime import conditions as _conditions
+from kubewerk.runtime.events import EventRecorder, EventType
+from kubewerk.runtime.helpers import (
+    OperationResult,
+    create_or_patch,
+    create_or_update,
+    has_finalizer,
+    is_deleting,
+    merge_patch_diff,
+    set_controller_reference,
+)
+from kubewerk.runtime.informer import Cache, Informer, object_key, split_key
+from kubewerk.runtime.metrics import (
+    RESULT_ERROR,
+    RESULT_REQUEUE,
+    RESULT_REQUEUE_AFTER,
+    RESULT_SUCCESS,
+    Metrics,
+)
+from kubewerk.runtime.predicates import Predicate
+from kubewerk.runtime.queue import RateLimiter, ShutDown, WorkQueue
+
+if TYPE_CHECKING:
+    pass
+
+log = logging.getLogger("kubewerk.runtime.controller")
+
+T = TypeVar("T")
+Obj = dict[str, Any]
+
+
+@dataclass(frozen=True, slots=True)
+class Result:
+    """What a reconcile asks for next: nothing (done), a retry with backoff, or a retry after a delay."""
+
+    requeue: bool = False
+    requeue_after: float | None = None
+
+    @staticmethod
+    def done() -> Result:
+        """Converged: forget the object's backoff."""
+        return Result()
+
+    @staticmethod
+    def after(seconds: float) -> Result:
+        """Reconcile again after ``seconds`` (e.g. to poll an external system)."""
+        return Result(requeue_after=seconds)
+
+    @staticmethod
+    def again() -> Result:
+        """Reconcile again with the per-item backoff."""
+        return Result(requeue=True)
+
+
+class TerminalError(Exception):
+    """A reconcile failure that retrying cannot fix; the object waits for its next change."""
+
+
+class ObjectLogger(logging.LoggerAdapter[logging.Logger]):
+    """Prefixes every message with ``[controller namespace/name]`` and passes the context as ``extra``."""
+
+    def process(self, msg: Any, kwargs: MutableMapping[str, Any]) -> tuple[Any, MutableMapping[str, Any]]:
+        extra = dict(self.extra or {})
+        kwargs["extra"] = {**extra, **kwargs.get("extra", {})}
+        return f"[{extra.get('controller')} {extra.get('object')}] {msg}", kwargs
+
+
+class Context:
+    """What a reconcile gets besides the object: the client, the cache, a logger with
+    object context, an event recorder, and helpers that write safely."""
+
+    def __init__(
+        self,
+        controller: Controller[Any],
+        key: str,
+        snapshot: Obj,
+    ) -> None:
+        self.controller = controller
+        self.key = key
+        self.namespace, self.name = split_key(key)
+        self.client: Client = controller.client
+        self.cache: Cache = controller.cache
+        self.recorder: EventRecorder = controller.recorder
+        self.reconcile_id = str(uuid.uuid4())
+        self.log = ObjectLogger(
+            logging.getLogger(f"kubewerk.controller.{controller.name}"),
+            {"controller": controller.name, "object": key, "reconcileID": self.reconcile_id},
+        )
+        self._snapshot = snapshot
+
+    @property
+    def snapshot(self) -> Obj:
+        """A copy of the object as last read from or written to the server."""
+        data: Obj = orjson.loads(orjson.dumps(self._snapshot))
+        return data
+
+    # -- events -------------------------------------------------------------------------
+
+    def event(self, type: EventType, reason: str, note: str = "", *, action: str = "Reconcile", regarding: Any = None, related: Any = None) -> None:
+        """Record an Event about the reconciled object (or ``regarding``); never blocks."""
+        self.recorder.event(regarding if regarding is not None else self._snapshot, type, reason, note, action=action, related=related)
+
+    # -- conditions ---------------------------------------------------------------------
+
+    @staticmethod
+    def set_condition(obj: Any, type: str, status: bool | _conditions.Status, reason: str, message: str = "") -> bool:
+        """:func:`kubewerk.runtime.conditions.set_condition` (observedGeneration from the object)."""
+        return _conditions.set_condition(obj, type, status, reason, message)
+
+    # -- guarded writes -----------------------------------------------------------------
+
+    def _refresh(self, obj: Any, written: Obj) -> None:
+        self._snapshot = written
+        if isinstance(obj, dict):
+            obj["metadata"] = written.get("metadata", {})
+            return
+        meta = getattr(obj, "metadata", None)
+        if meta is not None:
+            obj.metadata = type(meta).model_validate(written.get("metadata", {}))
+
+    async def patch_status(self, obj: Any) -> bool:
+        """Write the object's status if it changed since it was read, guarded by its
+        resourceVersion: a concurrent change makes this raise Conflict (the controller
+        requeues and the next reconcile recomputes status from fresh data, so no update
+        is lost). Returns False when there was nothing to write."""
+        new_status = to_dict(obj).get("status")
+        diff = merge_patch_diff({"status": self._snapshot.get("status")}, {"status": new_status})
+        if not diff:
+            return False
+        rv = (self._snapshot.get("metadata") or {}).get("resourceVersion")
+        body = {"metadata": {"resourceVersion": rv}, **diff}
+        ns, name = self.namespace, self.name
+        written = await self.client.patch(self.controller.rt, name, body, ns, subresource="status")
+        self._refresh(obj, written)
+        return True
+
+    async def _patch_finalizers(self, obj: Any, finalizers: list[str]) -> None:
+        rv = (self._snapshot.get("metadata") or {}).get("resourceVersion")
+        body = {"metadata": {"finalizers": finalizers or None, "resourceVersion": rv}}
+        written = await self.client.patch(self.controller.rt, self.name, body, self.namespace)
+        self._refresh(obj, written)
+
+    async def ensure_finalizer(self, obj: Any, name: str) -> bool:
+        """Add finalizer ``name`` (guarded write); False when it was already there."""
+        current = list((self._snapshot.get("metadata") or {}).get("finalizers") or [])
+        if name in current:
+            return False
+        await self._patch_finalizers(obj, [*current, name])
+        return True
+
+    async def remove_finalizer(self, obj: Any, name: str) -> bool:
+        """Remove finalizer ``name`` (guarded write); False when it was not there."""
+        current = list((self._snapshot.get("metadata") or {}).get("finalizers") or [])
+        if name not in current:
+            return False
+        await self._patch_finalizers(obj, [f for f in current if f != name])
+        return True
+
+    async def finalize(
+        self,
+        obj: Any,
+        name: str,
+        cleanup: Callable[[Any, Context], Awaitable[None]],
+        *,
+        condition: str = "Ready",
+    ) -> bool:
+        """The finalizer pattern in one call.
+
+        Not being deleted: make sure the finalizer is present; returns False (carry on).
+        Being deleted with the finalizer: run ``cleanup``; on success remove the
+        finalizer; on failure record a Warning Event ``CleanupFailed``, set condition
+        ``condition`` to False with reason ``CleanupFailed`` and the error, and re-raise
+        (the controller retries with backoff), so a stuck deletion is always visible.
+        Returns True whenever the object is being deleted (the reconcile should stop).
+        """
+        if not is_deleting(self._snapshot):
+            await self.ensure_finalizer(obj, name)
+            return False
+        if not has_finalizer(self._snapshot, name):
+            return True
+        try:
+            await cleanup(obj, self)
+        except Exception as exc:
+            note = f"cleanup for finalizer {name} failed: {exc}"
+            self.event("Warning", "CleanupFailed", note, action="Finalize")
+            with contextlib.suppress(Exception):
+                if self.set_condition(obj, condition, False, "CleanupFailed", note):
+                    await self.patch_status(obj)
+            raise
+        await self.remove_finalizer(obj, name)
+        self.event("Normal", "Finalized", f"finalizer {name} done", action="Finalize")
+        return True
+
+    # -- children -----------------------------------------------------------------------
+
+    async def create_or_update(
+        self,
+        owner: Any,
+        child: Any,
+        mutate: Callable[[Obj], Awaitable[None] | None] | None = None,
+        *,
+        patch: bool = False,
+    ) -> tuple[Obj, OperationResult]:
+        """Create or update a child controlled by ``owner``.
+
+        ``child`` is the desired object (dict or model); ``mutate``, when given, edits
+        the current copy in place (otherwise the desired labels, annotations and every
+        top-level field but metadata/status are copied over). The controller reference
+        is (re)asserted on every write; a cached copy is used as the current state
+        when the kind is watched. ``patch=True`` writes a merge patch instead of a PUT.
+        """
+        desired = to_dict(child)
+        if "apiVersion" not in desired or "kind" not in desired:
+            rt = resource_type_of(type(child))
+            desired = {"apiVersion": rt.api_version, "kind": rt.kind, **desired}
+        meta = desired.setdefault("metadata", {})
+        owner_data = to_dict(owner)
+        if not meta.get("namespace") and (owner_data.get("metadata") or {}).get("namespace"):
+            meta["namespace"] = owner_data["metadata"]["namespace"]
+
+        def apply(current: Obj) -> None:
+            if mutate is not None:
+                result = mutate(current)
+                if result is not None:
+                    raise TypeError("pass a plain function as mutate to Context.create_or_update")
+            else:
+                cmeta = current.setdefault("metadata", {})
+                for field_name in ("labels", "annotations"):
+                    if meta.get(field_name):
+                        cmeta[field_name] = {**(cmeta.get(field_name) or {}), **meta[field_name]}
+                for key, value in desired.items():
+                    if key not in ("metadata", "status", "apiVersion", "kind"):
+                        current[key] = value
+            set_controller_reference(owner_data, current)
+
+        current = None
+        rt = await self.client.resolve(str(desired["apiVersion"]), str(desired["kind"]))
+        informer = self.controller.cache_informer(rt)
+        if informer is not None and informer.has_synced:
+            current = informer.get(str(meta.get("name")), meta.get("namespace"))
+        writer = create_or_patch if patch else create_or_update
+        return await writer(self.client, desired, apply, current=current)
+
+
+Reconciler = Callable[[T, Context], Awaitable[Result | None]]
+Mapper = Callable[[Obj], Iterable[Any]]
+
+
+@dataclass
+class Watch:
+    """A secondary source: a kind, how its events map to keys, and its predicates."""
+
+    kind: Any
+    mapper: Mapper | None = None  # None: Owns (controller ownerReference to the For kind)
+    predicates: Sequence[Predicate] = field(default_factory=tuple)
+
+
+class _EnqueueFor:
+    def __init__(self, ctrl: Controller[Any], predicates: Sequence[Predicate]) -> None:
+        self.ctrl = ctrl
+        self.predicates = predicates
+
+    def on_add(self, obj: Obj) -> None:
+        if all(p.create(obj) for p in self.predicates):
+            self.ctrl.queue.add(object_key(obj))
+
+    def on_update(self, old: Obj, new: Obj) -> None:
+        if all(p.update(old, new) for p in self.predicates):
+            self.ctrl.queue.add(object_key(new))
+
+    def on_delete(self, obj: Obj) -> None:
+        if all(p.delete(obj) for p in self.predicates):
+            self.ctrl.queue.add(object_key(obj))
+
+
+class _EnqueueOwner:
+    def __init__(self, ctrl: Controller[Any], predicates: Sequence[Predicate]) -> None:
+        self.ctrl = ctrl
+        self.predicates = predicates
+        self.group = ctrl.rt.group
+        self.kind = ctrl.rt.kind
+
+    def _owner_key(self, obj: Obj) -> str | None:
+        meta = obj.get("metadata") or {}
+        for ref in meta.get("ownerReferences") or []:
+            if not ref.get("controller"):
+                continue
+            if ref.get("kind") != self.kind or str(ref.get("apiVersion", "")).rpartition("/")[0] != self.group:
+                continue
+            ns = meta.get("namespace")
+            return f"{ns}/{ref['name']}" if ns and self.ctrl.rt.namespaced else str(ref["name"])
+        return None
+
+    def _enqueue(self, obj: Obj) -> None:
+        key = self._owner_key(obj)
+        if key is not None:
+            self.ctrl.queue.add(key)
+
+    def on_add(self, obj: Obj) -> None:
+        if all(p.create(obj) for p in self.predicates):
+            self._enqueue(obj)
+
+    def on_update(self, old: Obj, new: Obj) -> None:
+        if all(p.update(old, new) for p in self.predicates):
+            self._enqueue(old)
+            self._enqueue(new)
+
+    def on_delete(self, obj: Obj) -> None:
+        if all(p.delete(obj) for p in self.predicates):
+            self._enqueue(obj)
+
+
+def _to_key(item: Any, default_ns: str | None) -> str:
+    if isinstance(item, str):
+        return item
+    if isinstance(item, tuple) and len(item) == 2:
+        ns, name = item
+        return f"{ns}/{name}" if ns else str(name)
+    if isinstance(item, dict):
+        return object_key(item)
+    data = to_dict(item)
+    return object_key(data)
+
+
+class _EnqueueMapped:
+    def __init__(self, ctrl: Controller[Any], mapper: Mapper, predicates: Sequence[Predicate]) -> None:
+        self.ctrl = ctrl
+        self.mapper = mapper
+        self.predicates = predicates
+
+    def _enqueue(self, obj: Obj) -> None:
+        try:
+            items = list(self.mapper(obj))
+        except Exception:
+            log.exception("controller %s: watch mapping function failed", self.ctrl.name)
+            return
+        ns = (obj.get("metadata") or {}).get("namespace")
+        for item in items:
+            self.ctrl.queue.add(_to_key(item, ns))
+
+    def on_add(self, obj: Obj) -> None:
+        if all(p.create(obj) for p in self.predicates):
+            self._enqueue(obj)
+
+    def on_update(self, old: Obj, new: Obj) -> None:
+        if all(p.update(old, new) for p in self.predicates):
+            self._enqueue(new)
+
+    def on_delete(self, obj: Obj) -> None:
+        if all(p.delete(obj) for p in self.predicates):
+            self._enqueue(obj)
+
+
+class Controller(Generic[T]):
+    """Reconciles one kind; see the module guarantees."""
+
+    def __init__(
+        self,
+        name: str,
+        kind: Any,
+        reconcile: Reconciler[T],
+        *,
+        owns: Iterable[Any] = (),
+        watches: Iterable[Watch] = (),
+        predicates: Sequence[Predicate] = (),
+        max_concurrent_reconciles: int = 1,
+        reconcile_timeout: float | None = None,
+        rate_limiter: RateLimiter | None = None,
+    ) -> None:
+        if max_concurrent_reconciles < 1:
+            raise ValueError("max_concurrent_reconciles must be at least 1")
+        self.name = name
+        self.kind = kind
+        self.rt: ResourceType = resource_type_of(kind)
+        self.typed = is_model_class(kind)
+        self.reconcile_fn = reconcile
+        self.watches: list[Watch] = [Watch(k) if not isinstance(k, Watch) else k for k in owns]
+        self.watches.extend(watches)
+        self.predicates = tuple(predicates)
+        self.max_concurrent_reconciles = max_concurrent_reconciles
+        self.reconcile_timeout = reconcile_timeout
+        self._rate_limiter = rate_limiter
+        self.queue: WorkQueue[str] = WorkQueue(name, rate_limiter)
+        self._workers: list[asyncio.Task[None]] = []
+        self._bound = False
+        self.reconciles = 0
+
+    # -- wiring (done by the manager) ---------------------------------------------------
+
+    def bind(self, client: Client, cache: Cache, metrics: Metrics, recorder: EventRecorder) -> None:
+        """Attach to a manager's client, cache, metrics and recorder; register handlers."""
+        self.client = client
+        self.cache = cache
+        self.metrics = metrics
+        self.recorder = recorder
+        self.queue = WorkQueue(self.name, self._rate_limiter, metrics.queue_metrics(self.name))
+        metrics.watch_queue(self.queue)  # type: ignore[arg-type]
+        metrics.max_concurrent.labels(self.name).set(self.max_concurrent_reconciles)
+        self._active = metrics.active_workers.labels(self.name)
+        self._total = {r: metrics.reconcile_total.labels(self.name, r) for r in (RESULT_SUCCESS, RESULT_ERROR, RESULT_REQUEUE, RESULT_REQUEUE_AFTER)}
+        self._errors = metrics.reconcile_errors.labels(self.name)
+        self._terminal = metrics.terminal_errors.labels(self.name)
+        self._panics = metrics.reconcile_panics.labels(self.name)
+        self._time = metrics.reconcile_time.labels(self.name)
+        self.informer: Informer = cache.informer(self.rt)
+        self.informer.add_handler(_EnqueueFor(self, self.predicates))
+        for w in self.watches:
+            inf = cache.informer(w.kind)
+            if w.mapper is None:
+                inf.add_handler(_EnqueueOwner(self, w.predicates))
+            else:
+                inf.add_handler(_EnqueueMapped(self, w.mapper, w.predicates))
+        self._bound = True
+
+    def cache_informer(self, rt: ResourceType) -> Informer | None:
+        """The cache's informer for ``rt`` if this controller's cache already has one."""
+        for inf in self.cache.informers():
+            if inf.rt == rt:
+                return inf
+        return None
+
+    # -- running ------------------------------------------------------------------------
+
+    def start(self) -> None:
+        """Start the workers (after the caches synced)."""
+        if not self._bound:
+            raise RuntimeError(f"controller {self.name} is not bound to a manager")
+        for i in range(self.max_concurrent_reconciles):
+            self._workers.append(asyncio.create_task(self._worker(), name=f"{self.name} worker {i}"))
+
+    async def stop(self, grace: float = 30.0) -> None:
+        """Stop taking work, let in-flight reconciles finish (up to ``grace`` seconds), then cancel."""
+        drained = await self.queue.shutdown_with_drain(grace)
+        if not drained:
+            log.warning("controller %s: reconciles still running after %.0fs; cancelling", self.name, grace)
+        for t in self._workers:
+            t.cancel()
+        for t in self._workers:
+            with contextlib.suppress(asyncio.CancelledError):
+                await t
+        self._workers.clear()
+
+    async def _worker(self) -> None:
+        while True:
+            try:
+                key = await self.queue.get()
+            except ShutDown:
+                return
+            self._active.inc()
+            try:
+                await self._process(key)
+            except asyncio.CancelledError:
+                raise
+            except Exception:  # never let anything kill the worker
+                log.exception("controller %s: unexpected failure handling %s", self.name, key)
+                self.queue.add_rate_limited(key)
+            finally:
+                self._active.dec()
+                self.queue.done(key)
+
+    async def _process(self, key: str) -> None:
+        raw = self.informer.get_by_key(key)
+        if raw is None:
+            self.queue.forget(key)
+            return
+        ctx = Context(self, key, raw)
+        started = time.perf_counter()
+        self.reconciles += 1
+        try:
+            if self.typed:
+                try:
+                    obj: Any = self.kind.model_validate(orjson.loads(orjson.dumps(raw)))
+                except Exception as exc:
+                    raise TerminalError(f"object does not fit {self.kind.__name__}: {exc}") from exc
+            else:
+                obj = orjson.loads(orjson.dumps(raw))
+            call = self.reconcile_fn(obj, ctx)
+            if self.reconcile_timeout is not None:
+                result = await asyncio.wait_for(call, self.reconcile_timeout)
+            else:
+                result = await call
+        except asyncio.CancelledError:
+            raise
+        except TerminalError as exc:
+            self._errors.inc()
+            self._terminal.inc()
+            self._total[RESULT_ERROR].inc()
+            self.queue.forget(key)
+            ctx.log.error("terminal error (not retried until the object changes): %s", exc)
+            return
+        except Conflict as exc:
+            self._total[RESULT_REQUEUE].inc()
+            ctx.log.debug("conflict, requeueing: %s", exc.message)
+            self.queue.add_rate_limited(key)
+            return
+        except TimeoutError:
+            self._errors.inc()
+            self._total[RESULT_ERROR].inc()
+            ctx.log.error("reconcile timed out after %.1fs", self.reconcile_timeout or 0.0)
+            self.queue.add_rate_limited(key)
+            return
+        except Exception:
+            self._errors.inc()
+            self._total[RESULT_ERROR].inc()
+            ctx.log.exception("reconcile failed; retrying with backoff")
+            self.queue.add_rate_limited(key)
+            return
+        finally:
+            self._time.observe(time.perf_counter() - started)
+        if result is None:
+            result = Result()
+        if result.requeue_after is not None and result.requeue_after > 0:
+            self.queue.forget(key)
+            self.queue.add_after(key, result.requeue_after)
+            self._total[RESULT_REQUEUE_AFTER].inc()
+        elif result.requeue:
+            self.queue.add_rate_limited(key)
+            self._total[RESULT_REQUEUE].inc()
+        else:
+            self.queue.forget(key)
+            self._total[RESULT_SUCCESS].inc()

@@ -1,0 +1,268 @@
+"""Reconcile helpers: owner references, finalizers, merge-patch diffs, create-or-update.
+
+Guarantees:
+
+- :func:`set_controller_reference` makes ``owner`` the controller of ``child``
+  (``controller: true``, ``blockOwnerDeletion: true``) and raises
+  :class:`AlreadyOwnedError` when another object already controls it; it refuses
+  cross-namespace and cluster-scoped-child-of-namespaced-owner references, which the
+  garbage collector would treat as dangling;
+- :func:`merge_patch_diff` gives the smallest RFC 7386 merge patch turning ``old`` into
+  ``new`` (removed keys become ``null``; lists are replaced whole);
+- :func:`create_or_update` / :func:`create_or_patch` read the current child, apply the
+  caller's ``mutate`` and write only when something changed, reporting
+  ``created`` / ``updated`` / ``unchanged``. ``create_or_update`` sends a PUT guarded by
+  the read resourceVersion (a concurrent change raises Conflict, never lost);
+  ``create_or_patch`` sends only the changed fields as a merge patch.
+"""
+
+from __future__ import annotations
+
+import enum
+from collections.abc import Awaitable, Callable, Mapping
+from typing import Any
+
+import orjson
+
+from kubewerk.client.client import Client
+from kubewerk.client.errors import AlreadyExists, NotFound
+from kubewerk.client.resources import resource_type_of, to_dict
+
+
+class AlreadyOwnedError(ValueError):
+    """The child already has a different controller."""
+
+
+def _data(obj: Any) -> dict[str, Any]:
+    return obj if isinstance(obj, dict) else to_dict(obj)
+
+
+def _meta(obj: Any) -> dict[str, Any]:
+    data = _data(obj)
+    meta = data.get("metadata")
+    if meta is None:
+        meta = data["metadata"] = {}
+    return meta
+
+
+def _group(api_version: str) -> str:
+    return api_version.rpartition("/")[0]
+
+
+def owner_reference(owner: Any, *, controller: bool = False, block_owner_deletion: bool = True) -> dict[str, Any]:
+    """An ownerReference pointing at ``owner`` (which must carry apiVersion, kind, name and uid)."""
+    data = _data(owner)
+    meta = data.get("metadata") or {}
+    api_version = data.get("apiVersion")
+    kind = data.get("kind")
+    if not api_version or not kind:
+        if not isinstance(owner, dict):
+            rt = resource_type_of(type(owner))
+            api_version, kind = rt.api_version, rt.kind
+        else:
+            raise ValueError("owner needs apiVersion and kind")
+    if not meta.get("uid") or not meta.get("name"):
+        raise ValueError("owner needs metadata.name and metadata.uid (use the object read from the API)")
+    ref: dict[str, Any] = {"apiVersion": api_version, "kind": kind, "name": meta["name"], "uid": meta["uid"]}
+    if controller:
+        ref["controller"] = True
+    if block_owner_deletion:
+        ref["blockOwnerDeletion"] = True
+    return ref
+
+
+def _check_scopes(owner: Any, child: Any) -> None:
+    owner_ns = (_data(owner).get("metadata") or {}).get("namespace")
+    child_ns = (_data(child).get("metadata") or {}).get("namespace")
+    if owner_ns and not child_ns:
+        raise ValueError("a cluster-scoped object cannot be owned by a namespaced one")
+    if owner_ns and child_ns and owner_ns != child_ns:
+        raise ValueError(f"cross-namespace owner references are not allowed ({owner_ns} owns {child_ns})")
+
+
+def set_controller_reference(owner: Any, child: Any, *, block_owner_deletion: bool = True) -> None:
+    """Make ``owner`` the controller of ``child`` (in place); refuse a second controller."""
+    _check_scopes(owner, child)
+    ref = owner_reference(owner, controller=True, block_owner_deletion=block_owner_deletion)
+    refs = _owner_refs(child)
+    for existing in refs:
+        if existing.get("controller") and existing.get("uid") != ref["uid"]:
+            raise AlreadyOwnedError(
+                f"object is already owned by another {existing.get('kind')} controller {existing.get('name')}"
+            )
+    _upsert_ref(child, refs, ref)
+
+
+def set_owner_reference(owner: Any, child: Any) -> None:
+    """Add a non-controller owner reference (in place; replaces one to the same owner)."""
+    _check_scopes(owner, child)
+    ref = owner_reference(owner, controller=False, block_owner_deletion=False)
+    _upsert_ref(child, _owner_refs(child), ref)
+
+
+def _owner_refs(child: Any) -> list[dict[str, Any]]:
+    if isinstance(child, dict):
+        return list(_meta(child).get("ownerReferences") or [])
+    meta = getattr(child, "metadata", None)
+    refs = getattr(meta, "owner_references", None) or []
+    return [r if isinstance(r, dict) else r.model_dump(mode="json", by_alias=True, exclude_none=True) for r in refs]
+
+
+def _same_owner(a: Mapping[str, Any], b: Mapping[str, Any]) -> bool:
+    return (
+        _group(str(a.get("apiVersion", ""))) == _group(str(b.get("apiVersion", "")))
+        and a.get("kind") == b.get("kind")
+        and a.get("name") == b.get("name")
+    )
+
+
+def _upsert_ref(child: Any, refs: list[dict[str, Any]], ref: dict[str, Any]) -> None:
+    for i, existing in enumerate(refs):
+        if _same_owner(existing, ref):
+            refs[i] = ref
+            break
+    else:
+        refs.append(ref)
+    if isinstance(child, dict):
+        _meta(child)["ownerReferences"] = refs
+    else:
+        from kubewerk.model.meta import OwnerReference
+
+        child.metadata.owner_references = [OwnerReference.model_validate(r) for r in refs]
+
+
+def controller_of(obj: Mapping[str, Any]) -> dict[str, Any] | None:
+    """The controller ownerReference of an object dict, if any."""
+    for ref in (obj.get("metadata") or {}).get("ownerReferences") or []:
+        if ref.get("controller"):
+            return dict(ref)
+    return None
+
+
+def has_finalizer(obj: Any, name: str) -> bool:
+    """True when ``metadata.finalizers`` contains ``name``."""
+    return name in (_meta(obj).get("finalizers") or [])
+
+
+def is_deleting(obj: Any) -> bool:
+    """True when ``metadata.deletionTimestamp`` is set."""
+    return bool(_meta(obj).get("deletionTimestamp"))
+
+
+def merge_patch_diff(old: Any, new: Any) -> Any:
+    """The RFC 7386 merge patch from ``old`` to ``new`` ({} when equal)."""
+    if not isinstance(old, dict) or not isinstance(new, dict):
+        return new
+    patch: dict[str, Any] = {}
+    for key in old:
+        if key not in new:
+            patch[key] = None
+    for key, value in new.items():
+        if key not in old:
+            patch[key] = value
+            continue
+        before = old[key]
+        if isinstance(before, dict) and isinstance(value, dict):
+            sub = merge_patch_diff(before, value)
+            if sub:
+                patch[key] = sub
+        elif before != value or type(before) is not type(value):
+            patch[key] = value
+    return patch
+
+
+class OperationResult(enum.Enum):
+    """What :func:`create_or_update` did."""
+
+    CREATED = "created"
+    UPDATED = "updated"
+    UNCHANGED = "unchanged"
+
+
+_SERVER_FIELDS = ("resourceVersion", "uid", "creationTimestamp", "generation", "managedFields", "selfLink")
+
+
+def _copy(obj: dict[str, Any]) -> dict[str, Any]:
+    data: dict[str, Any] = orjson.loads(orjson.dumps(obj))
+    return data
+
+
+async def create_or_update(
+    client: Client,
+    obj: dict[str, Any],
+    mutate: Callable[[dict[str, Any]], Awaitable[None] | None],
+    *,
+    current: dict[str, Any] | None = None,
+) -> tuple[dict[str, Any], OperationResult]:
+    """Make the object named by ``obj`` match ``mutate``'s intent.
+
+    ``obj`` names the object (apiVersion, kind, metadata.name/namespace). The current
+    copy is read (or ``current`` used, e.g. from a cache), ``mutate`` edits it in place,
+    and it is created or PUT back (guarded by its resourceVersion) only if it changed.
+    """
+    return await _create_or_write(client, obj, mutate, current, patch=False)
+
+
+async def create_or_patch(
+    client: Client,
+    obj: dict[str, Any],
+    mutate: Callable[[dict[str, Any]], Awaitable[None] | None],
+    *,
+    current: dict[str, Any] | None = None,
+) -> tuple[dict[str, Any], OperationResult]:
+    """Like :func:`create_or_update` but writes a merge patch of only the changed fields
+    (status changes go to the ``/status`` subresource in a second patch)."""
+    return await _create_or_write(client, obj, mutate, current, patch=True)
+
+
+async def _run(mutate: Callable[[dict[str, Any]], Awaitable[None] | None], obj: dict[str, Any]) -> None:
+    result = mutate(obj)
+    if result is not None:
+        await result
+
+
+async def _create_or_write(
+    client: Client,
+    obj: dict[str, Any],
+    mutate: Callable[[dict[str, Any]], Awaitable[None] | None],
+    current: dict[str, Any] | None,
+    *,
+    patch: bool,
+) -> tuple[dict[str, Any], OperationResult]:
+    rt = await client.resolve(str(obj.get("apiVersion")), str(obj.get("kind")))
+    meta = obj.get("metadata") or {}
+    name = str(meta.get("name", ""))
+    namespace = meta.get("namespace")
+    if current is None:
+        try:
+            current = await client.get(rt, name, namespace)
+        except NotFound:
+            current = None
+    if current is None:
+        desired = _copy(obj)
+        await _run(mutate, desired)
+        try:
+            created = await client.create(desired)
+            return created, OperationResult.CREATED
+        except AlreadyExists:
+            current = await client.get(rt, name, namespace)  # the cache was behind: update instead
+    current.setdefault("apiVersion", rt.api_version)
+    current.setdefault("kind", rt.kind)
+    before = _copy(current)
+    after = _copy(current)
+    await _run(mutate, after)
+    if after == before:
+        return current, OperationResult.UNCHANGED
+    if not patch:
+        updated = await client.replace(after)
+        return updated, OperationResult.UPDATED
+    body_before = {k: v for k, v in before.items() if k != "status"}
+    body_after = {k: v for k, v in after.items() if k != "status"}
+    result = current
+    diff = merge_patch_diff(body_before, body_after)
+    if diff:
+        result = await client.patch(rt, name, diff, namespace)
+    status_diff = merge_patch_diff({"status": before.get("status")}, {"status": after.get("status")})
+    if status_diff:
+        result = await client.patch(rt, name, status_diff, namespace, subresource="status")
+    return result, OperationResult.UPDATED

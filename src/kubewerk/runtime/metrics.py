@@ -1,0 +1,194 @@
+"""Prometheus metrics with controller-runtime's names, labels and buckets.
+
+Each :class:`Metrics` owns a ``CollectorRegistry`` (a manager serves its own on
+``/metrics``), so two managers in one process never collide. Families:
+
+- ``controller_runtime_reconcile_total{controller,result}`` (result: success, error,
+  requeue, requeue_after), ``controller_runtime_reconcile_errors_total{controller}``,
+  ``controller_runtime_terminal_reconcile_errors_total{controller}``,
+  ``controller_runtime_reconcile_panics_total{controller}``,
+  ``controller_runtime_reconcile_time_seconds{controller}`` (controller-runtime's buckets),
+  ``controller_runtime_max_concurrent_reconciles{controller}``,
+  ``controller_runtime_active_workers{controller}``;
+- ``workqueue_depth{name,controller,priority}``, ``workqueue_adds_total{name,controller}``,
+  ``workqueue_queue_duration_seconds``, ``workqueue_work_duration_seconds`` (buckets 10 ns
+  times 10^n, 12 of them), ``workqueue_unfinished_work_seconds``,
+  ``workqueue_longest_running_processor_seconds``, ``workqueue_retries_total``
+  (all ``{name,controller}``, both set to the controller name, as controller-runtime does);
+- ``leader_election_master_status{name}`` (1 while leading);
+- the process collector (``process_resident_memory_bytes`` …).
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+from prometheus_client import (
+    CollectorRegistry,
+    Counter,
+    Gauge,
+    Histogram,
+    ProcessCollector,
+    generate_latest,
+)
+
+if TYPE_CHECKING:
+    from kubewerk.runtime.queue import WorkQueue
+
+RECONCILE_BUCKETS = (
+    0.005, 0.01, 0.025, 0.05, 0.1, 0.15, 0.2, 0.25, 0.3, 0.35, 0.4, 0.45, 0.5, 0.6, 0.7,
+    0.8, 0.9, 1.0, 1.25, 1.5, 1.75, 2.0, 2.5, 3.0, 3.5, 4.0, 4.5, 5, 6, 7, 8, 9, 10, 15,
+    20, 25, 30, 40, 50, 60,
+)
+WORKQUEUE_BUCKETS = tuple(10e-9 * 10**i for i in range(12))
+
+RESULT_SUCCESS = "success"
+RESULT_ERROR = "error"
+RESULT_REQUEUE = "requeue"
+RESULT_REQUEUE_AFTER = "requeue_after"
+
+
+class Metrics:
+    """All runtime metric families on one registry."""
+
+    def __init__(self, registry: CollectorRegistry | None = None, process: bool = True) -> None:
+        self.registry = registry if registry is not None else CollectorRegistry()
+        r = self.registry
+        if process:
+            ProcessCollector(registry=r)
+        self.reconcile_total = Counter(
+            "controller_runtime_reconcile_total",
+            "Total number of reconciliations per controller",
+            ["controller", "result"],
+            registry=r,
+        )
+        self.reconcile_errors = Counter(
+            "controller_runtime_reconcile_errors_total",
+            "Total number of reconciliation errors per controller",
+            ["controller"],
+            registry=r,
+        )
+        self.terminal_errors = Counter(
+            "controller_runtime_terminal_reconcile_errors_total",
+            "Total number of terminal reconciliation errors per controller",
+            ["controller"],
+            registry=r,
+        )
+        self.reconcile_panics = Counter(
+            "controller_runtime_reconcile_panics_total",
+            "Total number of reconciliation panics per controller",
+            ["controller"],
+            registry=r,
+        )
+        self.reconcile_time = Histogram(
+            "controller_runtime_reconcile_time_seconds",
+            "Length of time per reconciliation per controller",
+            ["controller"],
+            buckets=RECONCILE_BUCKETS,
+            registry=r,
+        )
+        self.max_concurrent = Gauge(
+            "controller_runtime_max_concurrent_reconciles",
+            "Maximum number of concurrent reconciles per controller",
+            ["controller"],
+            registry=r,
+        )
+        self.active_workers = Gauge(
+            "controller_runtime_active_workers",
+            "Number of currently used workers per controller",
+            ["controller"],
+            registry=r,
+        )
+        self.wq_depth = Gauge(
+            "workqueue_depth",
+            "Current depth of workqueue by workqueue and priority",
+            ["name", "controller", "priority"],
+            registry=r,
+        )
+        self.wq_adds = Counter(
+            "workqueue_adds",  # the client appends _total
+            "Total number of adds handled by workqueue",
+            ["name", "controller"],
+            registry=r,
+        )
+        self.wq_latency = Histogram(
+            "workqueue_queue_duration_seconds",
+            "How long in seconds an item stays in workqueue before being requested",
+            ["name", "controller"],
+            buckets=WORKQUEUE_BUCKETS,
+            registry=r,
+        )
+        self.wq_work = Histogram(
+            "workqueue_work_duration_seconds",
+            "How long in seconds processing an item from workqueue takes.",
+            ["name", "controller"],
+            buckets=WORKQUEUE_BUCKETS,
+            registry=r,
+        )
+        self.wq_unfinished = Gauge(
+            "workqueue_unfinished_work_seconds",
+            "How many seconds of work has been done that is in progress and hasn't been "
+            "observed by work_duration. Large values indicate stuck threads. One can deduce "
+            "the number of stuck threads by observing the rate at which this increases.",
+            ["name", "controller"],
+            registry=r,
+        )
+        self.wq_longest = Gauge(
+            "workqueue_longest_running_processor_seconds",
+            "How many seconds has the longest running processor for workqueue been running.",
+            ["name", "controller"],
+            registry=r,
+        )
+        self.wq_retries = Counter(
+            "workqueue_retries",
+            "Total number of retries handled by workqueue",
+            ["name", "controller"],
+            registry=r,
+        )
+        self.leader_status = Gauge(
+            "leader_election_master_status",
+            "Gauge of if the reporting system is master of the relevant lease, 0 indicates "
+            "backup, 1 indicates master. 'name' is the string used to identify the lease. "
+            "Please make sure to group by name.",
+            ["name"],
+            registry=r,
+        )
+
+    def queue_metrics(self, name: str) -> WorkQueueMetrics:
+        """Hooks for a work queue named ``name`` (the controller's name)."""
+        return WorkQueueMetrics(self, name)
+
+    def watch_queue(self, queue: WorkQueue[object]) -> None:
+        """Compute the queue's unfinished/longest-running gauges at scrape time."""
+        self.wq_unfinished.labels(queue.name, queue.name).set_function(queue.unfinished_work_seconds)
+        self.wq_longest.labels(queue.name, queue.name).set_function(queue.longest_running_processor_seconds)
+
+    def exposition(self) -> bytes:
+        """The text exposition format of every family."""
+        return generate_latest(self.registry)
+
+
+class WorkQueueMetrics:
+    """The :class:`~kubewerk.runtime.queue.QueueMetrics` hooks bound to one queue name."""
+
+    def __init__(self, metrics: Metrics, name: str) -> None:
+        self._depth = metrics.wq_depth.labels(name, name, "")
+        self._adds = metrics.wq_adds.labels(name, name)
+        self._latency = metrics.wq_latency.labels(name, name)
+        self._work = metrics.wq_work.labels(name, name)
+        self._retries = metrics.wq_retries.labels(name, name)
+
+    def add(self, depth: int) -> None:
+        self._adds.inc()
+        self._depth.set(depth)
+
+    def get(self, depth: int, waited: float) -> None:
+        self._depth.set(depth)
+        self._latency.observe(waited)
+
+    def done(self, depth: int, worked: float) -> None:
+        self._depth.set(depth)
+        self._work.observe(worked)
+
+    def retry(self) -> None:
+        self._retries.inc()
