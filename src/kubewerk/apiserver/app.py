@@ -9,6 +9,7 @@ router is our own, over raw ASGI, to keep the hot path short.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import logging
 import random
 import time
@@ -46,7 +47,7 @@ _TABLE_MARK = "as=table"
 class Request:
     """The parts of an HTTP request the API looks at."""
 
-    __slots__ = ("method", "path", "query", "headers", "body")
+    __slots__ = ("body", "headers", "method", "path", "query")
 
     def __init__(self, method: str, path: str, query: dict[str, str], headers: dict[str, str], body: bytes) -> None:
         self.method = method
@@ -130,10 +131,8 @@ class ApiServer:
         for task in self._tasks:
             task.cancel()
         for task in self._tasks:
-            try:
+            with contextlib.suppress(asyncio.CancelledError, Exception):
                 await task
-            except (asyncio.CancelledError, Exception):  # noqa: PERF203
-                pass
         self._tasks.clear()
         self.started = False
 
@@ -193,8 +192,8 @@ class ApiServer:
             return err.code
         except Exception as exc:
             log.exception("internal error on %s %s", scope["method"], scope["path"])
-            err = ApiError.internal(str(exc) or type(exc).__name__)
-            await self._send_json(send, 500, err.to_status())
+            internal = ApiError.internal(str(exc) or type(exc).__name__)
+            await self._send_json(send, 500, internal.to_status())
             return 500
 
     async def _read_body(self, receive: Receive, headers: dict[str, str]) -> bytes:
@@ -561,10 +560,8 @@ class ApiServer:
                     next_bookmark = now + self.bookmark_interval
                 watcher.wakeup.clear()
                 wait_for = min(deadline, next_bookmark if bookmarks else deadline) - now
-                try:
+                with contextlib.suppress(TimeoutError):
                     await asyncio.wait_for(watcher.wakeup.wait(), timeout=max(wait_for, 0.001))
-                except TimeoutError:
-                    pass
         finally:
             self.hub.unregister(watcher)
             listener.cancel()

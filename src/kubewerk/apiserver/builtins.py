@@ -49,8 +49,9 @@ def _event_object(ev: JSON) -> str:
 
 
 def _event_last_seen(ev: JSON) -> str:
-    from kubewerk.core.meta import human_duration, parse_time
     import time
+
+    from kubewerk.core.meta import human_duration, parse_time
 
     for field_name in ("lastTimestamp", "eventTime", "deprecatedLastTimestamp", "firstTimestamp"):
         value = ev.get(field_name) or (ev.get("series") or {}).get("lastObservedTime")

@@ -153,7 +153,10 @@ class Controllers:
             self._wakeup.set()
 
     def _on_event(self, ev: Event) -> None:
-        self._index(ev.key, ev.obj if ev.type != "DELETED" else None, ev.prev if ev.type != "ADDED" else None)
+        if ev.type == "DELETED":
+            self._index(ev.key, None, ev.obj)
+        else:
+            self._index(ev.key, ev.obj, ev.prev)
         if ev.type == "DELETED":
             uid = (ev.obj.get("metadata") or {}).get("uid")
             if ev.key.startswith(CRD_PREFIX):
@@ -200,13 +203,13 @@ class Controllers:
                         del self._dependents[uid]
         if obj is None:
             if prev is not None:
-                uid = (prev.get("metadata") or {}).get("uid")
-                if uid and self._uid_to_key.get(uid) == key:
-                    del self._uid_to_key[uid]
+                gone = (prev.get("metadata") or {}).get("uid")
+                if gone and self._uid_to_key.get(gone) == key:
+                    del self._uid_to_key[gone]
             return
-        uid = (obj.get("metadata") or {}).get("uid")
-        if uid:
-            self._uid_to_key[uid] = key
+        own = (obj.get("metadata") or {}).get("uid")
+        if own:
+            self._uid_to_key[own] = key
         for owner in self._owner_uids(obj):
             self._dependents.setdefault(owner, set()).add(key)
 
@@ -429,7 +432,7 @@ class Controllers:
                 if dep is None:
                     continue
                 dep_meta = dep.get("metadata") or {}
-                ref = next((r for r in dep_meta.get("ownerReferences") or [] if r.get("uid") == uid), {})
+                ref: JSON = next((r for r in dep_meta.get("ownerReferences") or [] if r.get("uid") == uid), {})
                 if ref.get("blockOwnerDeletion"):
                     blocking = True
                 if not dep_meta.get("deletionTimestamp"):

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import base64
 import binascii
+import builtins
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
@@ -324,7 +325,7 @@ class ResourceApi:
             try:
                 rv = int(rv_text)
             except ValueError:
-                raise ApiError.bad_request(f'invalid resource version "{rv_text}"') from None  # noqa: B904
+                raise ApiError.bad_request(f'invalid resource version "{rv_text}"') from None
             if rv_match == "Exact":
                 if rv == 0:
                     raise self._invalid_list_options(
@@ -393,7 +394,7 @@ class ResourceApi:
             return None
         return len(rest)
 
-    def _invalid_list_options(self, errors: list[FieldError]) -> ApiError:
+    def _invalid_list_options(self, errors: builtins.list[FieldError]) -> ApiError:
         return ApiError.invalid("ListOptions", "meta.k8s.io", "", errors)
 
     @staticmethod
@@ -832,8 +833,8 @@ class ResourceApi:
 
     def delete_collection(self, target: Target, options: JSON, query: dict[str, str]) -> Result:
         rtype = target.rtype
-        items, list_meta = self.list(target, {k: v for k, v in query.items() if k not in ("limit", "continue")})
-        deleted: list[JSON] = []
+        items, _ = self.list(target, {k: v for k, v in query.items() if k not in ("limit", "continue")})
+        deleted: builtins.list[JSON] = []
         for item in items:
             name = item["metadata"]["name"]
             ns = item["metadata"].get("namespace")

@@ -1,17 +1,24 @@
 """The SQLite store: current state and change log in one SQLite file (stdlib ``sqlite3``).
 
-Tables:
+Tables (etcd's layout: every version is stored once, in the log):
 
-- ``kv(key UNIQUE, rev, value)``: the current object per key (``value`` is orjson bytes,
-  ``rev`` the revision it was written at, so conflict checks need no decoding);
-- ``log(rev PRIMARY KEY, ts, type, key, value, prev)``: one row per committed write, with
-  the object after (``value``) and before (``prev``, NULL for ADDED) the write, and its
-  commit time (seconds, kept monotonic) for age-based compaction;
+- ``log(rev PRIMARY KEY, ts, type, key, value, prev_rev)``: one row per committed write:
+  the object after the write (orjson bytes; for DELETED the last state stamped with the
+  deletion's revision), the revision of the version it replaced (``prev_rev``, NULL for
+  ADDED) and its commit time (seconds, kept monotonic) for age-based compaction;
+- ``kv(key PRIMARY KEY, rev)``: the current state, a key -> revision index; a read is a
+  key lookup in ``kv`` plus a rowid lookup in ``log`` and never scans the log;
 - ``kubewerk_meta(name, value)``: schema version and the compacted revision.
 
+Compaction to revision C deletes the log rows at or below C except those still needed:
+current versions (referenced by ``kv``) and versions that a row above C replaced
+(its ``prev_rev``). So ``value`` is written once per write (an update writes one object
+and a small index row, not the object twice), and every event above C can name its
+previous object. Rows kept below C are never returned as events.
+
 Every write is one transaction touching ``kv`` and ``log``. The current revision is not
-stored separately: it is the newest ``log.rev``, or the compacted revision when the log
-is empty, so revisions continue after a restart and a compaction survives it.
+stored separately: it is the newest ``log.rev`` (or the compacted revision if greater),
+so revisions continue after a restart and a compaction survives it.
 
 Durability: WAL journal. With the default ``synchronous=NORMAL`` a committed write is in
 the WAL file when the call returns, so it survives ``kill -9`` of the process (not a
@@ -65,25 +72,27 @@ _ADDED, _MODIFIED, _DELETED = 0, 1, 2
 
 _SCHEMA: Final = (
     "CREATE TABLE kubewerk_meta (name TEXT PRIMARY KEY, value INTEGER NOT NULL)",
-    "CREATE TABLE kv (key TEXT NOT NULL UNIQUE, rev INTEGER NOT NULL, value BLOB NOT NULL)",
+    "CREATE TABLE kv (key TEXT PRIMARY KEY, rev INTEGER NOT NULL) WITHOUT ROWID",
     "CREATE TABLE log (rev INTEGER PRIMARY KEY, ts REAL NOT NULL, type INTEGER NOT NULL,"
-    " key TEXT NOT NULL, value BLOB NOT NULL, prev BLOB)",
+    " key TEXT NOT NULL, value BLOB NOT NULL, prev_rev INTEGER)",
 )
+_CURRENT: Final = "kv JOIN log ON log.rev = kv.rev"
 
 _loads = orjson.loads
 _dumps = orjson.dumps
 
 
-def _range_sql(prefix: str, lower: str | None) -> tuple[str, list[object]]:
-    """A ``WHERE`` fragment selecting keys under ``prefix`` (and above ``lower``)."""
+def _range_sql(col: str, prefix: str, lower: str | None = None
+               ) -> tuple[str, list[object]]:
+    """A ``WHERE`` fragment selecting ``col`` under ``prefix`` (and above ``lower``)."""
     params: list[object]
     if lower is None:
-        sql, params = "key >= ?", [prefix]
+        sql, params = f"{col} >= ?", [prefix]
     else:
-        sql, params = "key > ?", [lower]
+        sql, params = f"{col} > ?", [lower]
     end = prefix_end(prefix)
     if end is not None:
-        sql += " AND key < ?"
+        sql += f" AND {col} < ?"
         params.append(end)
     return sql, params
 
@@ -189,7 +198,8 @@ class SQLiteStore:
     def get(self, key: str) -> JSON | None:
         """The current object at ``key`` (freshly decoded), or None."""
         with self._lock:
-            row = self._c().execute("SELECT value FROM kv WHERE key = ?", (key,)).fetchone()
+            row = self._c().execute(
+                f"SELECT log.value FROM {_CURRENT} WHERE kv.key = ?", (key,)).fetchone()
         return None if row is None else _loads(row[0])
 
     def list(self, prefix: str, *, at_revision: int | None = None,
@@ -207,17 +217,20 @@ class SQLiteStore:
             at = current if at_revision is None else at_revision
             check_read_revision(at, self._compacted, current)
             lower = start_after if start_after is not None and start_after >= prefix else None
-            where, params = _range_sql(prefix, lower)
+            where, params = _range_sql("kv.key", prefix, lower)
             changed: dict[str, bytes | None] = {}
             if at != current:
-                lwhere, lparams = _range_sql(prefix, None)
-                changed = {k: p for k, p, _ in conn.execute(
-                    f"SELECT key, prev, min(rev) FROM log WHERE rev > ? AND {lwhere}"
-                    " GROUP BY key", [at, *lparams])}
+                # each key written since `at`: its value then is the version its first
+                # write after `at` replaced (kept by compaction, see the module docstring)
+                lwhere, lparams = _range_sql("key", prefix)
+                changed = dict(conn.execute(
+                    "SELECT f.key, p.value FROM (SELECT key, prev_rev, min(rev) FROM log"
+                    f" WHERE rev > ? AND {lwhere} GROUP BY key) AS f"
+                    " LEFT JOIN log AS p ON p.rev = f.prev_rev", [at, *lparams]).fetchall())
             n = -1 if limit is None else limit + 1 + len(changed)
             rows: builtins.list[tuple[str, bytes]] = conn.execute(
-                f"SELECT key, value FROM kv WHERE {where} ORDER BY key LIMIT ?",
-                [*params, n]).fetchall()
+                f"SELECT kv.key, log.value FROM {_CURRENT} WHERE {where}"
+                " ORDER BY kv.key LIMIT ?", [*params, n]).fetchall()
         if changed:
             page, more = merge_snapshot(prefix, start_after, limit, rows, changed)
         else:
@@ -227,7 +240,7 @@ class SQLiteStore:
 
     def count(self, prefix: str) -> int:
         """How many objects are under ``prefix`` now."""
-        where, params = _range_sql(prefix, None)
+        where, params = _range_sql("key", prefix)
         with self._lock:
             row = self._c().execute(f"SELECT count(*) FROM kv WHERE {where}", params).fetchone()
         return int(row[0])
@@ -238,7 +251,7 @@ class SQLiteStore:
         Raises ``Compacted`` if ``revision`` < ``compacted_revision``; a ``revision`` at or
         above the current one gives an empty list.
         """
-        where, params = _range_sql(prefix, None)
+        where, params = _range_sql("l.key", prefix)
         with self._lock:
             conn = self._c()
             if revision < self._compacted:
@@ -246,8 +259,9 @@ class SQLiteStore:
             if revision >= self._rev:
                 return []
             rows = conn.execute(
-                f"SELECT rev, type, key, value, prev FROM log WHERE rev > ? AND {where}"
-                " ORDER BY rev", [revision, *params]).fetchall()
+                "SELECT l.rev, l.type, l.key, l.value, p.value FROM log AS l"
+                " LEFT JOIN log AS p ON p.rev = l.prev_rev"
+                f" WHERE l.rev > ? AND {where} ORDER BY l.rev", [revision, *params]).fetchall()
         return [Event(_TYPES[t], k, rev, _loads(v), None if p is None else _loads(p))
                 for rev, t, k, v, p in rows]
 
@@ -262,9 +276,8 @@ class SQLiteStore:
             blob = _dumps(new)
             try:
                 with self._transaction(conn) as now:
-                    conn.execute("INSERT INTO kv(key, rev, value) VALUES (?, ?, ?)",
-                                 (key, rev, blob))
-                    conn.execute("INSERT INTO log(rev, ts, type, key, value, prev)"
+                    conn.execute("INSERT INTO kv(key, rev) VALUES (?, ?)", (key, rev))
+                    conn.execute("INSERT INTO log(rev, ts, type, key, value, prev_rev)"
                                  " VALUES (?, ?, 0, ?, ?, NULL)", (rev, now, key, blob))
             except sqlite3.IntegrityError as e:
                 if "kv.key" in str(e):
@@ -281,14 +294,14 @@ class SQLiteStore:
         """
         with self._lock:
             conn = self._c()
-            prev_blob = self._current_for_write(conn, key, expected_revision)
+            prev_rev, prev_blob = self._current_for_write(conn, key, expected_revision)
             rev = self._rev + 1
             new = stamp(obj, rev)
             blob = _dumps(new)
             with self._transaction(conn) as now:
-                conn.execute("UPDATE kv SET rev = ?, value = ? WHERE key = ?", (rev, blob, key))
-                conn.execute("INSERT INTO log(rev, ts, type, key, value, prev)"
-                             " VALUES (?, ?, 1, ?, ?, ?)", (rev, now, key, blob, prev_blob))
+                conn.execute("UPDATE kv SET rev = ? WHERE key = ?", (rev, key))
+                conn.execute("INSERT INTO log(rev, ts, type, key, value, prev_rev)"
+                             " VALUES (?, ?, 1, ?, ?, ?)", (rev, now, key, blob, prev_rev))
             self._rev = rev
             self._fanout.publish(Event("MODIFIED", key, rev, new, _loads(prev_blob)))
             return new
@@ -300,15 +313,15 @@ class SQLiteStore:
         """
         with self._lock:
             conn = self._c()
-            prev_blob = self._current_for_write(conn, key, expected_revision)
+            prev_rev, prev_blob = self._current_for_write(conn, key, expected_revision)
             prev: JSON = _loads(prev_blob)
             rev = self._rev + 1
             last = stamp(prev, rev)
             with self._transaction(conn) as now:
                 conn.execute("DELETE FROM kv WHERE key = ?", (key,))
-                conn.execute("INSERT INTO log(rev, ts, type, key, value, prev)"
+                conn.execute("INSERT INTO log(rev, ts, type, key, value, prev_rev)"
                              " VALUES (?, ?, 2, ?, ?, ?)",
-                             (rev, now, key, _dumps(last), prev_blob))
+                             (rev, now, key, _dumps(last), prev_rev))
             self._rev = rev
             self._fanout.publish(Event("DELETED", key, rev, last, prev))
             return last
@@ -337,7 +350,11 @@ class SQLiteStore:
             if revision <= self._compacted:
                 return
             with self._transaction(conn, timed=False):
-                conn.execute("DELETE FROM log WHERE rev <= ?", (revision,))
+                conn.execute(
+                    "DELETE FROM log WHERE rev <= ?1"
+                    " AND rev NOT IN (SELECT rev FROM kv WHERE rev <= ?1)"
+                    " AND rev NOT IN (SELECT prev_rev FROM log"
+                    "                 WHERE rev > ?1 AND prev_rev <= ?1)", (revision,))
                 conn.execute("UPDATE kubewerk_meta SET value = ? WHERE name = 'compacted'",
                              (revision,))
             self._compacted = revision
@@ -384,14 +401,15 @@ class SQLiteStore:
         return conn
 
     def _current_for_write(self, conn: sqlite3.Connection, key: str,
-                           expected_revision: int | None) -> bytes:
-        row = conn.execute("SELECT rev, value FROM kv WHERE key = ?", (key,)).fetchone()
+                           expected_revision: int | None) -> tuple[int, bytes]:
+        """The key's current revision and bytes; raises for a missing key or conflict."""
+        row = conn.execute(f"SELECT kv.rev, log.value FROM {_CURRENT} WHERE kv.key = ?",
+                           (key,)).fetchone()
         if row is None:
             raise KeyNotFound(f"key {key!r} not found")
         if expected_revision is not None and row[0] != expected_revision:
             raise RevisionConflict(_loads(row[1]))
-        blob: bytes = row[1]
-        return blob
+        return int(row[0]), bytes(row[1])
 
     @contextmanager
     def _transaction(self, conn: sqlite3.Connection, *, timed: bool = True
