@@ -608,3 +608,25 @@ def test_sqlite_restart_continues_revisions(tmp_path: Path) -> None:
     assert (s.revision, s.compacted_revision) == (8, 8)  # fully compacted log
     assert rv(s.create(key("o10"), cm("o10"))) == 9
     s.close()
+
+
+def test_sqlite_compaction_keeps_only_rows_still_needed(tmp_path: Path) -> None:
+    s = SQLiteStore(tmp_path / "kw.db")
+    s.create(key("a"), cm("a", v="1"))      # 1: replaced by 4        -> dropped
+    s.create(key("b"), cm("b", v="1"))      # 2: replaced by 6        -> dropped
+    s.create(key("c"), cm("c", v="1"))      # 3: prev of 7 (above C)  -> kept
+    s.update(key("a"), cm("a", v="2"))      # 4: replaced by 5        -> dropped
+    s.update(key("a"), cm("a", v="3"))      # 5: current              -> kept
+    s.delete(key("b"))                      # 6: a deletion           -> dropped
+    s.update(key("c"), cm("c", v="2"))      # 7: above C              -> kept
+    s.compact(6)
+    conn = s._conn
+    assert conn is not None
+    assert [r[0] for r in conn.execute("SELECT rev FROM log ORDER BY rev")] == [3, 5, 7]
+    [ev] = s.events_since("", 6)
+    assert ev.prev is not None and ev.prev["data"] == {"v": "1"} and rv(ev.prev) == 3
+    items, _, _ = s.list("/", at_revision=6)
+    assert [(k, o["data"]["v"]) for k, o in items] == [(key("a"), "3"), (key("c"), "1")]
+    s.compact(7)
+    assert [r[0] for r in conn.execute("SELECT rev FROM log ORDER BY rev")] == [5, 7]
+    s.close()

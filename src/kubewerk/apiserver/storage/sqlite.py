@@ -409,7 +409,8 @@ class SQLiteStore:
             raise KeyNotFound(f"key {key!r} not found")
         if expected_revision is not None and row[0] != expected_revision:
             raise RevisionConflict(_loads(row[1]))
-        return int(row[0]), bytes(row[1])
+        blob: bytes = row[1]
+        return int(row[0]), blob
 
     @contextmanager
     def _transaction(self, conn: sqlite3.Connection, *, timed: bool = True
