@@ -776,6 +776,8 @@ class ResourceApi:
         if not policy and orphan is not None:
             policy = "Orphan" if orphan else "Background"
         is_dry = dry_run(query, options)
+        # kube-apiserver answers 202 for a pending deletion only when orphanDependents=false
+        pending_status = 202 if orphan is False else 200
         finalizers = list(meta.get("finalizers") or [])
         is_namespace = rtype.resource == "namespaces" and not rtype.group
         if policy == "Orphan" and ORPHAN not in finalizers:
@@ -796,7 +798,7 @@ class ResourceApi:
                 new["metadata"].pop("resourceVersion", None)
                 current = self.store.update(key, new, int(meta["resourceVersion"]))
                 self._notify()
-            return Result(202 if policy == "Foreground" else 200, self.serve(target, current))
+            return Result(pending_status, self.serve(target, current))
         if finalizers or (is_namespace and (current.get("spec") or {}).get("finalizers")):
             new = copy_json(current)
             new_meta = new["metadata"]
@@ -813,7 +815,7 @@ class ResourceApi:
                 return Result(200, self.serve(target, new))
             stored = self.store.update(key, new, int(meta["resourceVersion"]))
             self._notify()
-            return Result(202 if policy == "Foreground" else 200, self.serve(target, stored))
+            return Result(pending_status, self.serve(target, stored))
         if is_dry:
             return Result(200, self._deleted_answer(target, current))
         deleted = self.store.delete(key, int(meta["resourceVersion"]))
