@@ -35,6 +35,7 @@ __all__ = [
     "ServerTimeout",
     "ServerUnreachable",
     "ServiceUnavailable",
+    "StatusError",
     "Timeout",
     "TooManyRequests",
     "Unauthorized",
@@ -183,7 +184,7 @@ _BY_CODE: dict[int, type[_Typed]] = {
 }
 
 
-class _Generic(_Typed):
+class StatusError(_Typed):
     """An error whose reason and code match none of the typed classes."""
 
 
@@ -205,7 +206,7 @@ def error_from_status(code: int, body: Any, fallback_message: str = "") -> ApiEr
         reason = ""
         message = fallback_message or f"the server responded with HTTP {code}"
         details = None
-    cls = _BY_REASON.get(reason) or _BY_CODE.get(code) or _Generic
+    cls = _BY_REASON.get(reason) or _BY_CODE.get(code) or StatusError
     if not reason:
-        reason = {v: k for k, v in _BY_REASON.items()}.get(cls, "Unknown") if cls is not _Generic else "Unknown"
+        reason = {v: k for k, v in _BY_REASON.items()}.get(cls, "Unknown") if cls is not StatusError else "Unknown"
     return cls(code, reason, message, details)

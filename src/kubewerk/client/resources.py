@@ -102,6 +102,12 @@ def resource_type_of(kind: Any) -> ResourceType:
         if isinstance(rt_attr, ResourceType):
             _MODEL_TYPES[kind] = rt_attr
             return rt_attr
+        info = getattr(kind, "__kube__", None)
+        if info is not None and hasattr(info, "plural"):
+            # a kubewerk.model.Resource subclass: its KindInfo says everything
+            rt = ResourceType(info.group, info.version, info.kind, info.plural, info.scope == "Namespaced")
+            _MODEL_TYPES[kind] = rt
+            return rt
         group = _class_attr(kind, "group", "__group__")
         version = _class_attr(kind, "version", "__version__")
         api_version = _class_attr(kind, "api_version", "apiVersion", "__api_version__")
@@ -136,6 +142,11 @@ def to_dict(obj: Any) -> dict[str, Any]:
     """A plain JSON-ready dict for a dict or a model instance (aliases, no None fields)."""
     if isinstance(obj, dict):
         return obj
+    to_dict_method = getattr(obj, "to_dict", None)
+    if callable(to_dict_method):
+        # kubewerk models: only fields that were set, JSON names
+        out: dict[str, Any] = to_dict_method()
+        return out
     dump = getattr(obj, "model_dump", None)
     if dump is None:
         raise TypeError(f"expected a dict or a typed model instance, got {type(obj).__name__}")
