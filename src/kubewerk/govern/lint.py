@@ -7,7 +7,7 @@ file and the line of the schema location they concern.
 from __future__ import annotations
 
 import re
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable
 from dataclasses import dataclass
 
 from kubewerk.govern.crd import CRDView, Location, is_crd
@@ -53,7 +53,7 @@ class LintResult:
 
 
 def lint_documents(
-    docs: Sequence[Document],
+    docs: Iterable[Document],
     enabled: frozenset[str],
     severities: dict[str, Severity] | None = None,
 ) -> LintResult:
@@ -66,7 +66,9 @@ def lint_documents(
     overrides = severities or {}
     findings: list[Finding] = []
     crds = 0
+    count = 0
     for doc in docs:
+        count += 1
         if not is_crd(doc.data):
             continue
         crds += 1
@@ -76,7 +78,7 @@ def lint_documents(
         if "structural-schema" in enabled:
             raws.extend(structural_findings(doc.data))
         findings.extend(_bind(doc, view, raws, overrides))
-    return LintResult(findings, len(docs), crds)
+    return LintResult(findings, count, crds)
 
 
 def _bind(

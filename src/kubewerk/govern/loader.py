@@ -347,6 +347,17 @@ def read_input(item: str | Path, stdin: BinaryIO | None = None) -> Source:
     return read_git(item)
 
 
+def iter_sources(
+    paths: Sequence[str], stdin: BinaryIO | None = None
+) -> Iterator[list[Document]]:
+    """Read and parse the inputs one at a time, yielding each one's documents.
+
+    Streaming keeps only one file's YAML node tree alive at a time (it is what maps
+    findings to lines), which keeps memory flat and the garbage collector cheap."""
+    for item in expand(paths):
+        yield parse(read_input(item, stdin))
+
+
 def load_all(paths: Sequence[str], stdin: BinaryIO | None = None) -> tuple[int, list[Document]]:
     """Read and parse every input; returns (number of sources, documents in order)."""
     items = expand(paths)

@@ -1,0 +1,173 @@
+"""``kubewerk validate``: offline validation of custom resources against their CRDs.
+
+Each object goes through what the API server does on create (or, with an old object of
+the same kind, namespace and name, on update): unknown fields are pruned (reported as
+``unknown-field`` warnings, as ``kubectl`` shows the server's warnings), defaults are
+applied, and the schema, its formats and CEL rules (transition rules too, on update)
+are checked by :mod:`kubewerk.schema`. An invalid object gives one ``invalid`` finding
+whose message is the API server's own, e.g. ``widgets.example.com "w" is invalid: ...``.
+"""
+
+from __future__ import annotations
+
+import copy
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from kubewerk.core.errors import ApiError, FieldError
+from kubewerk.govern.crd import CRDView, is_crd
+from kubewerk.govern.findings import Finding, Severity
+from kubewerk.govern.lint import field_to_location
+from kubewerk.govern.loader import Document
+
+VALIDATE_RULES: dict[str, tuple[Severity, str]] = {
+    "invalid": (Severity.ERROR, "the API server would reject the object (schema, formats, CEL)"),
+    "unknown-field": (Severity.WARNING, "a field the schema does not declare (pruned by the API server)"),
+    "no-match": (
+        Severity.ERROR,
+        "no served version of a given CRD matches the object's apiVersion and kind "
+        "(info when no CRD of its group was given)",
+    ),
+}
+
+
+@dataclass(slots=True)
+class ValidateResult:
+    findings: list[Finding]
+    documents: int
+    objects: int
+
+
+def _gv(api_version: str) -> tuple[str, str]:
+    group, _, version = api_version.rpartition("/")
+    return group, version
+
+
+class CRDIndex:
+    """The given CRDs by (group, version, kind), compiled on first use."""
+
+    def __init__(self, crds: Iterable[Document]) -> None:
+        self.by_gvk: dict[tuple[str, str, str], tuple[CRDView, dict[str, Any]]] = {}
+        self.groups: set[str] = set()
+        self._compiled: dict[tuple[str, str, str], Any] = {}
+        for doc in crds:
+            if not is_crd(doc.data):
+                continue
+            view = CRDView(doc.data)
+            self.groups.add(view.group)
+            for v in view.versions:
+                if v.served:
+                    self.by_gvk.setdefault((view.group, v.name, view.kind), (view, doc.data))
+
+    def compiled(self, key: tuple[str, str, str]) -> Any:
+        if key not in self._compiled:
+            from kubewerk.schema import compile_crd_version
+
+            _view, data = self.by_gvk[key]
+            self._compiled[key] = compile_crd_version(data, key[1])
+        return self._compiled[key]
+
+
+def _object_key(obj: dict[str, Any]) -> tuple[str, str, str, str]:
+    meta = obj.get("metadata") if isinstance(obj.get("metadata"), dict) else {}
+    return (
+        str(obj.get("apiVersion", "")).rpartition("/")[0],
+        str(obj.get("kind", "")),
+        str(meta.get("namespace") or ""),
+        str(meta.get("name") or ""),
+    )
+
+
+def _prepare(cs: Any, obj: dict[str, Any]) -> tuple[dict[str, Any], list[str]]:
+    obj = copy.deepcopy(obj)
+    pruned: list[str] = cs.prune(obj)
+    cs.apply_defaults(obj)
+    return obj, pruned
+
+
+def validate_documents(
+    crds: Iterable[Document],
+    manifests: Sequence[Document],
+    old: Sequence[Document] = (),
+) -> ValidateResult:
+    """Validate every custom resource among ``manifests`` (CRDs and objects without
+    ``apiVersion``/``kind`` are skipped)."""
+    index = CRDIndex(crds)
+    olds: dict[tuple[str, str, str, str], dict[str, Any]] = {}
+    for doc in old:
+        if isinstance(doc.data, dict):
+            olds.setdefault(_object_key(doc.data), doc.data)
+    findings: list[Finding] = []
+    objects = 0
+    for doc in manifests:
+        obj = doc.data
+        if not isinstance(obj, dict) or is_crd(obj):
+            continue
+        api_version, kind = obj.get("apiVersion"), obj.get("kind")
+        if not isinstance(api_version, str) or not isinstance(kind, str):
+            continue
+        objects += 1
+        findings.extend(_validate_one(doc, obj, api_version, kind, index, olds))
+    return ValidateResult(findings, len(manifests), objects)
+
+
+def _finding(doc: Document, rule: str, severity: Severity, message: str, name: str, field: str, extra: tuple[tuple[str, str], ...] = ()) -> Finding:
+    location = field_to_location(field)
+    return Finding(
+        rule=rule,
+        severity=severity,
+        message=message,
+        file=doc.source.name,
+        line=doc.line_of(location),
+        document=doc.index,
+        crd=name,
+        location=(*doc.base, *location),
+        field=field,
+        extra=extra,
+    )
+
+
+def _validate_one(
+    doc: Document,
+    obj: dict[str, Any],
+    api_version: str,
+    kind: str,
+    index: CRDIndex,
+    olds: dict[tuple[str, str, str, str], dict[str, Any]],
+) -> list[Finding]:
+    group, version = _gv(api_version)
+    key = (group, version, kind)
+    meta = obj.get("metadata") if isinstance(obj.get("metadata"), dict) else {}
+    name = str(meta.get("name") or meta.get("generateName") or "")
+    label = f"{kind}/{name}" if name else kind
+    if key not in index.by_gvk:
+        known = group in index.groups
+        return [
+            _finding(
+                doc,
+                "no-match",
+                Severity.ERROR if known else Severity.INFO,
+                f'no matches for kind "{kind}" in version "{api_version}"'
+                + ("" if known else " (no --crd defines this group; not validated)"),
+                label,
+                "apiVersion",
+            )
+        ]
+    view, _data = index.by_gvk[key]
+    cs = index.compiled(key)
+    out: list[Finding] = []
+    prepared, pruned = _prepare(cs, obj)
+    for path in pruned:
+        out.append(_finding(doc, "unknown-field", Severity.WARNING, f'unknown field "{path}"', label, path))
+    old_obj = olds.get(_object_key(obj))
+    old_prepared = _prepare(cs, old_obj)[0] if old_obj is not None else None
+    errors: list[FieldError] = []
+    if not meta.get("name") and not meta.get("generateName"):
+        errors.append(FieldError.required("metadata.name", "name or generateName is required"))
+    errors.extend(cs.validate(prepared, old=old_prepared))
+    if errors:
+        message = ApiError.invalid(kind, view.group, str(meta.get("name") or ""), errors).message
+        causes = tuple((f"cause{i}", e.message()) for i, e in enumerate(errors))
+        out.append(_finding(doc, "invalid", Severity.ERROR, message, label, errors[0].field, causes))
+    return out
