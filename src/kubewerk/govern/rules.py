@@ -275,7 +275,7 @@ def _constrained_string(schema: dict[str, Any]) -> bool:
 # --- CEL --------------------------------------------------------------------------
 
 _CEL_PATH = re.compile(
-    r"(?<![\w.])(self|oldSelf)((?:\s*\.\s*[A-Za-z_][A-Za-z0-9_]*(?!\s*\()"
+    r"(?<![\w.])(self|oldSelf)(?![\w])((?:\s*\.\s*[A-Za-z_][A-Za-z0-9_]*(?![\w]|\s*\()"
     r"|\s*\[\s*'[^']*'\s*\]|\s*\[\s*\"[^\"]*\"\s*\])*)"
 )
 _CEL_STEP = re.compile(r"\.\s*([A-Za-z_][A-Za-z0-9_]*)|\[\s*['\"]([^'\"]*)['\"]\s*\]")
@@ -524,7 +524,7 @@ class _SchemaPass:
         cache = "status-as-cache" in on
         conds = "conditions-shape" in on
         puf = "preserve-unknown-fields" in on
-        cel_seen: set[int] = set()
+        cel_seen: set[Location] = set()
         self.opaque: dict[str, list[tuple[SchemaNode, str]]] = {}
         for node in walk(schema):
             s = node.schema
@@ -715,7 +715,7 @@ class _SchemaPass:
             "target namespace (as Gateway API's ReferenceGrant does)",
         )
 
-    def _cel(self, node: SchemaNode, seen: set[int]) -> None:
+    def _cel(self, node: SchemaNode, seen: set[Location]) -> None:
         rules = node.schema.get(VALIDATIONS)
         if not isinstance(rules, list):
             return
@@ -732,7 +732,7 @@ class _SchemaPass:
                         continue  # the path leaves the declared schema
                     target = chain[-1] if chain else node
                     missing = unbounded(target.schema)
-                    key = id(target.schema)
+                    key = target.location()
                     if missing is None or key in seen:
                         continue
                     seen.add(key)
@@ -760,7 +760,7 @@ class _SchemaPass:
         if kind is None:
             return
         section = node
-        while section.parent is not None and section.parent.depth >= 1:
+        while section.parent is not None and section.depth > 2:
             section = section.parent
         self.opaque.setdefault(section.key, []).append((node, kind))
 
