@@ -47,6 +47,8 @@ from kubewerk.model.markers import (
 from kubewerk.model.meta import (
     Condition,
     Conditions,
+    Int32,
+    Int64,
     IntOrString,
     LabelSelector,
     LabelSelectorRequirement,
@@ -66,6 +68,8 @@ __all__ = [
     "ExactlyOneOf",
     "Format",
     "Immutable",
+    "Int32",
+    "Int64",
     "IntOrString",
     "InvalidObjectError",
     "KindInfo",

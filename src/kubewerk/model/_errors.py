@@ -23,6 +23,7 @@ _TYPE_NAMES: dict[str, str] = {
     "int": "integer",
     "bool": "boolean",
     "str": "string",
+    "string": "string",
     "float": "number",
     "dict": "object",
     "list": "array",

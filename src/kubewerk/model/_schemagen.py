@@ -548,6 +548,11 @@ def _object_fragment(cls: type[BaseModel], *, skip: frozenset[str] = frozenset()
         schema["required"] = sorted(required)
     if getattr(cls, "__kube_preserve_unknown__", False):
         schema["x-kubernetes-preserve-unknown-fields"] = True
+    low, high = getattr(cls, "__kube_properties__", (None, None))
+    if low is not None:
+        schema["minProperties"] = low
+    if high is not None:
+        schema["maxProperties"] = high
     map_type = getattr(cls, "__kube_map_type__", None)
     if map_type is not None:
         schema["x-kubernetes-map-type"] = map_type.value
@@ -575,6 +580,8 @@ def model_fragment(cls: type[BaseModel]) -> Fragment:
         raise ModelDefinitionError(
             f"{cls.__name__}: recursive types cannot be expressed without $ref ({chain})"
         )
+    if not cls.__pydantic_complete__:
+        cls.model_rebuild(raise_errors=False)
     if not cls.__pydantic_complete__:
         raise ModelDefinitionError(
             f"{cls.__name__}: the model is not complete (unresolved forward references?); "

@@ -87,6 +87,10 @@ class KubeModel(BaseModel):
     ``map_type``
         ``x-kubernetes-map-type`` of the object (``MapType.ATOMIC`` makes it replaced as
         a whole by server-side apply).
+    ``min_properties``, ``max_properties``
+        bounds on how many fields may be set (``minProperties``/``maxProperties``), e.g.
+        ``max_properties=1`` for a union of alternatives. Checked by the API server, not
+        by pydantic.
 
     The class docstring becomes the schema's description; a field's description comes
     from ``Field(description=...)`` or from a docstring written below the field.
@@ -107,6 +111,7 @@ class KubeModel(BaseModel):
     __kube_rules__: ClassVar[tuple[ObjectRule, ...]] = ()
     __kube_preserve_unknown__: ClassVar[bool] = False
     __kube_map_type__: ClassVar[MapType | None] = None
+    __kube_properties__: ClassVar[tuple[int | None, int | None]] = (None, None)
 
     def __init_subclass__(
         cls,
@@ -114,6 +119,8 @@ class KubeModel(BaseModel):
         rules: Sequence[ObjectRule] | None = None,
         preserve_unknown_fields: bool | None = None,
         map_type: MapType | None = None,
+        min_properties: int | None = None,
+        max_properties: int | None = None,
         **kwargs: Any,
     ) -> None:
         if rules is not None:
@@ -123,14 +130,17 @@ class KubeModel(BaseModel):
                     f"{cls.__name__}: rules= takes Rule, ExactlyOneOf or AtMostOneOf, got {bad[0]!r}"
                 )
             cls.__kube_rules__ = tuple(rules)
-        elif "__kube_rules__" not in cls.__dict__:
-            # object rules belong to the class that declares them, not to subclasses'
-            # parametrisations of generic bases (they are inherited like fields are)
-            pass
         if preserve_unknown_fields is not None:
             cls.__kube_preserve_unknown__ = preserve_unknown_fields
         if map_type is not None:
             cls.__kube_map_type__ = MapType(map_type)
+        if min_properties is not None or max_properties is not None:
+            for bound in (min_properties, max_properties):
+                if bound is not None and (not isinstance(bound, int) or bound < 0):
+                    raise ModelDefinitionError(
+                        f"{cls.__name__}: min_properties/max_properties must be integers >= 0"
+                    )
+            cls.__kube_properties__ = (min_properties, max_properties)
         super().__init_subclass__(**kwargs)
 
     @classmethod

@@ -14,11 +14,13 @@ from typing import Annotated, Any, ClassVar, Literal
 from pydantic import Field
 
 from kubewerk.model.base import KubeModel
-from kubewerk.model.markers import ListMapKeys, ListType, MapType
+from kubewerk.model.markers import Format, ListMapKeys, ListType, MapType
 
 __all__ = [
     "Condition",
     "Conditions",
+    "Int32",
+    "Int64",
     "IntOrString",
     "LabelSelector",
     "LabelSelectorRequirement",
@@ -27,6 +29,11 @@ __all__ = [
     "OwnerReference",
     "Quantity",
 ]
+
+Int32 = Annotated[int, Format("int32")]
+"""An integer documented as 32-bit (``format: int32``), as Go's ``int32`` fields are."""
+Int64 = Annotated[int, Format("int64")]
+"""An integer documented as 64-bit (``format: int64``)."""
 
 IntOrString = int | str
 """A field that holds an integer or a string (``x-kubernetes-int-or-string: true``)."""
@@ -120,7 +127,7 @@ class Condition(KubeModel):
     """Type of the condition, in CamelCase or foo.example.com/CamelCase."""
     status: Literal["True", "False", "Unknown"]
     """Status of the condition: True, False or Unknown."""
-    observed_generation: Annotated[int, Field(ge=0)] | None = None
+    observed_generation: Annotated[int, Field(ge=0), Format("int64")] | None = None
     """The .metadata.generation the condition was set based upon."""
     last_transition_time: datetime
     """When the condition last changed from one status to another."""

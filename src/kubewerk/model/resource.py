@@ -21,7 +21,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any, ClassVar, Generic, Literal, TypeVar
 
-from pydantic import BaseModel, Field
+from pydantic import BaseModel, ConfigDict, Field
 
 from kubewerk.model._naming import guess_plural
 from kubewerk.model.base import KubeModel
@@ -127,6 +127,28 @@ def _all_optional(tp: Any) -> bool:
     )
 
 
+def _attribute_docs(cls: type[BaseModel]) -> bool:
+    """Descriptions from docstrings below the fields a concrete kind declares itself."""
+    own = cls.__dict__.get("__annotations__", {})
+    if not own:
+        return False
+    try:
+        from pydantic._internal._docs_extraction import extract_docstrings_from_cls
+
+        docs = extract_docstrings_from_cls(cls, use_inspect=True)
+    except Exception:  # source not available (REPL, zipapp): no descriptions
+        return False
+    changed = False
+    for name, text in docs.items():
+        info = cls.__pydantic_fields__.get(name)
+        if name in own and info is not None and info.description is None:
+            new = copy.copy(info)
+            new.description = text
+            cls.__pydantic_fields__[name] = new
+            changed = True
+    return changed
+
+
 class Resource(KubeModel, Generic[SpecT, StatusT]):
     """A Kubernetes object: ``apiVersion``, ``kind``, typed ``metadata``, ``spec``, ``status``.
 
@@ -146,6 +168,11 @@ class Resource(KubeModel, Generic[SpecT, StatusT]):
     status type), ``selectable_fields`` (JSON paths); plus :class:`KubeModel`'s
     ``rules``, ``preserve_unknown_fields`` and ``map_type``.
     """
+
+    # pydantic (< Python 3.13) reads attribute docstrings by parsing the source around
+    # the calling frame, which breaks for ``Resource[A, B]`` written inside a multi-line
+    # class statement; concrete kinds read theirs in _kube_adjust_fields instead
+    model_config = ConfigDict(use_attribute_docstrings=False)
 
     api_version: str = Field(default="", alias="apiVersion")
     """APIVersion of this object's schema: <group>/<version>."""
@@ -219,6 +246,8 @@ class Resource(KubeModel, Generic[SpecT, StatusT]):
         if pending:
             cls.__kube__ = cls._kube_make_info(pending)
         fields = cls.__pydantic_fields__
+        if pending:
+            changed = _attribute_docs(cls) or changed
         spec = fields.get("spec")
         if spec is not None and spec.is_required():
             if _none_type(spec.annotation):
