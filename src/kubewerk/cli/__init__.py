@@ -15,7 +15,7 @@ import sys
 from collections.abc import Sequence
 
 # modules that provide subcommands, in the order --help lists them
-SUBCOMMAND_MODULES: tuple[str, ...] = ("up", "demo", "gen", "govern")
+SUBCOMMAND_MODULES: tuple[str, ...] = ("up", "demo", "gen", "govern", "run")
 
 
 class UsageError(Exception):

@@ -24,7 +24,8 @@ import signal
 from collections.abc import Awaitable, Callable, Coroutine, Iterable, Iterator, Mapping, Sequence
 from typing import Any, TypeVar
 
-from kubewerk.client.client import Client
+from kubewerk.client.client import Client, RetryPolicy
+from kubewerk.client.errors import NotFound
 from kubewerk.client.resources import resource_type_of
 from kubewerk.runtime.controller import Controller, Mapper, Reconciler, Watch
 from kubewerk.runtime.events import EventRecorder
@@ -328,6 +329,13 @@ class Manager:
         if self._client is None:
             self._client = Client.from_environment(self.kubeconfig, self.kube_context)
         client = self._client
+        try:
+            await self._preflight(client)
+        except BaseException:
+            self._started = False
+            if self._own_client:
+                await client.close()
+            raise
         self.cache = Cache(client, namespaces=self.namespaces, by_kind=self.by_kind, resync_period=self.resync_period)
         for ctrl in self.controllers:
             recorder = EventRecorder(client, ctrl.name)
@@ -360,6 +368,13 @@ class Manager:
         )
         self._le_task = asyncio.create_task(self.elector.run(self._lead), name="leader election")
         self._le_task.add_done_callback(self._on_election_done)
+
+    async def _preflight(self, client: Client) -> None:
+        """Fail fast, with one clear error, when the server is unreachable or rejects us."""
+        try:
+            await client.request("GET", "/version", retry=RetryPolicy(max_retries=3, base=0.2))
+        except NotFound:
+            pass  # an API server without /version still serves the API
 
     def _start_controllers(self) -> None:
         for ctrl in self.controllers:
