@@ -1,0 +1,229 @@
+"""Go formatting rules the Kubernetes messages depend on.
+
+Kubernetes builds its schema error texts with Go's ``fmt`` verbs; a float printed with
+``%v`` reads ``1e+06`` where Python would print ``1000000.0``. These helpers reproduce
+the few verbs the messages use, so the texts match byte for byte.
+"""
+
+from __future__ import annotations
+
+import math
+from typing import Any, Final
+
+INT64_MIN: Final = -(2**63)
+INT64_MAX: Final = 2**63 - 1
+
+
+def go_float_v(value: float) -> str:
+    """``fmt.Sprintf("%v", float64)``: shortest digits, ``%e`` form if exp < -4 or >= 6."""
+    if math.isnan(value):
+        return "NaN"
+    if math.isinf(value):
+        return "+Inf" if value > 0 else "-Inf"
+    if value == 0:
+        return "-0" if math.copysign(1.0, value) < 0 else "0"
+    digits, exp = _shortest(abs(value))
+    sign = "-" if value < 0 else ""
+    # Go's %v is %g with the shortest precision, whose %e threshold is precision 6.
+    if exp < -4 or exp >= 6:
+        mant = digits[0] + ("." + digits[1:] if len(digits) > 1 else "")
+        esign = "-" if exp < 0 else "+"
+        return f"{sign}{mant}e{esign}{abs(exp):02d}"
+    return sign + _fixed(digits, exp)
+
+
+def _shortest(value: float) -> tuple[str, int]:
+    """Shortest round-tripping decimal digits of a positive float and its exponent."""
+    text = repr(value)
+    if "e" in text:
+        mant, _, e = text.partition("e")
+        exp = int(e)
+    else:
+        mant, exp = text, 0
+    if "." in mant:
+        ip, fp = mant.split(".")
+    else:
+        ip, fp = mant, ""
+    if fp == "0":
+        fp = ""
+    digits = (ip + fp).lstrip("0")
+    # position of the decimal point relative to the first significant digit
+    lead_zeros = len(ip + fp) - len((ip + fp).lstrip("0"))
+    point = len(ip) - lead_zeros  # digits before the point among significant digits
+    digits = digits.rstrip("0") or "0"
+    return digits, exp + point - 1
+
+
+def _fixed(digits: str, exp: int) -> str:
+    if exp < 0:
+        return "0." + "0" * (-exp - 1) + digits
+    if exp + 1 >= len(digits):
+        return digits + "0" * (exp + 1 - len(digits))
+    return digits[: exp + 1] + "." + digits[exp + 1 :]
+
+
+def go_v(value: Any) -> str:
+    """``%v`` for the scalar kinds schema messages print (ints, floats, strings)."""
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    if isinstance(value, int):
+        return str(value)
+    if isinstance(value, float):
+        return go_float_v(value)
+    if value is None:
+        return "<nil>"
+    return str(value)
+
+
+def go_quote(text: str) -> str:
+    """Go's ``%q`` / ``strconv.Quote``."""
+    out = ['"']
+    for ch in text:
+        code = ord(ch)
+        if ch == '"':
+            out.append('\\"')
+        elif ch == "\\":
+            out.append("\\\\")
+        elif ch == "\n":
+            out.append("\\n")
+        elif ch == "\t":
+            out.append("\\t")
+        elif ch == "\r":
+            out.append("\\r")
+        elif ch == "\a":
+            out.append("\\a")
+        elif ch == "\b":
+            out.append("\\b")
+        elif ch == "\f":
+            out.append("\\f")
+        elif ch == "\v":
+            out.append("\\v")
+        elif code < 0x20 or code == 0x7F:
+            out.append(f"\\x{code:02x}")
+        elif not ch.isprintable():
+            out.append(f"\\u{code:04x}" if code <= 0xFFFF else f"\\U{code:08x}")
+        else:
+            out.append(ch)
+    out.append('"')
+    return "".join(out)
+
+
+def go_json(value: Any) -> str:
+    """``json.Marshal`` of a decoded JSON value (Go key order: sorted)."""
+    if value is None:
+        return "null"
+    if value is True:
+        return "true"
+    if value is False:
+        return "false"
+    if isinstance(value, int):
+        return str(value)
+    if isinstance(value, float):
+        return _json_float(value)
+    if isinstance(value, str):
+        return _json_str(value)
+    if isinstance(value, dict):
+        return "{" + ",".join(f"{_json_str(k)}:{go_json(value[k])}" for k in sorted(value)) + "}"
+    if isinstance(value, (list, tuple)):
+        return "[" + ",".join(go_json(v) for v in value) + "]"
+    return _json_str(str(value))
+
+
+def _json_float(value: float) -> str:
+    if value == int(value) and abs(value) < 1e21:
+        return str(int(value))
+    digits, exp = _shortest(abs(value))
+    sign = "-" if value < 0 else ""
+    if exp < -6 or exp >= 21:
+        mant = digits[0] + ("." + digits[1:] if len(digits) > 1 else "")
+        esign = "-" if exp < 0 else "+"
+        return f"{sign}{mant}e{esign}{abs(exp)}"
+    return sign + _fixed(digits, exp)
+
+
+def _json_str(text: str) -> str:
+    out = ['"']
+    for ch in text:
+        code = ord(ch)
+        if ch == '"':
+            out.append('\\"')
+        elif ch == "\\":
+            out.append("\\\\")
+        elif ch == "\n":
+            out.append("\\n")
+        elif ch == "\r":
+            out.append("\\r")
+        elif ch == "\t":
+            out.append("\\t")
+        elif code < 0x20 or ch in "<>&" or code in (0x2028, 0x2029):
+            out.append(f"\\u{code:04x}")
+        else:
+            out.append(ch)
+    out.append('"')
+    return "".join(out)
+
+
+def json_kind(value: Any) -> str:
+    """The JSON kind Kubernetes' decoder gives a Python JSON value.
+
+    Integers outside int64 decode to float64 in Go, so they count as ``number``.
+    """
+    t = type(value)
+    if t is str:
+        return "string"
+    if t is dict:
+        return "object"
+    if t is list:
+        return "array"
+    if t is bool:
+        return "boolean"
+    if t is int:
+        return "integer" if INT64_MIN <= value <= INT64_MAX else "number"
+    if t is float:
+        return "number"
+    if value is None:
+        return "null"
+    if isinstance(value, dict):
+        return "object"
+    if isinstance(value, (list, tuple)):
+        return "array"
+    if isinstance(value, str):
+        return "string"
+    return "unknown"
+
+
+def json_equal(a: Any, b: Any) -> bool:
+    """Deep equality of decoded JSON that keeps booleans apart from numbers."""
+    if a is b:
+        return True
+    ta, tb = type(a), type(b)
+    if ta is bool or tb is bool:
+        return ta is tb and a == b
+    if ta is dict:
+        if tb is not dict or len(a) != len(b):
+            return False
+        for k, v in a.items():
+            if k not in b or not json_equal(v, b[k]):
+                return False
+        return True
+    if ta is list:
+        if tb is not list or len(a) != len(b):
+            return False
+        return all(json_equal(x, y) for x, y in zip(a, b))
+    if ta in (int, float) and tb in (int, float):
+        return bool(a == b)
+    return ta is tb and bool(a == b)
+
+
+def go_deep_equal(a: Any, b: Any) -> bool:
+    """``reflect.DeepEqual`` on Go-decoded JSON: int64 and float64 are different types."""
+    ta, tb = json_kind(a), json_kind(b)
+    if ta != tb:
+        return False
+    if ta == "object":
+        if len(a) != len(b):
+            return False
+        return all(k in b and go_deep_equal(v, b[k]) for k, v in a.items())
+    if ta == "array":
+        return len(a) == len(b) and all(go_deep_equal(x, y) for x, y in zip(a, b))
+    return bool(a == b)

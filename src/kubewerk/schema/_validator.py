@@ -1,0 +1,626 @@
+"""OpenAPI value validation with kube-openapi's semantics and Kubernetes' messages.
+
+One :class:`Validator` is compiled per schema node (including the nodes inside
+``allOf``/``anyOf``/``oneOf``/``not``). ``validate`` walks a decoded JSON value once and
+appends :class:`~kubewerk.core.errors.FieldError` objects exactly as the apiserver's
+``kubeOpenAPIResultToFieldErrors`` converts kube-openapi's results:
+
+* the field path is kube-openapi's dotted name (``spec.items[0].name``), or ``<nil>``
+  for the root;
+* the detail is kube-openapi's message (``spec.replicas in body should be less than or
+  equal to 100``), with the cause type picked from the error code.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable
+from typing import Any, Final
+
+import re2
+
+from kubewerk.core.errors import FieldError
+
+from . import formats
+from ._gofmt import INT64_MAX, INT64_MIN, go_deep_equal, go_float_v, go_json, go_quote
+
+ROOT_FIELD: Final = "<nil>"
+"""How ``field.Path(nil).String()`` prints: the field of errors about the whole object."""
+
+_ABSENT: Final = object()
+
+# Go regexp compile cache shared by every schema (patterns repeat a lot across CRDs).
+_RE_CACHE: dict[str, Any] = {}
+_RE_OPTIONS = re2.Options()
+_RE_OPTIONS.log_errors = False
+_RE_OPTIONS.max_mem = 8 << 20
+
+
+def compile_go_regexp(pattern: str) -> Any:
+    """Compile with RE2 semantics (Go's ``regexp``); raises ``re2.error`` if invalid."""
+    compiled = _RE_CACHE.get(pattern)
+    if compiled is None:
+        compiled = re2.compile(pattern, _RE_OPTIONS)
+        if len(_RE_CACHE) > 4096:
+            _RE_CACHE.clear()
+        _RE_CACHE[pattern] = compiled
+    return compiled
+
+
+def field_of(name: str) -> str:
+    """kube-openapi name → field path as the apiserver reports it."""
+    if not name or name == ".":
+        return ROOT_FIELD
+    return name[1:] if name[0] == "." else name
+
+
+def _kind(value: Any) -> str:
+    t = type(value)
+    if t is str:
+        return "string"
+    if t is dict:
+        return "object"
+    if t is list:
+        return "array"
+    if t is bool:
+        return "boolean"
+    if t is int:
+        return "integer" if INT64_MIN <= value <= INT64_MAX else "number"
+    if t is float:
+        return "number"
+    if value is None:
+        return "null"
+    if isinstance(value, dict):
+        return "object"
+    if isinstance(value, (list, tuple)):
+        return "array"
+    if isinstance(value, str):
+        return "string"
+    return "unknown"
+
+
+def _go_bad_value(value: Any) -> Any:
+    """Integers beyond int64 reach Go as float64; print them that way."""
+    if type(value) is int and not INT64_MIN <= value <= INT64_MAX:
+        return float(value)
+    return value
+
+
+def _enum_matches(data: Any, options: list[Any]) -> bool:
+    """basicCommonValidator: DeepEqual after Go's ``ConvertibleTo`` conversion."""
+    if data is None:
+        return False
+    dk = _kind(data)
+    for opt in options:
+        if opt is None:
+            continue
+        ok = _kind(opt)
+        if dk == ok or (dk in ("integer", "number") and ok in ("integer", "number")):
+            if dk in ("integer", "number"):
+                # enum values decode as float64; numbers convert to float64
+                if float(data) == float(opt):
+                    return True
+            elif dk in ("object", "array"):
+                if go_deep_equal(_float_nums(data), opt if ok != dk else _float_nums(opt)):
+                    return True
+            elif data == opt:
+                return True
+        elif dk == "integer" and ok == "string":
+            # Go converts an integer to the string of that code point
+            try:
+                if chr(data) == opt:
+                    return True
+            except (ValueError, OverflowError):
+                if opt == "\ufffd":
+                    return True
+    return False
+
+
+def _float_nums(value: Any) -> Any:
+    """Enum values decode with encoding/json: every number is a float64."""
+    t = type(value)
+    if t is int:
+        return float(value)
+    if t is dict:
+        return {k: _float_nums(v) for k, v in value.items()}
+    if t is list:
+        return [_float_nums(v) for v in value]
+    return value
+
+
+def _enum_detail_values(options: list[Any]) -> list[str]:
+    out: list[str] = []
+    for v in options:
+        out.append(v if isinstance(v, str) else go_json(v))
+    return out
+
+
+class Validator:
+    """kube-openapi's ``SchemaValidator`` for one schema node, compiled."""
+
+    __slots__ = (
+        "types",
+        "types_text",
+        "nullable",
+        "format",
+        "format_check",
+        "type_applies",
+        "all_of",
+        "any_of",
+        "one_of",
+        "not_",
+        "has_junctors",
+        "max_length",
+        "min_length",
+        "pattern",
+        "pattern_src",
+        "pattern_error",
+        "has_string",
+        "num_type",
+        "maximum",
+        "exclusive_maximum",
+        "minimum",
+        "exclusive_minimum",
+        "multiple_of",
+        "has_number",
+        "items",
+        "min_items",
+        "max_items",
+        "unique_items",
+        "enum",
+        "enum_text",
+        "properties",
+        "additional",
+        "additional_allows",
+        "required",
+        "min_properties",
+        "max_properties",
+        "has_object",
+    )
+
+    def __init__(self, schema: dict[str, Any]) -> None:
+        if schema.get("x-kubernetes-int-or-string") is True:
+            types: tuple[str, ...] = ("integer", "string")
+        elif isinstance(schema.get("type"), str) and schema["type"]:
+            types = (schema["type"],)
+        else:
+            types = ()
+        self.types = types
+        self.types_text = ",".join(types)
+        self.nullable = schema.get("nullable") is True
+        fmt = schema.get("format") if isinstance(schema.get("format"), str) else ""
+        check = formats.checker_for(fmt) if fmt else None
+        self.format = fmt if check is not None else ""
+        self.format_check = check
+        self.type_applies = bool(types) or bool(self.format)
+
+        def subs(key: str) -> list[Validator]:
+            raw = schema.get(key)
+            return [Validator(s) for s in raw if isinstance(s, dict)] if isinstance(raw, list) else []
+
+        self.all_of = subs("allOf")
+        self.any_of = subs("anyOf")
+        self.one_of = subs("oneOf")
+        self.not_ = Validator(schema["not"]) if isinstance(schema.get("not"), dict) else None
+        self.has_junctors = bool(self.all_of or self.any_of or self.one_of or self.not_)
+
+        self.max_length = _int_or_none(schema.get("maxLength"))
+        self.min_length = _int_or_none(schema.get("minLength"))
+        pattern = schema.get("pattern")
+        self.pattern_src = pattern if isinstance(pattern, str) and pattern else ""
+        self.pattern = None
+        self.pattern_error = ""
+        if self.pattern_src:
+            try:
+                self.pattern = compile_go_regexp(self.pattern_src)
+            except re2.error as err:
+                self.pattern_error = str(err)
+        self.has_string = (
+            self.max_length is not None or self.min_length is not None or bool(self.pattern_src)
+        )
+
+        self.num_type = types[0] if len(types) == 1 and types[0] in ("integer", "number") else ""
+        self.maximum = _num_or_none(schema.get("maximum"))
+        self.exclusive_maximum = schema.get("exclusiveMaximum") is True
+        self.minimum = _num_or_none(schema.get("minimum"))
+        self.exclusive_minimum = schema.get("exclusiveMinimum") is True
+        self.multiple_of = _num_or_none(schema.get("multipleOf"))
+        self.has_number = (
+            self.maximum is not None
+            or self.minimum is not None
+            or self.multiple_of is not None
+            or self.num_type == "integer"
+        )
+
+        items = schema.get("items")
+        self.items = Validator(items) if isinstance(items, dict) else None
+        self.min_items = _int_or_none(schema.get("minItems"))
+        self.max_items = _int_or_none(schema.get("maxItems"))
+        self.unique_items = schema.get("uniqueItems") is True
+
+        enum = schema.get("enum")
+        self.enum = list(enum) if isinstance(enum, list) and enum else None
+        self.enum_text = _enum_detail_values(self.enum) if self.enum else []
+
+        props = schema.get("properties")
+        self.properties: dict[str, Validator] = (
+            {k: Validator(v) for k, v in props.items() if isinstance(v, dict)}
+            if isinstance(props, dict)
+            else {}
+        )
+        addl = schema.get("additionalProperties")
+        self.additional = Validator(addl) if isinstance(addl, dict) else None
+        self.additional_allows = addl is not False
+        req = schema.get("required")
+        self.required = [r for r in req if isinstance(r, str)] if isinstance(req, list) else []
+        self.min_properties = _int_or_none(schema.get("minProperties"))
+        self.max_properties = _int_or_none(schema.get("maxProperties"))
+        self.has_object = bool(
+            self.properties
+            or self.additional is not None
+            or not self.additional_allows
+            or self.required
+            or self.min_properties is not None
+            or self.max_properties is not None
+        )
+
+    # ------------------------------------------------------------------ validate
+    def validate(self, data: Any, name: str, errs: list[FieldError]) -> None:
+        """Append the errors kube-openapi reports for ``data`` at kube-openapi ``name``."""
+        if data is None:
+            if self.types and not self.nullable and "null" not in self.types:
+                errs.append(
+                    FieldError.type_invalid(
+                        field_of(name), "null", _type_msg(name, self.types_text, "null")
+                    )
+                )
+            if self.enum is not None:
+                errs.append(FieldError.not_supported(field_of(name), None, self.enum_text))
+            return
+
+        kind = _kind(data)
+        if self.type_applies:
+            self._check_type(data, kind, name, errs)
+        if self.has_junctors:
+            self._check_junctors(data, name, errs)
+        if kind == "string":
+            if self.has_string:
+                self._check_string(data, name, errs)
+            if self.format_check is not None and not self.format_check(data):
+                errs.append(
+                    FieldError.type_invalid(
+                        field_of(name), data, _type_msg(name, self.format, data)
+                    )
+                )
+        elif kind in ("integer", "number"):
+            if self.has_number:
+                self._check_number(data, kind, name, errs)
+        elif kind == "array":
+            items = self.items
+            if items is not None:
+                for i, item in enumerate(data):
+                    items.validate(item, f"{name}[{i}]", errs)
+            if self.min_items is not None and len(data) < self.min_items:
+                errs.append(
+                    FieldError.invalid(
+                        field_of(name),
+                        len(data),
+                        f"{name} in body should have at least {self.min_items} items",
+                    )
+                )
+            if self.max_items is not None and len(data) > self.max_items:
+                errs.append(FieldError.too_many(field_of(name), len(data), self.max_items))
+            if self.unique_items and _has_duplicates(data):
+                errs.append(
+                    FieldError.invalid(field_of(name), "", f"{name} in body shouldn't contain duplicates")
+                )
+        if self.enum is not None and not _enum_matches(data, self.enum):
+            errs.append(FieldError.not_supported(field_of(name), _go_bad_value(data), self.enum_text))
+        if kind == "object" and self.has_object:
+            self._check_object(data, name, errs)
+
+    def _check_type(self, data: Any, kind: str, name: str, errs: list[FieldError]) -> None:
+        types = self.types
+        fmt = self.format
+        is_float_int = (
+            kind == "number" and "integer" in types and _integral(data)
+        )
+        is_int_float = kind == "integer" and "number" in types
+        if kind != "string" and kind != "array" and fmt:
+            data_format = "int64" if kind == "integer" else "double" if kind == "number" else ""
+            if not (kind in types or data_format == fmt or is_float_int or is_int_float):
+                errs.append(
+                    FieldError.type_invalid(field_of(name), data_format, _type_msg(name, fmt, data_format))
+                )
+                return
+        if fmt and "number" not in types and "integer" not in types and kind in ("string", "array"):
+            return
+        if not (kind in types or is_float_int or is_int_float):
+            errs.append(
+                FieldError.type_invalid(field_of(name), kind, _type_msg(name, self.types_text, kind))
+            )
+
+    def _check_string(self, data: str, name: str, errs: list[FieldError]) -> None:
+        if self.max_length is not None and len(data) > self.max_length:
+            errs.append(FieldError.too_long(field_of(name), self.max_length))
+            return
+        if self.min_length is not None and len(data) < self.min_length:
+            errs.append(
+                FieldError.invalid(
+                    field_of(name), data, f"{name} in body should be at least {self.min_length} chars long"
+                )
+            )
+            return
+        if self.pattern_src:
+            if self.pattern is None:
+                errs.append(
+                    FieldError.invalid(
+                        field_of(name),
+                        data,
+                        f"{name} in body should match '{self.pattern_src}, but pattern is invalid: "
+                        f"{self.pattern_error}'",
+                    )
+                )
+            elif self.pattern.search(data) is None:
+                errs.append(
+                    FieldError.invalid(
+                        field_of(name), data, f"{name} in body should match '{self.pattern_src}'"
+                    )
+                )
+
+    def _check_number(self, data: Any, kind: str, name: str, errs: list[FieldError]) -> None:
+        field = field_of(name)
+        is_int = kind == "integer"
+        if self.num_type == "integer" and not _fits_int64(data):
+            errs.append(
+                FieldError.invalid(
+                    ROOT_FIELD, "", f"Checked value must be of type integer (default format) in {name}"
+                )
+            )
+        bad = _go_bad_value(data)
+        mult = self.multiple_of
+        if mult is not None:
+            native = self.num_type != "integer" or _fits_int64(mult)
+            if not native:
+                errs.append(
+                    FieldError.invalid(
+                        ROOT_FIELD,
+                        "",
+                        f"MultipleOf value must be of type integer (default format) in {name}",
+                    )
+                )
+            if is_int and native:
+                factor = int(mult)
+                if factor <= 0:
+                    errs.append(
+                        FieldError.invalid(
+                            field, factor, f"factor MultipleOf declared for {name} must be positive: {factor}"
+                        )
+                    )
+                elif data % factor != 0:
+                    errs.append(
+                        FieldError.invalid(field, bad, f"{name} in body should be a multiple of {factor}")
+                    )
+            else:
+                fdata = float(data)
+                if mult <= 0:
+                    errs.append(
+                        FieldError.invalid(
+                            field,
+                            float(mult),
+                            f"factor MultipleOf declared for {name} must be positive: {go_float_v(float(mult))}",
+                        )
+                    )
+                else:
+                    q = (1 / mult * fdata) if mult < 1 else (fdata / mult)
+                    if not _integral(q):
+                        errs.append(
+                            FieldError.invalid(
+                                field,
+                                bad,
+                                f"{name} in body should be a multiple of {go_float_v(float(mult))}",
+                            )
+                        )
+        if self.minimum is not None:
+            self._bound(data, is_int, self.minimum, self.exclusive_minimum, False, name, errs)
+        if self.maximum is not None:
+            self._bound(data, is_int, self.maximum, self.exclusive_maximum, True, name, errs)
+
+    def _bound(
+        self, data: Any, is_int: bool, limit: float, exclusive: bool, upper: bool, name: str,
+        errs: list[FieldError],
+    ) -> None:
+        native = self.num_type != "integer" or _fits_int64(limit)
+        word = "Maximum boundary" if upper else "Minimum boundary"
+        if not native:
+            errs.append(
+                FieldError.invalid(
+                    ROOT_FIELD, "", f"{word} value must be of type integer (default format) in {name}"
+                )
+            )
+        if is_int and native:
+            lim: Any = int(limit)
+            shown = str(lim)
+            value: Any = data
+        else:
+            lim = float(limit)
+            shown = go_float_v(lim)
+            value = float(data)
+        if upper:
+            failed = value >= lim if exclusive else value > lim
+            rel = "less than" if exclusive else "less than or equal to"
+        else:
+            failed = value <= lim if exclusive else value < lim
+            rel = "greater than" if exclusive else "greater than or equal to"
+        if failed:
+            errs.append(
+                FieldError.invalid(field_of(name), _go_bad_value(data), f"{name} in body should be {rel} {shown}")
+            )
+
+    def _check_object(self, data: dict[str, Any], name: str, errs: list[FieldError]) -> None:
+        n = len(data)
+        if self.min_properties is not None and n < self.min_properties:
+            errs.append(
+                FieldError.invalid(
+                    field_of(name), n, f"{name} in body should have at least {self.min_properties} properties"
+                )
+            )
+        if self.max_properties is not None and n > self.max_properties:
+            errs.append(FieldError.too_many(field_of(name), n, self.max_properties))
+        props = self.properties
+        if not self.additional_allows:
+            for key in data:
+                if key not in props:
+                    errs.append(
+                        FieldError.invalid(
+                            field_of(name), key, f"{name}.{key} in body is a forbidden property"
+                        )
+                    )
+        elif self.additional is not None:
+            addl = self.additional
+            for key, value in data.items():
+                if key not in props:
+                    addl.validate(value, f"{name}.{key}", errs)
+        if props:
+            prefix = name + "." if name else ""
+            for key, sub in props.items():
+                value = data.get(key, _ABSENT)
+                if value is not _ABSENT:
+                    sub.validate(value, prefix + key, errs)
+        for key in self.required:
+            if key not in data:
+                errs.append(FieldError.required(field_of(f"{name}.{key}")))
+
+    def _check_junctors(self, data: Any, name: str, errs: list[FieldError]) -> None:
+        if self.any_of:
+            best: list[FieldError] | None = None
+            best_count = -1
+            ok = False
+            for sub in self.any_of:
+                sub_errs: list[FieldError] = []
+                sub.validate(data, name, sub_errs)
+                if not sub_errs:
+                    ok = True
+                    break
+                count = sub.match_count(data)
+                if best is None or count > best_count:
+                    best, best_count = sub_errs, count
+            if not ok:
+                errs.append(
+                    FieldError.invalid(ROOT_FIELD, "", f"{go_quote(name)} must validate at least one schema (anyOf)")
+                )
+                if best:
+                    errs.extend(best)
+        if self.one_of:
+            valid = 0
+            best = None
+            best_count = -1
+            for sub in self.one_of:
+                sub_errs = []
+                sub.validate(data, name, sub_errs)
+                if not sub_errs:
+                    valid += 1
+                    best = None
+                    continue
+                count = sub.match_count(data)
+                if valid == 0 and (best is None or count > best_count):
+                    best, best_count = sub_errs, count
+            if valid != 1:
+                extra = "Found none valid" if valid == 0 else f"Found {valid} valid alternatives"
+                errs.append(
+                    FieldError.invalid(
+                        ROOT_FIELD,
+                        "",
+                        f"{go_quote(name)} must validate one and only one schema (oneOf). {extra}",
+                    )
+                )
+                if best:
+                    errs.extend(best)
+        if self.all_of:
+            validated = 0
+            for sub in self.all_of:
+                before = len(errs)
+                sub.validate(data, name, errs)
+                if len(errs) == before:
+                    validated += 1
+            if validated != len(self.all_of):
+                extra = ". None validated" if validated == 0 else ""
+                errs.append(
+                    FieldError.invalid(
+                        ROOT_FIELD, "", f"{go_quote(name)} must validate all the schemas (allOf){extra}"
+                    )
+                )
+        if self.not_ is not None:
+            sub_errs = []
+            self.not_.validate(data, name, sub_errs)
+            if not sub_errs:
+                errs.append(
+                    FieldError.invalid(ROOT_FIELD, "", f"{go_quote(name)} must not validate the schema (not)")
+                )
+
+    def match_count(self, data: Any) -> int:
+        """How many checks applied to ``data`` (kube-openapi's ``MatchCount``, approximately)."""
+        count = 1
+        if data is None:
+            return count
+        kind = _kind(data)
+        if self.type_applies:
+            count += 1
+        if kind == "array" and self.items is not None:
+            for item in data:
+                count += self.items.match_count(item)
+        elif kind == "object":
+            for key, sub in self.properties.items():
+                if key in data:
+                    count += sub.match_count(data[key])
+        return count
+
+
+def _type_msg(name: str, type_name: str, value: Any) -> str:
+    if isinstance(value, str):
+        return f"{name} in body must be of type {type_name}: {go_quote(value)}"
+    return f"{name} in body must be of type {type_name}"
+
+
+def _int_or_none(value: Any) -> int | None:
+    if isinstance(value, bool):
+        return None
+    if isinstance(value, int):
+        return value
+    if isinstance(value, float) and value == int(value):
+        return int(value)
+    return None
+
+
+def _num_or_none(value: Any) -> float | None:
+    if isinstance(value, bool) or not isinstance(value, (int, float)):
+        return None
+    return float(value) if not isinstance(value, int) else value  # type: ignore[return-value]
+
+
+def _integral(value: Any) -> bool:
+    """``swag.IsFloat64AJSONInteger``."""
+    if isinstance(value, int):
+        return True
+    if math.isnan(value) or math.isinf(value):
+        return False
+    return float(value) == math.trunc(value) and abs(value) < 2**53 or float(value).is_integer()
+
+
+def _fits_int64(value: Any) -> bool:
+    if isinstance(value, int):
+        return INT64_MIN <= value <= INT64_MAX
+    if math.isnan(value) or math.isinf(value) or not float(value).is_integer():
+        return False
+    return -(2.0**63) <= value < 2.0**63
+
+
+def _has_duplicates(data: list[Any]) -> bool:
+    for i, a in enumerate(data):
+        for b in data[:i]:
+            if go_deep_equal(a, b):
+                return True
+    return False
+
+
+Checker = Callable[[Any, str, list[FieldError]], None]

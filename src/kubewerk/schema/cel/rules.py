@@ -1,0 +1,438 @@
+"""``x-kubernetes-validations``: compile once per schema, evaluate per object.
+
+The adapter over cel-expr-python (the C++ cel-cpp runtime): one environment with the
+strings, optional and bindings extensions plus the Kubernetes libraries; ``self`` is
+declared with the CEL type of the schema node (objects as ``map(string, dyn)``), and
+``oldSelf`` likewise. Evaluation follows the apiserver's ``cel.Validator``: rules run
+on non-null values; transition rules (using ``oldSelf``) only where the old value
+correlates (same property, same map key, same key in a ``map`` list) unless
+``optionalOldSelf`` is true; failures produce ``Invalid`` (or the rule's ``reason``)
+errors whose bad value is the schema type, e.g. ``spec: Invalid value: "object":
+failed rule: self.a > 0``.
+"""
+
+from __future__ import annotations
+
+import base64
+import re
+import threading
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any, Final
+
+from cel_expr_python import cel
+from cel_expr_python.ext import ext_bindings, ext_optional, ext_strings
+
+from kubewerk.core.errors import FieldError, go_json
+
+from .._validator import ROOT_FIELD
+from . import library
+from .paths import parse_field_path, render_field_path
+
+if TYPE_CHECKING:
+    from .._structural import Structural
+
+T = cel.Type
+_ENV_LOCK = threading.Lock()
+_ENVS: dict[tuple[str, str], Any] = {}
+_RESERVED: Final = frozenset(
+    {"true", "false", "null", "in", "as", "break", "const", "continue", "else", "for", "function",
+     "if", "import", "let", "loop", "package", "namespace", "return", "var", "void", "while"}
+)
+_IDENT: Final = re.compile(r"^[a-zA-Z_.\-/][a-zA-Z0-9_.\-/]*\Z")
+_OLD_SELF: Final = re.compile(r"\boldSelf\b")
+_STRING_LIT: Final = re.compile(r"'''.*?'''|\"\"\".*?\"\"\"|'(?:[^'\\\n]|\\.)*'|\"(?:[^\"\\\n]|\\.)*\"", re.S)
+_MISSING: Final = object()
+
+
+def escape_name(name: str) -> str | None:
+    """Kubernetes' escaping of a property name for CEL field access, or None if inaccessible."""
+    if name in _RESERVED:
+        return f"__{name}__"
+    if not _IDENT.match(name):
+        return None
+    out = name.replace("__", "__underscores__").replace(".", "__dot__").replace("-", "__dash__")
+    return out.replace("/", "__slash__")
+
+
+def decl_type(node: Structural | None, depth: int = 0) -> Any:
+    """The CEL type Kubernetes gives a schema node (objects become ``map(string, dyn)``)."""
+    if node is None or depth > 32 or node.int_or_string or (node.preserve_unknown and not node.type):
+        return T.DYN
+    t = node.type
+    if t == "object":
+        if node.additional is not None and not node.properties:
+            return T.Map(T.STRING, decl_type(node.additional, depth + 1))
+        return T.Map(T.STRING, T.DYN)
+    if t == "array":
+        return T.List(decl_type(node.items, depth + 1))
+    if t == "string":
+        return T.BYTES if node.format == "byte" else T.STRING
+    if t == "integer":
+        return T.INT
+    if t == "number":
+        return T.DOUBLE
+    if t == "boolean":
+        return T.BOOL
+    return T.DYN
+
+
+def _env(self_type: Any, old_type: Any) -> Any:
+    key = (self_type.name(), old_type.name())
+    env = _ENVS.get(key)
+    if env is None:
+        with _ENV_LOCK:
+            env = _ENVS.get(key)
+            if env is None:
+                env = cel.NewEnv(
+                    variables={"self": self_type, "oldSelf": old_type, "__kwOld": old_type, "__kwHasOld": T.BOOL},
+                    extensions=[
+                        ext_strings.ExtStrings(),
+                        ext_optional.ExtOptional(),
+                        ext_bindings.ExtBindings(),
+                        cel.CelExtension("kubernetes", library.declarations()),
+                    ],
+                )
+                _ENVS[key] = env
+    return env
+
+
+def _clean_compile_error(text: str) -> str:
+    text = re.sub(r"^[A-Z_]+: ", "", text.strip())
+    return re.sub(r" \[[A-Z_]+\]$", "", text)
+
+
+def _rule_value(rule: dict[str, Any]) -> Any:
+    """The internal ``ValidationRule`` as field.Error prints it (json.Marshal, Go field names)."""
+    reason = rule.get("reason")
+    oos = rule.get("optionalOldSelf")
+    text = (
+        '{"Rule":' + go_json(rule.get("rule", "")) + ',"Message":' + go_json(rule.get("message", ""))
+        + ',"MessageExpression":' + go_json(rule.get("messageExpression", ""))
+        + ',"Reason":' + (go_json(reason) if reason is not None else "null")
+        + ',"FieldPath":' + go_json(rule.get("fieldPath", ""))
+        + ',"OptionalOldSelf":' + (go_json(oos) if oos is not None else "null") + "}"
+    )
+    from ..crd import GoText
+
+    return GoText(text)
+
+
+def uses_old_self(expr: str) -> bool:
+    return bool(_OLD_SELF.search(_STRING_LIT.sub("''", expr)))
+
+
+@dataclass
+class CompiledRule:
+    rule: dict[str, Any]
+    program: Any
+    message_program: Any
+    uses_old: bool
+    optional_old: bool
+    field_steps: list[str | int] | None
+    detail: str
+
+
+def _compile_one(node: Structural, rule: dict[str, Any], path: str) -> tuple[CompiledRule | None, list[FieldError]]:
+    errs: list[FieldError] = []
+    text = rule.get("rule") if isinstance(rule.get("rule"), str) else ""
+    st_type = decl_type(node)
+    optional_old = rule.get("optionalOldSelf") is True
+    env = _env(st_type, st_type)
+    program = None
+    try:
+        checked = env.compile(text)
+        rt = checked.return_type()
+        if rt != T.BOOL and rt != T.DYN:
+            errs.append(FieldError.invalid(f"{path}.rule", _rule_value(rule), "cel expression must evaluate to a bool"))
+        program = checked
+    except RuntimeError as exc:
+        errs.append(
+            FieldError.invalid(f"{path}.rule", _rule_value(rule), "compilation failed: " + _clean_compile_error(str(exc)))
+        )
+    uses_old = uses_old_self(text)
+    if program is not None and optional_old and uses_old:
+        try:
+            program = env.compile(
+                f"cel.bind(oldSelf, __kwHasOld ? optional.of(__kwOld) : optional.none(), ({text}))"
+            )
+        except RuntimeError as exc:
+            errs.append(
+                FieldError.invalid(f"{path}.rule", _rule_value(rule), "compilation failed: " + _clean_compile_error(str(exc)))
+            )
+    message_program = None
+    mexpr = rule.get("messageExpression")
+    if isinstance(mexpr, str) and mexpr.strip():
+        try:
+            mp = env.compile(mexpr)
+            rt = mp.return_type()
+            if rt != T.STRING and rt != T.DYN:
+                errs.append(
+                    FieldError.invalid(f"{path}.messageExpression", _rule_value(rule), "must evaluate to a string")
+                )
+            else:
+                message_program = mp
+        except RuntimeError as exc:
+            errs.append(
+                FieldError.invalid(
+                    f"{path}.messageExpression", _rule_value(rule),
+                    "messageExpression compilation failed: " + _clean_compile_error(str(exc)),
+                )
+            )
+    fp = rule.get("fieldPath")
+    steps = parse_field_path(fp) if isinstance(fp, str) and fp else None
+    msg = rule.get("message")
+    detail = msg.strip() if isinstance(msg, str) and msg.strip() else f"failed rule: {text.strip()}"
+    if errs:
+        return None, errs
+    return CompiledRule(rule, program, message_program, uses_old, optional_old, steps, detail), errs
+
+
+def check_node_rules(
+    node: Structural, rules: list[Any], path: str, old_self_forbidden: str | None, preexisting: set[str]
+) -> list[FieldError]:
+    """CRD-creation checks of one node's rules: compilation and oldSelf placement."""
+    errs: list[FieldError] = []
+    for i, rule in enumerate(rules):
+        if not isinstance(rule, dict):
+            continue
+        rp = f"{path}[{i}]"
+        _, cerrs = _compile_one(node, rule, rp)
+        errs.extend(cerrs)
+        text = rule.get("rule") if isinstance(rule.get("rule"), str) else ""
+        if uses_old_self(text):
+            if old_self_forbidden is not None:
+                errs.append(
+                    FieldError.invalid(
+                        f"{rp}.rule", text,
+                        f"oldSelf cannot be used on the uncorrelatable portion of the schema within {old_self_forbidden}",
+                    )
+                )
+        elif rule.get("optionalOldSelf") is not None:
+            errs.append(
+                FieldError.invalid(f"{rp}.optionalOldSelf", rule["optionalOldSelf"], "may not be set if oldSelf is not used in rule")
+            )
+    return errs
+
+
+class _NodeRules:
+    __slots__ = ("node", "rules", "children", "additional", "items", "type_name", "convert")
+
+    def __init__(self, node: Structural) -> None:
+        self.node = node
+        self.rules: list[CompiledRule] = []
+        self.children: dict[str, _NodeRules] = {}
+        self.additional: _NodeRules | None = None
+        self.items: _NodeRules | None = None
+        self.type_name = node.type
+        self.convert = _needs_conversion(node, 0)
+
+
+def _needs_conversion(node: Structural | None, depth: int) -> bool:
+    if node is None or depth > 64:
+        return False
+    if node.type == "number" or (node.type == "string" and node.format == "byte"):
+        return True
+    for name, sub in node.properties.items():
+        if escape_name(name) != name or _needs_conversion(sub, depth + 1):
+            return True
+    return _needs_conversion(node.additional, depth + 1) or _needs_conversion(node.items, depth + 1)
+
+
+def to_cel(value: Any, node: Structural | None) -> Any:
+    """A JSON value as Kubernetes presents it to CEL (escaped names, doubles, bytes)."""
+    if node is None or value is None:
+        return value
+    t = type(value)
+    if t is dict:
+        if node.properties:
+            out: dict[str, Any] = {}
+            for k, v in value.items():
+                sub = node.properties.get(k)
+                if sub is not None:
+                    name = escape_name(k)
+                    if name is not None:
+                        out[name] = to_cel(v, sub)
+                elif node.additional is not None:
+                    out[k] = to_cel(v, node.additional)
+                else:
+                    out[k] = v
+            return out
+        if node.additional is not None:
+            return {k: to_cel(v, node.additional) for k, v in value.items()}
+        return value
+    if t is list:
+        return [to_cel(v, node.items) for v in value] if node.items is not None else value
+    if node.type == "number" and t is int:
+        return float(value)
+    if node.type == "string" and node.format == "byte" and t is str:
+        try:
+            return base64.b64decode(value)
+        except ValueError:
+            return value
+    return value
+
+
+class RuleSet:
+    """Every rule of one schema, compiled; ``validate`` walks object and old object together."""
+
+    def __init__(self, root: _NodeRules) -> None:
+        self.root = root
+
+    def validate(self, obj: Any, old: Any = None) -> list[FieldError]:
+        errs: list[FieldError] = []
+        _walk(self.root, obj, old if old is not None else _MISSING, ROOT_FIELD, errs)
+        return errs
+
+
+def _build(node: Structural, path: str, errs: list[FieldError]) -> _NodeRules | None:
+    if not node.has_rules:
+        return None
+    nr = _NodeRules(node)
+    for i, rule in enumerate(node.rules):
+        compiled, cerrs = _compile_one(node, rule, f"{path}.x-kubernetes-validations[{i}]")
+        errs.extend(cerrs)
+        if compiled is not None:
+            nr.rules.append(compiled)
+    for name, sub in node.properties.items():
+        child = _build(sub, f"{path}.properties[{name}]", errs)
+        if child is not None:
+            nr.children[name] = child
+    if node.additional is not None:
+        nr.additional = _build(node.additional, f"{path}.additionalProperties", errs)
+    if node.items is not None:
+        nr.items = _build(node.items, f"{path}.items", errs)
+    return nr
+
+
+def compile_rules(node: Structural) -> tuple[RuleSet | None, list[FieldError]]:
+    """Compile every rule under ``node`` (paths relative to ``openAPIV3Schema``)."""
+    errs: list[FieldError] = []
+    root = _build(node, "openAPIV3Schema", errs)
+    if errs or root is None:
+        return None, errs
+    return RuleSet(root), []
+
+
+def _child_path(base: str, name: str) -> str:
+    return name if base == ROOT_FIELD else f"{base}.{name}"
+
+
+def _walk(nr: _NodeRules, value: Any, old: Any, path: str, errs: list[FieldError]) -> None:
+    if value is None:
+        return
+    if nr.rules:
+        _eval_rules(nr, value, old, path, errs)
+    t = type(value)
+    if t is dict:
+        for name, child in nr.children.items():
+            v = value.get(name, _MISSING)
+            if v is _MISSING:
+                continue
+            o = old.get(name, _MISSING) if type(old) is dict else _MISSING
+            _walk(child, v, o, _child_path(path, name), errs)
+        addl = nr.additional
+        if addl is not None:
+            granular = nr.node.map_type != "atomic"
+            for k, v in value.items():
+                if k in nr.node.properties:
+                    continue
+                o = old.get(k, _MISSING) if granular and type(old) is dict else _MISSING
+                _walk(addl, v, o, f"{path}[{k}]", errs)
+    elif t is list:
+        items = nr.items
+        if items is None:
+            return
+        correlate = nr.node.list_type == "map" and type(old) is list
+        old_by_key: dict[str, Any] = {}
+        if correlate:
+            keys = nr.node.list_map_keys
+            for o in old:
+                if type(o) is dict:
+                    old_by_key[go_json([o.get(k) for k in keys])] = o
+        for i, v in enumerate(value):
+            o: Any = _MISSING
+            if correlate and type(v) is dict:
+                o = old_by_key.get(go_json([v.get(k) for k in nr.node.list_map_keys]), _MISSING)
+            _walk(items, v, o, f"{path}[{i}]", errs)
+
+
+def _eval_rules(nr: _NodeRules, value: Any, old: Any, path: str, errs: list[FieldError]) -> None:
+    node = nr.node
+    cel_self = to_cel(value, node) if nr.convert else value
+    cel_old: Any = None
+    has_old = old is not _MISSING and old is not None
+    if has_old:
+        cel_old = to_cel(old, node) if nr.convert else old
+    bad = node.type
+    for cr in nr.rules:
+        if cr.uses_old and not has_old and not cr.optional_old:
+            continue
+        data = {"self": cel_self, "oldSelf": cel_old, "__kwOld": cel_old, "__kwHasOld": has_old}
+        result = cr.program.eval(data=data)
+        rtype = result.type()
+        if rtype == T.ERROR:
+            errs.append(FieldError.invalid(path, bad, f"{_runtime_error(str(result.value()))} evaluating rule: {_rule_text(cr.rule)}"))
+            continue
+        if result.value() is True:
+            continue
+        if rtype != T.BOOL:
+            errs.append(FieldError.invalid(path, bad, f"rule did not evaluate to a bool evaluating rule: {_rule_text(cr.rule)}"))
+            continue
+        field = path
+        if cr.field_steps:
+            field = render_field_path(path, cr.field_steps)
+        detail = cr.detail
+        if cr.message_program is not None:
+            msg = cr.message_program.eval(data=data)
+            if msg.type() == T.STRING:
+                text = msg.value()
+                if isinstance(text, str) and text.strip() and "\n" not in text and "\r" not in text and len(text) <= 5000:
+                    detail = text
+        errs.append(_error_for_reason(field, bad, detail, cr.rule.get("reason")))
+
+
+def _rule_text(rule: dict[str, Any]) -> str:
+    msg = rule.get("message")
+    if isinstance(msg, str) and msg.strip():
+        return msg.strip()
+    text = rule.get("rule")
+    return text.strip() if isinstance(text, str) else ""
+
+
+def _runtime_error(text: str) -> str:
+    """cel-cpp's status text in cel-go's words where they differ."""
+    text = re.sub(r"^[A-Z_]+: ", "", text)
+    m = re.match(r'Key not found in map : "(.*)"', text)
+    if m:
+        return f"no such key: {m.group(1)}"
+    if text.startswith("No matching overloads found"):
+        return "no such overload"
+    if text == "divide by zero":
+        return "division by zero"
+    if text.startswith("modulus by zero"):
+        return "modulus by zero"
+    m = re.match(r"Index error: index=(-?\d+) size=\d+", text)
+    if m:
+        return f"index out of range: {m.group(1)}"
+    return text
+
+
+def _error_for_reason(field: str, bad: str, detail: str, reason: Any) -> FieldError:
+    if reason == "FieldValueForbidden":
+        return FieldError.forbidden(field, detail)
+    if reason == "FieldValueRequired":
+        return FieldError.required(field, detail)
+    if reason == "FieldValueDuplicate":
+        return FieldError.duplicate(field, bad)
+    return FieldError.invalid(field, bad, detail)
+
+
+def validate_default_rules(node: Structural, value: Any, path: str, is_root: bool) -> list[FieldError]:
+    """CEL rules applied to a schema default (self = oldSelf = the default)."""
+    errs: list[FieldError] = []
+    built = _build(node, "default", errs)
+    if errs or built is None:
+        return []
+    out: list[FieldError] = []
+    _walk(built, value, value, path, out)
+    return out

@@ -1,0 +1,134 @@
+"""``CompiledSchema``: one CRD version's schema, compiled once into validator, defaulter
+and pruner, with the apiserver's order of checks.
+"""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Sequence
+from typing import Any
+
+from kubewerk.core.errors import FieldError
+
+from . import _structural as st
+from ._validator import ROOT_FIELD, Validator
+
+
+class SchemaError(ValueError):
+    """A schema that cannot be compiled; ``errors`` says why, as Kubernetes would."""
+
+    def __init__(self, errors: Sequence[FieldError]) -> None:
+        self.errors = list(errors)
+        super().__init__("; ".join(e.message() for e in self.errors) or "invalid schema")
+
+
+_BLOCKING = frozenset(
+    {
+        "FieldValueNotSupported",
+        "FieldValueRequired",
+        "FieldValueTooLong",
+        "FieldValueTooMany",
+        "FieldValueTypeInvalid",
+    }
+)
+CEL_SKIPPED_DETAIL = (
+    "some validation rules were not checked because the object was invalid; correct the existing "
+    "errors to complete validation"
+)
+
+
+class CompiledSchema:
+    """A compiled ``openAPIV3Schema`` for custom resources of one CRD version.
+
+    Guarantees: ``apply_defaults`` and ``prune`` mutate in place exactly as the
+    apiserver's structural defaulting and pruning do; ``validate`` returns the field
+    errors the apiserver answers for a create (``old`` is None) or an update, in the
+    apiserver's order: OpenAPI value validation, embedded resources, list sets/maps,
+    then CEL rules (skipped with one error when an earlier error blocks them).
+    Instances are immutable after construction and safe to share between threads.
+    """
+
+    __slots__ = ("schema", "structural", "root", "validator", "_cel", "_cel_lock", "_cel_error")
+
+    def __init__(self, schema: dict[str, Any], *, compile_rules: bool = True) -> None:
+        if not isinstance(schema, dict):
+            raise SchemaError([FieldError.required("openAPIV3Schema", "")])
+        self.schema = schema
+        self.structural = st.Structural(schema)
+        self.root = self.structural.as_root()
+        self.validator = Validator(schema)
+        self._cel: Any = None
+        self._cel_error: SchemaError | None = None
+        self._cel_lock = threading.Lock()
+        if compile_rules and self.structural.has_rules:
+            self._rules()
+
+    def _rules(self) -> Any:
+        if self._cel is None and self._cel_error is None:
+            with self._cel_lock:
+                if self._cel is None and self._cel_error is None:
+                    from .cel.rules import compile_rules  # CEL is only loaded when used
+
+                    rules, errors = compile_rules(self.structural)
+                    if errors:
+                        self._cel_error = SchemaError(errors)
+                    else:
+                        self._cel = rules
+        if self._cel_error is not None:
+            raise self._cel_error
+        return self._cel
+
+    # ------------------------------------------------------------------ mutation
+    def apply_defaults(self, obj: dict[str, Any]) -> None:
+        """Structural defaulting in place (create, update and read from storage)."""
+        st.default(obj, self.structural)
+
+    def prune(self, obj: dict[str, Any]) -> list[str]:
+        """Drop unknown fields in place; return their paths sorted (``spec.foo``, ``spec.a[0].b``).
+
+        At the root ``apiVersion``, ``kind`` and ``metadata`` are kept; inside
+        ``metadata`` (root and embedded resources) only ObjectMeta's fields stay.
+        """
+        out: list[str] = []
+        st.prune(obj, self.root, "", out)
+        st.coerce_meta(obj, self.root, "", out)
+        out.sort()
+        return out
+
+    # ---------------------------------------------------------------- validation
+    def validate_schema(self, obj: Any) -> list[FieldError]:
+        """OpenAPI value validation only (kube-openapi's errors, converted)."""
+        errs: list[FieldError] = []
+        self.validator.validate(obj, "", errs)
+        return errs
+
+    def validate(self, obj: Any, old: Any = None) -> list[FieldError]:
+        """All of the apiserver's checks for a custom resource (create, or update from ``old``)."""
+        errs: list[FieldError] = []
+        self.validator.validate(obj, "", errs)
+        if self.root.has_embedded:
+            st.validate_embedded(obj, self.root, "", errs)
+        if self.structural.has_lists and type(obj) is dict:
+            st.validate_lists(obj, self.structural, "", errs)
+        if self.structural.has_rules:
+            if any(e.type in _BLOCKING for e in errs):
+                errs.append(FieldError.invalid(ROOT_FIELD, "null", CEL_SKIPPED_DETAIL))
+            else:
+                errs.extend(self._rules().validate(obj, old))
+        return errs
+
+    def validate_rules(self, obj: Any, old: Any = None) -> list[FieldError]:
+        """Only the CEL ``x-kubernetes-validations`` rules."""
+        if not self.structural.has_rules:
+            return []
+        result: list[FieldError] = self._rules().validate(obj, old)
+        return result
+
+
+def compile_schema(openapi_v3_schema: dict[str, Any]) -> CompiledSchema:
+    """Compile a CRD ``openAPIV3Schema``; raises :class:`SchemaError` if it cannot be compiled.
+
+    CEL rules are compiled (and type-checked) here, so a rule that does not compile
+    raises ``SchemaError`` with the apiserver's message.
+    """
+    return CompiledSchema(openapi_v3_schema)
