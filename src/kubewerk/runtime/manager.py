@@ -123,7 +123,7 @@ def _probe_server(app: Any, host: str, port: int) -> Any:
         def capture_signals(self) -> Iterator[None]:
             yield
 
-    config = uvicorn.Config(app, host=host, port=port, log_level="warning", lifespan="off", access_log=False)
+    config = uvicorn.Config(app, host=host, port=port, log_level="warning", lifespan="off", access_log=False, interface="asgi3")
     return ProbeServer(config)
 
 
