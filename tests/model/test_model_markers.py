@@ -82,10 +82,9 @@ class MarkedSpec(KubeModel, rules=[ExactlyOneOf("image", "source_ref"), AtMostOn
     tags: Annotated[list[str], ListType.SET, Field(min_length=1, max_length=5)] | None = None
     args: Annotated[list[str], ListType.ATOMIC] | None = None
     labels: Annotated[dict[str, str], MapType.ATOMIC, Field(max_length=3)] | None = None
-    owner: Annotated[str, Selectable, Rule("self != ''", message_expression="'bad: ' + self",
-                                             optional_old_self=False)] | None = None
+    owner: Annotated[str, Selectable, Rule("self != ''", message_expression="'bad: ' + self")] | None = None
     frozen_ref: Annotated[str, Immutable(message="frozenRef cannot change")] | None = None
-    checked: Annotated[int, Rule("self >= oldSelf", optional_old_self=True)] | None = None
+    checked: Annotated[int, Rule("self >= oldSelf", optional_old_self=False)] | None = None
 
 
 class MarkedStatus(KubeModel):
@@ -193,10 +192,10 @@ def test_cel_rules_immutable_and_one_of(spec: dict[str, Any]) -> None:
         {"message": "Value is immutable", "rule": "self == oldSelf"}
     ]
     assert prop(spec, "owner")["x-kubernetes-validations"] == [
-        {"messageExpression": "'bad: ' + self", "optionalOldSelf": False, "rule": "self != ''"}
+        {"messageExpression": "'bad: ' + self", "rule": "self != ''"}
     ]
     assert prop(spec, "checked")["x-kubernetes-validations"] == [
-        {"optionalOldSelf": True, "rule": "self >= oldSelf"}
+        {"optionalOldSelf": False, "rule": "self >= oldSelf"}
     ]
 
 
@@ -307,6 +306,8 @@ def test_recursive_models_are_refused() -> None:
 def test_marker_arguments_are_checked() -> None:
     with pytest.raises(ValueError, match="reason"):
         Rule("self > 0", reason="Nope")
+    with pytest.raises(ValueError, match="optional_old_self"):
+        Rule("self > 0", optional_old_self=True)
     with pytest.raises(ValueError, match="field_path"):
         Rule("self > 0", field_path="spec.x")
     with pytest.raises(ValueError, match="at least two"):

@@ -20,6 +20,7 @@ customary place to keep fields an older version cannot hold, so that
 
 from __future__ import annotations
 
+import sys
 import threading
 import typing
 from collections.abc import Callable
@@ -44,7 +45,12 @@ def converter(func: Callable[[Any], R]) -> Callable[[Any], R]:
     A and B are read from the annotations and must be versions of the same kind.
     Registering a second function for the same pair replaces the first.
     """
-    hints = typing.get_type_hints(func)
+    try:
+        hints = typing.get_type_hints(func)
+    except NameError:
+        # classes defined in a function body: resolve the names where @converter is used
+        caller = sys._getframe(1)
+        hints = typing.get_type_hints(func, localns=dict(caller.f_locals))
     params = [p for p in hints if p != "return"]
     if len(params) != 1 or "return" not in hints:
         raise TypeError(f"{func.__name__}: a converter is typed (src: A) -> B")

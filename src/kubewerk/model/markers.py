@@ -75,6 +75,8 @@ class Rule:
             )
         if self.message is not None and ("\n" in self.message or not self.message.strip()):
             raise ValueError("Rule: message must be non-empty and may not contain line breaks")
+        if self.optional_old_self is not None and not self.is_transition:
+            raise ValueError("Rule: optional_old_self may only be set on rules that use oldSelf")
         if self.field_path is not None and not self.field_path.startswith("."):
             raise ValueError(f"Rule: field_path must start with '.', got {self.field_path!r}")
 

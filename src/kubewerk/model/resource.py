@@ -17,17 +17,22 @@ import copy
 import re
 import threading
 import typing
+import weakref
 from collections.abc import Sequence
 from dataclasses import dataclass, field
-from typing import Any, ClassVar, Generic, Literal, TypeVar
+from typing import TYPE_CHECKING, Any, ClassVar, Generic, Literal, TypeVar
 
 from pydantic import BaseModel, ConfigDict, Field
 
+from kubewerk.core.errors import FieldError
 from kubewerk.model._naming import guess_plural
 from kubewerk.model.base import KubeModel
 from kubewerk.model.errors import ModelDefinitionError
 from kubewerk.model.markers import PrinterColumn, Scale
 from kubewerk.model.meta import ObjectMeta
+
+if TYPE_CHECKING:
+    from kubewerk.schema import CompiledSchema
 
 __all__ = [
     "KindInfo",
@@ -81,6 +86,7 @@ class KindInfo:
         return f"{self.plural}.{self.group}"
 
 
+_COMPILED: weakref.WeakKeyDictionary[type, CompiledSchema] = weakref.WeakKeyDictionary()
 _lock = threading.Lock()
 _REGISTRY: dict[tuple[str, str], dict[str, type[Resource[Any, Any]]]] = {}
 
@@ -391,6 +397,34 @@ class Resource(KubeModel, Generic[SpecT, StatusT]):
         if info is None:
             raise TypeError(f"{cls.__name__} is not a concrete resource (no group= given)")
         return info
+
+    @classmethod
+    def compiled_schema(cls) -> CompiledSchema:
+        """This version's schema compiled by :mod:`kubewerk.schema` (cached per class)."""
+        compiled = _COMPILED.get(cls)
+        if compiled is None:
+            from kubewerk.model.crd import crd_for
+            from kubewerk.schema import compile_crd_version
+
+            compiled = compile_crd_version(crd_for(cls), cls.kind_info().version)
+            _COMPILED[cls] = compiled
+        return compiled
+
+    def api_errors(self, old: Resource[Any, Any] | dict[str, Any] | None = None) -> list[FieldError]:
+        """The schema and CEL-rule errors the API server would answer for this object.
+
+        The object is dumped, defaulted and validated against the generated CRD schema
+        as a create (``old=None``) or as an update from ``old`` (transition rules,
+        ``Immutable``). Metadata is the API server's own business and not checked here.
+        """
+        compiled = self.compiled_schema()
+        obj = self.to_dict()
+        compiled.apply_defaults(obj)
+        previous: dict[str, Any] | None = None
+        if old is not None:
+            previous = old.to_dict() if isinstance(old, Resource) else copy.deepcopy(old)
+            compiled.apply_defaults(previous)
+        return compiled.validate(obj, previous)
 
     @property
     def name(self) -> str | None:
