@@ -505,7 +505,8 @@ class ApiServer:
                     "headers": [(b"content-type", b"application/json"), (b"cache-control", b"no-cache, private")]})
         if error_event is not None:
             await send({"type": "http.response.body",
-                        "body": orjson.dumps({"type": "ERROR", "object": error_event}) + b"\n"})
+                        "body": orjson.dumps({"type": "ERROR", "object": error_event}) + b"\n",
+                        "more_body": True})
             await send({"type": "http.response.body", "body": b""})
             return 200
         disconnected = asyncio.Event()
