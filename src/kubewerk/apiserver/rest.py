@@ -257,6 +257,13 @@ class ResourceApi:
         rtype = target.rtype
         api_version = body.get("apiVersion")
         kind = body.get("kind")
+        if rtype.builtin:
+            # typed kinds decode with the request's group/version/kind as defaults
+            # (json serializer gvkWithDefaults): a body without them is accepted
+            if not kind:
+                body["kind"] = kind = rtype.kind
+            if not api_version:
+                body["apiVersion"] = api_version = target.api_version
         if not kind:
             raise ApiError.bad_request(f"Object 'Kind' is missing in '{orjson.dumps(body).decode()[:1024]}'")
         if not api_version:
