@@ -454,6 +454,7 @@ class ResourceApi:
         meta["creationTimestamp"] = metautil.now_rfc3339()
         for key in ("deletionTimestamp", "deletionGracePeriodSeconds", "resourceVersion", "selfLink", "managedFields"):
             meta.pop(key, None)
+        _omit_empty_meta(meta)
         if rtype.status_subresource and not rtype.builtin:
             obj.pop("status", None)
         if not rtype.builtin or rtype.resource == "customresourcedefinitions":
@@ -557,6 +558,7 @@ class ResourceApi:
             meta["namespace"] = old_meta.get("namespace")
         meta.pop("resourceVersion", None)
         meta.pop("selfLink", None)
+        _omit_empty_meta(meta)
         new["apiVersion"] = target.api_version
         if target.subresource == "status":
             # /status writes only status (and nothing else, metadata included)
@@ -861,6 +863,18 @@ class ResourceApi:
             "metadata": {"resourceVersion": str(self.store.revision)},
             "items": deleted,
         })
+
+
+# ObjectMeta fields tagged omitempty that a write can leave empty (the last label removed,
+# ``finalizers: []``): Kubernetes round-trips metadata through the typed ObjectMeta, so
+# they are never stored or served empty.
+_OMIT_EMPTY_META = ("labels", "annotations", "finalizers", "ownerReferences", "generateName")
+
+
+def _omit_empty_meta(meta: JSON) -> None:
+    for key in _OMIT_EMPTY_META:
+        if key in meta and meta[key] in (None, {}, [], ""):
+            del meta[key]
 
 
 def _patch_sets_resource_version(media: str, patch_doc: Any) -> bool:
