@@ -630,3 +630,14 @@ def test_sqlite_compaction_keeps_only_rows_still_needed(tmp_path: Path) -> None:
     s.compact(7)
     assert [r[0] for r in conn.execute("SELECT rev FROM log ORDER BY rev")] == [5, 7]
     s.close()
+
+
+def test_sqlite_refuses_another_schema_version(tmp_path: Path) -> None:
+    path = tmp_path / "kw.db"
+    SQLiteStore(path).close()
+    conn = sqlite3.connect(path)
+    conn.execute("UPDATE kubewerk_meta SET value = 99 WHERE name = 'schema_version'")
+    conn.commit()
+    conn.close()
+    with pytest.raises(StoreOpenError, match="schema version 99"):
+        SQLiteStore(path)

@@ -65,7 +65,7 @@ from .base import (
 
 __all__ = ["SCHEMA_VERSION", "SQLiteStore"]
 
-SCHEMA_VERSION: Final = 1
+SCHEMA_VERSION: Final = 2  # 1: the first layout (values in kv, prev blobs in log)
 
 _TYPES: Final[tuple[EventType, EventType, EventType]] = ("ADDED", "MODIFIED", "DELETED")
 _ADDED, _MODIFIED, _DELETED = 0, 1, 2
