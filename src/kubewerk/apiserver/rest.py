@@ -487,6 +487,7 @@ class ResourceApi:
             obj["status"] = {"phase": "Active"}
             spec = obj.setdefault("spec", {})
             spec["finalizers"] = [NAMESPACE_FINALIZER]
+            _label_namespace_name(obj)
         elif rtype.resource == "secrets" and not rtype.group:
             obj.setdefault("type", "Opaque")
             string_data = obj.pop("stringData", None)
@@ -559,6 +560,8 @@ class ResourceApi:
         meta.pop("resourceVersion", None)
         meta.pop("selfLink", None)
         _omit_empty_meta(meta)
+        if rtype.resource == "namespaces" and not rtype.group:
+            _label_namespace_name(new)
         new["apiVersion"] = target.api_version
         if target.subresource == "status":
             # /status writes only status (and nothing else, metadata included)
@@ -875,6 +878,15 @@ def _omit_empty_meta(meta: JSON) -> None:
     for key in _OMIT_EMPTY_META:
         if key in meta and meta[key] in (None, {}, [], ""):
             del meta[key]
+
+
+def _label_namespace_name(ns: JSON) -> None:
+    """Namespaces always carry ``kubernetes.io/metadata.name: <name>`` (set on create and update)."""
+    meta = ns.setdefault("metadata", {})
+    labels = meta.get("labels")
+    if not isinstance(labels, dict):
+        labels = meta["labels"] = {}
+    labels["kubernetes.io/metadata.name"] = meta.get("name", "")
 
 
 def _patch_sets_resource_version(media: str, patch_doc: Any) -> bool:
