@@ -275,7 +275,8 @@ def test_no_floats() -> None:
 def test_cel_reads() -> None:
     assert cel_reads("self.spec.name == 'a' && has(self.x.y)") == [["spec", "name"]]
     assert cel_reads("self.items.all(i, i.size() > 1)") == [["items"]]
-    assert cel_reads("size(self) < 3 || self['a-b'] == oldSelf.c") == [[], ["a-b"], ["c"]]
+    assert cel_reads("size(self) < 3 || self['a-b'] == oldSelf.c") == [["a-b"], ["c"]]
+    assert cel_reads("self.x.size() > 0 && self.y.startsWith('a')") == [["y"]]
     assert cel_reads("self.my__dash__field == 'x'") == [["my-field"]]
 
 

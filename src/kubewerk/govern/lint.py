@@ -33,7 +33,18 @@ def structural_findings(crd: dict[str, object]) -> list[RawFinding]:
     from kubewerk.schema import validate_crd
 
     out: list[RawFinding] = []
-    for err in validate_crd(crd):
+    try:
+        errors = validate_crd(crd)
+    except Exception as exc:  # an engine bug must not hide every other finding
+        return [
+            RawFinding(
+                "structural-schema",
+                f"kubewerk could not check this CRD (internal error in the schema engine: "
+                f"{type(exc).__name__}: {exc}); please report it",
+                (),
+            )
+        ]
+    for err in errors:
         out.append(
             RawFinding(
                 "structural-schema",

@@ -279,7 +279,8 @@ _CEL_PATH = re.compile(
     r"|\s*\[\s*'[^']*'\s*\]|\s*\[\s*\"[^\"]*\"\s*\])*)"
 )
 _CEL_STEP = re.compile(r"\.\s*([A-Za-z_][A-Za-z0-9_]*)|\[\s*['\"]([^'\"]*)['\"]\s*\]")
-_HAS_BEFORE = re.compile(r"has\(\s*$")
+_HAS_BEFORE = re.compile(r"(?:has|size)\(\s*$")
+_SIZE_AFTER = re.compile(r"\s*\.\s*size\(\s*\)")
 _CEL_ESCAPES = (("__underscores__", "_"), ("__dot__", "."), ("__dash__", "-"), ("__slash__", "/"))
 
 
@@ -293,10 +294,11 @@ def _cel_unescape(name: str) -> str:
 def cel_reads(expression: str) -> list[list[str]]:
     """Field paths (relative to ``self``) an expression reads: ``self.spec.name`` →
     ``["spec", "name"]``; ``self`` alone → ``[]``. Paths only tested with ``has()`` are
-    not reads. Method calls end a path (``self.items.all(...)`` reads ``items``)."""
+    not reads, nor are those only measured with ``size()`` (constant cost). Method calls
+    end a path (``self.items.all(...)`` reads ``items``)."""
     out: list[list[str]] = []
     for m in _CEL_PATH.finditer(expression):
-        if _HAS_BEFORE.search(expression, 0, m.start()):
+        if _HAS_BEFORE.search(expression, 0, m.start()) or _SIZE_AFTER.match(expression, m.end()):
             continue
         steps = [_cel_unescape(a or b) for a, b in _CEL_STEP.findall(m.group(2))]
         out.append(steps)
