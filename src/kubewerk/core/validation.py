@@ -1,0 +1,524 @@
+"""ObjectMeta validation with Kubernetes' exact messages and field paths.
+
+Follows k8s.io/apimachinery v0.36: ``pkg/api/validation/objectmeta.go`` and
+``generic.go``, ``pkg/apis/meta/v1/validation`` (labels, managedFields),
+``pkg/api/validate/content`` (DNS names, qualified names, label values, path segments)
+and the create path of k8s.io/apiserver's ``rest.BeforeCreate``: the kind's own name
+rule first, then, only if that passed, the path-segment rule.
+
+Name rules per kind (their ``ValidateObjectMeta`` calls): ``label`` (RFC 1123 label)
+for Namespace; ``subdomain`` (RFC 1123 subdomain) for ConfigMap, Secret,
+ServiceAccount, both Events, Lease and every custom resource; ``path-segment`` alone
+for kinds without their own rule.
+
+Every function returns ``list[FieldError]`` (empty when valid); the ``is_*`` helpers
+return Kubernetes' error strings. Labels and annotations are checked in key order
+(Go iterates maps randomly, so only the order of errors can differ from a real server).
+"""
+
+from __future__ import annotations
+
+import json
+import re
+import secrets
+import unicodedata
+from collections.abc import Mapping, Sequence
+from typing import Any, Final, Literal
+
+from kubewerk.core.errors import FieldError, go_quote
+from kubewerk.core.selectors import (
+    is_label_key,
+    is_label_value,
+    max_len_error,
+    regex_error,
+)
+
+__all__ = [
+    "TOTAL_ANNOTATION_SIZE_LIMIT",
+    "NameRule",
+    "finalizer_warnings",
+    "generate_name",
+    "is_dns1035_label",
+    "is_dns1123_label",
+    "is_dns1123_subdomain",
+    "is_label_value",
+    "is_path_segment_name",
+    "is_path_segment_prefix",
+    "is_qualified_name",
+    "name_errors",
+    "validate_annotations",
+    "validate_finalizers",
+    "validate_labels",
+    "validate_managed_fields",
+    "validate_object_meta",
+    "validate_object_meta_for_create",
+    "validate_object_meta_update",
+    "validate_owner_references",
+]
+
+NameRule = Literal["subdomain", "label", "path-segment"]
+
+TOTAL_ANNOTATION_SIZE_LIMIT: Final = 256 * 1024
+"""``TotalAnnotationSizeLimitB``: keys plus values, in bytes."""
+
+_LABEL_FMT: Final = "[a-z0-9]([-a-z0-9]*[a-z0-9])?"
+_LABEL_RE: Final = re.compile(_LABEL_FMT)
+_LABEL_MSG: Final = (
+    "a lowercase RFC 1123 label must consist of lower case alphanumeric characters or '-', "
+    "and must start and end with an alphanumeric character"
+)
+_SUBDOMAIN_FMT: Final = _LABEL_FMT + "(\\." + _LABEL_FMT + ")*"
+_SUBDOMAIN_RE: Final = re.compile(_SUBDOMAIN_FMT)
+_SUBDOMAIN_MSG: Final = (
+    "a lowercase RFC 1123 subdomain must consist of lower case alphanumeric characters, '-' "
+    "or '.', and must start and end with an alphanumeric character"
+)
+_DNS1035_FMT: Final = "[a-z]([-a-z0-9]*[a-z0-9])?"
+_DNS1035_RE: Final = re.compile(_DNS1035_FMT)
+_DNS1035_MSG: Final = (
+    "a DNS-1035 label must consist of lower case alphanumeric characters or '-', start with "
+    "an alphabetic character, and end with an alphanumeric character"
+)
+
+
+def _blen(value: str) -> int:
+    return len(value.encode("utf-8", "surrogatepass"))
+
+
+def is_dns1123_label(value: str) -> list[str]:
+    """``IsDNS1123Label``: at most 63 bytes of ``[a-z0-9]([-a-z0-9]*[a-z0-9])?``."""
+    errs: list[str] = []
+    if _blen(value) > 63:
+        errs.append(max_len_error(63))
+    if not _LABEL_RE.fullmatch(value):
+        if _SUBDOMAIN_RE.fullmatch(value):
+            errs.append("must not contain dots")
+        else:
+            errs.append(regex_error(_LABEL_MSG, _LABEL_FMT, "my-name", "123-abc"))
+    return errs
+
+
+def is_dns1123_subdomain(value: str) -> list[str]:
+    """``IsDNS1123Subdomain``: at most 253 bytes of dot-separated RFC 1123 labels."""
+    errs: list[str] = []
+    if _blen(value) > 253:
+        errs.append(max_len_error(253))
+    if not _SUBDOMAIN_RE.fullmatch(value):
+        errs.append(regex_error(_SUBDOMAIN_MSG, _SUBDOMAIN_FMT, "example.com"))
+    return errs
+
+
+def is_dns1035_label(value: str) -> list[str]:
+    """``IsDNS1035Label``: like a DNS-1123 label but starting with a letter."""
+    errs: list[str] = []
+    if _blen(value) > 63:
+        errs.append(max_len_error(63))
+    if not _DNS1035_RE.fullmatch(value):
+        errs.append(regex_error(_DNS1035_MSG, _DNS1035_FMT, "my-name", "abc-123"))
+    return errs
+
+
+def is_qualified_name(value: str) -> list[str]:
+    """``IsQualifiedName`` (label keys, annotation keys, finalizers)."""
+    return is_label_key(value)
+
+
+def is_path_segment_prefix(name: str) -> list[str]:
+    """``IsPathSegmentPrefix``: may not contain ``/`` or ``%``."""
+    return [f"may not contain '{c}'" for c in ("/", "%") if c in name]
+
+
+def is_path_segment_name(name: str) -> list[str]:
+    """``IsPathSegmentName``: not ``.`` or ``..``, and no ``/`` or ``%``."""
+    if name in (".", ".."):
+        return [f"may not be '{name}'"]
+    return is_path_segment_prefix(name)
+
+
+def _mask_trailing_dash(name: str) -> str:
+    """``maskTrailingDash``: upstream replaces the last *two* characters by ``a``."""
+    if len(name) > 1 and name.endswith("-"):
+        return name[:-2] + "a"
+    return name
+
+
+def name_errors(name: str, rule: NameRule, *, prefix: bool = False) -> list[str]:
+    """The ``ValidateNameFunc`` of ``rule`` (``prefix=True`` for ``generateName``)."""
+    if rule == "path-segment":
+        return is_path_segment_prefix(name) if prefix else is_path_segment_name(name)
+    if prefix:
+        name = _mask_trailing_dash(name)
+    return is_dns1123_label(name) if rule == "label" else is_dns1123_subdomain(name)
+
+
+_GENERATED_ALPHABET: Final = "bcdfghjklmnpqrstvwxz2456789"
+
+
+def generate_name(base: str) -> str:
+    """``SimpleNameGenerator.GenerateName``: base cut to 58 chars plus 5 random ones."""
+    return base[:58] + "".join(secrets.choice(_GENERATED_ALPHABET) for _ in range(5))
+
+
+# ------------------------------------------------------------------------ rendering
+
+
+class _GoJSON:
+    """A bad value rendered as Go's ``json.Marshal`` text (how field.Error shows structs)."""
+
+    __slots__ = ("text",)
+
+    def __init__(self, value: Any) -> None:
+        text = json.dumps(value, ensure_ascii=False, separators=(",", ":"))
+        self.text = text.replace("<", "\\u003c").replace(">", "\\u003e").replace("&", "\\u0026")
+
+    def __str__(self) -> str:
+        return self.text
+
+    def __eq__(self, other: object) -> bool:
+        return isinstance(other, _GoJSON) and other.text == self.text
+
+    def __hash__(self) -> int:
+        return hash(self.text)
+
+    def __repr__(self) -> str:
+        return f"_GoJSON({self.text})"
+
+
+_OWNER_FIELDS: Final = ("apiVersion", "kind", "name", "uid", "controller", "blockOwnerDeletion")
+
+
+def _owner_json(ref: Mapping[str, Any]) -> dict[str, Any]:
+    """``metav1.OwnerReference`` as Go encodes it (field order, omitempty pointers)."""
+    out: dict[str, Any] = {}
+    for key in _OWNER_FIELDS:
+        value = ref.get(key)
+        if key in ("controller", "blockOwnerDeletion"):
+            if isinstance(value, bool):
+                out[key] = value
+        else:
+            out[key] = value if isinstance(value, str) else ""
+    return out
+
+
+def _str(value: Any) -> str:
+    return value if isinstance(value, str) else ""
+
+
+def _str_map(value: Any) -> dict[str, str]:
+    if not isinstance(value, Mapping):
+        return {}
+    return {str(k): v if isinstance(v, str) else "" for k, v in value.items()}
+
+
+def _str_list(value: Any) -> list[str]:
+    if not isinstance(value, Sequence) or isinstance(value, str):
+        return []
+    return [v if isinstance(v, str) else "" for v in value]
+
+
+# ---------------------------------------------------------------------- validators
+
+
+def validate_labels(labels: Mapping[str, str], path: str = "metadata.labels") -> list[FieldError]:
+    """``ValidateLabels``: keys are qualified names, values label values (path has no key)."""
+    errs: list[FieldError] = []
+    for key in sorted(labels):
+        errs.extend(FieldError.invalid(path, key, msg) for msg in is_qualified_name(key))
+        value = labels[key]
+        errs.extend(FieldError.invalid(path, value, msg) for msg in is_label_value(value))
+    return errs
+
+
+def validate_annotations(
+    annotations: Mapping[str, str], path: str = "metadata.annotations"
+) -> list[FieldError]:
+    """``ValidateAnnotations``: keys (lower-cased) are qualified names; 256 KiB in total."""
+    errs: list[FieldError] = []
+    for key in sorted(annotations):
+        errs.extend(FieldError.invalid(path, key, msg) for msg in is_qualified_name(key.lower()))
+    total = sum(_blen(k) + _blen(v) for k, v in annotations.items())
+    if total > TOTAL_ANNOTATION_SIZE_LIMIT:
+        errs.append(FieldError.too_long(path, TOTAL_ANNOTATION_SIZE_LIMIT))
+    return errs
+
+
+def _parse_group_version(api_version: str) -> tuple[str, str] | None:
+    if not api_version or api_version == "/":
+        return "", ""
+    count = api_version.count("/")
+    if count == 0:
+        return "", api_version
+    if count == 1:
+        group, _, version = api_version.partition("/")
+        return group, version
+    return None
+
+
+def validate_owner_references(
+    refs: Sequence[Mapping[str, Any]], path: str = "metadata.ownerReferences"
+) -> list[FieldError]:
+    """``ValidateOwnerReferences``: apiVersion (with a version), kind, name, uid; no
+    core/v1 Event owners; at most one ``controller: true``. Paths carry no index."""
+    errs: list[FieldError] = []
+    first_controller = ""
+    for ref in refs:
+        api_version = _str(ref.get("apiVersion"))
+        kind = _str(ref.get("kind"))
+        gv = _parse_group_version(api_version)
+        group, version = gv if gv is not None else ("", "")
+        if not version:
+            errs.append(
+                FieldError.invalid(f"{path}.apiVersion", api_version, "version must not be empty")
+            )
+        if not kind:
+            errs.append(FieldError.invalid(f"{path}.kind", kind, "must not be empty"))
+        name = _str(ref.get("name"))
+        if not name:
+            errs.append(FieldError.invalid(f"{path}.name", name, "must not be empty"))
+        uid = _str(ref.get("uid"))
+        if not uid:
+            errs.append(FieldError.invalid(f"{path}.uid", uid, "must not be empty"))
+        if (group, version, kind) == ("", "v1", "Event"):
+            errs.append(
+                FieldError.invalid(
+                    path,
+                    _GoJSON(_owner_json(ref)),
+                    "/v1, Kind=Event is disallowed from being an owner",
+                )
+            )
+        if ref.get("controller") is True:
+            current = f"{kind}/{name}"
+            if first_controller:
+                errs.append(
+                    FieldError.invalid(
+                        path,
+                        _GoJSON([_owner_json(r) for r in refs]),
+                        "Only one reference can have Controller set to true. Found "
+                        f'"true" in references for {first_controller} and {current}',
+                    )
+                )
+            else:
+                first_controller = current
+    return errs
+
+
+ORPHAN_FINALIZER: Final = "orphan"
+FOREGROUND_FINALIZER: Final = "foregroundDeletion"
+
+
+def validate_finalizers(
+    finalizers: Sequence[str], path: str = "metadata.finalizers"
+) -> list[FieldError]:
+    """``ValidateFinalizers``: qualified names; not both ``orphan`` and ``foregroundDeletion``."""
+    errs: list[FieldError] = []
+    for name in finalizers:
+        errs.extend(FieldError.invalid(path, name, msg) for msg in is_qualified_name(name))
+    if ORPHAN_FINALIZER in finalizers and FOREGROUND_FINALIZER in finalizers:
+        errs.append(
+            FieldError.invalid(
+                path,
+                _GoJSON(list(finalizers)),
+                f"finalizer {ORPHAN_FINALIZER} and {FOREGROUND_FINALIZER} cannot be both set",
+            )
+        )
+    return errs
+
+
+_STANDARD_FINALIZERS: Final = frozenset({ORPHAN_FINALIZER, FOREGROUND_FINALIZER, "kubernetes"})
+
+
+def finalizer_warnings(
+    finalizers: Sequence[str], old_finalizers: Sequence[str] | None = None
+) -> list[str]:
+    """Warnings kube-apiserver sends for custom resources' finalizers (``Warning`` headers).
+
+    Only finalizers added by this write are checked (all of them on create), sorted, as
+    apiextensions' ``generateWarningsFromObj`` does. Built-in kinds send none.
+    """
+    added = sorted(set(finalizers) - set(old_finalizers or ()))
+    out: list[str] = []
+    for name in added:
+        quoted = go_quote(name)
+        out.extend(f"metadata.finalizers: {quoted}: {msg}" for msg in is_qualified_name(name))
+        if "/" not in name and name not in _STANDARD_FINALIZERS:
+            if "." in name:
+                out.append(
+                    f"metadata.finalizers: {quoted}: prefer a domain-qualified finalizer name including "
+                    "a path (/) to avoid accidental conflicts with other finalizer writers"
+                )
+            else:
+                out.append(
+                    f"metadata.finalizers: {quoted}: prefer a domain-qualified finalizer name to avoid "
+                    "accidental conflicts with other finalizer writers"
+                )
+    return out
+
+
+def _go_unicode_format(ch: str) -> str:
+    """Go's ``%#U``: ``U+0041 'A'`` (the quoted char only when printable)."""
+    code = f"U+{ord(ch):04X}"
+    return f"{code} '{ch}'" if _is_go_printable(ch) else code
+
+
+def _is_go_printable(ch: str) -> bool:
+    """``unicode.IsPrint``: letters, marks, numbers, punctuation, symbols and ASCII space."""
+    if ch == " ":
+        return True
+    return unicodedata.category(ch)[0] in "LMNPS"
+
+
+def validate_managed_fields(
+    entries: Sequence[Any], path: str = "metadata.managedFields"
+) -> list[FieldError]:
+    """``ValidateManagedFields``: operation, fieldsType, manager, subresource."""
+    errs: list[FieldError] = []
+    for i, entry in enumerate(entries):
+        item = entry if isinstance(entry, Mapping) else {}
+        here = f"{path}[{i}]"
+        operation = _str(item.get("operation"))
+        if operation not in ("Apply", "Update"):
+            errs.append(
+                FieldError.invalid(f"{here}.operation", operation, "must be `Apply` or `Update`")
+            )
+        fields_type = _str(item.get("fieldsType"))
+        if fields_type and fields_type != "FieldsV1":
+            errs.append(FieldError.invalid(f"{here}.fieldsType", fields_type, "must be `FieldsV1`"))
+        manager = _str(item.get("manager"))
+        if _blen(manager) > 128:
+            errs.append(FieldError.too_long(f"{here}.manager", 128))
+        position = 0
+        for ch in manager:
+            if not _is_go_printable(ch):
+                errs.append(
+                    FieldError.invalid(
+                        f"{here}.manager",
+                        manager,
+                        f"invalid character {_go_unicode_format(ch)} (at position {position})",
+                    )
+                )
+            position += _blen(ch)
+        if _blen(_str(item.get("subresource"))) > 256:
+            errs.append(FieldError.too_long(f"{here}.subresource", 256))
+    return errs
+
+
+def _validate_common(meta: Mapping[str, Any], namespaced: bool) -> list[FieldError]:
+    errs: list[FieldError] = []
+    namespace = _str(meta.get("namespace"))
+    if namespaced:
+        if not namespace:
+            errs.append(FieldError.required("metadata.namespace"))
+        else:
+            errs.extend(
+                FieldError.invalid("metadata.namespace", namespace, msg)
+                for msg in name_errors(namespace, "label")
+            )
+    elif namespace:
+        errs.append(FieldError.forbidden("metadata.namespace", "not allowed on this type"))
+    generation = meta.get("generation")
+    if isinstance(generation, int) and not isinstance(generation, bool) and generation < 0:
+        errs.append(
+            FieldError.invalid(
+                "metadata.generation", generation, "must be greater than or equal to 0"
+            )
+        )
+    errs.extend(validate_labels(_str_map(meta.get("labels"))))
+    errs.extend(validate_annotations(_str_map(meta.get("annotations"))))
+    refs = meta.get("ownerReferences")
+    if isinstance(refs, Sequence) and not isinstance(refs, str):
+        errs.extend(validate_owner_references([r if isinstance(r, Mapping) else {} for r in refs]))
+    errs.extend(validate_finalizers(_str_list(meta.get("finalizers"))))
+    managed = meta.get("managedFields")
+    if isinstance(managed, Sequence) and not isinstance(managed, str):
+        errs.extend(validate_managed_fields(managed))
+    return errs
+
+
+def validate_object_meta(
+    meta: Mapping[str, Any], *, namespaced: bool, name_rule: NameRule = "subdomain"
+) -> list[FieldError]:
+    """``ValidateObjectMeta(meta, namespaced, nameFn, "metadata")`` for one name rule.
+
+    Checks generateName (as a prefix), name (``Required value: name or generateName is
+    required`` when empty), namespace (an RFC 1123 label; forbidden on cluster-scoped
+    kinds), generation, labels, annotations, ownerReferences, finalizers, managedFields.
+    """
+    errs: list[FieldError] = []
+    generate = _str(meta.get("generateName"))
+    if generate:
+        errs.extend(
+            FieldError.invalid("metadata.generateName", generate, msg)
+            for msg in name_errors(generate, name_rule, prefix=True)
+        )
+    name = _str(meta.get("name"))
+    if not name:
+        errs.append(FieldError.required("metadata.name", "name or generateName is required"))
+    else:
+        errs.extend(
+            FieldError.invalid("metadata.name", name, msg) for msg in name_errors(name, name_rule)
+        )
+    errs.extend(_validate_common(meta, namespaced))
+    return errs
+
+
+def validate_object_meta_for_create(
+    meta: Mapping[str, Any], *, namespaced: bool, name_rule: NameRule = "subdomain"
+) -> list[FieldError]:
+    """What a create is refused for, in ``rest.BeforeCreate``'s order: the kind's rule,
+    then (only if that passed) the same checks with the path-segment name rule."""
+    errs = validate_object_meta(meta, namespaced=namespaced, name_rule=name_rule)
+    if errs or name_rule == "path-segment":
+        return errs
+    return validate_object_meta(meta, namespaced=namespaced, name_rule="path-segment")
+
+
+def validate_object_meta_update(new: Mapping[str, Any], old: Mapping[str, Any]) -> list[FieldError]:
+    """``ValidateObjectMetaAccessorUpdate``: no new finalizers while deleting, a
+    resourceVersion, no decreasing generation, immutable identity fields, and the
+    label/annotation/ownerReference/managedFields checks on the new metadata."""
+    errs: list[FieldError] = []
+    if old.get("deletionTimestamp"):
+        extra = sorted(
+            set(_str_list(new.get("finalizers"))) - set(_str_list(old.get("finalizers")))
+        )
+        if extra:
+            shown = "[]string{" + ", ".join(go_quote(e) for e in extra) + "}"
+            errs.append(
+                FieldError.forbidden(
+                    "metadata.finalizers",
+                    f"no new finalizers can be added if the object is being deleted, found new finalizers {shown}",
+                )
+            )
+    rv = _str(new.get("resourceVersion"))
+    if not rv:
+        errs.append(
+            FieldError.invalid("metadata.resourceVersion", rv, "must be specified for an update")
+        )
+    new_gen, old_gen = new.get("generation") or 0, old.get("generation") or 0
+    if isinstance(new_gen, int) and isinstance(old_gen, int) and new_gen < old_gen:
+        errs.append(FieldError.invalid("metadata.generation", new_gen, "must not be decremented"))
+    for key in (
+        "name",
+        "namespace",
+        "uid",
+        "creationTimestamp",
+        "deletionTimestamp",
+        "deletionGracePeriodSeconds",
+    ):
+        new_value, old_value = new.get(key), old.get(key)
+        if key in ("name", "namespace", "uid"):
+            new_value, old_value = _str(new_value), _str(old_value)
+        if new_value != old_value:
+            bad: Any = new_value
+            if key in ("creationTimestamp", "deletionTimestamp"):
+                bad = _GoJSON(new_value)
+            errs.append(FieldError.invalid(f"metadata.{key}", bad, "field is immutable"))
+    errs.extend(validate_labels(_str_map(new.get("labels"))))
+    errs.extend(validate_annotations(_str_map(new.get("annotations"))))
+    refs = new.get("ownerReferences")
+    if isinstance(refs, Sequence) and not isinstance(refs, str):
+        errs.extend(validate_owner_references([r if isinstance(r, Mapping) else {} for r in refs]))
+    managed = new.get("managedFields")
+    if isinstance(managed, Sequence) and not isinstance(managed, str):
+        errs.extend(validate_managed_fields(managed))
+    return errs
