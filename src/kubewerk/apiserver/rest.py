@@ -600,7 +600,10 @@ class ResourceApi:
                 ])
         if rtype.resource == "secrets" and not rtype.group:
             self._prepare_builtin_create(rtype, new) if "stringData" in new else None
+        # validation sees the resourceVersion being updated (ValidateObjectMetaUpdate requires one)
+        new["metadata"]["resourceVersion"] = current["metadata"]["resourceVersion"]
         warnings = self._admit("UPDATE", target, new, old_served, query)
+        new["metadata"].pop("resourceVersion", None)
         self._to_storage(rtype, new)
         if dry_run(query):
             new["metadata"]["resourceVersion"] = current["metadata"]["resourceVersion"]
