@@ -331,6 +331,10 @@ def test_builtin_field_labels() -> None:
         convert_builtin_field_label("v1/Namespace", "metadata.namespace")
     assert str(info.value) == "field label not supported: metadata.namespace"
     assert convert_builtin_field_label("v1/Namespace", "name") == "metadata.name"
+    assert convert_builtin_field_label("Namespace", "status.phase") == "status.phase"
+    assert (
+        convert_builtin_field_label("events.k8s.io/Event", "regarding.uid") == "involvedObject.uid"
+    )
     assert convert_builtin_field_label("v1/Secret", "type") == "type"
     assert (
         convert_builtin_field_label("events.k8s.io/v1/Event", "regarding.name")

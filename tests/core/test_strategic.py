@@ -244,6 +244,18 @@ def test_non_object_patch_is_400() -> None:
     assert strategic_merge_patch({"a": 1}, None, CM) == {"a": 1}
 
 
+def test_kind_key_aliases() -> None:
+    doc = {"secrets": [{"name": "a"}]}
+    patch = {"secrets": [{"name": "b"}]}
+    assert strategic_merge_patch(doc, patch, "ServiceAccount") == strategic_merge_patch(
+        doc, patch, SA
+    )
+    assert strategic_merge_patch({}, {"spec": {"holderIdentity": "x"}}, "Lease") == {
+        "spec": {"holderIdentity": "x"}
+    }
+    assert strategic_merge_patch({}, {"note": "n"}, "events.k8s.io/Event") == {"note": "n"}
+
+
 def test_unknown_kind_is_a_key_error() -> None:
     with pytest.raises(KeyError):
         strategic_merge_patch({}, {}, "example.com/v1/Widget")

@@ -38,6 +38,7 @@ __all__ = [
     "LabelSelectorError",
     "Requirement",
     "builtin_field_set",
+    "canonical_kind_key",
     "convert_builtin_field_label",
     "convert_custom_field_label",
     "custom_resource_field_set",
@@ -802,6 +803,24 @@ def kind_key(api_version: str, kind: str) -> str:
     return f"{api_version}/{kind}"
 
 
+_KIND_ALIASES: Final = {
+    "Namespace": "v1/Namespace",
+    "ConfigMap": "v1/ConfigMap",
+    "Secret": "v1/Secret",
+    "ServiceAccount": "v1/ServiceAccount",
+    "Event": "v1/Event",
+    "events.k8s.io/Event": "events.k8s.io/v1/Event",
+    "Lease": "coordination.k8s.io/v1/Lease",
+    "coordination.k8s.io/Lease": "coordination.k8s.io/v1/Lease",
+}
+
+
+def canonical_kind_key(key: str) -> str:
+    """``apiVersion/Kind`` for a built-in kind named so, as ``group/Kind`` or a bare core
+    ``Kind`` (``Secret``, ``events.k8s.io/Event``, ``Lease``); other keys unchanged."""
+    return _KIND_ALIASES.get(key, key)
+
+
 _META_NAMESPACED: Final = ("metadata.name", "metadata.namespace")
 
 # kind key -> label -> the label the field set uses. Kinds with no entry accept only
@@ -855,7 +874,7 @@ _FIELD_LABELS: Final[dict[str, dict[str, str]]] = {
 
 def supported_field_labels(key: str) -> frozenset[str]:
     """The field labels a built-in kind accepts in a field selector."""
-    table = _FIELD_LABELS.get(key)
+    table = _FIELD_LABELS.get(canonical_kind_key(key))
     return frozenset(table) if table is not None else frozenset(_META_NAMESPACED)
 
 
@@ -866,7 +885,7 @@ def convert_builtin_field_label(key: str, label: str) -> str:
     X`` for kinds with their own conversion (Namespace, Secret, both Events), else
     ``"X" is not a known field selector: only "metadata.name", "metadata.namespace"``.
     """
-    table = _FIELD_LABELS.get(key)
+    table = _FIELD_LABELS.get(canonical_kind_key(key))
     if table is None:
         if label in _META_NAMESPACED:
             return label
@@ -985,6 +1004,7 @@ def builtin_field_set(key: str, obj: Mapping[str, Any]) -> dict[str, str]:
     Both Event representations give the same internal names (``involvedObject.*``,
     ``reportingComponent``, ``source``), as in Kubernetes where they share storage.
     """
+    key = canonical_kind_key(key)
     meta = _meta(obj)
     name = _str(meta.get("name"))
     namespace = _str(meta.get("namespace"))

@@ -36,7 +36,7 @@ from dataclasses import dataclass
 from typing import Any, Final, Protocol
 
 from kubewerk.core.patch import PatchError, deep_copy
-from kubewerk.core.selectors import go_sprint
+from kubewerk.core.selectors import canonical_kind_key, go_sprint
 
 __all__ = [
     "PATCH_STRATEGIES",
@@ -707,13 +707,16 @@ def strategic_merge_patch(doc: Mapping[str, Any], patch: Any, kind_key: str) -> 
     """Apply a decoded strategic merge patch to ``doc`` of built-in kind ``kind_key``.
 
     ``kind_key`` is ``apiVersion/Kind`` (``v1/ServiceAccount``,
-    ``coordination.k8s.io/v1/Lease``; see ``STRATEGIC_KINDS``). A ``null`` patch changes
+    ``coordination.k8s.io/v1/Lease``; see ``STRATEGIC_KINDS``), or ``group/Kind`` / a bare
+    core ``Kind`` (``ServiceAccount``, ``events.k8s.io/Event``, ``Lease``). A ``null`` patch changes
     nothing; a non-object patch is 400 with Go's decoding message. Neither argument is
     modified and the result shares no containers with them. Raises
     ``StrategicPatchError``; raises ``KeyError`` for a kind without a strategy table
     (custom resources have none: the handler answers 415 before patching).
     """
-    return apply_strategic_patch(doc, patch, TableSchema(PATCH_STRATEGIES[kind_key]))
+    return apply_strategic_patch(
+        doc, patch, TableSchema(PATCH_STRATEGIES[canonical_kind_key(kind_key)])
+    )
 
 
 def apply_strategic_patch(

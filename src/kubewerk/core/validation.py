@@ -174,6 +174,11 @@ class _GoJSON:
     def __str__(self) -> str:
         return self.text
 
+    @property
+    def go_text(self) -> str:
+        """The rendering ``kubewerk.core.errors.go_value`` prints verbatim."""
+        return self.text
+
     def __eq__(self, other: object) -> bool:
         return isinstance(other, _GoJSON) and other.text == self.text
 
