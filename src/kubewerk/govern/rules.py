@@ -281,6 +281,7 @@ _CEL_PATH = re.compile(
 _CEL_STEP = re.compile(r"\.\s*([A-Za-z_][A-Za-z0-9_]*)|\[\s*['\"]([^'\"]*)['\"]\s*\]")
 _HAS_BEFORE = re.compile(r"(?:has|size)\(\s*$")
 _SIZE_AFTER = re.compile(r"\s*\.\s*size\(\s*\)")
+_IN_BEFORE = re.compile(r"\bin\s*$")
 _CEL_ESCAPES = (("__underscores__", "_"), ("__dot__", "."), ("__dash__", "-"), ("__slash__", "/"))
 
 
@@ -291,7 +292,7 @@ def _cel_unescape(name: str) -> str:
     return name
 
 
-def cel_reads(expression: str) -> list[list[str]]:
+def cel_reads(expression: str, *, membership: list[bool] | None = None) -> list[list[str]]:
     """Field paths (relative to ``self``) an expression reads: ``self.spec.name`` →
     ``["spec", "name"]``; ``self`` alone → ``[]``. Paths only tested with ``has()`` are
     not reads, nor are those only measured with ``size()`` (constant cost). Method calls
@@ -302,6 +303,8 @@ def cel_reads(expression: str) -> list[list[str]]:
             continue
         steps = [_cel_unescape(a or b) for a, b in _CEL_STEP.findall(m.group(2))]
         out.append(steps)
+        if membership is not None:  # ``k in self.m``: a map lookup costs the same at any size
+            membership.append(bool(_IN_BEFORE.search(expression, 0, m.start())))
     return out
 
 
@@ -728,11 +731,14 @@ class _SchemaPass:
             for text in texts:
                 if not isinstance(text, str):
                     continue
-                for steps in cel_reads(text):
+                lookups: list[bool] = []
+                for steps, lookup in zip(cel_reads(text, membership=lookups), lookups, strict=True):
                     chain = _resolve(node, steps)
                     if len(chain) != len(steps):
                         continue  # the path leaves the declared schema
                     target = chain[-1] if chain else node
+                    if lookup and isinstance(target.schema.get("additionalProperties"), dict):
+                        continue
                     missing = unbounded(target.schema)
                     key = target.location()
                     if missing is None or key in seen:
