@@ -214,7 +214,9 @@ class Validator:
             try:
                 self.pattern = compile_go_regexp(self.pattern_src)
             except re2.error as err:
-                self.pattern_error = str(err)
+                from .crd import _go_regexp_error
+
+                self.pattern_error = _go_regexp_error(self.pattern_src, err)
         self.has_string = (
             self.max_length is not None or self.min_length is not None or bool(self.pattern_src)
         )

@@ -106,8 +106,9 @@ class CompiledSchema:
         """All of the apiserver's checks for a custom resource (create, or update from ``old``)."""
         errs: list[FieldError] = []
         self.validator.validate(obj, "", errs)
-        if self.root.has_embedded:
-            st.validate_embedded(obj, self.root, "", errs)
+        if self.structural.has_embedded:
+            # the apiserver checks nested embedded resources only (isResourceRoot=false)
+            st.validate_embedded(obj, self.structural, "", errs)
         if self.structural.has_lists and type(obj) is dict:
             st.validate_lists(obj, self.structural, "", errs)
         if self.structural.has_rules:
