@@ -211,7 +211,7 @@ class KubeModel(BaseModel):
 
     def to_json(self) -> bytes:
         """:meth:`to_dict` as compact JSON bytes."""
-        return self.model_dump_json(exclude_unset=True).encode()
+        return self.__pydantic_serializer__.to_json(self, exclude_unset=True, by_alias=True)
 
     @classmethod
     def _invalid(cls, exc: ValidationError, obj: Any) -> InvalidObjectError:
