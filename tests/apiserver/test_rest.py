@@ -253,7 +253,11 @@ async def test_field_selectors(api: Api) -> None:
     assert status == 400
     status, err = await api.get(CM_PATH + "?fieldSelector=data.x=1")
     assert status == 400
-    assert err["message"] == "field label not supported: data.x"
+    assert err["message"] == '"data.x" is not a known field selector: only "metadata.name", "metadata.namespace"'
+    status, err = await api.get("/api/v1/namespaces/default/secrets?fieldSelector=data.x=1")
+    assert (status, err["message"]) == (400, "field label not supported: data.x")
+    status, body = await api.get("/api/v1/namespaces?fieldSelector=status.phase=Active")
+    assert status == 200 and len(body["items"]) == 4
     status, _ = await api.get("/api/v1/namespaces/default/events?fieldSelector=involvedObject.name=x")
     assert status == 200
 

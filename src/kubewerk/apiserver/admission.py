@@ -13,6 +13,7 @@ from dataclasses import dataclass, field
 from typing import Any, Literal
 
 from kubewerk.apiserver.registry import ResourceType
+from kubewerk.core import validation
 from kubewerk.core.errors import ApiError, FieldError
 
 JSON = dict[str, Any]
@@ -43,21 +44,22 @@ class Admission:
             raise ApiError.invalid(req.rtype.kind, req.rtype.group, _name(req.obj), errors)
 
     def validate_meta(self, req: AdmissionRequest) -> list[FieldError]:
-        try:
-            from kubewerk.core import validation
-        except ImportError:  # TEMP until core.validation lands
-            return []
-
+        """ObjectMeta rules (``rest.BeforeCreate``/``BeforeUpdate``); adds finalizer warnings."""
         meta = req.obj.get("metadata") or {}
-        name_rule = "label" if req.rtype.resource == "namespaces" and not req.rtype.group else "subdomain"
+        old_meta = (req.old or {}).get("metadata") or {}
         if not req.rtype.builtin:
-            name_rule = "path-segment"
-        errors = validation.validate_object_meta(
-            meta, namespaced=req.rtype.namespaced, name_rule=name_rule
-        )
-        if req.old is not None:
-            errors += validation.validate_object_meta_update(meta, req.old.get("metadata") or {})
-        return errors
+            req.warnings.extend(validation.finalizer_warnings(
+                meta.get("finalizers") or [], old_meta.get("finalizers") if req.old is not None else None))
+        if req.old is None:
+            name_rule: validation.NameRule = (
+                "label" if req.rtype.resource == "namespaces" and not req.rtype.group else "subdomain"
+            )
+            return validation.validate_object_meta_for_create(
+                meta, namespaced=req.rtype.namespaced, name_rule=name_rule
+            )
+        # the REST layer has already checked the resourceVersion precondition
+        current = {**meta, "resourceVersion": old_meta.get("resourceVersion", "")}
+        return validation.validate_object_meta_update(current, old_meta)
 
     def on_read(self, rtype: ResourceType, version: str, obj: JSON) -> JSON:
         """The object as served in ``version`` (defaults applied); never mutates ``obj``."""

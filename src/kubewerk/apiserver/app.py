@@ -85,7 +85,11 @@ class ApiServer:
         self.store = store
         self.registry = Registry()
         install_builtins(self.registry)
-        self.admission = admission if admission is not None else Admission()
+        if admission is None:
+            from kubewerk.apiserver.schema_admission import SchemaAdmission
+
+            admission = SchemaAdmission()
+        self.admission = admission
         self.api = ResourceApi(store, self.registry, self.admission)
         self.hub = WatchHub(store)
         self.controllers = Controllers(self)

@@ -30,7 +30,15 @@ from kubewerk.apiserver.storage.base import (
 )
 from kubewerk.core import meta as metautil
 from kubewerk.core.errors import ApiError, FieldError
-from kubewerk.core.selectors import parse_field_selector, parse_label_selector
+from kubewerk.core.selectors import (
+    builtin_field_set,
+    convert_builtin_field_label,
+    convert_custom_field_label,
+    custom_resource_field_set,
+    kind_key,
+    parse_field_selector,
+    parse_label_selector,
+)
 
 JSON = dict[str, Any]
 
@@ -111,38 +119,6 @@ def field_validation(query: dict[str, str]) -> FieldValidation:
     )
 
 
-# field selector paths every resource supports, plus per-kind extras (pkg/registry/*/strategy.go)
-_COMMON_FIELDS = ("metadata.name", "metadata.namespace")
-_EVENT_FIELDS = (
-    "involvedObject.kind", "involvedObject.namespace", "involvedObject.name", "involvedObject.uid",
-    "involvedObject.apiVersion", "involvedObject.resourceVersion", "involvedObject.fieldPath",
-    "reason", "reportingComponent", "source", "type",
-)
-_EXTRA_FIELDS: dict[tuple[str, str], tuple[str, ...]] = {
-    ("", "events"): _EVENT_FIELDS,
-    ("events.k8s.io", "events"): (*_EVENT_FIELDS, "regarding.kind", "regarding.namespace", "regarding.name",
-                                  "regarding.uid", "regarding.apiVersion", "regarding.resourceVersion",
-                                  "regarding.fieldPath", "reportingController"),
-    ("", "namespaces"): ("status.phase",),
-    ("", "secrets"): ("type",),
-}
-
-
-def _field_value(obj: JSON, path: str) -> str:
-    value: Any = obj
-    for part in path.split("."):
-        if not isinstance(value, dict):
-            return ""
-        value = value.get(part)
-        if value is None:
-            return ""
-    if path == "source" and isinstance(obj.get("source"), dict):
-        return str(obj["source"].get("component", ""))
-    if isinstance(value, bool):
-        return "true" if value else "false"
-    return value if isinstance(value, str) else str(value) if not isinstance(value, dict | list) else ""
-
-
 @dataclass(slots=True)
 class Filter:
     """Label and field selectors of a list or watch, compiled once."""
@@ -154,44 +130,47 @@ class Filter:
 
 
 def make_filter(target: Target, query: dict[str, str]) -> Filter:
+    """Compile ``labelSelector``/``fieldSelector``; 400 with Kubernetes' message if invalid."""
     label_text = query.get("labelSelector", "")
     field_text = query.get("fieldSelector", "")
     if not label_text.strip() and not field_text.strip():
         return Filter(None)
+    rtype = target.rtype
     label_sel = None
     if label_text.strip():
         try:
             label_sel = parse_label_selector(label_text)
         except ValueError as exc:
-            raise ApiError.bad_request(f"unable to parse requirement: {exc}" if "unable to parse" not in str(exc) else str(exc)) from None
+            raise ApiError.bad_request(str(exc)) from None
     field_sel = None
-    fields: list[str] = []
+    field_set: Callable[[JSON], dict[str, str]] | None = None
     if field_text.strip():
         try:
-            field_sel = parse_field_selector(field_text)
+            parsed = parse_field_selector(field_text)
+            if rtype.builtin:
+                key = kind_key(rtype.api_version(rtype.storage_version), rtype.kind)
+                field_sel = parsed.transform(lambda f, v: (convert_builtin_field_label(key, f), v))
+
+                def builtin_fields(obj: JSON) -> dict[str, str]:
+                    return builtin_field_set(key, obj)
+
+                field_set = builtin_fields
+            else:
+                selectable = rtype.selectable_fields.get(target.version, [])
+                field_sel = parsed.transform(lambda f, v: (
+                    convert_custom_field_label(f, namespaced=rtype.namespaced, selectable_fields=selectable), v))
+
+                def custom_fields(obj: JSON) -> dict[str, str]:
+                    return custom_resource_field_set(obj, namespaced=rtype.namespaced, selectable_fields=selectable)
+
+                field_set = custom_fields
         except ValueError as exc:
             raise ApiError.bad_request(str(exc)) from None
-        rtype = target.rtype
-        allowed = set(_COMMON_FIELDS) | set(_EXTRA_FIELDS.get((rtype.group, rtype.resource), ()))
-        allowed |= set(rtype.selectable_fields.get(target.version, []))
-        for req in field_sel.requirements:
-            if req.field not in allowed:
-                if rtype.builtin:
-                    message = f'field label not supported: {req.field}'
-                else:
-                    known = ", ".join(f'"{f}"' for f in sorted(allowed))
-                    message = f'"{req.field}" is not a known field selector: only {known}'
-                raise ApiError.bad_request(message)
-            fields.append(req.field)
 
     def match(obj: JSON) -> bool:
         if label_sel is not None and not label_sel.matches((obj.get("metadata") or {}).get("labels") or {}):
             return False
-        if field_sel is not None:
-            values = {f: _field_value(obj, f) for f in fields}
-            if not field_sel.matches(values):
-                return False
-        return True
+        return field_sel is None or field_set is None or field_sel.matches(field_set(obj))
 
     return Filter(match)
 
@@ -587,17 +566,6 @@ class ResourceApi:
                 changed = self._changed_outside(new, old_served, skip)
             if changed:
                 meta["generation"] = int(old_meta["generation"]) + 1
-        # finalizers: none may be added while deleting
-        if old_meta.get("deletionTimestamp"):
-            added = [f for f in (meta.get("finalizers") or []) if f not in (old_meta.get("finalizers") or [])]
-            if added:
-                raise ApiError.invalid(rtype.kind, rtype.group, target.name or "", [
-                    FieldError.forbidden(
-                        "metadata.finalizers",
-                        "no new finalizers can be added if the object is being deleted, found new finalizers "
-                        + "[]string{" + ", ".join(f'"{f}"' for f in added) + "}",
-                    )
-                ])
         if rtype.resource == "secrets" and not rtype.group:
             self._prepare_builtin_create(rtype, new) if "stringData" in new else None
         # validation sees the resourceVersion being updated (ValidateObjectMetaUpdate requires one)

@@ -1,0 +1,121 @@
+"""Admission with the schema engine: CRD acceptance, and default → prune → validate → CEL
+on every custom resource write, defaults on every custom resource read.
+
+Unknown fields follow ``fieldValidation``: ``Strict`` rejects the request with 400
+``strict decoding error: unknown field "spec.x"``, ``Warn`` (the default) answers with a
+``Warning`` header per field, ``Ignore`` drops them silently — as kube-apiserver does.
+"""
+
+from __future__ import annotations
+
+import orjson
+from typing import Any
+
+from kubewerk.apiserver.admission import Admission, AdmissionRequest
+from kubewerk.apiserver.registry import ResourceType
+from kubewerk.core.errors import ApiError
+from kubewerk.schema import CompiledSchema, SchemaError, compile_schema, validate_crd
+
+JSON = dict[str, Any]
+
+CRD_GROUP = "apiextensions.k8s.io"
+
+
+def default_crd(crd: JSON) -> None:
+    """``SetDefaults_CustomResourceDefinitionSpec``: singular, listKind, conversion."""
+    spec = crd.get("spec")
+    if not isinstance(spec, dict):
+        return
+    names = spec.get("names")
+    if isinstance(names, dict) and isinstance(names.get("kind"), str) and names["kind"]:
+        if not names.get("singular"):
+            names["singular"] = names["kind"].lower()
+        if not names.get("listKind"):
+            names["listKind"] = names["kind"] + "List"
+    if not isinstance(spec.get("conversion"), dict):
+        spec["conversion"] = {"strategy": "None"}
+    webhook = spec["conversion"].get("webhook")
+    if isinstance(webhook, dict):
+        service = (webhook.get("clientConfig") or {}).get("service")
+        if isinstance(service, dict) and "port" not in service:
+            service["port"] = 443
+
+
+def _has_defaults(schema: Any) -> bool:
+    if isinstance(schema, dict):
+        if "default" in schema:
+            return True
+        return any(_has_defaults(v) for v in schema.values())
+    if isinstance(schema, list):
+        return any(_has_defaults(v) for v in schema)
+    return False
+
+
+class SchemaAdmission(Admission):
+    """``Admission`` plus the structural-schema and CEL checks of the apiextensions server."""
+
+    def __init__(self) -> None:
+        self._cache: dict[tuple[str | None, int, str, int], tuple[CompiledSchema, bool]] = {}
+
+    def compiled(self, rtype: ResourceType, version: str) -> tuple[CompiledSchema, bool] | None:
+        """The compiled schema of a served CRD version and whether it declares defaults."""
+        schema = rtype.schemas.get(version)
+        if schema is None:
+            return None
+        key = (rtype.crd_uid, rtype.crd_generation, version, id(schema))
+        hit = self._cache.get(key)
+        if hit is None:
+            try:
+                compiled = compile_schema(schema)
+            except SchemaError as exc:  # accepted CRDs compile; keep serving if one does not
+                raise ApiError.internal(f"the schema of {rtype.qualified}/{version} does not compile: {exc}") from None
+            hit = (compiled, _has_defaults(schema))
+            if len(self._cache) > 4096:
+                self._cache.clear()
+            self._cache[key] = hit
+        return hit
+
+    def admit(self, req: AdmissionRequest) -> None:
+        rtype = req.rtype
+        if rtype.builtin:
+            if rtype.group == CRD_GROUP and rtype.resource == "customresourcedefinitions":
+                self._admit_crd(req)
+            else:
+                super().admit(req)
+            return
+        hit = self.compiled(rtype, req.version)
+        if hit is None:
+            super().admit(req)
+            return
+        compiled, _ = hit
+        compiled.apply_defaults(req.obj)
+        unknown = compiled.prune(req.obj)
+        if unknown and req.field_validation != "Ignore":
+            messages = [f'unknown field "{path}"' for path in unknown]
+            if req.field_validation == "Strict":
+                raise ApiError.bad_request("strict decoding error: " + ", ".join(messages))
+            req.warnings.extend(messages)
+        errors = self.validate_meta(req)
+        errors += compiled.validate(req.obj, req.old)
+        if errors:
+            raise ApiError.invalid(rtype.kind, rtype.group, _name(req.obj), errors)
+
+    def _admit_crd(self, req: AdmissionRequest) -> None:
+        default_crd(req.obj)
+        errors = self.validate_meta(req)
+        errors += validate_crd(req.obj, req.old)
+        if errors:
+            raise ApiError.invalid(req.rtype.kind, req.rtype.group, _name(req.obj), errors)
+
+    def on_read(self, rtype: ResourceType, version: str, obj: JSON) -> JSON:
+        hit = self.compiled(rtype, version)
+        if hit is None or not hit[1]:
+            return obj
+        served: JSON = orjson.loads(orjson.dumps(obj))
+        hit[0].apply_defaults(served)
+        return served
+
+
+def _name(obj: JSON) -> str:
+    name = (obj.get("metadata") or {}).get("name")
+    return name if isinstance(name, str) else ""
