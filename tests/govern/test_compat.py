@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import copy
+import itertools
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -16,15 +17,19 @@ from kubewerk.govern.loader import parse, read_file
 from .helpers import GOOD_STATUS, compat, crd
 
 S = {"type": "string"}
-I = {"type": "integer"}
+INT = {"type": "integer"}
 
 
 def spec_of(data: dict[str, Any], version: int = 0) -> dict[str, Any]:
-    props: dict[str, Any] = data["spec"]["versions"][version]["schema"]["openAPIV3Schema"]["properties"]
+    props: dict[str, Any] = data["spec"]["versions"][version]["schema"]["openAPIV3Schema"][
+        "properties"
+    ]
     return props["spec"]
 
 
-def changed(old_props: dict[str, Any], mutate: Callable[[dict[str, Any]], None], check: str) -> list[tuple[str, str]]:
+def changed(
+    old_props: dict[str, Any], mutate: Callable[[dict[str, Any]], None], check: str
+) -> list[tuple[str, str]]:
     old = crd(copy.deepcopy(old_props), status_props=GOOD_STATUS)
     new = copy.deepcopy(old)
     mutate(new)
@@ -66,8 +71,8 @@ def test_type_changed() -> None:
     def to_number(d: dict[str, Any]) -> None:
         spec_of(d)["properties"]["n"] = {"type": "number"}
 
-    assert changed({"n": I}, to_string, "type-changed") == [("error", "spec.n")]
-    assert changed({"n": I}, to_number, "type-changed") == [("warning", "spec.n")]
+    assert changed({"n": INT}, to_string, "type-changed") == [("error", "spec.n")]
+    assert changed({"n": INT}, to_number, "type-changed") == [("warning", "spec.n")]
 
 
 def test_required_added() -> None:
@@ -83,7 +88,11 @@ def test_required_added() -> None:
 
     # a new optional object with required children is not a new requirement
     def new_object(d: dict[str, Any]) -> None:
-        spec_of(d)["properties"]["tls"] = {"type": "object", "required": ["cert"], "properties": {"cert": S}}
+        spec_of(d)["properties"]["tls"] = {
+            "type": "object",
+            "required": ["cert"],
+            "properties": {"cert": S},
+        }
 
     assert changed({"a": S}, new_object, "required-added") == []
 
@@ -120,7 +129,9 @@ def test_bounds(old: dict[str, Any], new: dict[str, Any], severity: str) -> None
     def mutate(d: dict[str, Any]) -> None:
         spec_of(d)["properties"]["n"] = {"type": "integer", **new}
 
-    assert changed({"n": {"type": "integer", **old}}, mutate, "bounds-changed") == [(severity, "spec.n")]
+    assert changed({"n": {"type": "integer", **old}}, mutate, "bounds-changed") == [
+        (severity, "spec.n")
+    ]
 
 
 def test_pattern_format_default_nullable() -> None:
@@ -128,7 +139,9 @@ def test_pattern_format_default_nullable() -> None:
         spec_of(d)["properties"]["s"]["pattern"] = "^a"
 
     assert changed({"s": S}, pattern, "pattern-changed") == [("error", "spec.s")]
-    assert changed({"s": {"type": "string", "pattern": "^b"}}, pattern, "pattern-changed") == [("warning", "spec.s")]
+    assert changed({"s": {"type": "string", "pattern": "^b"}}, pattern, "pattern-changed") == [
+        ("warning", "spec.s")
+    ]
 
     def fmt(d: dict[str, Any]) -> None:
         spec_of(d)["properties"]["s"]["format"] = "uri"
@@ -139,20 +152,26 @@ def test_pattern_format_default_nullable() -> None:
         spec_of(d)["properties"]["s"]["default"] = "b"
 
     assert changed({"s": S}, default, "default-changed") == [("warning", "spec.s")]
-    assert changed({"s": {"type": "string", "default": "a"}}, default, "default-changed") == [("warning", "spec.s")]
+    assert changed({"s": {"type": "string", "default": "a"}}, default, "default-changed") == [
+        ("warning", "spec.s")
+    ]
     assert changed({"s": {"type": "string", "default": "b"}}, default, "default-changed") == []
 
     def not_nullable(d: dict[str, Any]) -> None:
         del spec_of(d)["properties"]["s"]["nullable"]
 
-    assert changed({"s": {"type": "string", "nullable": True}}, not_nullable, "nullable-removed") == [("error", "spec.s")]
+    assert changed(
+        {"s": {"type": "string", "nullable": True}}, not_nullable, "nullable-removed"
+    ) == [("error", "spec.s")]
 
 
 def test_list_and_map_types() -> None:
     lst = {"l": {"type": "array", "items": {"type": "object", "properties": {"name": S}}}}
 
     def to_map(d: dict[str, Any]) -> None:
-        spec_of(d)["properties"]["l"].update({"x-kubernetes-list-type": "map", "x-kubernetes-list-map-keys": ["name"]})
+        spec_of(d)["properties"]["l"].update(
+            {"x-kubernetes-list-type": "map", "x-kubernetes-list-map-keys": ["name"]}
+        )
 
     assert changed(lst, to_map, "list-type-changed") == [("error", "spec.l")]
 
@@ -174,13 +193,18 @@ def test_preserve_unknown_fields_removed() -> None:
     def mutate(d: dict[str, Any]) -> None:
         del spec_of(d)["properties"]["v"]["x-kubernetes-preserve-unknown-fields"]
 
-    assert changed({"v": {"type": "object", "x-kubernetes-preserve-unknown-fields": True}}, mutate,
-                   "preserve-unknown-fields-removed") == [("error", "spec.v")]
+    assert changed(
+        {"v": {"type": "object", "x-kubernetes-preserve-unknown-fields": True}},
+        mutate,
+        "preserve-unknown-fields-removed",
+    ) == [("error", "spec.v")]
 
 
 def test_cel_rules() -> None:
     def add(d: dict[str, Any]) -> None:
-        spec_of(d)["x-kubernetes-validations"] = [{"rule": "self.a == oldSelf.a", "message": "immutable"}]
+        spec_of(d)["x-kubernetes-validations"] = [
+            {"rule": "self.a == oldSelf.a", "message": "immutable"}
+        ]
 
     old = crd({"a": S})
     new = copy.deepcopy(old)
@@ -206,8 +230,11 @@ def test_crd_level_changes() -> None:
     del new["spec"]["versions"][1]["subresources"]
     rules = sorted((f.rule, f.severity.label) for f in compat(old, new))
     assert rules == [
-        ("names-changed", "error"), ("names-changed", "warning"), ("scope-changed", "error"),
-        ("subresource-changed", "error"), ("version-removed", "error"),
+        ("names-changed", "error"),
+        ("names-changed", "warning"),
+        ("scope-changed", "error"),
+        ("subresource-changed", "error"),
+        ("version-removed", "error"),
     ]
 
 
@@ -215,10 +242,16 @@ def test_versions_added_removed_and_storage() -> None:
     old = crd({"a": S}, versions=("v1beta1",))
     new = crd({"a": S, "b": S}, versions=("v1",))
     found = sorted((f.rule, f.severity.label) for f in compat(old, new))
-    assert found == [("storage-version-changed", "error"), ("version-added", "info"), ("version-removed", "error")]
+    assert found == [
+        ("storage-version-changed", "error"),
+        ("version-added", "info"),
+        ("version-removed", "error"),
+    ]
     # with a conversion webhook the storage switch is safe (info)
     new["spec"]["conversion"] = {"strategy": "Webhook"}
-    assert ("storage-version-changed", "info") in [(f.rule, f.severity.label) for f in compat(old, new)]
+    assert ("storage-version-changed", "info") in [
+        (f.rule, f.severity.label) for f in compat(old, new)
+    ]
     # an unserved, never-stored version can go
     old2 = crd({"a": S}, versions=("v1alpha1", "v1"))
     old2["spec"]["versions"][0]["served"] = False
@@ -232,7 +265,10 @@ def test_crds_matched_by_name() -> None:
     from .helpers import doc
 
     found = compare_documents([doc(a), doc(b)], [doc(b), doc(c)]).findings
-    assert sorted((f.rule, f.crd) for f in found) == [("crd-added", "cs.example.com"), ("crd-removed", "as.example.com")]
+    assert sorted((f.rule, f.crd) for f in found) == [
+        ("crd-added", "cs.example.com"),
+        ("crd-removed", "as.example.com"),
+    ]
 
 
 # --- the corpus history ------------------------------------------------------------
@@ -242,7 +278,7 @@ def history_pairs(corpus: Path) -> list[tuple[Path, Path]]:
     pairs: list[tuple[Path, Path]] = []
     for d in sorted((corpus / "crd-history").glob("*/*")):
         files = sorted(d.glob("*.yaml"))
-        pairs.extend(zip(files, files[1:], strict=False))
+        pairs.extend(itertools.pairwise(files))
     return pairs
 
 
@@ -273,11 +309,24 @@ def test_every_history_pair_runs(history: dict[tuple[str, str], list[Finding]]) 
             counts[f.rule] = counts.get(f.rule, 0) + 1
     # pinned so that a change in behaviour shows up here
     assert counts == {
-        "bounds-changed": 49, "cel-rule-changed": 132, "cel-rule-removed": 122, "default-changed": 26,
-        "enum-changed": 29, "field-added": 407, "field-removed": 15, "format-changed": 4,
-        "list-type-changed": 15, "names-changed": 1, "pattern-changed": 11,
-        "preserve-unknown-fields-removed": 8, "required-added": 11, "storage-version-changed": 26,
-        "subresource-changed": 5, "type-changed": 1, "version-added": 16, "version-removed": 21,
+        "bounds-changed": 49,
+        "cel-rule-changed": 132,
+        "cel-rule-removed": 122,
+        "default-changed": 26,
+        "enum-changed": 29,
+        "field-added": 407,
+        "field-removed": 15,
+        "format-changed": 4,
+        "list-type-changed": 15,
+        "names-changed": 1,
+        "pattern-changed": 11,
+        "preserve-unknown-fields-removed": 8,
+        "required-added": 11,
+        "storage-version-changed": 26,
+        "subresource-changed": 5,
+        "type-changed": 1,
+        "version-added": 16,
+        "version-removed": 21,
     }
 
 
@@ -285,52 +334,110 @@ def test_every_history_pair_runs(history: dict[tuple[str, str], list[Finding]]) 
 # a diff of the two files
 HAND_CHECKED: list[tuple[str, str, set[tuple[str, str, str]]]] = [
     # Argo CD dropped status.summary.isAppOfApps (a 3-line deletion in the schema)
-    ("argoproj+argo-cd/argoproj.io_applications/2026-06-10_566c6225.yaml", "2026-06-10_86936e24.yaml",
-     {("field-removed", "error", "status.summary.isAppOfApps")}),
+    (
+        "argoproj+argo-cd/argoproj.io_applications/2026-06-10_566c6225.yaml",
+        "2026-06-10_86936e24.yaml",
+        {("field-removed", "error", "status.summary.isAppOfApps")},
+    ),
     # AppProject: description got maxLength: 255; syncWindows gained a description
-    ("argoproj+argo-cd/argoproj.io_appprojects/2025-04-07_76d1772b.yaml", "2025-11-28_f68f0ec1.yaml",
-     {("bounds-changed", "error", "spec.description"), ("field-added", "info", "spec.syncWindows[*].description")}),
+    (
+        "argoproj+argo-cd/argoproj.io_appprojects/2025-04-07_76d1772b.yaml",
+        "2025-11-28_f68f0ec1.yaml",
+        {
+            ("bounds-changed", "error", "spec.description"),
+            ("field-added", "info", "spec.syncWindows[*].description"),
+        },
+    ),
     # cert-manager reverted renewalInformationSource on ClusterIssuer
-    ("cert-manager+cert-manager/cert-manager.io_clusterissuers/2026-08-05_932a47ac.yaml", "2026-08-09_ce16c202.yaml",
-     {("field-removed", "error", "spec.acme.renewalInformationSource")}),
+    (
+        "cert-manager+cert-manager/cert-manager.io_clusterissuers/2026-08-05_932a47ac.yaml",
+        "2026-08-09_ce16c202.yaml",
+        {("field-removed", "error", "spec.acme.renewalInformationSource")},
+    ),
     # a new PKCS#12 profile value
-    ("cert-manager+cert-manager/cert-manager.io_certificates/2026-05-11_f60433a5.yaml", "2026-06-03_7dc980ba.yaml",
-     {("enum-changed", "info", "spec.keystores.pkcs12.profile")}),
+    (
+        "cert-manager+cert-manager/cert-manager.io_certificates/2026-05-11_f60433a5.yaml",
+        "2026-06-03_7dc980ba.yaml",
+        {("enum-changed", "info", "spec.keystores.pkcs12.profile")},
+    ),
     # Crossplane renamed its only version v2alpha1 to v1alpha1
-    ("crossplane+crossplane/apiextensions.crossplane.io_managedresourceactivationpolicies/2025-07-24_1fe013ec.yaml",
-     "2025-07-30_1885f2fa.yaml",
-     {("version-removed", "error", "v2alpha1"), ("storage-version-changed", "info", "v1alpha1"),
-      ("version-added", "info", "v1alpha1")}),
+    (
+        "crossplane+crossplane/apiextensions.crossplane.io_managedresourceactivationpolicies/2025-07-24_1fe013ec.yaml",
+        "2025-07-30_1885f2fa.yaml",
+        {
+            ("version-removed", "error", "v2alpha1"),
+            ("storage-version-changed", "info", "v1alpha1"),
+            ("version-added", "info", "v1alpha1"),
+        },
+    ),
     # Tekton dropped two short names
-    ("tektoncd+pipeline/resolution.tekton.dev_resolutionrequests/2025-03-11_c82e6676.yaml", "9999-head_3ee1745a.yaml",
-     {("names-changed", "warning", "")}),  # a CRD-level change: no field, no version
+    (
+        "tektoncd+pipeline/resolution.tekton.dev_resolutionrequests/2025-03-11_c82e6676.yaml",
+        "9999-head_3ee1745a.yaml",
+        {("names-changed", "warning", "")},
+    ),  # a CRD-level change: no field, no version
     # Tekton CustomRun went from an opaque root to a declared schema
-    ("tektoncd+pipeline/tekton.dev_customruns/2024-03-11_a4072c52.yaml", "2025-03-11_c82e6676.yaml",
-     {("preserve-unknown-fields-removed", "error", "v1beta1"), ("field-added", "info", "apiVersion"),
-      ("field-added", "info", "kind"), ("field-added", "info", "metadata"), ("field-added", "info", "spec"),
-      ("field-added", "info", "status")}),
+    (
+        "tektoncd+pipeline/tekton.dev_customruns/2024-03-11_a4072c52.yaml",
+        "2025-03-11_c82e6676.yaml",
+        {
+            ("preserve-unknown-fields-removed", "error", "v1beta1"),
+            ("field-added", "info", "apiVersion"),
+            ("field-added", "info", "kind"),
+            ("field-added", "info", "metadata"),
+            ("field-added", "info", "spec"),
+            ("field-added", "info", "status"),
+        },
+    ),
     # Velero removed the status subresource of DeleteBackupRequest
-    ("vmware-tanzu+velero/velero.io_deletebackuprequests/2022-04-27_74fd158a.yaml", "2022-06-09_34087fe5.yaml",
-     {("subresource-changed", "error", "v1")}),
+    (
+        "vmware-tanzu+velero/velero.io_deletebackuprequests/2022-04-27_74fd158a.yaml",
+        "2022-06-09_34087fe5.yaml",
+        {("subresource-changed", "error", "v1")},
+    ),
     # Velero renamed status.recentMaintenanceStatus to recentMaintenance
-    ("vmware-tanzu+velero/velero.io_backuprepositories/2024-12-19_3b2c50b4.yaml", "2024-12-23_77f1141e.yaml",
-     {("field-removed", "error", "status.recentMaintenanceStatus"), ("field-added", "info", "status.recentMaintenance")}),
+    (
+        "vmware-tanzu+velero/velero.io_backuprepositories/2024-12-19_3b2c50b4.yaml",
+        "2024-12-23_77f1141e.yaml",
+        {
+            ("field-removed", "error", "status.recentMaintenanceStatus"),
+            ("field-added", "info", "status.recentMaintenance"),
+        },
+    ),
     # controller-gen 0.12 marked the credential selector atomic
-    ("vmware-tanzu+velero/velero.io_volumesnapshotlocations/2022-09-08_596114b4.yaml", "2023-05-15_307b82a2.yaml",
-     {("list-type-changed", "warning", "spec.credential")}),
+    (
+        "vmware-tanzu+velero/velero.io_volumesnapshotlocations/2022-09-08_596114b4.yaml",
+        "2023-05-15_307b82a2.yaml",
+        {("list-type-changed", "warning", "spec.credential")},
+    ),
     # External Secrets dropped the default of valuesDecodingStrategy
-    ("external-secrets+external-secrets/external-secrets.io_pushsecrets/2026-07-30_4bf0eb6b.yaml", "9999-head_cc5bfbc2.yaml",
-     {("default-changed", "warning", "spec.template.templateFrom[*].valuesDecodingStrategy")}),
+    (
+        "external-secrets+external-secrets/external-secrets.io_pushsecrets/2026-07-30_4bf0eb6b.yaml",
+        "9999-head_cc5bfbc2.yaml",
+        {("default-changed", "warning", "spec.template.templateFrom[*].valuesDecodingStrategy")},
+    ),
     # Strimzi removed v1alpha1/v1beta1/v1beta2 of KafkaUser, leaving v1 (storage moved from v1beta2)
-    ("strimzi+strimzi-kafka-operator/kafka.strimzi.io_kafkausers/2026-01-18_783c992d.yaml", "2026-04-28_c70a0959.yaml",
-     {("version-removed", "error", "v1beta2"), ("version-removed", "error", "v1beta1"),
-      ("version-removed", "error", "v1alpha1"), ("storage-version-changed", "error", "v1")}),
+    (
+        "strimzi+strimzi-kafka-operator/kafka.strimzi.io_kafkausers/2026-01-18_783c992d.yaml",
+        "2026-04-28_c70a0959.yaml",
+        {
+            ("version-removed", "error", "v1beta2"),
+            ("version-removed", "error", "v1beta1"),
+            ("version-removed", "error", "v1alpha1"),
+            ("storage-version-changed", "error", "v1"),
+        },
+    ),
 ]
 
 
-@pytest.mark.parametrize(("old", "new", "expected"), HAND_CHECKED, ids=[h[0].split("/")[1] for h in HAND_CHECKED])
+@pytest.mark.parametrize(
+    ("old", "new", "expected"), HAND_CHECKED, ids=[h[0].split("/")[1] for h in HAND_CHECKED]
+)
 def test_hand_checked_pairs(
-    history: dict[tuple[str, str], list[Finding]], old: str, new: str, expected: set[tuple[str, str, str]]
+    history: dict[tuple[str, str], list[Finding]],
+    old: str,
+    new: str,
+    expected: set[tuple[str, str, str]],
 ) -> None:
     found = {(f.rule, f.severity.label, f.field or f.version) for f in history[(old, new)]}
     assert found == expected

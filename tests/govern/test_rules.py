@@ -25,8 +25,21 @@ def test_clean_crd_has_no_findings() -> None:
 
 @pytest.mark.parametrize(
     "name",
-    ["password", "adminPassword", "passwd", "token", "bearerToken", "apiKey", "privateKey",
-     "clientSecret", "credentials", "secretAccessKey", "passphrase", "tlsBootstrapToken", "api_key"],
+    [
+        "password",
+        "adminPassword",
+        "passwd",
+        "token",
+        "bearerToken",
+        "apiKey",
+        "privateKey",
+        "clientSecret",
+        "credentials",
+        "secretAccessKey",
+        "passphrase",
+        "tlsBootstrapToken",
+        "api_key",
+    ],
 )
 def test_credential_names_trigger(name: str) -> None:
     found = lint(crd({"auth": {"type": "object", "properties": {name: S}}}), "plaintext-credential")
@@ -40,9 +53,25 @@ def test_credential_names_trigger(name: str) -> None:
 
 @pytest.mark.parametrize(
     "name",
-    ["tokenSecretName", "passwordSecretRef", "passwordFile", "tokenUrl", "tokenEndpoint",
-     "secretKey", "accessKey", "publicKey", "secret", "tokenType", "key", "topologyKey",
-     "bearerTokenFile", "passwordPolicy", "tokenTTL", "credentialsName", "rekorPubKey"],
+    [
+        "tokenSecretName",
+        "passwordSecretRef",
+        "passwordFile",
+        "tokenUrl",
+        "tokenEndpoint",
+        "secretKey",
+        "accessKey",
+        "publicKey",
+        "secret",
+        "tokenType",
+        "key",
+        "topologyKey",
+        "bearerTokenFile",
+        "passwordPolicy",
+        "tokenTTL",
+        "credentialsName",
+        "rekorPubKey",
+    ],
 )
 def test_reference_and_unrelated_names_do_not_trigger(name: str) -> None:
     assert not credential_name(name)
@@ -64,8 +93,13 @@ def test_secret_ref_objects_are_references() -> None:
 
 
 def test_credential_in_array_items_and_status() -> None:
-    props = {"users": {"type": "array", "x-kubernetes-list-type": "atomic",
-                       "items": {"type": "object", "properties": {"password": S}}}}
+    props = {
+        "users": {
+            "type": "array",
+            "x-kubernetes-list-type": "atomic",
+            "items": {"type": "object", "properties": {"password": S}},
+        }
+    }
     found = lint(crd(props, status_props={**GOOD_STATUS, "token": S}), "plaintext-credential")
     assert sorted(f.field for f in found) == ["spec.users[*].password", "status.token"]
 
@@ -74,10 +108,20 @@ def test_credential_in_array_items_and_status() -> None:
 
 
 def test_logic_in_spec_triggers() -> None:
-    props = {"retryPolicy": S, "rolloutStrategy": S, "script": S, "matchExpression": S, "condition": S}
+    props = {
+        "retryPolicy": S,
+        "rolloutStrategy": S,
+        "script": S,
+        "matchExpression": S,
+        "condition": S,
+    }
     found = lint(crd(props), "logic-in-spec")
     assert sorted(f.field for f in found) == [
-        "spec.condition", "spec.matchExpression", "spec.retryPolicy", "spec.rolloutStrategy", "spec.script"
+        "spec.condition",
+        "spec.matchExpression",
+        "spec.retryPolicy",
+        "spec.rolloutStrategy",
+        "spec.script",
     ]
     assert all(f.severity is Severity.WARNING for f in found)
     by = {f.field: f.message for f in found}
@@ -89,7 +133,10 @@ def test_logic_in_spec_near_misses() -> None:
     props = {
         "retryPolicy": {"type": "string", "enum": ["Always", "Never"]},
         "strategy": {"type": "string", "pattern": "^(Recreate|Rolling)$"},
-        "expression": {"type": "string", "x-kubernetes-validations": [{"rule": "size(self) < 100"}]},
+        "expression": {
+            "type": "string",
+            "x-kubernetes-validations": [{"rule": "size(self) < 100"}],
+        },
         "imagePullPolicy": S,  # Kubernetes' own enum field, embedded from PodSpec
         "policy": {"type": "string", "description": "Specifies the name of the policy."},
         "policyRef": S,
@@ -118,18 +165,27 @@ def test_status_without_subresource() -> None:
 def test_status_without_conditions_or_observed_generation() -> None:
     found = lint(crd({}, status_props={"phase": S}), "status-as-cache")
     assert [f.field for f in found] == ["status"]
-    assert lint(crd({}, status_props={"observedGeneration": {"type": "integer"}}), "status-as-cache") == []
+    assert (
+        lint(crd({}, status_props={"observedGeneration": {"type": "integer"}}), "status-as-cache")
+        == []
+    )
 
 
 def test_opaque_blobs_in_status() -> None:
     status = {
         **GOOD_STATUS,
         "lastApplied": {"type": "object", "x-kubernetes-preserve-unknown-fields": True},
-        "cache": {"type": "object", "properties": {
-            "a": {"type": "string", "format": "byte"},
-            "b": {"type": "object", "x-kubernetes-embedded-resource": True,
-                  "x-kubernetes-preserve-unknown-fields": True},
-        }},
+        "cache": {
+            "type": "object",
+            "properties": {
+                "a": {"type": "string", "format": "byte"},
+                "b": {
+                    "type": "object",
+                    "x-kubernetes-embedded-resource": True,
+                    "x-kubernetes-preserve-unknown-fields": True,
+                },
+            },
+        },
         "summary": {"type": "object", "properties": {"ready": {"type": "integer"}}},
     }
     found = lint(crd({}, status_props=status), "status-as-cache")
@@ -150,7 +206,9 @@ def test_cross_namespace_reference() -> None:
     props = {"sourceRef": ref, "tokenSecret": copy.deepcopy(ref), "caProvider": selector}
     found = lint(crd(props), "cross-namespace-reference")
     assert sorted(f.field for f in found) == [
-        "spec.caProvider.namespace", "spec.sourceRef.namespace", "spec.tokenSecret.namespace"
+        "spec.caProvider.namespace",
+        "spec.sourceRef.namespace",
+        "spec.tokenSecret.namespace",
     ]
     assert found[0].location[-1] == "namespace"
 
@@ -162,8 +220,12 @@ def test_cross_namespace_near_misses() -> None:
         "sourceRef": {"type": "object", "properties": {"name": S, "kind": S}},
         # a matcher, not a reference the controller follows
         "target": {"type": "object", "properties": {"kind": S, "name": S, "namespace": S}},
-        "template": {"type": "object", "properties": {"metadata": {
-            "type": "object", "properties": {"name": S, "namespace": S}}}},
+        "template": {
+            "type": "object",
+            "properties": {
+                "metadata": {"type": "object", "properties": {"name": S, "namespace": S}}
+            },
+        },
     }
     assert lint(crd(props), "cross-namespace-reference") == []
 
@@ -173,7 +235,9 @@ def test_cross_namespace_near_misses() -> None:
 
 def test_versions_with_different_schemas_and_no_conversion() -> None:
     data = crd({"a": {"type": "integer"}}, versions=("v1beta1", "v1"))
-    data["spec"]["versions"][0]["schema"]["openAPIV3Schema"]["properties"]["spec"]["properties"]["b"] = S
+    data["spec"]["versions"][0]["schema"]["openAPIV3Schema"]["properties"]["spec"]["properties"][
+        "b"
+    ] = S
     found = lint(data, "version-discipline")
     assert len(found) == 1 and found[0].severity is Severity.ERROR
     assert found[0].versions == ("v1beta1",)
@@ -182,7 +246,10 @@ def test_versions_with_different_schemas_and_no_conversion() -> None:
     same["spec"]["versions"][0]["schema"]["openAPIV3Schema"]["description"] = "old words"
     assert lint(same, "version-discipline") == []
     # a webhook converts
-    data["spec"]["conversion"] = {"strategy": "Webhook", "webhook": {"conversionReviewVersions": ["v1"]}}
+    data["spec"]["conversion"] = {
+        "strategy": "Webhook",
+        "webhook": {"conversionReviewVersions": ["v1"]},
+    }
     assert lint(data, "version-discipline") == []
 
 
@@ -192,7 +259,8 @@ def test_prerelease_storage_beside_ga_and_silent_deprecation() -> None:
     data["spec"]["versions"][1]["deprecated"] = True
     found = lint(data, "version-discipline")
     assert sorted((f.severity.label, f.versions) for f in found) == [
-        ("info", ("v1beta1",)), ("warning", ("v1beta1",))
+        ("info", ("v1beta1",)),
+        ("warning", ("v1beta1",)),
     ]
     data["spec"]["versions"][1]["deprecationWarning"] = "use v1"
     data["spec"]["versions"][1]["storage"] = False
@@ -248,7 +316,10 @@ def test_conditions_shape_near_miss() -> None:
 
 def test_list_type_missing() -> None:
     props = {
-        "ports": {"type": "array", "items": {"type": "object", "properties": {"port": {"type": "integer"}}}},
+        "ports": {
+            "type": "array",
+            "items": {"type": "object", "properties": {"port": {"type": "integer"}}},
+        },
         "hosts": {"type": "array", "items": S},
         "tags": {"type": "array", "x-kubernetes-list-type": "set", "items": S},
     }
@@ -263,8 +334,14 @@ def test_list_type_missing() -> None:
 
 
 def test_no_floats() -> None:
-    props = {"ratio": {"type": "number"}, "count": {"type": "integer"},
-             "cpu": {"x-kubernetes-int-or-string": True, "anyOf": [{"type": "integer"}, {"type": "string"}]}}
+    props = {
+        "ratio": {"type": "number"},
+        "count": {"type": "integer"},
+        "cpu": {
+            "x-kubernetes-int-or-string": True,
+            "anyOf": [{"type": "integer"}, {"type": "string"}],
+        },
+    }
     found = lint(crd(props), "no-floats")
     assert [f.field for f in found] == ["spec.ratio"]
 
@@ -320,8 +397,12 @@ def test_deprecated_api_and_v1beta1_pruning_default() -> None:
             "version": "v1",
             "names": {"kind": "Widget", "plural": "widgets"},
             "scope": "Namespaced",
-            "validation": {"openAPIV3Schema": {"type": "object", "properties": {"spec": {
-                "type": "object", "properties": {"password": S}}}}},
+            "validation": {
+                "openAPIV3Schema": {
+                    "type": "object",
+                    "properties": {"spec": {"type": "object", "properties": {"password": S}}},
+                }
+            },
         },
     }
     found = lint(data)
@@ -340,8 +421,16 @@ def test_identical_versions_are_reported_once() -> None:
 
 def test_malformed_crds_do_not_crash() -> None:
     for data in (
-        {"apiVersion": "apiextensions.k8s.io/v1", "kind": "CustomResourceDefinition", "metadata": {}},
-        {"apiVersion": "apiextensions.k8s.io/v1", "kind": "CustomResourceDefinition", "spec": {"versions": "x"}},
+        {
+            "apiVersion": "apiextensions.k8s.io/v1",
+            "kind": "CustomResourceDefinition",
+            "metadata": {},
+        },
+        {
+            "apiVersion": "apiextensions.k8s.io/v1",
+            "kind": "CustomResourceDefinition",
+            "spec": {"versions": "x"},
+        },
         crd(root={"type": "object", "properties": {"spec": {"properties": ["not", "a", "map"]}}}),
     ):
         lint(data)

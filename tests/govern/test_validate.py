@@ -12,17 +12,29 @@ from .helpers import crd, run_cli
 
 
 def widget_crd() -> dict[str, Any]:
-    data = crd({
-        "replicas": {"type": "integer", "maximum": 10, "default": 1},
-        "mode": {"type": "string", "enum": ["fast", "safe"]},
-        "owner": {"type": "string", "x-kubernetes-validations": [
-            {"rule": "self == oldSelf", "message": "owner is immutable"}]},
-    }, name="widgets.example.com")
+    data = crd(
+        {
+            "replicas": {"type": "integer", "maximum": 10, "default": 1},
+            "mode": {"type": "string", "enum": ["fast", "safe"]},
+            "owner": {
+                "type": "string",
+                "x-kubernetes-validations": [
+                    {"rule": "self == oldSelf", "message": "owner is immutable"}
+                ],
+            },
+        },
+        name="widgets.example.com",
+    )
     return data
 
 
 def widget(name: str, **spec: Any) -> dict[str, Any]:
-    return {"apiVersion": "example.com/v1", "kind": "Widget", "metadata": {"name": name}, "spec": spec}
+    return {
+        "apiVersion": "example.com/v1",
+        "kind": "Widget",
+        "metadata": {"name": name},
+        "spec": spec,
+    }
 
 
 def write(path: Path, *docs: dict[str, Any]) -> str:
@@ -48,7 +60,7 @@ def test_valid_and_invalid_objects(tmp_path: Path) -> None:
         'Widget.example.com "bad" is invalid: [spec.replicas: Invalid value: 20: spec.replicas in body '
         'should be less than or equal to 10, spec.mode: Unsupported value: "slow": supported values: '
         '"fast", "safe", <nil>: Invalid value: "null": some validation rules were not checked because '
-        'the object was invalid; correct the existing errors to complete validation]'
+        "the object was invalid; correct the existing errors to complete validation]"
     )
     text = Path(manifests).read_text().splitlines()
     assert text[invalid["line"] - 1].strip().startswith("replicas:")
@@ -65,7 +77,10 @@ def test_update_runs_transition_rules(tmp_path: Path) -> None:
     new = write(tmp_path / "new.yaml", widget("w", owner="bob"))
     code, out, _ = run_cli(["validate", "--crd", crd_file, "--old", old, new])
     assert code == 1
-    assert 'Widget.example.com "w" is invalid: spec.owner: Invalid value: "string": owner is immutable' in out
+    assert (
+        'Widget.example.com "w" is invalid: spec.owner: Invalid value: "string": owner is immutable'
+        in out
+    )
     # as a create, the transition rule does not run
     assert run_cli(["validate", "--crd", crd_file, new])[0] == 0
 

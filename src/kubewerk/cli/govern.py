@@ -19,15 +19,24 @@ from kubewerk.govern.report import render_json, render_sarif, render_text, use_c
 
 
 def _common(p: argparse.ArgumentParser) -> None:
-    p.add_argument("--format", choices=("text", "json", "sarif"), default="text", help="output format (default: text)")
+    p.add_argument(
+        "--format",
+        choices=("text", "json", "sarif"),
+        default="text",
+        help="output format (default: text)",
+    )
     p.add_argument(
         "--fail-on",
         choices=FAIL_LEVELS,
         default=None,
         help="lowest severity that makes the exit code 1 (default: the config's failOn, else error)",
     )
-    p.add_argument("--config", metavar="FILE", help="config file: severities, disabled rules, suppressions")
-    p.add_argument("-o", "--output", metavar="FILE", help="write the report to FILE instead of stdout")
+    p.add_argument(
+        "--config", metavar="FILE", help="config file: severities, disabled rules, suppressions"
+    )
+    p.add_argument(
+        "-o", "--output", metavar="FILE", help="write the report to FILE instead of stdout"
+    )
 
 
 def _rule_list(text: str) -> list[str]:
@@ -40,10 +49,20 @@ def register(subparsers: Any) -> None:
         help="lint CustomResourceDefinitions for anti-patterns",
         description="Lint CRDs in files, directories (recursive) or - (stdin).",
     )
-    lint.add_argument("paths", nargs="+", metavar="PATH", help="file, directory, -, or git:REV:PATH")
+    lint.add_argument(
+        "paths", nargs="+", metavar="PATH", help="file, directory, -, or git:REV:PATH"
+    )
     _common(lint)
-    lint.add_argument("--enable", type=_rule_list, default=[], metavar="RULE,...", help="turn rules on (overrides the config)")
-    lint.add_argument("--disable", type=_rule_list, default=[], metavar="RULE,...", help="turn rules off")
+    lint.add_argument(
+        "--enable",
+        type=_rule_list,
+        default=[],
+        metavar="RULE,...",
+        help="turn rules on (overrides the config)",
+    )
+    lint.add_argument(
+        "--disable", type=_rule_list, default=[], metavar="RULE,...", help="turn rules off"
+    )
     lint.set_defaults(func=run_lint)
 
     compat = subparsers.add_parser(
@@ -62,8 +81,20 @@ def register(subparsers: Any) -> None:
         description="Validate manifests as the API server would on create (or update of --old).",
     )
     validate.add_argument("manifests", nargs="+", metavar="MANIFEST")
-    validate.add_argument("--crd", action="append", required=True, metavar="CRD", help="CRD file or directory (repeatable)")
-    validate.add_argument("--old", action="append", default=[], metavar="OLD", help="the stored objects: validate MANIFEST as an update of them (transition rules run)")
+    validate.add_argument(
+        "--crd",
+        action="append",
+        required=True,
+        metavar="CRD",
+        help="CRD file or directory (repeatable)",
+    )
+    validate.add_argument(
+        "--old",
+        action="append",
+        default=[],
+        metavar="OLD",
+        help="the stored objects: validate MANIFEST as an update of them (transition rules run)",
+    )
     _common(validate)
     validate.set_defaults(func=run_validate)
 
@@ -98,7 +129,9 @@ def _emit(
 ) -> int:
     findings, unused = cfg.apply(findings)
     fail_on = args.fail_on or cfg.fail_on or "error"
-    summary = Summary.of(findings, files=files, documents=documents, objects=objects, fail_on=fail_on)
+    summary = Summary.of(
+        findings, files=files, documents=documents, objects=objects, fail_on=fail_on
+    )
     out = sys.stdout
     if args.format == "json":
         text = render_json(command, findings, summary, unused, objects=objects_key)
@@ -115,7 +148,10 @@ def _emit(
 
 def _warn_unused(unused: Sequence[SuppressRule]) -> None:
     for s in unused:
-        print(f"kubewerk: note: {s.source}: suppression of {s.rule} for {s.crd} {s.path} matched nothing", file=sys.stderr)
+        print(
+            f"kubewerk: note: {s.source}: suppression of {s.rule} for {s.crd} {s.path} matched nothing",
+            file=sys.stderr,
+        )
 
 
 def _write(path: str | None, text: str) -> None:
@@ -170,9 +206,16 @@ def run_lint(args: argparse.Namespace) -> int:
         with gc_paused():
             result = lint_documents(collector.docs(args.paths), enabled, cfg.severities)
         return _emit(
-            args, "lint", result.findings, cfg, rules,
-            files=collector.files, documents=result.documents, objects=result.crds,
-            objects_key="crds", uris=collector.uris,
+            args,
+            "lint",
+            result.findings,
+            cfg,
+            rules,
+            files=collector.files,
+            documents=result.documents,
+            objects=result.crds,
+            objects_key="crds",
+            uris=collector.uris,
         )
 
     return _guard(run)
@@ -194,9 +237,16 @@ def run_compat(args: argparse.Namespace) -> int:
         result = compare_documents(old, new)
         findings = [f for f in result.findings if f.rule not in cfg.disabled]
         return _emit(
-            args, "compat", findings, cfg, rules,
-            files=collector.files, documents=result.documents, objects=result.crds,
-            objects_key="crds", uris=collector.uris,
+            args,
+            "compat",
+            findings,
+            cfg,
+            rules,
+            files=collector.files,
+            documents=result.documents,
+            objects=result.crds,
+            objects_key="crds",
+            uris=collector.uris,
         )
 
     return _guard(run)
@@ -216,14 +266,25 @@ def run_validate(args: argparse.Namespace) -> int:
         crds = collector.load(args.crd)
         old = collector.load(args.old) if args.old else []
         manifests = collector.load(args.manifests)
-        if not any(d.data.get("kind") == "CustomResourceDefinition" for d in crds if isinstance(d.data, dict)):
+        if not any(
+            d.data.get("kind") == "CustomResourceDefinition"
+            for d in crds
+            if isinstance(d.data, dict)
+        ):
             raise UsageError(f"--crd {' '.join(args.crd)}: no CustomResourceDefinition found")
         result = validate_documents(crds, manifests, old)
         findings = [f for f in result.findings if f.rule not in cfg.disabled]
         return _emit(
-            args, "validate", findings, cfg, rules,
-            files=collector.files, documents=result.documents, objects=result.objects,
-            objects_key="objects", uris=collector.uris,
+            args,
+            "validate",
+            findings,
+            cfg,
+            rules,
+            files=collector.files,
+            documents=result.documents,
+            objects=result.objects,
+            objects_key="objects",
+            uris=collector.uris,
         )
 
     return _guard(run)

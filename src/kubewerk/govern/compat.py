@@ -14,7 +14,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from kubewerk.govern.crd import CRDView, Location, VersionView, is_crd, strip_descriptions
+from kubewerk.govern.crd import CRDView, Location, VersionView, as_dict, is_crd, strip_descriptions
 from kubewerk.govern.findings import Finding, Severity
 from kubewerk.govern.loader import Document
 
@@ -36,7 +36,11 @@ CHECKS: dict[str, Check] = {
         Check("crd-removed", E, "a CRD in OLD is missing from NEW"),
         Check("crd-added", I, "a CRD only in NEW"),
         Check("scope-changed", E, "spec.scope changed (Namespaced <-> Cluster)"),
-        Check("names-changed", E, "group, kind, plural or listKind changed; short names removed (warning)"),
+        Check(
+            "names-changed",
+            E,
+            "group, kind, plural or listKind changed; short names removed (warning)",
+        ),
         Check("version-removed", E, "a served or stored version removed or no longer served"),
         Check("version-added", I, "a new version"),
         Check(
@@ -45,11 +49,17 @@ CHECKS: dict[str, Check] = {
             "storage version changed without conversion between differing schemas (error); "
             "with conversion or identical schemas (info)",
         ),
-        Check("field-removed", E, "a property removed (warning where unknown fields are preserved)"),
+        Check(
+            "field-removed", E, "a property removed (warning where unknown fields are preserved)"
+        ),
         Check("field-added", I, "a new optional property"),
         Check("type-changed", E, "a property's type changed (integer to number: warning)"),
         Check("required-added", E, "a field became required (warning when it has a default)"),
-        Check("enum-changed", E, "enum constraint added or a value removed (error); value added (info)"),
+        Check(
+            "enum-changed",
+            E,
+            "enum constraint added or a value removed (error); value added (info)",
+        ),
         Check(
             "bounds-changed",
             E,
@@ -66,7 +76,11 @@ CHECKS: dict[str, Check] = {
             E,
             "x-kubernetes-preserve-unknown-fields removed: unknown fields are pruned from then on",
         ),
-        Check("cel-rule-changed", W, "CEL rule added or changed (a potential break, shown with the rule)"),
+        Check(
+            "cel-rule-changed",
+            W,
+            "CEL rule added or changed (a potential break, shown with the rule)",
+        ),
         Check("cel-rule-removed", I, "CEL rule removed"),
         Check("subresource-changed", E, "status or scale subresource removed or changed"),
     )
@@ -145,7 +159,11 @@ class _SchemaDiff:
         oa, na = old.get("additionalProperties"), new.get("additionalProperties")
         if isinstance(oa, dict) and isinstance(na, dict):
             self.diff(oa, na, (*loc, "additionalProperties"), field + "[*]")
-        elif isinstance(oa, dict) and na is None and not new.get("x-kubernetes-preserve-unknown-fields"):
+        elif (
+            isinstance(oa, dict)
+            and na is None
+            and not new.get("x-kubernetes-preserve-unknown-fields")
+        ):
             self.emit(
                 "field-removed",
                 E,
@@ -155,21 +173,31 @@ class _SchemaDiff:
                 field,
             )
 
-    def _type(self, old: dict[str, Any], new: dict[str, Any], loc: Location, field: str, where: str) -> None:
+    def _type(
+        self, old: dict[str, Any], new: dict[str, Any], loc: Location, field: str, where: str
+    ) -> None:
         ot, nt = _type_of(old), _type_of(new)
         if ot == nt:
             return
         if not ot:
             sev, why = W, f"{where} now requires type {nt} (it accepted any type)"
         elif ot == "integer" and nt in ("number", "int-or-string"):
-            sev, why = W, f"{where} widened from {ot} to {nt}: typed clients decoding an integer break"
+            sev, why = (
+                W,
+                f"{where} widened from {ot} to {nt}: typed clients decoding an integer break",
+            )
         elif ot in ("integer", "string") and nt == "int-or-string":
             sev, why = W, f"{where} widened from {ot} to {nt}: typed clients decoding a {ot} break"
         else:
-            sev, why = E, f"{where} changed type from {ot or 'any'} to {nt or 'any'}: stored objects and clients using the old type break"
+            sev, why = (
+                E,
+                f"{where} changed type from {ot or 'any'} to {nt or 'any'}: stored objects and clients using the old type break",
+            )
         self.emit("type-changed", sev, why, (*loc, "type"), field)
 
-    def _enum(self, old: dict[str, Any], new: dict[str, Any], loc: Location, field: str, where: str) -> None:
+    def _enum(
+        self, old: dict[str, Any], new: dict[str, Any], loc: Location, field: str, where: str
+    ) -> None:
         oe, ne = old.get("enum"), new.get("enum")
         if oe == ne or not isinstance(ne, list):
             return
@@ -202,16 +230,22 @@ class _SchemaDiff:
                 field,
             )
 
-    def _bounds(self, old: dict[str, Any], new: dict[str, Any], loc: Location, field: str, where: str) -> None:
+    def _bounds(
+        self, old: dict[str, Any], new: dict[str, Any], loc: Location, field: str, where: str
+    ) -> None:
         for key in (*_UPPER_BOUNDS, *_LOWER_BOUNDS):
             ov, nv = old.get(key), new.get(key)
             if ov == nv:
                 continue
             upper = key in _UPPER_BOUNDS
             if nv is None:
-                self.emit("bounds-changed", I, f"{where}: {key} {ov} removed (loosened)", loc, field)
+                self.emit(
+                    "bounds-changed", I, f"{where}: {key} {ov} removed (loosened)", loc, field
+                )
                 continue
-            if not isinstance(nv, int | float) or (ov is not None and not isinstance(ov, int | float)):
+            if not isinstance(nv, int | float) or (
+                ov is not None and not isinstance(ov, int | float)
+            ):
                 continue
             if ov is None:
                 self.emit(
@@ -230,7 +264,13 @@ class _SchemaDiff:
                     field,
                 )
             else:
-                self.emit("bounds-changed", I, f"{where}: {key} loosened from {ov} to {nv}", (*loc, key), field)
+                self.emit(
+                    "bounds-changed",
+                    I,
+                    f"{where}: {key} loosened from {ov} to {nv}",
+                    (*loc, key),
+                    field,
+                )
         for key, bound in (("exclusiveMaximum", "maximum"), ("exclusiveMinimum", "minimum")):
             if new.get(key) is True and old.get(key) is not True and bound in new:
                 self.emit(
@@ -241,50 +281,139 @@ class _SchemaDiff:
                     field,
                 )
 
-    def _pattern_format(self, old: dict[str, Any], new: dict[str, Any], loc: Location, field: str, where: str) -> None:
+    def _pattern_format(
+        self, old: dict[str, Any], new: dict[str, Any], loc: Location, field: str, where: str
+    ) -> None:
         op, np_ = old.get("pattern"), new.get("pattern")
         if op != np_:
             if op is None:
-                self.emit("pattern-changed", E, f"{where}: pattern {np_!r} added: existing values that do not match fail validation on update", (*loc, "pattern"), field)
+                self.emit(
+                    "pattern-changed",
+                    E,
+                    f"{where}: pattern {np_!r} added: existing values that do not match fail validation on update",
+                    (*loc, "pattern"),
+                    field,
+                )
             elif np_ is None:
                 self.emit("pattern-changed", I, f"{where}: pattern {op!r} removed", loc, field)
             else:
-                self.emit("pattern-changed", W, f"{where}: pattern changed from {op!r} to {np_!r}: values valid before may be rejected", (*loc, "pattern"), field)
+                self.emit(
+                    "pattern-changed",
+                    W,
+                    f"{where}: pattern changed from {op!r} to {np_!r}: values valid before may be rejected",
+                    (*loc, "pattern"),
+                    field,
+                )
         of, nf = old.get("format"), new.get("format")
         if of != nf and nf is not None:
             what = f"added ({nf!r})" if of is None else f"changed from {of!r} to {nf!r}"
-            self.emit("format-changed", W, f"{where}: format {what}: values valid before may be rejected", (*loc, "format"), field)
+            self.emit(
+                "format-changed",
+                W,
+                f"{where}: format {what}: values valid before may be rejected",
+                (*loc, "format"),
+                field,
+            )
 
-    def _default_nullable(self, old: dict[str, Any], new: dict[str, Any], loc: Location, field: str, where: str) -> None:
+    def _default_nullable(
+        self, old: dict[str, Any], new: dict[str, Any], loc: Location, field: str, where: str
+    ) -> None:
         has_o, has_n = "default" in old, "default" in new
         if has_o or has_n:
             od, nd = old.get("default"), new.get("default")
             if not has_o:
-                self.emit("default-changed", W, f"{where}: default {nd!r} added: stored objects that omit it read back with it (defaults apply on read)", (*loc, "default"), field)
+                self.emit(
+                    "default-changed",
+                    W,
+                    f"{where}: default {nd!r} added: stored objects that omit it read back with it (defaults apply on read)",
+                    (*loc, "default"),
+                    field,
+                )
             elif not has_n:
-                self.emit("default-changed", W, f"{where}: default {od!r} removed: clients relying on it get no value", loc, field)
+                self.emit(
+                    "default-changed",
+                    W,
+                    f"{where}: default {od!r} removed: clients relying on it get no value",
+                    loc,
+                    field,
+                )
             elif od != nd:
-                self.emit("default-changed", W, f"{where}: default changed from {od!r} to {nd!r}: stored objects that omit it change meaning", (*loc, "default"), field)
+                self.emit(
+                    "default-changed",
+                    W,
+                    f"{where}: default changed from {od!r} to {nd!r}: stored objects that omit it change meaning",
+                    (*loc, "default"),
+                    field,
+                )
         if old.get("nullable") is True and new.get("nullable") is not True:
-            self.emit("nullable-removed", E, f"{where} is no longer nullable: objects holding null fail validation (or lose the field)", loc, field)
+            self.emit(
+                "nullable-removed",
+                E,
+                f"{where} is no longer nullable: objects holding null fail validation (or lose the field)",
+                loc,
+                field,
+            )
 
-    def _lists(self, old: dict[str, Any], new: dict[str, Any], loc: Location, field: str, where: str) -> None:
-        olt = old.get("x-kubernetes-list-type") or ("atomic" if old.get("type") == "array" else None)
-        nlt = new.get("x-kubernetes-list-type") or ("atomic" if new.get("type") == "array" else None)
+    def _lists(
+        self, old: dict[str, Any], new: dict[str, Any], loc: Location, field: str, where: str
+    ) -> None:
+        olt = old.get("x-kubernetes-list-type") or (
+            "atomic" if old.get("type") == "array" else None
+        )
+        nlt = new.get("x-kubernetes-list-type") or (
+            "atomic" if new.get("type") == "array" else None
+        )
         if olt != nlt and olt is not None and nlt is not None:
-            self.emit("list-type-changed", E, f"{where}: x-kubernetes-list-type changed from {olt} to {nlt}: server-side apply merges it differently (and may reject existing duplicates)", (*loc, "x-kubernetes-list-type"), field)
+            self.emit(
+                "list-type-changed",
+                E,
+                f"{where}: x-kubernetes-list-type changed from {olt} to {nlt}: server-side apply merges it differently (and may reject existing duplicates)",
+                (*loc, "x-kubernetes-list-type"),
+                field,
+            )
         ok, nk = old.get("x-kubernetes-list-map-keys"), new.get("x-kubernetes-list-map-keys")
         if ok != nk and olt == nlt == "map":
-            self.emit("list-type-changed", E, f"{where}: x-kubernetes-list-map-keys changed from {ok} to {nk}: entries are matched by different keys", (*loc, "x-kubernetes-list-map-keys"), field)
+            self.emit(
+                "list-type-changed",
+                E,
+                f"{where}: x-kubernetes-list-map-keys changed from {ok} to {nk}: entries are matched by different keys",
+                (*loc, "x-kubernetes-list-map-keys"),
+                field,
+            )
         om, nm = old.get("x-kubernetes-map-type"), new.get("x-kubernetes-map-type")
         if (om or "granular") != (nm or "granular") and old.get("type") == "object":
-            self.emit("list-type-changed", W, f"{where}: x-kubernetes-map-type changed from {om or 'granular'} to {nm or 'granular'}", (*loc, "x-kubernetes-map-type"), field)
-        if old.get("x-kubernetes-preserve-unknown-fields") is True and new.get("x-kubernetes-preserve-unknown-fields") is not True:
-            self.emit("preserve-unknown-fields-removed", E, f"{where}: x-kubernetes-preserve-unknown-fields removed: undeclared fields stored so far are pruned on the next write", loc, field)
-        if bool(old.get("x-kubernetes-embedded-resource")) != bool(new.get("x-kubernetes-embedded-resource")):
-            self.emit("type-changed", E, f"{where}: x-kubernetes-embedded-resource changed: apiVersion/kind/metadata handling of the value changes", loc, field)
+            self.emit(
+                "list-type-changed",
+                W,
+                f"{where}: x-kubernetes-map-type changed from {om or 'granular'} to {nm or 'granular'}",
+                (*loc, "x-kubernetes-map-type"),
+                field,
+            )
+        if (
+            old.get("x-kubernetes-preserve-unknown-fields") is True
+            and new.get("x-kubernetes-preserve-unknown-fields") is not True
+        ):
+            self.emit(
+                "preserve-unknown-fields-removed",
+                E,
+                f"{where}: x-kubernetes-preserve-unknown-fields removed: undeclared fields stored so far are pruned on the next write",
+                loc,
+                field,
+            )
+        if bool(old.get("x-kubernetes-embedded-resource")) != bool(
+            new.get("x-kubernetes-embedded-resource")
+        ):
+            self.emit(
+                "type-changed",
+                E,
+                f"{where}: x-kubernetes-embedded-resource changed: apiVersion/kind/metadata handling of the value changes",
+                loc,
+                field,
+            )
 
-    def _cel(self, old: dict[str, Any], new: dict[str, Any], loc: Location, field: str, where: str) -> None:
+    def _cel(
+        self, old: dict[str, Any], new: dict[str, Any], loc: Location, field: str, where: str
+    ) -> None:
         orules, nrules = _rules(old), _rules(new)
         if orules == nrules:
             return
@@ -304,11 +433,20 @@ class _SchemaDiff:
                 )
         for rule in orules:
             if rule not in nrules:
-                self.emit("cel-rule-removed", I, f"{where}: CEL rule removed: {rule!r}", loc, field, (("rule", rule),))
+                self.emit(
+                    "cel-rule-removed",
+                    I,
+                    f"{where}: CEL rule removed: {rule!r}",
+                    loc,
+                    field,
+                    (("rule", rule),),
+                )
 
-    def _properties(self, old: dict[str, Any], new: dict[str, Any], loc: Location, field: str) -> None:
-        op = old.get("properties") if isinstance(old.get("properties"), dict) else {}
-        np_ = new.get("properties") if isinstance(new.get("properties"), dict) else {}
+    def _properties(
+        self, old: dict[str, Any], new: dict[str, Any], loc: Location, field: str
+    ) -> None:
+        op = as_dict(old.get("properties"))
+        np_ = as_dict(new.get("properties"))
         oreq = set(old.get("required") or []) if isinstance(old.get("required"), list) else set()
         nreq = set(new.get("required") or []) if isinstance(new.get("required"), list) else set()
         preserving = new.get("x-kubernetes-preserve-unknown-fields") is True
@@ -317,24 +455,50 @@ class _SchemaDiff:
                 continue
             path = _join(field, name)
             if preserving:
-                self.emit("field-removed", W, f"{path} removed from the schema; its parent preserves unknown fields, so stored values are kept but no longer validated", (*loc, "properties"), path)
+                self.emit(
+                    "field-removed",
+                    W,
+                    f"{path} removed from the schema; its parent preserves unknown fields, so stored values are kept but no longer validated",
+                    (*loc, "properties"),
+                    path,
+                )
             else:
-                self.emit("field-removed", E, f"{path} removed: stored values are pruned and clients that set or read it break", (*loc, "properties") if op is not None else loc, path)
+                self.emit(
+                    "field-removed",
+                    E,
+                    f"{path} removed: stored values are pruned and clients that set or read it break",
+                    (*loc, "properties") if op is not None else loc,
+                    path,
+                )
         for name, sub in np_.items():
             path = _join(field, name)
             if name not in op:
                 if name in nreq and name not in oreq:
                     continue  # reported as required-added below
-                self.emit("field-added", I, f"{path} added (optional)", (*loc, "properties", name), path)
+                self.emit(
+                    "field-added", I, f"{path} added (optional)", (*loc, "properties", name), path
+                )
             elif isinstance(op[name], dict) and isinstance(sub, dict):
                 self.diff(op[name], sub, (*loc, "properties", name), path)
         for name in sorted(nreq - oreq):
             path = _join(field, name)
             sub = np_.get(name)
             if isinstance(sub, dict) and "default" in sub:
-                self.emit("required-added", W, f"{path} is now required; it has a default, so objects and clients that omit it get {sub['default']!r}", (*loc, "required"), path)
+                self.emit(
+                    "required-added",
+                    W,
+                    f"{path} is now required; it has a default, so objects and clients that omit it get {sub['default']!r}",
+                    (*loc, "required"),
+                    path,
+                )
             else:
-                self.emit("required-added", E, f"{path} is now required: existing objects without it fail validation on update and clients that omit it are rejected", (*loc, "required"), path)
+                self.emit(
+                    "required-added",
+                    E,
+                    f"{path} is now required: existing objects without it fail validation on update and clients that omit it are rejected",
+                    (*loc, "required"),
+                    path,
+                )
 
 
 def compare_crd(old: CRDView, new: CRDView, emit: Emit) -> None:
@@ -343,28 +507,56 @@ def compare_crd(old: CRDView, new: CRDView, emit: Emit) -> None:
     for nv in new.versions:
         ov = old.version(nv.name)
         if ov is None:
-            emit(Change("version-added", I, f"version {nv.name} added", nv.location, "", (nv.name,)))
+            emit(
+                Change("version-added", I, f"version {nv.name} added", nv.location, "", (nv.name,))
+            )
             continue
         compare_version(ov, nv, emit)
 
 
 def crd_level(old: CRDView, new: CRDView, emit: Emit) -> None:
     if old.scope != new.scope and old.scope and new.scope:
-        emit(Change("scope-changed", E, f"scope changed from {old.scope} to {new.scope}: every existing object and client URL breaks", ("spec", "scope")))
+        emit(
+            Change(
+                "scope-changed",
+                E,
+                f"scope changed from {old.scope} to {new.scope}: every existing object and client URL breaks",
+                ("spec", "scope"),
+            )
+        )
     for label, ov, nv, loc in (
         ("group", old.group, new.group, ("spec", "group")),
         ("kind", old.kind, new.kind, ("spec", "names", "kind")),
         ("plural", old.plural, new.plural, ("spec", "names", "plural")),
-        ("listKind", old.names.get("listKind"), new.names.get("listKind"), ("spec", "names", "listKind")),
+        (
+            "listKind",
+            old.names.get("listKind"),
+            new.names.get("listKind"),
+            ("spec", "names", "listKind"),
+        ),
     ):
         if ov != nv and ov and nv:
-            emit(Change("names-changed", E, f"{label} changed from {ov} to {nv}: this is a different resource to every client", loc))
+            emit(
+                Change(
+                    "names-changed",
+                    E,
+                    f"{label} changed from {ov} to {nv}: this is a different resource to every client",
+                    loc,
+                )
+            )
     old_short = old.names.get("shortNames") or []
     new_short = new.names.get("shortNames") or []
     if isinstance(old_short, list) and isinstance(new_short, list):
         gone = [s for s in old_short if s not in new_short]
         if gone:
-            emit(Change("names-changed", W, f"short name(s) {', '.join(map(str, gone))} removed: kubectl commands and scripts using them break", ("spec", "names")))
+            emit(
+                Change(
+                    "names-changed",
+                    W,
+                    f"short name(s) {', '.join(map(str, gone))} removed: kubectl commands and scripts using them break",
+                    ("spec", "names"),
+                )
+            )
     stored = set(old.stored_versions)
     old_storage = old.storage_version
     if old_storage is not None:
@@ -375,18 +567,68 @@ def crd_level(old: CRDView, new: CRDView, emit: Emit) -> None:
         if nv is None:
             why = " and objects may still be stored in it" if is_stored else ""
             if ov.served or is_stored:
-                emit(Change("version-removed", E, f"version {ov.name} removed: clients using it break{why}" + (" (the API server refuses to drop a version still listed in status.storedVersions)" if is_stored else ""), ("spec", "versions"), "", (ov.name,)))
+                emit(
+                    Change(
+                        "version-removed",
+                        E,
+                        f"version {ov.name} removed: clients using it break{why}"
+                        + (
+                            " (the API server refuses to drop a version still listed in status.storedVersions)"
+                            if is_stored
+                            else ""
+                        ),
+                        ("spec", "versions"),
+                        "",
+                        (ov.name,),
+                    )
+                )
             else:
-                emit(Change("version-removed", I, f"unserved version {ov.name} removed", ("spec", "versions"), "", (ov.name,)))
+                emit(
+                    Change(
+                        "version-removed",
+                        I,
+                        f"unserved version {ov.name} removed",
+                        ("spec", "versions"),
+                        "",
+                        (ov.name,),
+                    )
+                )
         elif ov.served and not nv.served:
-            emit(Change("version-removed", E, f"version {ov.name} is no longer served: clients using it break", (*nv.location, "served"), "", (ov.name,)))
+            emit(
+                Change(
+                    "version-removed",
+                    E,
+                    f"version {ov.name} is no longer served: clients using it break",
+                    (*nv.location, "served"),
+                    "",
+                    (ov.name,),
+                )
+            )
     new_storage = new.storage_version
     if old_storage is not None and new_storage is not None and old_storage.name != new_storage.name:
         same = strip_descriptions(old_storage.schema) == strip_descriptions(new_storage.schema)
         if new.conversion_strategy == "None" and not same:
-            emit(Change("storage-version-changed", E, f"storage version changed from {old_storage.name} to {new_storage.name} with conversion None and different schemas: objects stored as {old_storage.name} are served as {new_storage.name} unchanged", (*new_storage.location, "storage"), "", (new_storage.name,)))
+            emit(
+                Change(
+                    "storage-version-changed",
+                    E,
+                    f"storage version changed from {old_storage.name} to {new_storage.name} with conversion None and different schemas: objects stored as {old_storage.name} are served as {new_storage.name} unchanged",
+                    (*new_storage.location, "storage"),
+                    "",
+                    (new_storage.name,),
+                )
+            )
         else:
-            emit(Change("storage-version-changed", I, f"storage version changed from {old_storage.name} to {new_storage.name}: migrate stored objects before removing {old_storage.name} from status.storedVersions", (*new_storage.location, "storage"), "", (new_storage.name,)))
+            emit(
+                Change(
+                    "storage-version-changed",
+                    I,
+                    f"storage version changed from {old_storage.name} to {new_storage.name}: migrate stored objects before removing {old_storage.name} from status.storedVersions",
+                    (*new_storage.location, "storage"),
+                    "",
+                    (new_storage.name,),
+                )
+            )
 
 
 def compare_version(ov: VersionView, nv: VersionView, emit: Emit) -> None:
@@ -394,12 +636,39 @@ def compare_version(ov: VersionView, nv: VersionView, emit: Emit) -> None:
     osub = ov.subresources or {}
     nsub = nv.subresources or {}
     if "status" in osub and "status" not in nsub:
-        emit(Change("subresource-changed", E, f"version {nv.name}: status subresource removed: clients writing /status break and status becomes writable with the main resource", nv.subresources_location, "", versions))
+        emit(
+            Change(
+                "subresource-changed",
+                E,
+                f"version {nv.name}: status subresource removed: clients writing /status break and status becomes writable with the main resource",
+                nv.subresources_location,
+                "",
+                versions,
+            )
+        )
     elif "status" in nsub and "status" not in osub:
-        emit(Change("subresource-changed", W, f"version {nv.name}: status subresource added: status changes sent with the main resource are ignored from now on; clients must write /status", (*nv.subresources_location, "status"), "", versions))
+        emit(
+            Change(
+                "subresource-changed",
+                W,
+                f"version {nv.name}: status subresource added: status changes sent with the main resource are ignored from now on; clients must write /status",
+                (*nv.subresources_location, "status"),
+                "",
+                versions,
+            )
+        )
     if "scale" in osub and osub.get("scale") != nsub.get("scale"):
         what = "removed" if "scale" not in nsub else "changed"
-        emit(Change("subresource-changed", E, f"version {nv.name}: scale subresource {what}: autoscalers and kubectl scale using it break", nv.subresources_location, "", versions))
+        emit(
+            Change(
+                "subresource-changed",
+                E,
+                f"version {nv.name}: scale subresource {what}: autoscalers and kubectl scale using it break",
+                nv.subresources_location,
+                "",
+                versions,
+            )
+        )
     if isinstance(ov.schema, dict) and isinstance(nv.schema, dict):
         _SchemaDiff(emit, versions).diff(ov.schema, nv.schema, nv.schema_location, "")
 
@@ -425,8 +694,8 @@ def compare_documents(old_docs: Sequence[Document], new_docs: Sequence[Document]
     old, new = _crds(old_docs), _crds(new_docs)
     pairs: list[tuple[str, Document | None, Document | None]] = []
     if len(old) == 1 and len(new) == 1:
-        (on, od), (nn, nd) = next(iter(old.items())), next(iter(new.items()))
-        pairs.append((nn, od, nd))
+        only_old, (new_name, only_new) = next(iter(old.values())), next(iter(new.items()))
+        pairs.append((new_name, only_old, only_new))
     else:
         for name in sorted(set(old) | set(new)):
             pairs.append((name, old.get(name), new.get(name)))
@@ -437,7 +706,14 @@ def compare_documents(old_docs: Sequence[Document], new_docs: Sequence[Document]
             changes.append(Change("crd-added", I, f"CRD {name} added", ("metadata", "name")))
             findings.extend(_bind(nd, name, changes))
         elif nd is None and od is not None:
-            changes.append(Change("crd-removed", E, f"CRD {name} removed: every object of it is deleted with it", ("metadata", "name")))
+            changes.append(
+                Change(
+                    "crd-removed",
+                    E,
+                    f"CRD {name} removed: every object of it is deleted with it",
+                    ("metadata", "name"),
+                )
+            )
             findings.extend(_bind(od, name, changes))
         elif od is not None and nd is not None:
             ov, nv = CRDView(od.data), CRDView(nd.data)

@@ -81,7 +81,9 @@ class Config:
         unused = [s for i, s in enumerate(self.suppressions) if i not in used]
         return out, unused
 
-    def enabled(self, all_rules: Iterable[str], enable: Sequence[str], disable: Sequence[str]) -> frozenset[str]:
+    def enabled(
+        self, all_rules: Iterable[str], enable: Sequence[str], disable: Sequence[str]
+    ) -> frozenset[str]:
         """Rules to run: all, minus the config's disabled ones, plus ``--enable``, minus
         ``--disable`` (the command line wins over the file)."""
         rules = set(all_rules) - self.disabled
@@ -135,7 +137,9 @@ def load_config(path: str, known_rules: Iterable[str]) -> Config:
         if key == "failOn":
             level = _scalar(value, path, "failOn")
             if level not in FAIL_LEVELS:
-                raise InputError(path, _line(value), f"failOn must be one of {', '.join(FAIL_LEVELS)}")
+                raise InputError(
+                    path, _line(value), f"failOn must be one of {', '.join(FAIL_LEVELS)}"
+                )
             cfg.fail_on = level
         elif key == "rules":
             if not isinstance(value, MappingNode):
@@ -161,7 +165,9 @@ def load_config(path: str, known_rules: Iterable[str]) -> Config:
                 cfg.suppressions.append(_suppression(entry, path, check_rule))
         else:
             raise InputError(
-                path, _line(key_node), f"unknown key {key!r} (expected failOn, rules, disable, suppress)"
+                path,
+                _line(key_node),
+                f"unknown key {key!r} (expected failOn, rules, disable, suppress)",
             )
     return cfg
 
@@ -175,7 +181,9 @@ def _suppression(entry: Node, path: str, check_rule: Any) -> SuppressRule:
         key = _scalar(k, path, "a key")
         if key not in ("rule", "crd", "path", "version", "reason"):
             raise InputError(
-                path, _line(k), f"unknown suppression key {key!r} (rule, crd, path, version, reason)"
+                path,
+                _line(k),
+                f"unknown suppression key {key!r} (rule, crd, path, version, reason)",
             )
         nodes[key] = v
         fields[key] = _scalar(v, path, key)

@@ -31,11 +31,11 @@ def is_crd(data: Any) -> bool:
     )
 
 
-def _dict(value: Any) -> dict[str, Any]:
+def as_dict(value: Any) -> dict[str, Any]:
     return value if isinstance(value, dict) else {}
 
 
-def _list(value: Any) -> list[Any]:
+def as_list(value: Any) -> list[Any]:
     return value if isinstance(value, list) else []
 
 
@@ -78,22 +78,22 @@ class CRDView:
     def __init__(self, data: dict[str, Any]) -> None:
         self.data = data
         self.api_version: str = str(data.get("apiVersion", ""))
-        self.metadata = _dict(data.get("metadata"))
-        self.spec = _dict(data.get("spec"))
+        self.metadata = as_dict(data.get("metadata"))
+        self.spec = as_dict(data.get("spec"))
         self.name: str = str(self.metadata.get("name") or "")
         self.group: str = str(self.spec.get("group") or "")
         self.scope: str = str(self.spec.get("scope") or "")
-        self.names = _dict(self.spec.get("names"))
+        self.names = as_dict(self.spec.get("names"))
         self.kind: str = str(self.names.get("kind") or "")
         self.plural: str = str(self.names.get("plural") or "")
-        conversion = _dict(self.spec.get("conversion"))
+        conversion = as_dict(self.spec.get("conversion"))
         self.conversion_strategy: str = str(conversion.get("strategy") or "None")
         self.is_v1beta1 = self.api_version == f"{CRD_GROUP}/v1beta1"
         puf = self.spec.get("preserveUnknownFields")
         self.preserve_unknown_fields: bool = puf if isinstance(puf, bool) else self.is_v1beta1
-        status = _dict(data.get("status"))
+        status = as_dict(data.get("status"))
         self.stored_versions: list[str] = [
-            v for v in _list(status.get("storedVersions")) if isinstance(v, str)
+            v for v in as_list(status.get("storedVersions")) if isinstance(v, str)
         ]
         self.versions: list[VersionView] = self._versions()
 
@@ -103,17 +103,17 @@ class CRDView:
 
     def _versions(self) -> list[VersionView]:
         spec = self.spec
-        global_schema = _dict(_dict(spec.get("validation")).get("openAPIV3Schema")) or None
+        global_schema = as_dict(as_dict(spec.get("validation")).get("openAPIV3Schema")) or None
         global_sub = spec.get("subresources")
-        global_cols = _list(spec.get("additionalPrinterColumns"))
+        global_cols = as_list(spec.get("additionalPrinterColumns"))
         out: list[VersionView] = []
-        raw_versions = _list(spec.get("versions"))
+        raw_versions = as_list(spec.get("versions"))
         for i, raw in enumerate(raw_versions):
-            v = _dict(raw)
+            v = as_dict(raw)
             name = v.get("name")
             if not isinstance(name, str):
                 continue
-            schema_holder = _dict(v.get("schema"))
+            schema_holder = as_dict(v.get("schema"))
             schema = schema_holder.get("openAPIV3Schema")
             if isinstance(schema, dict):
                 schema_loc: Location = ("spec", "versions", i, "schema", "openAPIV3Schema")
@@ -141,8 +141,8 @@ class CRDView:
                     schema_location=schema_loc,
                     subresources=sub,
                     subresources_location=sub_loc,
-                    printer_columns=_list(v.get("additionalPrinterColumns")) or global_cols,
-                    selectable_fields=_list(v.get("selectableFields")),
+                    printer_columns=as_list(v.get("additionalPrinterColumns")) or global_cols,
+                    selectable_fields=as_list(v.get("selectableFields")),
                 )
             )
         if not raw_versions and self.is_v1beta1 and isinstance(spec.get("version"), str):

@@ -147,7 +147,7 @@ _constructor = SafeConstructor()
 
 def _scalar(node: ScalarNode) -> Any:
     tag = node.tag
-    if tag == _STR or tag == _TIMESTAMP:
+    if tag in (_STR, _TIMESTAMP):
         return node.value
     if tag == _BOOL:
         return _BOOLS[node.value.lower()]
@@ -216,6 +216,7 @@ def parse(source: Source) -> list[Document]:
     Empty documents are dropped. Raises :class:`InputError` for malformed input.
     """
     raw: list[tuple[Any, Node | None]] = []
+    node: Node | None
     if source.is_json:
         try:
             raw.append((orjson.loads(source.text), None))
@@ -231,7 +232,8 @@ def parse(source: Source) -> list[Document]:
         except ValueError as exc:
             raise InputError(source.name, None, str(exc)) from None
     docs: list[Document] = []
-    for index, (data, node) in enumerate(raw):
+    for index, (data, root) in enumerate(raw):
+        node = root
         if data is None:
             continue
         doc = Document(source, index, data, (), node)
@@ -347,9 +349,7 @@ def read_input(item: str | Path, stdin: BinaryIO | None = None) -> Source:
     return read_git(item)
 
 
-def iter_sources(
-    paths: Sequence[str], stdin: BinaryIO | None = None
-) -> Iterator[list[Document]]:
+def iter_sources(paths: Sequence[str], stdin: BinaryIO | None = None) -> Iterator[list[Document]]:
     """Read and parse the inputs one at a time, yielding each one's documents.
 
     Streaming keeps only one file's YAML node tree alive at a time (it is what maps

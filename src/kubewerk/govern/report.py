@@ -55,7 +55,9 @@ def render_text(
         subject = " ".join(p for p in (f.crd, ",".join(f.versions), f.field) if p)
         lines.append(f"{_where(f)}: {sev} [{f.rule}] {subject}: {f.message}")
     for s in unused:
-        lines.append(f"{s.source}: note: suppression of {s.rule} for {s.crd} {s.path} matched nothing")
+        lines.append(
+            f"{s.source}: note: suppression of {s.rule} for {s.crd} {s.path} matched nothing"
+        )
     total = summary.errors + summary.warnings + summary.infos
     tail = (
         f"{total} finding(s): {summary.errors} error(s), {summary.warnings} warning(s), "

@@ -21,6 +21,8 @@ from kubewerk.govern.crd import (
     Location,
     SchemaNode,
     VersionView,
+    as_dict,
+    as_list,
     strip_descriptions,
     version_stability,
     walk,
@@ -255,7 +257,9 @@ _UPSTREAM_ENUM_FIELDS = frozenset(
         "podReplacementPolicy",
     }
 )
-_NAMES_SOMETHING = re.compile(r"\bname of\b|\breference to\b|\brefers? to\b|\bnamespace/name\b", re.I)
+_NAMES_SOMETHING = re.compile(
+    r"\bname of\b|\breference to\b|\brefers? to\b|\bnamespace/name\b", re.I
+)
 
 
 def logic_head(name: str) -> str | None:
@@ -552,16 +556,15 @@ class _SchemaPass:
                     self._conditions(node)
                 if lists and "x-kubernetes-list-type" not in s and not is_conditions:
                     self._list_type(node)
-            elif t == "number":
-                if floats:
-                    self.emit(
-                        "no-floats",
-                        node,
-                        f"{node.field_path() or 'the root'} is type: number: floats do not "
-                        "round-trip exactly between languages and encoders. Use an integer with "
-                        "the unit in the name (e.g. timeoutSeconds, percent) or a string "
-                        "(a quantity or decimal with a pattern)",
-                    )
+            elif t == "number" and floats:
+                self.emit(
+                    "no-floats",
+                    node,
+                    f"{node.field_path() or 'the root'} is type: number: floats do not "
+                    "round-trip exactly between languages and encoders. Use an integer with "
+                    "the unit in the name (e.g. timeoutSeconds, percent) or a string "
+                    "(a quantity or decimal with a pattern)",
+                )
             if xns and top != "status" and depth >= 2:
                 self._cross_namespace(node)
             if cel and VALIDATIONS in s:
@@ -638,7 +641,9 @@ class _SchemaPass:
         if isinstance(desc, str) and _NAMES_SOMETHING.search(desc[:300]):
             return  # the string names a policy/strategy object, it does not encode one
         if head in _ENUM_LIKE_HEADS:
-            advice = "List the supported values in an enum (or model the choice as structured fields)"
+            advice = (
+                "List the supported values in an enum (or model the choice as structured fields)"
+            )
         else:
             advice = (
                 "Model the behaviour as structured fields; if an expression language is the "
@@ -672,7 +677,7 @@ class _SchemaPass:
 
     def _conditions(self, node: SchemaNode) -> None:
         s = node.schema
-        items = s.get("items") if isinstance(s.get("items"), dict) else {}
+        items = as_dict(s.get("items"))
         problems: list[str] = []
         if s.get("x-kubernetes-list-type") != "map" or s.get("x-kubernetes-list-map-keys") != [
             "type"
@@ -681,11 +686,11 @@ class _SchemaPass:
                 "not a map-list keyed by type (x-kubernetes-list-type: map, "
                 "x-kubernetes-list-map-keys: [type])"
             )
-        props = items.get("properties") if isinstance(items.get("properties"), dict) else {}
+        props = as_dict(items.get("properties"))
         missing = [f for f in _METAV1_CONDITION_FIELDS if f not in props]
         if missing:
             problems.append("items lack " + ", ".join(missing))
-        required = items.get("required") if isinstance(items.get("required"), list) else []
+        required = as_list(items.get("required"))
         not_required = [f for f in ("type", "status") if f in props and f not in required]
         if not_required:
             problems.append(", ".join(not_required) + " not required")

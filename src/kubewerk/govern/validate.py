@@ -16,14 +16,17 @@ from dataclasses import dataclass
 from typing import Any
 
 from kubewerk.core.errors import ApiError, FieldError
-from kubewerk.govern.crd import CRDView, is_crd
+from kubewerk.govern.crd import CRDView, as_dict, is_crd
 from kubewerk.govern.findings import Finding, Severity
 from kubewerk.govern.lint import field_to_location
 from kubewerk.govern.loader import Document
 
 VALIDATE_RULES: dict[str, tuple[Severity, str]] = {
     "invalid": (Severity.ERROR, "the API server would reject the object (schema, formats, CEL)"),
-    "unknown-field": (Severity.WARNING, "a field the schema does not declare (pruned by the API server)"),
+    "unknown-field": (
+        Severity.WARNING,
+        "a field the schema does not declare (pruned by the API server)",
+    ),
     "no-match": (
         Severity.ERROR,
         "no served version of a given CRD matches the object's apiVersion and kind "
@@ -70,7 +73,7 @@ class CRDIndex:
 
 
 def _object_key(obj: dict[str, Any]) -> tuple[str, str, str, str]:
-    meta = obj.get("metadata") if isinstance(obj.get("metadata"), dict) else {}
+    meta = as_dict(obj.get("metadata"))
     return (
         str(obj.get("apiVersion", "")).rpartition("/")[0],
         str(obj.get("kind", "")),
@@ -112,7 +115,15 @@ def validate_documents(
     return ValidateResult(findings, len(manifests), objects)
 
 
-def _finding(doc: Document, rule: str, severity: Severity, message: str, name: str, field: str, extra: tuple[tuple[str, str], ...] = ()) -> Finding:
+def _finding(
+    doc: Document,
+    rule: str,
+    severity: Severity,
+    message: str,
+    name: str,
+    field: str,
+    extra: tuple[tuple[str, str], ...] = (),
+) -> Finding:
     location = field_to_location(field)
     return Finding(
         rule=rule,
@@ -138,7 +149,7 @@ def _validate_one(
 ) -> list[Finding]:
     group, version = _gv(api_version)
     key = (group, version, kind)
-    meta = obj.get("metadata") if isinstance(obj.get("metadata"), dict) else {}
+    meta = as_dict(obj.get("metadata"))
     name = str(meta.get("name") or meta.get("generateName") or "")
     label = f"{kind}/{name}" if name else kind
     if key not in index.by_gvk:
@@ -159,7 +170,9 @@ def _validate_one(
     out: list[Finding] = []
     prepared, pruned = _prepare(cs, obj)
     for path in pruned:
-        out.append(_finding(doc, "unknown-field", Severity.WARNING, f'unknown field "{path}"', label, path))
+        out.append(
+            _finding(doc, "unknown-field", Severity.WARNING, f'unknown field "{path}"', label, path)
+        )
     old_obj = olds.get(_object_key(obj))
     old_prepared = _prepare(cs, old_obj)[0] if old_obj is not None else None
     errors: list[FieldError] = []
@@ -169,5 +182,7 @@ def _validate_one(
     if errors:
         message = ApiError.invalid(kind, view.group, str(meta.get("name") or ""), errors).message
         causes = tuple((f"cause{i}", e.message()) for i, e in enumerate(errors))
-        out.append(_finding(doc, "invalid", Severity.ERROR, message, label, errors[0].field, causes))
+        out.append(
+            _finding(doc, "invalid", Severity.ERROR, message, label, errors[0].field, causes)
+        )
     return out
