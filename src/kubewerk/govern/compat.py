@@ -18,7 +18,7 @@ from kubewerk.govern.crd import CRDView, Location, VersionView, as_dict, is_crd,
 from kubewerk.govern.findings import Finding, Severity
 from kubewerk.govern.loader import Document
 
-E, W, I = Severity.ERROR, Severity.WARNING, Severity.INFO
+E, W, INFO = Severity.ERROR, Severity.WARNING, Severity.INFO
 
 
 @dataclass(frozen=True, slots=True)
@@ -34,7 +34,7 @@ CHECKS: dict[str, Check] = {
     c.id: c
     for c in (
         Check("crd-removed", E, "a CRD in OLD is missing from NEW"),
-        Check("crd-added", I, "a CRD only in NEW"),
+        Check("crd-added", INFO, "a CRD only in NEW"),
         Check("scope-changed", E, "spec.scope changed (Namespaced <-> Cluster)"),
         Check(
             "names-changed",
@@ -42,7 +42,7 @@ CHECKS: dict[str, Check] = {
             "group, kind, plural or listKind changed; short names removed (warning)",
         ),
         Check("version-removed", E, "a served or stored version removed or no longer served"),
-        Check("version-added", I, "a new version"),
+        Check("version-added", INFO, "a new version"),
         Check(
             "storage-version-changed",
             E,
@@ -52,7 +52,7 @@ CHECKS: dict[str, Check] = {
         Check(
             "field-removed", E, "a property removed (warning where unknown fields are preserved)"
         ),
-        Check("field-added", I, "a new optional property"),
+        Check("field-added", INFO, "a new optional property"),
         Check("type-changed", E, "a property's type changed (integer to number: warning)"),
         Check("required-added", E, "a field became required (warning when it has a default)"),
         Check(
@@ -81,7 +81,7 @@ CHECKS: dict[str, Check] = {
             W,
             "CEL rule added or changed (a potential break, shown with the rule)",
         ),
-        Check("cel-rule-removed", I, "CEL rule removed"),
+        Check("cel-rule-removed", INFO, "CEL rule removed"),
         Check("subresource-changed", E, "status or scale subresource removed or changed"),
     )
 }
@@ -224,7 +224,7 @@ class _SchemaDiff:
         if added:
             self.emit(
                 "enum-changed",
-                I,
+                INFO,
                 f"{where} accepts new value(s) {', '.join(map(repr, added))} (clients switching over the enum may need updating)",
                 (*loc, "enum"),
                 field,
@@ -240,7 +240,7 @@ class _SchemaDiff:
             upper = key in _UPPER_BOUNDS
             if nv is None:
                 self.emit(
-                    "bounds-changed", I, f"{where}: {key} {ov} removed (loosened)", loc, field
+                    "bounds-changed", INFO, f"{where}: {key} {ov} removed (loosened)", loc, field
                 )
                 continue
             if not isinstance(nv, int | float) or (
@@ -266,7 +266,7 @@ class _SchemaDiff:
             else:
                 self.emit(
                     "bounds-changed",
-                    I,
+                    INFO,
                     f"{where}: {key} loosened from {ov} to {nv}",
                     (*loc, key),
                     field,
@@ -295,7 +295,7 @@ class _SchemaDiff:
                     field,
                 )
             elif np_ is None:
-                self.emit("pattern-changed", I, f"{where}: pattern {op!r} removed", loc, field)
+                self.emit("pattern-changed", INFO, f"{where}: pattern {op!r} removed", loc, field)
             else:
                 self.emit(
                     "pattern-changed",
@@ -435,7 +435,7 @@ class _SchemaDiff:
             if rule not in nrules:
                 self.emit(
                     "cel-rule-removed",
-                    I,
+                    INFO,
                     f"{where}: CEL rule removed: {rule!r}",
                     loc,
                     field,
@@ -450,7 +450,7 @@ class _SchemaDiff:
         oreq = set(old.get("required") or []) if isinstance(old.get("required"), list) else set()
         nreq = set(new.get("required") or []) if isinstance(new.get("required"), list) else set()
         preserving = new.get("x-kubernetes-preserve-unknown-fields") is True
-        for name, sub in op.items():
+        for name in op:
             if name in np_:
                 continue
             path = _join(field, name)
@@ -476,7 +476,11 @@ class _SchemaDiff:
                 if name in nreq and name not in oreq:
                     continue  # reported as required-added below
                 self.emit(
-                    "field-added", I, f"{path} added (optional)", (*loc, "properties", name), path
+                    "field-added",
+                    INFO,
+                    f"{path} added (optional)",
+                    (*loc, "properties", name),
+                    path,
                 )
             elif isinstance(op[name], dict) and isinstance(sub, dict):
                 self.diff(op[name], sub, (*loc, "properties", name), path)
@@ -508,7 +512,9 @@ def compare_crd(old: CRDView, new: CRDView, emit: Emit) -> None:
         ov = old.version(nv.name)
         if ov is None:
             emit(
-                Change("version-added", I, f"version {nv.name} added", nv.location, "", (nv.name,))
+                Change(
+                    "version-added", INFO, f"version {nv.name} added", nv.location, "", (nv.name,)
+                )
             )
             continue
         compare_version(ov, nv, emit)
@@ -586,7 +592,7 @@ def crd_level(old: CRDView, new: CRDView, emit: Emit) -> None:
                 emit(
                     Change(
                         "version-removed",
-                        I,
+                        INFO,
                         f"unserved version {ov.name} removed",
                         ("spec", "versions"),
                         "",
@@ -622,7 +628,7 @@ def crd_level(old: CRDView, new: CRDView, emit: Emit) -> None:
             emit(
                 Change(
                     "storage-version-changed",
-                    I,
+                    INFO,
                     f"storage version changed from {old_storage.name} to {new_storage.name}: migrate stored objects before removing {old_storage.name} from status.storedVersions",
                     (*new_storage.location, "storage"),
                     "",
@@ -703,7 +709,7 @@ def compare_documents(old_docs: Sequence[Document], new_docs: Sequence[Document]
     for name, od, nd in pairs:
         changes: list[Change] = []
         if od is None and nd is not None:
-            changes.append(Change("crd-added", I, f"CRD {name} added", ("metadata", "name")))
+            changes.append(Change("crd-added", INFO, f"CRD {name} added", ("metadata", "name")))
             findings.extend(_bind(nd, name, changes))
         elif nd is None and od is not None:
             changes.append(
