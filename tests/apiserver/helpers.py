@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import contextlib
 from pathlib import Path
 from typing import Any
 
@@ -68,10 +69,8 @@ class Api:
                         if len(events) >= stop_after:
                             return
 
-            try:
+            with contextlib.suppress(TimeoutError):
                 await asyncio.wait_for(read(), timeout)
-            except TimeoutError:
-                pass
         return events
 
     async def install_demo_crd(self) -> dict[str, Any]:

@@ -153,7 +153,7 @@ async def test_status_and_main_endpoints_write_only_their_part(api: Api) -> None
 async def test_finalizers_block_deletion_until_removed(api: Api) -> None:
     body = database("f")
     body["metadata"]["finalizers"] = ["demo.kubewerk.dev/cleanup"]
-    _, obj = await api.post(DB_PATH, body)
+    _, _obj = await api.post(DB_PATH, body)
     path = f"{DB_PATH}/f"
     status, deleting = await api.delete(path)
     assert status == 200
@@ -169,7 +169,7 @@ async def test_finalizers_block_deletion_until_removed(api: Api) -> None:
     )
     # spec can still change while the finalizer holds the object
     assert (await api.get(path))[0] == 200
-    status, gone = await api.patch(path, {"metadata": {"finalizers": None}})
+    status, _gone = await api.patch(path, {"metadata": {"finalizers": None}})
     assert status == 200
     await api.wait_gone(path)
 
@@ -192,7 +192,7 @@ async def test_dry_run_writes_nothing(api: Api) -> None:
     assert status == 201
     assert obj["metadata"]["name"] == "dry"
     assert (await api.get(f"{DB_PATH}/dry"))[0] == 404
-    status, err = await api.post(DB_PATH + "?dryRun=Maybe", database("dry"))
+    status, _err = await api.post(DB_PATH + "?dryRun=Maybe", database("dry"))
     assert status == 400
 
 
@@ -322,7 +322,7 @@ async def test_table_output(api: Api) -> None:
     assert tbl["rows"][0]["object"]["kind"] == "PartialObjectMetadata"
     status, tbl = await api.get("/api/v1/namespaces", headers={"Accept": accept})
     assert [c["name"] for c in tbl["columnDefinitions"]] == ["Name", "Status", "Age"]
-    assert ["default", "Active"] == tbl["rows"][0]["cells"][:2]
+    assert tbl["rows"][0]["cells"][:2] == ["default", "Active"]
 
 
 async def test_discovery(api: Api) -> None:
@@ -388,7 +388,7 @@ async def test_crd_status_and_versions(api: Api) -> None:
 
 async def test_deleting_a_crd_removes_its_objects_and_endpoints(api: Api) -> None:
     await api.post(DB_PATH, database("doomed"))
-    status, crd = await api.delete(f"{CRD_PATH}/databases.demo.kubewerk.dev")
+    status, _crd = await api.delete(f"{CRD_PATH}/databases.demo.kubewerk.dev")
     assert status == 200
     await api.wait_gone(f"{CRD_PATH}/databases.demo.kubewerk.dev")
     status, _ = await api.get(DB_PATH)

@@ -8,8 +8,9 @@ Unknown fields follow ``fieldValidation``: ``Strict`` rejects the request with 4
 
 from __future__ import annotations
 
-import orjson
 from typing import Any
+
+import orjson
 
 from kubewerk.apiserver.admission import Admission, AdmissionRequest
 from kubewerk.apiserver.registry import ResourceType
