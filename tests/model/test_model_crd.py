@@ -125,9 +125,7 @@ def test_cli_output_is_byte_identical_across_processes(tmp_path: Path) -> None:
     assert outputs[0] == outputs[1] and len(outputs[0]) == 3
 
 
-@pytest.mark.xfail(strict=True, reason="kubewerk.schema types oldSelf as non-optional in method "
-                   "calls when optionalOldSelf is true (reported to the schema engine's owner)")
-def test_optional_old_self_rule_is_accepted() -> None:
+def test_optional_old_self_rule_is_accepted_and_ratchets() -> None:
     from typing import Annotated
 
     from kubewerk.model import KubeModel, Rule
@@ -143,3 +141,9 @@ def test_optional_old_self_rule_is_accepted() -> None:
     level = version["schema"]["openAPIV3Schema"]["properties"]["spec"]["properties"]["level"]
     assert level["x-kubernetes-validations"][0]["optionalOldSelf"] is True
     assert validate_crd(crd_for(Ratchet)) == []
+    low = Ratchet.from_dict({"apiVersion": "crd.test.kubewerk.dev/v1", "kind": "Ratchet",
+                             "spec": {"level": 1}})
+    high = Ratchet.from_dict({"apiVersion": "crd.test.kubewerk.dev/v1", "kind": "Ratchet",
+                              "spec": {"level": 5}})
+    assert high.api_errors(old=low) == [] and low.api_errors() == []
+    assert [e.field for e in low.api_errors(old=high)] == ["spec.level"]

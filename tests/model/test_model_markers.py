@@ -166,6 +166,8 @@ def test_preserve_unknown_and_embedded(spec: dict[str, Any]) -> None:
     template = prop(spec, "template")
     assert template["x-kubernetes-embedded-resource"] is True
     assert set(template["properties"]) == {"apiVersion", "kind", "metadata", "spec"}
+    assert template["properties"]["kind"]["enum"] == ["Template"]
+    assert template["properties"]["apiVersion"]["enum"] == [f"{GROUP}/v1"]
 
 
 def test_list_types(spec: dict[str, Any]) -> None:

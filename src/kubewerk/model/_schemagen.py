@@ -223,6 +223,13 @@ def _base(tp: Any, meta: list[Any], where: str) -> tuple[Fragment, str | None]:
         frag = resource_fragment(tp)
         schema = dict(frag.schema)
         schema["x-kubernetes-embedded-resource"] = True
+        info = getattr(tp, "__kube__", None)
+        if info is not None:
+            # a typed template is of exactly that kind, as the Python model demands
+            props = dict(schema["properties"])
+            props["apiVersion"] = {**props["apiVersion"], "enum": [info.api_version]}
+            props["kind"] = {**props["kind"], "enum": [info.kind]}
+            schema["properties"] = props
         return Fragment(schema, [], [], frag.transitions), "model"
     if _is_model(tp):
         return model_fragment(tp), "model"
