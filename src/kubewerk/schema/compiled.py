@@ -54,9 +54,12 @@ class CompiledSchema:
         if not isinstance(schema, dict):
             raise SchemaError([FieldError.required("openAPIV3Schema", "")])
         self.schema = schema
-        self.structural = st.Structural(schema)
-        self.root = self.structural.as_root()
-        self.validator = Validator(schema)
+        try:
+            self.structural = st.Structural(schema)
+            self.root = self.structural.as_root()
+            self.validator = Validator(schema)
+        except RecursionError:
+            raise SchemaError([FieldError.invalid("openAPIV3Schema", "", "schema is nested too deeply")]) from None
         self._cel: Any = None
         self._cel_error: SchemaError | None = None
         self._cel_lock = threading.Lock()
@@ -103,7 +106,17 @@ class CompiledSchema:
         return errs
 
     def validate(self, obj: Any, old: Any = None) -> list[FieldError]:
-        """All of the apiserver's checks for a custom resource (create, or update from ``old``)."""
+        """All of the apiserver's checks for a custom resource (create, or update from ``old``).
+
+        An object nested deeper than Python's recursion allows is answered with one
+        error instead of an exception (JSON decoders stop far earlier anyway).
+        """
+        try:
+            return self._validate(obj, old)
+        except RecursionError:
+            return [FieldError.invalid(ROOT_FIELD, "", "object is nested too deeply to validate")]
+
+    def _validate(self, obj: Any, old: Any) -> list[FieldError]:
         errs: list[FieldError] = []
         self.validator.validate(obj, "", errs)
         if self.structural.has_embedded:

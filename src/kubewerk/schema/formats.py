@@ -9,7 +9,6 @@ from __future__ import annotations
 import base64
 import binascii
 import ipaddress
-import re
 from collections.abc import Callable
 from typing import Final
 
@@ -28,37 +27,37 @@ _HOSTNAME = re2.compile(
     r"([a-zA-Z0-9\p{S}\p{L}](([a-zA-Z0-9-\p{S}\p{L}]{0,61}[a-zA-Z0-9\p{S}\p{L}])?)(\.)){1,}"
     r"([a-zA-Z\p{L}]){2,63})$"
 )
-_UUID = re.compile(r"(?i)^[0-9a-f]{8}-?[0-9a-f]{4}-?[0-9a-f]{4}-?[0-9a-f]{4}-?[0-9a-f]{12}\Z")
-_UUID3 = re.compile(r"(?i)^[0-9a-f]{8}-?[0-9a-f]{4}-?3[0-9a-f]{3}-?[0-9a-f]{4}-?[0-9a-f]{12}\Z")
-_UUID4 = re.compile(
-    r"(?i)^[0-9a-f]{8}-?[0-9a-f]{4}-?4[0-9a-f]{3}-?[89ab][0-9a-f]{3}-?[0-9a-f]{12}\Z"
+_UUID = re2.compile(r"(?i)^[0-9a-f]{8}-?[0-9a-f]{4}-?[0-9a-f]{4}-?[0-9a-f]{4}-?[0-9a-f]{12}$")
+_UUID3 = re2.compile(r"(?i)^[0-9a-f]{8}-?[0-9a-f]{4}-?3[0-9a-f]{3}-?[0-9a-f]{4}-?[0-9a-f]{12}$")
+_UUID4 = re2.compile(
+    r"(?i)^[0-9a-f]{8}-?[0-9a-f]{4}-?4[0-9a-f]{3}-?[89ab][0-9a-f]{3}-?[0-9a-f]{12}$"
 )
-_UUID5 = re.compile(
-    r"(?i)^[0-9a-f]{8}-?[0-9a-f]{4}-?5[0-9a-f]{3}-?[89ab][0-9a-f]{3}-?[0-9a-f]{12}\Z"
+_UUID5 = re2.compile(
+    r"(?i)^[0-9a-f]{8}-?[0-9a-f]{4}-?5[0-9a-f]{3}-?[89ab][0-9a-f]{3}-?[0-9a-f]{12}$"
 )
-_DATETIME_TIME = re.compile(r"^([0-9]{2}):([0-9]{2}):([0-9]{2})(.[0-9]+)?(z|([+-][0-9]{2}:[0-9]{2}))\Z")
-_DATE = re.compile(r"^(\d{4})-(\d{2})-(\d{2})\Z")
-_SSN = re.compile(r"^\d{3}[- ]?\d{2}[- ]?\d{4}\Z")
-_HEXCOLOR = re.compile(r"^#?([0-9a-fA-F]{3}|[0-9a-fA-F]{6})\Z")
+_DATETIME_TIME = re2.compile(r"^([0-9]{2}):([0-9]{2}):([0-9]{2})(.[0-9]+)?(z|([+-][0-9]{2}:[0-9]{2}))$")
+_DATE = re2.compile(r"^(\d{4})-(\d{2})-(\d{2})$")
+_SSN = re2.compile(r"^\d{3}[- ]?\d{2}[- ]?\d{4}$")
+_HEXCOLOR = re2.compile(r"^#?([0-9a-fA-F]{3}|[0-9a-fA-F]{6})$")
 _RGB_PART = r"\s*(0|[1-9]\d?|1\d\d?|2[0-4]\d|25[0-5])\s*"
-_RGBCOLOR = re.compile(r"^rgb\(" + _RGB_PART + "," + _RGB_PART + "," + _RGB_PART + r"\)\Z")
-_BASE64 = re.compile(
-    r"^(?:[A-Za-z0-9+/]{4})*(?:[A-Za-z0-9+/]{2}==|[A-Za-z0-9+/]{3}=|[A-Za-z0-9+/]{4})\Z"
+_RGBCOLOR = re2.compile(r"^rgb\(" + _RGB_PART + "," + _RGB_PART + "," + _RGB_PART + r"\)$")
+_BASE64 = re2.compile(
+    r"^(?:[A-Za-z0-9+/]{4})*(?:[A-Za-z0-9+/]{2}==|[A-Za-z0-9+/]{3}=|[A-Za-z0-9+/]{4})$"
 )
-_CREDITCARD = re.compile(
+_CREDITCARD = re2.compile(
     r"^(?:4[0-9]{12}(?:[0-9]{3})?|5[1-5][0-9]{14}|(222[1-9]|22[3-9][0-9]|2[3-6][0-9]{2}|27[01][0-9]|2720)"
     r"[0-9]{12}|6(?:011|5[0-9][0-9])[0-9]{12}|3[47][0-9]{13}|3(?:0[0-5]|[68][0-9])[0-9]{11}|"
-    r"(?:2131|1800|35\d{3})\d{11}|6[27][0-9]{14})\Z"
+    r"(?:2131|1800|35\d{3})\d{11}|6[27][0-9]{14})$"
 )
-_DURATION_PART = re.compile(r"((\d+)\s*([A-Za-zµ]+))")
-_GO_DURATION = re.compile(r"^[-+]?((\d+(\.\d*)?|\.\d+)(ns|us|µs|μs|ms|s|m|h))+\Z|^[-+]?0\Z")
+_DURATION_PART = re2.compile(r"((\d+)\s*([A-Za-zµ]+))")
+_GO_DURATION = re2.compile(r"^[-+]?((\d+(\.\d*)?|\.\d+)(ns|us|µs|μs|ms|s|m|h))+$|^[-+]?0$")
 _TIME_UNITS: Final = (
     ("ns", "nano"), ("us", "µs", "micro"), ("ms", "milli"), ("s", "sec"), ("m", "min"),
     ("h", "hr", "hour"), ("d", "day"), ("w", "wk", "week"),
 )
-_EMAIL_LOCAL = re.compile(r"^[A-Za-z0-9!#$%&'*+/=?^_`{|}~-]+(\.[A-Za-z0-9!#$%&'*+/=?^_`{|}~-]+)*\Z")
-_EMAIL_DOMAIN = re.compile(r"^[A-Za-z0-9!#$%&'*+/=?^_`{|}~-]+(\.[A-Za-z0-9!#$%&'*+/=?^_`{|}~-]+)*\Z")
-_SCHEME = re.compile(r"^[A-Za-z][A-Za-z0-9+.\-]*:")
+_EMAIL_LOCAL = re2.compile(r"^[A-Za-z0-9!#$%&'*+/=?^_`{|}~-]+(\.[A-Za-z0-9!#$%&'*+/=?^_`{|}~-]+)*$")
+_EMAIL_DOMAIN = re2.compile(r"^[A-Za-z0-9!#$%&'*+/=?^_`{|}~-]+(\.[A-Za-z0-9!#$%&'*+/=?^_`{|}~-]+)*$")
+_SCHEME = re2.compile(r"^[A-Za-z][A-Za-z0-9+.\-]*:")
 
 
 def is_hostname(s: str) -> bool:
@@ -252,7 +251,7 @@ def _isbn13(s: str) -> bool:
 
 
 def is_creditcard(s: str) -> bool:
-    digits = re.sub(r"[^0-9]+", "", s)
+    digits = "".join(c for c in s if c.isascii() and c.isdigit())
     if not _CREDITCARD.match(digits):
         return False
     total = 0

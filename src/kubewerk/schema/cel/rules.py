@@ -101,6 +101,24 @@ def _clean_compile_error(text: str) -> str:
     return re.sub(r" \[[A-Z_]+\]$", "", text)
 
 
+def _unwrap_error(detail: str, prefix: str, text: str) -> str:
+    """Compile errors of a wrapped rule, with columns and snippets of the rule as written."""
+    shift = len(prefix)
+
+    def col(m: re.Match[str]) -> str:
+        return f"<input>:1:{max(1, int(m.group(1)) - shift)}"
+
+    detail = re.sub(r"<input>:1:(\d+)", col, detail)
+    out = []
+    for line in detail.split("\n"):
+        if line.startswith(" | " + prefix):
+            line = " | " + text
+        elif line.startswith(" | ") and set(line[3:]) <= {".", "^"} and len(line) > 3 + shift:
+            line = " | " + line[3 + shift :]
+        out.append(line)
+    return "\n".join(out)
+
+
 def _rule_value(rule: dict[str, Any]) -> Any:
     """The internal ``ValidationRule`` as field.Error prints it (json.Marshal, Go field names)."""
     reason = rule.get("reason")
@@ -139,26 +157,24 @@ def _compile_one(node: Structural, rule: dict[str, Any], path: str) -> tuple[Com
     optional_old = rule.get("optionalOldSelf") is True
     env = _env(st_type, st_type)
     program = None
+    uses_old = uses_old_self(text)
+    source = text
+    prefix = ""
+    if optional_old and uses_old:
+        # oldSelf is an optional: bind it from two hidden variables (optionals cannot be passed in)
+        prefix = "cel.bind(oldSelf, __kwHasOld ? optional.of(__kwOld) : optional.none(), ("
+        source = prefix + text + "))"
     try:
-        checked = env.compile(text)
+        checked = env.compile(source)
         rt = checked.return_type()
         if rt != T.BOOL and rt != T.DYN:
             errs.append(FieldError.invalid(f"{path}.rule", _rule_value(rule), "cel expression must evaluate to a bool"))
         program = checked
     except RuntimeError as exc:
-        errs.append(
-            FieldError.invalid(f"{path}.rule", _rule_value(rule), "compilation failed: " + _clean_compile_error(str(exc)))
-        )
-    uses_old = uses_old_self(text)
-    if program is not None and optional_old and uses_old:
-        try:
-            program = env.compile(
-                f"cel.bind(oldSelf, __kwHasOld ? optional.of(__kwOld) : optional.none(), ({text}))"
-            )
-        except RuntimeError as exc:
-            errs.append(
-                FieldError.invalid(f"{path}.rule", _rule_value(rule), "compilation failed: " + _clean_compile_error(str(exc)))
-            )
+        detail = _clean_compile_error(str(exc))
+        if prefix:
+            detail = _unwrap_error(detail, prefix, text)
+        errs.append(FieldError.invalid(f"{path}.rule", _rule_value(rule), "compilation failed: " + detail))
     message_program = None
     mexpr = rule.get("messageExpression")
     if isinstance(mexpr, str) and mexpr.strip():
@@ -368,7 +384,21 @@ def _eval_rules(nr: _NodeRules, value: Any, old: Any, path: str, errs: list[Fiel
         if cr.uses_old and not has_old and not cr.optional_old:
             continue
         data = {"self": cel_self, "oldSelf": cel_old, "__kwOld": cel_old, "__kwHasOld": has_old}
-        result = cr.program.eval(data=data)
+        try:
+            result = cr.program.eval(data=data)
+        except RuntimeError as exc:
+            # cel-cpp stops runaway comprehensions with its iteration budget; Kubernetes
+            # reports its cost limit the same way
+            if "budget" in str(exc):
+                errs.append(
+                    FieldError.invalid(
+                        path, bad,
+                        f"'operation cancelled: actual cost limit exceeded': call cost exceeds limit for rule: {_rule_text(cr.rule)}",
+                    )
+                )
+            else:
+                errs.append(FieldError.invalid(path, bad, f"{_runtime_error(str(exc))} evaluating rule: {_rule_text(cr.rule)}"))
+            continue
         rtype = result.type()
         if rtype == T.ERROR:
             errs.append(FieldError.invalid(path, bad, f"{_runtime_error(str(result.value()))} evaluating rule: {_rule_text(cr.rule)}"))
