@@ -443,3 +443,47 @@ async def test_restart_keeps_objects_revisions_and_crds(tmp_path: object) -> Non
         _, cm = await client.post(CM_PATH, configmap("after"))
         assert int(cm["metadata"]["resourceVersion"]) > int(obj["metadata"]["resourceVersion"])
         await client.close()
+
+
+async def test_unknown_fields_follow_field_validation(api: Api) -> None:
+    body = configmap("u1", {"a": "1"})
+    body["extra"] = True
+    status, err = await api.post(CM_PATH + "?fieldValidation=Strict", body)
+    assert (status, err["message"]) == (400, 'strict decoding error: unknown field "extra"')
+    async with api.session.post(api.base + CM_PATH, json=body) as resp:  # default: Warn
+        assert resp.status == 201
+        assert resp.headers.getall("Warning") == ['299 - "unknown field \\"extra\\""']
+        assert "extra" not in await resp.json()
+    crd_body = database("u2")
+    crd_body["spec"]["color"] = "red"
+    status, err = await api.post(DB_PATH + "?fieldValidation=Strict", crd_body)
+    assert (status, err["message"]) == (400, 'strict decoding error: unknown field "spec.color"')
+    status, obj = await api.post(DB_PATH + "?fieldValidation=Ignore", crd_body)
+    assert status == 201 and "color" not in obj["spec"]
+    status, err = await api.post(CM_PATH, configmap("u3", {"a": 1}))  # type: ignore[dict-item]
+    assert status == 400
+    assert err["message"] == "json: cannot unmarshal number into Go struct field ConfigMap.data of type string"
+
+
+async def test_schema_validation_and_defaults(api: Api) -> None:
+    status, obj = await api.post(DB_PATH, database("def", replicas=None))
+    assert status == 201
+    assert obj["spec"]["replicas"] == 1 and obj["spec"]["storage"] == "1Gi"
+    status, err = await api.post(DB_PATH, database("bad", engine="oracle", replicas=30))
+    assert status == 422
+    assert err["message"].startswith('Database.demo.kubewerk.dev "bad" is invalid: [spec.engine: Unsupported value: "oracle"')
+    causes = {(c["field"], c["reason"]) for c in err["details"]["causes"]}
+    assert ("spec.engine", "FieldValueNotSupported") in causes
+    assert ("spec.replicas", "FieldValueInvalid") in causes
+    status, err = await api.post(DB_PATH, database("cel", engine="mysql", replicas=5))
+    assert status == 422
+    assert err["message"] == (
+        'Database.demo.kubewerk.dev "cel" is invalid: spec: Invalid value: "object": mysql supports at most 3 replicas'
+    )
+    # the same rules run on patches and status writes
+    await api.post(DB_PATH, database("p"))
+    status, err = await api.patch(f"{DB_PATH}/p", {"spec": {"replicas": 0}})
+    assert status == 422
+    status, err = await api.patch(f"{DB_PATH}/p/status", {"status": {"replicas": "many"}})
+    assert status == 422
+    assert err["details"]["causes"][0]["field"] == "status.replicas"

@@ -39,9 +39,40 @@ class Admission:
     """Mutates and validates objects in place; raises ``ApiError`` to reject a write."""
 
     def admit(self, req: AdmissionRequest) -> None:
+        if req.rtype.builtin:
+            self.prune_builtin(req)
         errors = self.validate_meta(req)
         if errors:
             raise ApiError.invalid(req.rtype.kind, req.rtype.group, _name(req.obj), errors)
+
+    def prune_builtin(self, req: AdmissionRequest) -> None:
+        """Typed decoding of a built-in kind: unknown top-level fields are dropped (or
+        rejected/warned per ``fieldValidation``) and string maps must hold strings."""
+        schema = req.rtype.schemas.get(req.version) or {}
+        known = set(schema.get("properties") or {})
+        if not known:
+            return
+        unknown = sorted(k for k in req.obj if k not in known)
+        for key in unknown:
+            del req.obj[key]
+        if unknown and req.field_validation != "Ignore":
+            messages = [f'unknown field "{k}"' for k in unknown]
+            if req.field_validation == "Strict":
+                raise ApiError.bad_request("strict decoding error: " + ", ".join(messages))
+            req.warnings.extend(messages)
+        for field_name in ("data", "binaryData", "stringData"):
+            value = req.obj.get(field_name)
+            if value is None:
+                continue
+            if not isinstance(value, dict) or any(not isinstance(v, str) for v in value.values()):
+                bad = type(value).__name__ if not isinstance(value, dict) else next(
+                    type(v).__name__ for v in value.values() if not isinstance(v, str))
+                go_type = {"int": "number", "float": "number", "bool": "bool", "list": "array",
+                           "dict": "object", "str": "string", "NoneType": "null"}.get(bad, bad)
+                raise ApiError.bad_request(
+                    f"json: cannot unmarshal {go_type} into Go struct field {req.rtype.kind}.{field_name} of type "
+                    + ("string" if isinstance(value, dict) else "map[string]string")
+                )
 
     def validate_meta(self, req: AdmissionRequest) -> list[FieldError]:
         """ObjectMeta rules (``rest.BeforeCreate``/``BeforeUpdate``); adds finalizer warnings."""
