@@ -37,7 +37,7 @@ from kubewerk.model import (
 GROUP = "markers.test.kubewerk.dev"
 
 
-class Color(str, enum.Enum):
+class Color(enum.StrEnum):
     RED = "red"
     BLUE = "blue"
 

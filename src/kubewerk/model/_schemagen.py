@@ -357,19 +357,18 @@ def _apply(
                 _fail(where, "Nullable needs a type that admits None (X | None)")
             schema["nullable"] = True
         elif isinstance(m, _PreserveUnknownFields):
-            if category == "model":
-                if not (isinstance(tp, type) and getattr(tp, "__kube_preserve_unknown__", False)):
-                    _fail(
-                        where,
-                        f"PreserveUnknownFields on a model field needs {_type_name(tp)} "
-                        "declared with preserve_unknown_fields=True",
-                    )
+            if category == "model" and not getattr(tp, "__kube_preserve_unknown__", False):
+                _fail(
+                    where,
+                    f"PreserveUnknownFields on a model field needs {_type_name(tp)} "
+                    "declared with preserve_unknown_fields=True",
+                )
             need(stype in ("object", None) and category != "int-or-string", "PreserveUnknownFields", "objects")
             schema["x-kubernetes-preserve-unknown-fields"] = True
         elif isinstance(m, _EmbeddedResource):
-            if category == "map" and schema.get("x-kubernetes-preserve-unknown-fields"):
-                schema["x-kubernetes-embedded-resource"] = True
-            elif category == "model" and _is_resource(tp):
+            if (category == "map" and schema.get("x-kubernetes-preserve-unknown-fields")) or (
+                category == "model" and _is_resource(tp)
+            ):
                 schema["x-kubernetes-embedded-resource"] = True
             else:
                 _fail(
@@ -412,9 +411,8 @@ def _apply(
     if list_type is not None:
         schema["x-kubernetes-list-type"] = list_type
         items = schema["items"]
-        if list_type == "set":
-            if _scalar_type(items) is None:
-                _fail(where, "ListType.SET needs scalar items (strings, numbers, booleans)")
+        if list_type == "set" and _scalar_type(items) is None:
+            _fail(where, "ListType.SET needs scalar items (strings, numbers, booleans)")
         if list_type == "map":
             if map_keys is None:
                 _fail(where, "ListType.MAP needs ListMapKeys(...) naming the key fields")
@@ -422,9 +420,7 @@ def _apply(
                 _fail(where, "ListType.MAP needs items that are objects (a model)")
             keys = [_resolve_key(items, k, where) for k in map_keys]
             schema["x-kubernetes-list-map-keys"] = keys
-    if list_type in ("map",):
-        pass
-    elif stype == "array":
+    if stype == "array" and list_type != "map":
         # below atomic lists and sets, old and new items cannot be correlated
         inner = [p for p in frag.transitions if p.startswith("[*]")]
         if inner:
@@ -513,14 +509,14 @@ def _object_fragment(cls: type[BaseModel], *, skip: frozenset[str] = frozenset()
             continue  # e.g. the status of a kind declared without one
         meta, description = _flatten(info.metadata)
         child = _walk(annotation, meta, where)
-        schema = child.schema
+        field_schema = child.schema
         if info.description or description:
-            schema["description"] = info.description or description
+            field_schema["description"] = info.description or description
         if info.is_required():
             required.append(json_field)
         elif info.default is not PydanticUndefined and info.default is not None:
             try:
-                schema["default"] = _default_json(info.default)
+                field_schema["default"] = _default_json(info.default)
             except Exception as exc:  # pragma: no cover - pydantic raises for odd values
                 _fail(where, f"default {info.default!r} is not JSON: {exc}")
         if child.immutable is not None and not info.is_required():
@@ -543,7 +539,7 @@ def _object_fragment(cls: type[BaseModel], *, skip: frozenset[str] = frozenset()
         frag.columns.extend(prefixed.columns)
         frag.selectable.extend(prefixed.selectable)
         frag.transitions.extend(prefixed.transitions)
-        props[json_field] = schema
+        props[json_field] = field_schema
         names[name] = json_field
     schema: dict[str, Any] = {"type": "object"}
     doc = _doc(cls)

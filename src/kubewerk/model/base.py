@@ -22,7 +22,7 @@ import copy
 import types
 import typing
 from collections.abc import Sequence
-from typing import Any, ClassVar, Self
+from typing import Any, ClassVar, Literal, Self
 
 import orjson
 from pydantic import BaseModel, ConfigDict, GetCoreSchemaHandler, ValidationError
@@ -152,7 +152,9 @@ class KubeModel(BaseModel):
     def _kube_finish_class(cls) -> None:
         """Adjust fields (None handling, unknown keys), rebuild once, check the schema."""
         changed = cls._kube_adjust_fields()
-        wanted_extra = "allow" if cls.__kube_preserve_unknown__ else "ignore"
+        wanted_extra: Literal["allow", "ignore"] = (
+            "allow" if cls.__kube_preserve_unknown__ else "ignore"
+        )
         if cls.model_config.get("extra") != wanted_extra:
             cls.model_config["extra"] = wanted_extra
             changed = True

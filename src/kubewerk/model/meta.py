@@ -73,8 +73,11 @@ class ObjectMeta(KubeModel):
     """Standard object metadata (metav1.ObjectMeta).
 
     Every field is optional; only the fields that were set are dumped, so a manifest
-    written as ``ObjectMeta(name="x")`` stays ``{"name": "x"}``.
+    written as ``ObjectMeta(name="x")`` stays ``{"name": "x"}``. In a CRD schema a
+    metadata field is ``{type: object}``: the API server validates metadata itself.
     """
+
+    __kube_object_meta__: ClassVar[bool] = True
 
     name: str | None = None
     generate_name: str | None = None
@@ -149,11 +152,9 @@ class Condition(KubeModel):
         now: datetime | None = None,
     ) -> Condition:
         """A condition stamped with the current time (seconds precision, UTC)."""
-        text: Literal["True", "False", "Unknown"]
-        if isinstance(status, bool):
-            text = "True" if status else "False"
-        else:
-            text = status
+        text: Literal["True", "False", "Unknown"] = (
+            ("True" if status else "False") if isinstance(status, bool) else status
+        )
         stamp = (now or datetime.now(UTC)).replace(microsecond=0)
         kwargs: dict[str, Any] = {}
         if observed_generation is not None:

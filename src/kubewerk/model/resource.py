@@ -14,6 +14,7 @@ type) and registers the class as version v1 of ``widgets.example.com``.
 from __future__ import annotations
 
 import copy
+import inspect
 import re
 import threading
 import typing
@@ -135,7 +136,7 @@ def _all_optional(tp: Any) -> bool:
 
 def _attribute_docs(cls: type[BaseModel]) -> bool:
     """Descriptions from docstrings below the fields a concrete kind declares itself."""
-    own = cls.__dict__.get("__annotations__", {})
+    own = inspect.get_annotations(cls)
     if not own:
         return False
     try:
@@ -264,7 +265,8 @@ class Resource(KubeModel, Generic[SpecT, StatusT]):
                 changed = True
             elif _all_optional(spec.annotation):
                 new = copy.copy(spec)
-                new.default_factory = spec.annotation
+                factory: type[BaseModel] = spec.annotation  # type: ignore[assignment]
+                new.default_factory = factory
                 fields["spec"] = new
                 changed = True
         info = cls.__dict__.get("__kube__")
