@@ -203,7 +203,7 @@ class ApiServer:
     async def _read_body(self, receive: Receive, headers: dict[str, str]) -> bytes:
         declared = headers.get("content-length")
         if declared and declared.isdigit() and int(declared) > MAX_BODY:
-            raise ApiError.too_large()
+            raise ApiError.too_large(f"Request entity too large: limit is {MAX_BODY}")
         chunks: list[bytes] = []
         size = 0
         while True:
@@ -213,7 +213,7 @@ class ApiServer:
             chunk = message.get("body", b"")
             size += len(chunk)
             if size > MAX_BODY:
-                raise ApiError.too_large()
+                raise ApiError.too_large(f"Request entity too large: limit is {MAX_BODY}")
             chunks.append(chunk)
             if not message.get("more_body"):
                 break
