@@ -608,7 +608,7 @@ class GitRepository(
     """A Flux GitRepository: a Git source the Flux controllers fetch and package."""
 
     # upstream's spec is optional at the root (Go: `json:"spec,omitempty"`)
-    spec: GitRepositorySpec | None = None
+    spec: GitRepositorySpec | None = None  # type: ignore[assignment]
     status: GitRepositoryStatus | None = GitRepositoryStatus(observed_generation=-1)
 
 

@@ -284,7 +284,7 @@ def test_kinds_without_status_and_without_spec() -> None:
 
 
 def test_optional_spec_may_be_left_out_but_required_spec_may_not() -> None:
-    gateway = Gateway(metadata={"name": "g"})  # type: ignore[arg-type]
+    gateway = Gateway(metadata={"name": "g"})  # type: ignore[arg-type,call-arg]
     assert gateway.spec == LockSpec() and gateway.to_dict()["metadata"] == {"name": "g"}
     assert "spec" not in gateway.to_dict()
     with pytest.raises(ValidationError):
