@@ -487,3 +487,26 @@ async def test_schema_validation_and_defaults(api: Api) -> None:
     status, err = await api.patch(f"{DB_PATH}/p/status", {"status": {"replicas": "many"}})
     assert status == 422
     assert err["details"]["causes"][0]["field"] == "status.replicas"
+
+
+async def test_events_share_storage_between_core_and_events_api(api: Api) -> None:
+    new_ev = {
+        "apiVersion": "events.k8s.io/v1", "kind": "Event",
+        "metadata": {"name": "db.1"},
+        "eventTime": "2026-01-01T00:00:00.000000Z",
+        "regarding": {"apiVersion": "demo.kubewerk.dev/v1", "kind": "Database", "name": "orders", "namespace": "default"},
+        "reason": "Provisioned", "note": "ready to serve", "type": "Normal", "action": "Provision",
+        "reportingController": "demo.kubewerk.dev/operator", "reportingInstance": "op-1",
+    }
+    status, created = await api.post("/apis/events.k8s.io/v1/namespaces/default/events", new_ev)
+    assert status == 201, created
+    assert created["note"] == "ready to serve" and created["apiVersion"] == "events.k8s.io/v1"
+    status, core = await api.get("/api/v1/namespaces/default/events/db.1")
+    assert status == 200
+    assert core["message"] == "ready to serve"
+    assert core["involvedObject"]["name"] == "orders"
+    assert core["reportingComponent"] == "demo.kubewerk.dev/operator"
+    _, listed = await api.get("/api/v1/namespaces/default/events?fieldSelector=involvedObject.name%3Dorders")
+    assert [e["metadata"]["name"] for e in listed["items"]] == ["db.1"]
+    _, listed = await api.get("/apis/events.k8s.io/v1/namespaces/default/events?fieldSelector=regarding.name%3Dorders")
+    assert [e["note"] for e in listed["items"]] == ["ready to serve"]

@@ -88,9 +88,7 @@ class Admission:
             return validation.validate_object_meta_for_create(
                 meta, namespaced=req.rtype.namespaced, name_rule=name_rule
             )
-        # the REST layer has already checked the resourceVersion precondition
-        current = {**meta, "resourceVersion": old_meta.get("resourceVersion", "")}
-        return validation.validate_object_meta_update(current, old_meta)
+        return validation.validate_object_meta_update(meta, old_meta)
 
     def on_read(self, rtype: ResourceType, version: str, obj: JSON) -> JSON:
         """The object as served in ``version`` (defaults applied); never mutates ``obj``."""

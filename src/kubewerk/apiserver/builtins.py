@@ -62,6 +62,39 @@ def _event_last_seen(ev: JSON) -> str:
     return age(ev)
 
 
+# events.k8s.io/v1 Event field <-> core/v1 Event field (the two share storage)
+_EVENT_FIELDS = {
+    "regarding": "involvedObject",
+    "note": "message",
+    "reportingController": "reportingComponent",
+    "deprecatedSource": "source",
+    "deprecatedFirstTimestamp": "firstTimestamp",
+    "deprecatedLastTimestamp": "lastTimestamp",
+    "deprecatedCount": "count",
+}
+_CORE_EVENT_FIELDS = {v: k for k, v in _EVENT_FIELDS.items()}
+
+
+def event_to_core(ev: JSON) -> JSON:
+    """An events.k8s.io/v1 Event as the core/v1 Event Kubernetes stores."""
+    out: JSON = {"apiVersion": "v1", "kind": "Event"}
+    for key, value in ev.items():
+        if key in ("apiVersion", "kind"):
+            continue
+        out[_EVENT_FIELDS.get(key, key)] = value
+    return out
+
+
+def event_from_core(ev: JSON) -> JSON:
+    """A stored core/v1 Event as events.k8s.io/v1 serves it."""
+    out: JSON = {"apiVersion": "events.k8s.io/v1", "kind": "Event"}
+    for key, value in ev.items():
+        if key in ("apiVersion", "kind"):
+            continue
+        out[_CORE_EVENT_FIELDS.get(key, key)] = value
+    return out
+
+
 def builtin_types() -> list[ResourceType]:
     """Fresh ``ResourceType`` objects for every built-in kind."""
     ns_cols = [PrinterColumn("Status", "string", ".status.phase", "The status of the namespace"), *NAME_AGE]
@@ -166,6 +199,7 @@ def builtin_types() -> list[ResourceType]:
             group="events.k8s.io", resource="events", kind="Event", list_kind="EventList",
             singular="event", namespaced=True, versions=["v1"], storage_version="v1",
             short_names=["ev"], strategic_kind="events.k8s.io/Event", printer_columns={"v1": event_cols},
+            storage_group="", to_storage=event_to_core, from_storage=event_from_core,
             row_cells=lambda o: [_event_last_seen(o), o.get("type", ""), o.get("reason", ""), _event_object(o), o.get("note", "")],
             schemas={"v1": _schema("Event is a report of an event somewhere in the cluster.", new_event_props, ["eventTime"])},
         ),

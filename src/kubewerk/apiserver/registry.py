@@ -72,13 +72,19 @@ class ResourceType:
     crd_generation: int = 0
     row_cells: Callable[[JSON], list[Any]] | None = None
     """Built-ins: the Table cells after Name, matching ``printer_columns``."""
+    storage_group: str | None = None
+    """Set when the objects live in another group's storage (events.k8s.io Events are
+    core/v1 Events, as in Kubernetes); ``to_storage``/``from_storage`` convert."""
+    to_storage: Callable[[JSON], JSON] | None = None
+    from_storage: Callable[[JSON], JSON] | None = None
 
     @property
     def key_prefix(self) -> str:
-        return f"/{self.group or 'core'}/{self.resource}/"
+        group = self.group if self.storage_group is None else self.storage_group
+        return f"/{group or 'core'}/{self.resource}/"
 
     def key(self, namespace: str, name: str) -> str:
-        return f"/{self.group or 'core'}/{self.resource}/{namespace}/{name}"
+        return f"{self.key_prefix}{namespace}/{name}"
 
     def ns_prefix(self, namespace: str | None) -> str:
         if namespace is None or not self.namespaced:

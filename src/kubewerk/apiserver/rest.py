@@ -150,9 +150,11 @@ def make_filter(target: Target, query: dict[str, str]) -> Filter:
             if rtype.builtin:
                 key = kind_key(rtype.api_version(rtype.storage_version), rtype.kind)
                 field_sel = parsed.transform(lambda f, v: (convert_builtin_field_label(key, f), v))
+                # objects are matched in their storage form (events.k8s.io Events are core Events)
+                stored_key = "v1/Event" if rtype.storage_group == "" and rtype.kind == "Event" else key
 
                 def builtin_fields(obj: JSON) -> dict[str, str]:
-                    return builtin_field_set(key, obj)
+                    return builtin_field_set(stored_key, obj)
 
                 field_set = builtin_fields
             else:
@@ -189,12 +191,17 @@ class ResourceApi:
     def serve(self, target: Target, obj: JSON) -> JSON:
         """The stored object as served in the requested version."""
         rtype = target.rtype
+        if rtype.from_storage is not None:
+            return rtype.from_storage(obj)
         if not rtype.builtin and obj.get("apiVersion") != target.api_version:
             obj = dict(obj)
             obj["apiVersion"] = target.api_version
         return self.admission.on_read(rtype, target.version, obj) if not rtype.builtin else obj
 
     def _to_storage(self, rtype: ResourceType, obj: JSON) -> JSON:
+        """The object in its storage form (storage version, or the storage kind)."""
+        if rtype.to_storage is not None:
+            return rtype.to_storage(obj)
         if not rtype.builtin:
             obj["apiVersion"] = rtype.api_version(rtype.storage_version)
         return obj
@@ -252,12 +259,23 @@ class ResourceApi:
                 f"the API version in the data ({api_version}) does not match the expected API version ({target.api_version})"
             )
         if kind != rtype.kind:
+            if not rtype.builtin:
+                # customResourceValidator.ValidateTypeMeta: 422 on kind
+                raw_meta = body.get("metadata")
+                name = raw_meta.get("name") if isinstance(raw_meta, dict) else None
+                raise ApiError.invalid(rtype.kind, rtype.group, name if isinstance(name, str) else "", [
+                    FieldError.invalid("kind", kind, f"must be {rtype.kind}")
+                ])
             raise ApiError.bad_request(
                 f"the kind in the data ({kind}) does not match the expected kind ({rtype.kind})"
             )
         meta = body.get("metadata")
         if meta is not None and not isinstance(meta, dict):
             raise ApiError.bad_request("metadata must be an object")
+        type_error = _meta_type_error(meta) if meta else None
+        if type_error:
+            version = str(api_version).rpartition("/")[2]
+            raise ApiError.bad_request(f'{kind} in version "{version}" cannot be handled as a {rtype.kind}: {type_error}')
 
     def _admit(self, op: str, target: Target, obj: JSON, old: JSON | None,
                query: dict[str, str]) -> list[str]:
@@ -280,6 +298,9 @@ class ResourceApi:
     # -- read --------------------------------------------------------------------
 
     def get(self, target: Target, query: dict[str, str]) -> Result:
+        rv_text = query.get("resourceVersion", "")
+        if rv_text and not (rv_text.isascii() and rv_text.isdigit()):
+            raise ApiError.bad_request(f'invalid resource version "{rv_text}"')
         _, obj = self._get_stored(target)
         return Result(200, self.serve(target, obj))
 
@@ -400,7 +421,7 @@ class ResourceApi:
             if rv <= 0 or not start.endswith("\x00"):
                 raise ValueError("continue key is not valid: incorrect encoded start resourceVersion (version meta.k8s.io/v1)")
             return rv, prefix + start[:-1]
-        except (ValueError, KeyError, TypeError, binascii.Error, orjson.JSONDecodeError) as exc:
+        except (ValueError, KeyError, TypeError, AttributeError, binascii.Error, orjson.JSONDecodeError) as exc:
             message = str(exc) if str(exc).startswith("continue key") else "continue key is not valid: " + str(exc)
             raise ApiError.bad_request(message) from None
 
@@ -446,7 +467,8 @@ class ResourceApi:
             raise ApiError.invalid(rtype.kind, rtype.group, "", [
                 FieldError.required("metadata.name", "name or generateName is required")
             ])
-        self._to_storage(rtype, obj)
+        obj = self._to_storage(rtype, obj)
+        meta = obj["metadata"]
         key = rtype.key(meta.get("namespace", "") if rtype.namespaced else "", meta["name"])
         if dry_run(query):
             if self.store.get(key) is not None:
@@ -572,7 +594,8 @@ class ResourceApi:
         new["metadata"]["resourceVersion"] = current["metadata"]["resourceVersion"]
         warnings = self._admit("UPDATE", target, new, old_served, query)
         new["metadata"].pop("resourceVersion", None)
-        self._to_storage(rtype, new)
+        new = self._to_storage(rtype, new)
+        meta = new["metadata"]
         if dry_run(query):
             new["metadata"]["resourceVersion"] = current["metadata"]["resourceVersion"]
             return Result(200, self.serve(target, new), warnings)
@@ -858,6 +881,57 @@ def _label_namespace_name(ns: JSON) -> None:
     if not isinstance(labels, dict):
         labels = meta["labels"] = {}
     labels["kubernetes.io/metadata.name"] = meta.get("name", "")
+
+
+_META_STRINGS = ("name", "generateName", "namespace", "uid", "resourceVersion", "creationTimestamp",
+                 "deletionTimestamp")
+
+
+def _go_json_type(value: Any) -> str:
+    if isinstance(value, bool):
+        return "bool"
+    if isinstance(value, int | float):
+        return "number"
+    return {str: "string", list: "array", dict: "object"}.get(type(value), "value")
+
+
+def _meta_type_error(meta: JSON) -> str | None:
+    """The error decoding ``meta`` into a typed ObjectMeta gives, or None if it decodes.
+
+    Worded as encoding/json's UnmarshalTypeError (``json: cannot unmarshal string into
+    Go struct field ObjectMeta.metadata.labels of type map[string]string``).
+    """
+    def wrong(value: Any, path: str, go_type: str) -> str:
+        return f"json: cannot unmarshal {_go_json_type(value)} into Go struct field ObjectMeta.metadata.{path} of type {go_type}"
+
+    for key in _META_STRINGS:
+        value = meta.get(key)
+        if value is not None and not isinstance(value, str):
+            return wrong(value, key, "string")
+    for key in ("labels", "annotations"):
+        value = meta.get(key)
+        if value is None:
+            continue
+        if not isinstance(value, dict):
+            return wrong(value, key, "map[string]string")
+        for item in value.values():
+            if item is not None and not isinstance(item, str):
+                return wrong(item, key, "string")
+    finalizers = meta.get("finalizers")
+    if finalizers is not None:
+        if not isinstance(finalizers, list):
+            return wrong(finalizers, "finalizers", "[]string")
+        for item in finalizers:
+            if item is not None and not isinstance(item, str):
+                return wrong(item, "finalizers", "string")
+    owners = meta.get("ownerReferences")
+    if owners is not None:
+        if not isinstance(owners, list):
+            return wrong(owners, "ownerReferences", "[]v1.OwnerReference")
+        for item in owners:
+            if item is not None and not isinstance(item, dict):
+                return wrong(item, "ownerReferences", "v1.OwnerReference")
+    return None
 
 
 def _patch_sets_resource_version(media: str, patch_doc: Any) -> bool:
