@@ -892,7 +892,11 @@ def _go_json_type(value: Any) -> str:
         return "bool"
     if isinstance(value, int | float):
         return "number"
-    return {str: "string", list: "array", dict: "object"}.get(type(value), "value")
+    if isinstance(value, str):
+        return "string"
+    if isinstance(value, list):
+        return "array"
+    return "object" if isinstance(value, dict) else "value"
 
 
 def _meta_type_error(meta: JSON) -> str | None:
