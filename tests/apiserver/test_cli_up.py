@@ -1,0 +1,94 @@
+"""``kubewerk up`` as a user runs it: a real process, signals, kubeconfig, errors."""
+
+from __future__ import annotations
+
+import json
+import re
+import signal
+import subprocess
+import sys
+import time
+import urllib.request
+from pathlib import Path
+
+import yaml
+
+
+def start(*args: str) -> tuple[subprocess.Popen[str], str]:
+    proc = subprocess.Popen([sys.executable, "-m", "kubewerk.cli", "up", *args],
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    assert proc.stdout is not None
+    line = proc.stdout.readline()
+    match = re.search(r"listening on (http://\S+)", line)
+    assert match, (line, proc.stderr.read() if proc.poll() is not None and proc.stderr else "")
+    return proc, match.group(1)
+
+
+def get(url: str) -> object:
+    with urllib.request.urlopen(url, timeout=5) as resp:
+        return json.loads(resp.read())
+
+
+def test_up_serves_writes_kubeconfig_and_stops_on_sigterm(tmp_path: Path) -> None:
+    kubeconfig = tmp_path / "kc" / "config"
+    started = time.monotonic()
+    proc, url = start("--port", "0", "--kubeconfig", str(kubeconfig))
+    try:
+        assert time.monotonic() - started < 5
+        namespaces = get(url + "/api/v1/namespaces")
+        assert isinstance(namespaces, dict)
+        assert {n["metadata"]["name"] for n in namespaces["items"]} >= {"default", "kube-system", "kube-public"}
+        config = yaml.safe_load(kubeconfig.read_text())
+        assert config["current-context"] == "kubewerk"
+        assert config["clusters"][0]["cluster"]["server"] == url
+        assert oct(kubeconfig.stat().st_mode & 0o777) == "0o600"
+    finally:
+        proc.send_signal(signal.SIGTERM)
+        out, err = proc.communicate(timeout=10)
+    assert proc.returncode == 0, err
+    assert "export KUBECONFIG=" in out
+
+
+def test_up_with_sqlite_keeps_objects_across_restarts(tmp_path: Path) -> None:
+    store = f"sqlite:{tmp_path / 'db' / 'cluster.db'}"
+    kc = str(tmp_path / "kc")
+    proc, url = start("--port", "0", "--store", store, "--kubeconfig", kc)
+    try:
+        cm = {"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "keep"}, "data": {"a": "b"}}
+        req = urllib.request.Request(url + "/api/v1/namespaces/default/configmaps", data=json.dumps(cm).encode(),
+                                     method="POST", headers={"Content-Type": "application/json"})
+        with urllib.request.urlopen(req, timeout=5) as resp:
+            assert resp.status == 201
+    finally:
+        proc.send_signal(signal.SIGINT)
+        proc.communicate(timeout=10)
+    assert proc.returncode == 0
+    proc, url = start("--port", "0", "--store", store, "--kubeconfig", kc)
+    try:
+        again = get(url + "/api/v1/namespaces/default/configmaps/keep")
+        assert isinstance(again, dict) and again["data"] == {"a": "b"}
+    finally:
+        proc.send_signal(signal.SIGTERM)
+        proc.communicate(timeout=10)
+
+
+def test_up_rejects_a_bad_store_with_exit_code_2(tmp_path: Path) -> None:
+    proc = subprocess.run([sys.executable, "-m", "kubewerk.cli", "up", "--store", "etcd://x",
+                           "--kubeconfig", str(tmp_path / "kc")], capture_output=True, text=True, timeout=30)
+    assert proc.returncode == 2
+    assert proc.stderr.startswith("kubewerk: error: --store etcd://x:")
+    assert "Traceback" not in proc.stderr
+
+
+def test_up_reports_a_busy_port(tmp_path: Path) -> None:
+    proc, url = start("--port", "0", "--kubeconfig", str(tmp_path / "kc1"))
+    try:
+        port = url.rsplit(":", 1)[1]
+        second = subprocess.run([sys.executable, "-m", "kubewerk.cli", "up", "--port", port,
+                                 "--kubeconfig", str(tmp_path / "kc2")], capture_output=True, text=True, timeout=30)
+        assert second.returncode == 1
+        assert f"cannot listen on 127.0.0.1:{port}" in second.stderr
+        assert "Traceback" not in second.stderr
+    finally:
+        proc.send_signal(signal.SIGTERM)
+        proc.communicate(timeout=10)
