@@ -136,13 +136,29 @@ def _named(obj: dict[str, Any], name: str) -> dict[str, Any]:
 
 
 async def test_valid_object_is_created_with_defaults(api: Api) -> None:
-    status, body = await api.post(BASE, VALID)
+    obj = copy.deepcopy(VALID)
+    obj["spec"]["notAField"] = 1
+    obj["spec"]["freeForm"]["deep"] = {"kept": True}
+    obj["spec"]["anything"] = [1, "two"]
+    status, body = await api.post(BASE, obj, headers={"Content-Type": "application/json"})
     assert status == 201, body
     assert body["spec"]["color"] == "red"  # default from the Python default
     assert body["spec"]["ports"][0]["protocol"] == "TCP"  # default inside a list-map item
     assert body["spec"]["nickname"] is None  # nullable keeps its null
+    assert "notAField" not in body["spec"]  # pruned
+    assert body["spec"]["freeForm"]["deep"] == {"kept": True}  # preserved
+    assert body["spec"]["anything"] == [1, "two"]
     parsed = Marked.from_dict(body)
     assert parsed.spec.name == "web"
+    assert parsed.to_dict()["spec"] == body["spec"]
+
+
+@pytest.mark.xfail(strict=True, reason="the embedded server does not yet send the Warning header "
+                   "kube-apiserver sends for deprecated CRD versions (reported to the lead)")
+async def test_deprecated_version_warns(api: Api) -> None:
+    async with api.session.get(api.base + BASE) as resp:
+        assert resp.status == 200
+        assert resp.headers.getall("Warning", []) == ['299 - "use v2"']
 
 
 @pytest.mark.parametrize("case", sorted(CREATE_CASES))
