@@ -510,3 +510,29 @@ async def test_events_share_storage_between_core_and_events_api(api: Api) -> Non
     assert [e["metadata"]["name"] for e in listed["items"]] == ["db.1"]
     _, listed = await api.get("/apis/events.k8s.io/v1/namespaces/default/events?fieldSelector=regarding.name%3Dorders")
     assert [e["note"] for e in listed["items"]] == ["ready to serve"]
+
+
+async def test_delete_collection_with_selector(api: Api) -> None:
+    for name, env in [("a", "dev"), ("b", "dev"), ("c", "prod")]:
+        await api.post(DB_PATH, database(name, labels={"env": env}))
+    status, body = await api.delete(DB_PATH + "?labelSelector=env%3Ddev")
+    assert status == 200
+    assert body["kind"] == "DatabaseList"
+    assert sorted(o["metadata"]["name"] for o in body["items"]) == ["a", "b"]
+    _, left = await api.get(DB_PATH)
+    assert [o["metadata"]["name"] for o in left["items"]] == ["c"]
+
+
+async def test_strategic_merge_patch_on_built_ins(api: Api) -> None:
+    cm = configmap("smp", {"a": "1"}, finalizers=["x.io/one"])
+    await api.post(CM_PATH, cm)
+    status, out = await api.patch(f"{CM_PATH}/smp", {"data": {"b": "2"}, "metadata": {"finalizers": ["x.io/two"]}},
+                                  kind="strategic")
+    assert status == 200, out
+    assert out["data"] == {"a": "1", "b": "2"}
+    # finalizers merge (patchStrategy: merge) instead of being replaced; patch items first
+    assert out["metadata"]["finalizers"] == ["x.io/two", "x.io/one"]
+    status, out = await api.patch(f"{CM_PATH}/smp", {"metadata": {"$deleteFromPrimitiveList/finalizers": ["x.io/one"]}},
+                                  kind="strategic")
+    assert status == 200, out
+    assert out["metadata"]["finalizers"] == ["x.io/two"]
