@@ -24,7 +24,6 @@ import typing
 from collections.abc import Sequence
 from typing import Any, ClassVar, Literal, Self
 
-import orjson
 from pydantic import BaseModel, ConfigDict, GetCoreSchemaHandler, ValidationError
 from pydantic_core import core_schema
 
@@ -245,12 +244,3 @@ class KubeModel(BaseModel):
         if self.__pydantic_extra__:
             yield from self.__pydantic_extra__.items()
 
-
-def dumps(obj: KubeModel) -> bytes:
-    """Compact JSON of a model (same as ``obj.to_json()``), for symmetry with orjson."""
-    return obj.to_json()
-
-
-def loads_dict(data: bytes | str) -> Any:
-    """orjson's loads, re-exported for callers that only import the model layer."""
-    return orjson.loads(data)
