@@ -257,3 +257,15 @@ def test_compat_files_and_git(tmp_path: Path) -> None:
         assert code == 2 and "git:HEAD:nope.yaml" in err
     finally:
         os.chdir(cwd)
+
+
+def test_registered_with_the_kubewerk_command(
+    bad_crd: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    from kubewerk.cli import main
+
+    out_file = tmp_path / "report.json"
+    assert main(["lint", str(bad_crd), "--format", "json", "-o", str(out_file)]) == 1
+    assert json.loads(out_file.read_text())["summary"]["error"] == 1
+    assert main(["lint", str(tmp_path / "absent.yaml")]) == 2
+    assert "absent.yaml: no such file or directory" in capsys.readouterr().err
