@@ -536,3 +536,25 @@ async def test_strategic_merge_patch_on_built_ins(api: Api) -> None:
                                   kind="strategic")
     assert status == 200, out
     assert out["metadata"]["finalizers"] == ["x.io/two"]
+
+
+async def test_deprecated_versions_warn(api: Api) -> None:
+    _, crd = await api.get(f"{CRD_PATH}/databases.demo.kubewerk.dev")
+    v1 = crd["spec"]["versions"][0]
+    crd["spec"]["versions"] = [
+        v1,
+        {**v1, "name": "v1beta1", "storage": False, "deprecated": True},
+        {**v1, "name": "v1alpha1", "storage": False, "deprecated": True, "deprecationWarning": "v1alpha1 is going away"},
+    ]
+    status, body = await api.put(f"{CRD_PATH}/databases.demo.kubewerk.dev", crd)
+    assert status == 200, body
+    for _ in range(100):
+        async with api.session.get(api.base + "/apis/demo.kubewerk.dev/v1beta1/namespaces/default/databases") as resp:
+            if resp.status == 200:
+                assert resp.headers.getall("Warning") == [
+                    '299 - "demo.kubewerk.dev/v1beta1 Database is deprecated; use demo.kubewerk.dev/v1 Database"']
+                break
+    async with api.session.get(api.base + "/apis/demo.kubewerk.dev/v1alpha1/namespaces/default/databases") as resp:
+        assert resp.headers.getall("Warning") == ['299 - "v1alpha1 is going away"']
+    async with api.session.get(api.base + DB_PATH) as resp:
+        assert "Warning" not in resp.headers

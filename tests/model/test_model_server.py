@@ -153,8 +153,6 @@ async def test_valid_object_is_created_with_defaults(api: Api) -> None:
     assert parsed.to_dict()["spec"] == body["spec"]
 
 
-@pytest.mark.xfail(strict=True, reason="the embedded server does not yet send the Warning header "
-                   "kube-apiserver sends for deprecated CRD versions (reported to the lead)")
 async def test_deprecated_version_warns(api: Api) -> None:
     async with api.session.get(api.base + BASE) as resp:
         assert resp.status == 200

@@ -223,8 +223,7 @@ class ApiServer:
                          content_type: bytes = b"application/json") -> None:
         payload = orjson.dumps(body)
         hdrs = [(b"content-type", content_type), (b"content-length", str(len(payload)).encode())]
-        for w in warnings or []:
-            hdrs.append((b"warning", ('299 - "' + w.replace('"', '\\"') + '"').encode("utf-8", "replace")))
+        hdrs.extend((b"warning", _warning_header(w)) for w in warnings or [])
         await send({"type": "http.response.start", "status": status, "headers": hdrs})
         await send({"type": "http.response.body", "body": payload})
 
@@ -376,6 +375,8 @@ class ApiServer:
                         receive: Receive, send: Send) -> int:
         target = self._resolve(group, version, segs)
         rtype = target.rtype
+        deprecation = rtype.deprecated.get(version)
+        notes = [deprecation] if deprecation else []
         sub = target.subresource
         if sub is not None:
             if target.name is None:
@@ -390,7 +391,7 @@ class ApiServer:
         api = self.api
         if method == "GET":
             if req.query.get("watch", "").lower() in ("true", "1"):
-                return await self._watch(req, target, receive, send)
+                return await self._watch(req, target, receive, send, notes)
             if target.name is None:
                 items, list_meta = api.list(target, req.query)
                 if wants_table(req.accept):
@@ -398,7 +399,7 @@ class ApiServer:
                 else:
                     body = {"kind": rtype.list_kind, "apiVersion": target.api_version,
                             "metadata": list_meta, "items": items}
-                await self._send_json(send, 200, body)
+                await self._send_json(send, 200, body, notes)
                 return 200
             result = api.get_scale(target) if sub == "scale" else api.get(target, req.query)
             if wants_table(req.accept) and sub is None:
@@ -432,12 +433,13 @@ class ApiServer:
                 result = api.delete(target, opts, req.query)
         else:
             raise ApiError(405, "MethodNotAllowed", f"the server does not allow this method on the requested resource ({method})", {})
-        await self._send_json(send, result.status, result.body, result.warnings)
+        await self._send_json(send, result.status, result.body, notes + result.warnings)
         return result.status
 
     # -- watch -------------------------------------------------------------------
 
-    async def _watch(self, req: Request, target: Target, receive: Receive, send: Send) -> int:
+    async def _watch(self, req: Request, target: Target, receive: Receive, send: Send,
+                     warnings: list[str]) -> int:
         rtype = target.rtype
         query = dict(req.query)
         if target.name is not None:
@@ -505,8 +507,9 @@ class ApiServer:
         if error_event is None:
             self.hub.watchers.add(watcher)
         # -- registered
-        await send({"type": "http.response.start", "status": 200,
-                    "headers": [(b"content-type", b"application/json"), (b"cache-control", b"no-cache, private")]})
+        headers = [(b"content-type", b"application/json"), (b"cache-control", b"no-cache, private")]
+        headers.extend((b"warning", _warning_header(w)) for w in warnings)
+        await send({"type": "http.response.start", "status": 200, "headers": headers})
         if error_event is not None:
             await send({"type": "http.response.body",
                         "body": orjson.dumps({"type": "ERROR", "object": error_event}) + b"\n",
@@ -573,6 +576,11 @@ class ApiServer:
         if not disconnected.is_set():
             await send({"type": "http.response.body", "body": b""})
         return 200
+
+
+def _warning_header(text: str) -> bytes:
+    """A ``Warning`` header value as kube-apiserver writes it (code 299, agent ``-``)."""
+    return ('299 - "' + text.replace("\\", "\\\\").replace('"', '\\"') + '"').encode("utf-8", "replace")
 
 
 def _too_large(rv: int, current: int) -> JSON:

@@ -17,7 +17,7 @@ import asyncio
 import logging
 from typing import TYPE_CHECKING, Any
 
-from kubewerk.apiserver.discovery import sorted_versions
+from kubewerk.apiserver.discovery import sorted_versions, version_priority
 from kubewerk.apiserver.registry import PrinterColumn, ResourceType, ScaleSpec
 from kubewerk.apiserver.rest import (
     CRD_CLEANUP_FINALIZER,
@@ -57,7 +57,7 @@ def crd_to_type(crd: JSON) -> ResourceType | None:
     printer: dict[str, list[PrinterColumn]] = {}
     selectable: dict[str, list[str]] = {}
     schemas: dict[str, JSON] = {}
-    deprecated: dict[str, str | None] = {}
+    deprecated: dict[str, str] = {}
     for v in versions:
         subs = v.get("subresources") or {}
         if "status" in subs:
@@ -77,7 +77,8 @@ def crd_to_type(crd: JSON) -> ResourceType | None:
         if isinstance(schema, dict):
             schemas[v["name"]] = schema
         if v.get("deprecated"):
-            deprecated[v["name"]] = v.get("deprecationWarning")
+            deprecated[v["name"]] = v.get("deprecationWarning") or default_deprecation_warning(
+                v["name"], spec.get("group", ""), names.get("kind", ""), versions)
     meta = crd.get("metadata") or {}
     return ResourceType(
         group=spec.get("group", ""),
@@ -102,6 +103,17 @@ def crd_to_type(crd: JSON) -> ResourceType | None:
         crd_uid=meta.get("uid"),
         crd_generation=int(meta.get("generation", 0) or 0),
     )
+
+
+def default_deprecation_warning(version: str, group: str, kind: str, versions: list[JSON]) -> str:
+    """apiextensions' default warning for a deprecated version: ``G/V K is deprecated``,
+    plus ``; use G/V2 K`` naming the newest served, non-deprecated, newer version."""
+    message = f"{group}/{version} {kind} is deprecated"
+    newer = [v["name"] for v in versions if v.get("served") and not v.get("deprecated")
+             and version_priority(v["name"]) < version_priority(version)]
+    if newer:
+        message += f"; use {group}/{sorted_versions(newer)[0]} {kind}"
+    return message
 
 
 def _condition(ctype: str, status: str, reason: str, message: str, old: list[JSON]) -> JSON:

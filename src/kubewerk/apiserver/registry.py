@@ -65,8 +65,8 @@ class ResourceType:
     return_deleted_object: bool = False
     schemas: dict[str, JSON] = field(default_factory=dict)
     """Per version: the openAPIV3Schema (CRDs) or a hand-written schema (built-ins)."""
-    deprecated: dict[str, str | None] = field(default_factory=dict)
-    """Per deprecated version: its warning (None: the default warning)."""
+    deprecated: dict[str, str] = field(default_factory=dict)
+    """Per deprecated version: the warning every response for it carries."""
     crd_name: str | None = None
     crd_uid: str | None = None
     crd_generation: int = 0
