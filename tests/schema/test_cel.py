@@ -166,9 +166,23 @@ def test_failure_messages() -> None:
                     "x-kubernetes-validations": [
                         {"rule": "self.min <= self.max"},
                         {"rule": "self.min <= self.max", "message": "min must not exceed max"},
-                        {"rule": "self.min <= self.max", "messageExpression": "'min ' + string(self.min) + ' exceeds max ' + string(self.max)"},
-                        {"rule": "self.min <= self.max", "fieldPath": ".min", "reason": "FieldValueForbidden", "message": "too big"},
-                        {"rule": "self.min <= self.max", "fieldPath": ".max", "reason": "FieldValueRequired", "messageExpression": "''", "message": "fallback"},
+                        {
+                            "rule": "self.min <= self.max",
+                            "messageExpression": "'min ' + string(self.min) + ' exceeds max ' + string(self.max)",
+                        },
+                        {
+                            "rule": "self.min <= self.max",
+                            "fieldPath": ".min",
+                            "reason": "FieldValueForbidden",
+                            "message": "too big",
+                        },
+                        {
+                            "rule": "self.min <= self.max",
+                            "fieldPath": ".max",
+                            "reason": "FieldValueRequired",
+                            "messageExpression": "''",
+                            "message": "fallback",
+                        },
                         {"rule": "self.min <= self.max", "reason": "FieldValueDuplicate"},
                     ],
                 }
@@ -192,17 +206,37 @@ def test_runtime_errors_and_null() -> None:
         'spec: Invalid value: "object": no such key: b evaluating rule: self.a.b > 0'
     ]
     # rules never run on null values
-    nullable = compile_schema({"type": "object", "properties": {"s": {"type": "string", "nullable": True, "x-kubernetes-validations": [{"rule": "self.size() > 3"}]}}})
+    nullable = compile_schema(
+        {
+            "type": "object",
+            "properties": {
+                "s": {
+                    "type": "string",
+                    "nullable": True,
+                    "x-kubernetes-validations": [{"rule": "self.size() > 3"}],
+                }
+            },
+        }
+    )
     assert nullable.validate({"s": None}) == []
-    assert messages(nullable.validate({"s": "ab"})) == ['s: Invalid value: "string": failed rule: self.size() > 3']
+    assert messages(nullable.validate({"s": "ab"})) == [
+        's: Invalid value: "string": failed rule: self.size() > 3'
+    ]
 
 
 def test_root_rule_and_escaping() -> None:
     cs = compile_schema(
         {
             "type": "object",
-            "x-kubernetes-validations": [{"rule": "self.spec.__namespace__ == 'x' && self.spec.a__dash__b == 1"}],
-            "properties": {"spec": {"type": "object", "properties": {"namespace": {"type": "string"}, "a-b": {"type": "integer"}}}},
+            "x-kubernetes-validations": [
+                {"rule": "self.spec.__namespace__ == 'x' && self.spec.a__dash__b == 1"}
+            ],
+            "properties": {
+                "spec": {
+                    "type": "object",
+                    "properties": {"namespace": {"type": "string"}, "a-b": {"type": "integer"}},
+                }
+            },
         }
     )
     assert cs.validate({"spec": {"namespace": "x", "a-b": 1}}) == []
@@ -212,9 +246,18 @@ def test_root_rule_and_escaping() -> None:
 
 
 def test_number_fields_are_doubles() -> None:
-    cs = compile_schema({"type": "object", "properties": {"n": {"type": "number", "x-kubernetes-validations": [{"rule": "self > 1.5"}]}}})
+    cs = compile_schema(
+        {
+            "type": "object",
+            "properties": {
+                "n": {"type": "number", "x-kubernetes-validations": [{"rule": "self > 1.5"}]}
+            },
+        }
+    )
     assert cs.validate({"n": 2}) == []
-    assert messages(cs.validate({"n": 1})) == ['n: Invalid value: "number": failed rule: self > 1.5']
+    assert messages(cs.validate({"n": 1})) == [
+        'n: Invalid value: "number": failed rule: self > 1.5'
+    ]
 
 
 IMMUTABLE = {
@@ -223,11 +266,26 @@ IMMUTABLE = {
         "spec": {
             "type": "object",
             "properties": {
-                "name": {"type": "string", "x-kubernetes-validations": [{"rule": "self == oldSelf", "message": "Value is immutable"}]},
-                "replicas": {"type": "integer", "x-kubernetes-validations": [{"rule": "self >= oldSelf", "message": "replicas may only grow"}]},
+                "name": {
+                    "type": "string",
+                    "x-kubernetes-validations": [
+                        {"rule": "self == oldSelf", "message": "Value is immutable"}
+                    ],
+                },
+                "replicas": {
+                    "type": "integer",
+                    "x-kubernetes-validations": [
+                        {"rule": "self >= oldSelf", "message": "replicas may only grow"}
+                    ],
+                },
                 "tags": {
                     "type": "object",
-                    "additionalProperties": {"type": "string", "x-kubernetes-validations": [{"rule": "self == oldSelf", "message": "tag values are immutable"}]},
+                    "additionalProperties": {
+                        "type": "string",
+                        "x-kubernetes-validations": [
+                            {"rule": "self == oldSelf", "message": "tag values are immutable"}
+                        ],
+                    },
                 },
                 "ports": {
                     "type": "array",
@@ -237,14 +295,24 @@ IMMUTABLE = {
                         "type": "object",
                         "required": ["name"],
                         "properties": {"name": {"type": "string"}, "port": {"type": "integer"}},
-                        "x-kubernetes-validations": [{"rule": "self.port == oldSelf.port", "message": "port is immutable"}],
+                        "x-kubernetes-validations": [
+                            {"rule": "self.port == oldSelf.port", "message": "port is immutable"}
+                        ],
                     },
                 },
                 "opt": {
                     "type": "string",
                     "x-kubernetes-validations": [
-                        {"rule": "!oldSelf.hasValue() || self == oldSelf.value()", "optionalOldSelf": True, "message": "set once"},
-                        {"rule": "oldSelf.hasValue() || self.startsWith('v')", "optionalOldSelf": True, "message": "must start with v on create"},
+                        {
+                            "rule": "!oldSelf.hasValue() || self == oldSelf.value()",
+                            "optionalOldSelf": True,
+                            "message": "set once",
+                        },
+                        {
+                            "rule": "oldSelf.hasValue() || self.startsWith('v')",
+                            "optionalOldSelf": True,
+                            "message": "must start with v on create",
+                        },
                     ],
                 },
             },
@@ -255,7 +323,15 @@ IMMUTABLE = {
 
 def test_transition_rules() -> None:
     cs = compile_schema(IMMUTABLE)
-    old = {"spec": {"name": "a", "replicas": 3, "tags": {"t": "1"}, "ports": [{"name": "http", "port": 80}], "opt": "v1"}}
+    old = {
+        "spec": {
+            "name": "a",
+            "replicas": 3,
+            "tags": {"t": "1"},
+            "ports": [{"name": "http", "port": 80}],
+            "opt": "v1",
+        }
+    }
     # create: transition rules without optionalOldSelf do not run
     assert messages(cs.validate({"spec": {"name": "x", "replicas": 1, "opt": "x"}})) == [
         'spec.opt: Invalid value: "string": must start with v on create'
@@ -282,11 +358,31 @@ def test_transition_rules() -> None:
 def test_compile_errors_raise_schema_error() -> None:
     with pytest.raises(SchemaError) as info:
         compile_schema(_rule_schema("self.x ++ 1"))
-    assert info.value.errors[0].field == "openAPIV3Schema.properties[spec].x-kubernetes-validations[0].rule"
+    assert (
+        info.value.errors[0].field
+        == "openAPIV3Schema.properties[spec].x-kubernetes-validations[0].rule"
+    )
     assert "compilation failed: ERROR: <input>:1:" in info.value.errors[0].detail
     with pytest.raises(SchemaError) as info:
-        compile_schema({"type": "object", "properties": {"s": {"type": "string", "x-kubernetes-validations": [{"rule": "self + 1 == 2"}]}}})
-    assert "found no matching overload for '_+_' applied to '(string, int)'" in info.value.errors[0].detail
+        compile_schema(
+            {
+                "type": "object",
+                "properties": {
+                    "s": {"type": "string", "x-kubernetes-validations": [{"rule": "self + 1 == 2"}]}
+                },
+            }
+        )
+    assert (
+        "found no matching overload for '_+_' applied to '(string, int)'"
+        in info.value.errors[0].detail
+    )
     with pytest.raises(SchemaError) as info:
-        compile_schema({"type": "object", "properties": {"s": {"type": "string", "x-kubernetes-validations": [{"rule": "self.size()"}]}}})
+        compile_schema(
+            {
+                "type": "object",
+                "properties": {
+                    "s": {"type": "string", "x-kubernetes-validations": [{"rule": "self.size()"}]}
+                },
+            }
+        )
     assert info.value.errors[0].detail == "cel expression must evaluate to a bool"

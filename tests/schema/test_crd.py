@@ -74,7 +74,17 @@ def _crd(**over: Any) -> dict[str, Any]:
                     "name": "v1",
                     "served": True,
                     "storage": True,
-                    "schema": {"openAPIV3Schema": {"type": "object", "properties": {"spec": {"type": "object", "properties": {"size": {"type": "integer"}}}}}},
+                    "schema": {
+                        "openAPIV3Schema": {
+                            "type": "object",
+                            "properties": {
+                                "spec": {
+                                    "type": "object",
+                                    "properties": {"size": {"type": "integer"}},
+                                }
+                            },
+                        }
+                    },
                 }
             ],
         },
@@ -98,51 +108,198 @@ SCHEMA_PATH = "spec.validation.openAPIV3Schema"
     ("over", "expected"),
     [
         ({}, []),
-        ({"metadata__name": "gadgets.example.com"}, ['metadata.name: Invalid value: "gadgets.example.com": must be spec.names.plural+"."+spec.group']),
-        ({"spec__group": "example"}, [
-            'metadata.name: Invalid value: "widgets.example.com": must be spec.names.plural+"."+spec.group',
-            'spec.group: Invalid value: "example": should be a domain with at least one dot',
-        ]),
-        ({"spec__scope": "Global"}, ['spec.scope: Unsupported value: "Global": supported values: "Cluster", "Namespaced"']),
-        ({"spec__names": {"plural": "widgets", "kind": "Widget", "listKind": "Widget"}}, ['spec.names.listKind: Invalid value: "Widget": kind and listKind may not be the same']),
-        ({"spec__versions__0__storage": False}, [
-            'spec.versions: Invalid value: [{"name":"v1","schema":{"openAPIV3Schema":{"properties":{"spec":{"properties":{"size":{"type":"integer"}},"type":"object"}},"type":"object"}},"served":true,"storage":false}]: must have exactly one version marked as storage version',
-            "status.storedVersions: Invalid value: []: must have at least one stored version",
-        ]),
-        ({"spec__versions__0__schema": None}, ["spec.versions[0].schema.openAPIV3Schema: Required value"]),
-        ({"spec__versions__0__schema__openAPIV3Schema__properties__spec__properties__size": {"description": "no type"}},
-         [f"{SCHEMA_PATH}.properties[spec].properties[size].type: Required value: must not be empty for specified object fields"]),
-        ({"spec__versions__0__schema__openAPIV3Schema__properties__spec__properties__size": {"type": "integer", "default": "big"}},
-         [f'{SCHEMA_PATH}.properties[spec].properties[size].default: Invalid value: "string": {SCHEMA_PATH[:0]}in body must be of type integer: "string"'.replace(": in body", ":  in body")]),
-        ({"spec__versions__0__schema__openAPIV3Schema__properties__spec__properties__size": {"type": "object", "default": {"x": 1}}},
-         [f'{SCHEMA_PATH}.properties[spec].properties[size].default: Invalid value: {{"x":1}}: must not have unknown fields']),
-        ({"spec__versions__0__schema__openAPIV3Schema__properties__spec__properties__size": {"type": "string", "pattern": "(unclosed"}},
-         [f'{SCHEMA_PATH}.properties[spec].properties[size].pattern: Invalid value: "(unclosed": must be a valid regular expression, but isn\'t: error parsing regexp: missing closing ): `(unclosed`']),
-        ({"spec__versions__0__schema__openAPIV3Schema__properties__spec__properties__size": {"type": "array", "items": {"type": "string"}, "uniqueItems": True}},
-         [f"{SCHEMA_PATH}.properties[spec].properties[size].uniqueItems: Forbidden: uniqueItems cannot be set to true since the runtime complexity becomes quadratic"]),
-        ({"spec__versions__0__schema__openAPIV3Schema__properties__spec__properties__size": {"type": "array", "x-kubernetes-list-type": "map", "x-kubernetes-list-map-keys": ["name"], "items": {"type": "object", "properties": {"name": {"type": "string"}}}}},
-         [f"{SCHEMA_PATH}.properties[spec].properties[size].items.properties[name].default: Required value: this property is in x-kubernetes-list-map-keys, so it must have a default or be a required property"]),
-        ({"spec__versions__0__schema__openAPIV3Schema__properties__metadata": {"type": "object", "properties": {"labels": {"type": "object"}}}},
-         [f"{SCHEMA_PATH}.properties[metadata]: Forbidden: must not specify anything other than name and generateName, but metadata is implicitly specified"]),
-        ({"spec__versions__0__schema__openAPIV3Schema__properties__spec__anyOf": [{"type": "object"}]},
-         [f"{SCHEMA_PATH}.properties[spec].anyOf[0].type: Forbidden: must be empty to be structural"]),
-        ({"spec__versions__0__schema__openAPIV3Schema__properties__spec__x-kubernetes-validations": [{"rule": "self.size > 0", "reason": "Bad"}]},
-         [f'{SCHEMA_PATH}.properties[spec].x-kubernetes-validations[0].reason: Unsupported value: "Bad": supported values: "FieldValueDuplicate", "FieldValueForbidden", "FieldValueInvalid", "FieldValueRequired"']),
-        ({"spec__versions__0__schema__openAPIV3Schema__properties__spec__x-kubernetes-validations": [{"rule": "self.size +"}]},
-         [SCHEMA_PATH + '.properties[spec].x-kubernetes-validations[0].rule: Invalid value: {"Rule":"self.size +","Message":"",'
-          '"MessageExpression":"","Reason":null,"FieldPath":"","OptionalOldSelf":null}: compilation failed: ERROR: <input>:1:12: '
-          "Syntax error: mismatched input '<EOF>' expecting {'[', '{', '(', '.', '-', '!', 'true', 'false', 'null', NUM_FLOAT, "
-          "NUM_INT, NUM_UINT, STRING, BYTES, IDENTIFIER}\n | self.size +\n | ...........^"]),
-        ({"spec__versions__0__schema__openAPIV3Schema__properties__spec__x-kubernetes-validations": [{"rule": "self.size", "optionalOldSelf": True}]},
-         [f"{SCHEMA_PATH}.properties[spec].x-kubernetes-validations[0].optionalOldSelf: Invalid value: true: may not be set if oldSelf is not used in rule"]),
-        ({"spec__versions__0__additionalPrinterColumns": [{"name": "Size", "type": "int", "jsonPath": "spec.size"}]},
-         ['spec.additionalPrinterColumns[0].type: Invalid value: "int": must be one of boolean,date,integer,number,string',
-          'spec.additionalPrinterColumns[0].JSONPath: Invalid value: "spec.size": must be a simple json path starting with .']),
-        ({"spec__versions__0__subresources": {"scale": {"specReplicasPath": ".status.replicas", "statusReplicasPath": ".status.replicas"}}},
-         ['spec.subresources.scale.specReplicasPath: Invalid value: ".status.replicas": should be a json path under .spec']),
-        ({"spec__versions__0__schema__openAPIV3Schema__nullable": True},
-         [f"{SCHEMA_PATH}.nullable: Forbidden: nullable cannot be true at the root"]),
-        ({"spec__conversion": {"strategy": "Webhook"}}, ["spec.conversion.webhookClientConfig: Required value: required when strategy is set to Webhook", "spec.conversion.conversionReviewVersions: Required value"]),
+        (
+            {"metadata__name": "gadgets.example.com"},
+            [
+                'metadata.name: Invalid value: "gadgets.example.com": must be spec.names.plural+"."+spec.group'
+            ],
+        ),
+        (
+            {"spec__group": "example"},
+            [
+                'metadata.name: Invalid value: "widgets.example.com": must be spec.names.plural+"."+spec.group',
+                'spec.group: Invalid value: "example": should be a domain with at least one dot',
+            ],
+        ),
+        (
+            {"spec__scope": "Global"},
+            ['spec.scope: Unsupported value: "Global": supported values: "Cluster", "Namespaced"'],
+        ),
+        (
+            {"spec__names": {"plural": "widgets", "kind": "Widget", "listKind": "Widget"}},
+            ['spec.names.listKind: Invalid value: "Widget": kind and listKind may not be the same'],
+        ),
+        (
+            {"spec__versions__0__storage": False},
+            [
+                'spec.versions: Invalid value: [{"name":"v1","schema":{"openAPIV3Schema":{"properties":{"spec":{"properties":{"size":{"type":"integer"}},"type":"object"}},"type":"object"}},"served":true,"storage":false}]: must have exactly one version marked as storage version',
+                "status.storedVersions: Invalid value: []: must have at least one stored version",
+            ],
+        ),
+        (
+            {"spec__versions__0__schema": None},
+            ["spec.versions[0].schema.openAPIV3Schema: Required value"],
+        ),
+        (
+            {
+                "spec__versions__0__schema__openAPIV3Schema__properties__spec__properties__size": {
+                    "description": "no type"
+                }
+            },
+            [
+                f"{SCHEMA_PATH}.properties[spec].properties[size].type: Required value: must not be empty for specified object fields"
+            ],
+        ),
+        (
+            {
+                "spec__versions__0__schema__openAPIV3Schema__properties__spec__properties__size": {
+                    "type": "integer",
+                    "default": "big",
+                }
+            },
+            [
+                f'{SCHEMA_PATH}.properties[spec].properties[size].default: Invalid value: "string": {SCHEMA_PATH[:0]}in body must be of type integer: "string"'.replace(
+                    ": in body", ":  in body"
+                )
+            ],
+        ),
+        (
+            {
+                "spec__versions__0__schema__openAPIV3Schema__properties__spec__properties__size": {
+                    "type": "object",
+                    "default": {"x": 1},
+                }
+            },
+            [
+                f'{SCHEMA_PATH}.properties[spec].properties[size].default: Invalid value: {{"x":1}}: must not have unknown fields'
+            ],
+        ),
+        (
+            {
+                "spec__versions__0__schema__openAPIV3Schema__properties__spec__properties__size": {
+                    "type": "string",
+                    "pattern": "(unclosed",
+                }
+            },
+            [
+                f'{SCHEMA_PATH}.properties[spec].properties[size].pattern: Invalid value: "(unclosed": must be a valid regular expression, but isn\'t: error parsing regexp: missing closing ): `(unclosed`'
+            ],
+        ),
+        (
+            {
+                "spec__versions__0__schema__openAPIV3Schema__properties__spec__properties__size": {
+                    "type": "array",
+                    "items": {"type": "string"},
+                    "uniqueItems": True,
+                }
+            },
+            [
+                f"{SCHEMA_PATH}.properties[spec].properties[size].uniqueItems: Forbidden: uniqueItems cannot be set to true since the runtime complexity becomes quadratic"
+            ],
+        ),
+        (
+            {
+                "spec__versions__0__schema__openAPIV3Schema__properties__spec__properties__size": {
+                    "type": "array",
+                    "x-kubernetes-list-type": "map",
+                    "x-kubernetes-list-map-keys": ["name"],
+                    "items": {"type": "object", "properties": {"name": {"type": "string"}}},
+                }
+            },
+            [
+                f"{SCHEMA_PATH}.properties[spec].properties[size].items.properties[name].default: Required value: this property is in x-kubernetes-list-map-keys, so it must have a default or be a required property"
+            ],
+        ),
+        (
+            {
+                "spec__versions__0__schema__openAPIV3Schema__properties__metadata": {
+                    "type": "object",
+                    "properties": {"labels": {"type": "object"}},
+                }
+            },
+            [
+                f"{SCHEMA_PATH}.properties[metadata]: Forbidden: must not specify anything other than name and generateName, but metadata is implicitly specified"
+            ],
+        ),
+        (
+            {
+                "spec__versions__0__schema__openAPIV3Schema__properties__spec__anyOf": [
+                    {"type": "object"}
+                ]
+            },
+            [
+                f"{SCHEMA_PATH}.properties[spec].anyOf[0].type: Forbidden: must be empty to be structural"
+            ],
+        ),
+        (
+            {
+                "spec__versions__0__schema__openAPIV3Schema__properties__spec__x-kubernetes-validations": [
+                    {"rule": "self.size > 0", "reason": "Bad"}
+                ]
+            },
+            [
+                f'{SCHEMA_PATH}.properties[spec].x-kubernetes-validations[0].reason: Unsupported value: "Bad": supported values: "FieldValueDuplicate", "FieldValueForbidden", "FieldValueInvalid", "FieldValueRequired"'
+            ],
+        ),
+        (
+            {
+                "spec__versions__0__schema__openAPIV3Schema__properties__spec__x-kubernetes-validations": [
+                    {"rule": "self.size +"}
+                ]
+            },
+            [
+                SCHEMA_PATH
+                + '.properties[spec].x-kubernetes-validations[0].rule: Invalid value: {"Rule":"self.size +","Message":"",'
+                '"MessageExpression":"","Reason":null,"FieldPath":"","OptionalOldSelf":null}: compilation failed: ERROR: <input>:1:12: '
+                "Syntax error: mismatched input '<EOF>' expecting {'[', '{', '(', '.', '-', '!', 'true', 'false', 'null', NUM_FLOAT, "
+                "NUM_INT, NUM_UINT, STRING, BYTES, IDENTIFIER}\n | self.size +\n | ...........^"
+            ],
+        ),
+        (
+            {
+                "spec__versions__0__schema__openAPIV3Schema__properties__spec__x-kubernetes-validations": [
+                    {"rule": "self.size", "optionalOldSelf": True}
+                ]
+            },
+            [
+                f"{SCHEMA_PATH}.properties[spec].x-kubernetes-validations[0].optionalOldSelf: Invalid value: true: may not be set if oldSelf is not used in rule"
+            ],
+        ),
+        (
+            {
+                "spec__versions__0__additionalPrinterColumns": [
+                    {"name": "Size", "type": "int", "jsonPath": "spec.size"}
+                ]
+            },
+            [
+                'spec.additionalPrinterColumns[0].type: Invalid value: "int": must be one of boolean,date,integer,number,string',
+                'spec.additionalPrinterColumns[0].JSONPath: Invalid value: "spec.size": must be a simple json path starting with .',
+            ],
+        ),
+        (
+            {
+                "spec__versions__0__subresources": {
+                    "scale": {
+                        "specReplicasPath": ".status.replicas",
+                        "statusReplicasPath": ".status.replicas",
+                    }
+                }
+            },
+            [
+                'spec.subresources.scale.specReplicasPath: Invalid value: ".status.replicas": should be a json path under .spec'
+            ],
+        ),
+        (
+            {"spec__versions__0__schema__openAPIV3Schema__nullable": True},
+            [f"{SCHEMA_PATH}.nullable: Forbidden: nullable cannot be true at the root"],
+        ),
+        (
+            {"spec__conversion": {"strategy": "Webhook"}},
+            [
+                "spec.conversion.webhookClientConfig: Required value: required when strategy is set to Webhook",
+                "spec.conversion.conversionReviewVersions: Required value",
+            ],
+        ),
     ],
 )
 def test_crd_messages(over: dict[str, Any], expected: list[str]) -> None:
@@ -153,7 +310,11 @@ def test_per_version_schemas_keep_version_paths() -> None:
     crd = _crd()
     v2 = copy.deepcopy(crd["spec"]["versions"][0])
     v2.update(name="v2", storage=False)
-    v2["schema"]["openAPIV3Schema"]["properties"]["spec"]["properties"]["size"] = {"type": "integer", "maximum": 5, "default": 9}
+    v2["schema"]["openAPIV3Schema"]["properties"]["spec"]["properties"]["size"] = {
+        "type": "integer",
+        "maximum": 5,
+        "default": 9,
+    }
     crd["spec"]["versions"].append(v2)
     assert messages(validate_crd(crd)) == [
         "spec.versions[1].schema.openAPIV3Schema.properties[spec].properties[size].default: Invalid value: 9:  in body should be less than or equal to 5"
@@ -162,7 +323,10 @@ def test_per_version_schemas_keep_version_paths() -> None:
 
 def test_update_rules() -> None:
     old = _crd()
-    old["status"] = {"storedVersions": ["v1"], "conditions": [{"type": "Established", "status": "True"}]}
+    old["status"] = {
+        "storedVersions": ["v1"],
+        "conditions": [{"type": "Established", "status": "True"}],
+    }
     new = _crd(spec__scope="Cluster")
     new["spec"]["names"] = {"plural": "widgets", "kind": "Gadget"}
     assert messages(validate_crd(new, old)) == [

@@ -18,11 +18,30 @@ SCHEMA: dict[str, Any] = {
                 "strategy": {"type": "string", "default": "Rolling"},
                 "ports": {
                     "type": "array",
-                    "items": {"type": "object", "properties": {"port": {"type": "integer"}, "protocol": {"type": "string", "default": "TCP"}}},
+                    "items": {
+                        "type": "object",
+                        "properties": {
+                            "port": {"type": "integer"},
+                            "protocol": {"type": "string", "default": "TCP"},
+                        },
+                    },
                 },
-                "labels": {"type": "object", "additionalProperties": {"type": "string", "default": "x"}},
-                "raw": {"type": "object", "x-kubernetes-preserve-unknown-fields": True, "properties": {"known": {"type": "object", "properties": {"a": {"type": "string"}}}}},
-                "tmpl": {"type": "object", "x-kubernetes-embedded-resource": True, "properties": {"spec": {"type": "object"}}},
+                "labels": {
+                    "type": "object",
+                    "additionalProperties": {"type": "string", "default": "x"},
+                },
+                "raw": {
+                    "type": "object",
+                    "x-kubernetes-preserve-unknown-fields": True,
+                    "properties": {
+                        "known": {"type": "object", "properties": {"a": {"type": "string"}}}
+                    },
+                },
+                "tmpl": {
+                    "type": "object",
+                    "x-kubernetes-embedded-resource": True,
+                    "properties": {"spec": {"type": "object"}},
+                },
             },
         }
     },
@@ -31,12 +50,22 @@ SCHEMA: dict[str, Any] = {
 
 def test_defaults_fill_absent_and_non_nullable_null() -> None:
     cs = compile_schema(SCHEMA)
-    obj: dict[str, Any] = {"spec": {"mode": None, "strategy": None, "ports": [{"port": 80}, {"port": 81, "protocol": "UDP"}], "labels": {"a": None}}}
+    obj: dict[str, Any] = {
+        "spec": {
+            "mode": None,
+            "strategy": None,
+            "ports": [{"port": 80}, {"port": 81, "protocol": "UDP"}],
+            "labels": {"a": None},
+        }
+    }
     cs.apply_defaults(obj)
     assert obj["spec"]["replicas"] == 1
     assert obj["spec"]["mode"] is None  # nullable: null is kept
     assert obj["spec"]["strategy"] == "Rolling"  # non-nullable null is defaulted
-    assert obj["spec"]["ports"] == [{"port": 80, "protocol": "TCP"}, {"port": 81, "protocol": "UDP"}]
+    assert obj["spec"]["ports"] == [
+        {"port": 80, "protocol": "TCP"},
+        {"port": 81, "protocol": "UDP"},
+    ]
     assert obj["spec"]["labels"] == {"a": "x"}
     empty: dict[str, Any] = {}
     cs.apply_defaults(empty)
@@ -44,7 +73,12 @@ def test_defaults_fill_absent_and_non_nullable_null() -> None:
 
 
 def test_defaults_are_copies() -> None:
-    cs = compile_schema({"type": "object", "properties": {"l": {"type": "array", "items": {"type": "string"}, "default": ["a"]}}})
+    cs = compile_schema(
+        {
+            "type": "object",
+            "properties": {"l": {"type": "array", "items": {"type": "string"}, "default": ["a"]}},
+        }
+    )
     a: dict[str, Any] = {}
     b: dict[str, Any] = {}
     cs.apply_defaults(a)
@@ -64,7 +98,13 @@ def test_prune_reports_paths() -> None:
             "foo": 1,
             "ports": [{"port": 1, "x": 2}],
             "raw": {"anything": {"deep": 1}, "known": {"a": "b", "drop": 1}},
-            "tmpl": {"apiVersion": "v1", "kind": "Pod", "metadata": {"name": "p", "junk": 1}, "spec": {"k": 1}, "status": {}},
+            "tmpl": {
+                "apiVersion": "v1",
+                "kind": "Pod",
+                "metadata": {"name": "p", "junk": 1},
+                "spec": {"k": 1},
+                "status": {},
+            },
         },
     }
     dropped = cs.prune(obj)
@@ -80,12 +120,19 @@ def test_prune_reports_paths() -> None:
     ]
     assert obj["metadata"] == {"name": "n"}
     assert obj["spec"]["raw"] == {"anything": {"deep": 1}, "known": {"a": "b"}}
-    assert obj["spec"]["tmpl"] == {"apiVersion": "v1", "kind": "Pod", "metadata": {"name": "p"}, "spec": {}}
+    assert obj["spec"]["tmpl"] == {
+        "apiVersion": "v1",
+        "kind": "Pod",
+        "metadata": {"name": "p"},
+        "spec": {},
+    }
 
 
 def test_prune_additional_properties_true_empties_nested_objects() -> None:
     # additionalProperties: true carries no schema, so nested objects lose their fields (as upstream)
-    cs = compile_schema({"type": "object", "properties": {"m": {"type": "object", "additionalProperties": True}}})
+    cs = compile_schema(
+        {"type": "object", "properties": {"m": {"type": "object", "additionalProperties": True}}}
+    )
     obj: dict[str, Any] = {"m": {"a": 1, "b": {"c": 2}}}
     assert cs.prune(obj) == ["m.b.c"]
     assert obj == {"m": {"a": 1, "b": {}}}

@@ -37,7 +37,11 @@ def test_deep_objects() -> None:
         {
             "type": "object",
             "properties": {
-                "free": {"type": "object", "x-kubernetes-preserve-unknown-fields": True, "x-kubernetes-validations": [{"rule": "has(self.x)"}]},
+                "free": {
+                    "type": "object",
+                    "x-kubernetes-preserve-unknown-fields": True,
+                    "x-kubernetes-validations": [{"rule": "has(self.x)"}],
+                },
                 "loose": {"type": "object", "additionalProperties": True},
             },
         }
@@ -59,7 +63,9 @@ def test_deep_schema_is_refused_or_handled() -> None:
         assert cs.validate(_nested(10)) == []
     cs = compile_schema(_nested_schema(150))
     assert cs.validate(_nested(150)) == []
-    assert messages(cs.validate({"x": {"x": 5}})) == ['x.x: Invalid value: "integer": x.x in body must be of type object: "integer"']
+    assert messages(cs.validate({"x": {"x": 5}})) == [
+        'x.x: Invalid value: "integer": x.x in body must be of type object: "integer"'
+    ]
 
 
 def test_huge_strings_and_catastrophic_patterns() -> None:
@@ -73,19 +79,34 @@ def test_huge_strings_and_catastrophic_patterns() -> None:
                 "e": {"type": "string", "format": "email"},
                 "h": {"type": "string", "format": "hostname"},
                 "d": {"type": "string", "format": "duration"},
-                "r": {"type": "string", "x-kubernetes-validations": [{"rule": "self.matches('^(a+)+$')"}, {"rule": "self.findAll('a').size() > 0"}]},
+                "r": {
+                    "type": "string",
+                    "x-kubernetes-validations": [
+                        {"rule": "self.matches('^(a+)+$')"},
+                        {"rule": "self.findAll('a').size() > 0"},
+                    ],
+                },
             },
         }
     )
     evil = "a" * 200_000 + "b"
     start = time.perf_counter()
-    errs = messages(cs.validate({"p": evil, "q": evil, "m": "x" * 10_000_000, "e": evil, "h": evil, "d": "1" * 100_000}))
+    errs = messages(
+        cs.validate(
+            {"p": evil, "q": evil, "m": "x" * 10_000_000, "e": evil, "h": evil, "d": "1" * 100_000}
+        )
+    )
     errs += messages(cs.validate({"r": evil}))  # alone: the TooLong above blocks CEL rules
     elapsed = time.perf_counter() - start
     assert elapsed < 10, elapsed
     assert "m: Too long: may not be more than 10 bytes" in errs
-    assert any(e.startswith("p: Invalid value: ") and e.endswith("p in body should match '^(a+)+$'") for e in errs)
-    assert any(e == 'r: Invalid value: "string": failed rule: self.matches(\'^(a+)+$\')' for e in errs)
+    assert any(
+        e.startswith("p: Invalid value: ") and e.endswith("p in body should match '^(a+)+$'")
+        for e in errs
+    )
+    assert any(
+        e == "r: Invalid value: \"string\": failed rule: self.matches('^(a+)+$')" for e in errs
+    )
 
 
 @pytest.mark.parametrize(
@@ -117,8 +138,22 @@ def test_malformed_schemas_never_crash(schema: dict[str, Any]) -> None:
     [
         {},
         {"apiVersion": "apiextensions.k8s.io/v1", "kind": "CustomResourceDefinition"},
-        {"apiVersion": "apiextensions.k8s.io/v1", "kind": "CustomResourceDefinition", "spec": "x", "metadata": 5},
-        {"apiVersion": "apiextensions.k8s.io/v1", "kind": "CustomResourceDefinition", "spec": {"versions": [5, {"schema": {"openAPIV3Schema": {"type": "object", "properties": {"a": None}}}}]}},
+        {
+            "apiVersion": "apiextensions.k8s.io/v1",
+            "kind": "CustomResourceDefinition",
+            "spec": "x",
+            "metadata": 5,
+        },
+        {
+            "apiVersion": "apiextensions.k8s.io/v1",
+            "kind": "CustomResourceDefinition",
+            "spec": {
+                "versions": [
+                    5,
+                    {"schema": {"openAPIV3Schema": {"type": "object", "properties": {"a": None}}}},
+                ]
+            },
+        },
     ],
 )
 def test_malformed_crds_rejected(crd: dict[str, Any]) -> None:
@@ -130,8 +165,16 @@ def test_big_lists_bounded() -> None:
         {
             "type": "object",
             "properties": {
-                "s": {"type": "array", "x-kubernetes-list-type": "set", "items": {"type": "string"}},
-                "l": {"type": "array", "items": {"type": "integer"}, "x-kubernetes-validations": [{"rule": "self.all(x, self.exists(y, y == x))"}]},
+                "s": {
+                    "type": "array",
+                    "x-kubernetes-list-type": "set",
+                    "items": {"type": "string"},
+                },
+                "l": {
+                    "type": "array",
+                    "items": {"type": "integer"},
+                    "x-kubernetes-validations": [{"rule": "self.all(x, self.exists(y, y == x))"}],
+                },
             },
         }
     )

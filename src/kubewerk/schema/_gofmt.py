@@ -62,19 +62,6 @@ def _fixed(digits: str, exp: int) -> str:
     return digits[: exp + 1] + "." + digits[exp + 1 :]
 
 
-def go_v(value: Any) -> str:
-    """``%v`` for the scalar kinds schema messages print (ints, floats, strings)."""
-    if isinstance(value, bool):
-        return "true" if value else "false"
-    if isinstance(value, int):
-        return str(value)
-    if isinstance(value, float):
-        return go_float_v(value)
-    if value is None:
-        return "<nil>"
-    return str(value)
-
-
 def go_quote(text: str) -> str:
     """Go's ``%q`` / ``strconv.Quote``."""
     out = ['"']
@@ -192,29 +179,6 @@ def json_kind(value: Any) -> str:
     return "unknown"
 
 
-def json_equal(a: Any, b: Any) -> bool:
-    """Deep equality of decoded JSON that keeps booleans apart from numbers."""
-    if a is b:
-        return True
-    ta, tb = type(a), type(b)
-    if ta is bool or tb is bool:
-        return ta is tb and a == b
-    if ta is dict:
-        if tb is not dict or len(a) != len(b):
-            return False
-        for k, v in a.items():
-            if k not in b or not json_equal(v, b[k]):
-                return False
-        return True
-    if ta is list:
-        if tb is not list or len(a) != len(b):
-            return False
-        return all(json_equal(x, y) for x, y in zip(a, b))
-    if ta in (int, float) and tb in (int, float):
-        return bool(a == b)
-    return ta is tb and bool(a == b)
-
-
 def go_deep_equal(a: Any, b: Any) -> bool:
     """``reflect.DeepEqual`` on Go-decoded JSON: int64 and float64 are different types."""
     ta, tb = json_kind(a), json_kind(b)
@@ -225,5 +189,5 @@ def go_deep_equal(a: Any, b: Any) -> bool:
             return False
         return all(k in b and go_deep_equal(v, b[k]) for k, v in a.items())
     if ta == "array":
-        return len(a) == len(b) and all(go_deep_equal(x, y) for x, y in zip(a, b))
+        return len(a) == len(b) and all(go_deep_equal(x, y) for x, y in zip(a, b, strict=True))
     return bool(a == b)

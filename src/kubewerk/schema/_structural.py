@@ -21,9 +21,21 @@ META_FIELDS: Final = frozenset({"apiVersion", "kind", "metadata"})
 # ObjectMeta's JSON fields: anything else inside metadata is dropped (and reported).
 OBJECT_META_FIELDS: Final = frozenset(
     {
-        "name", "generateName", "namespace", "selfLink", "uid", "resourceVersion",
-        "generation", "creationTimestamp", "deletionTimestamp", "deletionGracePeriodSeconds",
-        "labels", "annotations", "ownerReferences", "finalizers", "managedFields",
+        "name",
+        "generateName",
+        "namespace",
+        "selfLink",
+        "uid",
+        "resourceVersion",
+        "generation",
+        "creationTimestamp",
+        "deletionTimestamp",
+        "deletionGracePeriodSeconds",
+        "labels",
+        "annotations",
+        "ownerReferences",
+        "finalizers",
+        "managedFields",
     }
 )
 
@@ -32,30 +44,30 @@ class Structural:
     """One node of the structural schema."""
 
     __slots__ = (
-        "type",
-        "properties",
         "additional",
         "additional_bool",
-        "items",
         "default",
-        "nullable",
-        "preserve_unknown",
         "embedded",
-        "int_or_string",
-        "list_type",
-        "list_map_keys",
-        "map_type",
-        "rules",
-        "raw",
+        "enum",
+        "format",
         "has_defaults",
-        "has_lists",
         "has_embedded",
+        "has_lists",
         "has_rules",
+        "int_or_string",
+        "items",
+        "list_map_keys",
+        "list_type",
+        "map_type",
         "max_items",
         "max_length",
         "max_properties",
-        "format",
-        "enum",
+        "nullable",
+        "preserve_unknown",
+        "properties",
+        "raw",
+        "rules",
+        "type",
     )
 
     def __init__(self, schema: dict[str, Any]) -> None:
@@ -82,11 +94,15 @@ class Structural:
         lt = schema.get("x-kubernetes-list-type")
         self.list_type: str | None = lt if isinstance(lt, str) else None
         keys = schema.get("x-kubernetes-list-map-keys")
-        self.list_map_keys: list[str] = [k for k in keys if isinstance(k, str)] if isinstance(keys, list) else []
+        self.list_map_keys: list[str] = (
+            [k for k in keys if isinstance(k, str)] if isinstance(keys, list) else []
+        )
         mt = schema.get("x-kubernetes-map-type")
         self.map_type: str | None = mt if isinstance(mt, str) else None
         rules = schema.get("x-kubernetes-validations")
-        self.rules: list[dict[str, Any]] = [r for r in rules if isinstance(r, dict)] if isinstance(rules, list) else []
+        self.rules: list[dict[str, Any]] = (
+            [r for r in rules if isinstance(r, dict)] if isinstance(rules, list) else []
+        )
         self.max_items = _opt_int(schema.get("maxItems"))
         self.max_length = _opt_int(schema.get("maxLength"))
         self.max_properties = _opt_int(schema.get("maxProperties"))
@@ -95,15 +111,19 @@ class Structural:
         e = schema.get("enum")
         self.enum: list[Any] | None = e if isinstance(e, list) else None
 
-        children = list(self.properties.values())
+        children: list[Structural] = list(self.properties.values())
         if self.additional is not None:
             children.append(self.additional)
         if self.items is not None:
             children.append(self.items)
-        self.has_defaults = any(c.default is not _NO_DEFAULT or c.has_defaults for c in children)
-        self.has_lists = self.list_type in ("set", "map") or any(c.has_lists for c in children)
-        self.has_embedded = self.embedded or any(c.has_embedded for c in children)
-        self.has_rules = bool(self.rules) or any(c.has_rules for c in children)
+        self.has_defaults: bool = any(
+            c.default is not _NO_DEFAULT or c.has_defaults for c in children
+        )
+        self.has_lists: bool = self.list_type in ("set", "map") or any(
+            c.has_lists for c in children
+        )
+        self.has_embedded: bool = self.embedded or any(c.has_embedded for c in children)
+        self.has_rules: bool = bool(self.rules) or any(c.has_rules for c in children)
 
     @property
     def has_default(self) -> bool:
@@ -337,7 +357,11 @@ def _non_unique(values: list[Any]) -> list[int]:
 def _validate_list_map(path: str, s: Structural, x: list[Any]) -> list[FieldError]:
     for i, item in enumerate(x):
         if item is not None and type(item) is not dict:
-            return [FieldError.invalid(f"{path}[{i}]", item, "must be an object for an array of list-type map")]
+            return [
+                FieldError.invalid(
+                    f"{path}[{i}]", item, "must be an object for an array of list-type map"
+                )
+            ]
     if len(x) <= 1:
         return []
     keys_fields = s.list_map_keys
@@ -437,7 +461,9 @@ def _validate_embedded_resource(x: dict[str, Any], path: str, errs: list[FieldEr
                 if le:
                     errs.append(
                         FieldError.invalid(
-                            _child(path, k), v, "may have mixed case, but should otherwise match: " + ",".join(le)
+                            _child(path, k),
+                            v,
+                            "may have mixed case, but should otherwise match: " + ",".join(le),
                         )
                     )
         elif k == "metadata":
@@ -464,7 +490,9 @@ def _mask_trailing_dash(name: str) -> str:
     return name
 
 
-_DNS1123_SUBDOMAIN = re.compile(r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*\Z")
+_DNS1123_SUBDOMAIN = re.compile(
+    r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*\Z"
+)
 
 
 def dns1123_subdomain_errors(value: str) -> list[str]:

@@ -31,9 +31,33 @@ _ABSENT: Final = object()
 
 # Go regexp compile cache shared by every schema (patterns repeat a lot across CRDs).
 _RE_CACHE: dict[str, Any] = {}
+_TEST_CACHE: dict[str, Callable[[str], bool]] = {}
 _RE_OPTIONS = re2.Options()
 _RE_OPTIONS.log_errors = False
 _RE_OPTIONS.max_mem = 8 << 20
+_TEST_OPTIONS = re2.Options()
+_TEST_OPTIONS.log_errors = False
+_TEST_OPTIONS.max_mem = 8 << 20
+_TEST_OPTIONS.never_capture = True
+_UNANCHORED = re2._Anchor.UNANCHORED
+
+
+def go_regexp_tester(pattern: str) -> Callable[[str], bool]:
+    """A fast ``regexp.MatchString`` for ``pattern`` (RE2, no captures, linear time)."""
+    tester = _TEST_CACHE.get(pattern)
+    if tester is None:
+        compile_go_regexp(pattern)  # raises re2.error with the usual text if invalid
+        raw = re2.compile(pattern, _TEST_OPTIONS)._regexp
+        match = raw.Match
+
+        def tester(text: str) -> bool:
+            data = text.encode("utf-8", "surrogatepass")
+            return bool(match(_UNANCHORED, data, 0, len(data))[0][0] >= 0)
+
+        if len(_TEST_CACHE) > 4096:
+            _TEST_CACHE.clear()
+        _TEST_CACHE[pattern] = tester
+    return tester
 
 
 def compile_go_regexp(pattern: str) -> Any:
@@ -139,43 +163,44 @@ class Validator:
     """kube-openapi's ``SchemaValidator`` for one schema node, compiled."""
 
     __slots__ = (
-        "types",
-        "types_text",
-        "nullable",
-        "format",
-        "format_check",
-        "type_applies",
-        "all_of",
-        "any_of",
-        "one_of",
-        "not_",
-        "has_junctors",
-        "max_length",
-        "min_length",
-        "pattern",
-        "pattern_src",
-        "pattern_error",
-        "has_string",
-        "num_type",
-        "maximum",
-        "exclusive_maximum",
-        "minimum",
-        "exclusive_minimum",
-        "multiple_of",
-        "has_number",
-        "items",
-        "min_items",
-        "max_items",
-        "unique_items",
-        "enum",
-        "enum_text",
-        "properties",
         "additional",
         "additional_allows",
-        "required",
-        "min_properties",
-        "max_properties",
+        "all_of",
+        "any_of",
+        "enum",
+        "enum_text",
+        "exclusive_maximum",
+        "exclusive_minimum",
+        "format",
+        "format_check",
+        "has_junctors",
+        "has_number",
         "has_object",
+        "has_string",
+        "items",
+        "max_items",
+        "max_length",
+        "max_properties",
+        "maximum",
+        "min_items",
+        "min_length",
+        "min_properties",
+        "minimum",
+        "multiple_of",
+        "not_",
+        "nullable",
+        "num_type",
+        "one_of",
+        "pattern",
+        "pattern_error",
+        "pattern_src",
+        "properties",
+        "required",
+        "simple_types",
+        "type_applies",
+        "types",
+        "types_text",
+        "unique_items",
     )
 
     def __init__(self, schema: dict[str, Any]) -> None:
@@ -188,7 +213,8 @@ class Validator:
         self.types = types
         self.types_text = ",".join(types)
         self.nullable = schema.get("nullable") is True
-        fmt = schema.get("format") if isinstance(schema.get("format"), str) else ""
+        raw_fmt = schema.get("format")
+        fmt: str = raw_fmt if isinstance(raw_fmt, str) else ""
         check = formats.checker_for(fmt) if fmt else None
         self.format = fmt if check is not None else ""
         self.format_check = check
@@ -196,7 +222,9 @@ class Validator:
 
         def subs(key: str) -> list[Validator]:
             raw = schema.get(key)
-            return [Validator(s) for s in raw if isinstance(s, dict)] if isinstance(raw, list) else []
+            return (
+                [Validator(s) for s in raw if isinstance(s, dict)] if isinstance(raw, list) else []
+            )
 
         self.all_of = subs("allOf")
         self.any_of = subs("anyOf")
@@ -212,7 +240,7 @@ class Validator:
         self.pattern_error = ""
         if self.pattern_src:
             try:
-                self.pattern = compile_go_regexp(self.pattern_src)
+                self.pattern = go_regexp_tester(self.pattern_src)
             except re2.error as err:
                 from .crd import _go_regexp_error
 
@@ -257,6 +285,9 @@ class Validator:
         self.required = [r for r in req if isinstance(r, str)] if isinstance(req, list) else []
         self.min_properties = _int_or_none(schema.get("minProperties"))
         self.max_properties = _int_or_none(schema.get("maxProperties"))
+        self.simple_types: tuple[str, ...] | None = (
+            types if types and all(k in ("type", "description", "title") for k in schema) else None
+        )
         self.has_object = bool(
             self.properties
             or self.additional is not None
@@ -314,32 +345,38 @@ class Validator:
                 errs.append(FieldError.too_many(field_of(name), len(data), self.max_items))
             if self.unique_items and _has_duplicates(data):
                 errs.append(
-                    FieldError.invalid(field_of(name), "", f"{name} in body shouldn't contain duplicates")
+                    FieldError.invalid(
+                        field_of(name), "", f"{name} in body shouldn't contain duplicates"
+                    )
                 )
         if self.enum is not None and not _enum_matches(data, self.enum):
-            errs.append(FieldError.not_supported(field_of(name), _go_bad_value(data), self.enum_text))
+            errs.append(
+                FieldError.not_supported(field_of(name), _go_bad_value(data), self.enum_text)
+            )
         if kind == "object" and self.has_object:
             self._check_object(data, name, errs)
 
     def _check_type(self, data: Any, kind: str, name: str, errs: list[FieldError]) -> None:
         types = self.types
         fmt = self.format
-        is_float_int = (
-            kind == "number" and "integer" in types and _integral(data)
-        )
+        is_float_int = kind == "number" and "integer" in types and _integral(data)
         is_int_float = kind == "integer" and "number" in types
         if kind != "string" and kind != "array" and fmt:
             data_format = "int64" if kind == "integer" else "double" if kind == "number" else ""
             if not (kind in types or data_format == fmt or is_float_int or is_int_float):
                 errs.append(
-                    FieldError.type_invalid(field_of(name), data_format, _type_msg(name, fmt, data_format))
+                    FieldError.type_invalid(
+                        field_of(name), data_format, _type_msg(name, fmt, data_format)
+                    )
                 )
                 return
         if fmt and "number" not in types and "integer" not in types and kind in ("string", "array"):
             return
         if not (kind in types or is_float_int or is_int_float):
             errs.append(
-                FieldError.type_invalid(field_of(name), kind, _type_msg(name, self.types_text, kind))
+                FieldError.type_invalid(
+                    field_of(name), kind, _type_msg(name, self.types_text, kind)
+                )
             )
 
     def _check_string(self, data: str, name: str, errs: list[FieldError]) -> None:
@@ -349,7 +386,9 @@ class Validator:
         if self.min_length is not None and len(data) < self.min_length:
             errs.append(
                 FieldError.invalid(
-                    field_of(name), data, f"{name} in body should be at least {self.min_length} chars long"
+                    field_of(name),
+                    data,
+                    f"{name} in body should be at least {self.min_length} chars long",
                 )
             )
             return
@@ -363,7 +402,7 @@ class Validator:
                         f"{self.pattern_error}'",
                     )
                 )
-            elif self.pattern.search(data) is None:
+            elif not self.pattern(data):
                 errs.append(
                     FieldError.invalid(
                         field_of(name), data, f"{name} in body should match '{self.pattern_src}'"
@@ -376,7 +415,9 @@ class Validator:
         if self.num_type == "integer" and not _fits_int64(data):
             errs.append(
                 FieldError.invalid(
-                    ROOT_FIELD, "", f"Checked value must be of type integer (default format) in {name}"
+                    ROOT_FIELD,
+                    "",
+                    f"Checked value must be of type integer (default format) in {name}",
                 )
             )
         bad = _go_bad_value(data)
@@ -396,12 +437,16 @@ class Validator:
                 if factor <= 0:
                     errs.append(
                         FieldError.invalid(
-                            field, factor, f"factor MultipleOf declared for {name} must be positive: {factor}"
+                            field,
+                            factor,
+                            f"factor MultipleOf declared for {name} must be positive: {factor}",
                         )
                     )
                 elif data % factor != 0:
                     errs.append(
-                        FieldError.invalid(field, bad, f"{name} in body should be a multiple of {factor}")
+                        FieldError.invalid(
+                            field, bad, f"{name} in body should be a multiple of {factor}"
+                        )
                     )
             else:
                 fdata = float(data)
@@ -429,7 +474,13 @@ class Validator:
             self._bound(data, is_int, self.maximum, self.exclusive_maximum, True, name, errs)
 
     def _bound(
-        self, data: Any, is_int: bool, limit: float, exclusive: bool, upper: bool, name: str,
+        self,
+        data: Any,
+        is_int: bool,
+        limit: float,
+        exclusive: bool,
+        upper: bool,
+        name: str,
         errs: list[FieldError],
     ) -> None:
         native = self.num_type != "integer" or _fits_int64(limit)
@@ -437,7 +488,9 @@ class Validator:
         if not native:
             errs.append(
                 FieldError.invalid(
-                    ROOT_FIELD, "", f"{word} value must be of type integer (default format) in {name}"
+                    ROOT_FIELD,
+                    "",
+                    f"{word} value must be of type integer (default format) in {name}",
                 )
             )
         if is_int and native:
@@ -456,7 +509,9 @@ class Validator:
             rel = "greater than" if exclusive else "greater than or equal to"
         if failed:
             errs.append(
-                FieldError.invalid(field_of(name), _go_bad_value(data), f"{name} in body should be {rel} {shown}")
+                FieldError.invalid(
+                    field_of(name), _go_bad_value(data), f"{name} in body should be {rel} {shown}"
+                )
             )
 
     def _check_object(self, data: dict[str, Any], name: str, errs: list[FieldError]) -> None:
@@ -464,7 +519,9 @@ class Validator:
         if self.min_properties is not None and n < self.min_properties:
             errs.append(
                 FieldError.invalid(
-                    field_of(name), n, f"{name} in body should have at least {self.min_properties} properties"
+                    field_of(name),
+                    n,
+                    f"{name} in body should have at least {self.min_properties} properties",
                 )
             )
         if self.max_properties is not None and n > self.max_properties:
@@ -485,9 +542,9 @@ class Validator:
                     addl.validate(value, f"{name}.{key}", errs)
         if props:
             prefix = name + "." if name else ""
-            for key, sub in props.items():
-                value = data.get(key, _ABSENT)
-                if value is not _ABSENT:
+            for key, value in data.items():
+                sub = props.get(key)
+                if sub is not None:
                     sub.validate(value, prefix + key, errs)
         for key in self.required:
             if key not in data:
@@ -497,8 +554,12 @@ class Validator:
         if self.any_of:
             best: list[FieldError] | None = None
             best_count = -1
-            ok = False
-            for sub in self.any_of:
+            # a branch that only names types decides without building messages
+            ok = any(
+                sub.simple_types is not None and _kind_in(data, sub.simple_types)
+                for sub in self.any_of
+            )
+            for sub in () if ok else self.any_of:
                 sub_errs: list[FieldError] = []
                 sub.validate(data, name, sub_errs)
                 if not sub_errs:
@@ -509,7 +570,11 @@ class Validator:
                     best, best_count = sub_errs, count
             if not ok:
                 errs.append(
-                    FieldError.invalid(ROOT_FIELD, "", f"{go_quote(name)} must validate at least one schema (anyOf)")
+                    FieldError.invalid(
+                        ROOT_FIELD,
+                        "",
+                        f"{go_quote(name)} must validate at least one schema (anyOf)",
+                    )
                 )
                 if best:
                     errs.extend(best)
@@ -519,7 +584,8 @@ class Validator:
             best_count = -1
             for sub in self.one_of:
                 sub_errs = []
-                sub.validate(data, name, sub_errs)
+                if sub.simple_types is None or not _kind_in(data, sub.simple_types):
+                    sub.validate(data, name, sub_errs)
                 if not sub_errs:
                     valid += 1
                     best = None
@@ -549,7 +615,9 @@ class Validator:
                 extra = ". None validated" if validated == 0 else ""
                 errs.append(
                     FieldError.invalid(
-                        ROOT_FIELD, "", f"{go_quote(name)} must validate all the schemas (allOf){extra}"
+                        ROOT_FIELD,
+                        "",
+                        f"{go_quote(name)} must validate all the schemas (allOf){extra}",
                     )
                 )
         if self.not_ is not None:
@@ -557,7 +625,9 @@ class Validator:
             self.not_.validate(data, name, sub_errs)
             if not sub_errs:
                 errs.append(
-                    FieldError.invalid(ROOT_FIELD, "", f"{go_quote(name)} must not validate the schema (not)")
+                    FieldError.invalid(
+                        ROOT_FIELD, "", f"{go_quote(name)} must not validate the schema (not)"
+                    )
                 )
 
     def match_count(self, data: Any) -> int:
@@ -576,6 +646,16 @@ class Validator:
                 if key in data:
                     count += sub.match_count(data[key])
         return count
+
+
+def _kind_in(data: Any, types: tuple[str, ...]) -> bool:
+    """Would kube-openapi's type check accept ``data`` for ``types`` (no format)?"""
+    kind = _kind(data)
+    if kind in types:
+        return True
+    if kind == "number" and "integer" in types and _integral(data):
+        return True
+    return kind == "integer" and "number" in types
 
 
 def _type_msg(name: str, type_name: str, value: Any) -> str:
@@ -597,7 +677,7 @@ def _int_or_none(value: Any) -> int | None:
 def _num_or_none(value: Any) -> float | None:
     if isinstance(value, bool) or not isinstance(value, (int, float)):
         return None
-    return float(value) if not isinstance(value, int) else value  # type: ignore[return-value]
+    return float(value)
 
 
 def _integral(value: Any) -> bool:
@@ -606,7 +686,7 @@ def _integral(value: Any) -> bool:
         return True
     if math.isnan(value) or math.isinf(value):
         return False
-    return float(value) == math.trunc(value) and abs(value) < 2**53 or float(value).is_integer()
+    return (float(value) == math.trunc(value) and abs(value) < 2**53) or float(value).is_integer()
 
 
 def _fits_int64(value: Any) -> bool:
@@ -614,7 +694,7 @@ def _fits_int64(value: Any) -> bool:
         return INT64_MIN <= value <= INT64_MAX
     if math.isnan(value) or math.isinf(value) or not float(value).is_integer():
         return False
-    return -(2.0**63) <= value < 2.0**63
+    return bool(-(2.0**63) <= value < 2.0**63)
 
 
 def _has_duplicates(data: list[Any]) -> bool:

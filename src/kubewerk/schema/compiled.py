@@ -48,7 +48,7 @@ class CompiledSchema:
     Instances are immutable after construction and safe to share between threads.
     """
 
-    __slots__ = ("schema", "structural", "root", "validator", "_cel", "_cel_lock", "_cel_error")
+    __slots__ = ("_cel", "_cel_error", "_cel_lock", "root", "schema", "structural", "validator")
 
     def __init__(self, schema: dict[str, Any], *, compile_rules: bool = True) -> None:
         if not isinstance(schema, dict):
@@ -59,7 +59,9 @@ class CompiledSchema:
             self.root = self.structural.as_root()
             self.validator = Validator(schema)
         except RecursionError:
-            raise SchemaError([FieldError.invalid("openAPIV3Schema", "", "schema is nested too deeply")]) from None
+            raise SchemaError(
+                [FieldError.invalid("openAPIV3Schema", "", "schema is nested too deeply")]
+            ) from None
         self._cel: Any = None
         self._cel_error: SchemaError | None = None
         self._cel_lock = threading.Lock()

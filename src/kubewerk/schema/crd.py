@@ -24,38 +24,103 @@ from ._validator import ROOT_FIELD, Validator, compile_go_regexp
 from .compiled import CompiledSchema, SchemaError
 
 PRINTER_COLUMN_TYPES: Final = ("boolean", "date", "integer", "number", "string")
-PRINTER_COLUMN_FORMATS: Final = ("byte", "date", "date-time", "double", "float", "int32", "int64", "password")
+PRINTER_COLUMN_FORMATS: Final = (
+    "byte",
+    "date",
+    "date-time",
+    "double",
+    "float",
+    "int32",
+    "int64",
+    "password",
+)
 OPENAPI_TYPES: Final = ("array", "boolean", "integer", "number", "object", "string")
-VALIDATION_REASONS: Final = ("FieldValueDuplicate", "FieldValueForbidden", "FieldValueInvalid", "FieldValueRequired")
+VALIDATION_REASONS: Final = (
+    "FieldValueDuplicate",
+    "FieldValueForbidden",
+    "FieldValueInvalid",
+    "FieldValueRequired",
+)
 ALLOWED_AT_ROOT_WITH_STATUS: Final = (
-    "Description", "Type", "Format", "Title", "Maximum", "ExclusiveMaximum", "Minimum",
-    "ExclusiveMinimum", "MaxLength", "MinLength", "Pattern", "MaxItems", "MinItems",
-    "UniqueItems", "MultipleOf", "Required", "Items", "Properties", "ExternalDocs", "Example",
-    "XPreserveUnknownFields", "XValidations",
+    "Description",
+    "Type",
+    "Format",
+    "Title",
+    "Maximum",
+    "ExclusiveMaximum",
+    "Minimum",
+    "ExclusiveMinimum",
+    "MaxLength",
+    "MinLength",
+    "Pattern",
+    "MaxItems",
+    "MinItems",
+    "UniqueItems",
+    "MultipleOf",
+    "Required",
+    "Items",
+    "Properties",
+    "ExternalDocs",
+    "Example",
+    "XPreserveUnknownFields",
+    "XValidations",
 )
 # JSONSchemaProps' Go fields in declaration order, with their JSON names.
 _GO_FIELDS: Final = (
-    ("ID", "id"), ("Schema", "$schema"), ("Ref", "$ref"), ("Description", "description"),
-    ("Type", "type"), ("Format", "format"), ("Title", "title"), ("Default", "default"),
-    ("Maximum", "maximum"), ("ExclusiveMaximum", "exclusiveMaximum"), ("Minimum", "minimum"),
-    ("ExclusiveMinimum", "exclusiveMinimum"), ("MaxLength", "maxLength"), ("MinLength", "minLength"),
-    ("Pattern", "pattern"), ("MaxItems", "maxItems"), ("MinItems", "minItems"),
-    ("UniqueItems", "uniqueItems"), ("MultipleOf", "multipleOf"), ("Enum", "enum"),
-    ("MaxProperties", "maxProperties"), ("MinProperties", "minProperties"), ("Required", "required"),
-    ("Items", "items"), ("AllOf", "allOf"), ("OneOf", "oneOf"), ("AnyOf", "anyOf"), ("Not", "not"),
-    ("Properties", "properties"), ("AdditionalProperties", "additionalProperties"),
-    ("PatternProperties", "patternProperties"), ("Dependencies", "dependencies"),
-    ("AdditionalItems", "additionalItems"), ("Definitions", "definitions"),
-    ("ExternalDocs", "externalDocs"), ("Example", "example"), ("Nullable", "nullable"),
+    ("ID", "id"),
+    ("Schema", "$schema"),
+    ("Ref", "$ref"),
+    ("Description", "description"),
+    ("Type", "type"),
+    ("Format", "format"),
+    ("Title", "title"),
+    ("Default", "default"),
+    ("Maximum", "maximum"),
+    ("ExclusiveMaximum", "exclusiveMaximum"),
+    ("Minimum", "minimum"),
+    ("ExclusiveMinimum", "exclusiveMinimum"),
+    ("MaxLength", "maxLength"),
+    ("MinLength", "minLength"),
+    ("Pattern", "pattern"),
+    ("MaxItems", "maxItems"),
+    ("MinItems", "minItems"),
+    ("UniqueItems", "uniqueItems"),
+    ("MultipleOf", "multipleOf"),
+    ("Enum", "enum"),
+    ("MaxProperties", "maxProperties"),
+    ("MinProperties", "minProperties"),
+    ("Required", "required"),
+    ("Items", "items"),
+    ("AllOf", "allOf"),
+    ("OneOf", "oneOf"),
+    ("AnyOf", "anyOf"),
+    ("Not", "not"),
+    ("Properties", "properties"),
+    ("AdditionalProperties", "additionalProperties"),
+    ("PatternProperties", "patternProperties"),
+    ("Dependencies", "dependencies"),
+    ("AdditionalItems", "additionalItems"),
+    ("Definitions", "definitions"),
+    ("ExternalDocs", "externalDocs"),
+    ("Example", "example"),
+    ("Nullable", "nullable"),
     ("XPreserveUnknownFields", "x-kubernetes-preserve-unknown-fields"),
     ("XEmbeddedResource", "x-kubernetes-embedded-resource"),
-    ("XIntOrString", "x-kubernetes-int-or-string"), ("XListMapKeys", "x-kubernetes-list-map-keys"),
-    ("XListType", "x-kubernetes-list-type"), ("XMapType", "x-kubernetes-map-type"),
+    ("XIntOrString", "x-kubernetes-int-or-string"),
+    ("XListMapKeys", "x-kubernetes-list-map-keys"),
+    ("XListType", "x-kubernetes-list-type"),
+    ("XMapType", "x-kubernetes-map-type"),
     ("XValidations", "x-kubernetes-validations"),
 )
 _NON_POINTER_BOOLS: Final = frozenset(
-    {"exclusiveMaximum", "exclusiveMinimum", "uniqueItems", "nullable",
-     "x-kubernetes-embedded-resource", "x-kubernetes-int-or-string"}
+    {
+        "exclusiveMaximum",
+        "exclusiveMinimum",
+        "uniqueItems",
+        "nullable",
+        "x-kubernetes-embedded-resource",
+        "x-kubernetes-int-or-string",
+    }
 )
 API_APPROVAL_ANNOTATION: Final = "api-approved.kubernetes.io"
 
@@ -95,7 +160,7 @@ def _is_set(schema: dict[str, Any], key: str) -> bool:
     if key in _NON_POINTER_BOOLS:
         return v is True
     if key in ("description", "type", "format", "title", "pattern", "id", "$schema"):
-        return v != ""
+        return bool(v != "")
     return True
 
 
@@ -121,9 +186,7 @@ def _schema_has(s: Any, pred: Any) -> bool:
         if _schema_has(s.get(key), pred):
             return True
     deps = s.get("dependencies")
-    if isinstance(deps, dict) and any(_schema_has(v, pred) for v in deps.values()):
-        return True
-    return False
+    return isinstance(deps, dict) and any(_schema_has(v, pred) for v in deps.values())
 
 
 # ------------------------------------------------------------------ internal view
@@ -133,15 +196,17 @@ class _Spec:
     def __init__(self, spec: dict[str, Any]) -> None:
         self.raw = spec
         self.group = _str(spec.get("group"))
-        names = spec.get("names") if isinstance(spec.get("names"), dict) else {}
+        names = _d(spec.get("names"))
         self.names = dict(names)
         self.scope = _str(spec.get("scope"))
         self.preserve_unknown = spec.get("preserveUnknownFields") is True
-        self.conversion = spec.get("conversion") if isinstance(spec.get("conversion"), dict) else None
+        self.conversion = _dn(spec.get("conversion"))
         versions = spec.get("versions")
-        self.versions: list[dict[str, Any]] = [
-            v if isinstance(v, dict) else {} for v in versions
-        ] if isinstance(versions, list) else []
+        self.versions: list[dict[str, Any]] = (
+            [v if isinstance(v, dict) else {} for v in versions]
+            if isinstance(versions, list)
+            else []
+        )
         self.validation: dict[str, Any] | None = None
         self.subresources: dict[str, Any] | None = None
         self.columns: list[Any] = []
@@ -177,9 +242,23 @@ def _str(v: Any) -> str:
     return v if isinstance(v, str) else ""
 
 
+def _d(v: Any) -> dict[str, Any]:
+    return v if isinstance(v, dict) else {}
+
+
+def _dn(v: Any) -> dict[str, Any] | None:
+    return v if isinstance(v, dict) else None
+
+
+def _l(v: Any) -> list[Any]:
+    return v if isinstance(v, list) else []
+
+
 def _apply_v1_defaults(crd: dict[str, Any], old: dict[str, Any] | None) -> dict[str, Any]:
     crd = copy.deepcopy(crd)
-    spec = crd.setdefault("spec", {}) if isinstance(crd.get("spec"), dict) or "spec" not in crd else {}
+    spec = (
+        crd.setdefault("spec", {}) if isinstance(crd.get("spec"), dict) or "spec" not in crd else {}
+    )
     if not isinstance(crd.get("spec"), dict):
         crd["spec"] = spec = {}
     names = spec.get("names")
@@ -208,7 +287,7 @@ def _apply_v1_defaults(crd: dict[str, Any], old: dict[str, Any] | None) -> dict[
                 break
         crd["status"] = status
     else:
-        old_status = old.get("status") if isinstance(old.get("status"), dict) else {}
+        old_status = _d(old.get("status"))
         status = copy.deepcopy(old_status)
         stored = list(status.get("storedVersions") or [])
         for v in spec.get("versions") or []:
@@ -233,7 +312,9 @@ def validate_crd(crd: dict[str, Any], old: dict[str, Any] | None = None) -> list
     errs: list[FieldError] = []
     api_version = crd.get("apiVersion")
     if api_version != "apiextensions.k8s.io/v1":
-        errs.append(FieldError.not_supported("apiVersion", api_version, ["apiextensions.k8s.io/v1"]))
+        errs.append(
+            FieldError.not_supported("apiVersion", api_version, ["apiextensions.k8s.io/v1"])
+        )
     if crd.get("kind") != "CustomResourceDefinition":
         errs.append(FieldError.not_supported("kind", crd.get("kind"), ["CustomResourceDefinition"]))
     if errs:
@@ -241,21 +322,23 @@ def validate_crd(crd: dict[str, Any], old: dict[str, Any] | None = None) -> list
     obj = _apply_v1_defaults(crd, old)
     spec = _Spec(obj["spec"])
     old_spec = _Spec(_apply_v1_defaults(old, old)["spec"]) if isinstance(old, dict) else None
-    meta = obj.get("metadata") if isinstance(obj.get("metadata"), dict) else {}
+    meta = _d(obj.get("metadata"))
     opts = _Options(spec, old_spec, old)
 
     errs.extend(_validate_meta(meta, spec, old))
     errs.extend(_validate_spec(spec, opts, "spec"))
     if old_spec is not None:
         errs.extend(_validate_spec_update(spec, old_spec, opts))
-    status = obj.get("status") if isinstance(obj.get("status"), dict) else {}
+    status = _d(obj.get("status"))
     accepted = status.get("acceptedNames")
     if isinstance(accepted, dict):
         errs.extend(_validate_names(accepted, "status.acceptedNames"))
     errs.extend(_validate_stored_versions(status.get("storedVersions") or [], spec.versions))
     errs.extend(_validate_api_approval(meta, spec, old))
     if spec.preserve_unknown and not (
-        isinstance(old, dict) and isinstance(old.get("spec"), dict) and old["spec"].get("preserveUnknownFields") is True
+        isinstance(old, dict)
+        and isinstance(old.get("spec"), dict)
+        and old["spec"].get("preserveUnknownFields") is True
     ):
         errs.append(
             FieldError.invalid(
@@ -280,16 +363,26 @@ class _Options:
             old_schemas = old_spec.schemas()
             self.require_structural = not any(_non_structural(s) for s in old_schemas)
             self.require_valid_type = not any(
-                _schema_has(s, lambda n: isinstance(n.get("type"), str) and n["type"] and n["type"] not in OPENAPI_TYPES)
+                _schema_has(
+                    s,
+                    lambda n: (
+                        isinstance(n.get("type"), str)
+                        and n["type"]
+                        and n["type"] not in OPENAPI_TYPES
+                    ),
+                )
                 for s in old_schemas
             )
-            self.require_atomic_set = not any(_schema_has(s, _has_non_atomic_set) for s in old_schemas)
+            self.require_atomic_set = not any(
+                _schema_has(s, _has_non_atomic_set) for s in old_schemas
+            )
             self.require_map_list_keys = not any(
                 _schema_has(s, lambda n: bool(_map_list_keys_errors(n, ""))) for s in old_schemas
             )
             conds = (old or {}).get("status", {}).get("conditions") or []
             self.immutable_names = any(
-                isinstance(c, dict) and c.get("type") == "Established" and c.get("status") == "True" for c in conds
+                isinstance(c, dict) and c.get("type") == "Established" and c.get("status") == "True"
+                for c in conds
             )
 
 
@@ -306,11 +399,13 @@ def _has_non_atomic_set(n: dict[str, Any]) -> bool:
             lt = items.get("x-kubernetes-list-type")
             return lt is not None and lt != "atomic"
         if items.get("type") == "object":
-            return items.get("x-kubernetes-map-type") != "atomic"
+            return bool(items.get("x-kubernetes-map-type") != "atomic")
     return False
 
 
-def _validate_meta(meta: dict[str, Any], spec: _Spec, old: dict[str, Any] | None) -> list[FieldError]:
+def _validate_meta(
+    meta: dict[str, Any], spec: _Spec, old: dict[str, Any] | None
+) -> list[FieldError]:
     errs: list[FieldError] = []
     name = _str(meta.get("name"))
     gen = _str(meta.get("generateName"))
@@ -335,7 +430,7 @@ def _validate_meta(meta: dict[str, Any], spec: _Spec, old: dict[str, Any] | None
             for msg in name_errors(name, False):
                 errs.append(FieldError.invalid("metadata.name", name, msg))
     else:
-        old_meta = old.get("metadata") if isinstance(old.get("metadata"), dict) else {}
+        old_meta = _d(old.get("metadata"))
         if name != _str(old_meta.get("name")):
             errs.append(FieldError.invalid("metadata.name", name, "field is immutable"))
     if meta.get("namespace"):
@@ -355,7 +450,11 @@ def _validate_names(names: dict[str, Any], path: str) -> list[FieldError]:
         le = st.dns1035_label_errors(v.lower())
         if v and le:
             errs.append(
-                FieldError.invalid(f"{path}.{key}", v, "may have mixed case, but should otherwise match: " + ",".join(le))
+                FieldError.invalid(
+                    f"{path}.{key}",
+                    v,
+                    "may have mixed case, but should otherwise match: " + ",".join(le),
+                )
             )
     for i, short in enumerate(names.get("shortNames") or []):
         le = st.dns1035_label_errors(_str(short))
@@ -363,7 +462,9 @@ def _validate_names(names: dict[str, Any], path: str) -> list[FieldError]:
             errs.append(FieldError.invalid(f"{path}.shortNames[{i}]", short, ",".join(le)))
     kind = _str(names.get("kind"))
     if kind and kind == names.get("listKind"):
-        errs.append(FieldError.invalid(f"{path}.listKind", kind, "kind and listKind may not be the same"))
+        errs.append(
+            FieldError.invalid(f"{path}.listKind", kind, "kind and listKind may not be the same")
+        )
     for i, cat in enumerate(names.get("categories") or []):
         le = st.dns1035_label_errors(_str(cat))
         if le:
@@ -371,7 +472,9 @@ def _validate_names(names: dict[str, Any], path: str) -> list[FieldError]:
     return errs
 
 
-def _validate_stored_versions(stored: list[Any], versions: list[dict[str, Any]]) -> list[FieldError]:
+def _validate_stored_versions(
+    stored: list[Any], versions: list[dict[str, Any]]
+) -> list[FieldError]:
     path = "status.storedVersions"
     if not stored:
         return [FieldError.invalid(path, [], "must have at least one stored version")]
@@ -381,7 +484,7 @@ def _validate_stored_versions(stored: list[Any], versions: list[dict[str, Any]])
         name = v.get("name")
         if v.get("storage") is True and name not in remaining:
             errs.append(FieldError.invalid(path, stored, f"must have the storage version {name}"))
-        remaining.pop(name, None)  # type: ignore[arg-type]
+        remaining.pop(name, None)
     for v, i in remaining.items():
         errs.append(
             FieldError.invalid(
@@ -395,9 +498,13 @@ def _validate_stored_versions(stored: list[Any], versions: list[dict[str, Any]])
     return errs
 
 
-def _validate_api_approval(meta: dict[str, Any], spec: _Spec, old: dict[str, Any] | None) -> list[FieldError]:
+def _validate_api_approval(
+    meta: dict[str, Any], spec: _Spec, old: dict[str, Any] | None
+) -> list[FieldError]:
     g = spec.group
-    if not (g in ("k8s.io", "kubernetes.io") or g.endswith(".k8s.io") or g.endswith(".kubernetes.io")):
+    if not (
+        g in ("k8s.io", "kubernetes.io") or g.endswith(".k8s.io") or g.endswith(".kubernetes.io")
+    ):
         return []
 
     def state(m: Any) -> tuple[str, str]:
@@ -428,7 +535,11 @@ def _validate_api_approval(meta: dict[str, Any], spec: _Spec, old: dict[str, Any
     if new_state == "missing":
         return [FieldError.required(path, reason)]
     if new_state == "invalid":
-        return [FieldError.invalid(path, (meta.get("annotations") or {}).get(API_APPROVAL_ANNOTATION), reason)]
+        return [
+            FieldError.invalid(
+                path, (meta.get("annotations") or {}).get(API_APPROVAL_ANNOTATION), reason
+            )
+        ]
     return []
 
 
@@ -438,11 +549,15 @@ def _validate_spec_update(spec: _Spec, old: _Spec, opts: _Options) -> list[Field
         if spec.scope != old.scope:
             errs.append(FieldError.invalid("spec.scope", spec.scope, "field is immutable"))
         if spec.names.get("kind") != old.names.get("kind"):
-            errs.append(FieldError.invalid("spec.names.kind", spec.names.get("kind"), "field is immutable"))
+            errs.append(
+                FieldError.invalid("spec.names.kind", spec.names.get("kind"), "field is immutable")
+            )
     if spec.group != old.group:
         errs.append(FieldError.invalid("spec.group", spec.group, "field is immutable"))
     if spec.names.get("plural") != old.names.get("plural"):
-        errs.append(FieldError.invalid("spec.names.plural", spec.names.get("plural"), "field is immutable"))
+        errs.append(
+            FieldError.invalid("spec.names.plural", spec.names.get("plural"), "field is immutable")
+        )
     return errs
 
 
@@ -455,15 +570,21 @@ def _validate_spec(spec: _Spec, opts: _Options, path: str) -> list[FieldError]:
         if ge:
             errs.append(FieldError.invalid(f"{path}.group", spec.group, ",".join(ge)))
         elif len(spec.group.split(".")) < 2:
-            errs.append(FieldError.invalid(f"{path}.group", spec.group, "should be a domain with at least one dot"))
+            errs.append(
+                FieldError.invalid(
+                    f"{path}.group", spec.group, "should be a domain with at least one dot"
+                )
+            )
     if not spec.scope:
         errs.append(FieldError.required(f"{path}.scope"))
     elif spec.scope not in ("Cluster", "Namespaced"):
-        errs.append(FieldError.not_supported(f"{path}.scope", spec.scope, ["Cluster", "Namespaced"]))
+        errs.append(
+            FieldError.not_supported(f"{path}.scope", spec.scope, ["Cluster", "Namespaced"])
+        )
 
     require_structural = opts.require_structural or not spec.preserve_unknown
     if spec.validation is None or not isinstance(spec.validation.get("openAPIV3Schema"), dict):
-        for i, v in enumerate(spec.versions):
+        for i in range(len(spec.versions)):
             s = spec.v_schema[i]
             if not isinstance(s, dict) or not isinstance(s.get("openAPIV3Schema"), dict):
                 errs.append(FieldError.required(f"{path}.versions[{i}].schema.openAPIV3Schema"))
@@ -472,7 +593,11 @@ def _validate_spec(spec: _Spec, opts: _Options, path: str) -> list[FieldError]:
         require_structural = True
         if spec.preserve_unknown:
             errs.append(
-                FieldError.invalid(f"{path}.preserveUnknownFields", True, "must be false in order to use defaults in the schema")
+                FieldError.invalid(
+                    f"{path}.preserveUnknownFields",
+                    True,
+                    "must be false in order to use defaults in the schema",
+                )
             )
 
     storage = 0
@@ -490,16 +615,30 @@ def _validate_spec(spec: _Spec, opts: _Options, path: str) -> list[FieldError]:
         le = st.dns1035_label_errors(name)
         if le:
             errs.append(FieldError.invalid(f"{vpath}.name", name, ",".join(le)))
-        sub = spec.subresources if spec.v_sub[i] is None and spec.subresources is not None else spec.v_sub[i]
+        sub = (
+            spec.subresources
+            if spec.v_sub[i] is None and spec.subresources is not None
+            else spec.v_sub[i]
+        )
         if not any(x is not None for x in spec.v_sub):
             sub = spec.subresources
-        errs.extend(_validate_version(spec, i, v, vpath, _has_status(sub), opts, require_structural))
+        errs.extend(
+            _validate_version(spec, i, v, vpath, _has_status(sub), opts, require_structural)
+        )
 
     if not unique:
-        errs.append(FieldError.invalid(f"{path}.versions", _versions_value(spec), "must contain unique version names"))
+        errs.append(
+            FieldError.invalid(
+                f"{path}.versions", _versions_value(spec), "must contain unique version names"
+            )
+        )
     if storage != 1:
         errs.append(
-            FieldError.invalid(f"{path}.versions", _versions_value(spec), "must have exactly one version marked as storage version")
+            FieldError.invalid(
+                f"{path}.versions",
+                _versions_value(spec),
+                "must have exactly one version marked as storage version",
+            )
         )
     if not spec.versions:
         pass
@@ -509,20 +648,38 @@ def _validate_spec(spec: _Spec, opts: _Options, path: str) -> list[FieldError]:
     errs.extend(_validate_names(spec.names, f"{path}.names"))
     if spec.validation is not None:
         errs.extend(
-            _validate_validation(spec.validation, any_status, opts, f"{path}.validation", require_structural)
+            _validate_validation(
+                spec.validation, any_status, opts, f"{path}.validation", require_structural
+            )
         )
     errs.extend(_validate_subresources(spec.subresources, f"{path}.subresources"))
     for i, col in enumerate(spec.columns):
         errs.extend(_validate_column(col, f"{path}.additionalPrinterColumns[{i}]"))
     if spec.selectable:
         if spec.validation is None:
-            errs.append(FieldError.invalid(f"{path}.selectableFields", "", "may only be set when validations.schema is included"))
+            errs.append(
+                FieldError.invalid(
+                    f"{path}.selectableFields",
+                    "",
+                    "may only be set when validations.schema is included",
+                )
+            )
         else:
-            errs.extend(_validate_selectable(spec.selectable, spec.validation.get("openAPIV3Schema"), f"{path}.selectableFields"))
+            errs.extend(
+                _validate_selectable(
+                    spec.selectable,
+                    spec.validation.get("openAPIV3Schema"),
+                    f"{path}.selectableFields",
+                )
+            )
     conv = spec.conversion
     if conv is not None and conv.get("strategy") != "None" and spec.preserve_unknown:
         errs.append(
-            FieldError.invalid(f"{path}.conversion.strategy", conv.get("strategy"), "must be None if spec.preserveUnknownFields is true")
+            FieldError.invalid(
+                f"{path}.conversion.strategy",
+                conv.get("strategy"),
+                "must be None if spec.preserveUnknownFields is true",
+            )
         )
     errs.extend(_validate_conversion(conv, f"{path}.conversion"))
     return errs
@@ -539,20 +696,40 @@ def _has_status(sub: Any) -> bool:
 
 
 def _validate_version(
-    spec: _Spec, i: int, v: dict[str, Any], vpath: str, status: bool, opts: _Options, require_structural: bool
+    spec: _Spec,
+    i: int,
+    v: dict[str, Any],
+    vpath: str,
+    status: bool,
+    opts: _Options,
+    require_structural: bool,
 ) -> list[FieldError]:
     errs: list[FieldError] = []
     dep = v.get("deprecated") is True
     warning = v.get("deprecationWarning")
     if warning is not None:
         if not dep:
-            errs.append(FieldError.invalid(f"{vpath}.deprecationWarning", warning, "can only be set for deprecated versions"))
+            errs.append(
+                FieldError.invalid(
+                    f"{vpath}.deprecationWarning",
+                    warning,
+                    "can only be set for deprecated versions",
+                )
+            )
         else:
             w = _str(warning)
             if len(w.encode()) > 256:
-                errs.append(FieldError.invalid(f"{vpath}.deprecationWarning", w, "must be <= 256 characters long"))
+                errs.append(
+                    FieldError.invalid(
+                        f"{vpath}.deprecationWarning", w, "must be <= 256 characters long"
+                    )
+                )
             if not w:
-                errs.append(FieldError.invalid(f"{vpath}.deprecationWarning", w, "must not be an empty string"))
+                errs.append(
+                    FieldError.invalid(
+                        f"{vpath}.deprecationWarning", w, "must not be an empty string"
+                    )
+                )
             for idx, ch in enumerate(w):
                 if not ch.isprintable():
                     errs.append(
@@ -564,7 +741,11 @@ def _validate_version(
                     )
                     break
     if spec.v_schema[i] is not None:
-        errs.extend(_validate_validation(spec.v_schema[i], status, opts, f"{vpath}.schema", require_structural))
+        errs.extend(
+            _validate_validation(
+                spec.v_schema[i], status, opts, f"{vpath}.schema", require_structural
+            )
+        )
     errs.extend(_validate_subresources(spec.v_sub[i], f"{vpath}.subresources"))
     for j, col in enumerate(spec.v_cols[i]):
         errs.extend(_validate_column(col, f"{vpath}.additionalPrinterColumns[{j}]"))
@@ -572,10 +753,18 @@ def _validate_version(
         s = spec.v_schema[i]
         if not isinstance(s, dict) or not isinstance(s.get("openAPIV3Schema"), dict):
             errs.append(
-                FieldError.invalid(f"{vpath}.selectableFields", "", "may only be set when `version.schema.openAPIV3Schema` is not included")
+                FieldError.invalid(
+                    f"{vpath}.selectableFields",
+                    "",
+                    "may only be set when `version.schema.openAPIV3Schema` is not included",
+                )
             )
         else:
-            errs.extend(_validate_selectable(spec.v_sel[i], s["openAPIV3Schema"], f"{vpath}.selectableFields"))
+            errs.extend(
+                _validate_selectable(
+                    spec.v_sel[i], s["openAPIV3Schema"], f"{vpath}.selectableFields"
+                )
+            )
     return errs
 
 
@@ -604,7 +793,11 @@ def _validate_subresources(sub: Any, path: str) -> list[FieldError]:
             errs.extend(je)
         elif not sel.startswith(".spec.") and not sel.startswith(".status."):
             errs.append(
-                FieldError.invalid(f"{path}.scale.labelSelectorPath", sel, "should be a json path under either .spec or .status")
+                FieldError.invalid(
+                    f"{path}.scale.labelSelectorPath",
+                    sel,
+                    "should be a json path under either .spec or .status",
+                )
             )
     return errs
 
@@ -630,7 +823,11 @@ def _validate_column(col: Any, path: str) -> list[FieldError]:
         errs.append(FieldError.invalid(f"{path}.type", t, f"must be one of {types}"))
     f = _str(col.get("format"))
     if f and f not in PRINTER_COLUMN_FORMATS:
-        errs.append(FieldError.invalid(f"{path}.format", f, f"must be one of {','.join(PRINTER_COLUMN_FORMATS)}"))
+        errs.append(
+            FieldError.invalid(
+                f"{path}.format", f, f"must be one of {','.join(PRINTER_COLUMN_FORMATS)}"
+            )
+        )
     jp = _str(col.get("jsonPath"))
     if not jp:
         errs.append(FieldError.required(f"{path}.JSONPath"))
@@ -659,7 +856,9 @@ def _validate_selectable(fields: list[Any], schema: Any, path: str) -> list[Fiel
         if node is None or node.type not in ("string", "boolean", "integer"):
             errs.append(
                 FieldError.invalid(
-                    ip, jp, "must point to a field of type string, boolean or integer. Enum string fields and strings with formats are allowed."
+                    ip,
+                    jp,
+                    "must point to a field of type string, boolean or integer. Enum string fields and strings with formats are allowed.",
                 )
             )
         if norm in seen:
@@ -676,13 +875,13 @@ def _resolve_field_path(root: st.Structural | None, jp: str) -> tuple[st.Structu
     node = root
     for part in jp[1:].split("."):
         if node is None:
-            return None, f"does not refer to a valid field"
+            return None, "does not refer to a valid field"
         if part in node.properties:
             node = node.properties[part]
         elif node.additional is not None:
             node = node.additional
         else:
-            return None, f'does not refer to a valid field'
+            return None, "does not refer to a valid field"
     return node, ""
 
 
@@ -695,12 +894,20 @@ def _validate_conversion(conv: Any, path: str) -> list[FieldError]:
         errs.append(FieldError.required(f"{path}.strategy"))
     elif strategy not in ("None", "Webhook"):
         errs.append(FieldError.not_supported(f"{path}.strategy", strategy, ["None", "Webhook"]))
-    webhook = conv.get("webhook") if isinstance(conv.get("webhook"), dict) else None
-    cc = webhook.get("clientConfig") if webhook and isinstance(webhook.get("clientConfig"), dict) else None
+    webhook = _dn(conv.get("webhook"))
+    cc = (
+        webhook.get("clientConfig")
+        if webhook and isinstance(webhook.get("clientConfig"), dict)
+        else None
+    )
     review = (webhook or {}).get("conversionReviewVersions") or []
     if strategy == "Webhook":
         if cc is None:
-            errs.append(FieldError.required(f"{path}.webhookClientConfig", "required when strategy is set to Webhook"))
+            errs.append(
+                FieldError.required(
+                    f"{path}.webhookClientConfig", "required when strategy is set to Webhook"
+                )
+            )
         else:
             ccp = f"{path}.webhookClientConfig"
             has_url = cc.get("url") is not None
@@ -728,12 +935,24 @@ def _validate_conversion(conv: Any, path: str) -> list[FieldError]:
                 if v in ("v1", "v1beta1"):
                     accepted = True
             if not accepted:
-                errs.append(FieldError.invalid(rp, review, "must include at least one of v1, v1beta1"))
+                errs.append(
+                    FieldError.invalid(rp, review, "must include at least one of v1, v1beta1")
+                )
     else:
         if cc is not None:
-            errs.append(FieldError.forbidden(f"{path}.webhookClientConfig", "should not be set when strategy is not set to Webhook"))
+            errs.append(
+                FieldError.forbidden(
+                    f"{path}.webhookClientConfig",
+                    "should not be set when strategy is not set to Webhook",
+                )
+            )
         if review:
-            errs.append(FieldError.forbidden(f"{path}.conversionReviewVersions", "should not be set when strategy is not set to Webhook"))
+            errs.append(
+                FieldError.forbidden(
+                    f"{path}.conversionReviewVersions",
+                    "should not be set when strategy is not set to Webhook",
+                )
+            )
     return errs
 
 
@@ -749,11 +968,17 @@ def _validate_webhook_url(path: str, url: str) -> list[FieldError]:
     if not host:
         errs.append(FieldError.invalid(path, host, "host must be specified"))
     if "@" in u.netloc:
-        errs.append(FieldError.invalid(path, u.netloc.rpartition("@")[0], "user information is not permitted in the URL"))
+        errs.append(
+            FieldError.invalid(
+                path, u.netloc.rpartition("@")[0], "user information is not permitted in the URL"
+            )
+        )
     if u.fragment:
         errs.append(FieldError.invalid(path, u.fragment, "fragments are not permitted in the URL"))
     if u.query:
-        errs.append(FieldError.invalid(path, u.query, "query parameters are not permitted in the URL"))
+        errs.append(
+            FieldError.invalid(path, u.query, "query parameters are not permitted in the URL")
+        )
     return errs
 
 
@@ -765,7 +990,11 @@ def _validate_webhook_service(path: str, svc: dict[str, Any]) -> list[FieldError
         errs.append(FieldError.required(f"{path}.namespace", "service namespace is required"))
     port = svc.get("port", 443)
     if not isinstance(port, int) or not 1 <= port <= 65535:
-        errs.append(FieldError.invalid(f"{path}.port", port, "port is not valid: must be between 1 and 65535, inclusive"))
+        errs.append(
+            FieldError.invalid(
+                f"{path}.port", port, "port is not valid: must be between 1 and 65535, inclusive"
+            )
+        )
     url_path = svc.get("path")
     if not isinstance(url_path, str) or url_path in ("", "/"):
         return errs
@@ -807,7 +1036,8 @@ def _validate_validation(
                 if schema.get("type") != "object":
                     errs.append(
                         FieldError.invalid(
-                            f"{sp}.type", schema.get("type"),
+                            f"{sp}.type",
+                            schema.get("type"),
                             'only "object" is allowed as the type at the root of the schema if the status subresource is enabled',
                         )
                     )
@@ -816,7 +1046,8 @@ def _validate_validation(
             if go_name not in ALLOWED_AT_ROOT_WITH_STATUS:
                 errs.append(
                     FieldError.invalid(
-                        sp, schema,
+                        sp,
+                        schema,
                         f"only [{' '.join(ALLOWED_AT_ROOT_WITH_STATUS)}] fields are allowed at the root of the schema "
                         "if the status subresource is enabled",
                     )
@@ -855,7 +1086,7 @@ def _validate_validation(
 class _SSV:
     """specStandardValidatorV3's state while walking the schema."""
 
-    __slots__ = ("allow_defaults", "reason", "inside_meta", "old_self_forbidden")
+    __slots__ = ("allow_defaults", "inside_meta", "old_self_forbidden", "reason")
 
     def __init__(self) -> None:
         self.allow_defaults = True
@@ -866,7 +1097,10 @@ class _SSV:
     def clone(self) -> _SSV:
         c = _SSV()
         c.allow_defaults, c.reason, c.inside_meta, c.old_self_forbidden = (
-            self.allow_defaults, self.reason, self.inside_meta, self.old_self_forbidden,
+            self.allow_defaults,
+            self.reason,
+            self.inside_meta,
+            self.old_self_forbidden,
         )
         return c
 
@@ -901,9 +1135,13 @@ def _ssv_validate(schema: dict[str, Any], path: str, ssv: _SSV, opts: _Options) 
     if schema.get("id"):
         errs.append(FieldError.forbidden(f"{path}.id", "id is not supported"))
     if schema.get("additionalItems") is not None:
-        errs.append(FieldError.forbidden(f"{path}.additionalItems", "additionalItems is not supported"))
+        errs.append(
+            FieldError.forbidden(f"{path}.additionalItems", "additionalItems is not supported")
+        )
     if schema.get("patternProperties"):
-        errs.append(FieldError.forbidden(f"{path}.patternProperties", "patternProperties is not supported"))
+        errs.append(
+            FieldError.forbidden(f"{path}.patternProperties", "patternProperties is not supported")
+        )
     if schema.get("definitions"):
         errs.append(FieldError.forbidden(f"{path}.definitions", "definitions is not supported"))
     if schema.get("dependencies") is not None:
@@ -911,16 +1149,31 @@ def _ssv_validate(schema: dict[str, Any], path: str, ssv: _SSV, opts: _Options) 
     if schema.get("$ref") is not None:
         errs.append(FieldError.forbidden(f"{path}.$ref", "$ref is not supported"))
     if t == "null":
-        errs.append(FieldError.forbidden(f"{path}.type", "type cannot be set to null, use nullable as an alternative"))
+        errs.append(
+            FieldError.forbidden(
+                f"{path}.type", "type cannot be set to null, use nullable as an alternative"
+            )
+        )
     if isinstance(schema.get("items"), list) and schema["items"]:
-        errs.append(FieldError.forbidden(f"{path}.items", "items must be a schema object and not an array"))
+        errs.append(
+            FieldError.forbidden(f"{path}.items", "items must be a schema object and not an array")
+        )
     if ssv.inside_meta and schema.get("x-kubernetes-embedded-resource") is True:
-        errs.append(FieldError.forbidden(f"{path}.x-kubernetes-embedded-resource", "must not be used inside of resource meta"))
+        errs.append(
+            FieldError.forbidden(
+                f"{path}.x-kubernetes-embedded-resource", "must not be used inside of resource meta"
+            )
+        )
     return errs
 
 
 def _validate_openapi(
-    schema: Any, path: str, ssv: _SSV, is_root: bool, opts: _Options, node: st.Structural | None,
+    schema: Any,
+    path: str,
+    ssv: _SSV,
+    is_root: bool,
+    opts: _Options,
+    node: st.Structural | None,
     cel_ok: bool,
 ) -> tuple[list[FieldError], list[FieldError]]:
     """``ValidateCustomResourceDefinitionOpenAPISchema``: (schema errors, CEL errors)."""
@@ -931,18 +1184,35 @@ def _validate_openapi(
     serrs.extend(_ssv_validate(schema, path, ssv, opts))
     if schema.get("uniqueItems") is True:
         serrs.append(
-            FieldError.forbidden(f"{path}.uniqueItems", "uniqueItems cannot be set to true since the runtime complexity becomes quadratic")
+            FieldError.forbidden(
+                f"{path}.uniqueItems",
+                "uniqueItems cannot be set to true since the runtime complexity becomes quadratic",
+            )
         )
     addl = schema.get("additionalProperties")
-    props = schema.get("properties") if isinstance(schema.get("properties"), dict) else {}
+    props = _d(schema.get("properties"))
     if addl is not None:
         if props and (addl is False or isinstance(addl, dict)):
-            serrs.append(FieldError.forbidden(f"{path}.additionalProperties", "additionalProperties and properties are mutual exclusive"))
-        sub = ssv.forbid_defaults("inside additionalProperties applying to object metadata") if ssv.inside_meta else ssv
+            serrs.append(
+                FieldError.forbidden(
+                    f"{path}.additionalProperties",
+                    "additionalProperties and properties are mutual exclusive",
+                )
+            )
+        sub = (
+            ssv.forbid_defaults("inside additionalProperties applying to object metadata")
+            if ssv.inside_meta
+            else ssv
+        )
         if isinstance(addl, dict):
             a, b = _validate_openapi(
-                addl, f"{path}.additionalProperties", sub, False, opts,
-                node.additional if node is not None else None, cel_ok,
+                addl,
+                f"{path}.additionalProperties",
+                sub,
+                False,
+                opts,
+                node.additional if node is not None else None,
+                cel_ok,
             )
             serrs.extend(a)
             cerrs.extend(b)
@@ -951,13 +1221,20 @@ def _validate_openapi(
             sub = ssv
             if schema.get("x-kubernetes-map-type") == "atomic":
                 sub = sub.forbid_old_self(path)
-            if (is_root or schema.get("x-kubernetes-embedded-resource") is True) and name in st.META_FIELDS:
+            if (
+                is_root or schema.get("x-kubernetes-embedded-resource") is True
+            ) and name in st.META_FIELDS:
                 sub = sub.within_meta()
                 if is_root:
                     sub = sub.forbid_defaults(f"in top-level {name}")
             a, b = _validate_openapi(
-                props[name], f"{path}.properties[{name}]", sub, False, opts,
-                node.properties.get(name) if node is not None else None, cel_ok,
+                props[name],
+                f"{path}.properties[{name}]",
+                sub,
+                False,
+                opts,
+                node.properties.get(name) if node is not None else None,
+                cel_ok,
             )
             serrs.extend(a)
             cerrs.extend(b)
@@ -974,7 +1251,9 @@ def _validate_openapi(
     defs = schema.get("definitions")
     if isinstance(defs, dict):
         for k in sorted(defs):
-            a, b = _validate_openapi(defs[k], f"{path}.definitions[{k}]", ssv, False, opts, None, False)
+            a, b = _validate_openapi(
+                defs[k], f"{path}.definitions[{k}]", ssv, False, opts, None, False
+            )
             serrs.extend(a)
             cerrs.extend(b)
     items = schema.get("items")
@@ -984,7 +1263,13 @@ def _validate_openapi(
             sub = sub.forbid_old_self(path)
         if isinstance(items, dict):
             a, b = _validate_openapi(
-                items, f"{path}.items", sub, False, opts, node.items if node is not None else None, cel_ok
+                items,
+                f"{path}.items",
+                sub,
+                False,
+                opts,
+                node.items if node is not None else None,
+                cel_ok,
             )
             serrs.extend(a)
             cerrs.extend(b)
@@ -997,76 +1282,149 @@ def _validate_openapi(
     if isinstance(deps, dict):
         for k in sorted(deps):
             if isinstance(deps[k], dict):
-                a, b = _validate_openapi(deps[k], f"{path}.dependencies[{k}]", ssv, False, opts, None, False)
+                a, b = _validate_openapi(
+                    deps[k], f"{path}.dependencies[{k}]", ssv, False, opts, None, False
+                )
                 serrs.extend(a)
                 cerrs.extend(b)
     if schema.get("x-kubernetes-preserve-unknown-fields") is False:
-        serrs.append(FieldError.invalid(f"{path}.x-kubernetes-preserve-unknown-fields", False, "must be true or undefined"))
+        serrs.append(
+            FieldError.invalid(
+                f"{path}.x-kubernetes-preserve-unknown-fields", False, "must be true or undefined"
+            )
+        )
     t = _str(schema.get("type"))
     mt = schema.get("x-kubernetes-map-type")
     if mt is not None and t != "object":
         if not t:
-            serrs.append(FieldError.required(f"{path}.type", "must be object if x-kubernetes-map-type is specified"))
+            serrs.append(
+                FieldError.required(
+                    f"{path}.type", "must be object if x-kubernetes-map-type is specified"
+                )
+            )
         else:
-            serrs.append(FieldError.invalid(f"{path}.type", t, "must be object if x-kubernetes-map-type is specified"))
+            serrs.append(
+                FieldError.invalid(
+                    f"{path}.type", t, "must be object if x-kubernetes-map-type is specified"
+                )
+            )
     if mt is not None and mt not in ("atomic", "granular"):
-        serrs.append(FieldError.not_supported(f"{path}.x-kubernetes-map-type", mt, ["atomic", "granular"]))
+        serrs.append(
+            FieldError.not_supported(f"{path}.x-kubernetes-map-type", mt, ["atomic", "granular"])
+        )
     lt = schema.get("x-kubernetes-list-type")
     if lt is not None and t != "array":
         if not t:
-            serrs.append(FieldError.required(f"{path}.type", "must be array if x-kubernetes-list-type is specified"))
+            serrs.append(
+                FieldError.required(
+                    f"{path}.type", "must be array if x-kubernetes-list-type is specified"
+                )
+            )
         else:
-            serrs.append(FieldError.invalid(f"{path}.type", t, "must be array if x-kubernetes-list-type is specified"))
+            serrs.append(
+                FieldError.invalid(
+                    f"{path}.type", t, "must be array if x-kubernetes-list-type is specified"
+                )
+            )
     elif opts.require_atomic_set and lt == "set" and isinstance(items, dict):
         if items.get("type") == "array":
             ilt = items.get("x-kubernetes-list-type")
             if ilt is not None and ilt != "atomic":
                 serrs.append(
-                    FieldError.invalid(f"{path}.items.x-kubernetes-list-type", ilt, "must be atomic as item of a list with x-kubernetes-list-type=set")
-                )
-        elif items.get("type") == "object":
-            if items.get("x-kubernetes-map-type") != "atomic":
-                serrs.append(
                     FieldError.invalid(
-                        f"{path}.items.x-kubernetes-map-type", items.get("x-kubernetes-list-type"),
+                        f"{path}.items.x-kubernetes-list-type",
+                        ilt,
                         "must be atomic as item of a list with x-kubernetes-list-type=set",
                     )
                 )
+        elif items.get("type") == "object" and items.get("x-kubernetes-map-type") != "atomic":
+            serrs.append(
+                FieldError.invalid(
+                    f"{path}.items.x-kubernetes-map-type",
+                    items.get("x-kubernetes-list-type"),
+                    "must be atomic as item of a list with x-kubernetes-list-type=set",
+                )
+            )
     if lt is not None and lt not in ("atomic", "set", "map"):
-        serrs.append(FieldError.not_supported(f"{path}.x-kubernetes-list-type", lt, ["atomic", "set", "map"]))
+        serrs.append(
+            FieldError.not_supported(f"{path}.x-kubernetes-list-type", lt, ["atomic", "set", "map"])
+        )
     keys = schema.get("x-kubernetes-list-map-keys") or []
     if keys:
         if lt is None:
-            serrs.append(FieldError.required(f"{path}.x-kubernetes-list-type", "must be map if x-kubernetes-list-map-keys is non-empty"))
+            serrs.append(
+                FieldError.required(
+                    f"{path}.x-kubernetes-list-type",
+                    "must be map if x-kubernetes-list-map-keys is non-empty",
+                )
+            )
         elif lt != "map":
-            serrs.append(FieldError.invalid(f"{path}.x-kubernetes-list-type", lt, "must be map if x-kubernetes-list-map-keys is non-empty"))
+            serrs.append(
+                FieldError.invalid(
+                    f"{path}.x-kubernetes-list-type",
+                    lt,
+                    "must be map if x-kubernetes-list-map-keys is non-empty",
+                )
+            )
     if lt == "map":
         if not keys:
-            serrs.append(FieldError.required(f"{path}.x-kubernetes-list-map-keys", "must not be empty if x-kubernetes-list-type is map"))
+            serrs.append(
+                FieldError.required(
+                    f"{path}.x-kubernetes-list-map-keys",
+                    "must not be empty if x-kubernetes-list-type is map",
+                )
+            )
         if items is None:
-            serrs.append(FieldError.required(f"{path}.items", "must have a schema if x-kubernetes-list-type is map"))
+            serrs.append(
+                FieldError.required(
+                    f"{path}.items", "must have a schema if x-kubernetes-list-type is map"
+                )
+            )
         elif not isinstance(items, dict):
-            serrs.append(FieldError.invalid(f"{path}.items", items, "must only have a single schema if x-kubernetes-list-type is map"))
+            serrs.append(
+                FieldError.invalid(
+                    f"{path}.items",
+                    items,
+                    "must only have a single schema if x-kubernetes-list-type is map",
+                )
+            )
         elif items.get("type") != "object":
             serrs.append(
-                FieldError.invalid(f"{path}.items.type", _str(items.get("type")), "must be object if parent array's x-kubernetes-list-type is map")
+                FieldError.invalid(
+                    f"{path}.items.type",
+                    _str(items.get("type")),
+                    "must be object if parent array's x-kubernetes-list-type is map",
+                )
             )
         else:
-            iprops = items.get("properties") if isinstance(items.get("properties"), dict) else {}
+            iprops = _d(items.get("properties"))
             seen: set[str] = set()
             for k in keys:
                 if k in iprops:
                     if isinstance(iprops[k], dict) and iprops[k].get("type") in ("array", "object"):
                         serrs.append(
                             FieldError.invalid(
-                                f"{path}.items.properties[{k}].type", "object",
+                                f"{path}.items.properties[{k}].type",
+                                "object",
                                 "must be a scalar type if parent array's x-kubernetes-list-type is map",
                             )
                         )
                 else:
-                    serrs.append(FieldError.invalid(f"{path}.x-kubernetes-list-map-keys", keys, "entries must all be names of item properties"))
+                    serrs.append(
+                        FieldError.invalid(
+                            f"{path}.x-kubernetes-list-map-keys",
+                            keys,
+                            "entries must all be names of item properties",
+                        )
+                    )
                 if k in seen:
-                    serrs.append(FieldError.invalid(f"{path}.x-kubernetes-list-map-keys", keys, "must not contain duplicate entries"))
+                    serrs.append(
+                        FieldError.invalid(
+                            f"{path}.x-kubernetes-list-map-keys",
+                            keys,
+                            "must not contain duplicate entries",
+                        )
+                    )
                 seen.add(k)
     if opts.require_map_list_keys:
         serrs.extend(_map_list_keys_errors(schema, path))
@@ -1081,30 +1439,54 @@ def _validate_openapi(
             if not text.strip():
                 serrs.append(FieldError.required(f"{rp}[{i}].rule", "rule is not specified"))
             elif msg and not msg.strip():
-                serrs.append(FieldError.invalid(f"{rp}[{i}].message", msg, "must be non-empty if specified"))
+                serrs.append(
+                    FieldError.invalid(f"{rp}[{i}].message", msg, "must be non-empty if specified")
+                )
             elif "\n" in msg.strip() or "\r" in msg.strip():
-                serrs.append(FieldError.invalid(f"{rp}[{i}].message", msg, "must not contain line breaks"))
+                serrs.append(
+                    FieldError.invalid(f"{rp}[{i}].message", msg, "must not contain line breaks")
+                )
             elif ("\n" in text.strip() or "\r" in text.strip()) and not msg.strip():
-                serrs.append(FieldError.required(f"{rp}[{i}].message", "message must be specified if rule contains line breaks"))
+                serrs.append(
+                    FieldError.required(
+                        f"{rp}[{i}].message",
+                        "message must be specified if rule contains line breaks",
+                    )
+                )
             if msg_expr and not msg_expr.strip():
-                serrs.append(FieldError.required(f"{rp}[{i}].messageExpression", "messageExpression must be non-empty if specified"))
+                serrs.append(
+                    FieldError.required(
+                        f"{rp}[{i}].messageExpression",
+                        "messageExpression must be non-empty if specified",
+                    )
+                )
             reason = rule.get("reason")
             if reason is not None and reason not in VALIDATION_REASONS:
-                serrs.append(FieldError.not_supported(f"{rp}[{i}].reason", reason, list(VALIDATION_REASONS)))
+                serrs.append(
+                    FieldError.not_supported(f"{rp}[{i}].reason", reason, list(VALIDATION_REASONS))
+                )
             fp = _str(rule.get("fieldPath"))
             if fp and not fp.strip():
-                serrs.append(FieldError.invalid(f"{rp}[{i}].fieldPath", fp, "must be non-empty if specified"))
+                serrs.append(
+                    FieldError.invalid(f"{rp}[{i}].fieldPath", fp, "must be non-empty if specified")
+                )
             if "\n" in fp or "\r" in fp:
-                serrs.append(FieldError.invalid(f"{rp}[{i}].fieldPath", fp, "must not contain line breaks"))
+                serrs.append(
+                    FieldError.invalid(f"{rp}[{i}].fieldPath", fp, "must not contain line breaks")
+                )
             if fp and node is not None:
                 from .cel.paths import valid_field_path
 
                 if valid_field_path(fp, node) is not None:
-                    serrs.append(FieldError.invalid(f"{rp}[{i}].fieldPath", fp, "must be a valid path"))
+                    serrs.append(
+                        FieldError.invalid(f"{rp}[{i}].fieldPath", fp, "must be a valid path")
+                    )
         if not serrs and cel_ok and node is not None:
             from .cel.rules import check_node_rules
 
-            cerrs.extend(check_node_rules(node, rules, rp, ssv.old_self_forbidden, opts.preexisting_rules))
+            cerrs.extend(
+                check_node_rules(node, rules, rp, ssv.old_self_forbidden, opts.preexisting_rules)
+            )
     return serrs, cerrs
 
 
@@ -1115,10 +1497,14 @@ def _map_list_keys_errors(schema: dict[str, Any], path: str) -> list[FieldError]
     if not isinstance(items, dict) or lt not in ("set", "map"):
         return errs
     if items.get("nullable") is True:
-        errs.append(FieldError.forbidden(f"{path}.items.nullable", f"cannot be nullable when x-kubernetes-list-type is {lt}"))
+        errs.append(
+            FieldError.forbidden(
+                f"{path}.items.nullable", f"cannot be nullable when x-kubernetes-list-type is {lt}"
+            )
+        )
     if lt == "map":
         required = set(items.get("required") or [])
-        iprops = items.get("properties") if isinstance(items.get("properties"), dict) else {}
+        iprops = _d(items.get("properties"))
         for k in schema.get("x-kubernetes-list-map-keys") or []:
             prop = iprops.get(k)
             if not isinstance(prop, dict):
@@ -1171,30 +1557,56 @@ def _validate_structural(
         _validate_structural(v, v.raw, "field", f"{_p(path, 'properties')}[{k}]", errs)
     if s.additional_bool:
         if level == "root":
-            errs.append(FieldError.forbidden(_p(path, "additionalProperties"), "must not be used at the root"))
+            errs.append(
+                FieldError.forbidden(
+                    _p(path, "additionalProperties"), "must not be used at the root"
+                )
+            )
         if s.additional is not None:
-            _validate_structural(s.additional, s.additional.raw, "field", _p(path, "additionalProperties"), errs)
+            _validate_structural(
+                s.additional, s.additional.raw, "field", _p(path, "additionalProperties"), errs
+            )
     if s.int_or_string and s.preserve_unknown:
         errs.append(
-            FieldError.invalid(_p(path, "x-kubernetes-preserve-unknown-fields"), True, "must be false if x-kubernetes-int-or-string is true")
+            FieldError.invalid(
+                _p(path, "x-kubernetes-preserve-unknown-fields"),
+                True,
+                "must be false if x-kubernetes-int-or-string is true",
+            )
         )
     if s.int_or_string and s.embedded:
         errs.append(
-            FieldError.invalid(_p(path, "x-kubernetes-embedded-resource"), True, "must be false if x-kubernetes-int-or-string is true")
+            FieldError.invalid(
+                _p(path, "x-kubernetes-embedded-resource"),
+                True,
+                "must be false if x-kubernetes-int-or-string is true",
+            )
         )
     skip_anyof = isinstance(raw.get("anyOf"), list) and raw["anyOf"] == _INT_OR_STRING_ANYOF
     all_of = raw.get("allOf")
     skip_first = (
-        isinstance(all_of, list) and all_of and isinstance(all_of[0], dict)
+        isinstance(all_of, list)
+        and all_of
+        and isinstance(all_of[0], dict)
         and all_of[0].get("anyOf") == _INT_OR_STRING_ANYOF
     )
     _validate_value_validation(raw, skip_anyof, bool(skip_first), level, path, errs, True)
     check_meta = level == "root" or s.embedded
     if s.embedded and s.type != "object":
         if not s.type:
-            errs.append(FieldError.required(_p(path, "type"), "must be object if x-kubernetes-embedded-resource is true"))
+            errs.append(
+                FieldError.required(
+                    _p(path, "type"), "must be object if x-kubernetes-embedded-resource is true"
+                )
+            )
         else:
-            errs.append(FieldError.invalid(_p(path, "type"), s.type, "must be object if x-kubernetes-embedded-resource is true"))
+            errs.append(
+                FieldError.invalid(
+                    _p(path, "type"),
+                    s.type,
+                    "must be object if x-kubernetes-embedded-resource is true",
+                )
+            )
     elif not s.type and not s.int_or_string and not s.preserve_unknown:
         detail = {
             "root": "must not be empty at the root",
@@ -1203,13 +1615,22 @@ def _validate_structural(
         }[level]
         errs.append(FieldError.required(_p(path, "type"), detail))
     if s.embedded and s.additional_bool:
-        errs.append(FieldError.forbidden(_p(path, "additionalProperties"), "must not be used if x-kubernetes-embedded-resource is set"))
+        errs.append(
+            FieldError.forbidden(
+                _p(path, "additionalProperties"),
+                "must not be used if x-kubernetes-embedded-resource is set",
+            )
+        )
     if level == "root" and s.type and s.type != "object":
         errs.append(FieldError.invalid(_p(path, "type"), s.type, "must be object at the root"))
     for meta_key in ("kind", "apiVersion"):
         sub = s.properties.get(meta_key)
         if sub is not None and check_meta and sub.type != "string":
-            errs.append(FieldError.invalid(f"{_p(path, 'properties')}[{meta_key}].type", sub.type, "must be string"))
+            errs.append(
+                FieldError.invalid(
+                    f"{_p(path, 'properties')}[{meta_key}].type", sub.type, "must be string"
+                )
+            )
     md = s.properties.get("metadata")
     if md is not None:
         mpath = f"{_p(path, 'properties')}[metadata]"
@@ -1217,20 +1638,43 @@ def _validate_structural(
             errs.append(FieldError.invalid(_p(mpath, "type"), md.type, "must be object"))
         if level == "root" and not _root_metadata_ok(md.raw):
             errs.append(
-                FieldError.forbidden(mpath, "must not specify anything other than name and generateName, but metadata is implicitly specified")
+                FieldError.forbidden(
+                    mpath,
+                    "must not specify anything other than name and generateName, but metadata is implicitly specified",
+                )
             )
     if s.embedded and not s.preserve_unknown and not s.properties:
         errs.append(
             FieldError.required(
-                _p(path, "properties"), "must not be empty if x-kubernetes-embedded-resource is true without x-kubernetes-preserve-unknown-fields"
+                _p(path, "properties"),
+                "must not be empty if x-kubernetes-embedded-resource is true without x-kubernetes-preserve-unknown-fields",
             )
         )
 
 
 _VALUE_VALIDATION_KEYS: Final = frozenset(
-    {"format", "maximum", "exclusiveMaximum", "minimum", "exclusiveMinimum", "maxLength", "minLength",
-     "pattern", "maxItems", "minItems", "uniqueItems", "multipleOf", "enum", "maxProperties",
-     "minProperties", "required", "allOf", "oneOf", "anyOf", "not"}
+    {
+        "format",
+        "maximum",
+        "exclusiveMaximum",
+        "minimum",
+        "exclusiveMinimum",
+        "maxLength",
+        "minLength",
+        "pattern",
+        "maxItems",
+        "minItems",
+        "uniqueItems",
+        "multipleOf",
+        "enum",
+        "maxProperties",
+        "minProperties",
+        "required",
+        "allOf",
+        "oneOf",
+        "anyOf",
+        "not",
+    }
 )
 _METADATA_IGNORED: Final = frozenset(
     {"type", "default", "description", "title", "example", "externalDocs", "$schema", "id"}
@@ -1247,7 +1691,11 @@ def _root_metadata_ok(md: dict[str, Any]) -> bool:
     for k, v in md.items():
         if k in ("properties",) or k in _METADATA_IGNORED:
             continue
-        if k in _VALUE_VALIDATION_KEYS or k.startswith("x-kubernetes-") or k in ("items", "additionalProperties", "nullable"):
+        if (
+            k in _VALUE_VALIDATION_KEYS
+            or k.startswith("x-kubernetes-")
+            or k in ("items", "additionalProperties", "nullable")
+        ):
             if k == "nullable" and v is False:
                 continue
             return False
@@ -1255,14 +1703,26 @@ def _root_metadata_ok(md: dict[str, Any]) -> bool:
 
 
 def _validate_value_validation(
-    raw: dict[str, Any], skip_anyof: bool, skip_first_allof_anyof: bool, level: str, path: str,
-    errs: list[FieldError], allow_xvalidations: bool,
+    raw: dict[str, Any],
+    skip_anyof: bool,
+    skip_first_allof_anyof: bool,
+    level: str,
+    path: str,
+    errs: list[FieldError],
+    allow_xvalidations: bool,
 ) -> None:
     if not skip_anyof:
         for i, sub in enumerate(raw.get("anyOf") or []):
             _validate_nested(sub, False, level, f"{_p(path, 'anyOf')}[{i}]", errs, False)
     for i, sub in enumerate(raw.get("allOf") or []):
-        _validate_nested(sub, skip_first_allof_anyof and i == 0, level, f"{_p(path, 'allOf')}[{i}]", errs, allow_xvalidations)
+        _validate_nested(
+            sub,
+            skip_first_allof_anyof and i == 0,
+            level,
+            f"{_p(path, 'allOf')}[{i}]",
+            errs,
+            allow_xvalidations,
+        )
     for i, sub in enumerate(raw.get("oneOf") or []):
         _validate_nested(sub, False, level, f"{_p(path, 'oneOf')}[{i}]", errs, False)
     _validate_nested(raw.get("not"), False, level, _p(path, "not"), errs, False)
@@ -1271,7 +1731,13 @@ def _validate_value_validation(
         try:
             compile_go_regexp(pattern)
         except Exception as exc:
-            errs.append(FieldError.invalid(_p(path, "pattern"), pattern, f"must be a valid regular expression, but isn't: {_go_regexp_error(pattern, exc)}"))
+            errs.append(
+                FieldError.invalid(
+                    _p(path, "pattern"),
+                    pattern,
+                    f"must be a valid regular expression, but isn't: {_go_regexp_error(pattern, exc)}",
+                )
+            )
 
 
 _RE2_TO_GO: Final = {
@@ -1304,7 +1770,12 @@ def _go_regexp_error(pattern: str, exc: Exception) -> str:
 
 
 def _validate_nested(
-    raw: Any, skip_anyof: bool, level: str, path: str, errs: list[FieldError], allow_xvalidations: bool
+    raw: Any,
+    skip_anyof: bool,
+    level: str,
+    path: str,
+    errs: list[FieldError],
+    allow_xvalidations: bool,
 ) -> None:
     if not isinstance(raw, dict):
         return
@@ -1315,12 +1786,19 @@ def _validate_nested(
     props = raw.get("properties")
     if isinstance(props, dict):
         for k, v in props.items():
-            _validate_nested(v, False, "field", f"{_p(path, 'properties')}[{k}]", errs, allow_xvalidations)
+            _validate_nested(
+                v, False, "field", f"{_p(path, 'properties')}[{k}]", errs, allow_xvalidations
+            )
     for key, detail in _FORBIDDEN_IN_JUNCTORS:
         if key not in raw:
             continue
         v = raw[key]
-        if key in ("nullable", "x-kubernetes-preserve-unknown-fields", "x-kubernetes-embedded-resource", "x-kubernetes-int-or-string"):
+        if key in (
+            "nullable",
+            "x-kubernetes-preserve-unknown-fields",
+            "x-kubernetes-embedded-resource",
+            "x-kubernetes-int-or-string",
+        ):
             if v is not True:
                 continue
         elif key in ("type", "title", "description", "x-kubernetes-list-map-keys"):
@@ -1329,12 +1807,15 @@ def _validate_nested(
         elif key == "x-kubernetes-validations":
             if not v or allow_xvalidations:
                 continue
-        elif key == "additionalProperties":
-            if v is None:
-                continue
+        elif key == "additionalProperties" and v is None:
+            continue
         errs.append(FieldError.forbidden(_p(path, key), detail))
     if isinstance(props, dict) and "metadata" in props:
-        errs.append(FieldError.forbidden(f"{_p(path, 'properties')}[metadata]", "must not be specified in a nested context"))
+        errs.append(
+            FieldError.forbidden(
+                f"{_p(path, 'properties')}[metadata]", "must not be specified in a nested context"
+            )
+        )
 
 
 # ---------------------------------------------------------------- default checks
@@ -1345,7 +1826,12 @@ def _validate_defaults(root: st.Structural, path: str, opts: _Options) -> list[F
 
 
 def _defaults_walk(
-    s: st.Structural, root: st.Structural, path: str, inside_meta: bool, opts: _Options, errs: list[FieldError]
+    s: st.Structural,
+    root: st.Structural,
+    path: str,
+    inside_meta: bool,
+    opts: _Options,
+    errs: list[FieldError],
 ) -> None:
     if s.embedded:
         inside_meta = False
@@ -1374,7 +1860,9 @@ def _defaults_walk(
         _defaults_walk(s.items, root, _p(path, "items"), inside_meta, opts, errs)
     for k in sorted(s.properties):
         sub_meta = inside_meta or (s.embedded and k in st.META_FIELDS)
-        _defaults_walk(s.properties[k], root, f"{_p(path, 'properties')}[{k}]", sub_meta, opts, errs)
+        _defaults_walk(
+            s.properties[k], root, f"{_p(path, 'properties')}[{k}]", sub_meta, opts, errs
+        )
 
 
 def _rebase(err: FieldError, base: str) -> FieldError:
@@ -1396,7 +1884,7 @@ def compile_crd_version(crd: dict[str, Any], version: str) -> CompiledSchema:
     :class:`SchemaError` if the version does not exist, has no schema, or the schema
     (or one of its CEL rules) does not compile.
     """
-    meta = crd.get("metadata") if isinstance(crd.get("metadata"), dict) else {}
+    meta = _d(crd.get("metadata"))
     uid = _str(meta.get("uid"))
     gen = meta.get("generation")
     stamp = str(gen) if gen is not None else _str(meta.get("resourceVersion"))
@@ -1407,13 +1895,19 @@ def compile_crd_version(crd: dict[str, Any], version: str) -> CompiledSchema:
             if hit is not None:
                 _cache.move_to_end(key)
                 return hit
-    spec = crd.get("spec") if isinstance(crd.get("spec"), dict) else {}
-    versions = spec.get("versions") if isinstance(spec.get("versions"), list) else []
+    spec = _d(crd.get("spec"))
+    versions = _l(spec.get("versions"))
     for i, v in enumerate(versions):
         if isinstance(v, dict) and v.get("name") == version:
-            schema = (v.get("schema") or {}).get("openAPIV3Schema") if isinstance(v.get("schema"), dict) else None
+            schema = (
+                (v.get("schema") or {}).get("openAPIV3Schema")
+                if isinstance(v.get("schema"), dict)
+                else None
+            )
             if not isinstance(schema, dict):
-                raise SchemaError([FieldError.required(f"spec.versions[{i}].schema.openAPIV3Schema")])
+                raise SchemaError(
+                    [FieldError.required(f"spec.versions[{i}].schema.openAPIV3Schema")]
+                )
             compiled = CompiledSchema(schema)
             if key is not None:
                 with _cache_lock:
@@ -1421,4 +1915,12 @@ def compile_crd_version(crd: dict[str, Any], version: str) -> CompiledSchema:
                     if len(_cache) > _CACHE_LIMIT:
                         _cache.popitem(last=False)
             return compiled
-    raise SchemaError([FieldError.not_supported("spec.versions", version, [_str(v.get("name")) for v in versions if isinstance(v, dict)])])
+    raise SchemaError(
+        [
+            FieldError.not_supported(
+                "spec.versions",
+                version,
+                [_str(v.get("name")) for v in versions if isinstance(v, dict)],
+            )
+        ]
+    )

@@ -16,9 +16,30 @@ import re2
 
 SUPPORTED: Final = frozenset(
     {
-        "bsonobjectid", "uri", "email", "hostname", "ipv4", "ipv6", "cidr", "mac",
-        "uuid", "uuid3", "uuid4", "uuid5", "isbn", "isbn10", "isbn13", "creditcard",
-        "ssn", "hexcolor", "rgbcolor", "byte", "password", "date", "duration", "datetime",
+        "bsonobjectid",
+        "uri",
+        "email",
+        "hostname",
+        "ipv4",
+        "ipv6",
+        "cidr",
+        "mac",
+        "uuid",
+        "uuid3",
+        "uuid4",
+        "uuid5",
+        "isbn",
+        "isbn10",
+        "isbn13",
+        "creditcard",
+        "ssn",
+        "hexcolor",
+        "rgbcolor",
+        "byte",
+        "password",
+        "date",
+        "duration",
+        "datetime",
     }
 )
 
@@ -35,7 +56,9 @@ _UUID4 = re2.compile(
 _UUID5 = re2.compile(
     r"(?i)^[0-9a-f]{8}-?[0-9a-f]{4}-?5[0-9a-f]{3}-?[89ab][0-9a-f]{3}-?[0-9a-f]{12}$"
 )
-_DATETIME_TIME = re2.compile(r"^([0-9]{2}):([0-9]{2}):([0-9]{2})(.[0-9]+)?(z|([+-][0-9]{2}:[0-9]{2}))$")
+_DATETIME_TIME = re2.compile(
+    r"^([0-9]{2}):([0-9]{2}):([0-9]{2})(.[0-9]+)?(z|([+-][0-9]{2}:[0-9]{2}))$"
+)
 _DATE = re2.compile(r"^(\d{4})-(\d{2})-(\d{2})$")
 _SSN = re2.compile(r"^\d{3}[- ]?\d{2}[- ]?\d{4}$")
 _HEXCOLOR = re2.compile(r"^#?([0-9a-fA-F]{3}|[0-9a-fA-F]{6})$")
@@ -52,11 +75,19 @@ _CREDITCARD = re2.compile(
 _DURATION_PART = re2.compile(r"((\d+)\s*([A-Za-zµ]+))")
 _GO_DURATION = re2.compile(r"^[-+]?((\d+(\.\d*)?|\.\d+)(ns|us|µs|μs|ms|s|m|h))+$|^[-+]?0$")
 _TIME_UNITS: Final = (
-    ("ns", "nano"), ("us", "µs", "micro"), ("ms", "milli"), ("s", "sec"), ("m", "min"),
-    ("h", "hr", "hour"), ("d", "day"), ("w", "wk", "week"),
+    ("ns", "nano"),
+    ("us", "µs", "micro"),
+    ("ms", "milli"),
+    ("s", "sec"),
+    ("m", "min"),
+    ("h", "hr", "hour"),
+    ("d", "day"),
+    ("w", "wk", "week"),
 )
 _EMAIL_LOCAL = re2.compile(r"^[A-Za-z0-9!#$%&'*+/=?^_`{|}~-]+(\.[A-Za-z0-9!#$%&'*+/=?^_`{|}~-]+)*$")
-_EMAIL_DOMAIN = re2.compile(r"^[A-Za-z0-9!#$%&'*+/=?^_`{|}~-]+(\.[A-Za-z0-9!#$%&'*+/=?^_`{|}~-]+)*$")
+_EMAIL_DOMAIN = re2.compile(
+    r"^[A-Za-z0-9!#$%&'*+/=?^_`{|}~-]+(\.[A-Za-z0-9!#$%&'*+/=?^_`{|}~-]+)*$"
+)
 _SCHEME = re2.compile(r"^[A-Za-z][A-Za-z0-9+.\-]*:")
 
 
@@ -149,8 +180,20 @@ def is_date(s: str) -> bool:
     year, month, day = int(m.group(1)), int(m.group(2)), int(m.group(3))
     if not 1 <= month <= 12 or day < 1:
         return False
-    dim = [31, 29 if (year % 4 == 0 and (year % 100 != 0 or year % 400 == 0)) else 28,
-           31, 30, 31, 30, 31, 31, 30, 31, 30, 31]
+    dim = [
+        31,
+        29 if (year % 4 == 0 and (year % 100 != 0 or year % 400 == 0)) else 28,
+        31,
+        30,
+        31,
+        30,
+        31,
+        31,
+        30,
+        31,
+        30,
+        31,
+    ]
     return day <= dim[month - 1]
 
 
@@ -163,7 +206,7 @@ def is_datetime(s: str) -> bool:
     m = _DATETIME_TIME.search(parts[1])
     if not m:
         return False
-    return m.group(1) <= "23" and m.group(2) <= "59" and m.group(3) <= "59"
+    return bool(m.group(1) <= "23" and m.group(2) <= "59" and m.group(3) <= "59")
 
 
 def is_duration(s: str) -> bool:
@@ -221,9 +264,7 @@ def is_request_uri(s: str) -> bool:
             if end < 0:
                 return False
             port = host[end + 1 :]
-            if port and (not port.startswith(":") or not port[1:].isdigit() and port != ":"):
-                return False
-            return True
+            return not port or port == ":" or (port.startswith(":") and port[1:].isdigit())
         h, _, port = host.partition(":")
         if port and not port.isdigit():
             return False

@@ -178,7 +178,9 @@ def is_url(s: str) -> bool:
 
 def url(s: str) -> dict[str, Any]:
     if _parse_url(s) is None:
-        raise CelError(f"URL parse error during conversion from string: parse {s!r}: invalid URI for request")
+        raise CelError(
+            f"URL parse error during conversion from string: parse {s!r}: invalid URI for request"
+        )
     return _tagged("url", v=s)
 
 
@@ -210,13 +212,27 @@ def url_escaped_path(u: Any) -> str:
 
 
 def url_query(u: Any) -> dict[str, list[str]]:
-    return {k: list(v) for k, v in parse_qs(urlsplit(_expect(u, "url")["v"]).query, keep_blank_values=True).items()}
+    return {
+        k: list(v)
+        for k, v in parse_qs(urlsplit(_expect(u, "url")["v"]).query, keep_blank_values=True).items()
+    }
 
 
 # -------------------------------------------------------------------- quantity
 _QTY = re.compile(r"^([+-]?)(\d+\.?\d*|\.\d+)(.*)\Z")
 _BINARY: Final = {"Ki": 2**10, "Mi": 2**20, "Gi": 2**30, "Ti": 2**40, "Pi": 2**50, "Ei": 2**60}
-_DECIMAL: Final = {"n": -9, "u": -6, "m": -3, "": 0, "k": 3, "M": 6, "G": 9, "T": 12, "P": 15, "E": 18}
+_DECIMAL: Final = {
+    "n": -9,
+    "u": -6,
+    "m": -3,
+    "": 0,
+    "k": 3,
+    "M": 6,
+    "G": 9,
+    "T": 12,
+    "P": 15,
+    "E": 18,
+}
 
 
 def parse_quantity(s: str) -> Fraction | None:
@@ -251,7 +267,9 @@ def is_quantity(s: str) -> bool:
 def quantity(s: str) -> dict[str, Any]:
     v = parse_quantity(s)
     if v is None:
-        raise CelError("quantities must match the regular expression '^([+-]?[0-9.]+)([eEinumkKMGTP]*[-+]?[0-9]*)$'")
+        raise CelError(
+            "quantities must match the regular expression '^([+-]?[0-9.]+)([eEinumkKMGTP]*[-+]?[0-9]*)$'"
+        )
     return _q(v)
 
 
@@ -316,7 +334,9 @@ def ip(s: str) -> dict[str, Any]:
     if addr is None:
         if "%" in s:
             raise CelError(f"IP address with zone value is not allowed: {s}")
-        raise CelError(f"IP Address {s!r} parse error during conversion from string: ParseAddr({s!r}): unable to parse IP")
+        raise CelError(
+            f"IP Address {s!r} parse error during conversion from string: ParseAddr({s!r}): unable to parse IP"
+        )
     return _tagged("ip", v=str(addr))
 
 
@@ -382,7 +402,9 @@ def is_cidr(s: str) -> bool:
 def cidr(s: str) -> dict[str, Any]:
     parsed = _parse_cidr(s)
     if parsed is None:
-        raise CelError(f"network address {s!r} parse error during conversion from string: netip.ParsePrefix({s!r}): bad prefix")
+        raise CelError(
+            f"network address {s!r} parse error during conversion from string: netip.ParsePrefix({s!r}): bad prefix"
+        )
     return _tagged("cidr", v=f"{parsed[0]}/{parsed[1]}")
 
 
@@ -447,7 +469,7 @@ def _normalize_semver(s: str) -> str:
     s = s[1:] if s.startswith("v") else s
     core, sep, rest = s.partition("-")
     if not sep:
-        core, sep2, build = s.partition("+")
+        core = s.partition("+")[0]
         rest = ""
     parts = core.split(".")
     while len(parts) < 3:
@@ -473,7 +495,9 @@ def is_semver(s: str, normalize: bool = False) -> bool:
 def semver(s: str, normalize: bool = False) -> dict[str, Any]:
     v = _semver(s, normalize)
     if v is None:
-        raise CelError(f"Semver {s!r} parse error during conversion from string: Invalid character(s) found in version")
+        raise CelError(
+            f"Semver {s!r} parse error during conversion from string: Invalid character(s) found in version"
+        )
     return _tagged("semver", v=v)
 
 
@@ -481,7 +505,11 @@ def _semver_key(v: str) -> tuple[Any, ...]:
     m = _SEMVER.match(v)
     assert m is not None
     pre = m.group(4)
-    pre_key: tuple[Any, ...] = (1,) if pre is None else (0, *[(0, int(p), "") if p.isdigit() else (1, 0, p) for p in pre.split(".")])
+    pre_key: tuple[Any, ...] = (
+        (1,)
+        if pre is None
+        else (0, *[(0, int(p), "") if p.isdigit() else (1, 0, p) for p in pre.split(".")])
+    )
     return (int(m.group(1)), int(m.group(2)), int(m.group(3)), pre_key)
 
 
@@ -506,7 +534,7 @@ def compare(a: Any, b: Any) -> int:
     if ka != kb or ka not in ("quantity", "semver"):
         raise CelError("no such overload")
     x, y = _sort_key(a), _sort_key(b)
-    return (x > y) - (x < y)
+    return int((x > y) - (x < y))
 
 
 def is_less(a: Any, b: Any) -> bool:
@@ -631,14 +659,17 @@ def _guard(fn: Callable[..., Any]) -> Callable[..., Any]:
 def declarations() -> list[Any]:
     """The FunctionDecls of every Kubernetes library, for ``cel.NewEnv(functions=...)``."""
     L = T.List(T.DYN)
-    S, B, I, D = T.STRING, T.BOOL, T.INT, T.DOUBLE
+    S, B, N, D = T.STRING, T.BOOL, T.INT, T.DOUBLE
     decls: list[Any] = []
 
     def fn(name: str, *overloads: tuple[str, Any, list[Any], bool, Callable[..., Any]]) -> None:
         decls.append(
             cel.FunctionDecl(
                 name,
-                [cel.Overload(oid, ret, params, is_member=member, impl=_guard(impl)) for oid, ret, params, member, impl in overloads],
+                [
+                    cel.Overload(oid, ret, params, is_member=member, impl=_guard(impl))
+                    for oid, ret, params, member, impl in overloads
+                ],
             )
         )
 
@@ -646,13 +677,13 @@ def declarations() -> list[Any]:
     fn("sum", ("kw_list_sum", T.DYN, [L], True, list_sum))
     fn("min", ("kw_list_min", T.DYN, [L], True, list_min))
     fn("max", ("kw_list_max", T.DYN, [L], True, list_max))
-    fn("indexOf", ("kw_list_index_of", I, [L, T.DYN], True, list_index_of))
-    fn("lastIndexOf", ("kw_list_last_index_of", I, [L, T.DYN], True, list_last_index_of))
+    fn("indexOf", ("kw_list_index_of", N, [L, T.DYN], True, list_index_of))
+    fn("lastIndexOf", ("kw_list_last_index_of", N, [L, T.DYN], True, list_last_index_of))
     fn("find", ("kw_regex_find", S, [S, S], True, regex_find))
     fn(
         "findAll",
         ("kw_regex_find_all", T.List(S), [S, S], True, regex_find_all),
-        ("kw_regex_find_all_n", T.List(S), [S, S, I], True, regex_find_all),
+        ("kw_regex_find_all_n", T.List(S), [S, S, N], True, regex_find_all),
     )
     fn("url", ("kw_url", OBJ, [S], False, url))
     fn("isURL", ("kw_is_url", B, [S], False, is_url))
@@ -665,18 +696,18 @@ def declarations() -> list[Any]:
     fn("quantity", ("kw_quantity", OBJ, [S], False, quantity))
     fn("isQuantity", ("kw_is_quantity", B, [S], False, is_quantity))
     fn("isInteger", ("kw_q_is_integer", B, [OBJ], True, q_is_integer))
-    fn("asInteger", ("kw_q_as_integer", I, [OBJ], True, q_as_integer))
+    fn("asInteger", ("kw_q_as_integer", N, [OBJ], True, q_as_integer))
     fn("asApproximateFloat", ("kw_q_as_float", D, [OBJ], True, q_as_float))
-    fn("sign", ("kw_q_sign", I, [OBJ], True, q_sign))
+    fn("sign", ("kw_q_sign", N, [OBJ], True, q_sign))
     fn("add", ("kw_q_add", OBJ, [OBJ, T.DYN], True, q_add))
     fn("sub", ("kw_q_sub", OBJ, [OBJ, T.DYN], True, q_sub))
     fn("isLessThan", ("kw_less", B, [OBJ, OBJ], True, is_less))
     fn("isGreaterThan", ("kw_greater", B, [OBJ, OBJ], True, is_greater))
-    fn("compareTo", ("kw_compare", I, [OBJ, OBJ], True, compare))
+    fn("compareTo", ("kw_compare", N, [OBJ, OBJ], True, compare))
     fn("ip", ("kw_ip", OBJ, [S], False, ip), ("kw_cidr_ip", OBJ, [OBJ], True, cidr_ip))
     fn("isIP", ("kw_is_ip", B, [S], False, is_ip))
     fn("ip.isCanonical", ("kw_ip_is_canonical", B, [S], False, ip_is_canonical))
-    fn("family", ("kw_ip_family", I, [OBJ], True, ip_family))
+    fn("family", ("kw_ip_family", N, [OBJ], True, ip_family))
     fn("isUnspecified", ("kw_ip_unspecified", B, [OBJ], True, ip_is_unspecified))
     fn("isLoopback", ("kw_ip_loopback", B, [OBJ], True, ip_is_loopback))
     fn("isLinkLocalMulticast", ("kw_ip_llm", B, [OBJ], True, ip_is_link_local_multicast))
@@ -687,12 +718,20 @@ def declarations() -> list[Any]:
     fn("containsIP", ("kw_cidr_contains_ip", B, [OBJ, T.DYN], True, cidr_contains_ip))
     fn("containsCIDR", ("kw_cidr_contains_cidr", B, [OBJ, T.DYN], True, cidr_contains_cidr))
     fn("masked", ("kw_cidr_masked", OBJ, [OBJ], True, cidr_masked))
-    fn("prefixLength", ("kw_cidr_prefix_length", I, [OBJ], True, cidr_prefix_length))
-    fn("semver", ("kw_semver", OBJ, [S], False, semver), ("kw_semver_n", OBJ, [S, B], False, semver))
-    fn("isSemver", ("kw_is_semver", B, [S], False, is_semver), ("kw_is_semver_n", B, [S, B], False, is_semver))
-    fn("major", ("kw_semver_major", I, [OBJ], True, semver_major))
-    fn("minor", ("kw_semver_minor", I, [OBJ], True, semver_minor))
-    fn("patch", ("kw_semver_patch", I, [OBJ], True, semver_patch))
+    fn("prefixLength", ("kw_cidr_prefix_length", N, [OBJ], True, cidr_prefix_length))
+    fn(
+        "semver",
+        ("kw_semver", OBJ, [S], False, semver),
+        ("kw_semver_n", OBJ, [S, B], False, semver),
+    )
+    fn(
+        "isSemver",
+        ("kw_is_semver", B, [S], False, is_semver),
+        ("kw_is_semver_n", B, [S, B], False, is_semver),
+    )
+    fn("major", ("kw_semver_major", N, [OBJ], True, semver_major))
+    fn("minor", ("kw_semver_minor", N, [OBJ], True, semver_minor))
+    fn("patch", ("kw_semver_patch", N, [OBJ], True, semver_patch))
     fn("sets.contains", ("kw_sets_contains", B, [L, L], False, sets_contains))
     fn("sets.equivalent", ("kw_sets_equivalent", B, [L, L], False, sets_equivalent))
     fn("sets.intersects", ("kw_sets_intersects", B, [L, L], False, sets_intersects))

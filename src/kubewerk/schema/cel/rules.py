@@ -35,12 +35,35 @@ T = cel.Type
 _ENV_LOCK = threading.Lock()
 _ENVS: dict[tuple[str, str], Any] = {}
 _RESERVED: Final = frozenset(
-    {"true", "false", "null", "in", "as", "break", "const", "continue", "else", "for", "function",
-     "if", "import", "let", "loop", "package", "namespace", "return", "var", "void", "while"}
+    {
+        "true",
+        "false",
+        "null",
+        "in",
+        "as",
+        "break",
+        "const",
+        "continue",
+        "else",
+        "for",
+        "function",
+        "if",
+        "import",
+        "let",
+        "loop",
+        "package",
+        "namespace",
+        "return",
+        "var",
+        "void",
+        "while",
+    }
 )
 _IDENT: Final = re.compile(r"^[a-zA-Z_.\-/][a-zA-Z0-9_.\-/]*\Z")
 _OLD_SELF: Final = re.compile(r"\boldSelf\b")
-_STRING_LIT: Final = re.compile(r"'''.*?'''|\"\"\".*?\"\"\"|'(?:[^'\\\n]|\\.)*'|\"(?:[^\"\\\n]|\\.)*\"", re.S)
+_STRING_LIT: Final = re.compile(
+    r"'''.*?'''|\"\"\".*?\"\"\"|'(?:[^'\\\n]|\\.)*'|\"(?:[^\"\\\n]|\\.)*\"", re.S
+)
 _MISSING: Final = object()
 
 
@@ -56,7 +79,12 @@ def escape_name(name: str) -> str | None:
 
 def decl_type(node: Structural | None, depth: int = 0) -> Any:
     """The CEL type Kubernetes gives a schema node (objects become ``map(string, dyn)``)."""
-    if node is None or depth > 32 or node.int_or_string or (node.preserve_unknown and not node.type):
+    if (
+        node is None
+        or depth > 32
+        or node.int_or_string
+        or (node.preserve_unknown and not node.type)
+    ):
         return T.DYN
     t = node.type
     if t == "object":
@@ -84,7 +112,12 @@ def _env(self_type: Any, old_type: Any) -> Any:
             env = _ENVS.get(key)
             if env is None:
                 env = cel.NewEnv(
-                    variables={"self": self_type, "oldSelf": old_type, "__kwOld": old_type, "__kwHasOld": T.BOOL},
+                    variables={
+                        "self": self_type,
+                        "oldSelf": old_type,
+                        "__kwOld": old_type,
+                        "__kwHasOld": T.BOOL,
+                    },
                     extensions=[
                         ext_strings.ExtStrings(),
                         ext_optional.ExtOptional(),
@@ -124,11 +157,19 @@ def _rule_value(rule: dict[str, Any]) -> Any:
     reason = rule.get("reason")
     oos = rule.get("optionalOldSelf")
     text = (
-        '{"Rule":' + go_json(rule.get("rule", "")) + ',"Message":' + go_json(rule.get("message", ""))
-        + ',"MessageExpression":' + go_json(rule.get("messageExpression", ""))
-        + ',"Reason":' + (go_json(reason) if reason is not None else "null")
-        + ',"FieldPath":' + go_json(rule.get("fieldPath", ""))
-        + ',"OptionalOldSelf":' + (go_json(oos) if oos is not None else "null") + "}"
+        '{"Rule":'
+        + go_json(rule.get("rule", ""))
+        + ',"Message":'
+        + go_json(rule.get("message", ""))
+        + ',"MessageExpression":'
+        + go_json(rule.get("messageExpression", ""))
+        + ',"Reason":'
+        + (go_json(reason) if reason is not None else "null")
+        + ',"FieldPath":'
+        + go_json(rule.get("fieldPath", ""))
+        + ',"OptionalOldSelf":'
+        + (go_json(oos) if oos is not None else "null")
+        + "}"
     )
     from ..crd import GoText
 
@@ -150,9 +191,12 @@ class CompiledRule:
     detail: str
 
 
-def _compile_one(node: Structural, rule: dict[str, Any], path: str) -> tuple[CompiledRule | None, list[FieldError]]:
+def _compile_one(
+    node: Structural, rule: dict[str, Any], path: str
+) -> tuple[CompiledRule | None, list[FieldError]]:
     errs: list[FieldError] = []
-    text = rule.get("rule") if isinstance(rule.get("rule"), str) else ""
+    raw_text = rule.get("rule")
+    text: str = raw_text if isinstance(raw_text, str) else ""
     st_type = decl_type(node)
     optional_old = rule.get("optionalOldSelf") is True
     env = _env(st_type, st_type)
@@ -168,13 +212,19 @@ def _compile_one(node: Structural, rule: dict[str, Any], path: str) -> tuple[Com
         checked = env.compile(source)
         rt = checked.return_type()
         if rt != T.BOOL and rt != T.DYN:
-            errs.append(FieldError.invalid(f"{path}.rule", _rule_value(rule), "cel expression must evaluate to a bool"))
+            errs.append(
+                FieldError.invalid(
+                    f"{path}.rule", _rule_value(rule), "cel expression must evaluate to a bool"
+                )
+            )
         program = checked
     except RuntimeError as exc:
         detail = _clean_compile_error(str(exc))
         if prefix:
             detail = _unwrap_error(detail, prefix, text)
-        errs.append(FieldError.invalid(f"{path}.rule", _rule_value(rule), "compilation failed: " + detail))
+        errs.append(
+            FieldError.invalid(f"{path}.rule", _rule_value(rule), "compilation failed: " + detail)
+        )
     message_program = None
     mexpr = rule.get("messageExpression")
     if isinstance(mexpr, str) and mexpr.strip():
@@ -183,14 +233,17 @@ def _compile_one(node: Structural, rule: dict[str, Any], path: str) -> tuple[Com
             rt = mp.return_type()
             if rt != T.STRING and rt != T.DYN:
                 errs.append(
-                    FieldError.invalid(f"{path}.messageExpression", _rule_value(rule), "must evaluate to a string")
+                    FieldError.invalid(
+                        f"{path}.messageExpression", _rule_value(rule), "must evaluate to a string"
+                    )
                 )
             else:
                 message_program = mp
         except RuntimeError as exc:
             errs.append(
                 FieldError.invalid(
-                    f"{path}.messageExpression", _rule_value(rule),
+                    f"{path}.messageExpression",
+                    _rule_value(rule),
                     "messageExpression compilation failed: " + _clean_compile_error(str(exc)),
                 )
             )
@@ -204,7 +257,11 @@ def _compile_one(node: Structural, rule: dict[str, Any], path: str) -> tuple[Com
 
 
 def check_node_rules(
-    node: Structural, rules: list[Any], path: str, old_self_forbidden: str | None, preexisting: set[str]
+    node: Structural,
+    rules: list[Any],
+    path: str,
+    old_self_forbidden: str | None,
+    preexisting: set[str],
 ) -> list[FieldError]:
     """CRD-creation checks of one node's rules: compilation and oldSelf placement."""
     errs: list[FieldError] = []
@@ -214,24 +271,73 @@ def check_node_rules(
         rp = f"{path}[{i}]"
         _, cerrs = _compile_one(node, rule, rp)
         errs.extend(cerrs)
-        text = rule.get("rule") if isinstance(rule.get("rule"), str) else ""
+        raw_text = rule.get("rule")
+        text: str = raw_text if isinstance(raw_text, str) else ""
         if uses_old_self(text):
             if old_self_forbidden is not None:
                 errs.append(
                     FieldError.invalid(
-                        f"{rp}.rule", text,
+                        f"{rp}.rule",
+                        text,
                         f"oldSelf cannot be used on the uncorrelatable portion of the schema within {old_self_forbidden}",
                     )
                 )
         elif rule.get("optionalOldSelf") is not None:
             errs.append(
-                FieldError.invalid(f"{rp}.optionalOldSelf", rule["optionalOldSelf"], "may not be set if oldSelf is not used in rule")
+                FieldError.invalid(
+                    f"{rp}.optionalOldSelf",
+                    rule["optionalOldSelf"],
+                    "may not be set if oldSelf is not used in rule",
+                )
             )
     return errs
 
 
+class _Conv:
+    """How to turn one schema node's JSON value into what Kubernetes hands to CEL.
+
+    Only nodes whose subtree needs a change (escaped property names, ``number`` as
+    double, ``byte`` strings as bytes) get a ``_Conv``; everything else is passed as is.
+    """
+
+    __slots__ = ("additional", "byte", "has_props", "items", "number", "props")
+
+    def __init__(self) -> None:
+        self.props: dict[str, tuple[str | None, _Conv | None]] = {}
+        self.additional: _Conv | None = None
+        self.items: _Conv | None = None
+        self.number = False
+        self.byte = False
+        self.has_props = False
+
+
+def build_conv(node: Structural | None, depth: int = 0) -> _Conv | None:
+    """The conversion plan for ``node``, or None when its values pass unchanged."""
+    if node is None or depth > 64:
+        return None
+    conv = _Conv()
+    needed = False
+    if node.type == "number":
+        conv.number = needed = True
+    elif node.type == "string" and node.format == "byte":
+        conv.byte = needed = True
+    if node.properties:
+        conv.has_props = True
+        for name, sub in node.properties.items():
+            escaped = escape_name(name)
+            child = build_conv(sub, depth + 1)
+            if escaped != name or child is not None:
+                needed = True
+            conv.props[name] = (escaped, child)
+    conv.additional = build_conv(node.additional, depth + 1)
+    conv.items = build_conv(node.items, depth + 1)
+    if conv.additional is not None or conv.items is not None:
+        needed = True
+    return conv if needed else None
+
+
 class _NodeRules:
-    __slots__ = ("node", "rules", "children", "additional", "items", "type_name", "convert")
+    __slots__ = ("additional", "children", "convert", "items", "node", "rules", "type_name")
 
     def __init__(self, node: Structural) -> None:
         self.node = node
@@ -240,47 +346,37 @@ class _NodeRules:
         self.additional: _NodeRules | None = None
         self.items: _NodeRules | None = None
         self.type_name = node.type
-        self.convert = _needs_conversion(node, 0)
+        self.convert = build_conv(node) if node.rules else None
 
 
-def _needs_conversion(node: Structural | None, depth: int) -> bool:
-    if node is None or depth > 64:
-        return False
-    if node.type == "number" or (node.type == "string" and node.format == "byte"):
-        return True
-    for name, sub in node.properties.items():
-        if escape_name(name) != name or _needs_conversion(sub, depth + 1):
-            return True
-    return _needs_conversion(node.additional, depth + 1) or _needs_conversion(node.items, depth + 1)
-
-
-def to_cel(value: Any, node: Structural | None) -> Any:
+def to_cel(value: Any, conv: _Conv | None) -> Any:
     """A JSON value as Kubernetes presents it to CEL (escaped names, doubles, bytes)."""
-    if node is None or value is None:
+    if conv is None or value is None:
         return value
     t = type(value)
     if t is dict:
-        if node.properties:
+        if conv.has_props:
             out: dict[str, Any] = {}
+            props = conv.props
             for k, v in value.items():
-                sub = node.properties.get(k)
-                if sub is not None:
-                    name = escape_name(k)
+                entry = props.get(k)
+                if entry is not None:
+                    name, child = entry
                     if name is not None:
-                        out[name] = to_cel(v, sub)
-                elif node.additional is not None:
-                    out[k] = to_cel(v, node.additional)
+                        out[name] = v if child is None else to_cel(v, child)
+                elif conv.additional is not None:
+                    out[k] = to_cel(v, conv.additional)
                 else:
                     out[k] = v
             return out
-        if node.additional is not None:
-            return {k: to_cel(v, node.additional) for k, v in value.items()}
+        if conv.additional is not None:
+            return {k: to_cel(v, conv.additional) for k, v in value.items()}
         return value
     if t is list:
-        return [to_cel(v, node.items) for v in value] if node.items is not None else value
-    if node.type == "number" and t is int:
+        return [to_cel(v, conv.items) for v in value] if conv.items is not None else value
+    if conv.number and t is int:
         return float(value)
-    if node.type == "string" and node.format == "byte" and t is str:
+    if conv.byte and t is str:
         try:
             return base64.b64decode(value)
         except ValueError:
@@ -344,16 +440,16 @@ def _walk(nr: _NodeRules, value: Any, old: Any, path: str, errs: list[FieldError
             v = value.get(name, _MISSING)
             if v is _MISSING:
                 continue
-            o = old.get(name, _MISSING) if type(old) is dict else _MISSING
-            _walk(child, v, o, _child_path(path, name), errs)
+            prev = old.get(name, _MISSING) if type(old) is dict else _MISSING
+            _walk(child, v, prev, _child_path(path, name), errs)
         addl = nr.additional
         if addl is not None:
             granular = nr.node.map_type != "atomic"
             for k, v in value.items():
                 if k in nr.node.properties:
                     continue
-                o = old.get(k, _MISSING) if granular and type(old) is dict else _MISSING
-                _walk(addl, v, o, f"{path}[{k}]", errs)
+                prev = old.get(k, _MISSING) if granular and type(old) is dict else _MISSING
+                _walk(addl, v, prev, f"{path}[{k}]", errs)
     elif t is list:
         items = nr.items
         if items is None:
@@ -362,23 +458,23 @@ def _walk(nr: _NodeRules, value: Any, old: Any, path: str, errs: list[FieldError
         old_by_key: dict[str, Any] = {}
         if correlate:
             keys = nr.node.list_map_keys
-            for o in old:
-                if type(o) is dict:
-                    old_by_key[go_json([o.get(k) for k in keys])] = o
+            for entry in old:
+                if type(entry) is dict:
+                    old_by_key[go_json([entry.get(k) for k in keys])] = entry
         for i, v in enumerate(value):
-            o: Any = _MISSING
+            match: Any = _MISSING
             if correlate and type(v) is dict:
-                o = old_by_key.get(go_json([v.get(k) for k in nr.node.list_map_keys]), _MISSING)
-            _walk(items, v, o, f"{path}[{i}]", errs)
+                match = old_by_key.get(go_json([v.get(k) for k in nr.node.list_map_keys]), _MISSING)
+            _walk(items, v, match, f"{path}[{i}]", errs)
 
 
 def _eval_rules(nr: _NodeRules, value: Any, old: Any, path: str, errs: list[FieldError]) -> None:
     node = nr.node
-    cel_self = to_cel(value, node) if nr.convert else value
+    cel_self = to_cel(value, nr.convert)
     cel_old: Any = None
     has_old = old is not _MISSING and old is not None
     if has_old:
-        cel_old = to_cel(old, node) if nr.convert else old
+        cel_old = to_cel(old, nr.convert)
     bad = node.type
     for cr in nr.rules:
         if cr.uses_old and not has_old and not cr.optional_old:
@@ -392,21 +488,40 @@ def _eval_rules(nr: _NodeRules, value: Any, old: Any, path: str, errs: list[Fiel
             if "budget" in str(exc):
                 errs.append(
                     FieldError.invalid(
-                        path, bad,
+                        path,
+                        bad,
                         f"'operation cancelled: actual cost limit exceeded': call cost exceeds limit for rule: {_rule_text(cr.rule)}",
                     )
                 )
             else:
-                errs.append(FieldError.invalid(path, bad, f"{_runtime_error(str(exc))} evaluating rule: {_rule_text(cr.rule)}"))
+                errs.append(
+                    FieldError.invalid(
+                        path,
+                        bad,
+                        f"{_runtime_error(str(exc))} evaluating rule: {_rule_text(cr.rule)}",
+                    )
+                )
             continue
         rtype = result.type()
         if rtype == T.ERROR:
-            errs.append(FieldError.invalid(path, bad, f"{_runtime_error(str(result.value()))} evaluating rule: {_rule_text(cr.rule)}"))
+            errs.append(
+                FieldError.invalid(
+                    path,
+                    bad,
+                    f"{_runtime_error(str(result.value()))} evaluating rule: {_rule_text(cr.rule)}",
+                )
+            )
             continue
         if result.value() is True:
             continue
         if rtype != T.BOOL:
-            errs.append(FieldError.invalid(path, bad, f"rule did not evaluate to a bool evaluating rule: {_rule_text(cr.rule)}"))
+            errs.append(
+                FieldError.invalid(
+                    path,
+                    bad,
+                    f"rule did not evaluate to a bool evaluating rule: {_rule_text(cr.rule)}",
+                )
+            )
             continue
         field = path
         if cr.field_steps:
@@ -416,7 +531,13 @@ def _eval_rules(nr: _NodeRules, value: Any, old: Any, path: str, errs: list[Fiel
             msg = cr.message_program.eval(data=data)
             if msg.type() == T.STRING:
                 text = msg.value()
-                if isinstance(text, str) and text.strip() and "\n" not in text and "\r" not in text and len(text) <= 5000:
+                if (
+                    isinstance(text, str)
+                    and text.strip()
+                    and "\n" not in text
+                    and "\r" not in text
+                    and len(text) <= 5000
+                ):
                     detail = text
         errs.append(_error_for_reason(field, bad, detail, cr.rule.get("reason")))
 
@@ -457,7 +578,9 @@ def _error_for_reason(field: str, bad: str, detail: str, reason: Any) -> FieldEr
     return FieldError.invalid(field, bad, detail)
 
 
-def validate_default_rules(node: Structural, value: Any, path: str, is_root: bool) -> list[FieldError]:
+def validate_default_rules(
+    node: Structural, value: Any, path: str, is_root: bool
+) -> list[FieldError]:
     """CEL rules applied to a schema default (self = oldSelf = the default)."""
     errs: list[FieldError] = []
     built = _build(node, "default", errs)
