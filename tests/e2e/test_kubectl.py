@@ -451,3 +451,47 @@ def test_garbage_collection_cascades(kc: KubectlRun, demo: Path, kubectl_popen: 
     assert waiter.wait_for(lambda line: True) == f"{DB}/fg condition met"
     assert kc("get", "cm", "fg-child", check=False).returncode != 0
     assert kc("get", "cm", "-o", "name").stdout.split() == ["configmap/orphan-child"]
+
+
+def test_crd_update_served_versions_and_deletion(kc: KubectlRun, demo: Path, tmp_path: Path) -> None:
+    kc("apply", "-f", str(demo / "databases.yaml"))
+    crd = yaml.safe_load((demo / "crd.yaml").read_text())
+    v1 = crd["spec"]["versions"][0]
+    v1["additionalPrinterColumns"].insert(2, {"name": "Version", "type": "string", "jsonPath": ".spec.version"})
+    beta = {**json.loads(json.dumps(v1)), "name": "v1beta1", "storage": False, "deprecated": True,
+            "deprecationWarning": "demo.kubewerk.dev/v1beta1 Database is deprecated; use v1"}
+    crd["spec"]["versions"].append(beta)
+    changed = tmp_path / "crd.yaml"
+    changed.write_text(yaml.safe_dump(crd))
+    assert kc("apply", "-f", str(changed)).stdout.strip() == (
+        f"customresourcedefinition.apiextensions.k8s.io/{CRD_NAME} configured")
+
+    def new_column_served() -> bool:
+        return table(kc("get", "db").stdout)[0] == ["NAME", "ENGINE", "REPLICAS", "VERSION", "READY", "AGE"]
+
+    wait_until(new_column_served)
+    assert table(kc("get", "db", "orders").stdout)[1][:4] == ["orders", "postgres", "3", "16"]
+    served = get_json(kc, "crd", CRD_NAME)
+    assert served["metadata"]["generation"] == 2 and served["status"]["storedVersions"] == ["v1"]
+
+    old = kc("get", "databases.v1beta1.demo.kubewerk.dev", "orders", "-o", "json")
+    assert json.loads(old.stdout)["apiVersion"] == "demo.kubewerk.dev/v1beta1"
+    assert "Warning: demo.kubewerk.dev/v1beta1 Database is deprecated; use v1" in old.stderr
+    created = kc("apply", "-f", "-", input=yaml.safe_dump(
+        {"apiVersion": "demo.kubewerk.dev/v1beta1", "kind": "Database", "metadata": {"name": "legacy"},
+         "spec": {"engine": "mysql"}}))
+    assert f"{DB}/legacy created" in created.stdout and "deprecated" in created.stderr
+    assert get_json(kc, "db", "legacy")["apiVersion"] == "demo.kubewerk.dev/v1"  # served in v1 as well
+
+    # deleting the CRD deletes its objects, then the resource type goes
+    out = kc("delete", "crd", CRD_NAME, "--timeout=20s").stdout
+    assert out.strip() == f'customresourcedefinition.apiextensions.k8s.io "{CRD_NAME}" deleted'
+    assert kc("get", "crd", "-o", "name").stdout.strip() == ""
+    gone = kc("get", "databases.demo.kubewerk.dev", check=False)
+    assert gone.returncode != 0
+    assert "databases" not in kc("api-resources", "-o", "name").stdout.split()
+    # recreated, the type starts empty: the objects were deleted, not just hidden
+    kc("apply", "-f", str(demo / "crd.yaml"))
+    kc("wait", "--for=condition=Established", f"crd/{CRD_NAME}", "--timeout=10s")
+    wait_until(lambda: kc("get", "databases.demo.kubewerk.dev", check=False).returncode == 0)
+    assert kc("get", "databases.demo.kubewerk.dev", "-A", "-o", "name").stdout.strip() == ""
