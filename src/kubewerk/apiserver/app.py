@@ -333,7 +333,8 @@ class ApiServer:
             raise ApiError.unsupported_media_type(
                 "the body of the request was in an unknown format - accepted media types include: "
                 "application/json, application/yaml (kubewerk does not decode protobuf request bodies yet; "
-                "send JSON, e.g. kubectl --kube-api-content-type=application/json)"
+                "send JSON or YAML instead: kubectl has no flag for that, so write a manifest and use "
+                "kubectl apply -f or kubectl create -f rather than kubectl create configmap/namespace/secret)"
             )
         if ctype not in ("", "application/json", "application/yaml", "*/*", "text/plain", "application/x-www-form-urlencoded"):
             raise ApiError.unsupported_media_type(
