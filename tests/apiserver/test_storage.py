@@ -641,3 +641,15 @@ def test_sqlite_refuses_another_schema_version(tmp_path: Path) -> None:
     conn.close()
     with pytest.raises(StoreOpenError, match="schema version 99"):
         SQLiteStore(path)
+
+
+def test_count_after_a_key(store: Store) -> None:
+    for name in ("a", "b", "c"):
+        store.create(key(name), cm(name))
+    store.create(key("z", ns="other"), cm("z", ns="other"))
+    prefix = "/core/configmaps/default/"
+    assert store.count(prefix) == 3
+    assert store.count(prefix, start_after=key("a")) == 2
+    assert store.count(prefix, start_after=key("c")) == 0
+    assert store.count(prefix, start_after="/core/") == 3  # a bound below the prefix changes nothing
+    assert store.count("/core/configmaps/", start_after=key("c")) == 1

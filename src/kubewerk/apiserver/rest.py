@@ -395,6 +395,8 @@ class ResourceApi:
         return [self.serve(target, o) for o in items], list_meta
 
     def _remaining(self, prefix: str, revision: int, last_key: str) -> int | None:
+        if revision == self.store.revision:
+            return self.store.count(prefix, start_after=last_key)
         try:
             rest, _, _ = self.store.list(prefix, at_revision=revision, start_after=last_key)
         except (Compacted, FutureRevision):

@@ -116,8 +116,8 @@ class Store(Protocol):
         ``FutureRevision`` if it is > ``revision``.
         """
 
-    def count(self, prefix: str) -> int:
-        """How many objects are under ``prefix`` now."""
+    def count(self, prefix: str, *, start_after: str | None = None) -> int:
+        """How many objects are under ``prefix`` now (only keys > ``start_after`` if given)."""
 
     def create(self, key: str, obj: JSON) -> JSON:
         """Store a new object; returns it with its resourceVersion. Raises ``KeyExists``."""

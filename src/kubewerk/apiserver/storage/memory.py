@@ -149,8 +149,8 @@ class MemoryStore:
                 prefix, start_after, limit, ((k, data[k]) for k in keys), changed)
             return page, at, more
 
-    def count(self, prefix: str) -> int:
-        """How many objects are under ``prefix`` now."""
+    def count(self, prefix: str, *, start_after: str | None = None) -> int:
+        """How many objects are under ``prefix`` now (keys > ``start_after`` if given)."""
         with self._lock:
             self._check_open()
             end = prefix_end(prefix)
@@ -158,6 +158,8 @@ class MemoryStore:
             for name in self._buckets_for(prefix):
                 keys = self._buckets[name]
                 lo = bisect_left(keys, prefix)
+                if start_after is not None and start_after >= prefix:
+                    lo = max(lo, bisect_right(keys, start_after))
                 hi = len(keys) if end is None else bisect_left(keys, end, lo)
                 total += hi - lo
             return total

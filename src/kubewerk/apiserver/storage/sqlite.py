@@ -238,9 +238,10 @@ class SQLiteStore:
             page = rows[:limit] if more else rows
         return [(k, _loads(v)) for k, v in page], at, more
 
-    def count(self, prefix: str) -> int:
-        """How many objects are under ``prefix`` now."""
-        where, params = _range_sql("key", prefix)
+    def count(self, prefix: str, *, start_after: str | None = None) -> int:
+        """How many objects are under ``prefix`` now (keys > ``start_after`` if given)."""
+        lower = start_after if start_after is not None and start_after >= prefix else None
+        where, params = _range_sql("key", prefix, lower)
         with self._lock:
             row = self._c().execute(f"SELECT count(*) FROM kv WHERE {where}", params).fetchone()
         return int(row[0])
