@@ -414,6 +414,7 @@ def test_configmaps(kc: KubectlRun) -> None:
     proto = kc("create", "configmap", "direct", "--from-literal=a=b", check=False)
     assert proto.returncode != 0
     assert "the body of the request was in an unknown format" in proto.stderr and "protobuf" in proto.stderr
+    assert "kubectl apply -f" in proto.stderr  # advice that works
     assert kc("get", "cm", "direct", check=False).returncode != 0
 
     assert kc("delete", "cm", "other").stdout.strip() == 'configmap "other" deleted'
