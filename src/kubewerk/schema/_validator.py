@@ -78,7 +78,20 @@ def field_of(name: str) -> str:
     return name[1:] if name[0] == "." else name
 
 
+_KINDS: Final[dict[type, str]] = {
+    str: "string",
+    dict: "object",
+    list: "array",
+    bool: "boolean",
+    float: "number",
+    type(None): "null",
+}
+
+
 def _kind(value: Any) -> str:
+    kind = _KINDS.get(type(value))
+    if kind is not None:
+        return kind
     t = type(value)
     if t is str:
         return "string"
@@ -171,6 +184,7 @@ class Validator:
         "enum_text",
         "exclusive_maximum",
         "exclusive_minimum",
+        "fast_type",
         "format",
         "format_check",
         "has_junctors",
@@ -219,6 +233,8 @@ class Validator:
         self.format = fmt if check is not None else ""
         self.format_check = check
         self.type_applies = bool(types) or bool(self.format)
+        # the one kind that passes the type check trivially (single type, no format)
+        self.fast_type = types[0] if len(types) == 1 and not self.format else "-"
 
         def subs(key: str) -> list[Validator]:
             raw = schema.get(key)
@@ -312,7 +328,7 @@ class Validator:
             return
 
         kind = _kind(data)
-        if self.type_applies:
+        if self.type_applies and kind != self.fast_type:
             self._check_type(data, kind, name, errs)
         if self.has_junctors:
             self._check_junctors(data, name, errs)

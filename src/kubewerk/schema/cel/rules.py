@@ -479,7 +479,10 @@ def _eval_rules(nr: _NodeRules, value: Any, old: Any, path: str, errs: list[Fiel
     for cr in nr.rules:
         if cr.uses_old and not has_old and not cr.optional_old:
             continue
-        data = {"self": cel_self, "oldSelf": cel_old, "__kwOld": cel_old, "__kwHasOld": has_old}
+        if cr.uses_old:
+            data = {"self": cel_self, "oldSelf": cel_old, "__kwOld": cel_old, "__kwHasOld": has_old}
+        else:
+            data = {"self": cel_self}
         try:
             result = cr.program.eval(data=data)
         except RuntimeError as exc:
