@@ -227,6 +227,12 @@ def test_watch_bookmarks(crd: client.CustomObjectsApi) -> None:
     assert int(bookmark["metadata"]["resourceVersion"]) >= int(events[0]["object"]["metadata"]["resourceVersion"])
     assert w.resource_version == bookmark["metadata"]["resourceVersion"]
 
+    # timeoutSeconds: the server ends a quiet watch, and the client's stream ends with it
+    started = time.monotonic()
+    quiet = list(watch.Watch().stream(co.list_namespaced_custom_object, GROUP, VERSION, NS, PLURAL,
+                                      resource_version=bookmark["metadata"]["resourceVersion"], timeout_seconds=1))
+    assert quiet == [] and 0.9 < time.monotonic() - started < 5
+
 
 # -- CoreV1Api ------------------------------------------------------------------------
 
