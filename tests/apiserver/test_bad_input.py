@@ -449,3 +449,19 @@ async def test_server_stays_healthy(api: Api) -> None:
         assert resp.status == 200
     status, body = await api.call("GET", f"{DBS}/db1")
     assert status == 200 and body["metadata"]["name"] == "db1"
+
+
+async def test_generate_name_collision_is_retried(api: Api, monkeypatch: pytest.MonkeyPatch) -> None:
+    # RetryGenerateName (default on since Kubernetes 1.31): a taken generated name is
+    # generated again instead of failing the create with 409 AlreadyExists
+    from kubewerk.core import meta as metautil
+
+    names = iter(["gen-aaaaa", "gen-aaaaa", "gen-bbbbb"])
+    monkeypatch.setattr(metautil, "generate_name", lambda prefix: next(names))
+    cm = {"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"generateName": "gen-"}}
+    got = []
+    for _ in range(2):
+        status, body = await api.call("POST", CMS, body=cm)
+        assert status == 201, body
+        got.append(body["metadata"]["name"])
+    assert got == ["gen-aaaaa", "gen-bbbbb"]

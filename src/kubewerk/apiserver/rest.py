@@ -448,7 +448,14 @@ class ResourceApi:
         else:
             meta.pop("namespace", None)
         if not meta.get("name") and meta.get("generateName"):
-            meta["name"] = metautil.generate_name(str(meta["generateName"]))
+            # RetryGenerateName (on by default since 1.31): a generated name that is taken
+            # is generated again, up to 8 attempts, instead of failing with AlreadyExists
+            # (nothing commits between this check and the write: no await in between)
+            gen_ns = str(meta.get("namespace") or "") if rtype.namespaced else ""
+            for _ in range(8):
+                meta["name"] = metautil.generate_name(str(meta["generateName"]))
+                if self.store.get(rtype.key(gen_ns, meta["name"])) is None:
+                    break
         target = Target(rtype, target.version, target.namespace, meta.get("name") or None)
         self._check_namespace(target, creating=True)
         # system fields (rest.FillObjectMetaSystemFields / BeforeCreate)
