@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 from collections.abc import AsyncIterator
 
 import pytest
@@ -558,3 +559,42 @@ async def test_deprecated_versions_warn(api: Api) -> None:
         assert resp.headers.getall("Warning") == ['299 - "v1alpha1 is going away"']
     async with api.session.get(api.base + DB_PATH) as resp:
         assert "Warning" not in resp.headers
+
+
+async def test_namespace_termination_conditions_and_default_service_account(api: Api) -> None:
+    await api.post("/api/v1/namespaces", {"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": "team-b"}})
+    for _ in range(200):
+        status, _ = await api.get("/api/v1/namespaces/team-b/serviceaccounts/default")
+        if status == 200:
+            break
+        await asyncio.sleep(0.01)
+    assert status == 200
+    held = configmap("held", finalizers=["x.io/hold"])
+    await api.post("/api/v1/namespaces/team-b/configmaps", held)
+    await api.delete("/api/v1/namespaces/team-b")
+    for _ in range(200):
+        _, ns = await api.get("/api/v1/namespaces/team-b")
+        conds = {c["type"]: c for c in ns["status"].get("conditions") or []}
+        if conds.get("NamespaceFinalizersRemaining", {}).get("status") == "True":
+            break
+        await asyncio.sleep(0.01)
+    assert conds["NamespaceContentRemaining"]["message"] == (
+        "Some resources are remaining: configmaps has 1 resource instances")
+    assert conds["NamespaceFinalizersRemaining"]["message"] == (
+        "Some content in the namespace has finalizers remaining: x.io/hold in 1 resource instances")
+    await api.patch("/api/v1/namespaces/team-b/configmaps/held", {"metadata": {"finalizers": None}})
+    await api.wait_gone("/api/v1/namespaces/team-b")
+
+
+async def test_watch_ends_when_its_crd_is_deleted(api: Api) -> None:
+    async def delete_crd() -> None:
+        await asyncio.sleep(0.2)
+        await api.delete(f"{CRD_PATH}/databases.demo.kubewerk.dev")
+
+    task = asyncio.create_task(delete_crd())
+    loop = asyncio.get_running_loop()
+    start = loop.time()
+    events = await api.watch(DB_PATH + "?watch=1", stop_after=100, timeout=10)
+    await task
+    assert events == []
+    assert loop.time() - start < 5

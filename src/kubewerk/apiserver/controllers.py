@@ -14,6 +14,7 @@ asyncio task through the same REST semantics clients get, so finalizers are hono
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import logging
 from typing import TYPE_CHECKING, Any
 
@@ -28,7 +29,7 @@ from kubewerk.apiserver.rest import (
     Target,
     copy_json,
 )
-from kubewerk.apiserver.storage.base import Event, KeyNotFound, RevisionConflict
+from kubewerk.apiserver.storage.base import Event, KeyExists, KeyNotFound, RevisionConflict
 from kubewerk.core import meta as metautil
 from kubewerk.core.errors import ApiError
 
@@ -190,7 +191,7 @@ class Controllers:
         meta = obj.get("metadata") or {}
         if key.startswith(CRD_PREFIX):
             self._enqueue("crd", key)
-        elif key.startswith(NS_PREFIX) and meta.get("deletionTimestamp"):
+        elif key.startswith(NS_PREFIX):
             self._enqueue("namespace", key)
         if meta.get("ownerReferences"):
             self._enqueue("gc", key)
@@ -254,6 +255,10 @@ class Controllers:
             for rtype in list(self.server.registry.all()):
                 if rtype.crd_name == name:
                     self.server.registry.remove(rtype.group, rtype.resource)
+                    # kube-apiserver ends the watches of a resource whose storage goes away
+                    for watcher in list(self.server.hub.watchers):
+                        if watcher.prefix.startswith(rtype.key_prefix):
+                            watcher.close()
         elif kind == "gc":
             self._gc_dependent(key)
         elif kind == "owner":
@@ -474,31 +479,88 @@ class Controllers:
 
     def _reconcile_namespace(self, key: str) -> None:
         ns = self.store.get(key)
-        if ns is None or not (ns.get("metadata") or {}).get("deletionTimestamp"):
+        if ns is None:
+            return
+        if not (ns.get("metadata") or {}).get("deletionTimestamp"):
+            self._ensure_default_service_account(ns["metadata"]["name"])
             return
         name = ns["metadata"]["name"]
-        remaining = 0
+        counts: dict[str, int] = {}
+        finalizer_counts: dict[str, int] = {}
+        seen: set[str] = set()
         for rtype in list(self.server.registry.all()):
             if not rtype.namespaced:
                 continue
             items, _, _ = self.store.list(rtype.ns_prefix(name))
             for item_key, item in items:
-                remaining += 1
-                if not (item.get("metadata") or {}).get("deletionTimestamp"):
+                if item_key in seen:  # events.k8s.io Events are core Events
+                    continue
+                seen.add(item_key)
+                meta = item.get("metadata") or {}
+                if not meta.get("deletionTimestamp"):
                     self._delete(item_key, "Background")
-        if remaining:
-            still = sum(len(self.store.list(t.ns_prefix(name))[0]) for t in self.server.registry.all() if t.namespaced)
-            if still:
-                return  # each DELETED event in this namespace requeues it
+                if self.store.get(item_key) is None:
+                    continue
+                counts[rtype.qualified] = counts.get(rtype.qualified, 0) + 1
+                for finalizer in (self.store.get(item_key) or {}).get("metadata", {}).get("finalizers") or []:
+                    finalizer_counts[finalizer] = finalizer_counts.get(finalizer, 0) + 1
         ns = self.store.get(key)
         if ns is None:
             return
-        finalizers = [f for f in (ns.get("spec") or {}).get("finalizers") or [] if f != NAMESPACE_FINALIZER]
         new = copy_json(ns)
-        new.setdefault("spec", {})["finalizers"] = finalizers
-        if not finalizers:
-            new["spec"].pop("finalizers")
-        self._write(key, new)
+        new.setdefault("status", {})["conditions"] = self._namespace_conditions(
+            ns.get("status", {}).get("conditions") or [], counts, finalizer_counts)
+        if not counts:
+            finalizers = [f for f in (ns.get("spec") or {}).get("finalizers") or [] if f != NAMESPACE_FINALIZER]
+            new.setdefault("spec", {})["finalizers"] = finalizers
+            if not finalizers:
+                new["spec"].pop("finalizers")
+        if new != ns:
+            self._write(key, new)
+        # otherwise each DELETED event in this namespace requeues it
+
+    @staticmethod
+    def _namespace_conditions(old: list[JSON], counts: dict[str, int], finalizers: dict[str, int]) -> list[JSON]:
+        """The conditions the namespace controller reports while a namespace terminates."""
+        if counts:
+            remaining = ", ".join(f"{r} has {n} resource instances" for r, n in sorted(counts.items()))
+            content = ("True", "SomeResourcesRemain", f"Some resources are remaining: {remaining}")
+        else:
+            content = ("False", "ContentRemoved", "All content successfully removed")
+        if finalizers:
+            listed = ", ".join(f"{f} in {n} resource instances" for f, n in sorted(finalizers.items()))
+            held = ("True", "SomeFinalizersRemain", f"Some content in the namespace has finalizers remaining: {listed}")
+        else:
+            held = ("False", "ContentHasNoFinalizers", "All content-preserving finalizers finished")
+        wanted = [
+            ("NamespaceDeletionDiscoveryFailure", "False", "ResourcesDiscovered", "All resources successfully discovered"),
+            ("NamespaceDeletionGroupVersionParsingFailure", "False", "ParsedGroupVersions",
+             "All legacy kube types successfully parsed"),
+            ("NamespaceDeletionContentFailure", "False", "ContentDeleted",
+             "All content successfully deleted, may be waiting on finalization"),
+            ("NamespaceContentRemaining", *content),
+            ("NamespaceFinalizersRemaining", *held),
+        ]
+        out = []
+        for ctype, status, reason, message in wanted:
+            prev = next((c for c in old if c.get("type") == ctype), None)
+            if prev and (prev.get("status"), prev.get("reason"), prev.get("message")) == (status, reason, message):
+                out.append(prev)
+            else:
+                out.append(_condition(ctype, status, reason, message, old))
+        return out
+
+    def _ensure_default_service_account(self, namespace: str) -> None:
+        """The ServiceAccount controller's job: every active namespace has ``default``."""
+        key = f"/core/serviceaccounts/{namespace}/default"
+        if self.store.get(key) is not None:
+            return
+        with contextlib.suppress(KeyExists):
+            self.store.create(key, {
+                "apiVersion": "v1", "kind": "ServiceAccount",
+                "metadata": {"name": "default", "namespace": namespace, "uid": metautil.new_uid(),
+                             "creationTimestamp": metautil.now_rfc3339()},
+            })
 
     def finalize_namespace(self, target: Target, body: JSON, query: dict[str, str]) -> Result:
         """``PUT /api/v1/namespaces/{name}/finalize``: replace ``spec.finalizers`` only."""
