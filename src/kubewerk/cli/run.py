@@ -100,7 +100,7 @@ def _apply_options(mgr: Any, args: argparse.Namespace) -> None:
 def run(args: argparse.Namespace) -> int:
     from kubewerk.client.config import load_config
     from kubewerk.client.errors import ApiError, ConfigError, ServerUnreachable
-    from kubewerk.runtime.manager import CacheSyncTimeout, LeaderElectionLost
+    from kubewerk.runtime.manager import CacheSyncTimeout, KindNotServed, LeaderElectionLost
 
     logging.basicConfig(
         level=getattr(logging, args.log_level.upper()),
@@ -126,7 +126,7 @@ def run(args: argparse.Namespace) -> int:
     except ApiError as exc:
         print(f"kubewerk: error: the API server refused the operator: {exc.message}", file=sys.stderr)
         return 1
-    except (LeaderElectionLost, CacheSyncTimeout) as exc:
+    except (LeaderElectionLost, CacheSyncTimeout, KindNotServed) as exc:
         print(f"kubewerk: error: {exc}", file=sys.stderr)
         return 1
     return 0

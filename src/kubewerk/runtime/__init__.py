@@ -34,7 +34,13 @@ from kubewerk.runtime.helpers import (
 )
 from kubewerk.runtime.informer import Cache, Informer, Scope, object_key, split_key
 from kubewerk.runtime.leaderelection import LeaderElector, LeaderRecord, decide
-from kubewerk.runtime.manager import Builder, CacheSyncTimeout, LeaderElectionLost, Manager
+from kubewerk.runtime.manager import (
+    Builder,
+    CacheSyncTimeout,
+    KindNotServed,
+    LeaderElectionLost,
+    Manager,
+)
 from kubewerk.runtime.metrics import Metrics
 from kubewerk.runtime.predicates import (
     ANNOTATIONS_CHANGED,
@@ -73,6 +79,7 @@ __all__ = [
     "Informer",
     "ItemExponentialFailureRateLimiter",
     "ItemFastSlowRateLimiter",
+    "KindNotServed",
     "LeaderElectionLost",
     "LeaderElector",
     "LeaderRecord",

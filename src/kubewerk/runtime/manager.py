@@ -50,6 +50,10 @@ class LeaderElectionLost(Exception):
     """This manager lost its Lease and stopped."""
 
 
+class KindNotServed(Exception):
+    """A controller's kind is not served by the API server (its CRD is missing)."""
+
+
 class CacheSyncTimeout(Exception):
     """The caches did not complete their first list in time."""
 
@@ -375,6 +379,13 @@ class Manager:
             await client.request("GET", "/version", retry=RetryPolicy(max_retries=3, base=0.2))
         except NotFound:
             pass  # an API server without /version still serves the API
+        for ctrl in self.controllers:
+            for kind in [ctrl.kind, *(w.kind for w in ctrl.watches)]:
+                rt = resource_type_of(kind)
+                try:
+                    await client.resolve(rt.api_version, rt.kind)
+                except NotFound as exc:
+                    raise KindNotServed(f"{exc.message} (controller {ctrl.name}: is the CRD installed?)") from None
 
     def _start_controllers(self) -> None:
         for ctrl in self.controllers:
@@ -464,12 +475,19 @@ class Manager:
                 loop.add_signal_handler(sig, request_stop)
                 installed.append(sig)
         try:
-            await self.start()
+            starting = asyncio.create_task(self.start())
             waiter = asyncio.create_task(stop_requested.wait())
-            stopped = asyncio.create_task(self.wait())
-            await asyncio.wait({waiter, stopped}, return_when=asyncio.FIRST_COMPLETED)
+            await asyncio.wait({starting, waiter}, return_when=asyncio.FIRST_COMPLETED)
+            if not starting.done():  # a signal while waiting for caches or the server
+                starting.cancel()
+                with contextlib.suppress(asyncio.CancelledError):
+                    await starting
+            else:
+                starting.result()  # start-up errors propagate
+                stopped = asyncio.create_task(self.wait())
+                await asyncio.wait({waiter, stopped}, return_when=asyncio.FIRST_COMPLETED)
+                stopped.cancel()
             waiter.cancel()
-            stopped.cancel()
         finally:
             await self.stop()
             for sig in installed:
