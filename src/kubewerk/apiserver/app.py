@@ -186,7 +186,8 @@ class ApiServer:
         headers: dict[str, str] = {}
         for k, v in scope["headers"]:
             headers[k.decode("latin-1").lower()] = v.decode("latin-1")
-        query = dict(parse_qsl(scope.get("query_string", b"").decode("latin-1"), keep_blank_values=True))
+        raw_query = scope.get("query_string", b"")
+        query = dict(parse_qsl(raw_query.decode("latin-1"), keep_blank_values=True)) if raw_query else {}
         req = Request(scope["method"], scope["path"], query, headers, b"")
         try:
             req.body = await self._read_body(receive, headers)
@@ -238,7 +239,9 @@ class ApiServer:
 
     async def _route(self, req: Request, receive: Receive, send: Send) -> int:
         path = req.path
-        parts = [unquote(p) for p in path.strip("/").split("/")] if path.strip("/") else []
+        stripped = path.strip("/")
+        # unquote is the identity without a "%": skip it on the hot path
+        parts = ([unquote(p) for p in stripped.split("/")] if "%" in stripped else stripped.split("/")) if stripped else []
         if not parts:
             await self._send_json(send, 200, {"paths": discovery.root_paths(self.registry)})
             return 200
