@@ -1,0 +1,371 @@
+"""API server benchmark: the embedded server against a no-op app on the same HTTP stack.
+
+Starts, each in its own process, the embedded API server (memory store, uvicorn +
+httptools + uvloop, as ``kubewerk up`` serves it) and ``benchmarks/noop_app.py`` on the
+same stack, then measures:
+
+- creates/s (POST of a ``Database`` custom resource with ``generateName``: decode,
+  schema defaulting and validation, CEL, storage, watch fan-out) and gets/s (GET of one
+  object), each as a ratio to the no-op app's rate for the same request in this run;
+- a list of 10,000 objects: time and size of the response;
+- watch delivery latency with 100 watchers: each write carries its send time (monotonic
+  clock, shared by all processes on Linux) in an annotation; every watcher records the
+  delay at receipt; p50 / p99 / max over all deliveries;
+- the server's memory (RSS) for 10,000 stored objects (RSS after minus before creating).
+
+Throughput is driven by ``wrk`` (keep-alive, ``-c`` connections, one thread) when it is
+installed — ``apt-get install wrk`` (Debian/Ubuntu) or ``brew install wrk`` — else by an
+aiohttp client process (which is slower than the servers it measures, so its ratios
+come out higher than wrk's). Targets (issue 2): create >= 0.4x no-op, get >= 0.7x
+no-op, watch p99 < 20 ms.
+
+    .venv/bin/python benchmarks/apiserver.py [-c 32] [-d 5] [--objects 10000] [--watchers 100]
+    .venv/bin/python benchmarks/apiserver.py --profile /tmp/api.prof   # cProfile the server
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import multiprocessing as mp
+import os
+import re
+import shutil
+import signal
+import socket
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+from typing import Any
+
+import aiohttp
+import orjson
+import yaml
+
+ROOT = Path(__file__).resolve().parent.parent
+CRD = ROOT / "src" / "kubewerk" / "cli" / "demo_data" / "crd.yaml"
+GV = "demo.kubewerk.dev/v1"
+STAMP = "bench.kubewerk.dev/sent-ns"
+
+
+def database(name: str | None = None, **annotations: str) -> dict[str, Any]:
+    meta: dict[str, Any] = {"name": name} if name else {"generateName": "bench-"}
+    meta["labels"] = {"app": "bench", "tier": "db"}
+    if annotations:
+        meta["annotations"] = annotations
+    return {"apiVersion": GV, "kind": "Database", "metadata": meta,
+            "spec": {"engine": "postgres", "version": "16", "replicas": 3, "storage": "10Gi"}}
+
+
+def _listen() -> socket.socket:
+    sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM, socket.IPPROTO_TCP)
+    sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+    sock.bind(("127.0.0.1", 0))
+    sock.listen(2048)
+    return sock
+
+
+# -- server processes -----------------------------------------------------------------
+
+
+def serve_api(port_q: Any, profile: str | None) -> None:
+    """The embedded server on uvloop, as ``kubewerk up --store memory`` runs it."""
+    from kubewerk.apiserver.server import EmbeddedServer, new_event_loop
+
+    loop = new_event_loop()
+    asyncio.set_event_loop(loop)
+    server = EmbeddedServer("memory")
+    stop = asyncio.Event()
+    profiler = None
+    if profile:
+        import cProfile
+
+        profiler = cProfile.Profile()
+
+    async def main() -> None:
+        await server.start()
+        loop.add_signal_handler(signal.SIGTERM, stop.set)
+        port_q.put(server.port)
+        if profiler is not None:
+            profiler.enable()
+        await stop.wait()
+        if profiler is not None:
+            profiler.disable()
+            profiler.dump_stats(profile)
+        await server.stop()
+
+    loop.run_until_complete(main())
+
+
+def serve_noop(port_q: Any) -> None:
+    """The no-op app on the same uvicorn configuration as ``EmbeddedServer``."""
+    import uvicorn
+    import uvloop
+
+    sys.path.insert(0, str(Path(__file__).resolve().parent))
+    from noop_app import app
+
+    sock = _listen()
+    config = uvicorn.Config(app, lifespan="off", http="httptools", loop="none", log_config=None,
+                            access_log=False, timeout_keep_alive=30, backlog=2048)
+    server = uvicorn.Server(config)
+    loop = uvloop.new_event_loop()
+    asyncio.set_event_loop(loop)
+    port_q.put(sock.getsockname()[1])
+    loop.run_until_complete(server.serve(sockets=[sock]))
+
+
+def start(target: Any, *args: Any) -> tuple[mp.process.BaseProcess, int]:
+    ctx = mp.get_context("spawn")
+    q = ctx.Queue()
+    proc = ctx.Process(target=target, args=(q, *args), daemon=True)
+    proc.start()
+    return proc, int(q.get(timeout=30))
+
+
+def rss_mib(pid: int) -> float:
+    for line in Path(f"/proc/{pid}/status").read_text().splitlines():
+        if line.startswith("VmRSS:"):
+            return int(line.split()[1]) / 1024
+    raise RuntimeError("no VmRSS")
+
+
+# -- load ---------------------------------------------------------------------------
+
+
+def wrk(url: str, connections: int, duration: int, method: str = "GET", body: bytes | None = None) -> float:
+    """Requests/s from one wrk thread; fails if any answer was not 2xx."""
+    with tempfile.NamedTemporaryFile("w", suffix=".lua", delete=False) as script:
+        script.write(f'wrk.method = "{method}"\n')
+        if body is not None:
+            script.write(f"wrk.body = [==[{body.decode()}]==]\n")
+            script.write('wrk.headers["Content-Type"] = "application/json"\n')
+    try:
+        out = subprocess.run(["wrk", "-t1", f"-c{connections}", f"-d{duration}s", "-s", script.name, url],
+                             capture_output=True, text=True, check=True).stdout
+    finally:
+        os.unlink(script.name)
+    bad = re.search(r"Non-2xx or 3xx responses: (\d+)", out)
+    if bad:
+        raise RuntimeError(f"{bad.group(1)} non-2xx answers from {method} {url}:\n{out}")
+    match = re.search(r"Requests/sec:\s+([\d.]+)", out)
+    if match is None:
+        raise RuntimeError(out)
+    return float(match.group(1))
+
+
+def aiohttp_load(url: str, connections: int, duration: int, method: str = "GET", body: bytes | None = None) -> float:
+    """Requests/s from one aiohttp client process (the fallback when wrk is missing)."""
+
+    async def run() -> float:
+        count = 0
+        deadline = time.monotonic() + duration
+        headers = {"content-type": "application/json"} if body is not None else {}
+        async with aiohttp.ClientSession(connector=aiohttp.TCPConnector(limit=connections)) as session:
+
+            async def worker() -> None:
+                nonlocal count
+                while time.monotonic() < deadline:
+                    async with session.request(method, url, data=body, headers=headers) as resp:
+                        await resp.read()
+                        if resp.status >= 300:
+                            raise RuntimeError(f"{resp.status} from {method} {url}")
+                    count += 1
+
+            started = time.monotonic()
+            await asyncio.gather(*(worker() for _ in range(connections)))
+            return count / (time.monotonic() - started)
+
+    import uvloop
+
+    return uvloop.run(run())
+
+
+# -- measurements driven from this process ----------------------------------------------
+
+
+async def setup(base: str) -> None:
+    async with aiohttp.ClientSession(base) as s:
+        async with s.post("/apis/apiextensions.k8s.io/v1/customresourcedefinitions",
+                          json=yaml.safe_load(CRD.read_text())) as r:
+            assert r.status == 201, await r.text()
+        for _ in range(500):
+            async with s.get(f"/apis/{GV}") as r:
+                if r.status == 200:
+                    break
+            await asyncio.sleep(0.01)
+        for ns in ("bench", "list", "watch"):
+            async with s.post("/api/v1/namespaces", json={"apiVersion": "v1", "kind": "Namespace",
+                                                         "metadata": {"name": ns}}) as r:
+                assert r.status == 201, await r.text()
+        async with s.post(f"/apis/{GV}/namespaces/bench/databases", json=database("get-me")) as r:
+            assert r.status == 201, await r.text()
+
+
+async def fill(base: str, ns: str, n: int, connections: int = 32) -> None:
+    async with aiohttp.ClientSession(base, connector=aiohttp.TCPConnector(limit=connections)) as s:
+        todo = iter(range(n))
+
+        async def worker() -> None:
+            for i in todo:
+                async with s.post(f"/apis/{GV}/namespaces/{ns}/databases", data=orjson.dumps(database(f"db-{i:05d}")),
+                                  headers={"content-type": "application/json"}) as r:
+                    assert r.status == 201, await r.text()
+
+        await asyncio.gather(*(worker() for _ in range(connections)))
+
+
+async def list_all(base: str, ns: str, repeat: int = 3) -> tuple[float, int, int]:
+    times, size, count = [], 0, 0
+    async with aiohttp.ClientSession(base) as s:
+        for _ in range(repeat):
+            t0 = time.perf_counter()
+            async with s.get(f"/apis/{GV}/namespaces/{ns}/databases") as r:
+                raw = await r.read()
+            times.append(time.perf_counter() - t0)
+            size, count = len(raw), len(orjson.loads(raw)["items"])
+    return min(times), size, count
+
+
+def watch_client(base: str, watchers: int, rv: str, expected: int, out_q: Any, ready_q: Any) -> None:
+    """``watchers`` watch streams in one process; reports every delivery delay (seconds)."""
+    import uvloop
+
+    async def run() -> list[float]:
+        delays: list[float] = []
+        opened = 0
+        async with aiohttp.ClientSession(base, connector=aiohttp.TCPConnector(limit=0)) as s:
+
+            async def one() -> None:
+                nonlocal opened
+                seen = 0
+                params = {"watch": "true", "resourceVersion": rv, "timeoutSeconds": "120"}
+                async with s.get(f"/apis/{GV}/namespaces/watch/databases", params=params,
+                                 timeout=aiohttp.ClientTimeout(total=180)) as r:
+                    opened += 1
+                    if opened == watchers:
+                        ready_q.put(True)
+                    while seen < expected:
+                        line = await r.content.readline()
+                        if not line:
+                            return
+                        now = time.monotonic_ns()
+                        ev = orjson.loads(line)
+                        sent = int(ev["object"]["metadata"]["annotations"][STAMP])
+                        delays.append((now - sent) / 1e9)
+                        seen += 1
+
+            await asyncio.gather(*(one() for _ in range(watchers)))
+        return delays
+
+    out_q.put(uvloop.run(run()))
+
+
+async def write_stamped(base: str, n: int, interval: float) -> None:
+    async with aiohttp.ClientSession(base) as s:
+        for i in range(n):
+            body = database(f"w-{i:05d}", **{STAMP: str(time.monotonic_ns())})
+            async with s.post(f"/apis/{GV}/namespaces/watch/databases", data=orjson.dumps(body),
+                              headers={"content-type": "application/json"}) as r:
+                assert r.status == 201, await r.text()
+            await asyncio.sleep(interval)
+
+
+def percentile(values: list[float], q: float) -> float:
+    ordered = sorted(values)
+    return ordered[min(len(ordered) - 1, int(q * len(ordered)))]
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("-c", "--connections", type=int, default=32)
+    parser.add_argument("-d", "--duration", type=int, default=5, help="seconds per throughput run")
+    parser.add_argument("--objects", type=int, default=10_000)
+    parser.add_argument("--watchers", type=int, default=100)
+    parser.add_argument("--writes", type=int, default=300, help="stamped writes for the watch latency")
+    parser.add_argument("--write-interval", type=float, default=0.01)
+    parser.add_argument("--client", choices=("auto", "wrk", "aiohttp"), default="auto")
+    parser.add_argument("--profile", help="write a cProfile of the API server to this file")
+    args = parser.parse_args()
+
+    client = args.client
+    if client == "auto":
+        client = "wrk" if shutil.which("wrk") else "aiohttp"
+        if client == "aiohttp":
+            print("wrk not found (apt-get install wrk / brew install wrk); using the slower aiohttp client",
+                  file=sys.stderr)
+    load = wrk if client == "wrk" else aiohttp_load
+
+    api, api_port = start(serve_api, args.profile)
+    noop, noop_port = start(serve_noop)
+    base, nbase = f"http://127.0.0.1:{api_port}", f"http://127.0.0.1:{noop_port}"
+    try:
+        asyncio.run(setup(base))
+        # memory and list first, on a store holding only the bootstrap objects
+        rss_before = rss_mib(api.pid)
+        t0 = time.perf_counter()
+        asyncio.run(fill(base, "list", args.objects))
+        fill_s = time.perf_counter() - t0
+        rss_after = rss_mib(api.pid)
+        list_s, list_bytes, list_count = asyncio.run(list_all(base, "list"))
+        assert list_count == args.objects, list_count
+
+        # watch latency: watchers in their own process, stamped writes from this one
+        async def current_rv() -> str:
+            async with aiohttp.ClientSession(base) as s, s.get(f"/apis/{GV}/namespaces/watch/databases") as r:
+                return str((await r.json())["metadata"]["resourceVersion"])
+
+        rv = asyncio.run(current_rv())
+        ctx = mp.get_context("spawn")
+        out_q, ready_q = ctx.Queue(), ctx.Queue()
+        wproc = ctx.Process(target=watch_client, args=(base, args.watchers, rv, args.writes, out_q, ready_q))
+        wproc.start()
+        ready_q.get(timeout=60)
+        time.sleep(0.2)
+        asyncio.run(write_stamped(base, args.writes, args.write_interval))
+        delays = out_q.get(timeout=120)
+        wproc.join(10)
+
+        # throughput, each against the no-op on the same request shape
+        post_body = orjson.dumps(database())
+        get_url = f"{base}/apis/{GV}/namespaces/bench/databases/get-me"
+        noop_get = load(nbase + "/apis/x", args.connections, args.duration)
+        get_rate = load(get_url, args.connections, args.duration)
+        noop_post = load(nbase + "/apis/x", args.connections, args.duration, "POST", post_body)
+        create_rate = load(f"{base}/apis/{GV}/namespaces/bench/databases", args.connections, args.duration,
+                           "POST", post_body)
+    finally:
+        for proc in (api, noop):
+            if proc.pid is not None and proc.is_alive():
+                os.kill(proc.pid, signal.SIGTERM)
+                proc.join(15)
+            if proc.is_alive():
+                proc.kill()
+
+    print(f"embedded API server (memory store) vs no-op ASGI app, uvicorn+httptools+uvloop, "
+          f"client: {client} ({args.connections} connections), {os.cpu_count()} CPUs")
+    print()
+    print(f"{'measure':34} {'no-op':>12} {'API server':>12} {'ratio':>7} {'target':>8}")
+    print(f"{'create (POST Database) /s':34} {noop_post:12,.0f} {create_rate:12,.0f} "
+          f"{create_rate / noop_post:6.2f}x {'>= 0.4x':>8}")
+    print(f"{'get (GET Database) /s':34} {noop_get:12,.0f} {get_rate:12,.0f} "
+          f"{get_rate / noop_get:6.2f}x {'>= 0.7x':>8}")
+    print()
+    print(f"list of {list_count:,} objects: {list_s * 1000:.0f} ms, {list_bytes / 1e6:.1f} MB "
+          f"({list_count / list_s:,.0f} objects/s)")
+    print(f"memory for {args.objects:,} objects: {rss_after - rss_before:.1f} MiB RSS "
+          f"({(rss_after - rss_before) * 1024 * 1024 / args.objects / 1024:.1f} KiB/object; "
+          f"server RSS {rss_after:.0f} MiB); filled at {args.objects / fill_s:,.0f} creates/s (aiohttp)")
+    print(f"watch delivery, {args.watchers} watchers x {args.writes} writes ({len(delays):,} deliveries): "
+          f"p50 {percentile(delays, 0.5) * 1000:.1f} ms, p99 {percentile(delays, 0.99) * 1000:.1f} ms, "
+          f"max {max(delays) * 1000:.1f} ms, mean {statistics.fmean(delays) * 1000:.1f} ms (target p99 < 20 ms)")
+    if len(delays) != args.watchers * args.writes:
+        print(f"WARNING: expected {args.watchers * args.writes} deliveries, got {len(delays)}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
