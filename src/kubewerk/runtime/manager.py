@@ -375,10 +375,8 @@ class Manager:
 
     async def _preflight(self, client: Client) -> None:
         """Fail fast, with one clear error, when the server is unreachable or rejects us."""
-        try:
+        with contextlib.suppress(NotFound):  # an API server without /version still serves the API
             await client.request("GET", "/version", retry=RetryPolicy(max_retries=3, base=0.2))
-        except NotFound:
-            pass  # an API server without /version still serves the API
         for ctrl in self.controllers:
             for kind in [ctrl.kind, *(w.kind for w in ctrl.watches)]:
                 rt = resource_type_of(kind)

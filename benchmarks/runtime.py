@@ -1,0 +1,302 @@
+"""Controller runtime benchmark: kubewerk vs kopf vs a bare status-patch client.
+
+One embedded API server (memory store, its own process). N custom resources per
+contender, each in its own namespace; a reconcile reads ``spec.value`` and writes
+``status.observed``. Each operator runs in its own process, started after its objects
+exist; the driver watches the objects and records when every one carries
+``status.observed == spec.value``.
+
+Reported per contender: time to converge (from process spawn, so start-up and the
+initial list are included), the steady reconcile rate (objects / time between the
+first and the last status write the driver saw), and the operator process's peak RSS
+(``ru_maxrss`` from ``wait4``). Baseline: a bare aiohttp client merge-patching the
+``/status`` of N objects with the same concurrency, on the same server, in the same run.
+
+    .venv/bin/python benchmarks/runtime.py                 # -n 2000 --concurrency 16
+    .venv/bin/python benchmarks/runtime.py -n 500 --no-kopf
+
+kopf runs with its defaults (``--standalone``; it also stores its last-handled
+configuration in an annotation, one extra patch per object, which is how kopf works),
+except that event posting is switched off, since the kubewerk reconcile posts none.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import os
+import signal
+import subprocess
+import sys
+import tempfile
+import textwrap
+import time
+from pathlib import Path
+from typing import Any
+
+import aiohttp
+import orjson
+
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "src"))
+
+from kubewerk.client import Client, ResourceType  # noqa: E402
+from kubewerk.client.watch import Listed, list_watch  # noqa: E402
+
+GROUP = "bench.kubewerk.dev"
+BENCH = ResourceType(GROUP, "v1", "Bench", "benches")
+PY = sys.executable
+
+CRD = {
+    "apiVersion": "apiextensions.k8s.io/v1",
+    "kind": "CustomResourceDefinition",
+    "metadata": {"name": f"benches.{GROUP}"},
+    "spec": {
+        "group": GROUP,
+        "names": {"kind": "Bench", "plural": "benches", "singular": "bench", "listKind": "BenchList"},
+        "scope": "Namespaced",
+        "versions": [
+            {
+                "name": "v1",
+                "served": True,
+                "storage": True,
+                "subresources": {"status": {}},
+                "schema": {
+                    "openAPIV3Schema": {
+                        "type": "object",
+                        "properties": {
+                            "spec": {"type": "object", "properties": {"value": {"type": "integer"}}},
+                            "status": {"type": "object", "x-kubernetes-preserve-unknown-fields": True},
+                        },
+                    }
+                },
+            }
+        ],
+    },
+}
+
+SERVER = textwrap.dedent(
+    """
+    import asyncio, sys, uvloop
+    from kubewerk.apiserver.server import EmbeddedServer
+    async def main():
+        async with EmbeddedServer("memory") as srv:
+            srv.write_kubeconfig(sys.argv[1])
+            print(srv.url, flush=True)
+            await asyncio.Event().wait()
+    uvloop.run(main())
+    """
+)
+
+KUBEWERK_OPERATOR = textwrap.dedent(
+    """
+    import os
+    from kubewerk.client import ResourceType
+    from kubewerk.runtime import GENERATION_CHANGED, Context, Manager, Result
+
+    BENCH = ResourceType("bench.kubewerk.dev", "v1", "Bench", "benches")
+    manager = Manager(namespaces=[os.environ["BENCH_NAMESPACE"]], probe_port=None)
+
+    @manager.reconciler(BENCH, predicates=[GENERATION_CHANGED],
+                        max_concurrent_reconciles=int(os.environ["BENCH_CONCURRENCY"]))
+    async def reconcile(obj: dict, ctx: Context) -> Result:
+        obj.setdefault("status", {})["observed"] = obj["spec"]["value"]
+        await ctx.patch_status(obj)
+        return Result()
+    """
+)
+
+KOPF_OPERATOR = textwrap.dedent(
+    """
+    import kopf
+
+    @kopf.on.startup()
+    def configure(settings: kopf.OperatorSettings, **_):
+        settings.posting.enabled = False
+
+    @kopf.on.create("bench.kubewerk.dev", "v1", "benches")
+    def create(spec, patch, **_):
+        patch.status["observed"] = spec["value"]
+    """
+)
+
+
+class Tracker:
+    """Follows the objects of one namespace and records when all have converged."""
+
+    def __init__(self, client: Client, namespace: str, n: int) -> None:
+        self.client = client
+        self.namespace = namespace
+        self.n = n
+        self.done: set[str] = set()
+        self.first_write: float | None = None
+        self.converged = asyncio.Event()
+        self.converged_at = 0.0
+
+    def _see(self, obj: dict[str, Any]) -> None:
+        status = obj.get("status") or {}
+        if "observed" in status and status["observed"] == obj["spec"]["value"]:
+            if self.first_write is None:
+                self.first_write = time.perf_counter()
+            self.done.add(obj["metadata"]["name"])
+            if len(self.done) >= self.n and not self.converged.is_set():
+                self.converged_at = time.perf_counter()
+                self.converged.set()
+
+    async def run(self) -> None:
+        async for item in list_watch(self.client, BENCH, self.namespace):
+            if isinstance(item, Listed):
+                for obj in item.items:
+                    self._see(obj)  # type: ignore[arg-type]
+            elif item.type in ("ADDED", "MODIFIED"):
+                self._see(item.object)
+
+
+async def create_objects(client: Client, namespace: str, n: int, concurrency: int) -> None:
+    await client.create({"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": namespace}})
+    sem = asyncio.Semaphore(concurrency)
+
+    async def one(i: int) -> None:
+        async with sem:
+            await client.create(
+                {"apiVersion": f"{GROUP}/v1", "kind": "Bench", "metadata": {"name": f"b{i:05d}", "namespace": namespace}, "spec": {"value": i}}
+            )
+
+    await asyncio.gather(*(one(i) for i in range(n)))
+
+
+def wait4(proc: subprocess.Popen[bytes]) -> tuple[int, int]:
+    """Reap the child; returns (exit status, peak RSS in KiB)."""
+    _, status, usage = os.wait4(proc.pid, 0)
+    proc.returncode = status
+    return status, usage.ru_maxrss
+
+
+async def run_operator(client: Client, name: str, argv: list[str], env: dict[str, str], namespace: str, n: int, timeout: float) -> dict[str, Any]:
+    tracker = Tracker(client, namespace, n)
+    watcher = asyncio.create_task(tracker.run())
+    await asyncio.sleep(0.5)  # the tracker has listed
+    t0 = time.perf_counter()
+    proc = subprocess.Popen(argv, env={**os.environ, **env}, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+    try:
+        await asyncio.wait_for(tracker.converged.wait(), timeout)
+        ok = True
+    except TimeoutError:
+        ok = False
+    finally:
+        proc.send_signal(signal.SIGTERM)
+        loop = asyncio.get_running_loop()
+        try:
+            _, rss = await asyncio.wait_for(loop.run_in_executor(None, wait4, proc), 40)
+        except TimeoutError:
+            proc.kill()
+            _, rss = wait4(proc)
+        watcher.cancel()
+    converge = (tracker.converged_at or time.perf_counter()) - t0
+    steady = (tracker.converged_at - tracker.first_write) if ok and tracker.first_write else float("nan")
+    return {
+        "name": name,
+        "ok": ok,
+        "done": len(tracker.done),
+        "converge_s": converge,
+        "rate": n / steady if steady and steady > 0 else float("nan"),
+        "rss_mib": rss / 1024,
+    }
+
+
+async def raw_patch_rate(url: str, namespace: str, n: int, concurrency: int) -> float:
+    """A bare aiohttp client merge-patching /status of n existing objects."""
+    sem = asyncio.Semaphore(concurrency)
+    headers = {"Content-Type": "application/merge-patch+json"}
+    async with aiohttp.ClientSession(connector=aiohttp.TCPConnector(limit=100)) as http:
+
+        async def one(i: int) -> None:
+            async with sem:
+                path = f"{url}/apis/{GROUP}/v1/namespaces/{namespace}/benches/b{i:05d}/status"
+                async with http.patch(path, data=orjson.dumps({"status": {"observed": i}}), headers=headers) as resp:
+                    await resp.read()
+                    if resp.status != 200:
+                        raise RuntimeError(f"raw patch failed: HTTP {resp.status}")
+
+        t0 = time.perf_counter()
+        await asyncio.gather(*(one(i) for i in range(n)))
+        return n / (time.perf_counter() - t0)
+
+
+async def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("-n", type=int, default=2000, help="custom resources per contender")
+    parser.add_argument("--concurrency", type=int, default=16, help="max concurrent reconciles / raw patches in flight")
+    parser.add_argument("--no-kopf", action="store_true")
+    parser.add_argument("--timeout", type=float, default=600)
+    args = parser.parse_args()
+    n = args.n
+
+    tmp = Path(tempfile.mkdtemp(prefix="kubewerk-bench-"))
+    kubeconfig = tmp / "kubeconfig"
+    (tmp / "kw_operator.py").write_text(KUBEWERK_OPERATOR)
+    (tmp / "kopf_operator.py").write_text(KOPF_OPERATOR)
+    server = subprocess.Popen([PY, "-c", SERVER, str(kubeconfig)], stdout=subprocess.PIPE, text=True)
+    assert server.stdout is not None
+    url = server.stdout.readline().strip()
+    try:
+        async with Client.from_url(url, timeout=120) as client:
+            await client.create(CRD)
+            for _ in range(500):
+                crd = await client.get(ResourceType("apiextensions.k8s.io", "v1", "CustomResourceDefinition", "customresourcedefinitions", False), CRD["metadata"]["name"])
+                if any(c["type"] == "Established" and c["status"] == "True" for c in (crd.get("status") or {}).get("conditions", [])):
+                    break
+                await asyncio.sleep(0.02)
+            results = []
+            namespaces = {"raw": "bench-raw", "kubewerk": "bench-kubewerk", "kopf": "bench-kopf"}
+            for ns in namespaces.values():
+                await create_objects(client, ns, n, 32)
+            raw = await raw_patch_rate(url, namespaces["raw"], n, args.concurrency)
+            env = {"KUBECONFIG": str(kubeconfig), "PYTHONPATH": f"{tmp}{os.pathsep}{os.environ.get('PYTHONPATH', '')}"}
+            results.append(
+                await run_operator(
+                    client,
+                    "kubewerk",
+                    [PY, "-m", "kubewerk.cli", "run", "kw_operator:manager", "--probe-address", "0", "--log-level", "warning"],
+                    {**env, "BENCH_NAMESPACE": namespaces["kubewerk"], "BENCH_CONCURRENCY": str(args.concurrency)},
+                    namespaces["kubewerk"],
+                    n,
+                    args.timeout,
+                )
+            )
+            if not args.no_kopf:
+                kopf_bin = str(Path(PY).parent / "kopf")
+                results.append(
+                    await run_operator(
+                        client,
+                        "kopf",
+                        [kopf_bin, "run", "--standalone", "--namespace", namespaces["kopf"], "--quiet", str(tmp / "kopf_operator.py")],
+                        env,
+                        namespaces["kopf"],
+                        n,
+                        args.timeout,
+                    )
+                )
+    finally:
+        server.send_signal(signal.SIGTERM)
+        try:
+            server.wait(10)
+        except subprocess.TimeoutExpired:
+            server.kill()
+
+    print(f"{n} custom resources per contender; reconcile = read spec.value, patch status.observed; concurrency {args.concurrency}")
+    print(f"raw status-patch rate (bare aiohttp client): {raw:,.0f}/s")
+    print()
+    print(f"{'operator':<10} {'converged':>10} {'time':>8} {'reconciles/s':>13} {'vs raw':>7} {'peak RSS':>10}")
+    for r in results:
+        flag = "yes" if r["ok"] else f"NO ({r['done']})"
+        print(f"{r['name']:<10} {flag:>10} {r['converge_s']:>7.2f}s {r['rate']:>13,.0f} {r['rate'] / raw:>6.2f}x {r['rss_mib']:>8.1f}MiB")
+    kw = next(r for r in results if r["name"] == "kubewerk")
+    kp = next((r for r in results if r["name"] == "kopf"), None)
+    if kp is not None and kp["ok"] and kw["ok"]:
+        print()
+        print(f"kubewerk vs kopf: {kp['converge_s'] / kw['converge_s']:.1f}x faster to converge, "
+              f"{kw['rate'] / kp['rate']:.1f}x the reconcile rate, {kw['rss_mib'] / kp['rss_mib']:.2f}x the peak RSS")
+
+
+if __name__ == "__main__":
+    asyncio.run(main())
