@@ -1,7 +1,7 @@
 """A no-op ASGI application: the baseline for the API server benchmark.
 
 It does the least an HTTP API can: reads the whole request body, then answers 200 with
-a small fixed JSON document (a ``Status`` of 57 bytes), sending the start and the body
+a small fixed JSON document (a ``Status`` of 68 bytes), sending the start and the body
 as two ASGI messages exactly as the API server does. Served by the same uvicorn +
 httptools + uvloop stack, its request rate is what the HTTP layer alone costs.
 """
