@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import argparse
 import copy
+import gc
 import random
 import sys
 import time
@@ -147,9 +148,14 @@ def bench(label: str, fn: Any, n: int, repeat: int = 3, setup: Any = None) -> fl
     for _ in range(repeat):
         if setup is not None:
             setup()
-        start = time.perf_counter()
-        fn()
-        best = min(best, time.perf_counter() - start)
+        gc.collect()
+        gc.disable()  # same for every contender: no collector pauses inside the timing
+        try:
+            start = time.perf_counter()
+            fn()
+            best = min(best, time.perf_counter() - start)
+        finally:
+            gc.enable()
     print(f"  {label:<42} {best:8.3f} s   {n / best:10.0f} objects/s")
     return best
 
