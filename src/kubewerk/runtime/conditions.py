@@ -10,6 +10,7 @@ JSON names) and on typed models whose ``status.conditions`` is a list of
 
 from __future__ import annotations
 
+import typing
 from datetime import UTC, datetime
 from typing import Any, Literal
 
@@ -58,7 +59,8 @@ def _conditions_list(obj: Any, create: bool) -> list[Any] | None:
     if status is None:
         if not create:
             return None
-        raise ValueError(f"{type(obj).__name__} has no status to put conditions in; set obj.status first")
+        status = _new_status(obj)
+        obj.status = status
     conds = getattr(status, "conditions", None)
     if conds is None:
         if not create:
@@ -66,6 +68,17 @@ def _conditions_list(obj: Any, create: bool) -> list[Any] | None:
         conds = []
         status.conditions = conds
     return conds
+
+
+def _new_status(obj: Any) -> Any:
+    """An empty instance of a typed model's status class (from the ``status`` field's type)."""
+    field = type(obj).model_fields.get("status") if hasattr(type(obj), "model_fields") else None
+    annotation = getattr(field, "annotation", None)
+    candidates = typing.get_args(annotation) or (annotation,)
+    for candidate in candidates:
+        if isinstance(candidate, type) and hasattr(candidate, "model_validate"):
+            return candidate()
+    raise ValueError(f"{type(obj).__name__} has no status type to put conditions in")
 
 
 def set_condition(

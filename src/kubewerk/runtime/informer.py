@@ -436,3 +436,14 @@ class Cache:
         if is_model_class(kind):
             return [kind.model_validate(o) for o in items]
         return items
+
+    def by_index(self, kind: Any, name: str, value: str) -> builtins.list[Any]:
+        """Cached objects whose index ``name`` yields ``value`` (typed for model classes)."""
+        items = self.informer(kind).by_index(name, value)
+        if is_model_class(kind):
+            return [kind.model_validate(o) for o in items]
+        return items
+
+    def keys_by_index(self, kind: Any, name: str, value: str) -> builtins.list[str]:
+        """Keys (``namespace/name``) whose index ``name`` yields ``value``."""
+        return self.informer(kind).keys_by_index(name, value)

@@ -179,6 +179,7 @@ class Manager:
         self.name = name
         self.controllers: list[Controller[Any]] = []
         self._runnables: list[tuple[Runnable, bool]] = []
+        self._indexes: list[tuple[Any, str, Callable[[dict[str, Any]], Iterable[str]]]] = []
         self._runnable_tasks: list[asyncio.Task[None]] = []
         self._recorders: list[EventRecorder] = []
         self.cache: Cache | None = None
@@ -244,6 +245,13 @@ class Manager:
             return fn
 
         return register
+
+    def index(self, kind: Any, name: str, fn: Callable[[dict[str, Any]], Iterable[str]]) -> None:
+        """Add an indexer ``name`` to the shared informer of ``kind`` (answered by
+        :meth:`kubewerk.runtime.informer.Cache.by_index`)."""
+        self._indexes.append((kind, name, fn))
+        if self.cache is not None:
+            self.cache.informer(kind).add_indexer(name, fn)
 
     def add_runnable(self, fn: Runnable, *, needs_leader: bool = True) -> None:
         """Run ``fn()`` while the manager runs (only while leading when ``needs_leader``)."""
@@ -341,6 +349,8 @@ class Manager:
                 await client.close()
             raise
         self.cache = Cache(client, namespaces=self.namespaces, by_kind=self.by_kind, resync_period=self.resync_period)
+        for kind, index_name, index_fn in self._indexes:
+            self.cache.informer(kind).add_indexer(index_name, index_fn)
         for ctrl in self.controllers:
             recorder = EventRecorder(client, ctrl.name)
             self._recorders.append(recorder)

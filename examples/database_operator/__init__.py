@@ -1,0 +1,1 @@
+"""An example operator: Databases owning a Secret and a ConfigMap, BackupPolicies referencing them."""
