@@ -14,14 +14,20 @@ from pathlib import Path
 import yaml
 
 
-def start(*args: str) -> tuple[subprocess.Popen[str], str]:
+def start(*args: str) -> tuple[subprocess.Popen[str], str, str]:
+    """Start ``kubewerk up``; return the process, its URL and its banner (read to the end)."""
     proc = subprocess.Popen([sys.executable, "-m", "kubewerk.cli", "up", *args],
                             stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
     assert proc.stdout is not None
-    line = proc.stdout.readline()
-    match = re.search(r"listening on (http://\S+)", line)
-    assert match, (line, proc.stderr.read() if proc.poll() is not None and proc.stderr else "")
-    return proc, match.group(1)
+    banner = ""
+    while "press Ctrl-C" not in banner:
+        line = proc.stdout.readline()
+        if not line:
+            raise AssertionError((banner, proc.stderr.read() if proc.stderr else ""))
+        banner += line
+    match = re.search(r"listening on (http://\S+)", banner)
+    assert match, banner
+    return proc, match.group(1), banner
 
 
 def get(url: str) -> object:
@@ -32,7 +38,7 @@ def get(url: str) -> object:
 def test_up_serves_writes_kubeconfig_and_stops_on_sigterm(tmp_path: Path) -> None:
     kubeconfig = tmp_path / "kc" / "config"
     started = time.monotonic()
-    proc, url = start("--port", "0", "--kubeconfig", str(kubeconfig))
+    proc, url, banner = start("--port", "0", "--kubeconfig", str(kubeconfig))
     try:
         assert time.monotonic() - started < 5
         namespaces = get(url + "/api/v1/namespaces")
@@ -44,15 +50,15 @@ def test_up_serves_writes_kubeconfig_and_stops_on_sigterm(tmp_path: Path) -> Non
         assert oct(kubeconfig.stat().st_mode & 0o777) == "0o600"
     finally:
         proc.send_signal(signal.SIGTERM)
-        out, err = proc.communicate(timeout=10)
+        _, err = proc.communicate(timeout=10)
     assert proc.returncode == 0, err
-    assert "export KUBECONFIG=" in out
+    assert f"export KUBECONFIG={kubeconfig.resolve()}" in banner
 
 
 def test_up_with_sqlite_keeps_objects_across_restarts(tmp_path: Path) -> None:
     store = f"sqlite:{tmp_path / 'db' / 'cluster.db'}"
     kc = str(tmp_path / "kc")
-    proc, url = start("--port", "0", "--store", store, "--kubeconfig", kc)
+    proc, url, _ = start("--port", "0", "--store", store, "--kubeconfig", kc)
     try:
         cm = {"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "keep"}, "data": {"a": "b"}}
         req = urllib.request.Request(url + "/api/v1/namespaces/default/configmaps", data=json.dumps(cm).encode(),
@@ -63,7 +69,7 @@ def test_up_with_sqlite_keeps_objects_across_restarts(tmp_path: Path) -> None:
         proc.send_signal(signal.SIGINT)
         proc.communicate(timeout=10)
     assert proc.returncode == 0
-    proc, url = start("--port", "0", "--store", store, "--kubeconfig", kc)
+    proc, url, _ = start("--port", "0", "--store", store, "--kubeconfig", kc)
     try:
         again = get(url + "/api/v1/namespaces/default/configmaps/keep")
         assert isinstance(again, dict) and again["data"] == {"a": "b"}
@@ -81,7 +87,7 @@ def test_up_rejects_a_bad_store_with_exit_code_2(tmp_path: Path) -> None:
 
 
 def test_up_reports_a_busy_port(tmp_path: Path) -> None:
-    proc, url = start("--port", "0", "--kubeconfig", str(tmp_path / "kc1"))
+    proc, url, _ = start("--port", "0", "--kubeconfig", str(tmp_path / "kc1"))
     try:
         port = url.rsplit(":", 1)[1]
         second = subprocess.run([sys.executable, "-m", "kubewerk.cli", "up", "--port", port,
