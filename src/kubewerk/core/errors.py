@@ -119,7 +119,7 @@ def _json_float(value: float) -> str:
     if "e" in text:
         mant, _, e = text.partition("e")
         exp = int(e)
-        if -6 <= exp + 0 < 21 and "." not in mant or exp < -6 or exp >= 21:
+        if (-6 <= exp + 0 < 21 and "." not in mant) or exp < -6 or exp >= 21:
             return f"{mant}e{'-' if exp < 0 else '+'}{abs(exp)}"
         return format(value, "f").rstrip("0")
     return text
