@@ -121,12 +121,26 @@ class Context:
         self.client: Client = controller.client
         self.cache: Cache = controller.cache
         self.recorder: EventRecorder = controller.recorder
-        self.reconcile_id = str(uuid.uuid4())
-        self.log = ObjectLogger(
-            logging.getLogger(f"kubewerk.controller.{controller.name}"),
-            {"controller": controller.name, "object": key, "reconcileID": self.reconcile_id},
-        )
         self._snapshot = snapshot
+        self._log: ObjectLogger | None = None
+        self._reconcile_id: str | None = None
+
+    @property
+    def reconcile_id(self) -> str:
+        """A unique id for this reconcile (in every log line's ``extra``)."""
+        if self._reconcile_id is None:
+            self._reconcile_id = str(uuid.uuid4())
+        return self._reconcile_id
+
+    @property
+    def log(self) -> ObjectLogger:
+        """A logger prefixing messages with ``[controller namespace/name]``."""
+        if self._log is None:
+            self._log = ObjectLogger(
+                logging.getLogger(f"kubewerk.controller.{self.controller.name}"),
+                {"controller": self.controller.name, "object": self.key, "reconcileID": self.reconcile_id},
+            )
+        return self._log
 
     @property
     def snapshot(self) -> Obj:
@@ -499,21 +513,21 @@ class Controller(Generic[T]):
                 self.queue.done(key)
 
     async def _process(self, key: str) -> None:
-        raw = self.informer.get_by_key(key)
-        if raw is None:
+        stored = self.informer.get_raw(key)
+        if stored is None:
             self.queue.forget(key)
             return
-        ctx = Context(self, key, raw)
+        ctx = Context(self, key, orjson.loads(stored))
         started = time.perf_counter()
         self.reconciles += 1
         try:
             if self.typed:
                 try:
-                    obj: Any = self.kind.model_validate(orjson.loads(orjson.dumps(raw)))
+                    obj: Any = self.kind.model_validate_json(stored)
                 except Exception as exc:
                     raise TerminalError(f"object does not fit {self.kind.__name__}: {exc}") from exc
             else:
-                obj = orjson.loads(orjson.dumps(raw))
+                obj = orjson.loads(stored)  # the reconcile's own copy, independent of the snapshot
             call = self.reconcile_fn(obj, ctx)
             if self.reconcile_timeout is not None:
                 result = await asyncio.wait_for(call, self.reconcile_timeout)

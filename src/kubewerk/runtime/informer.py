@@ -144,6 +144,10 @@ class Informer:
         """Every stored key."""
         return list(self._store)
 
+    def get_raw(self, key: str) -> bytes | None:
+        """The stored JSON bytes of the object under ``key`` (None when absent)."""
+        return self._store.get(key)
+
     def get_by_key(self, key: str) -> Obj | None:
         """A fresh copy of the object stored under ``key`` (None when absent)."""
         raw = self._store.get(key)
