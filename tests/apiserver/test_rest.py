@@ -598,3 +598,37 @@ async def test_watch_ends_when_its_crd_is_deleted(api: Api) -> None:
     await task
     assert events == []
     assert loop.time() - start < 5
+
+
+async def test_defaults_apply_on_read_after_the_schema_changes(api: Api) -> None:
+    await api.post(DB_PATH, database("old"))
+    _, crd = await api.get(f"{CRD_PATH}/databases.demo.kubewerk.dev")
+    spec_props = crd["spec"]["versions"][0]["schema"]["openAPIV3Schema"]["properties"]["spec"]["properties"]
+    spec_props["backup"] = {"type": "string", "default": "daily"}
+    status, body = await api.put(f"{CRD_PATH}/databases.demo.kubewerk.dev", crd)
+    assert status == 200, body
+    for _ in range(200):
+        _, obj = await api.get(f"{DB_PATH}/old")
+        if obj["spec"].get("backup") == "daily":
+            break
+        await asyncio.sleep(0.01)
+    assert obj["spec"]["backup"] == "daily"  # defaulted when read, as from etcd
+    _, listed = await api.get(DB_PATH)
+    assert listed["items"][0]["spec"]["backup"] == "daily"
+
+
+async def test_read_only_paths_and_resource_version_parameters(api: Api) -> None:
+    for path in ("/version", "/apis", "/api/v1", "/openapi/v3", "/healthz"):
+        status, err = await api.post(path, {})
+        assert (status, err["reason"]) == (405, "MethodNotAllowed"), path
+    await api.post(DB_PATH, database("rv"))
+    for bad in ("-1", "1_0", "abc"):
+        status, err = await api.get(f"{DB_PATH}?resourceVersion={bad}")
+        assert status == 400, bad
+        status, err = await api.get(f"{DB_PATH}/rv?resourceVersion={bad}")
+        assert status == 400, bad
+    status, err = await api.get(f"{DB_PATH}/rv?resourceVersion=999999")
+    assert (status, err["reason"]) == (504, "Timeout")
+    assert err["message"].startswith("Too large resource version: 999999, current: ")
+    status, _ = await api.get(f"{DB_PATH}/rv?resourceVersion=0")
+    assert status == 200

@@ -26,7 +26,14 @@ from kubewerk.apiserver.admission import Admission
 from kubewerk.apiserver.builtins import INITIAL_NAMESPACES, install_builtins
 from kubewerk.apiserver.controllers import Controllers
 from kubewerk.apiserver.registry import Registry, ResourceType
-from kubewerk.apiserver.rest import ResourceApi, Result, Target, make_filter
+from kubewerk.apiserver.rest import (
+    ResourceApi,
+    Result,
+    Target,
+    make_filter,
+    parse_resource_version,
+    too_large_resource_version,
+)
 from kubewerk.apiserver.storage.base import Compacted, Store
 from kubewerk.apiserver.watch import INITIAL_EVENTS_END, Watcher, WatchEvent, WatchHub
 from kubewerk.core import meta as metautil
@@ -246,6 +253,10 @@ class ApiServer:
             await self._send_json(send, 200, {"paths": discovery.root_paths(self.registry)})
             return 200
         head = parts[0]
+        is_resource = (head == "api" and len(parts) > 2) or (head == "apis" and len(parts) > 3)
+        if not is_resource and req.method not in ("GET", "HEAD"):
+            # discovery, OpenAPI, /version and the probes are read-only
+            raise ApiError(405, "MethodNotAllowed", "the server does not allow this method on the requested resource", {})
         if head in ("healthz", "livez", "readyz"):
             await self._send_text(send, 200, "ok")
             return 200
@@ -485,22 +496,19 @@ class ApiServer:
         error_event: JSON | None = None
         rv: int | None = None
         if rv_text not in ("", "0"):
-            try:
-                rv = int(rv_text)
-            except ValueError:
-                raise ApiError.bad_request(f'invalid resource version "{rv_text}"') from None
+            rv = parse_resource_version(rv_text)
         initial_end_rev: int | None = None
         # -- from here to registration: no await (nothing can commit in between)
         if send_initial or (rv is None and send_initial_raw is None):
             items, revision, _ = store.list(prefix)
             if rv is not None and rv > revision:
-                error_event = _too_large(rv, revision)
+                error_event = too_large_resource_version(rv, revision).to_status()
             else:
                 initial = [WatchEvent("ADDED", o) for _, o in items if match is None or match(o)]
                 initial_end_rev = revision if send_initial else None
         elif rv is not None:
             if rv > store.revision:
-                error_event = _too_large(rv, store.revision)
+                error_event = too_large_resource_version(rv, store.revision).to_status()
             else:
                 try:
                     for ev in store.events_since(prefix, rv):
@@ -533,13 +541,20 @@ class ApiServer:
         listener = asyncio.get_running_loop().create_task(watch_disconnect())
         first_table = [True]
 
+        cache_key = f"{target.api_version}@{rtype.crd_generation}"
+
         def encode(ev: WatchEvent) -> bytes:
+            if not as_table:
+                cached = ev.encoded.get(cache_key)
+                if cached is None:
+                    obj = self.api.serve(target, ev.obj)
+                    cached = ev.encoded[cache_key] = orjson.dumps({"type": ev.type, "object": obj}) + b"\n"
+                return cached
             obj = self.api.serve(target, ev.obj)
-            if as_table:
-                obj = table.to_table(rtype, target.version, [obj], {"resourceVersion": obj["metadata"].get("resourceVersion", "")},
-                                     include_object, headers=first_table[0])
-                first_table[0] = False
-            return orjson.dumps({"type": ev.type, "object": obj}) + b"\n"
+            rows = table.to_table(rtype, target.version, [obj], {"resourceVersion": obj["metadata"].get("resourceVersion", "")},
+                                  include_object, headers=first_table[0])
+            first_table[0] = False
+            return orjson.dumps({"type": ev.type, "object": rows}) + b"\n"
 
         def bookmark(revision: int, initial_end: bool = False) -> bytes:
             meta: JSON = {"resourceVersion": str(revision)}
@@ -585,12 +600,6 @@ class ApiServer:
 def _warning_header(text: str) -> bytes:
     """A ``Warning`` header value as kube-apiserver writes it (code 299, agent ``-``)."""
     return ('299 - "' + text.replace("\\", "\\\\").replace('"', '\\"') + '"').encode("utf-8", "replace")
-
-
-def _too_large(rv: int, current: int) -> JSON:
-    return ApiError(504, "Timeout", f"Too large resource version: {rv}, current: {current}",
-                    {"causes": [{"reason": "ResourceVersionTooLarge", "message": "Too large resource version"}],
-                     "retryAfterSeconds": 1}).to_status()
 
 
 def _go_type_name(value: Any) -> str:

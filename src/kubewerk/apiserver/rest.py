@@ -22,6 +22,7 @@ from kubewerk.apiserver.admission import Admission, AdmissionRequest, FieldValid
 from kubewerk.apiserver.registry import Registry, ResourceType
 from kubewerk.apiserver.storage.base import (
     Compacted,
+    Event,
     FutureRevision,
     KeyExists,
     KeyNotFound,
@@ -56,6 +57,20 @@ class GoLiteral:
 
     def __str__(self) -> str:
         return self.text
+
+
+def parse_resource_version(text: str) -> int:
+    """A resourceVersion query parameter: decimal digits only, else 400."""
+    if not (text.isascii() and text.isdigit()):
+        raise ApiError.bad_request(f'invalid resource version "{text}"')
+    return int(text)
+
+
+def too_large_resource_version(requested: int, current: int) -> ApiError:
+    """504 for a read at a revision the server has not reached (the cacher's answer)."""
+    return ApiError(504, "Timeout", f"Too large resource version: {requested}, current: {current}",
+                    {"causes": [{"reason": "ResourceVersionTooLarge", "message": "Too large resource version"}],
+                     "retryAfterSeconds": 1})
 
 
 def copy_json(obj: JSON) -> JSON:
@@ -184,6 +199,11 @@ class ResourceApi:
         self.store = store
         self.registry = registry
         self.admission = admission
+        # storage key -> (resourceVersion, version, CRD generation) of custom resources
+        # this server wrote with that version's defaults applied: reads in the same version
+        # under the same schema need no defaulting pass (it would change nothing)
+        self._defaulted: dict[str, tuple[str, str, int]] = {}
+        store.subscribe(self._forget_deleted)
         self.after_write: list[Callable[[], None]] = []
 
     # -- helpers -----------------------------------------------------------------
@@ -193,10 +213,25 @@ class ResourceApi:
         rtype = target.rtype
         if rtype.from_storage is not None:
             return rtype.from_storage(obj)
-        if not rtype.builtin and obj.get("apiVersion") != target.api_version:
+        if rtype.builtin:
+            return obj
+        if obj.get("apiVersion") != target.api_version:
             obj = dict(obj)
             obj["apiVersion"] = target.api_version
-        return self.admission.on_read(rtype, target.version, obj) if not rtype.builtin else obj
+        meta = obj["metadata"]
+        key = rtype.key(meta.get("namespace", "") if rtype.namespaced else "", meta.get("name", ""))
+        if self._defaulted.get(key) == (meta.get("resourceVersion"), target.version, rtype.crd_generation):
+            return obj
+        return self.admission.on_read(rtype, target.version, obj)
+
+    def _note_defaulted(self, target: Target, key: str, stored: JSON) -> None:
+        if not target.rtype.builtin:
+            rv = stored["metadata"]["resourceVersion"]
+            self._defaulted[key] = (rv, target.version, target.rtype.crd_generation)
+
+    def _forget_deleted(self, ev: Event) -> None:
+        if ev.type == "DELETED":
+            self._defaulted.pop(ev.key, None)
 
     def _to_storage(self, rtype: ResourceType, obj: JSON) -> JSON:
         """The object in its storage form (storage version, or the storage kind)."""
@@ -299,8 +334,11 @@ class ResourceApi:
 
     def get(self, target: Target, query: dict[str, str]) -> Result:
         rv_text = query.get("resourceVersion", "")
-        if rv_text and not (rv_text.isascii() and rv_text.isdigit()):
-            raise ApiError.bad_request(f'invalid resource version "{rv_text}"')
+        if rv_text:
+            # "0": any version; N: not older than N (a newer one cannot be waited for here)
+            rv = parse_resource_version(rv_text)
+            if rv > self.store.revision:
+                raise too_large_resource_version(rv, self.store.revision)
         _, obj = self._get_stored(target)
         return Result(200, self.serve(target, obj))
 
@@ -329,10 +367,7 @@ class ResourceApi:
                 [FieldError.forbidden("resourceVersionMatch", "resourceVersionMatch is forbidden unless resourceVersion is provided")]
             )
         elif rv_text:
-            try:
-                rv = int(rv_text)
-            except ValueError:
-                raise ApiError.bad_request(f'invalid resource version "{rv_text}"') from None
+            rv = parse_resource_version(rv_text)
             if rv_match == "Exact":
                 if rv == 0:
                     raise self._invalid_list_options(
@@ -344,10 +379,7 @@ class ResourceApi:
                     [FieldError.not_supported("resourceVersionMatch", rv_match, ["Exact", "NotOlderThan"])]
                 )
             elif rv > self.store.revision:
-                raise ApiError(504, "Timeout",
-                               f"Too large resource version: {rv}, current: {self.store.revision}",
-                               {"causes": [{"reason": "ResourceVersionTooLarge", "message": "Too large resource version"}],
-                                "retryAfterSeconds": 1})
+                raise too_large_resource_version(rv, self.store.revision)
         items: list[JSON] = []
         revision = self.store.revision if at_revision is None else at_revision
         last_key: str | None = start_after
@@ -370,9 +402,7 @@ class ResourceApi:
                     if cont else f"too old resource version: {at_revision} ({self.store.compacted_revision})"
                 ) from None
             except FutureRevision:
-                raise ApiError(504, "Timeout",
-                               f"Too large resource version: {at_revision}, current: {self.store.revision}",
-                               {"retryAfterSeconds": 1}) from None
+                raise too_large_resource_version(at_revision or 0, self.store.revision) from None
             at_revision = revision
             stopped_early = False
             for idx, (key, obj) in enumerate(page):
@@ -487,6 +517,7 @@ class ResourceApi:
             stored = self.store.create(key, obj)
         except KeyExists:
             raise ApiError.already_exists(rtype.resource, rtype.group, meta["name"]) from None
+        self._note_defaulted(target, key, stored)
         self._notify()
         return Result(201, self.serve(target, stored), warnings)
 
@@ -624,6 +655,7 @@ class ResourceApi:
             raise ApiError.stale(rtype.resource, rtype.group, target.name or "") from None
         except KeyNotFound:
             raise self._not_found(target) from None
+        self._note_defaulted(target, key, stored)
         self._notify()
         return Result(200, self.serve(target, stored), warnings)
 

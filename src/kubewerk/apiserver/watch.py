@@ -12,7 +12,6 @@ from __future__ import annotations
 import asyncio
 import collections
 from collections.abc import Callable
-from dataclasses import dataclass
 from typing import Any
 
 from kubewerk.apiserver.storage.base import Event, Store
@@ -21,12 +20,19 @@ JSON = dict[str, Any]
 INITIAL_EVENTS_END = "k8s.io/initial-events-end"
 
 
-@dataclass(frozen=True, slots=True)
 class WatchEvent:
-    """One event as it will be sent: type and the stored (not yet served) object."""
+    """One event as it will be sent: type and the stored (not yet served) object.
 
-    type: str
-    obj: JSON
+    One instance is shared by every watcher that sends it unchanged, so its encoded form
+    (``encoded``, per served version) is computed once per event, not once per watcher.
+    """
+
+    __slots__ = ("encoded", "obj", "type")
+
+    def __init__(self, type: str, obj: JSON) -> None:
+        self.type = type
+        self.obj = obj
+        self.encoded: dict[str, bytes] = {}
 
 
 class Watcher:
@@ -51,25 +57,26 @@ class Watcher:
             self.queue.append(event)
         self.wakeup.set()
 
-    def offer(self, ev: Event) -> None:
-        """Translate a storage event through the selectors (ADDED/DELETED on transitions)."""
+    def offer(self, ev: Event, shared: WatchEvent | None = None) -> None:
+        """Translate a storage event through the selectors (ADDED/DELETED on transitions).
+
+        ``shared`` is the hub's one ``WatchEvent`` for ``ev``, sent where the type is unchanged.
+        """
         if not ev.key.startswith(self.prefix):
             return
+        same = shared if shared is not None else WatchEvent(ev.type, ev.obj)
         match = self.match
         if match is None:
-            self.push(WatchEvent(ev.type, ev.obj))
+            self.push(same)
             return
-        if ev.type == "ADDED":
+        if ev.type in ("ADDED", "DELETED"):
             if match(ev.obj):
-                self.push(WatchEvent("ADDED", ev.obj))
-        elif ev.type == "DELETED":
-            if match(ev.obj):
-                self.push(WatchEvent("DELETED", ev.obj))
+                self.push(same)
         else:
             now = match(ev.obj)
             before = ev.prev is not None and match(ev.prev)
             if now and before:
-                self.push(WatchEvent("MODIFIED", ev.obj))
+                self.push(same)
             elif now:
                 self.push(WatchEvent("ADDED", ev.obj))
             elif before:
@@ -90,8 +97,9 @@ class WatchHub:
         self._unsubscribe = store.subscribe(self.dispatch)
 
     def dispatch(self, ev: Event) -> None:
+        shared = WatchEvent(ev.type, ev.obj)
         for watcher in self.watchers:
-            watcher.offer(ev)
+            watcher.offer(ev, shared)
 
     def register(self, prefix: str, match: Callable[[JSON], bool] | None) -> Watcher:
         watcher = Watcher(prefix, match, self.max_backlog)

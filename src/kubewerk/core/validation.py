@@ -448,6 +448,13 @@ def validate_object_meta(
     required`` when empty), namespace (an RFC 1123 label; forbidden on cluster-scoped
     kinds), generation, labels, annotations, ownerReferences, finalizers, managedFields.
     """
+    errs = _validate_names(meta, name_rule)
+    errs.extend(_validate_common(meta, namespaced))
+    return errs
+
+
+def _validate_names(meta: Mapping[str, Any], name_rule: NameRule) -> list[FieldError]:
+    """generateName (as a prefix) and name under one name rule."""
     errs: list[FieldError] = []
     generate = _str(meta.get("generateName"))
     if generate:
@@ -462,7 +469,6 @@ def validate_object_meta(
         errs.extend(
             FieldError.invalid("metadata.name", name, msg) for msg in name_errors(name, name_rule)
         )
-    errs.extend(_validate_common(meta, namespaced))
     return errs
 
 
@@ -474,7 +480,8 @@ def validate_object_meta_for_create(
     errs = validate_object_meta(meta, namespaced=namespaced, name_rule=name_rule)
     if errs or name_rule == "path-segment":
         return errs
-    return validate_object_meta(meta, namespaced=namespaced, name_rule="path-segment")
+    # the rest of ObjectMeta passed already; only the names meet the second rule
+    return _validate_names(meta, "path-segment")
 
 
 def validate_object_meta_update(new: Mapping[str, Any], old: Mapping[str, Any]) -> list[FieldError]:
