@@ -140,7 +140,10 @@ async def test_concurrent_writers_cause_409s_but_no_lost_status(kube_client: Cli
     assert requeues >= 1  # 409s happened and were retried, not counted as errors, never lost
 
 
-async def test_server_restart_under_the_operator(tmp_path, wait_for) -> None:  # type: ignore[no-untyped-def]
+async def test_server_restart_under_the_operator(tmp_path, wait_for, caplog) -> None:  # type: ignore[no-untyped-def]
+    import logging
+
+    caplog.set_level(logging.INFO, logger="kubewerk.client.watch")
     from kubewerk.apiserver.server import EmbeddedServer
     from kubewerk.testing import install_crds
 
@@ -169,6 +172,9 @@ async def test_server_restart_under_the_operator(tmp_path, wait_for) -> None:  #
             await wait_for(lambda: converged(client, "before", 5), 15)
             await client.delete(Widget, "after", "default")
             await wait_for(lambda: absent(client, Widget, "after"), 15)
+            messages = [r.getMessage() for r in caplog.records if r.name == "kubewerk.client.watch"]
+            assert any("interrupted" in m for m in messages)  # the watches saw the restart
+            assert any("relisting" in m for m in messages), messages  # and the compacted revision
         finally:
             await mgr.stop()
             await mgr.client.close()
