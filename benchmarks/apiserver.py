@@ -110,7 +110,7 @@ def serve_noop(port_q: Any) -> None:
 
     sock = _listen()
     config = uvicorn.Config(app, lifespan="off", http="httptools", loop="none", log_config=None,
-                            access_log=False, timeout_keep_alive=30, backlog=2048)
+                            access_log=False, timeout_keep_alive=30, backlog=2048, proxy_headers=False)
     server = uvicorn.Server(config)
     loop = uvloop.new_event_loop()
     asyncio.set_event_loop(loop)

@@ -112,6 +112,7 @@ class EmbeddedServer:
             timeout_graceful_shutdown=2,
             timeout_keep_alive=30,
             backlog=2048,
+            proxy_headers=False,  # no proxy in front; skip X-Forwarded-* handling per request
         )
         self._server = uvicorn.Server(config)
         self._server.install_signal_handlers = lambda: None  # the caller owns signals

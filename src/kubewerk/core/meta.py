@@ -33,13 +33,14 @@ def parse_time(text: str) -> float | None:
 
 
 def new_uid() -> str:
+    """A random (version 4) UUID in its canonical text form."""
     return str(uuid.uuid4())
 
 
 def generate_name(prefix: str) -> str:
     """``names.SimpleNameGenerator``: prefix (trimmed to 58 chars) + 5 random chars."""
     prefix = prefix[:MAX_GENERATED_PREFIX]
-    suffix = "".join(random.choice(_NAME_ALPHABET) for _ in range(GENERATE_NAME_SUFFIX_LEN))
+    suffix = "".join(random.choices(_NAME_ALPHABET, k=GENERATE_NAME_SUFFIX_LEN))
     return prefix + suffix
 
 
