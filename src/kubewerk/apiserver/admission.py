@@ -15,6 +15,7 @@ from typing import Any, Literal
 from kubewerk.apiserver.registry import ResourceType
 from kubewerk.core import validation
 from kubewerk.core.errors import ApiError, FieldError
+from kubewerk.core.gofmt import unmarshal_kind
 
 JSON = dict[str, Any]
 Operation = Literal["CREATE", "UPDATE"]
@@ -65,12 +66,10 @@ class Admission:
             if value is None:
                 continue
             if not isinstance(value, dict) or any(not isinstance(v, str) for v in value.values()):
-                bad = type(value).__name__ if not isinstance(value, dict) else next(
-                    type(v).__name__ for v in value.values() if not isinstance(v, str))
-                go_type = {"int": "number", "float": "number", "bool": "bool", "list": "array",
-                           "dict": "object", "str": "string", "NoneType": "null"}.get(bad, bad)
+                bad = value if not isinstance(value, dict) else next(
+                    v for v in value.values() if not isinstance(v, str))
                 raise ApiError.bad_request(
-                    f"json: cannot unmarshal {go_type} into Go struct field {req.rtype.kind}.{field_name} of type "
+                    f"json: cannot unmarshal {unmarshal_kind(bad)} into Go struct field {req.rtype.kind}.{field_name} of type "
                     + ("string" if isinstance(value, dict) else "map[string]string")
                 )
 

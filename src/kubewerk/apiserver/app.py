@@ -38,6 +38,7 @@ from kubewerk.apiserver.storage.base import Compacted, Store
 from kubewerk.apiserver.watch import INITIAL_EVENTS_END, Watcher, WatchEvent, WatchHub
 from kubewerk.core import meta as metautil
 from kubewerk.core.errors import ApiError, FieldError
+from kubewerk.core.gofmt import unmarshal_kind
 
 JSON = dict[str, Any]
 Scope = dict[str, Any]
@@ -368,7 +369,7 @@ class ApiServer:
         if not isinstance(data, dict):
             raise ApiError.bad_request(
                 "couldn't get version/kind; json parse error: json: cannot unmarshal "
-                f"{_go_type_name(data)} into Go value of type struct {{ APIVersion string \"json:\\\"apiVersion,omitempty\\\"\"; Kind string \"json:\\\"kind,omitempty\\\"\" }}"
+                f"{unmarshal_kind(data)} into Go value of type struct {{ APIVersion string \"json:\\\"apiVersion,omitempty\\\"\"; Kind string \"json:\\\"kind,omitempty\\\"\" }}"
             )
         return data
 
@@ -600,18 +601,6 @@ class ApiServer:
 def _warning_header(text: str) -> bytes:
     """A ``Warning`` header value as kube-apiserver writes it (code 299, agent ``-``)."""
     return ('299 - "' + text.replace("\\", "\\\\").replace('"', '\\"') + '"').encode("utf-8", "replace")
-
-
-def _go_type_name(value: Any) -> str:
-    if isinstance(value, list):
-        return "array"
-    if isinstance(value, str):
-        return "string"
-    if isinstance(value, bool):
-        return "bool"
-    if isinstance(value, int | float):
-        return "number"
-    return "null" if value is None else "value"
 
 
 __all__ = ["ApiServer", "ResourceType"]

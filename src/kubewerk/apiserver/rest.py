@@ -31,6 +31,7 @@ from kubewerk.apiserver.storage.base import (
 )
 from kubewerk.core import meta as metautil
 from kubewerk.core.errors import ApiError, FieldError
+from kubewerk.core.gofmt import unmarshal_kind
 from kubewerk.core.selectors import (
     builtin_field_set,
     convert_builtin_field_label,
@@ -928,18 +929,6 @@ _META_STRINGS = ("name", "generateName", "namespace", "uid", "resourceVersion", 
                  "deletionTimestamp")
 
 
-def _go_json_type(value: Any) -> str:
-    if isinstance(value, bool):
-        return "bool"
-    if isinstance(value, int | float):
-        return "number"
-    if isinstance(value, str):
-        return "string"
-    if isinstance(value, list):
-        return "array"
-    return "object" if isinstance(value, dict) else "value"
-
-
 def _meta_type_error(meta: JSON) -> str | None:
     """The error decoding ``meta`` into a typed ObjectMeta gives, or None if it decodes.
 
@@ -947,7 +936,7 @@ def _meta_type_error(meta: JSON) -> str | None:
     Go struct field ObjectMeta.metadata.labels of type map[string]string``).
     """
     def wrong(value: Any, path: str, go_type: str) -> str:
-        return f"json: cannot unmarshal {_go_json_type(value)} into Go struct field ObjectMeta.metadata.{path} of type {go_type}"
+        return f"json: cannot unmarshal {unmarshal_kind(value)} into Go struct field ObjectMeta.metadata.{path} of type {go_type}"
 
     for key in _META_STRINGS:
         value = meta.get(key)

@@ -12,6 +12,8 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, Final
 
+from kubewerk.core.gofmt import go_float_v, go_json, go_quote
+
 OMIT: Final = object()
 """Marker for a field error that carries no bad value."""
 
@@ -48,7 +50,7 @@ def go_value(value: Any) -> str:
     if isinstance(value, int):
         return str(value)
     if isinstance(value, float):
-        return _go_float(value)
+        return go_float_v(value)
     if isinstance(value, str):
         return go_quote(value)
     text = getattr(value, "go_text", None)
@@ -57,119 +59,6 @@ def go_value(value: Any) -> str:
     if isinstance(value, (Mapping, Sequence)):
         return go_json(value)
     return str(value)
-
-
-def _go_float(value: float) -> str:
-    """``%v`` of a float64: shortest digits, exponent form when exp < -4 or >= 6 (Go %g)."""
-    import math
-
-    if math.isnan(value):
-        return "NaN"
-    if math.isinf(value):
-        return "+Inf" if value > 0 else "-Inf"
-    if value == 0:
-        return "0"
-    text = repr(abs(value))
-    mant, _, e = text.partition("e")
-    exp = int(e) if e else 0
-    ip, _, fp = mant.partition(".")
-    fp = "" if fp == "0" else fp
-    raw = ip + fp
-    stripped = raw.lstrip("0")
-    point = len(ip) - (len(raw) - len(stripped))
-    digits = stripped.rstrip("0") or "0"
-    exp10 = exp + point - 1
-    sign = "-" if value < 0 else ""
-    if exp10 < -4 or exp10 >= 6:
-        m = digits[0] + ("." + digits[1:] if len(digits) > 1 else "")
-        return f"{sign}{m}e{'-' if exp10 < 0 else '+'}{abs(exp10):02d}"
-    if exp10 < 0:
-        return sign + "0." + "0" * (-exp10 - 1) + digits
-    if exp10 + 1 >= len(digits):
-        return sign + digits + "0" * (exp10 + 1 - len(digits))
-    return sign + digits[: exp10 + 1] + "." + digits[exp10 + 1 :]
-
-
-def go_json(value: Any) -> str:
-    """``json.Marshal`` of a decoded JSON value: sorted keys, HTML-safe escapes."""
-    if value is None:
-        return "null"
-    if value is True:
-        return "true"
-    if value is False:
-        return "false"
-    if isinstance(value, int):
-        return str(value)
-    if isinstance(value, float):
-        return _json_float(value)
-    if isinstance(value, str):
-        return _json_quote(value)
-    if isinstance(value, Mapping):
-        return "{" + ",".join(f"{_json_quote(str(k))}:{go_json(value[k])}" for k in sorted(value)) + "}"
-    if isinstance(value, Sequence):
-        return "[" + ",".join(go_json(v) for v in value) + "]"
-    return _json_quote(str(value))
-
-
-def _json_float(value: float) -> str:
-    """encoding/json's float64: plain digits unless exp < -6 or >= 21."""
-    if value == int(value) and abs(value) < 1e21:
-        return str(int(value))
-    text = repr(value)
-    if "e" in text:
-        mant, _, e = text.partition("e")
-        exp = int(e)
-        if (-6 <= exp + 0 < 21 and "." not in mant) or exp < -6 or exp >= 21:
-            return f"{mant}e{'-' if exp < 0 else '+'}{abs(exp)}"
-        return format(value, "f").rstrip("0")
-    return text
-
-
-def _json_quote(text: str) -> str:
-    out = ['"']
-    for ch in text:
-        code = ord(ch)
-        if ch == '"':
-            out.append('\\"')
-        elif ch == "\\":
-            out.append("\\\\")
-        elif ch == "\n":
-            out.append("\\n")
-        elif ch == "\r":
-            out.append("\\r")
-        elif ch == "\t":
-            out.append("\\t")
-        elif code < 0x20 or ch in "<>&" or code in (0x2028, 0x2029):
-            out.append(f"\\u{code:04x}")
-        else:
-            out.append(ch)
-    out.append('"')
-    return "".join(out)
-
-
-def go_quote(text: str) -> str:
-    """Go's ``%q`` for a string: double quotes, Go escapes, non-printables as \\u/\\x."""
-    out = ['"']
-    for ch in text:
-        code = ord(ch)
-        if ch == '"':
-            out.append('\\"')
-        elif ch == "\\":
-            out.append("\\\\")
-        elif ch == "\n":
-            out.append("\\n")
-        elif ch == "\t":
-            out.append("\\t")
-        elif ch == "\r":
-            out.append("\\r")
-        elif code < 0x20 or code == 0x7F:
-            out.append(f"\\x{code:02x}")
-        elif not ch.isprintable():
-            out.append(f"\\u{code:04x}" if code <= 0xFFFF else f"\\U{code:08x}")
-        else:
-            out.append(ch)
-    out.append('"')
-    return "".join(out)
 
 
 @dataclass(frozen=True, slots=True)

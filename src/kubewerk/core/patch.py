@@ -41,7 +41,8 @@ from typing import Any, Final
 
 import orjson
 
-from kubewerk.core.errors import ApiError, go_quote
+from kubewerk.core.errors import ApiError
+from kubewerk.core.gofmt import go_quote
 
 __all__ = [
     "JSON_PATCH_MAX_COPY_BYTES",

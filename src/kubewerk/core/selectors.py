@@ -25,7 +25,7 @@ from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, Final
 
-from kubewerk.core.errors import go_quote
+from kubewerk.core.gofmt import go_quote, go_sprint
 
 __all__ = [
     "EVERYTHING",
@@ -911,52 +911,6 @@ def convert_custom_field_label(
     if label in {p.removeprefix(".") for p in selectable_fields}:
         return label
     raise FieldLabelError(f"field label not supported: {label}")
-
-
-def go_sprint(value: Any) -> str:
-    """Go's ``fmt.Sprint`` for a decoded JSON scalar (strings as is, floats as ``%v``)."""
-    if isinstance(value, str):
-        return value
-    if isinstance(value, bool):
-        return "true" if value else "false"
-    if isinstance(value, int):
-        return str(value)
-    if isinstance(value, float):
-        return _go_float_v(value)
-    if value is None:
-        return "<nil>"
-    return str(value)
-
-
-def _go_float_v(value: float) -> str:
-    """``strconv.FormatFloat(v, 'g', -1, 64)``, which ``%v`` uses for float64 (``1e+06``)."""
-    if value != value:
-        return "NaN"
-    if value in (float("inf"), float("-inf")):
-        return "+Inf" if value > 0 else "-Inf"
-    if value == 0:
-        return "-0" if str(value).startswith("-") else "0"
-    digits_repr = repr(value)  # shortest round-trip digits
-    mantissa, _, exp_text = digits_repr.lower().partition("e")
-    sign = "-" if mantissa.startswith("-") else ""
-    mantissa = mantissa.lstrip("-")
-    int_part, _, frac_part = mantissa.partition(".")
-    exp10 = int(exp_text) if exp_text else 0
-    digits = (int_part + frac_part).lstrip("0")
-    # decimal point position relative to the digit string
-    lead_zeros = len(int_part + frac_part) - len((int_part + frac_part).lstrip("0"))
-    dp = len(int_part) + exp10 - lead_zeros
-    digits = digits.rstrip("0") or "0"
-    exp = dp - 1
-    if exp < -4 or exp >= 6:  # %v is shortest 'g': exponent form from 1e+06 on
-        first, rest = digits[0], digits[1:]
-        body = first + ("." + rest if rest else "")
-        return f"{sign}{body}e{'-' if exp < 0 else '+'}{abs(exp):02d}"
-    if dp <= 0:
-        return f"{sign}0.{'0' * -dp}{digits}"
-    if dp >= len(digits):
-        return f"{sign}{digits}{'0' * (dp - len(digits))}"
-    return f"{sign}{digits[:dp]}.{digits[dp:]}"
 
 
 def field_value(obj: Mapping[str, Any], path: str) -> str | None:

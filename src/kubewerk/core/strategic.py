@@ -35,8 +35,9 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any, Final, Protocol
 
+from kubewerk.core.gofmt import go_sprint
 from kubewerk.core.patch import PatchError, deep_copy
-from kubewerk.core.selectors import canonical_kind_key, go_sprint
+from kubewerk.core.selectors import canonical_kind_key
 
 __all__ = [
     "PATCH_STRATEGIES",

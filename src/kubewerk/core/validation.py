@@ -25,7 +25,8 @@ import unicodedata
 from collections.abc import Mapping, Sequence
 from typing import Any, Final, Literal
 
-from kubewerk.core.errors import FieldError, go_quote
+from kubewerk.core.errors import FieldError
+from kubewerk.core.gofmt import go_quote
 from kubewerk.core.selectors import (
     is_label_key,
     is_label_value,

@@ -17,7 +17,8 @@ from typing import Any
 from pydantic import BaseModel, ValidationError
 from pydantic_core import ErrorDetails
 
-from kubewerk.core.errors import FieldError, go_quote
+from kubewerk.core.errors import FieldError
+from kubewerk.core.gofmt import go_quote
 
 _TYPE_NAMES: dict[str, str] = {
     "int": "integer",

@@ -12,8 +12,7 @@ import re
 from typing import Any, Final
 
 from kubewerk.core.errors import FieldError
-
-from ._gofmt import go_json
+from kubewerk.core.gofmt import go_json
 
 _NO_DEFAULT: Final = object()
 META_FIELDS: Final = frozenset({"apiVersion", "kind", "metadata"})

@@ -20,9 +20,9 @@ from typing import Any, Final
 import re2
 
 from kubewerk.core.errors import FieldError
+from kubewerk.core.gofmt import INT64_MAX, INT64_MIN, go_deep_equal, go_float_v, go_json, go_quote
 
 from . import formats
-from ._gofmt import INT64_MAX, INT64_MIN, go_deep_equal, go_float_v, go_json, go_quote
 
 ROOT_FIELD: Final = "<nil>"
 """How ``field.Path(nil).String()`` prints: the field of errors about the whole object."""

@@ -17,9 +17,9 @@ from typing import Any, Final
 from urllib.parse import urlsplit
 
 from kubewerk.core.errors import FieldError
+from kubewerk.core.gofmt import go_deep_equal
 
 from . import _structural as st
-from ._gofmt import go_deep_equal
 from ._validator import ROOT_FIELD, Validator, compile_go_regexp
 from .compiled import CompiledSchema, SchemaError
 
@@ -686,7 +686,7 @@ def _validate_spec(spec: _Spec, opts: _Options, path: str) -> list[FieldError]:
 
 
 def _versions_value(spec: _Spec) -> GoText:
-    from kubewerk.core.errors import go_json
+    from kubewerk.core.gofmt import go_json
 
     return GoText(go_json(spec.raw.get("versions") or []))
 

@@ -22,7 +22,8 @@ from typing import TYPE_CHECKING, Any, Final
 from cel_expr_python import cel
 from cel_expr_python.ext import ext_bindings, ext_optional, ext_strings
 
-from kubewerk.core.errors import FieldError, go_json
+from kubewerk.core.errors import FieldError
+from kubewerk.core.gofmt import go_json
 
 from .._validator import ROOT_FIELD
 from . import library

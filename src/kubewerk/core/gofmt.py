@@ -1,8 +1,8 @@
-"""Go formatting rules the Kubernetes messages depend on.
+"""Go formatting rules the Kubernetes messages depend on: the one place for them.
 
-Kubernetes builds its schema error texts with Go's ``fmt`` verbs; a float printed with
-``%v`` reads ``1e+06`` where Python would print ``1000000.0``. These helpers reproduce
-the few verbs the messages use, so the texts match byte for byte.
+Kubernetes builds its error texts with Go's ``fmt`` verbs and ``encoding/json``; a float
+printed with ``%v`` reads ``1e+06`` where Python would print ``1000000.0``. These helpers
+reproduce the few verbs and encodings the messages use, so the texts match byte for byte.
 """
 
 from __future__ import annotations
@@ -191,3 +191,34 @@ def go_deep_equal(a: Any, b: Any) -> bool:
     if ta == "array":
         return len(a) == len(b) and all(go_deep_equal(x, y) for x, y in zip(a, b, strict=True))
     return bool(a == b)
+
+
+def go_sprint(value: Any) -> str:
+    """Go's ``fmt.Sprint`` for a decoded JSON scalar (strings as is, floats as ``%v``)."""
+    if isinstance(value, str):
+        return value
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    if isinstance(value, int):
+        return str(value)
+    if isinstance(value, float):
+        return go_float_v(value)
+    if value is None:
+        return "<nil>"
+    return str(value)
+
+
+def unmarshal_kind(value: Any) -> str:
+    """The word ``encoding/json``'s ``UnmarshalTypeError`` uses for a JSON value
+    (``json: cannot unmarshal <kind> into Go ...``)."""
+    if value is None:
+        return "null"
+    if isinstance(value, bool):
+        return "bool"
+    if isinstance(value, int | float):
+        return "number"
+    if isinstance(value, str):
+        return "string"
+    if isinstance(value, list):
+        return "array"
+    return "object"
