@@ -1,20 +1,28 @@
 """``kubewerk lint``, ``kubewerk compat`` and ``kubewerk validate``.
 
+Inputs are files, directories, ``-`` (stdin), ``git:REV:PATH`` and, for CRDs,
+``cluster:[CONTEXT/]NAME`` (read through the API client, see
+:mod:`kubewerk.cli.cluster`); ``kubewerk lint --cluster`` lints every installed CRD.
+
 Exit codes: 0 when no finding reaches the ``--fail-on`` level, 1 when one does, 2 for
-usage errors and unreadable input (the message names the file and line).
+usage errors and unreadable input (the message names the file and line), including a
+kubeconfig that cannot be used, an API server that does not answer and a CRD that is
+not installed.
 """
 
 from __future__ import annotations
 
 import argparse
+import itertools
 import sys
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
 from kubewerk.cli import UsageError
+from kubewerk.cli.cluster import ClusterReader, is_cluster_arg, parse_ref
 from kubewerk.govern.config import Config, SuppressRule, load_config
 from kubewerk.govern.findings import FAIL_LEVELS, Finding, Severity, Summary
-from kubewerk.govern.loader import Document, InputError, gc_paused, iter_sources
+from kubewerk.govern.loader import Document, InputError, expand, gc_paused, iter_sources
 from kubewerk.govern.report import render_json, render_sarif, render_text, use_colour
 
 
@@ -39,6 +47,19 @@ def _common(p: argparse.ArgumentParser) -> None:
     )
 
 
+def _kubeconfig_options(p: argparse.ArgumentParser) -> None:
+    p.add_argument(
+        "--kubeconfig",
+        metavar="PATH",
+        help="kubeconfig for cluster: inputs (default: $KUBECONFIG or ~/.kube/config)",
+    )
+    p.add_argument(
+        "--context",
+        metavar="NAME",
+        help="kubeconfig context for cluster: inputs (default: the current context)",
+    )
+
+
 def _rule_list(text: str) -> list[str]:
     return [r.strip() for r in text.split(",") if r.strip()]
 
@@ -47,11 +68,28 @@ def register(subparsers: Any) -> None:
     lint = subparsers.add_parser(
         "lint",
         help="lint CustomResourceDefinitions for anti-patterns",
-        description="Lint CRDs in files, directories (recursive) or - (stdin).",
+        description="Lint CRDs in files, directories (recursive), - (stdin), git:REV:PATH, "
+        "cluster:NAME, or every CRD installed in a cluster (--cluster).",
     )
     lint.add_argument(
-        "paths", nargs="+", metavar="PATH", help="file, directory, -, or git:REV:PATH"
+        "paths",
+        nargs="*",
+        metavar="PATH",
+        help="file, directory, -, git:REV:PATH, or cluster:[CONTEXT/]NAME",
     )
+    lint.add_argument(
+        "--cluster",
+        action="store_true",
+        help="lint every CRD installed in the cluster (implied by --kubeconfig/--context "
+        "unless a PATH is cluster:NAME)",
+    )
+    lint.add_argument(
+        "-l",
+        "--selector",
+        metavar="SELECTOR",
+        help="with --cluster: only CRDs matching this label selector",
+    )
+    _kubeconfig_options(lint)
     _common(lint)
     lint.add_argument(
         "--enable",
@@ -68,10 +106,12 @@ def register(subparsers: Any) -> None:
     compat = subparsers.add_parser(
         "compat",
         help="find breaking changes between two revisions of CRDs",
-        description="Compare the CRDs of OLD and NEW (files, directories, - or git:REV:PATH).",
+        description="Compare the CRDs of OLD and NEW (files, directories, -, git:REV:PATH, "
+        "or cluster:[CONTEXT/]NAME for a CRD installed in a cluster).",
     )
     compat.add_argument("old", metavar="OLD")
     compat.add_argument("new", metavar="NEW")
+    _kubeconfig_options(compat)
     _common(compat)
     compat.set_defaults(func=run_compat)
 
@@ -86,7 +126,7 @@ def register(subparsers: Any) -> None:
         action="append",
         required=True,
         metavar="CRD",
-        help="CRD file or directory (repeatable)",
+        help="CRD file, directory, or cluster:[CONTEXT/]NAME (repeatable)",
     )
     validate.add_argument(
         "--old",
@@ -95,6 +135,7 @@ def register(subparsers: Any) -> None:
         metavar="OLD",
         help="the stored objects: validate MANIFEST as an update of them (transition rules run)",
     )
+    _kubeconfig_options(validate)
     _common(validate)
     validate.set_defaults(func=run_validate)
 
@@ -173,21 +214,60 @@ def _guard(fn: Callable[[], int]) -> int:
 
 
 class _Collector:
-    """Streams sources, remembering file names and their SARIF URIs."""
+    """Streams sources, remembering file names and their SARIF URIs.
 
-    def __init__(self) -> None:
+    ``cluster`` holds the CRDs already read for ``cluster:`` arguments (by argument);
+    each of them, like each CRD passed to :meth:`extra`, counts as one source.
+    """
+
+    def __init__(self, cluster: Mapping[str, Document] | None = None) -> None:
         self.files = 0
         self.uris: dict[str, str] = {}
+        self.cluster = cluster or {}
 
     def docs(self, paths: Sequence[str]) -> Any:
-        for docs in iter_sources(paths):
-            self.files += 1
-            if docs:
-                self.uris[docs[0].source.name] = docs[0].source.uri
-            yield from docs
+        if not self.cluster:
+            for docs in iter_sources(paths):
+                yield from self._count(docs)
+            return
+        for path in paths:
+            found = self.cluster.get(path)
+            if found is not None:
+                yield from self._count([found])
+            else:
+                for docs in iter_sources([path]):
+                    yield from self._count(docs)
+
+    def extra(self, docs: Sequence[Document]) -> Any:
+        for doc in docs:
+            yield from self._count([doc])
+
+    def _count(self, docs: list[Document]) -> list[Document]:
+        self.files += 1
+        if docs:
+            self.uris[docs[0].source.name] = docs[0].source.uri
+        return docs
 
     def load(self, paths: Sequence[str]) -> list[Document]:
         return list(self.docs(paths))
+
+
+def _read_cluster(
+    args: argparse.Namespace,
+    inputs: Sequence[str],
+    *,
+    read_all: bool = False,
+    selector: str | None = None,
+) -> tuple[dict[str, Document], list[Document]]:
+    """Read the CRDs that ``cluster:`` arguments among ``inputs`` name (and every CRD
+    with ``read_all``) before anything else; local inputs are checked for existence
+    first, so a typo in a path is reported without waiting for a server."""
+    refs = [parse_ref(arg) for arg in inputs if is_cluster_arg(arg)]
+    if not refs and not read_all:
+        return {}, []
+    expand([arg for arg in inputs if not is_cluster_arg(arg)])
+    reader = ClusterReader(args.kubeconfig, args.context)
+    return reader.read(refs, read_all=read_all, selector=selector)
 
 
 def run_lint(args: argparse.Namespace) -> int:
@@ -201,10 +281,24 @@ def run_lint(args: argparse.Namespace) -> int:
     enabled = cfg.enabled(known, args.enable, args.disable)
     rules = {r.id: (cfg.severities.get(r.id, r.severity), r.summary) for r in RULES.values()}
 
+    named_refs = any(is_cluster_arg(p) for p in args.paths)
+    read_all = bool(args.cluster or ((args.kubeconfig or args.context) and not named_refs))
+    if not args.paths and not read_all:
+        raise UsageError("nothing to lint: give PATH arguments or --cluster")
+    if args.selector and not read_all:
+        raise UsageError("--selector applies only to the CRDs read with --cluster")
+
     def run() -> int:
-        collector = _Collector()
+        named, everything = _read_cluster(
+            args, args.paths, read_all=read_all, selector=args.selector
+        )
+        collector = _Collector(named)
+        # a CRD named on the command line and also installed is linted once
+        seen = {doc.source.name for doc in named.values()}
+        everything = [doc for doc in everything if doc.source.name not in seen]
+        docs = itertools.chain(collector.docs(args.paths), collector.extra(everything))
         with gc_paused():
-            result = lint_documents(collector.docs(args.paths), enabled, cfg.severities)
+            result = lint_documents(docs, enabled, cfg.severities)
         return _emit(
             args,
             "lint",
@@ -231,7 +325,8 @@ def run_compat(args: argparse.Namespace) -> int:
     def run() -> int:
         if args.old == "-" and args.new == "-":
             raise UsageError("only one of OLD and NEW can be - (stdin)")
-        collector = _Collector()
+        named, _ = _read_cluster(args, [args.old, args.new])
+        collector = _Collector(named)
         old = collector.load([args.old])
         new = collector.load([args.new])
         result = compare_documents(old, new)
@@ -262,7 +357,14 @@ def run_validate(args: argparse.Namespace) -> int:
     def run() -> int:
         if sum(1 for p in (*args.crd, *args.old, *args.manifests) if p == "-") > 1:
             raise UsageError("- (stdin) can be given only once")
-        collector = _Collector()
+        for arg in (*args.old, *args.manifests):
+            if is_cluster_arg(arg):
+                raise UsageError(
+                    f"{arg}: cluster: names a CRD; give it with --crd "
+                    "(custom resources are read from files)"
+                )
+        named, _ = _read_cluster(args, args.crd)
+        collector = _Collector(named)
         crds = collector.load(args.crd)
         old = collector.load(args.old) if args.old else []
         manifests = collector.load(args.manifests)
