@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
+import os
 import random
 import time
 from collections.abc import AsyncIterator, Mapping
@@ -688,7 +689,11 @@ def _why(exc: BaseException) -> str:
         return f"TLS handshake failed ({exc.os_error})"
     if isinstance(exc, aiohttp.ClientConnectorError):
         err = exc.os_error
-        return (err.strerror or str(err)).lower() if isinstance(err, OSError) else str(exc)
+        if isinstance(err, OSError):
+            # asyncio words a refused connect as "Connect call failed (...)"; say what errno says
+            text = os.strerror(err.errno) if err.errno else (err.strerror or str(err))
+            return text.lower()
+        return str(exc)
     if isinstance(exc, aiohttp.ServerDisconnectedError):
         return "the server closed the connection"
     text = str(exc)
