@@ -207,7 +207,7 @@ class Controllers:
         return {str(r.get("uid")) for r in refs if isinstance(r, dict) and r.get("uid")}
 
     def _index(self, key: str, obj: JSON | None, prev: JSON | None) -> None:
-        if prev is not None:
+        if prev is not None and (prev.get("metadata") or {}).get("ownerReferences"):
             for uid in self._owner_uids(prev) - self._owner_uids(obj):
                 deps = self._dependents.get(uid)
                 if deps is not None:
@@ -220,11 +220,13 @@ class Controllers:
                 if gone and self._uid_to_key.get(gone) == key:
                     del self._uid_to_key[gone]
             return
-        own = (obj.get("metadata") or {}).get("uid")
+        meta = obj.get("metadata") or {}
+        own = meta.get("uid")
         if own:
             self._uid_to_key[own] = key
-        for owner in self._owner_uids(obj):
-            self._dependents.setdefault(owner, set()).add(key)
+        if meta.get("ownerReferences"):
+            for owner in self._owner_uids(obj):
+                self._dependents.setdefault(owner, set()).add(key)
 
     async def _run(self) -> None:
         assert self._wakeup is not None

@@ -573,8 +573,11 @@ class ResourceApi:
         return self._get_stored(target)
 
     def _apply_update(self, target: Target, key: str, current: JSON, new: JSON,
-                      query: dict[str, str], rv_text: Any) -> Result:
-        """The shared tail of PUT and PATCH: system fields, status rules, admission, write."""
+                      query: dict[str, str], rv_text: Any, served: JSON | None = None) -> Result:
+        """The shared tail of PUT and PATCH: system fields, status rules, admission, write.
+
+        ``served`` is ``current`` as served in the target version, when the caller has it.
+        """
         rtype = target.rtype
         if rv_text:
             try:
@@ -583,7 +586,7 @@ class ResourceApi:
                 raise ApiError.bad_request(f'invalid resource version "{rv_text}"') from None
             if str(expected) != current["metadata"]["resourceVersion"]:
                 raise ApiError.stale(rtype.resource, rtype.group, target.name or "")
-        old_served = self.serve(target, current)
+        old_served = served if served is not None else self.serve(target, current)
         meta = new.setdefault("metadata", {})
         old_meta = current.get("metadata") or {}
         if meta.get("uid") and meta["uid"] != old_meta.get("uid"):
@@ -723,7 +726,7 @@ class ResourceApi:
             # unchanged by the patch: no precondition (only a patch that sets it is guarded)
             patch_rv = _patch_sets_resource_version(media, patch_doc)
             rv_text = rv_text if patch_rv else None
-        return self._apply_update(target, key, current, patched, query, rv_text)
+        return self._apply_update(target, key, current, patched, query, rv_text, served)
 
     def _run_patch(self, target: Target, media: str, doc: JSON, patch_doc: Any, patchlib: Any) -> Any:
         try:
