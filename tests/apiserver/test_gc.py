@@ -3,25 +3,13 @@
 from __future__ import annotations
 
 import asyncio
-from collections.abc import AsyncIterator
 from typing import Any
 
-import pytest
-
-from kubewerk.apiserver.server import EmbeddedServer
 from tests.apiserver.helpers import DB_PATH, Api, configmap, database
 
 CM_PATH = "/api/v1/namespaces/default/configmaps"
 
 
-@pytest.fixture
-async def api(aserver: EmbeddedServer) -> AsyncIterator[Api]:
-    client = Api(aserver.url)
-    await client.install_demo_crd()
-    try:
-        yield client
-    finally:
-        await client.close()
 
 
 def owned_by(owner: dict[str, Any], block: bool = False) -> dict[str, Any]:

@@ -3,9 +3,6 @@
 from __future__ import annotations
 
 import asyncio
-from collections.abc import AsyncIterator
-
-import pytest
 
 from kubewerk.apiserver.server import EmbeddedServer
 from tests.apiserver.helpers import CRD_PATH, DB_PATH, Api, configmap, database
@@ -13,14 +10,6 @@ from tests.apiserver.helpers import CRD_PATH, DB_PATH, Api, configmap, database
 CM_PATH = "/api/v1/namespaces/default/configmaps"
 
 
-@pytest.fixture
-async def api(aserver: EmbeddedServer) -> AsyncIterator[Api]:
-    client = Api(aserver.url)
-    await client.install_demo_crd()
-    try:
-        yield client
-    finally:
-        await client.close()
 
 
 async def test_create_sets_system_fields(api: Api) -> None:

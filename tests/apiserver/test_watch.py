@@ -3,22 +3,9 @@
 from __future__ import annotations
 
 import asyncio
-from collections.abc import AsyncIterator
-
-import pytest
 
 from kubewerk.apiserver.server import EmbeddedServer
 from tests.apiserver.helpers import DB_PATH, Api, database
-
-
-@pytest.fixture
-async def api(aserver: EmbeddedServer) -> AsyncIterator[Api]:
-    client = Api(aserver.url)
-    await client.install_demo_crd()
-    try:
-        yield client
-    finally:
-        await client.close()
 
 
 async def test_watch_without_resource_version_starts_with_current_state(api: Api) -> None:

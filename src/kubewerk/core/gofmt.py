@@ -194,7 +194,8 @@ def go_deep_equal(a: Any, b: Any) -> bool:
 
 
 def go_sprint(value: Any) -> str:
-    """Go's ``fmt.Sprint`` for a decoded JSON scalar (strings as is, floats as ``%v``)."""
+    """Go's ``fmt.Sprint`` / ``%v`` of a decoded JSON value: strings as is, floats as
+    ``%v``, maps as ``map[a:1 b:[x y]]`` (sorted keys), null as ``<nil>``."""
     if isinstance(value, str):
         return value
     if isinstance(value, bool):
@@ -205,6 +206,10 @@ def go_sprint(value: Any) -> str:
         return go_float_v(value)
     if value is None:
         return "<nil>"
+    if isinstance(value, dict):
+        return "map[" + " ".join(f"{k}:{go_sprint(value[k])}" for k in sorted(value)) + "]"
+    if isinstance(value, list | tuple):
+        return "[" + " ".join(go_sprint(v) for v in value) + "]"
     return str(value)
 
 

@@ -42,7 +42,7 @@ from typing import Any, Final
 import orjson
 
 from kubewerk.core.errors import ApiError
-from kubewerk.core.gofmt import go_quote
+from kubewerk.core.gofmt import go_quote, unmarshal_kind
 
 __all__ = [
     "JSON_PATCH_MAX_COPY_BYTES",
@@ -416,19 +416,6 @@ def _apply_op(root: Any, op: Any, copied: list[int]) -> Any:
     raise _OpFailed(f"Unexpected kind: {kind}")
 
 
-def _go_json_kind(value: Any) -> str:
-    """The JSON type word Go's ``UnmarshalTypeError`` names."""
-    if isinstance(value, bool):
-        return "bool"
-    if isinstance(value, (int, float)):
-        return "number"
-    if isinstance(value, str):
-        return "string"
-    if isinstance(value, list):
-        return "array"
-    return "object"
-
-
 def json_patch(doc: Any, ops: Any) -> Any:
     """Apply a decoded RFC 6902 patch document to ``doc`` and return the new document.
 
@@ -441,18 +428,18 @@ def json_patch(doc: Any, ops: Any) -> Any:
         return deep_copy(doc)
     if not isinstance(ops, list):
         raise PatchError.bad_request_text(
-            f"json: cannot unmarshal {_go_json_kind(ops)} into Go value of type jsonpatch.Patch"
+            f"json: cannot unmarshal {unmarshal_kind(ops)} into Go value of type jsonpatch.Patch"
         )
     for op in ops:
         if op is not None and not isinstance(op, dict):
             raise PatchError.bad_request_text(
-                f"json: cannot unmarshal {_go_json_kind(op)} into Go value of type jsonpatch.Operation"
+                f"json: cannot unmarshal {unmarshal_kind(op)} into Go value of type jsonpatch.Operation"
             )
     if len(ops) > MAX_JSON_PATCH_OPERATIONS:
         raise PatchError.too_many_operations(len(ops))
     if not isinstance(doc, (dict, list)):
         raise PatchError.cannot_apply(
-            f"json: cannot unmarshal {_go_json_kind(doc)} into Go value of type jsonpatch.partialDoc"
+            f"json: cannot unmarshal {unmarshal_kind(doc)} into Go value of type jsonpatch.partialDoc"
         )
     root = deep_copy(doc)
     copied = [0]

@@ -126,25 +126,6 @@ class _Fail(Exception):
 # ------------------------------------------------------------------ Go value rendering
 
 
-def _go_v(value: Any) -> str:
-    """Go's ``%v`` for a decoded JSON value (``map[a:1 b:[x y]]``)."""
-    if value is None:
-        return "<nil>"
-    if isinstance(value, bool):
-        return "true" if value else "false"
-    if isinstance(value, str):
-        return value
-    if isinstance(value, int):
-        return str(value)
-    if isinstance(value, float):
-        return go_sprint(value)
-    if isinstance(value, dict):
-        return "map[" + " ".join(f"{k}:{_go_v(value[k])}" for k in sorted(value)) + "]"
-    if isinstance(value, list):
-        return "[" + " ".join(_go_v(v) for v in value) + "]"
-    return str(value)
-
-
 def _go_type(value: Any) -> str:
     """``reflect.TypeOf(v).String()`` for a decoded JSON value."""
     if value is None:
@@ -168,7 +149,7 @@ def _go_s(value: Any) -> str:
         return value
     if value is None:
         return "%!s(<nil>)"
-    return f"%!s({_go_type(value)}={_go_v(value)})"
+    return f"%!s({_go_type(value)}={go_sprint(value)})"
 
 
 def _bad_arg_type(expected: str, actual: Any) -> _Fail:
@@ -176,11 +157,11 @@ def _bad_arg_type(expected: str, actual: Any) -> _Fail:
 
 
 def _no_merge_key(item: Mapping[str, Any], key: str) -> _Fail:
-    return _Fail(f"map: {_go_v(dict(item))} does not contain declared merge key: {key}")
+    return _Fail(f"map: {go_sprint(dict(item))} does not contain declared merge key: {key}")
 
 
 def _bad_patch_type(directive: Any, item: Mapping[str, Any]) -> _Fail:
-    return _Fail(f"unknown patch type: {_go_s(directive)} in map: {_go_v(dict(item))}")
+    return _Fail(f"unknown patch type: {_go_s(directive)} in map: {go_sprint(dict(item))}")
 
 
 def _eq(a: Any, b: Any) -> bool:
@@ -300,7 +281,7 @@ def _element_kind(*lists: list[Any]) -> str:
             elif prev != current:
                 raise _Fail(
                     "list element types are not identical: ["
-                    + " ".join(_go_v(s) for s in lists)
+                    + " ".join(go_sprint(s) for s in lists)
                     + "]"
                 )
     if prev is None:
@@ -589,7 +570,7 @@ def _validate_set_order(patch_list: list[Any], order: list[Any], merge_key: str)
         si += 1
     if pi < len(non_delete) and si >= len(order):
         raise _Fail(
-            f"The order in patch list:\n{_go_v(patch_list)}\n doesn't match {_SET_ORDER} list:\n{_go_v(order)}\n"
+            f"The order in patch list:\n{go_sprint(patch_list)}\n doesn't match {_SET_ORDER} list:\n{go_sprint(order)}\n"
         )
 
 
