@@ -204,6 +204,9 @@ class Validator:
         "not_",
         "nullable",
         "num_type",
+        "ok_calls",
+        "ok_fn",
+        "ok_leaf",
         "one_of",
         "pattern",
         "pattern_error",
@@ -312,10 +315,38 @@ class Validator:
             or self.min_properties is not None
             or self.max_properties is not None
         )
+        # the fast-accept predicate (see accepts): built on the second validation of
+        # this node, so a validator used once (CRD default checks) never pays for it
+        self.ok_fn: Callable[[Any], bool] | None = None
+        self.ok_calls = 0
+        # set with ok_fn: the one type ok_fn accepts, when it checks nothing else
+        self.ok_leaf: type | None = None
 
     # ------------------------------------------------------------------ validate
+    def accepts(self) -> Callable[[Any], bool]:
+        """A predicate that is True only for values ``validate`` reports no error for.
+
+        It may answer False for a valid value (unusual shapes: ``oneOf``, ``not``,
+        ``multipleOf``, integral floats, …); ``validate`` then runs the detailed checks,
+        which alone decide the errors. Built once per node, then cached.
+        """
+        fn = self.ok_fn
+        if fn is None:
+            fn = self.ok_fn = _build_accepts(self)
+        return fn
+
     def validate(self, data: Any, name: str, errs: list[FieldError]) -> None:
         """Append the errors kube-openapi reports for ``data`` at kube-openapi ``name``."""
+        ok = self.ok_fn
+        if ok is None:
+            self.ok_calls += 1
+            if self.ok_calls > 1:
+                ok = self.accepts()
+        if ok is not None and ok(data):
+            return
+        self._validate(data, name, errs)
+
+    def _validate(self, data: Any, name: str, errs: list[FieldError]) -> None:
         if data is None:
             if self.types and not self.nullable and "null" not in self.types:
                 errs.append(
@@ -722,3 +753,373 @@ def _has_duplicates(data: list[Any]) -> bool:
 
 
 Checker = Callable[[Any, str, list[FieldError]], None]
+Accept = Callable[[Any], bool]
+
+
+# ------------------------------------------------------------------- fast accept
+# Each schema node gets a closure that answers "does validate() report nothing for this
+# value?" without building field names or errors. It only ever answers True when the
+# detailed checks above find nothing; anything it does not model exactly answers False
+# and falls back to them. Values come from JSON decoders, so exact type tests suffice
+# (a subclass answers False and takes the detailed path).
+_SAMPLES: Final[dict[str, Any]] = {
+    "string": "",
+    "integer": 0,
+    "number": 0.5,  # non-integral: if it passes the type check, every float does
+    "boolean": False,
+    "array": [],
+    "object": {},
+}
+
+
+def _never(_: Any) -> bool:
+    return False
+
+
+def _always(_: Any) -> bool:
+    return True
+
+
+def _type_passes(v: Validator, kind: str) -> bool:
+    """Does kube-openapi's type check accept every value of ``kind`` for this node?"""
+    if not v.type_applies or kind == v.fast_type:
+        return True
+    probe: list[FieldError] = []
+    v._check_type(_SAMPLES[kind], kind, "", probe)
+    return not probe
+
+
+def _bound_ok(limit: float, exclusive: bool, upper: bool, as_int: bool) -> Accept:
+    lim: Any = int(limit) if as_int else float(limit)
+    if upper:
+        if exclusive:
+            return lambda d: bool(d < lim)
+        return lambda d: bool(d <= lim)
+    if exclusive:
+        return lambda d: bool(d > lim)
+    return lambda d: bool(d >= lim)
+
+
+def _numeric_accept(v: Validator, as_int: bool) -> Accept | None:
+    """The number checks for an int64 (``as_int``) or a float value, or None (fall back)."""
+    if not v.has_number:
+        return _always
+    if v.multiple_of is not None:
+        return None
+    if v.num_type == "integer" and not as_int:
+        return None  # an integral float: _fits_int64 and friends, rare
+    checks: list[Accept] = []
+    for limit, exclusive, upper in (
+        (v.minimum, v.exclusive_minimum, False),
+        (v.maximum, v.exclusive_maximum, True),
+    ):
+        if limit is None:
+            continue
+        if v.num_type == "integer" and not _fits_int64(limit):
+            return None  # always an error
+        checks.append(_bound_ok(limit, exclusive, upper, as_int))
+    if not checks:
+        return _always
+    if len(checks) == 1:
+        return checks[0]
+    first, second = checks
+    return lambda d: first(d) and second(d)
+
+
+def _string_accept(v: Validator, none_ok: bool) -> Accept | None:
+    """Strings: length bounds, pattern, format, string enum; the closure checks the type."""
+    if v.pattern_src and v.pattern is None:
+        return None
+    max_len, min_len = v.max_length, v.min_length
+    pattern = v.pattern if v.pattern_src else None
+    fmt = v.format_check
+    enum = frozenset(o for o in v.enum if type(o) is str) if v.enum is not None else None
+    lo = min_len if min_len is not None else 0
+    hi = max_len if max_len is not None else -1
+
+    def string_ok(d: Any) -> bool:
+        if type(d) is not str:
+            return none_ok and d is None
+        n = len(d)
+        if n < lo or (hi >= 0 and n > hi):
+            return False
+        if pattern is not None and not pattern(d):
+            return False
+        if fmt is not None and not fmt(d):
+            return False
+        return enum is None or d in enum
+
+    if enum is not None and max_len is None and min_len is None and pattern is None and fmt is None:
+        contains = enum.__contains__
+
+        def enum_ok(d: Any) -> bool:
+            if type(d) is not str:
+                return none_ok and d is None
+            return contains(d)
+
+        return enum_ok
+    return string_ok
+
+
+def _array_accept(v: Validator, none_ok: bool) -> Accept | None:
+    """Arrays: item count bounds and items; the closure checks the type."""
+    if v.unique_items or v.enum is not None:
+        return None
+    lo = v.min_items if v.min_items is not None else 0
+    hi = v.max_items if v.max_items is not None else -1
+    items = v.items
+    item_ok = items.accepts() if items is not None else _always
+    leaf = items.ok_leaf if items is not None else None
+
+    if leaf is not None and lo == 0 and hi < 0:
+
+        def leaf_array_ok(d: Any) -> bool:
+            if type(d) is not list:
+                return none_ok and d is None
+            for x in d:  # noqa: SIM110 (a plain loop is faster here)
+                if type(x) is not leaf:
+                    return False
+            return True
+
+        return leaf_array_ok
+
+    def array_ok(d: Any) -> bool:
+        if type(d) is not list:
+            return none_ok and d is None
+        n = len(d)
+        if n < lo or (hi >= 0 and n > hi):
+            return False
+        for x in d:  # noqa: SIM110 (a plain loop is faster here)
+            if not item_ok(x):
+                return False
+        return True
+
+    return array_ok
+
+
+def _object_accept(v: Validator, none_ok: bool) -> Accept | None:
+    """Objects: property count bounds, properties, additionalProperties, required."""
+    if v.enum is not None:
+        return None
+    allows = v.additional_allows
+    addl_v = v.additional
+    addl = addl_v.accepts() if addl_v is not None else None
+    addl_leaf = addl_v.ok_leaf if addl_v is not None else None
+    required = tuple(v.required)
+    lo = v.min_properties if v.min_properties is not None else 0
+    hi = v.max_properties if v.max_properties is not None else -1
+    leaves: dict[str, type] = {}
+    funcs: dict[str, Accept] = {}
+    for key, sub in v.properties.items():
+        fn = sub.accepts()
+        if sub.ok_leaf is not None:
+            leaves[key] = sub.ok_leaf
+        else:
+            funcs[key] = fn
+    leaf_get = leaves.get
+    get = funcs.get
+
+    if not v.properties and addl is not None and allows and lo == 0 and hi < 0 and not required:
+        if addl_leaf is not None:
+
+            def leaf_map_ok(d: Any) -> bool:
+                if type(d) is not dict:
+                    return none_ok and d is None
+                for x in d.values():  # noqa: SIM110 (a plain loop is faster here)
+                    if type(x) is not addl_leaf:
+                        return False
+                return True
+
+            return leaf_map_ok
+
+        def map_ok(d: Any) -> bool:
+            if type(d) is not dict:
+                return none_ok and d is None
+            for x in d.values():  # noqa: SIM110 (a plain loop is faster here)
+                if not addl(x):
+                    return False
+            return True
+
+        return map_ok
+
+    if allows and addl is None and lo == 0 and hi < 0:
+
+        def props_ok(d: Any) -> bool:
+            if type(d) is not dict:
+                return none_ok and d is None
+            for key, x in d.items():
+                t = leaf_get(key)
+                if t is not None:
+                    if type(x) is not t:
+                        return False
+                else:
+                    f = get(key)
+                    if f is not None and not f(x):
+                        return False
+            for key in required:  # noqa: SIM110 (a plain loop is faster here)
+                if key not in d:
+                    return False
+            return True
+
+        return props_ok
+
+    def object_ok(d: Any) -> bool:
+        if type(d) is not dict:
+            return none_ok and d is None
+        n = len(d)
+        if n < lo or (hi >= 0 and n > hi):
+            return False
+        for key, x in d.items():
+            t = leaf_get(key)
+            if t is not None:
+                if type(x) is not t:
+                    return False
+                continue
+            f = get(key)
+            if f is not None:
+                if not f(x):
+                    return False
+            elif not allows or (addl is not None and not addl(x)):
+                return False
+        for key in required:  # noqa: SIM110 (a plain loop is faster here)
+            if key not in d:
+                return False
+        return True
+
+    return object_ok
+
+
+def _build_accepts(v: Validator) -> Accept:
+    if v.one_of or v.not_ is not None:
+        return _never
+    none_ok = v.enum is None and not (v.types and not v.nullable and "null" not in v.types)
+    # handlers per Python type; each closure also accepts only its own type (and null
+    # when none_ok), so a node that admits one type uses its handler directly
+    handlers: dict[type, Accept] = {}
+    plain: set[type] = set()  # types accepted with no further check
+    if _type_passes(v, "string"):
+        if (
+            v.enum is None
+            and v.max_length is None
+            and v.min_length is None
+            and not v.pattern_src
+            and v.format_check is None
+        ):
+            plain.add(str)
+        else:
+            h = _string_accept(v, none_ok)
+            if h is not None:
+                handlers[str] = h
+    if v.enum is None:
+        if _type_passes(v, "boolean"):
+            plain.add(bool)
+        if _type_passes(v, "integer"):
+            h = _numeric_accept(v, True)
+            if h is _always:
+                plain.add(int)
+            elif h is not None:
+                handlers[int] = h
+        if _type_passes(v, "number"):
+            h = _numeric_accept(v, False)
+            if h is _always:
+                plain.add(float)
+            elif h is not None:
+                handlers[float] = h
+    if _type_passes(v, "array"):
+        if (
+            v.enum is None
+            and not v.unique_items
+            and v.items is None
+            and v.min_items is None
+            and v.max_items is None
+        ):
+            plain.add(list)
+        else:
+            h = _array_accept(v, none_ok)
+            if h is not None:
+                handlers[list] = h
+    if _type_passes(v, "object"):
+        if v.enum is None and not v.has_object:
+            plain.add(dict)
+        else:
+            h = _object_accept(v, none_ok)
+            if h is not None:
+                handlers[dict] = h
+    if int in plain:
+        # integers beyond int64 are "number" to kube-openapi
+        plain.discard(int)
+        if float in plain or float in handlers:
+            handlers[int] = _always if float in plain else handlers[float]
+        else:
+            handlers[int] = _int64
+    if int in handlers and handlers[int] is not _always and handlers[int] is not _int64:
+        num = handlers[int]
+
+        def int_ok(d: Any) -> bool:
+            return INT64_MIN <= d <= INT64_MAX and bool(num(d))
+
+        handlers[int] = int_ok
+    base = _dispatch(v, handlers, plain, none_ok)
+    subs_all = tuple(s.accepts() for s in v.all_of)
+    subs_any = tuple(s.accepts() for s in v.any_of)
+    if not subs_all and not subs_any:
+        return base
+    v.ok_leaf = None
+
+    def junctors_ok(d: Any) -> bool:
+        if not base(d):
+            return False
+        if d is None:
+            return True  # junctors do not apply to null
+        for f in subs_all:
+            if not f(d):
+                return False
+        if subs_any:
+            for f in subs_any:  # noqa: SIM110 (a plain loop is faster here)
+                if f(d):
+                    return True
+            return False
+        return True
+
+    return junctors_ok
+
+
+def _int64(d: Any) -> bool:
+    return bool(INT64_MIN <= d <= INT64_MAX)
+
+
+def _dispatch(
+    v: Validator, handlers: dict[type, Accept], plain: set[type], none_ok: bool
+) -> Accept:
+    """One predicate over value types; types without a handler answer False."""
+    if not handlers and not plain:
+        return _none_only if none_ok else _never
+    if not handlers and len(plain) == 1:
+        (t,) = plain
+        if none_ok:
+            return lambda d: type(d) is t or d is None
+        v.ok_leaf = t
+        return lambda d: type(d) is t
+    if not plain and len(handlers) == 1:
+        ((t, h),) = handlers.items()
+        if t in (str, list, dict):
+            return h  # checks its own type and null
+        if none_ok:
+            return lambda d: h(d) if type(d) is t else d is None
+        return lambda d: type(d) is t and h(d)
+    table = dict(handlers)
+    for t in plain:
+        table[t] = _always
+    if none_ok:
+        table[type(None)] = _always
+    get = table.get
+
+    def dispatch(d: Any) -> bool:
+        h = get(type(d))
+        return h is not None and h(d)
+
+    return dispatch
+
+
+def _none_only(d: Any) -> bool:
+    return d is None
