@@ -46,6 +46,8 @@ class Structural:
         "additional",
         "additional_bool",
         "default",
+        "defaulted_props",
+        "defaults_below",
         "embedded",
         "enum",
         "format",
@@ -118,6 +120,13 @@ class Structural:
         self.has_defaults: bool = any(
             c.default is not _NO_DEFAULT or c.has_defaults for c in children
         )
+        # for defaulting: the properties that carry a default, and those with defaults inside
+        self.defaulted_props: tuple[tuple[str, Structural], ...] = tuple(
+            (k, p) for k, p in self.properties.items() if p.default is not _NO_DEFAULT
+        )
+        self.defaults_below: dict[str, Structural] = {
+            k: p for k, p in self.properties.items() if p.has_defaults
+        }
         self.has_lists: bool = self.list_type in ("set", "map") or any(
             c.has_lists for c in children
         )
@@ -162,19 +171,26 @@ def default(x: Any, s: Structural | None) -> None:
         return
     t = type(x)
     if t is dict:
-        props = s.properties
-        for k, prop in props.items():
-            if prop.default is _NO_DEFAULT:
-                continue
+        for k, prop in s.defaulted_props:
             if k not in x or (x[k] is None and not prop.nullable):
                 x[k] = _deepcopy_json(prop.default)
         addl = s.additional
+        if addl is None:
+            below = s.defaults_below
+            if below:
+                get = below.get
+                for k, v in x.items():  # defaulting a value never adds keys to x
+                    prop2 = get(k)
+                    if prop2 is not None:
+                        default(v, prop2)
+            return
+        props = s.properties
         for k in list(x):
             prop2 = props.get(k)
             if prop2 is not None:
                 if prop2.has_defaults:
                     default(x[k], prop2)
-            elif addl is not None:
+            else:
                 if x[k] is None and not addl.nullable and addl.default is not _NO_DEFAULT:
                     x[k] = _deepcopy_json(addl.default)
                 default(x[k], addl)
@@ -182,8 +198,13 @@ def default(x: Any, s: Structural | None) -> None:
         items = s.items
         if items is None:
             return
+        if items.default is _NO_DEFAULT or items.nullable:
+            if items.has_defaults:
+                for v in x:
+                    default(v, items)
+            return
         for i, v in enumerate(x):
-            if v is None and not items.nullable and items.default is not _NO_DEFAULT:
+            if v is None:
                 x[i] = _deepcopy_json(items.default)
             default(x[i], items)
 
