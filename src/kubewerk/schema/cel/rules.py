@@ -181,6 +181,34 @@ def uses_old_self(expr: str) -> bool:
     return bool(_OLD_SELF.search(_STRING_LIT.sub("''", expr)))
 
 
+_SELF: Final = re.compile(r"\bself\b")
+_SELF_FIELD: Final = re.compile(r"\s*\.\s*([A-Za-z_][A-Za-z0-9_]*)\s*(\(?)")
+
+
+def self_fields(*exprs: str) -> frozenset[str] | None:
+    """The fields of ``self`` that ``exprs`` can observe, or None if they may observe more.
+
+    When every ``self`` in the expressions is a field selection ``self.<name>`` (not a
+    call such as ``self.all(…)``), only the fields named can change the result or the
+    error: evaluating with ``self`` narrowed to those fields gives the same outcome.
+    Anything the scan cannot read with certainty (comments, backslashes, quotes left
+    after removing string literals, ``self[…]``, ``self.?x``, a bare ``self``) answers None.
+    """
+    fields: set[str] = set()
+    for expr in exprs:
+        if "\\" in expr or "//" in expr:
+            return None
+        code = _STRING_LIT.sub("''", expr)
+        if "'" in code.replace("''", "") or '"' in code:
+            return None
+        for m in _SELF.finditer(code):
+            sel = _SELF_FIELD.match(code, m.end())
+            if sel is None or sel.group(2):
+                return None
+            fields.add(sel.group(1))
+    return frozenset(fields)
+
+
 @dataclass
 class CompiledRule:
     rule: dict[str, Any]
@@ -190,6 +218,7 @@ class CompiledRule:
     optional_old: bool
     field_steps: list[str | int] | None
     detail: str
+    self_fields: frozenset[str] | None
 
 
 def _compile_one(
@@ -254,7 +283,13 @@ def _compile_one(
     detail = msg.strip() if isinstance(msg, str) and msg.strip() else f"failed rule: {text.strip()}"
     if errs:
         return None, errs
-    return CompiledRule(rule, program, message_program, uses_old, optional_old, steps, detail), errs
+    observed = self_fields(text, mexpr if isinstance(mexpr, str) else "")
+    return (
+        CompiledRule(
+            rule, program, message_program, uses_old, optional_old, steps, detail, observed
+        ),
+        errs,
+    )
 
 
 def check_node_rules(
@@ -338,7 +373,16 @@ def build_conv(node: Structural | None, depth: int = 0) -> _Conv | None:
 
 
 class _NodeRules:
-    __slots__ = ("additional", "children", "convert", "items", "node", "rules", "type_name")
+    __slots__ = (
+        "additional",
+        "children",
+        "convert",
+        "items",
+        "node",
+        "raw_fields",
+        "rules",
+        "type_name",
+    )
 
     def __init__(self, node: Structural) -> None:
         self.node = node
@@ -348,6 +392,21 @@ class _NodeRules:
         self.items: _NodeRules | None = None
         self.type_name = node.type
         self.convert = build_conv(node) if node.rules else None
+        # the keys of an object value the rules can observe (None: all of them)
+        self.raw_fields: frozenset[str] | None = None
+
+    def narrow(self) -> None:
+        """Set ``raw_fields`` from the compiled rules (call once they are all added)."""
+        names: set[str] = set()
+        for cr in self.rules:
+            if cr.self_fields is None:
+                return
+            names |= cr.self_fields
+        raw = set(names)  # undeclared keys reach CEL under their own name
+        for name in self.node.properties:
+            if escape_name(name) in names:
+                raw.add(name)
+        self.raw_fields = frozenset(raw)
 
 
 def to_cel(value: Any, conv: _Conv | None) -> Any:
@@ -406,6 +465,7 @@ def _build(node: Structural, path: str, errs: list[FieldError]) -> _NodeRules | 
         errs.extend(cerrs)
         if compiled is not None:
             nr.rules.append(compiled)
+    nr.narrow()
     for name, sub in node.properties.items():
         child = _build(sub, f"{path}.properties[{name}]", errs)
         if child is not None:
@@ -471,6 +531,9 @@ def _walk(nr: _NodeRules, value: Any, old: Any, path: str, errs: list[FieldError
 
 def _eval_rules(nr: _NodeRules, value: Any, old: Any, path: str, errs: list[FieldError]) -> None:
     node = nr.node
+    fields = nr.raw_fields
+    if fields is not None and type(value) is dict:
+        value = _narrow(value, fields)
     cel_self = to_cel(value, nr.convert)
     cel_old: Any = None
     has_old = old is not _MISSING and old is not None
@@ -544,6 +607,70 @@ def _eval_rules(nr: _NodeRules, value: Any, old: Any, path: str, errs: list[Fiel
                 ):
                     detail = text
         errs.append(_error_for_reason(field, bad, detail, cr.rule.get("reason")))
+
+
+def _narrow(value: dict[str, Any], fields: frozenset[str]) -> dict[str, Any]:
+    """``value`` with only the keys the rules can observe, when that cannot change an outcome.
+
+    cel-cpp converts the whole of ``self`` before evaluating, and a value it cannot
+    convert (an integer beyond 64 bits, a tuple, a datetime, a lone surrogate) fails
+    the rule even where the rule never looks. So a key is left out only when its value
+    is certainly convertible; otherwise the whole value is kept. Leaving out the rest
+    saves converting the whole object (most of an evaluation's cost for a large spec).
+    """
+    out: dict[str, Any] = {}
+    for k, v in value.items():
+        if k in fields:
+            out[k] = v
+        elif type(k) is not str or not k.isascii() or not _convertible(v):
+            return value
+    return out
+
+
+_CEL_INT_MIN: Final = -(2**63)
+_CEL_INT_END: Final = 2**64  # cel-cpp takes ints up to uint64
+
+
+def _convertible(v: Any) -> bool:
+    """True only for values cel-cpp certainly converts (JSON types, ASCII text, 64-bit ints)."""
+    t = type(v)
+    if t is dict:
+        for k, x in v.items():
+            tx = type(x)
+            if tx is str:
+                if not x.isascii():
+                    return False
+            elif tx is dict or tx is list:
+                if not _convertible(x):
+                    return False
+            elif tx is int:
+                if not _CEL_INT_MIN <= x < _CEL_INT_END:
+                    return False
+            elif not (tx is bool or tx is float or x is None):
+                return False
+            if type(k) is not str or not k.isascii():
+                return False
+        return True
+    if t is list:
+        for x in v:
+            tx = type(x)
+            if tx is str:
+                if not x.isascii():
+                    return False
+            elif tx is dict or tx is list:
+                if not _convertible(x):
+                    return False
+            elif tx is int:
+                if not _CEL_INT_MIN <= x < _CEL_INT_END:
+                    return False
+            elif not (tx is bool or tx is float or x is None):
+                return False
+        return True
+    if t is str:
+        return bool(v.isascii())
+    if t is int:
+        return bool(_CEL_INT_MIN <= v < _CEL_INT_END)
+    return t is float or t is bool or v is None
 
 
 def _rule_text(rule: dict[str, Any]) -> str:
