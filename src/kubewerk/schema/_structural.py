@@ -59,6 +59,7 @@ class Structural:
         "items",
         "list_map_keys",
         "list_type",
+        "lists_below",
         "map_type",
         "max_items",
         "max_length",
@@ -126,6 +127,10 @@ class Structural:
         )
         self.defaults_below: dict[str, Structural] = {
             k: p for k, p in self.properties.items() if p.has_defaults
+        }
+        # for list checks: the properties with set/map lists inside
+        self.lists_below: dict[str, Structural] = {
+            k: p for k, p in self.properties.items() if p.has_lists
         }
         self.has_lists: bool = self.list_type in ("set", "map") or any(
             c.has_lists for c in children
@@ -335,16 +340,19 @@ def validate_lists(x: Any, s: Structural | None, path: str, errs: list[FieldErro
         if s.additional is not None and s.additional.has_lists:
             for k, v in x.items():
                 validate_lists(v, s.additional, _key(path, k), errs)
-        if s.properties:
+        below = s.lists_below
+        if below:
+            get = below.get
             for k, v in x.items():
-                sub = s.properties.get(k)
-                if sub is not None and sub.has_lists:
+                sub = get(k)
+                if sub is not None:
                     validate_lists(v, sub, _child(path, k), errs)
     elif t is list:
         if s.list_type == "set":
-            for i in _non_unique(x):
-                errs.append(FieldError.duplicate(f"{path}[{i}]", x[i]))
-        elif s.list_type == "map":
+            if len(x) > 1 and not _distinct_strings(x):
+                for i in _non_unique(x):
+                    errs.append(FieldError.duplicate(f"{path}[{i}]", x[i]))
+        elif s.list_type == "map" and not _distinct_keys(x, s.list_map_keys):
             errs.extend(_validate_list_map(path, s, x))
         if s.items is not None and s.items.has_lists:
             for i, v in enumerate(x):
@@ -372,6 +380,33 @@ def _non_unique(values: list[Any]) -> list[int]:
             out.append(i)
         seen[key] = n + 1
     return out
+
+
+def _distinct_strings(values: list[Any]) -> bool:
+    """True when ``values`` are all strings and all different (so no duplicate to report)."""
+    for v in values:
+        if type(v) is not str:
+            return False
+    return len(set(values)) == len(values)
+
+
+def _distinct_keys(items: list[Any], keys: list[str]) -> bool:
+    """True when every item is an object whose one key field is a string, all different.
+
+    Then ``_validate_list_map`` has nothing to report; anything else takes that path.
+    """
+    if len(keys) != 1:
+        return False
+    kf = keys[0]
+    seen: set[str] = set()
+    for item in items:
+        if type(item) is not dict:
+            return False
+        k = item.get(kf)
+        if type(k) is not str or k in seen:
+            return False
+        seen.add(k)
+    return True
 
 
 def _validate_list_map(path: str, s: Structural, x: list[Any]) -> list[FieldError]:
