@@ -49,10 +49,22 @@ def go_regexp_tester(pattern: str) -> Callable[[str], bool]:
         compile_go_regexp(pattern)  # raises re2.error with the usual text if invalid
         raw = re2.compile(pattern, _TEST_OPTIONS)._regexp
         match = raw.Match
+        # recent short answers: values such as "100Mi" or "TCP" repeat across objects
+        seen: dict[str, bool] = {}
 
         def tester(text: str) -> bool:
+            exact = type(text) is str
+            if exact:
+                hit = seen.get(text)
+                if hit is not None:
+                    return hit
             data = text.encode("utf-8", "surrogatepass")
-            return bool(match(_UNANCHORED, data, 0, len(data))[0][0] >= 0)
+            result = bool(match(_UNANCHORED, data, 0, len(data))[0][0] >= 0)
+            if exact and len(text) <= 64:
+                if len(seen) >= 512:
+                    seen.clear()
+                seen[text] = result
+            return result
 
         if len(_TEST_CACHE) > 4096:
             _TEST_CACHE.clear()
