@@ -86,6 +86,106 @@ def _blen(value: str) -> int:
     return len(value.encode("utf-8", "surrogatepass"))
 
 
+# ---------------------------------------------------------------- fast acceptance
+# The common valid case answered without building any message: each pattern accepts
+# only ASCII text that the detailed checks below accept too (so character and byte
+# lengths agree); anything it does not accept takes the detailed path, which alone
+# decides the errors and their order.
+_NAME_PART: Final = "[A-Za-z0-9](?:[-A-Za-z0-9_.]*[A-Za-z0-9])?"
+_SUBDOMAIN_OK: Final = re.compile(_SUBDOMAIN_FMT).fullmatch
+_LABEL_OK: Final = re.compile(_LABEL_FMT).fullmatch
+# qualified name (label key, annotation key, finalizer) of at most 63 characters
+_QUALIFIED_OK: Final = re.compile("(?:" + _SUBDOMAIN_FMT + "/)?" + _NAME_PART).fullmatch
+_LABEL_VALUE_OK: Final = re.compile(_NAME_PART).fullmatch
+
+
+def _qualified_ok(key: Any) -> bool:
+    """A string key ``is_qualified_name`` certainly has no error for."""
+    return type(key) is str and len(key) <= 63 and _QUALIFIED_OK(key) is not None
+
+
+def _labels_ok(labels: Any) -> bool:
+    """``validate_labels(_str_map(labels))`` is certainly empty (None counts as no labels)."""
+    if labels is None:
+        return True
+    if type(labels) is not dict:
+        return False
+    for key, value in labels.items():
+        if type(value) is not str or len(value) > 63 or not _qualified_ok(key):
+            return False
+        if value and _LABEL_VALUE_OK(value) is None:
+            return False
+    return True
+
+
+def _annotations_ok(annotations: Any) -> bool:
+    """``validate_annotations(_str_map(annotations))`` is certainly empty."""
+    if annotations is None:
+        return True
+    if type(annotations) is not dict:
+        return False
+    chars = 0
+    for key, value in annotations.items():
+        if type(value) is not str or type(key) is not str or not _qualified_ok(key.lower()):
+            return False
+        chars += len(key) + len(value)
+    # at most 4 UTF-8 bytes per character: within the limit whatever the text
+    return chars * 4 <= TOTAL_ANNOTATION_SIZE_LIMIT
+
+
+def _name_ok(value: Any, rule: NameRule, prefix: bool) -> bool:
+    """``name_errors(value, rule, prefix=prefix)`` and the path-segment rule are both empty."""
+    if type(value) is not str:
+        return False
+    if rule == "path-segment":
+        return "/" not in value and "%" not in value and (prefix or value not in (".", ".."))
+    if prefix:
+        value = _mask_trailing_dash(value)
+    if rule == "label":
+        return len(value) <= 63 and _LABEL_OK(value) is not None
+    # a subdomain never holds '/' or '%' and is never '.' or '..'
+    return len(value) <= 253 and _SUBDOMAIN_OK(value) is not None
+
+
+def _create_meta_ok(meta: Any, namespaced: bool, name_rule: NameRule) -> bool:
+    """True only when ``validate_object_meta_for_create`` certainly returns no error."""
+    if type(meta) is not dict:
+        return False
+    generate = meta.get("generateName")
+    if generate is not None and generate != "" and not _name_ok(generate, name_rule, True):
+        return False
+    name = meta.get("name")
+    if not name or not _name_ok(name, name_rule, False):
+        return False
+    namespace = meta.get("namespace")
+    if namespaced:
+        if not namespace or not _name_ok(namespace, "label", False):
+            return False
+    elif namespace is not None and namespace != "":
+        return False
+    generation = meta.get("generation")
+    if generation is not None and type(generation) is not int:
+        return False
+    if generation is not None and generation < 0:
+        return False
+    if not _labels_ok(meta.get("labels")) or not _annotations_ok(meta.get("annotations")):
+        return False
+    for key in ("ownerReferences", "managedFields"):
+        value = meta.get(key)
+        if value is not None and value != []:
+            return False
+    finalizers = meta.get("finalizers")
+    if finalizers is not None:
+        if type(finalizers) is not list:
+            return False
+        for item in finalizers:
+            if not _qualified_ok(item):
+                return False
+        if ORPHAN_FINALIZER in finalizers and FOREGROUND_FINALIZER in finalizers:
+            return False
+    return True
+
+
 def is_dns1123_label(value: str) -> list[str]:
     """``IsDNS1123Label``: at most 63 bytes of ``[a-z0-9]([-a-z0-9]*[a-z0-9])?``."""
     errs: list[str] = []
@@ -227,6 +327,8 @@ def _str_list(value: Any) -> list[str]:
 
 def validate_labels(labels: Mapping[str, str], path: str = "metadata.labels") -> list[FieldError]:
     """``ValidateLabels``: keys are qualified names, values label values (path has no key)."""
+    if _labels_ok(labels):
+        return []
     errs: list[FieldError] = []
     for key in sorted(labels):
         errs.extend(FieldError.invalid(path, key, msg) for msg in is_qualified_name(key))
@@ -239,6 +341,8 @@ def validate_annotations(
     annotations: Mapping[str, str], path: str = "metadata.annotations"
 ) -> list[FieldError]:
     """``ValidateAnnotations``: keys (lower-cased) are qualified names; 256 KiB in total."""
+    if _annotations_ok(annotations):
+        return []
     errs: list[FieldError] = []
     for key in sorted(annotations):
         errs.extend(FieldError.invalid(path, key, msg) for msg in is_qualified_name(key.lower()))
@@ -478,6 +582,8 @@ def validate_object_meta_for_create(
 ) -> list[FieldError]:
     """What a create is refused for, in ``rest.BeforeCreate``'s order: the kind's rule,
     then (only if that passed) the same checks with the path-segment name rule."""
+    if _create_meta_ok(meta, namespaced, name_rule):
+        return []
     errs = validate_object_meta(meta, namespaced=namespaced, name_rule=name_rule)
     if errs or name_rule == "path-segment":
         return errs
