@@ -15,6 +15,7 @@ from kubewerk.core.errors import FieldError
 from kubewerk.core.gofmt import go_json
 
 _NO_DEFAULT: Final = object()
+_SCALARS: Final = frozenset({str, int, float, bool, type(None)})
 META_FIELDS: Final = frozenset({"apiVersion", "kind", "metadata"})
 
 # ObjectMeta's JSON fields: anything else inside metadata is dropped (and reported).
@@ -88,7 +89,12 @@ class Structural:
         self.additional: Structural | None = Structural(addl) if isinstance(addl, dict) else None
         items = schema.get("items")
         self.items: Structural | None = Structural(items) if isinstance(items, dict) else None
-        self.default: Any = copy.deepcopy(schema["default"]) if "default" in schema else _NO_DEFAULT
+        if "default" in schema:
+            d = schema["default"]
+            # deepcopy hands immutable scalars back as they are; skip its machinery for them
+            self.default: Any = d if type(d) in _SCALARS else copy.deepcopy(d)
+        else:
+            self.default = _NO_DEFAULT
         self.nullable = schema.get("nullable") is True
         self.preserve_unknown = schema.get("x-kubernetes-preserve-unknown-fields") is True
         self.embedded = schema.get("x-kubernetes-embedded-resource") is True
@@ -113,30 +119,32 @@ class Structural:
         e = schema.get("enum")
         self.enum: list[Any] | None = e if isinstance(e, list) else None
 
+        if not self.properties and self.additional is None and self.items is None:
+            # a leaf: nothing below it
+            self.has_defaults: bool = False
+            self.defaulted_props: tuple[tuple[str, Structural], ...] = ()
+            self.defaults_below: dict[str, Structural] = {}
+            self.lists_below: dict[str, Structural] = {}
+            self.has_lists: bool = self.list_type in ("set", "map")
+            self.has_embedded: bool = self.embedded
+            self.has_rules: bool = bool(self.rules)
+            return
         children: list[Structural] = list(self.properties.values())
         if self.additional is not None:
             children.append(self.additional)
         if self.items is not None:
             children.append(self.items)
-        self.has_defaults: bool = any(
-            c.default is not _NO_DEFAULT or c.has_defaults for c in children
-        )
+        self.has_defaults = any(c.default is not _NO_DEFAULT or c.has_defaults for c in children)
         # for defaulting: the properties that carry a default, and those with defaults inside
-        self.defaulted_props: tuple[tuple[str, Structural], ...] = tuple(
+        self.defaulted_props = tuple(
             (k, p) for k, p in self.properties.items() if p.default is not _NO_DEFAULT
         )
-        self.defaults_below: dict[str, Structural] = {
-            k: p for k, p in self.properties.items() if p.has_defaults
-        }
+        self.defaults_below = {k: p for k, p in self.properties.items() if p.has_defaults}
         # for list checks: the properties with set/map lists inside
-        self.lists_below: dict[str, Structural] = {
-            k: p for k, p in self.properties.items() if p.has_lists
-        }
-        self.has_lists: bool = self.list_type in ("set", "map") or any(
-            c.has_lists for c in children
-        )
-        self.has_embedded: bool = self.embedded or any(c.has_embedded for c in children)
-        self.has_rules: bool = bool(self.rules) or any(c.has_rules for c in children)
+        self.lists_below = {k: p for k, p in self.properties.items() if p.has_lists}
+        self.has_lists = self.list_type in ("set", "map") or any(c.has_lists for c in children)
+        self.has_embedded = self.embedded or any(c.has_embedded for c in children)
+        self.has_rules = bool(self.rules) or any(c.has_rules for c in children)
 
     @property
     def has_default(self) -> bool:

@@ -184,6 +184,19 @@ def _enum_detail_values(options: list[Any]) -> list[str]:
     return out
 
 
+_JUNCTOR_KEYS: Final = frozenset({"allOf", "anyOf", "oneOf", "not"})
+_STRING_KEYS: Final = frozenset({"maxLength", "minLength", "pattern"})
+_NUMBER_KEYS: Final = frozenset(
+    {"maximum", "exclusiveMaximum", "minimum", "exclusiveMinimum", "multipleOf"}
+)
+_ARRAY_KEYS: Final = frozenset({"minItems", "maxItems", "uniqueItems"})
+_OBJECT_KEYS: Final = frozenset({"minProperties", "maxProperties"})
+
+
+def _subs(raw: Any) -> list[Validator]:
+    return [Validator(s) for s in raw if isinstance(s, dict)] if isinstance(raw, list) else []
+
+
 class Validator:
     """kube-openapi's ``SchemaValidator`` for one schema node, compiled."""
 
@@ -233,6 +246,10 @@ class Validator:
     )
 
     def __init__(self, schema: dict[str, Any]) -> None:
+        # Keys a schema node does not have cost nothing below: each group of keywords is
+        # only read when one of them is present (absent keys read as None, which never
+        # raises, so the order of any exception is unchanged).
+        keys = schema.keys()
         if schema.get("x-kubernetes-int-or-string") is True:
             types: tuple[str, ...] = ("integer", "string")
         elif isinstance(schema.get("type"), str) and schema["type"]:
@@ -251,41 +268,55 @@ class Validator:
         # the one kind that passes the type check trivially (single type, no format)
         self.fast_type = types[0] if len(types) == 1 and not self.format else "-"
 
-        def subs(key: str) -> list[Validator]:
-            raw = schema.get(key)
-            return (
-                [Validator(s) for s in raw if isinstance(s, dict)] if isinstance(raw, list) else []
-            )
+        if keys.isdisjoint(_JUNCTOR_KEYS):
+            self.all_of = []
+            self.any_of = []
+            self.one_of = []
+            self.not_ = None
+            self.has_junctors = False
+        else:
+            self.all_of = _subs(schema.get("allOf"))
+            self.any_of = _subs(schema.get("anyOf"))
+            self.one_of = _subs(schema.get("oneOf"))
+            self.not_ = Validator(schema["not"]) if isinstance(schema.get("not"), dict) else None
+            self.has_junctors = bool(self.all_of or self.any_of or self.one_of or self.not_)
 
-        self.all_of = subs("allOf")
-        self.any_of = subs("anyOf")
-        self.one_of = subs("oneOf")
-        self.not_ = Validator(schema["not"]) if isinstance(schema.get("not"), dict) else None
-        self.has_junctors = bool(self.all_of or self.any_of or self.one_of or self.not_)
-
-        self.max_length = _int_or_none(schema.get("maxLength"))
-        self.min_length = _int_or_none(schema.get("minLength"))
-        pattern = schema.get("pattern")
-        self.pattern_src = pattern if isinstance(pattern, str) and pattern else ""
         self.pattern = None
         self.pattern_error = ""
-        if self.pattern_src:
-            try:
-                self.pattern = go_regexp_tester(self.pattern_src)
-            except re2.error as err:
-                from .crd import _go_regexp_error
+        if keys.isdisjoint(_STRING_KEYS):
+            self.max_length = None
+            self.min_length = None
+            self.pattern_src = ""
+            self.has_string = False
+        else:
+            self.max_length = _int_or_none(schema.get("maxLength"))
+            self.min_length = _int_or_none(schema.get("minLength"))
+            pattern = schema.get("pattern")
+            self.pattern_src = pattern if isinstance(pattern, str) and pattern else ""
+            if self.pattern_src:
+                try:
+                    self.pattern = go_regexp_tester(self.pattern_src)
+                except re2.error as err:
+                    from .crd import _go_regexp_error
 
-                self.pattern_error = _go_regexp_error(self.pattern_src, err)
-        self.has_string = (
-            self.max_length is not None or self.min_length is not None or bool(self.pattern_src)
-        )
+                    self.pattern_error = _go_regexp_error(self.pattern_src, err)
+            self.has_string = (
+                self.max_length is not None or self.min_length is not None or bool(self.pattern_src)
+            )
 
         self.num_type = types[0] if len(types) == 1 and types[0] in ("integer", "number") else ""
-        self.maximum = _num_or_none(schema.get("maximum"))
-        self.exclusive_maximum = schema.get("exclusiveMaximum") is True
-        self.minimum = _num_or_none(schema.get("minimum"))
-        self.exclusive_minimum = schema.get("exclusiveMinimum") is True
-        self.multiple_of = _num_or_none(schema.get("multipleOf"))
+        if keys.isdisjoint(_NUMBER_KEYS):
+            self.maximum = None
+            self.exclusive_maximum = False
+            self.minimum = None
+            self.exclusive_minimum = False
+            self.multiple_of = None
+        else:
+            self.maximum = _num_or_none(schema.get("maximum"))
+            self.exclusive_maximum = schema.get("exclusiveMaximum") is True
+            self.minimum = _num_or_none(schema.get("minimum"))
+            self.exclusive_minimum = schema.get("exclusiveMinimum") is True
+            self.multiple_of = _num_or_none(schema.get("multipleOf"))
         self.has_number = (
             self.maximum is not None
             or self.minimum is not None
@@ -295,9 +326,14 @@ class Validator:
 
         items = schema.get("items")
         self.items = Validator(items) if isinstance(items, dict) else None
-        self.min_items = _int_or_none(schema.get("minItems"))
-        self.max_items = _int_or_none(schema.get("maxItems"))
-        self.unique_items = schema.get("uniqueItems") is True
+        if keys.isdisjoint(_ARRAY_KEYS):
+            self.min_items = None
+            self.max_items = None
+            self.unique_items = False
+        else:
+            self.min_items = _int_or_none(schema.get("minItems"))
+            self.max_items = _int_or_none(schema.get("maxItems"))
+            self.unique_items = schema.get("uniqueItems") is True
 
         enum = schema.get("enum")
         self.enum = list(enum) if isinstance(enum, list) and enum else None
@@ -314,8 +350,12 @@ class Validator:
         self.additional_allows = addl is not False
         req = schema.get("required")
         self.required = [r for r in req if isinstance(r, str)] if isinstance(req, list) else []
-        self.min_properties = _int_or_none(schema.get("minProperties"))
-        self.max_properties = _int_or_none(schema.get("maxProperties"))
+        if keys.isdisjoint(_OBJECT_KEYS):
+            self.min_properties = None
+            self.max_properties = None
+        else:
+            self.min_properties = _int_or_none(schema.get("minProperties"))
+            self.max_properties = _int_or_none(schema.get("maxProperties"))
         self.simple_types: tuple[str, ...] | None = (
             types if types and all(k in ("type", "description", "title") for k in schema) else None
         )
