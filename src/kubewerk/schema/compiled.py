@@ -50,12 +50,19 @@ class CompiledSchema:
 
     __slots__ = ("_cel", "_cel_error", "_cel_lock", "root", "schema", "structural", "validator")
 
-    def __init__(self, schema: dict[str, Any], *, compile_rules: bool = True) -> None:
+    def __init__(
+        self,
+        schema: dict[str, Any],
+        *,
+        compile_rules: bool = True,
+        structural: st.Structural | None = None,
+    ) -> None:
+        """``structural``: ``st.Structural(schema)`` when the caller has built it already."""
         if not isinstance(schema, dict):
             raise SchemaError([FieldError.required("openAPIV3Schema", "")])
         self.schema = schema
         try:
-            self.structural = st.Structural(schema)
+            self.structural = structural if structural is not None else st.Structural(schema)
             self.root = self.structural.as_root()
             self.validator = Validator(schema)
         except RecursionError:
