@@ -569,17 +569,18 @@ def _eval_rules(nr: _NodeRules, value: Any, old: Any, path: str, errs: list[Fiel
                     )
                 )
             continue
+        value = result.value()
+        if value is True:
+            continue  # only a bool result is True: the common case needs no type check
         rtype = result.type()
         if rtype == T.ERROR:
             errs.append(
                 FieldError.invalid(
                     path,
                     bad,
-                    f"{_runtime_error(str(result.value()))} evaluating rule: {_rule_text(cr.rule)}",
+                    f"{_runtime_error(str(value))} evaluating rule: {_rule_text(cr.rule)}",
                 )
             )
-            continue
-        if result.value() is True:
             continue
         if rtype != T.BOOL:
             errs.append(
