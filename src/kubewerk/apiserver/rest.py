@@ -461,11 +461,12 @@ class ResourceApi:
     # -- create ------------------------------------------------------------------
 
     def create(self, target: Target, body: JSON, query: dict[str, str]) -> Result:
+        """Create from ``body``, which the caller hands over (it is changed in place)."""
         rtype = target.rtype
         if target.subresource:
             raise ApiError.method_not_supported(rtype.resource + "/" + target.subresource, rtype.group, "create")
         self._check_body_identity(target, body)
-        obj = copy_json(body)
+        obj = body  # freshly decoded for this request: ours to change
         meta = obj.setdefault("metadata", {})
         if target.namespace is not None and rtype.namespaced:
             body_ns = meta.get("namespace")
