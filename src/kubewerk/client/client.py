@@ -26,9 +26,11 @@ from collections.abc import AsyncIterator, Mapping
 from dataclasses import dataclass, field
 from email.utils import parsedate_to_datetime
 from typing import Any, Literal, TypeVar, overload
+from urllib.parse import quote
 
 import aiohttp
 import orjson
+import yarl
 
 from kubewerk.client.config import ClientConfig, Credentials, load_config, load_kubeconfig
 from kubewerk.client.errors import (
@@ -102,6 +104,19 @@ class RetryPolicy:
 
 _RETRY_CODES = frozenset({429, 500, 502, 503, 504})
 _SAFE_METHODS = frozenset({"GET", "HEAD"})
+# Characters a URL path may carry unescaped (RFC 3986 pchar plus "/"); a path made only
+# of these needs no quoting, so its URL is built without yarl parsing and re-encoding it.
+_UNRESERVED = frozenset("ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-._~")
+_PLAIN_PATH_CHARS = _UNRESERVED | frozenset("!$&'()*+,;=:@/")
+
+
+def _quote(text: str) -> str:
+    return text if _UNRESERVED.issuperset(text) else quote(text, safe="")
+
+
+def _query(params: Mapping[str, str]) -> str:
+    """``k=v&...`` with every character but the unreserved ones percent-encoded."""
+    return "&".join([f"{_quote(k)}={_quote(v)}" for k, v in params.items()])
 
 
 def _retry_after(headers: Mapping[str, str]) -> float | None:
@@ -144,6 +159,8 @@ class Client:
         self.user_agent = user_agent
         self._session: aiohttp.ClientSession | None = None
         self._session_cert: bytes | None = None
+        self._timeout: aiohttp.ClientTimeout | None = None  # built once, not per request
+        self._base_url: tuple[str, str] | None = None  # (config.server, its encoded form)
         self._discovery: dict[tuple[str, str], ResourceType] = {}
         self._discovered_groups: set[str] = set()
         self._closed = False
@@ -200,18 +217,36 @@ class Client:
             ssl=ssl_ctx if ssl_ctx is not None else False,
             enable_cleanup_closed=False,
         )
+        # No cookie jar, as client-go's http.Client: API requests never carry cookies.
         self._session = aiohttp.ClientSession(
             connector=connector,
             json_serialize=lambda o: orjson.dumps(o).decode(),
             headers={"User-Agent": self.user_agent, "Accept": "application/json"},
             auth=aiohttp.BasicAuth(*self.config.basic) if self.config.basic else None,
             read_bufsize=2**18,
+            cookie_jar=aiohttp.DummyCookieJar(),
         )
         self._session_cert = cert
         self._closed = False
         return self._session
 
     # -- the request core ---------------------------------------------------------------
+
+    def _url(self, path: str, params: Mapping[str, str] | None) -> yarl.URL:
+        """The request URL. A path of plain characters (every API path built from valid
+        names) is appended to the server's encoded URL as it is, without yarl parsing and
+        re-encoding it; anything else goes through yarl as before."""
+        server = self.config.server
+        base = self._base_url
+        if base is None or base[0] != server:
+            base = self._base_url = (server, str(yarl.URL(server)).rstrip("/"))
+        if "/." in path or not _PLAIN_PATH_CHARS.issuperset(path):  # dot segments, escapes
+            url = yarl.URL(base[1] + path)
+            return url.extend_query(params) if params else url
+        text = base[1] + path
+        if params:
+            text += "?" + _query(params)
+        return yarl.URL(text, encoded=True)
 
     async def request(
         self,
@@ -226,7 +261,7 @@ class Client:
         """Send one API request and return the decoded JSON answer (retries as documented above)."""
         policy = retry or self.retry
         data = None if body is None else (body if isinstance(body, bytes) else orjson.dumps(body))
-        url = self.config.server + path
+        url = self._url(path, params)
         attempt = 0
         reauthed = False
         while True:
@@ -237,14 +272,16 @@ class Client:
                 headers["Authorization"] = f"Bearer {creds.token}"
             if self.config.tls_server_name:
                 headers["Host"] = self.config.tls_server_name
+            timeout = self._timeout
+            if timeout is None or timeout.total != self.timeout:
+                timeout = self._timeout = aiohttp.ClientTimeout(total=self.timeout)
             try:
                 async with session.request(
                     method,
                     url,
-                    params=params,
                     data=data,
                     headers=headers,
-                    timeout=aiohttp.ClientTimeout(total=self.timeout),
+                    timeout=timeout,
                     server_hostname=self.config.tls_server_name,
                 ) as resp:
                     status = resp.status
