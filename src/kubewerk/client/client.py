@@ -689,12 +689,13 @@ class Client:
             buffer = b""
             try:
                 async for chunk in resp.content.iter_any():
-                    buffer += chunk
-                    while True:
-                        nl = buffer.find(b"\n")
-                        if nl < 0:
-                            break
-                        line, buffer = buffer[:nl], buffer[nl + 1 :]
+                    if b"\n" not in chunk:
+                        buffer += chunk
+                        continue
+                    # one split per chunk (not one slice of the rest per event)
+                    lines = (buffer + chunk).split(b"\n")
+                    buffer = lines.pop()
+                    for line in lines:
                         if not line.strip():
                             continue
                         yield self._watch_event(line, rt, kind if model else None)
