@@ -450,7 +450,6 @@ class Controller(Generic[T]):
         self.queue = WorkQueue(self.name, self._rate_limiter, metrics.queue_metrics(self.name))
         metrics.watch_queue(self.queue)  # type: ignore[arg-type]
         metrics.max_concurrent.labels(self.name).set(self.max_concurrent_reconciles)
-        self._active = metrics.active_workers.labels(self.name)
         self._total = {r: metrics.reconcile_total.labels(self.name, r) for r in (RESULT_SUCCESS, RESULT_ERROR, RESULT_REQUEUE, RESULT_REQUEUE_AFTER)}
         self._errors = metrics.reconcile_errors.labels(self.name)
         self._terminal = metrics.terminal_errors.labels(self.name)
@@ -500,7 +499,6 @@ class Controller(Generic[T]):
                 key = await self.queue.get()
             except ShutDown:
                 return
-            self._active.inc()
             try:
                 await self._process(key)
             except asyncio.CancelledError:
@@ -509,7 +507,6 @@ class Controller(Generic[T]):
                 log.exception("controller %s: unexpected failure handling %s", self.name, key)
                 self.queue.add_rate_limited(key)
             finally:
-                self._active.dec()
                 self.queue.done(key)
 
     async def _process(self, key: str) -> None:

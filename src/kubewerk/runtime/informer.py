@@ -230,13 +230,20 @@ class Informer:
         self._store[key] = raw
         for name in self._indexers:
             self._index(name, key, obj)
+        handlers = self._handlers
+        if not handlers:
+            return
+        # The last handler gets ``obj`` itself: the store keeps only ``raw``, so nobody
+        # else holds it, and one decode is saved; the others get fresh copies.
         if old_raw is None:
-            for h in self._handlers:
+            for h in handlers[:-1]:
                 h.on_add(orjson.loads(raw))
+            handlers[-1].on_add(obj)
         elif old_raw != raw:
             old = orjson.loads(old_raw)
-            for h in self._handlers:
+            for h in handlers[:-1]:
                 h.on_update(old, orjson.loads(raw))
+            handlers[-1].on_update(old, obj)
 
     def _remove(self, key: str, final: Obj | None) -> None:
         raw = self._store.pop(key, None)
@@ -304,9 +311,10 @@ class Informer:
                     if len(self._synced_namespaces) == len(self.namespaces):
                         self.synced.set()
                 else:
+                    rv = item.resource_version  # read first: a handler may keep and edit the object
                     self._apply(item)
-                    if item.resource_version:
-                        self.resource_version = item.resource_version
+                    if rv:
+                        self.resource_version = rv
             except Exception:  # a handler bug must not kill the informer
                 log.exception("informer %s: handling an event failed", self.rt.group_resource)
 

@@ -159,9 +159,17 @@ class Metrics:
         return WorkQueueMetrics(self, name)
 
     def watch_queue(self, queue: WorkQueue[object]) -> None:
-        """Compute the queue's unfinished/longest-running gauges at scrape time."""
-        self.wq_unfinished.labels(queue.name, queue.name).set_function(queue.unfinished_work_seconds)
-        self.wq_longest.labels(queue.name, queue.name).set_function(queue.longest_running_processor_seconds)
+        """Compute the queue's depth, active-worker, unfinished and longest-running gauges
+        at scrape time (read from the queue then, instead of set on every add, get and done).
+
+        ``controller_runtime_active_workers`` is the number of items being processed: a
+        controller's worker holds exactly one item from ``get`` until ``done``.
+        """
+        name = queue.name
+        self.wq_depth.labels(name, name, "").set_function(queue.__len__)
+        self.active_workers.labels(name).set_function(queue.in_flight)
+        self.wq_unfinished.labels(name, name).set_function(queue.unfinished_work_seconds)
+        self.wq_longest.labels(name, name).set_function(queue.longest_running_processor_seconds)
 
     def exposition(self) -> bytes:
         """The text exposition format of every family."""
@@ -169,10 +177,13 @@ class Metrics:
 
 
 class WorkQueueMetrics:
-    """The :class:`~kubewerk.runtime.queue.QueueMetrics` hooks bound to one queue name."""
+    """The :class:`~kubewerk.runtime.queue.QueueMetrics` hooks bound to one queue name.
+
+    ``workqueue_depth`` is not set here: :meth:`Metrics.watch_queue` reads the queue's
+    length at scrape time (the depth passed to the hooks is that same length).
+    """
 
     def __init__(self, metrics: Metrics, name: str) -> None:
-        self._depth = metrics.wq_depth.labels(name, name, "")
         self._adds = metrics.wq_adds.labels(name, name)
         self._latency = metrics.wq_latency.labels(name, name)
         self._work = metrics.wq_work.labels(name, name)
@@ -180,14 +191,11 @@ class WorkQueueMetrics:
 
     def add(self, depth: int) -> None:
         self._adds.inc()
-        self._depth.set(depth)
 
     def get(self, depth: int, waited: float) -> None:
-        self._depth.set(depth)
         self._latency.observe(waited)
 
     def done(self, depth: int, worked: float) -> None:
-        self._depth.set(depth)
         self._work.observe(worked)
 
     def retry(self) -> None:

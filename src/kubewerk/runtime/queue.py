@@ -288,6 +288,10 @@ class WorkQueue(Generic[T]):
         """True once :meth:`shutdown` was called."""
         return self._shutting_down
 
+    def in_flight(self) -> int:
+        """How many items are being processed (taken by :meth:`get`, not yet :meth:`done`)."""
+        return len(self._processing)
+
     def processing(self) -> dict[T, float]:
         """Items being processed and when each was taken (monotonic clock)."""
         return dict(self._processing)
