@@ -105,6 +105,22 @@ class ObjectLogger(logging.LoggerAdapter[logging.Logger]):
         return f"[{extra.get('controller')} {extra.get('object')}] {msg}", kwargs
 
 
+def status_of(obj: Any) -> Any:
+    """``to_dict(obj).get("status")``, without dumping the rest of a typed object.
+
+    A kubewerk model (whose ``to_dict`` is :meth:`KubeModel.to_dict`) dumps only its
+    ``status`` field with the same options, which gives the same value; anything else
+    goes through :func:`kubewerk.client.resources.to_dict`.
+    """
+    if isinstance(obj, dict):
+        return obj.get("status")
+    from kubewerk.model.base import KubeModel  # here: dict-only operators never load pydantic
+
+    if isinstance(obj, KubeModel) and type(obj).to_dict is KubeModel.to_dict:
+        return obj.model_dump(mode="json", exclude_unset=True, include={"status"}).get("status")
+    return to_dict(obj).get("status")
+
+
 class Context:
     """What a reconcile gets besides the object: the client, the cache, a logger with
     object context, an event recorder, and helpers that write safely."""
@@ -177,7 +193,7 @@ class Context:
         resourceVersion: a concurrent change makes this raise Conflict (the controller
         requeues and the next reconcile recomputes status from fresh data, so no update
         is lost). Returns False when there was nothing to write."""
-        new_status = to_dict(obj).get("status")
+        new_status = status_of(obj)
         diff = merge_patch_diff({"status": self._snapshot.get("status")}, {"status": new_status})
         if not diff:
             return False
