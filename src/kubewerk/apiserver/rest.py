@@ -667,13 +667,12 @@ class ResourceApi:
     @staticmethod
     def _unchanged(new: JSON, current: JSON) -> bool:
         """A no-op write keeps the resourceVersion (the apiserver skips the storage write)."""
-        cur_meta = dict(current.get("metadata") or {})
-        cur_meta.pop("resourceVersion", None)
-        new_meta = dict(new.get("metadata") or {})
-        new_meta.pop("resourceVersion", None)
-        if cur_meta != new_meta:
+        cur_meta = current.get("metadata") or {}
+        new_meta = new.get("metadata") or {}
+        meta_keys = (cur_meta.keys() | new_meta.keys()) - {"resourceVersion"}
+        if any(cur_meta.get(k) != new_meta.get(k) for k in meta_keys):
             return False
-        keys = (set(new) | set(current)) - {"metadata"}
+        keys = (new.keys() | current.keys()) - {"metadata"}
         return all(new.get(k) == current.get(k) for k in keys)
 
     @staticmethod
