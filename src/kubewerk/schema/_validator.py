@@ -15,7 +15,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Callable
-from typing import Any, Final
+from typing import TYPE_CHECKING, Any, Final
 
 import re2
 
@@ -23,6 +23,10 @@ from kubewerk.core.errors import FieldError
 from kubewerk.core.gofmt import INT64_MAX, INT64_MIN, go_deep_equal, go_float_v, go_json, go_quote
 
 from . import formats
+from ._ratchet import MISSING, correlate_items, correlate_key, unchanged
+
+if TYPE_CHECKING:
+    from ._structural import Structural
 
 ROOT_FIELD: Final = "<nil>"
 """How ``field.Path(nil).String()`` prints: the field of errors about the whole object."""
@@ -184,6 +188,8 @@ def _enum_detail_values(options: list[Any]) -> list[str]:
     return out
 
 
+_TYPE_META: Final = frozenset({"apiVersion", "kind"})
+"""Root fields never ratcheted: both objects are converted to the same version."""
 _JUNCTOR_KEYS: Final = frozenset({"allOf", "anyOf", "oneOf", "not"})
 _STRING_KEYS: Final = frozenset({"maxLength", "minLength", "pattern"})
 _NUMBER_KEYS: Final = frozenset(
@@ -398,7 +404,38 @@ class Validator:
             return
         self._validate(data, name, errs)
 
-    def _validate(self, data: Any, name: str, errs: list[FieldError]) -> None:
+    def validate_update(
+        self, node: Structural | None, data: Any, old: Any, name: str, errs: list[FieldError]
+    ) -> None:
+        """``validate`` with validation ratcheting: ``old`` is the correlated old value.
+
+        Kubernetes' ``ratchetingValueValidator``: the node's errors (its own and those
+        of its uncorrelated descendants) are dropped when the node is unchanged from
+        ``old`` (``unchanged``); correlated children ratchet on their own. ``node`` is
+        the structural schema of this node, which decides how children correlate.
+        """
+        ok = self.ok_fn
+        if ok is None:
+            self.ok_calls += 1
+            if self.ok_calls > 1:
+                ok = self.accepts()
+        if ok is not None and ok(data):
+            return
+        # the apiserver validates, then drops the node's errors if it is unchanged;
+        # comparing first gives the same answer without validating unchanged data
+        if unchanged(node, data, old):
+            return
+        self._validate(data, name, errs, node, old)
+
+    def _validate(
+        self,
+        data: Any,
+        name: str,
+        errs: list[FieldError],
+        node: Structural | None = None,
+        old: Any = MISSING,
+    ) -> None:
+        """``node``/``old``: ratchet the children against ``old`` (see ``validate_update``)."""
         if data is None:
             if self.types and not self.nullable and "null" not in self.types:
                 errs.append(
@@ -430,8 +467,18 @@ class Validator:
         elif kind == "array":
             items = self.items
             if items is not None:
-                for i, item in enumerate(data):
-                    items.validate(item, f"{name}[{i}]", errs)
+                olds = correlate_items(node, data, old) if old is not MISSING else None
+                if olds is None:
+                    for i, item in enumerate(data):
+                        items.validate(item, f"{name}[{i}]", errs)
+                else:
+                    item_node = node.items if node is not None else None
+                    for i, item in enumerate(data):
+                        o = olds[i]
+                        if o is MISSING:
+                            items.validate(item, f"{name}[{i}]", errs)
+                        else:
+                            items.validate_update(item_node, item, o, f"{name}[{i}]", errs)
             if self.min_items is not None and len(data) < self.min_items:
                 errs.append(
                     FieldError.invalid(
@@ -453,7 +500,10 @@ class Validator:
                 FieldError.not_supported(field_of(name), _go_bad_value(data), self.enum_text)
             )
         if kind == "object" and self.has_object:
-            self._check_object(data, name, errs)
+            if old is MISSING or type(old) is not dict or node is None:
+                self._check_object(data, name, errs)
+            else:
+                self._check_object_update(data, name, errs, node, old)
 
     def _check_type(self, data: Any, kind: str, name: str, errs: list[FieldError]) -> None:
         types = self.types
@@ -645,6 +695,60 @@ class Validator:
                 sub = props.get(key)
                 if sub is not None:
                     sub.validate(value, prefix + key, errs)
+        for key in self.required:
+            if key not in data:
+                errs.append(FieldError.required(field_of(f"{name}.{key}")))
+
+    def _check_object_update(
+        self,
+        data: dict[str, Any],
+        name: str,
+        errs: list[FieldError],
+        node: Structural,
+        old: dict[str, Any],
+    ) -> None:
+        """``_check_object`` with properties and map values ratcheted against ``old``."""
+        n = len(data)
+        if self.min_properties is not None and n < self.min_properties:
+            errs.append(
+                FieldError.invalid(
+                    field_of(name),
+                    n,
+                    f"{name} in body should have at least {self.min_properties} properties",
+                )
+            )
+        if self.max_properties is not None and n > self.max_properties:
+            errs.append(FieldError.too_many(field_of(name), n, self.max_properties))
+        props = self.properties
+        root = not name
+        if not self.additional_allows:
+            for key in data:
+                if key not in props:
+                    errs.append(
+                        FieldError.invalid(
+                            field_of(name), key, f"{name}.{key} in body is a forbidden property"
+                        )
+                    )
+        elif self.additional is not None:
+            addl = self.additional
+            for key, value in data.items():
+                if key not in props:
+                    o = correlate_key(node, data, old, key)
+                    if o is MISSING or (root and key in _TYPE_META):
+                        addl.validate(value, f"{name}.{key}", errs)
+                    else:
+                        addl.validate_update(node.additional, value, o, f"{name}.{key}", errs)
+        if props:
+            prefix = name + "." if name else ""
+            sprops = node.properties
+            for key, value in data.items():
+                sub = props.get(key)
+                if sub is not None:
+                    o = correlate_key(node, data, old, key)
+                    if o is MISSING or (root and key in _TYPE_META):
+                        sub.validate(value, prefix + key, errs)
+                    else:
+                        sub.validate_update(sprops.get(key), value, o, prefix + key, errs)
         for key in self.required:
             if key not in data:
                 errs.append(FieldError.required(field_of(f"{name}.{key}")))

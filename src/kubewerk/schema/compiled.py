@@ -127,11 +127,20 @@ class CompiledSchema:
 
     def _validate(self, obj: Any, old: Any) -> list[FieldError]:
         errs: list[FieldError] = []
-        self.validator.validate(obj, "", errs)
+        if old is None:
+            self.validator.validate(obj, "", errs)
+        else:
+            # validation ratcheting (CRDValidationRatcheting, on by default since 1.30)
+            self.validator.validate_update(self.structural, obj, old, "", errs)
         if self.structural.has_embedded:
             # the apiserver checks nested embedded resources only (isResourceRoot=false)
             st.validate_embedded(obj, self.structural, "", errs)
-        if self.structural.has_lists and type(obj) is dict:
+        # on update, list set/map errors are only reported when the old object had none
+        if (
+            self.structural.has_lists
+            and type(obj) is dict
+            and (old is None or not self._list_errors(old))
+        ):
             st.validate_lists(obj, self.structural, "", errs)
         if self.structural.has_rules:
             if any(e.type in _BLOCKING for e in errs):
@@ -139,6 +148,11 @@ class CompiledSchema:
             else:
                 errs.extend(self._rules().validate(obj, old))
         return errs
+
+    def _list_errors(self, old: Any) -> bool:
+        found: list[FieldError] = []
+        st.validate_lists(old, self.structural, "", found)
+        return bool(found)
 
     def validate_rules(self, obj: Any, old: Any = None) -> list[FieldError]:
         """Only the CEL ``x-kubernetes-validations`` rules."""

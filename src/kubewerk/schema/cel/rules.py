@@ -25,6 +25,8 @@ from cel_expr_python.ext import ext_bindings, ext_optional, ext_strings
 from kubewerk.core.errors import FieldError
 from kubewerk.core.gofmt import go_json
 
+from .._ratchet import MISSING as _UNCORRELATED
+from .._ratchet import correlate_items, correlate_key, unchanged
 from .._validator import ROOT_FIELD
 from . import library
 from .paths import parse_field_path, render_field_path
@@ -451,9 +453,92 @@ class RuleSet:
         self.root = root
 
     def validate(self, obj: Any, old: Any = None) -> list[FieldError]:
+        """Evaluate every rule on ``obj`` (an update from ``old`` when it is not None).
+
+        On update, the failures of rules that do not use ``oldSelf`` are ratcheted
+        (dropped) where the node is unchanged from its correlated old value, or — for a
+        node that cannot be correlated — where its nearest correlated ancestor is
+        unchanged; evaluation errors are always reported (as the apiserver does).
+        """
         errs: list[FieldError] = []
-        _walk(self.root, obj, old if old is not None else _MISSING, ROOT_FIELD, errs)
+        if old is None:
+            _walk(self.root, obj, _MISSING, ROOT_FIELD, errs, None)
+        else:
+            _walk(
+                self.root, obj, old, ROOT_FIELD, errs, _Corr(self.root.node, obj, None, None, old)
+            )
         return errs
+
+
+_UNRESOLVED: Final = object()
+_NEVER: Final = object()
+
+
+class _Corr:
+    """A node on the update walk, correlated to its old value lazily (``CorrelatedObject``).
+
+    The correlated old value is only worked out when a rule fails, so an update whose
+    rules pass pays one small object per visited node.
+    """
+
+    __slots__ = ("equal", "items_old", "node", "old_value", "parent", "step", "value")
+
+    def __init__(
+        self,
+        node: Structural,
+        value: Any,
+        parent: _Corr | None,
+        step: str | int | None,
+        old: Any = _UNRESOLVED,
+    ) -> None:
+        self.node = node
+        self.value = value
+        self.parent = parent
+        self.step = step
+        self.old_value = old
+        self.equal: bool | None = None
+        self.items_old: list[Any] | None = None
+
+    def old(self) -> Any:
+        """The correlated old value, or ``_UNCORRELATED`` (then so are all descendants)."""
+        o = self.old_value
+        if o is _UNRESOLVED:
+            parent = self.parent
+            assert parent is not None  # the root is created resolved
+            p_old = parent.old()
+            step = self.step
+            if p_old is _UNCORRELATED:
+                o = _UNCORRELATED
+            elif type(step) is str:
+                if parent.parent is None and step in ("apiVersion", "kind"):
+                    o = _NEVER  # never ratcheted: both objects are converted to one version
+                else:
+                    o = correlate_key(parent.node, parent.value, p_old, step)
+            else:
+                olds = parent.items_old
+                if olds is None:
+                    olds = parent.items_old = correlate_items(parent.node, parent.value, p_old) or [
+                        _UNCORRELATED
+                    ] * len(parent.value)
+                o = olds[step]  # type: ignore[index]
+            self.old_value = o
+        return o
+
+    def ratcheted(self) -> bool:
+        """``ratchetingOptions.shouldRatchetError``: this node, if correlated, is
+        unchanged; else its nearest correlated ancestor is."""
+        c: _Corr | None = self
+        while c is not None:
+            o = c.old()
+            if o is _NEVER:
+                return False
+            if o is not _UNCORRELATED:
+                eq = c.equal
+                if eq is None:
+                    eq = c.equal = unchanged(c.node, c.value, o)
+                return eq
+            c = c.parent
+        return False
 
 
 def _build(node: Structural, path: str, errs: list[FieldError]) -> _NodeRules | None:
@@ -490,11 +575,20 @@ def _child_path(base: str, name: str) -> str:
     return name if base == ROOT_FIELD else f"{base}.{name}"
 
 
-def _walk(nr: _NodeRules, value: Any, old: Any, path: str, errs: list[FieldError]) -> None:
+def _walk(
+    nr: _NodeRules,
+    value: Any,
+    old: Any,
+    path: str,
+    errs: list[FieldError],
+    corr: _Corr | None,
+) -> None:
+    """``old``: the value ``oldSelf`` is bound to (or ``_MISSING``); ``corr``: this
+    node on an update, for ratcheting (None on create)."""
     if value is None:
         return
     if nr.rules:
-        _eval_rules(nr, value, old, path, errs)
+        _eval_rules(nr, value, old, path, errs, corr)
     t = type(value)
     if t is dict:
         for name, child in nr.children.items():
@@ -502,7 +596,8 @@ def _walk(nr: _NodeRules, value: Any, old: Any, path: str, errs: list[FieldError
             if v is _MISSING:
                 continue
             prev = old.get(name, _MISSING) if type(old) is dict else _MISSING
-            _walk(child, v, prev, _child_path(path, name), errs)
+            c = _Corr(child.node, v, corr, name) if corr is not None else None
+            _walk(child, v, prev, _child_path(path, name), errs, c)
         addl = nr.additional
         if addl is not None:
             granular = nr.node.map_type != "atomic"
@@ -510,7 +605,8 @@ def _walk(nr: _NodeRules, value: Any, old: Any, path: str, errs: list[FieldError
                 if k in nr.node.properties:
                     continue
                 prev = old.get(k, _MISSING) if granular and type(old) is dict else _MISSING
-                _walk(addl, v, prev, f"{path}[{k}]", errs)
+                c = _Corr(addl.node, v, corr, k) if corr is not None else None
+                _walk(addl, v, prev, f"{path}[{k}]", errs, c)
     elif t is list:
         items = nr.items
         if items is None:
@@ -526,10 +622,18 @@ def _walk(nr: _NodeRules, value: Any, old: Any, path: str, errs: list[FieldError
             match: Any = _MISSING
             if correlate and type(v) is dict:
                 match = old_by_key.get(go_json([v.get(k) for k in nr.node.list_map_keys]), _MISSING)
-            _walk(items, v, match, f"{path}[{i}]", errs)
+            c = _Corr(items.node, v, corr, i) if corr is not None else None
+            _walk(items, v, match, f"{path}[{i}]", errs, c)
 
 
-def _eval_rules(nr: _NodeRules, value: Any, old: Any, path: str, errs: list[FieldError]) -> None:
+def _eval_rules(
+    nr: _NodeRules,
+    value: Any,
+    old: Any,
+    path: str,
+    errs: list[FieldError],
+    corr: _Corr | None,
+) -> None:
     node = nr.node
     fields = nr.raw_fields
     if fields is not None and type(value) is dict:
@@ -590,6 +694,10 @@ def _eval_rules(nr: _NodeRules, value: Any, old: Any, path: str, errs: list[Fiel
                     f"rule did not evaluate to a bool evaluating rule: {_rule_text(cr.rule)}",
                 )
             )
+            continue
+        if not cr.uses_old and corr is not None and corr.ratcheted():
+            # ratcheting: the rule failed on a value the update left unchanged (the
+            # apiserver turns this failure into a warning)
             continue
         field = path
         if cr.field_steps:
@@ -719,5 +827,5 @@ def validate_default_rules(
     if errs or built is None:
         return []
     out: list[FieldError] = []
-    _walk(built, value, value, path, out)
+    _walk(built, value, value, path, out, None)
     return out
