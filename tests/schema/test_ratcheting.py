@@ -298,3 +298,35 @@ def test_cel_evaluation_errors_are_not_ratcheted() -> None:
     assert messages(cs.validate(copy.deepcopy(old), old)) == [
         "spec: Invalid value: \"object\": no such key: x evaluating rule: self.a['x'] > 0"
     ]
+
+
+def test_map_list_keys_are_typed_scalars() -> None:
+    # CompositeKeyFor: keys compare by typed scalar value; several keys must all be set
+    schema = _schema(
+        {
+            "type": "object",
+            "properties": {
+                "routes": {
+                    "type": "array",
+                    "x-kubernetes-list-type": "map",
+                    "x-kubernetes-list-map-keys": ["port", "proto"],
+                    "items": {
+                        "type": "object",
+                        "properties": {
+                            "port": {"type": "number"},
+                            "proto": {"type": "string"},
+                            "note": {"type": "string", "maxLength": 3},
+                        },
+                    },
+                }
+            },
+        }
+    )
+    cs = compile_schema(schema)
+    old = _obj({"routes": [{"port": 80, "proto": "TCP", "note": "toolong"}]})
+    same = _obj({"routes": [{"port": 80, "proto": "TCP", "note": "toolong"}], "x": 1})
+    assert cs.validate(same, old) == []
+    as_float = _obj({"routes": [{"port": 80.0, "proto": "TCP", "note": "toolong"}], "x": 1})
+    assert messages(cs.validate(as_float, old)) == [
+        "spec.routes[0].note: Too long: may not be more than 3 bytes"
+    ]

@@ -18,7 +18,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any, Final
 
-from kubewerk.core.gofmt import go_deep_equal, go_json
+from kubewerk.core.gofmt import INT64_MAX, INT64_MIN, go_deep_equal, go_json
 
 if TYPE_CHECKING:
     from ._structural import Structural
@@ -27,41 +27,65 @@ MISSING: Final = object()
 """No correlated old value."""
 
 
-def map_list_index(node: Structural, old: list[Any]) -> dict[str, Any]:
-    """The old items of a ``list-type: map`` list by their key (``MakeMapList``).
+def _scalar(v: Any) -> tuple[str, Any] | None:
+    """A key value as Go's ``map[interface{}]`` sees it: only scalars, typed."""
+    t = type(v)
+    if t is str:
+        return ("s", v)
+    if t is bool:
+        return ("b", v)
+    if t is int:
+        return ("i", v) if INT64_MIN <= v <= INT64_MAX else ("f", float(v))
+    if t is float:
+        return ("f", v)
+    return None
 
-    Items that are not objects, or lack the (single) key, are not keyed; with duplicate
-    keys the first item wins.
+
+def map_list_key(node: Structural, item: Any) -> Any:
+    """``CompositeKeyFor``: the key of a map-list item, or None when it has none.
+
+    Every key field must be present with a scalar value; one key is compared by typed
+    value, several by a composite string (floats printed with Go's ``%f``).
     """
-    keys = node.list_map_keys
-    out: dict[str, Any] = {}
-    if not keys or node.type != "array":
-        return out
-    single = keys[0] if len(keys) == 1 else None
-    for item in old:
-        if type(item) is not dict:
-            continue
-        if single is not None:
-            if single not in item:
-                continue
-            key = go_json([item[single]])
-        else:
-            key = go_json([item.get(k) for k in keys])
-        if key not in out:
-            out[key] = item
-    return out
-
-
-def map_list_key(node: Structural, item: Any) -> str | None:
-    """The key of a new map-list item, or None when it has none."""
     keys = node.list_map_keys
     if type(item) is not dict or not keys:
         return None
     if len(keys) == 1:
-        if keys[0] not in item:
+        k = keys[0]
+        return _scalar(item[k]) if k in item else None
+    parts: list[str] = []
+    for k in keys:
+        if k not in item:
             return None
-        return go_json([item[keys[0]]])
-    return go_json([item.get(k) for k in keys])
+        sv = _scalar(item[k])
+        if sv is None:
+            return None
+        tag, v = sv
+        if tag == "b":
+            parts.append("true" if v else "false")
+        elif tag == "f":
+            parts.append(f"{v:f}")
+        elif tag == "i":
+            parts.append(str(v))
+        else:
+            parts.append(go_json(v))
+    return "\x00" + "\x00".join(parts)
+
+
+def map_list_index(node: Structural, old: list[Any]) -> dict[Any, Any]:
+    """The old items of a ``list-type: map`` list by their key (``MakeMapList``).
+
+    Items that are not objects or have no key are not keyed; with duplicate keys the
+    first item wins.
+    """
+    out: dict[Any, Any] = {}
+    if not node.list_map_keys or node.type != "array":
+        return out
+    for item in old:
+        key = map_list_key(node, item)
+        if key is not None and key not in out:
+            out[key] = item
+    return out
 
 
 def correlate_items(node: Structural | None, new: list[Any], old: Any) -> list[Any] | None:
