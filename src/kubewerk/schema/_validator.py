@@ -20,7 +20,15 @@ from typing import TYPE_CHECKING, Any, Final
 import re2
 
 from kubewerk.core.errors import FieldError
-from kubewerk.core.gofmt import INT64_MAX, INT64_MIN, go_deep_equal, go_float_v, go_json, go_quote
+from kubewerk.core.gofmt import (
+    INT64_MAX,
+    INT64_MIN,
+    go_deep_equal,
+    go_float_v,
+    go_json,
+    go_quote,
+    json_kind,
+)
 
 from . import formats
 from ._ratchet import MISSING, correlate_items, correlate_key, unchanged
@@ -105,31 +113,9 @@ _KINDS: Final[dict[type, str]] = {
 
 
 def _kind(value: Any) -> str:
+    """``json_kind`` with a table lookup first for the common exact types (hot path)."""
     kind = _KINDS.get(type(value))
-    if kind is not None:
-        return kind
-    t = type(value)
-    if t is str:
-        return "string"
-    if t is dict:
-        return "object"
-    if t is list:
-        return "array"
-    if t is bool:
-        return "boolean"
-    if t is int:
-        return "integer" if INT64_MIN <= value <= INT64_MAX else "number"
-    if t is float:
-        return "number"
-    if value is None:
-        return "null"
-    if isinstance(value, dict):
-        return "object"
-    if isinstance(value, (list, tuple)):
-        return "array"
-    if isinstance(value, str):
-        return "string"
-    return "unknown"
+    return kind if kind is not None else json_kind(value)
 
 
 def _go_bad_value(value: Any) -> Any:
