@@ -169,15 +169,17 @@ class ApiServer:
             return
         if not self.started:
             await self.start()
+        if not self.log_requests:
+            await self._handle(scope, receive, send)
+            return
         started = time.perf_counter()
         status = 500
         try:
             status = await self._handle(scope, receive, send)
         finally:
-            if self.log_requests:
-                q = scope.get("query_string", b"").decode()
-                log.info("%s %s%s %d %.1fms", scope["method"], scope["path"], "?" + q if q else "",
-                         status, (time.perf_counter() - started) * 1000)
+            q = scope.get("query_string", b"").decode()
+            log.info("%s %s%s %d %.1fms", scope["method"], scope["path"], "?" + q if q else "",
+                     status, (time.perf_counter() - started) * 1000)
 
     async def _lifespan(self, receive: Receive, send: Send) -> None:
         while True:
@@ -191,9 +193,8 @@ class ApiServer:
                 return
 
     async def _handle(self, scope: Scope, receive: Receive, send: Send) -> int:
-        headers: dict[str, str] = {}
-        for k, v in scope["headers"]:
-            headers[k.decode("latin-1").lower()] = v.decode("latin-1")
+        # ASGI servers hand header names over lowercased
+        headers = {k.decode("latin-1"): v.decode("latin-1") for k, v in scope["headers"]}
         raw_query = scope.get("query_string", b"")
         query = dict(parse_qsl(raw_query.decode("latin-1"), keep_blank_values=True)) if raw_query else {}
         req = Request(scope["method"], scope["path"], query, headers, b"")

@@ -78,10 +78,12 @@ class ResourceType:
     to_storage: Callable[[JSON], JSON] | None = None
     from_storage: Callable[[JSON], JSON] | None = None
 
-    @property
-    def key_prefix(self) -> str:
+    key_prefix: str = field(init=False, default="")
+    """``/<storage group or "core">/<resource>/``: where this type's objects live."""
+
+    def __post_init__(self) -> None:
         group = self.group if self.storage_group is None else self.storage_group
-        return f"/{group or 'core'}/{self.resource}/"
+        self.key_prefix = f"/{group or 'core'}/{self.resource}/"
 
     def key(self, namespace: str, name: str) -> str:
         return f"{self.key_prefix}{namespace}/{name}"
