@@ -87,11 +87,19 @@ class Admission:
             return validation.validate_object_meta_for_create(
                 meta, namespaced=req.rtype.namespaced, name_rule=name_rule
             )
+        if meta.get("resourceVersion") and _same_except_resource_version(meta, old_meta):
+            # metadata the stored object already passed with: nothing new to check
+            return []
         return validation.validate_object_meta_update(meta, old_meta)
 
     def on_read(self, rtype: ResourceType, version: str, obj: JSON) -> JSON:
         """The object as served in ``version`` (defaults applied); never mutates ``obj``."""
         return obj
+
+
+def _same_except_resource_version(meta: JSON, old_meta: JSON) -> bool:
+    keys = (meta.keys() | old_meta.keys()) - {"resourceVersion"}
+    return all(meta.get(k) == old_meta.get(k) for k in keys)
 
 
 def _name(obj: JSON) -> str:
