@@ -1,10 +1,7 @@
 """Test helpers for operators: an embedded API server, clients, CRD install, waiting.
 
-Enable the pytest fixtures in your top-level ``conftest.py``::
-
-    pytest_plugins = ["kubewerk.testing.plugin"]
-
-and write tests that need no cluster::
+The pytest fixtures come with ``pip install 'kubewerk[testing]'`` (the plugin is a
+``pytest11`` entry point; it needs pytest-asyncio); write tests that need no cluster::
 
     async def test_converges(kube_client, install_crds, run_manager, wait_for):
         await install_crds(Database)
