@@ -621,3 +621,12 @@ async def test_read_only_paths_and_resource_version_parameters(api: Api) -> None
     assert err["message"].startswith("Too large resource version: 999999, current: ")
     status, _ = await api.get(f"{DB_PATH}/rv?resourceVersion=0")
     assert status == 200
+
+
+async def test_unknown_metadata_fields_of_built_ins_are_dropped(api: Api) -> None:
+    body = configmap("meta-extra")
+    body["metadata"]["colour"] = "red"
+    status, err = await api.post(CM_PATH + "?fieldValidation=Strict", body)
+    assert (status, err["message"]) == (400, 'strict decoding error: unknown field "metadata.colour"')
+    status, obj = await api.post(CM_PATH, body)
+    assert status == 201 and "colour" not in obj["metadata"]

@@ -12,12 +12,16 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
+from kubewerk.apiserver.openapi import OBJECT_META_SCHEMA
 from kubewerk.apiserver.registry import ResourceType
 from kubewerk.core import validation
 from kubewerk.core.errors import ApiError, FieldError
 from kubewerk.core.gofmt import unmarshal_kind
 
 JSON = dict[str, Any]
+
+# metav1.ObjectMeta's JSON fields: a typed decode drops anything else
+OBJECT_META_FIELDS = frozenset(OBJECT_META_SCHEMA["properties"])
 Operation = Literal["CREATE", "UPDATE"]
 FieldValidation = Literal["Strict", "Warn", "Ignore"]
 
@@ -56,6 +60,12 @@ class Admission:
         unknown = sorted(k for k in req.obj if k not in known)
         for key in unknown:
             del req.obj[key]
+        meta = req.obj.get("metadata")
+        if isinstance(meta, dict):
+            unknown_meta = sorted(k for k in meta if k not in OBJECT_META_FIELDS)
+            for key in unknown_meta:
+                del meta[key]
+            unknown += [f"metadata.{k}" for k in unknown_meta]
         if unknown and req.field_validation != "Ignore":
             messages = [f'unknown field "{k}"' for k in unknown]
             if req.field_validation == "Strict":
