@@ -649,7 +649,8 @@ class Validator:
                 )
             )
 
-    def _check_object(self, data: dict[str, Any], name: str, errs: list[FieldError]) -> None:
+    def _check_property_count(self, data: dict[str, Any], name: str, errs: list[FieldError]) -> None:
+        """``minProperties`` / ``maxProperties``."""
         n = len(data)
         if self.min_properties is not None and n < self.min_properties:
             errs.append(
@@ -661,6 +662,9 @@ class Validator:
             )
         if self.max_properties is not None and n > self.max_properties:
             errs.append(FieldError.too_many(field_of(name), n, self.max_properties))
+
+    def _check_object(self, data: dict[str, Any], name: str, errs: list[FieldError]) -> None:
+        self._check_property_count(data, name, errs)
         props = self.properties
         if not self.additional_allows:
             for key in data:
@@ -694,17 +698,7 @@ class Validator:
         old: dict[str, Any],
     ) -> None:
         """``_check_object`` with properties and map values ratcheted against ``old``."""
-        n = len(data)
-        if self.min_properties is not None and n < self.min_properties:
-            errs.append(
-                FieldError.invalid(
-                    field_of(name),
-                    n,
-                    f"{name} in body should have at least {self.min_properties} properties",
-                )
-            )
-        if self.max_properties is not None and n > self.max_properties:
-            errs.append(FieldError.too_many(field_of(name), n, self.max_properties))
+        self._check_property_count(data, name, errs)
         props = self.properties
         root = not name
         if not self.additional_allows:

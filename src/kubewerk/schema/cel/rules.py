@@ -16,6 +16,7 @@ from __future__ import annotations
 import base64
 import re
 import threading
+from collections.abc import Iterable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Final
 
@@ -744,42 +745,35 @@ def _convertible(v: Any) -> bool:
     """True only for values cel-cpp certainly converts (JSON types, ASCII text, 64-bit ints)."""
     t = type(v)
     if t is dict:
-        for k, x in v.items():
-            tx = type(x)
-            if tx is str:
-                if not x.isascii():
-                    return False
-            elif tx is dict or tx is list:
-                if not _convertible(x):
-                    return False
-            elif tx is int:
-                if not _CEL_INT_MIN <= x < _CEL_INT_END:
-                    return False
-            elif not (tx is bool or tx is float or x is None):
-                return False
+        for k in v:
             if type(k) is not str or not k.isascii():
                 return False
-        return True
+        return _all_convertible(v.values())
     if t is list:
-        for x in v:
-            tx = type(x)
-            if tx is str:
-                if not x.isascii():
-                    return False
-            elif tx is dict or tx is list:
-                if not _convertible(x):
-                    return False
-            elif tx is int:
-                if not _CEL_INT_MIN <= x < _CEL_INT_END:
-                    return False
-            elif not (tx is bool or tx is float or x is None):
-                return False
-        return True
+        return _all_convertible(v)
     if t is str:
         return bool(v.isascii())
     if t is int:
         return bool(_CEL_INT_MIN <= v < _CEL_INT_END)
     return t is float or t is bool or v is None
+
+
+def _all_convertible(values: Iterable[Any]) -> bool:
+    """``_convertible`` of every item, with the scalar cases inline (hot path)."""
+    for x in values:
+        tx = type(x)
+        if tx is str:
+            if not x.isascii():
+                return False
+        elif tx is dict or tx is list:
+            if not _convertible(x):
+                return False
+        elif tx is int:
+            if not _CEL_INT_MIN <= x < _CEL_INT_END:
+                return False
+        elif not (tx is bool or tx is float or x is None):
+            return False
+    return True
 
 
 def _rule_text(rule: dict[str, Any]) -> str:
