@@ -17,12 +17,23 @@ Each :class:`Metrics` owns a ``CollectorRegistry`` (a manager serves its own on
   (all ``{name,controller}``, both set to the controller name, as controller-runtime does);
 - ``leader_election_master_status{name}`` (1 while leading);
 - the process collector (``process_resident_memory_bytes`` …).
+
+The counters and histograms that change on every reconcile are :class:`LoopCounter` and
+:class:`LoopHistogram`: prometheus-client's own ``Counter`` and ``Histogram`` (same
+registry, names, labels, buckets and exposition, ``_created`` series included), whose
+children keep their value in a plain float instead of a lock-guarded value object, so
+an increment is one addition. They are meant to be written from one thread (the
+manager's event loop); scraping from another thread is safe.
 """
 
 from __future__ import annotations
 
+import time
+from bisect import bisect_left
+from collections.abc import Iterable
 from typing import TYPE_CHECKING
 
+import prometheus_client.metrics as _prometheus_metrics
 from prometheus_client import (
     CollectorRegistry,
     Counter,
@@ -31,6 +42,8 @@ from prometheus_client import (
     ProcessCollector,
     generate_latest,
 )
+from prometheus_client.samples import Sample
+from prometheus_client.utils import floatToGoString
 
 if TYPE_CHECKING:
     from kubewerk.runtime.queue import WorkQueue
@@ -48,6 +61,91 @@ RESULT_REQUEUE = "requeue"
 RESULT_REQUEUE_AFTER = "requeue_after"
 
 
+def _use_created() -> bool:
+    """Whether ``_created`` series are exposed (prometheus-client's switch:
+    ``PROMETHEUS_DISABLE_CREATED_SERIES`` / ``disable_created_metrics()``)."""
+    return bool(getattr(_prometheus_metrics, "_use_created", True))
+
+
+class LoopCounter(Counter):
+    """A prometheus-client ``Counter`` whose children add to a plain float.
+
+    Same family, samples (``_total``, ``_created``) and exposition as ``Counter``;
+    ``inc`` rejects negative amounts and label-less use of a labelled family as
+    ``Counter`` does, without a lock: write from one thread (the event loop).
+    Exemplars are not supported.
+    """
+
+    def _metric_init(self) -> None:
+        self._count = 0.0
+        self._created = time.time()
+
+    def inc(self, amount: float = 1, exemplar: dict[str, str] | None = None) -> None:
+        """Add ``amount`` (>= 0)."""
+        if amount < 0:
+            raise ValueError("Counters can only be incremented by non-negative amounts.")
+        if exemplar:
+            raise ValueError("exemplars are not supported by kubewerk's runtime counters")
+        try:
+            self._count += amount
+        except AttributeError:  # a labelled family's parent, as Counter refuses it
+            raise ValueError(f"{self._type} metric is missing label values") from None
+
+    def reset(self) -> None:
+        """Back to zero, with a new ``_created`` time."""
+        self._count = 0.0
+        self._created = time.time()
+
+    def _child_samples(self) -> Iterable[Sample]:
+        total = Sample("_total", {}, self._count, None, None)
+        if _use_created():
+            return (total, Sample("_created", {}, self._created, None, None))
+        return (total,)
+
+
+class LoopHistogram(Histogram):
+    """A prometheus-client ``Histogram`` whose children count in plain floats.
+
+    Same family, buckets, samples (``_bucket`` cumulative, ``_count``, ``_sum``,
+    ``_created``) and exposition as ``Histogram``: an observation lands in the first
+    bucket whose upper bound is >= the amount (found by bisection), without a lock:
+    write from one thread (the event loop). Exemplars are not supported.
+    """
+
+    def _metric_init(self) -> None:
+        self._counts = [0.0] * len(self._upper_bounds)
+        self._total = 0.0
+        self._created = time.time()
+        self._bounds = tuple(self._upper_bounds)
+        self._les = tuple(floatToGoString(b) for b in self._bounds)  # type: ignore[no-untyped-call]
+
+    def observe(self, amount: float, exemplar: dict[str, str] | None = None) -> None:
+        """Record one observation."""
+        if exemplar:
+            raise ValueError("exemplars are not supported by kubewerk's runtime histograms")
+        try:
+            bounds = self._bounds
+        except AttributeError:  # a labelled family's parent, as Histogram refuses it
+            raise ValueError(f"{self._type} metric is missing label values") from None
+        self._total += amount
+        i = bisect_left(bounds, amount)
+        if i < len(bounds) and amount <= bounds[i]:  # NaN lands in no bucket, as in Histogram
+            self._counts[i] += 1.0
+
+    def _child_samples(self) -> Iterable[Sample]:
+        samples = []
+        acc = 0.0
+        for count, le in zip(self._counts, self._les, strict=True):
+            acc += count
+            samples.append(Sample("_bucket", {"le": le}, acc, None, None))
+        samples.append(Sample("_count", {}, acc, None, None))
+        if self._upper_bounds[0] >= 0:
+            samples.append(Sample("_sum", {}, self._total, None, None))
+        if _use_created():
+            samples.append(Sample("_created", {}, self._created, None, None))
+        return tuple(samples)
+
+
 class Metrics:
     """All runtime metric families on one registry."""
 
@@ -56,31 +154,31 @@ class Metrics:
         r = self.registry
         if process:
             ProcessCollector(registry=r)
-        self.reconcile_total = Counter(
+        self.reconcile_total = LoopCounter(
             "controller_runtime_reconcile_total",
             "Total number of reconciliations per controller",
             ["controller", "result"],
             registry=r,
         )
-        self.reconcile_errors = Counter(
+        self.reconcile_errors = LoopCounter(
             "controller_runtime_reconcile_errors_total",
             "Total number of reconciliation errors per controller",
             ["controller"],
             registry=r,
         )
-        self.terminal_errors = Counter(
+        self.terminal_errors = LoopCounter(
             "controller_runtime_terminal_reconcile_errors_total",
             "Total number of terminal reconciliation errors per controller",
             ["controller"],
             registry=r,
         )
-        self.reconcile_panics = Counter(
+        self.reconcile_panics = LoopCounter(
             "controller_runtime_reconcile_panics_total",
             "Total number of reconciliation panics per controller",
             ["controller"],
             registry=r,
         )
-        self.reconcile_time = Histogram(
+        self.reconcile_time = LoopHistogram(
             "controller_runtime_reconcile_time_seconds",
             "Length of time per reconciliation per controller",
             ["controller"],
@@ -105,20 +203,20 @@ class Metrics:
             ["name", "controller", "priority"],
             registry=r,
         )
-        self.wq_adds = Counter(
+        self.wq_adds = LoopCounter(
             "workqueue_adds",  # the client appends _total
             "Total number of adds handled by workqueue",
             ["name", "controller"],
             registry=r,
         )
-        self.wq_latency = Histogram(
+        self.wq_latency = LoopHistogram(
             "workqueue_queue_duration_seconds",
             "How long in seconds an item stays in workqueue before being requested",
             ["name", "controller"],
             buckets=WORKQUEUE_BUCKETS,
             registry=r,
         )
-        self.wq_work = Histogram(
+        self.wq_work = LoopHistogram(
             "workqueue_work_duration_seconds",
             "How long in seconds processing an item from workqueue takes.",
             ["name", "controller"],
@@ -139,7 +237,7 @@ class Metrics:
             ["name", "controller"],
             registry=r,
         )
-        self.wq_retries = Counter(
+        self.wq_retries = LoopCounter(
             "workqueue_retries",
             "Total number of retries handled by workqueue",
             ["name", "controller"],
