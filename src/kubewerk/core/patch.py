@@ -36,7 +36,7 @@ Neither function mutates its arguments, and the result shares no containers with
 from __future__ import annotations
 
 import re
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from typing import Any, Final
 
 import orjson
@@ -477,18 +477,20 @@ def _merge_docs(doc: dict[str, Any], patch: Mapping[str, Any]) -> None:
             _merge_docs(current, value)
 
 
-def merge_patch(doc: Any, patch: Any) -> Any:
+def merge_patch(doc: Any, patch: Any, *, copy: Callable[[Any], Any] = deep_copy) -> Any:
     """Apply an RFC 7386 JSON merge patch as Kubernetes does; returns the new document.
 
     ``null`` members delete, objects merge recursively, anything else replaces. Raises
     ``PatchError`` 400 ``Invalid JSON Patch`` for a ``null`` or scalar patch. An array
     patch becomes the whole result (Kubernetes then fails to decode it as an object).
-    ``doc`` and ``patch`` are never modified.
+    ``doc`` and ``patch`` are never modified. ``copy`` makes the deep copy of ``doc`` the
+    result starts from (a caller whose documents are plain decoded JSON may pass a
+    faster one).
     """
     if isinstance(patch, dict):
         if not isinstance(doc, dict):
             return _prune_nulls(patch)
-        result = deep_copy(doc)
+        result = copy(doc)
         _merge_docs(result, patch)
         return result
     if isinstance(patch, list):
