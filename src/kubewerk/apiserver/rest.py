@@ -668,14 +668,15 @@ class ResourceApi:
     def _unchanged(new: JSON, current: JSON) -> bool:
         """A no-op write keeps the resourceVersion (the apiserver skips the storage write)."""
         cur_meta = current.get("metadata") or {}
-        new_meta = new.get("metadata") or {}
-        if "resourceVersion" in cur_meta and "resourceVersion" not in new_meta and new_meta is new.get("metadata"):
+        own_meta = new.get("metadata")
+        if type(own_meta) is dict and "resourceVersion" in cur_meta and "resourceVersion" not in own_meta:
             # the same question as one C-level comparison: lend new the current resourceVersion
-            new_meta["resourceVersion"] = cur_meta["resourceVersion"]
+            own_meta["resourceVersion"] = cur_meta["resourceVersion"]
             try:
                 return bool(new == current)
             finally:
-                del new_meta["resourceVersion"]
+                del own_meta["resourceVersion"]
+        new_meta = own_meta or {}
         meta_keys = (cur_meta.keys() | new_meta.keys()) - {"resourceVersion"}
         if any(cur_meta.get(k) != new_meta.get(k) for k in meta_keys):
             return False
