@@ -1,4 +1,4 @@
-"""kubewerk's async Kubernetes API client (aiohttp + orjson).
+"""kubewerk's async Kubernetes API client (its own HTTP/1.1 pool on asyncio + httptools, orjson).
 
     from kubewerk.client import Client, SECRET
     async with Client.from_kubeconfig() as client:

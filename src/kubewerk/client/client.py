@@ -11,6 +11,10 @@ Guarantees:
   a connection lost mid-request is retried for reads only. When retries run out the
   call raises :class:`~kubewerk.client.errors.ServerUnreachable` with one sentence.
 - A 401 invalidates cached credentials (token file, exec plugin) and retries once.
+- Requests travel over kubewerk's own HTTP/1.1 keep-alive pool
+  (:mod:`kubewerk.client.transport`, asyncio + httptools): at most ``connection_limit``
+  connections, reused while sound; a request whose reused connection the server had
+  just closed is resent once on a fresh one when that cannot run it twice.
 - Objects go out and come back as dicts, or as typed model instances when the kind is
   given as a model class.
 """
@@ -18,22 +22,21 @@ Guarantees:
 from __future__ import annotations
 
 import asyncio
+import base64
 import logging
-import os
 import random
 import time
 from collections.abc import AsyncIterator, Mapping
 from dataclasses import dataclass, field
 from email.utils import parsedate_to_datetime
-from typing import Any, Literal, TypeVar, overload
-from urllib.parse import quote
+from typing import Any, Literal, Protocol, TypeVar, overload
+from urllib.parse import quote, urlsplit
 
-import aiohttp
 import orjson
-import yarl
 
 from kubewerk.client.config import ClientConfig, Credentials, load_config, load_kubeconfig
 from kubewerk.client.errors import (
+    ConfigError,
     Gone,
     NotFound,
     ServerUnreachable,
@@ -47,6 +50,7 @@ from kubewerk.client.resources import (
     resource_type_of,
     to_dict,
 )
+from kubewerk.client.transport import ConnectError, ConnectionPool, TransportError
 
 log = logging.getLogger("kubewerk.client")
 
@@ -104,10 +108,43 @@ class RetryPolicy:
 
 _RETRY_CODES = frozenset({429, 500, 502, 503, 504})
 _SAFE_METHODS = frozenset({"GET", "HEAD"})
+_BODYLESS_METHODS = frozenset({"GET", "HEAD", "DELETE", "OPTIONS"})
 # Characters a URL path may carry unescaped (RFC 3986 pchar plus "/"); a path made only
-# of these needs no quoting, so its URL is built without yarl parsing and re-encoding it.
+# of these is sent as it is, anything else is percent-encoded (a "%" in a name included).
 _UNRESERVED = frozenset("ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-._~")
-_PLAIN_PATH_CHARS = _UNRESERVED | frozenset("!$&'()*+,;=:@/")
+_PATH_SAFE = "!$&'()*+,;=:@/"
+_PLAIN_PATH_CHARS = _UNRESERVED | frozenset(_PATH_SAFE)
+
+
+@dataclass(frozen=True, slots=True)
+class _Origin:
+    """The parts of ``ClientConfig.server`` a request needs, parsed once."""
+
+    server: str
+    host: str  # where to connect (an IPv6 address without brackets)
+    port: int
+    authority: str  # the Host header
+    base_path: str  # percent-encoded path prefix (a proxy's), no trailing "/"
+
+    @classmethod
+    def parse(cls, server: str) -> _Origin:
+        try:
+            parts = urlsplit(server)
+            port = parts.port
+        except ValueError as exc:
+            raise ConfigError(f"the API server URL {server!r} is not valid: {exc}") from None
+        if parts.scheme not in ("http", "https") or not parts.hostname:
+            raise ConfigError(f"the API server URL {server!r} is not an http:// or https:// URL")
+        if port is None:
+            port = 443 if parts.scheme == "https" else 80
+        base = quote(parts.path.rstrip("/"), safe=_PATH_SAFE + "%")
+        return cls(server, parts.hostname, port, parts.netloc.rpartition("@")[2], base)
+
+
+def _check_header(what: str, value: str) -> str:
+    if "\r" in value or "\n" in value:
+        raise ValueError(f"{what} contains a line break; refusing to send it as an HTTP header")
+    return value
 
 
 def _quote(text: str) -> str:
@@ -119,7 +156,11 @@ def _query(params: Mapping[str, str]) -> str:
     return "&".join([f"{_quote(k)}={_quote(v)}" for k, v in params.items()])
 
 
-def _retry_after(headers: Mapping[str, str]) -> float | None:
+class _HeaderLookup(Protocol):
+    def get(self, name: str, default: str | None = None, /) -> str | None: ...
+
+
+def _retry_after(headers: _HeaderLookup) -> float | None:
     value = headers.get("Retry-After")
     if not value:
         return None
@@ -135,10 +176,12 @@ def _retry_after(headers: Mapping[str, str]) -> float | None:
 
 
 class Client:
-    """An async Kubernetes API client on one aiohttp session.
+    """An async Kubernetes API client on one HTTP/1.1 connection pool.
 
-    Use as ``async with Client(config) as client:`` (or call :meth:`close`). The
-    session is opened lazily on the first request, inside the running event loop.
+    Use as ``async with Client(config) as client:`` (or call :meth:`close`). The pool
+    is opened lazily on the first request, inside the running event loop; after
+    :meth:`close` the next request opens a new one. A client certificate rotated by an
+    exec plugin drops the pool (new connections present the new certificate).
     """
 
     def __init__(
@@ -157,10 +200,12 @@ class Client:
         self.connection_limit = connection_limit
         self.field_manager = field_manager
         self.user_agent = user_agent
-        self._session: aiohttp.ClientSession | None = None
-        self._session_cert: bytes | None = None
-        self._timeout: aiohttp.ClientTimeout | None = None  # built once, not per request
-        self._base_url: tuple[str, str] | None = None  # (config.server, its encoded form)
+        self._pool: ConnectionPool | None = None
+        self._pool_cert: bytes | None = None
+        self._pool_origin: _Origin | None = None
+        self._origin: _Origin | None = None
+        # (user agent, basic auth, origin) -> the header lines every request carries
+        self._prefix: tuple[str, tuple[str, str] | None, _Origin | None, str] = ("", None, None, "")
         self._discovery: dict[tuple[str, str], ResourceType] = {}
         self._discovered_groups: set[str] = set()
         self._closed = False
@@ -189,11 +234,11 @@ class Client:
         await self.close()
 
     async def close(self) -> None:
-        """Close the HTTP session (idempotent)."""
+        """Close every pooled connection, idle or in use (idempotent)."""
         self._closed = True
-        if self._session is not None:
-            await self._session.close()
-            self._session = None
+        pool, self._pool = self._pool, None
+        if pool is not None:
+            await pool.close()
 
     @property
     def server(self) -> str:
@@ -205,48 +250,73 @@ class Client:
         """The default namespace (from the kubeconfig context or service account)."""
         return self.config.namespace
 
-    async def _get_session(self, creds: Credentials) -> aiohttp.ClientSession:
+    def _get_origin(self) -> _Origin:
+        origin = self._origin
+        if origin is None or origin.server != self.config.server:
+            origin = self._origin = _Origin.parse(self.config.server)
+        return origin
+
+    async def _get_pool(self, creds: Credentials, origin: _Origin) -> ConnectionPool:
+        pool = self._pool
         cert = creds.client_cert_pem
-        if self._session is not None and cert == self._session_cert:
-            return self._session
-        if self._session is not None:
-            await self._session.close()  # exec plugin rotated its client certificate
+        if pool is not None and cert == self._pool_cert and origin is self._pool_origin:
+            return pool
+        if pool is not None:
+            # an exec plugin rotated its client certificate (or the server changed):
+            # requests in flight finish on their connections, which are closed after
+            self._pool = None
+            await pool.close(abort_active=False)
         ssl_ctx = self.config.ssl_context(creds)
-        connector = aiohttp.TCPConnector(
+        self._pool = pool = ConnectionPool(
+            origin.host,
+            origin.port,
+            ssl_context=ssl_ctx,
+            server_hostname=self.config.tls_server_name,
             limit=self.connection_limit,
-            ssl=ssl_ctx if ssl_ctx is not None else False,
-            enable_cleanup_closed=False,
+            connect_timeout=self.timeout,
         )
-        # No cookie jar, as client-go's http.Client: API requests never carry cookies.
-        self._session = aiohttp.ClientSession(
-            connector=connector,
-            json_serialize=lambda o: orjson.dumps(o).decode(),
-            headers={"User-Agent": self.user_agent, "Accept": "application/json"},
-            auth=aiohttp.BasicAuth(*self.config.basic) if self.config.basic else None,
-            read_bufsize=2**18,
-            cookie_jar=aiohttp.DummyCookieJar(),
-        )
-        self._session_cert = cert
+        self._pool_cert = cert
+        self._pool_origin = origin
         self._closed = False
-        return self._session
+        return pool
 
     # -- the request core ---------------------------------------------------------------
 
-    def _url(self, path: str, params: Mapping[str, str] | None) -> yarl.URL:
-        """The request URL. A path of plain characters (every API path built from valid
-        names) is appended to the server's encoded URL as it is, without yarl parsing and
-        re-encoding it; anything else goes through yarl as before."""
-        server = self.config.server
-        base = self._base_url
-        if base is None or base[0] != server:
-            base = self._base_url = (server, str(yarl.URL(server)).rstrip("/"))
-        if "/." in path or not _PLAIN_PATH_CHARS.issuperset(path):  # dot segments, escapes
-            url = yarl.URL(base[1] + path)
-            return url.extend_query(params) if params else url
-        text = base[1] + path
+    @staticmethod
+    def _target(origin: _Origin, path: str, params: Mapping[str, str] | None) -> str:
+        """The request target (path and query). A path of plain characters (every API
+        path built from valid names) is sent as it is; anything else is percent-encoded.
+        Dot segments are not collapsed (as client-go, the server sees the path sent)."""
+        if not _PLAIN_PATH_CHARS.issuperset(path):
+            path = quote(path, safe=_PATH_SAFE)
         if params:
-            text += "?" + _query(params)
-        return yarl.URL(text, encoded=True)
+            return f"{origin.base_path}{path}?{_query(params)}"
+        return origin.base_path + path
+
+    def _wire(self, method: str, target: str, origin: _Origin, creds: Credentials, data: bytes | None, content_type: str) -> bytes:
+        """The serialised request: request line, headers, body."""
+        ua, basic, for_origin, prefix = self._prefix
+        if ua != self.user_agent or basic != self.config.basic or for_origin is not origin:
+            lines = [
+                f"Host: {origin.authority}\r\n",
+                f"User-Agent: {_check_header('the user agent', self.user_agent)}\r\n",
+                "Accept: application/json\r\n",
+            ]
+            if self.config.basic:
+                user, password = self.config.basic
+                encoded = base64.b64encode(f"{user}:{password}".encode()).decode()
+                lines.append(f"Authorization: Basic {encoded}\r\n")
+            prefix = "".join(lines)
+            self._prefix = (self.user_agent, self.config.basic, origin, prefix)
+        head = f"{method} {target} HTTP/1.1\r\n{prefix}"
+        if creds.token:
+            head += f"Authorization: Bearer {_check_header('the bearer token', creds.token)}\r\n"
+        if data is not None:
+            head += f"Content-Type: {_check_header('the content type', content_type)}\r\nContent-Length: {len(data)}\r\n\r\n"
+            return head.encode() + data
+        if method not in _BODYLESS_METHODS:
+            head += "Content-Length: 0\r\n"
+        return (head + "\r\n").encode()
 
     async def request(
         self,
@@ -261,45 +331,35 @@ class Client:
         """Send one API request and return the decoded JSON answer (retries as documented above)."""
         policy = retry or self.retry
         data = None if body is None else (body if isinstance(body, bytes) else orjson.dumps(body))
-        url = self._url(path, params)
+        origin = self._get_origin()
+        target = self._target(origin, path, params)
+        safe = method in _SAFE_METHODS
         attempt = 0
         reauthed = False
         while True:
             creds = await self.config.auth.credentials()
-            session = await self._get_session(creds)
-            headers = {"Content-Type": content_type} if data is not None else {}
-            if creds.token:
-                headers["Authorization"] = f"Bearer {creds.token}"
-            if self.config.tls_server_name:
-                headers["Host"] = self.config.tls_server_name
-            timeout = self._timeout
-            if timeout is None or timeout.total != self.timeout:
-                timeout = self._timeout = aiohttp.ClientTimeout(total=self.timeout)
+            pool = self._pool
+            if pool is None or creds.client_cert_pem != self._pool_cert or origin is not self._pool_origin:
+                pool = await self._get_pool(creds, origin)
+            wire = self._wire(method, target, origin, creds, data, content_type)
             try:
-                async with session.request(
-                    method,
-                    url,
-                    data=data,
-                    headers=headers,
-                    timeout=timeout,
-                    server_hostname=self.config.tls_server_name,
-                ) as resp:
-                    status = resp.status
-                    raw = await resp.read()
-                    resp_headers = resp.headers
-            except aiohttp.ClientConnectorError as exc:
+                resp = await pool.request(wire, safe=safe, head=method == "HEAD", timeout=self.timeout)
+            except ConnectError as exc:
                 # nothing was sent: safe to retry for every verb
                 if attempt >= policy.max_retries:
                     raise ServerUnreachable(self.config.server, _why(exc)) from None
                 await asyncio.sleep(policy.delay(attempt))
                 attempt += 1
                 continue
-            except (TimeoutError, aiohttp.ClientError) as exc:
-                if method not in _SAFE_METHODS or attempt >= policy.max_retries:
+            except (TimeoutError, TransportError) as exc:
+                if not safe or attempt >= policy.max_retries:
                     raise ServerUnreachable(self.config.server, _why(exc)) from None
                 await asyncio.sleep(policy.delay(attempt))
                 attempt += 1
                 continue
+            status = resp.status
+            raw = resp.body
+            resp_headers = resp.headers
             if status < 400:
                 return orjson.loads(raw) if raw else None
             try:
@@ -311,7 +371,7 @@ class Client:
                 continue
             if status in _RETRY_CODES and attempt < policy.max_retries:
                 wait = _retry_after(resp_headers)
-                retryable = method in _SAFE_METHODS or status in (429, 503) or wait is not None
+                retryable = safe or status in (429, 503) or wait is not None
                 if retryable:
                     delay = min(wait, policy.max_retry_after) if wait is not None else policy.delay(attempt)
                     log.debug("%s %s: HTTP %d, retrying in %.2fs", method, path, status, delay)
@@ -660,25 +720,24 @@ class Client:
             params["resourceVersionMatch"] = "NotOlderThan"
         if timeout_seconds is not None:
             params["timeoutSeconds"] = str(timeout_seconds)
+        origin = self._get_origin()
+        target = self._target(origin, rt.path(namespace if rt.namespaced else None), params)
         creds = await self.config.auth.credentials()
-        session = await self._get_session(creds)
-        headers = {"Authorization": f"Bearer {creds.token}"} if creds.token else {}
-        total = None if timeout_seconds is None else timeout_seconds + 60
-        url = self.config.server + rt.path(namespace if rt.namespaced else None)
+        pool = await self._get_pool(creds, origin)
+        wire = self._wire("GET", target, origin, creds, None, "")
+        # the whole stream ends by timeoutSeconds + 60 s; connecting takes at most self.timeout
+        deadline = None if timeout_seconds is None else asyncio.get_running_loop().time() + timeout_seconds + 60
         try:
-            resp = await session.get(
-                url,
-                params=params,
-                headers=headers,
-                timeout=aiohttp.ClientTimeout(total=total, connect=self.timeout),
-                server_hostname=self.config.tls_server_name,
-            )
-        except (TimeoutError, aiohttp.ClientError) as exc:
+            resp = await pool.stream(wire, connect_timeout=self.timeout, deadline=deadline)
+        except (TimeoutError, TransportError) as exc:
             raise ServerUnreachable(self.config.server, _why(exc)) from None
         model = is_model_class(kind)
         try:
             if resp.status >= 400:
-                raw = await resp.read()
+                try:
+                    raw = await resp.read()
+                except (TimeoutError, TransportError) as exc:
+                    raise ServerUnreachable(self.config.server, _why(exc)) from None
                 try:
                     decoded = orjson.loads(raw) if raw else None
                 except orjson.JSONDecodeError:
@@ -687,24 +746,28 @@ class Client:
                     self.config.auth.invalidate()
                 raise error_from_status(resp.status, decoded, raw.decode(errors="replace")[:200])
             buffer = b""
-            try:
-                async for chunk in resp.content.iter_any():
-                    if b"\n" not in chunk:
-                        buffer += chunk
+            while True:
+                try:
+                    chunk = await resp.read_chunk()
+                except (TimeoutError, TransportError) as exc:
+                    raise ServerUnreachable(self.config.server, _why(exc)) from None
+                if not chunk:
+                    break
+                if b"\n" not in chunk:
+                    buffer += chunk
+                    continue
+                # one split per chunk (not one slice of the rest per event)
+                lines = (buffer + chunk).split(b"\n")
+                buffer = lines.pop()
+                for line in lines:
+                    if not line.strip():
                         continue
-                    # one split per chunk (not one slice of the rest per event)
-                    lines = (buffer + chunk).split(b"\n")
-                    buffer = lines.pop()
-                    for line in lines:
-                        if not line.strip():
-                            continue
-                        yield self._watch_event(line, rt, kind if model else None)
-            except (TimeoutError, aiohttp.ClientError) as exc:
-                raise ServerUnreachable(self.config.server, _why(exc)) from None
+                    yield self._watch_event(line, rt, kind if model else None)
             if buffer.strip():
                 yield self._watch_event(buffer, rt, kind if model else None)
         finally:
-            resp.release()
+            # a stream not read to its end closes its connection (never pooled half-read)
+            resp.close()
 
     @staticmethod
     def _watch_event(line: bytes, rt: ResourceType, model: Any) -> WatchEvent:
@@ -719,20 +782,9 @@ class Client:
 
 
 def _why(exc: BaseException) -> str:
-    if isinstance(exc, asyncio.TimeoutError):
+    """The short reason ServerUnreachable carries ("connection refused", "timed out", ...)."""
+    if isinstance(exc, TransportError):
+        return exc.why
+    if isinstance(exc, TimeoutError):
         return "timed out"
-    if isinstance(exc, aiohttp.ClientConnectorCertificateError):
-        return f"TLS certificate verification failed ({exc.certificate_error})"
-    if isinstance(exc, aiohttp.ClientConnectorSSLError):
-        return f"TLS handshake failed ({exc.os_error})"
-    if isinstance(exc, aiohttp.ClientConnectorError):
-        err = exc.os_error
-        if isinstance(err, OSError):
-            # asyncio words a refused connect as "Connect call failed (...)"; say what errno says
-            text = os.strerror(err.errno) if err.errno else (err.strerror or str(err))
-            return text.lower()
-        return str(exc)
-    if isinstance(exc, aiohttp.ServerDisconnectedError):
-        return "the server closed the connection"
-    text = str(exc)
-    return text or type(exc).__name__
+    return str(exc) or type(exc).__name__

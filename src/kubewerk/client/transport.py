@@ -1,0 +1,730 @@
+"""The API client's HTTP/1.1 transport: a keep-alive connection pool on asyncio and httptools.
+
+One :class:`ConnectionPool` talks to one API server (``http`` or ``https``). It sends
+requests the caller has already serialised (request line, headers, body) and parses the
+answers with httptools (llhttp, the parser uvicorn uses). It is deliberately small: the
+Kubernetes API needs one origin, JSON bodies and chunked watch streams, nothing else.
+
+Guarantees:
+
+- At most ``limit`` connections are open at once (0 or less: no limit); a request that
+  finds none free waits in line (first come, first served) for one to be released.
+- Idle connections are reused last-in first-out. A connection is never reused after the
+  server closed it (EOF or transport closing seen), asked to close it
+  (``Connection: close``, HTTP/1.0 without keep-alive), sent an EOF-delimited body or
+  anything unparseable, after a request that was cancelled or timed out, or after it
+  sat idle longer than ``idle_timeout``.
+- A request that fails on a *reused* connection before a single response byte arrived is
+  sent once more on a fresh connection when that cannot run it twice: for every method
+  when nothing was written, or when the server closed the connection within
+  ``CLOSED_IDLE_WINDOW`` of the write (it closed the idle connection as the request
+  went out; nothing was processed); otherwise only for safe methods (GET, HEAD).
+- Failures raise :class:`TransportError` subclasses with a short lower-case reason
+  (``why``): :class:`ConnectError` when no connection could be opened (nothing was sent,
+  any method may be retried), :class:`ServerDisconnected` when the connection was lost,
+  :class:`MalformedResponse` when the answer is not valid HTTP/1.1 (or uses a
+  ``Content-Encoding`` other than gzip/deflate). Time limits raise :class:`TimeoutError`.
+- Response bodies arrive whole (:meth:`ConnectionPool.request`) or as a stream
+  (:meth:`ConnectionPool.stream`) whose reader applies backpressure: reading from the
+  socket pauses while more than ``HIGH_WATER`` bytes wait unread. A stream that is
+  closed before its body was fully read closes its connection; it is never pooled.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+import os
+import ssl
+import zlib
+from collections import deque
+from collections.abc import Iterator
+from typing import cast
+
+import httptools
+
+__all__ = [
+    "CLOSED_IDLE_WINDOW",
+    "HIGH_WATER",
+    "ConnectError",
+    "ConnectionPool",
+    "Headers",
+    "MalformedResponse",
+    "Response",
+    "ServerDisconnected",
+    "StreamingResponse",
+    "TransportError",
+]
+
+log = logging.getLogger("kubewerk.client.transport")
+
+HIGH_WATER = 1 << 20
+"""A stream pauses reading from the socket while more than this many bytes wait unread,
+and resumes as soon as the consumer has taken them."""
+MAX_HEADER_BYTES = 1 << 20
+"""Response headers larger than this (names and values together) are rejected."""
+CLOSED_IDLE_WINDOW = 0.1
+"""Seconds after the write within which a reused connection's close, before any response
+byte, is taken as the server having closed it while idle (every method is then resent)."""
+
+_DECODABLE = frozenset({"gzip", "x-gzip", "deflate"})
+
+
+class TransportError(Exception):
+    """The request got no (usable) HTTP answer; ``why`` says why in a few lower-case words."""
+
+    def __init__(self, why: str) -> None:
+        super().__init__(why)
+        self.why = why
+
+
+class ConnectError(TransportError):
+    """No connection could be opened (refused, DNS, TLS handshake, connect timeout).
+    Nothing was sent, so retrying is safe for every method."""
+
+
+class ServerDisconnected(TransportError):
+    """The connection was lost before the answer was complete.
+
+    ``before_response``: no byte of the answer had arrived; ``elapsed``: seconds between
+    writing the request and noticing the loss."""
+
+    def __init__(self, why: str, *, before_response: bool, elapsed: float) -> None:
+        super().__init__(why)
+        self.before_response = before_response
+        self.elapsed = elapsed
+
+
+class MalformedResponse(TransportError):
+    """The server's answer is not valid HTTP/1.1 (or not decodable); its connection is dropped."""
+
+
+class Headers:
+    """Response headers in arrival order, looked up case-insensitively."""
+
+    __slots__ = ("_items",)
+
+    def __init__(self, items: list[tuple[str, str]]) -> None:
+        self._items = items  # (lower-case name, value)
+
+    def get(self, name: str, default: str | None = None) -> str | None:
+        """The first value of ``name`` (any case), else ``default``."""
+        key = name.lower()
+        for k, v in self._items:
+            if k == key:
+                return v
+        return default
+
+    def get_all(self, name: str) -> list[str]:
+        """Every value of ``name`` (any case), in arrival order (repeated ``Warning`` headers, say)."""
+        key = name.lower()
+        return [v for k, v in self._items if k == key]
+
+    def __contains__(self, name: object) -> bool:
+        return isinstance(name, str) and self.get(name) is not None
+
+    def __iter__(self) -> Iterator[tuple[str, str]]:
+        return iter(self._items)
+
+    def __len__(self) -> int:
+        return len(self._items)
+
+    def __repr__(self) -> str:
+        return f"Headers({self._items!r})"
+
+
+class Response:
+    """A complete answer: status code, headers and the (decoded) body."""
+
+    __slots__ = ("body", "headers", "status")
+
+    def __init__(self, status: int, headers: Headers, body: bytes) -> None:
+        self.status = status
+        self.headers = headers
+        self.body = body
+
+
+def _tls_reason(exc: ssl.SSLError) -> str:
+    if isinstance(exc, ssl.SSLCertVerificationError):
+        return f"TLS certificate verification failed ({exc})"
+    return f"TLS handshake failed ({exc})"
+
+
+def _os_reason(exc: OSError) -> str:
+    """A refused connect reads "connection refused" (as errno words it), not asyncio's
+    "Connect call failed (...)"; a timeout without errno reads "timed out"."""
+    if isinstance(exc, ssl.SSLError):
+        return _tls_reason(exc)
+    if exc.errno is not None and exc.errno > 0:
+        return os.strerror(exc.errno).lower()
+    if exc.strerror:  # socket.gaierror: negative EAI_* codes
+        return exc.strerror.lower()
+    if isinstance(exc, TimeoutError):
+        return "timed out"
+    return str(exc) or type(exc).__name__
+
+
+class _Connection(asyncio.Protocol):
+    """One HTTP/1.1 connection; one request at a time. Parser callbacks never raise
+    (httptools would turn that into a parser error); failures are recorded in ``error``
+    and every waiter is only ever woken with ``None``."""
+
+    def __init__(self, loop: asyncio.AbstractEventLoop) -> None:
+        self._loop = loop
+        self._transport: asyncio.Transport | None = None
+        self._parser = httptools.HttpResponseParser(self)
+        self.lost: asyncio.Future[None] = loop.create_future()
+        self.broken = False  # never reuse: closed, EOF, Connection: close, protocol error
+        self.idle_since = 0.0
+        self._busy = False
+        self._head = False
+        self._stream = False
+        self.status = 0
+        self._headers: list[tuple[str, str]] = []
+        self._header_bytes = 0
+        self.headers_done = False
+        self._informational = False
+        self.complete = False
+        self._delimited = True
+        self._decoder: zlib._Decompress | None = None
+        self._body: list[bytes] = []
+        self._buffered = 0
+        self._paused = False
+        self._got_data = False
+        self._sent_at = 0.0
+        self.error: TransportError | None = None
+        self._waiter: asyncio.Future[None] | None = None
+
+    # -- asyncio.Protocol ----------------------------------------------------------------
+
+    def connection_made(self, transport: asyncio.BaseTransport) -> None:
+        # uvloop's transports do not subclass asyncio.Transport but implement it
+        self._transport = cast(asyncio.Transport, transport)
+
+    def data_received(self, data: bytes) -> None:
+        if not self._busy:
+            # bytes nobody asked for (or after a complete answer): the stream is out of step
+            self._drop()
+            return
+        self._got_data = True
+        try:
+            self._parser.feed_data(data)
+        except httptools.HttpParserUpgrade:
+            self._fail(MalformedResponse("malformed HTTP response (unexpected protocol switch)"))
+        except httptools.HttpParserError as exc:
+            self._fail(MalformedResponse(f"malformed HTTP response ({exc})"))
+
+    def eof_received(self) -> bool | None:
+        self.broken = True
+        return None  # let the transport close itself; connection_lost follows
+
+    def connection_lost(self, exc: Exception | None) -> None:
+        self.broken = True
+        if not self.lost.done():
+            self.lost.set_result(None)
+        if not self._busy or self.complete:
+            return
+        if exc is None and self.headers_done and not self._delimited and self.error is None:
+            self._finish()  # a body that ends with the connection (no length, not chunked)
+            return
+        if isinstance(exc, ssl.SSLError):
+            why = _tls_reason(exc) if not self._got_data else f"TLS error ({exc})"
+        else:
+            why = "the server closed the connection"
+        self._fail(
+            ServerDisconnected(why, before_response=not self._got_data, elapsed=self._loop.time() - self._sent_at)
+        )
+
+    # -- httptools callbacks ---------------------------------------------------------------
+
+    def on_message_begin(self) -> None:
+        if not self._busy or self.complete:
+            self._drop()  # a second answer to one request
+            return
+        self._headers = []
+        self._header_bytes = 0
+        self._informational = False
+
+    def on_header(self, name: bytes, value: bytes) -> None:
+        if not self._busy:
+            return
+        self._header_bytes += len(name) + len(value)
+        if self._header_bytes > MAX_HEADER_BYTES:
+            self._fail(MalformedResponse(f"malformed HTTP response (headers larger than {MAX_HEADER_BYTES} bytes)"))
+            return
+        self._headers.append((name.decode("latin-1").lower(), value.decode("latin-1")))
+
+    def on_headers_complete(self) -> None:
+        if not self._busy or self.error is not None:
+            return
+        status = self._parser.get_status_code()
+        if 100 <= status < 200:
+            self._informational = True  # 100 Continue, 103 Early Hints: the answer follows
+            return
+        self.status = status
+        self.headers_done = True
+        delimited = status in (204, 304) or self._head
+        for name, value in self._headers:
+            if name == "content-length" or name == "transfer-encoding":
+                delimited = True
+            elif name == "content-encoding":
+                coding = value.strip().lower()
+                if coding in _DECODABLE:
+                    self._decoder = zlib.decompressobj(wbits=47)  # gzip or zlib header, detected
+                elif coding and coding != "identity":
+                    self._fail(
+                        MalformedResponse(
+                            f"the server answered with Content-Encoding {value.strip()!r}, which kubewerk "
+                            "does not decode (it sends no Accept-Encoding)"
+                        )
+                    )
+                    return
+        self._delimited = delimited
+        if not delimited:
+            self.broken = True
+        if self._head:
+            # the parser cannot be told that a HEAD answer has no body: finish here and
+            # never reuse the connection
+            self.broken = True
+            self._finish()
+        elif self._stream:
+            self._wake()
+
+    def on_body(self, body: bytes) -> None:
+        if not self._busy or self.error is not None or self.complete:
+            return
+        if self._decoder is not None:
+            try:
+                body = self._decoder.decompress(body)
+            except zlib.error as exc:
+                self._fail(MalformedResponse(f"malformed HTTP response (bad compressed body: {exc})"))
+                return
+            if not body:
+                return
+        self._body.append(body)
+        if self._stream:
+            self._buffered += len(body)
+            if self._buffered > HIGH_WATER and not self._paused and self._transport is not None:
+                self._paused = True
+                self._transport.pause_reading()
+            self._wake()
+
+    def on_message_complete(self) -> None:
+        if not self._busy or self.error is not None or self.complete:
+            return
+        if self._informational:
+            self._informational = False
+            return
+        if not self._parser.should_keep_alive():
+            self.broken = True
+        if self._decoder is not None:
+            try:
+                rest = self._decoder.flush()
+            except zlib.error as exc:
+                self._fail(MalformedResponse(f"malformed HTTP response (bad compressed body: {exc})"))
+                return
+            if rest:
+                self._body.append(rest)
+                self._buffered += len(rest)
+        self._finish()
+
+    # -- exchange --------------------------------------------------------------------------
+
+    def usable(self, now: float, idle_timeout: float) -> bool:
+        """Whether this idle connection may carry another request."""
+        t = self._transport
+        return not self.broken and t is not None and not t.is_closing() and now - self.idle_since < idle_timeout
+
+    def send(self, data: bytes, *, head: bool, stream: bool) -> asyncio.Future[None]:
+        """Write one request. The returned future resolves (always with None) when the
+        whole answer is in (``stream=False``) or its headers are (``stream=True``), or on
+        failure (then ``error`` is set)."""
+        transport = self._transport
+        if transport is None or transport.is_closing() or self.broken:
+            raise ServerDisconnected("the server closed the connection", before_response=True, elapsed=0.0)
+        self._busy = True
+        self._head = head
+        self._stream = stream
+        self.status = 0
+        self._headers = []
+        self.headers_done = False
+        self.complete = False
+        self._delimited = True
+        self._decoder = None
+        self._body = []
+        self._buffered = 0
+        self._got_data = False
+        self.error = None
+        waiter = self._waiter = self._loop.create_future()
+        self._sent_at = self._loop.time()
+        transport.write(data)
+        return waiter
+
+    def response(self) -> Response:
+        """The finished answer (after a ``stream=False`` send resolved without error)."""
+        body = self._body
+        data = body[0] if len(body) == 1 else b"".join(body)
+        return Response(self.status, Headers(self._headers), data)
+
+    def response_headers(self) -> Headers:
+        """The answer's headers (after a ``stream=True`` send resolved without error)."""
+        return Headers(self._headers)
+
+    def take_body(self) -> bytes:
+        """The body bytes received and not yet taken (b'' when none); resumes reading
+        once the backlog is small again."""
+        body = self._body
+        if not body:
+            return b""
+        data = body[0] if len(body) == 1 else b"".join(body)
+        self._body = []
+        self._buffered = 0
+        if self._paused and self._transport is not None:
+            self._paused = False
+            if not self._transport.is_closing():
+                self._transport.resume_reading()
+        return data
+
+    def body_waiter(self) -> asyncio.Future[None]:
+        """A future woken (with None) when more body arrives, the body ends, or the connection fails."""
+        waiter = self._waiter = self._loop.create_future()
+        return waiter
+
+    def done(self) -> None:
+        """The caller is finished with this exchange (the connection may be reused if sound)."""
+        self._busy = False
+        self.idle_since = self._loop.time()
+
+    def close(self) -> None:
+        """Close (no further reuse). The transport is aborted: pending writes are dropped;
+        a request still waiting on it fails with :class:`ServerDisconnected`."""
+        self.broken = True
+        if self._transport is not None:
+            self._transport.abort()
+
+    def close_gracefully(self) -> None:
+        """Close after flushing writes (TLS: send close_notify)."""
+        self.broken = True
+        if self._transport is not None:
+            self._transport.close()
+
+    def _finish(self) -> None:
+        self.complete = True
+        self._wake()
+
+    def _wake(self) -> None:
+        waiter = self._waiter
+        if waiter is not None:
+            self._waiter = None
+            if not waiter.done():
+                waiter.set_result(None)
+
+    def _fail(self, error: TransportError) -> None:
+        if self.error is None:
+            self.error = error
+        self.broken = True
+        if self._transport is not None:
+            self._transport.abort()
+        self._wake()
+
+    def _drop(self) -> None:
+        self.broken = True
+        if self._transport is not None:
+            self._transport.abort()
+
+
+class StreamingResponse:
+    """An answer whose body is read as it arrives (a watch). Always :meth:`close` it
+    (or use ``async with``): the connection is pooled again only when the body was
+    read to its end; otherwise it is closed."""
+
+    def __init__(self, pool: ConnectionPool, conn: _Connection, deadline: float | None) -> None:
+        self._pool = pool
+        self._conn = conn
+        self._deadline = deadline
+        self._released = False
+        self.status = conn.status
+        self.headers = conn.response_headers()
+
+    async def __aenter__(self) -> StreamingResponse:
+        return self
+
+    async def __aexit__(self, *exc: object) -> None:
+        self.close()
+
+    async def read_chunk(self) -> bytes:
+        """The body bytes that arrived since the last call, waiting for some; b'' once the
+        body has ended. Raises :class:`TransportError` when the connection fails and
+        :class:`TimeoutError` at the deadline."""
+        conn = self._conn
+        while True:
+            data = conn.take_body()
+            if data:
+                return data
+            if conn.error is not None:
+                raise conn.error
+            if conn.complete or self._released:
+                return b""
+            waiter = conn.body_waiter()
+            if self._deadline is None:
+                await waiter
+            else:
+                async with asyncio.timeout_at(self._deadline):
+                    await waiter
+
+    async def read(self) -> bytes:
+        """The rest of the body."""
+        parts: list[bytes] = []
+        while chunk := await self.read_chunk():
+            parts.append(chunk)
+        return b"".join(parts)
+
+    def close(self) -> None:
+        """Release the connection: back to the pool when the body ended cleanly, else closed."""
+        if self._released:
+            return
+        self._released = True
+        conn = self._conn
+        if conn.complete and conn.error is None:
+            self._pool._release(conn)
+        else:
+            conn.close()
+            self._pool._free_slot(conn)
+
+
+class ConnectionPool:
+    """Keep-alive HTTP/1.1 connections to one server (see the module docstring).
+
+    ``host``/``port`` are where to connect; ``ssl_context`` turns on TLS, with
+    ``server_hostname`` as the name sent in SNI and checked against the certificate
+    (default: ``host``). ``connect_timeout`` bounds waiting for a free connection plus
+    opening one (TCP and TLS handshake).
+    """
+
+    def __init__(
+        self,
+        host: str,
+        port: int,
+        *,
+        ssl_context: ssl.SSLContext | None = None,
+        server_hostname: str | None = None,
+        limit: int = 100,
+        connect_timeout: float | None = 30.0,
+        idle_timeout: float = 90.0,
+    ) -> None:
+        self.host = host
+        self.port = port
+        self.ssl_context = ssl_context
+        self.server_hostname = server_hostname
+        self.limit = limit
+        self.connect_timeout = connect_timeout
+        self.idle_timeout = idle_timeout
+        self._idle: list[_Connection] = []
+        self._waiters: deque[asyncio.Future[_Connection | None]] = deque()
+        self._conns: set[_Connection] = set()  # every open connection, idle or busy
+        self._open = 0  # slots taken: open connections plus connects under way
+        self.closed = False
+
+    # -- public ------------------------------------------------------------------------------
+
+    async def request(self, data: bytes, *, safe: bool, head: bool = False, timeout: float | None = None) -> Response:
+        """Send ``data`` (a serialised request) and return the complete answer.
+
+        ``safe``: the method is safe to send twice (GET, HEAD). ``timeout`` bounds the
+        whole exchange (waiting for a connection included)."""
+        async with asyncio.timeout(timeout):
+            conn, reused = await self._acquire(self.connect_timeout)
+            try:
+                try:
+                    await self._exchange(conn, data, head=head, stream=False)
+                except ServerDisconnected as exc:
+                    conn.close()
+                    self._conns.discard(conn)
+                    if not (reused and self._resend(exc, safe)):
+                        raise
+                    log.debug("reused connection closed before the answer (%s); resending once", exc.why)
+                    conn = await self._connect_in_slot(self.connect_timeout)
+                    await self._exchange(conn, data, head=head, stream=False)
+            except BaseException:
+                conn.close()
+                self._free_slot(conn)
+                raise
+            response = conn.response()
+            self._release(conn)
+            return response
+
+    async def stream(self, data: bytes, *, connect_timeout: float | None, deadline: float | None) -> StreamingResponse:
+        """Send ``data`` (a safe request) and return once the answer's headers are in;
+        the body is read from the returned :class:`StreamingResponse`, which must be
+        closed. ``deadline`` (loop time) bounds the headers and every body read."""
+        async with asyncio.timeout_at(deadline):
+            conn, reused = await self._acquire(connect_timeout)
+            try:
+                try:
+                    await self._exchange(conn, data, head=False, stream=True)
+                except ServerDisconnected as exc:
+                    conn.close()
+                    self._conns.discard(conn)
+                    if not (reused and self._resend(exc, True)):
+                        raise
+                    conn = await self._connect_in_slot(connect_timeout)
+                    await self._exchange(conn, data, head=False, stream=True)
+            except BaseException:
+                conn.close()
+                self._free_slot(conn)
+                raise
+        return StreamingResponse(self, conn, deadline)
+
+    async def close(self, *, abort_active: bool = True, grace: float = 1.0) -> None:
+        """Close the idle connections (and, with ``abort_active``, those in use: their
+        requests fail with :class:`ServerDisconnected`). Connections still in use
+        otherwise are closed when released. Waits up to ``grace`` seconds for the
+        transports to finish closing (TLS close_notify), then aborts them."""
+        self.closed = True
+        idle, self._idle = self._idle, []
+        closing = []
+        for conn in idle:
+            conn.close_gracefully()
+            self._conns.discard(conn)
+            self._open -= 1
+            closing.append(conn)
+        if abort_active:
+            for conn in list(self._conns):
+                conn.close()
+                closing.append(conn)
+        pending = [c.lost for c in closing if not c.lost.done()]
+        if pending:
+            await asyncio.wait(pending, timeout=grace)
+            for conn in closing:
+                if not conn.lost.done():
+                    conn.close()
+
+    @property
+    def idle_count(self) -> int:
+        """Idle connections kept for reuse."""
+        return len(self._idle)
+
+    @property
+    def open_count(self) -> int:
+        """Connections open or being opened (idle and busy)."""
+        return self._open
+
+    # -- internals --------------------------------------------------------------------------
+
+    @staticmethod
+    def _resend(exc: ServerDisconnected, safe: bool) -> bool:
+        return exc.before_response and (safe or exc.elapsed <= CLOSED_IDLE_WINDOW)
+
+    async def _exchange(self, conn: _Connection, data: bytes, *, head: bool, stream: bool) -> None:
+        await conn.send(data, head=head, stream=stream)
+        if conn.error is not None:
+            raise conn.error
+
+    async def _acquire(self, connect_timeout: float | None) -> tuple[_Connection, bool]:
+        """An idle connection (reused=True) or a new one (reused=False). On failure the
+        slot is given back before raising."""
+        idle = self._idle
+        if idle:
+            now = asyncio.get_running_loop().time()
+            while idle:
+                conn = idle.pop()
+                if conn.usable(now, self.idle_timeout):
+                    return conn, True
+                conn.close_gracefully()
+                self._conns.discard(conn)
+                self._open -= 1
+        try:
+            async with asyncio.timeout(connect_timeout):
+                if self.limit > 0 and self._open >= self.limit:
+                    got = await self._wait_turn()
+                    if got is not None:
+                        if got.usable(asyncio.get_running_loop().time(), self.idle_timeout):
+                            return got, True
+                        got.close_gracefully()
+                        self._conns.discard(got)  # its slot is ours now
+                else:
+                    self._open += 1
+                try:
+                    conn = await self._connect()
+                except BaseException:
+                    self._free_slot(None)
+                    raise
+        except TimeoutError:
+            raise ConnectError("timed out") from None
+        return conn, False
+
+    async def _wait_turn(self) -> _Connection | None:
+        """Wait until a busy connection is handed over (returned) or a slot freed (None)."""
+        fut: asyncio.Future[_Connection | None] = asyncio.get_running_loop().create_future()
+        self._waiters.append(fut)
+        try:
+            return await fut
+        except BaseException:
+            if fut.done() and not fut.cancelled():
+                got = fut.result()  # handed over as we were cancelled: pass it on
+                if got is None:
+                    self._free_slot(None)
+                else:
+                    self._release(got)
+            else:
+                with contextlib.suppress(ValueError):
+                    self._waiters.remove(fut)
+            raise
+
+    async def _connect_in_slot(self, connect_timeout: float | None) -> _Connection:
+        """A fresh connection in a slot the caller already holds."""
+        try:
+            async with asyncio.timeout(connect_timeout):
+                return await self._connect()
+        except TimeoutError:
+            raise ConnectError("timed out") from None
+
+    async def _connect(self) -> _Connection:
+        loop = asyncio.get_running_loop()
+        ctx = self.ssl_context
+        try:
+            if ctx is None:
+                _, conn = await loop.create_connection(lambda: _Connection(loop), self.host, self.port)
+            else:
+                _, conn = await loop.create_connection(
+                    lambda: _Connection(loop),
+                    self.host,
+                    self.port,
+                    ssl=ctx,
+                    server_hostname=self.server_hostname or self.host,
+                )
+        except ssl.SSLError as exc:
+            raise ConnectError(_tls_reason(exc)) from None
+        except OSError as exc:
+            raise ConnectError(_os_reason(exc)) from None
+        self._conns.add(conn)
+        return conn
+
+    def _release(self, conn: _Connection) -> None:
+        """Give a connection whose exchange finished back: to the first waiter, to the
+        idle list, or closed when it cannot be reused."""
+        conn.done()
+        if self.closed or not conn.usable(conn.idle_since, self.idle_timeout):
+            conn.close_gracefully()
+            self._free_slot(conn)
+            return
+        waiters = self._waiters
+        while waiters:
+            fut = waiters.popleft()
+            if not fut.done():
+                fut.set_result(conn)
+                return
+        self._idle.append(conn)
+
+    def _free_slot(self, conn: _Connection | None) -> None:
+        """A slot is no longer used by ``conn`` (closed): hand it to the first waiter, else free it."""
+        if conn is not None:
+            self._conns.discard(conn)
+        waiters = self._waiters
+        while waiters:
+            fut = waiters.popleft()
+            if not fut.done():
+                fut.set_result(None)
+                return
+        self._open -= 1
