@@ -129,17 +129,38 @@ class Context:
         self,
         controller: Controller[Any],
         key: str,
-        snapshot: Obj,
+        snapshot: Obj | bytes,
     ) -> None:
+        """``snapshot`` is the object as read (a dict, or the cache's JSON bytes, decoded
+        only when a method first needs it: a reconcile that writes nothing never pays
+        for it). The logger and the reconcile id are made on first use too."""
         self.controller = controller
         self.key = key
         self.namespace, self.name = split_key(key)
         self.client: Client = controller.client
         self.cache: Cache = controller.cache
         self.recorder: EventRecorder = controller.recorder
-        self._snapshot = snapshot
+        if isinstance(snapshot, bytes):
+            self._snapshot_raw: bytes | None = snapshot
+            self._snapshot_obj: Obj | None = None
+        else:
+            self._snapshot_raw = None
+            self._snapshot_obj = snapshot
         self._log: ObjectLogger | None = None
         self._reconcile_id: str | None = None
+
+    @property
+    def _snapshot(self) -> Obj:
+        snap = self._snapshot_obj
+        if snap is None:
+            snap = self._snapshot_obj = orjson.loads(self._snapshot_raw or b"{}")
+            self._snapshot_raw = None
+        return snap
+
+    @_snapshot.setter
+    def _snapshot(self, value: Obj) -> None:
+        self._snapshot_obj = value
+        self._snapshot_raw = None
 
     @property
     def reconcile_id(self) -> str:
@@ -161,7 +182,8 @@ class Context:
     @property
     def snapshot(self) -> Obj:
         """A copy of the object as last read from or written to the server."""
-        data: Obj = orjson.loads(orjson.dumps(self._snapshot))
+        raw = self._snapshot_raw
+        data: Obj = orjson.loads(raw if raw is not None else orjson.dumps(self._snapshot_obj))
         return data
 
     # -- events -------------------------------------------------------------------------
@@ -194,13 +216,20 @@ class Context:
         requeues and the next reconcile recomputes status from fresh data, so no update
         is lost). Returns False when there was nothing to write."""
         new_status = status_of(obj)
-        diff = merge_patch_diff({"status": self._snapshot.get("status")}, {"status": new_status})
-        if not diff:
+        snapshot = self._snapshot
+        old_status = snapshot.get("status")
+        # merge_patch_diff({"status": old}, {"status": new}), without the wrapping dicts
+        if isinstance(old_status, dict) and isinstance(new_status, dict):
+            status_patch = merge_patch_diff(old_status, new_status)
+            if not status_patch:
+                return False
+        elif old_status == new_status and type(old_status) is type(new_status):
             return False
-        rv = (self._snapshot.get("metadata") or {}).get("resourceVersion")
-        body = {"metadata": {"resourceVersion": rv}, **diff}
-        ns, name = self.namespace, self.name
-        written = await self.client.patch(self.controller.rt, name, body, ns, subresource="status")
+        else:
+            status_patch = new_status
+        rv = (snapshot.get("metadata") or {}).get("resourceVersion")
+        body = {"metadata": {"resourceVersion": rv}, "status": status_patch}
+        written = await self.client.patch(self.controller.rt, self.name, body, self.namespace, subresource="status")
         self._refresh(obj, written)
         return True
 
@@ -325,28 +354,51 @@ class Watch:
     predicates: Sequence[Predicate] = field(default_factory=tuple)
 
 
-class _EnqueueFor:
+class _Enqueue:
+    """Base of a controller's informer handlers: its predicates' methods bound once, and
+    checked in order, stopping at the first that refuses (as ``all``)."""
+
     def __init__(self, ctrl: Controller[Any], predicates: Sequence[Predicate]) -> None:
         self.ctrl = ctrl
-        self.predicates = predicates
+        self.predicates = tuple(predicates)
+        self._create = tuple(p.create for p in self.predicates)
+        self._update = tuple(p.update for p in self.predicates)
+        self._delete = tuple(p.delete for p in self.predicates)
+
+    def _enqueue(self, obj: Obj) -> None:
+        raise NotImplementedError
 
     def on_add(self, obj: Obj) -> None:
-        if all(p.create(obj) for p in self.predicates):
-            self.ctrl.queue.add(object_key(obj))
+        for passes in self._create:
+            if not passes(obj):
+                return
+        self._enqueue(obj)
 
     def on_update(self, old: Obj, new: Obj) -> None:
-        if all(p.update(old, new) for p in self.predicates):
-            self.ctrl.queue.add(object_key(new))
+        for passes in self._update:
+            if not passes(old, new):
+                return
+        self._enqueue(new)
 
     def on_delete(self, obj: Obj) -> None:
-        if all(p.delete(obj) for p in self.predicates):
-            self.ctrl.queue.add(object_key(obj))
+        for passes in self._delete:
+            if not passes(obj):
+                return
+        self._enqueue(obj)
 
 
-class _EnqueueOwner:
+class _EnqueueFor(_Enqueue):
+    """Enqueues the object's own key."""
+
+    def _enqueue(self, obj: Obj) -> None:
+        self.ctrl.queue.add(object_key(obj))
+
+
+class _EnqueueOwner(_Enqueue):
+    """Enqueues the owner named by the object's controller ownerReference (old and new owner on updates)."""
+
     def __init__(self, ctrl: Controller[Any], predicates: Sequence[Predicate]) -> None:
-        self.ctrl = ctrl
-        self.predicates = predicates
+        super().__init__(ctrl, predicates)
         self.group = ctrl.rt.group
         self.kind = ctrl.rt.kind
 
@@ -366,18 +418,12 @@ class _EnqueueOwner:
         if key is not None:
             self.ctrl.queue.add(key)
 
-    def on_add(self, obj: Obj) -> None:
-        if all(p.create(obj) for p in self.predicates):
-            self._enqueue(obj)
-
     def on_update(self, old: Obj, new: Obj) -> None:
-        if all(p.update(old, new) for p in self.predicates):
-            self._enqueue(old)
-            self._enqueue(new)
-
-    def on_delete(self, obj: Obj) -> None:
-        if all(p.delete(obj) for p in self.predicates):
-            self._enqueue(obj)
+        for passes in self._update:
+            if not passes(old, new):
+                return
+        self._enqueue(old)
+        self._enqueue(new)
 
 
 def _to_key(item: Any, default_ns: str | None) -> str:
@@ -392,11 +438,12 @@ def _to_key(item: Any, default_ns: str | None) -> str:
     return object_key(data)
 
 
-class _EnqueueMapped:
+class _EnqueueMapped(_Enqueue):
+    """Enqueues the keys a mapping function returns for the object."""
+
     def __init__(self, ctrl: Controller[Any], mapper: Mapper, predicates: Sequence[Predicate]) -> None:
-        self.ctrl = ctrl
+        super().__init__(ctrl, predicates)
         self.mapper = mapper
-        self.predicates = predicates
 
     def _enqueue(self, obj: Obj) -> None:
         try:
@@ -407,18 +454,6 @@ class _EnqueueMapped:
         ns = (obj.get("metadata") or {}).get("namespace")
         for item in items:
             self.ctrl.queue.add(_to_key(item, ns))
-
-    def on_add(self, obj: Obj) -> None:
-        if all(p.create(obj) for p in self.predicates):
-            self._enqueue(obj)
-
-    def on_update(self, old: Obj, new: Obj) -> None:
-        if all(p.update(old, new) for p in self.predicates):
-            self._enqueue(new)
-
-    def on_delete(self, obj: Obj) -> None:
-        if all(p.delete(obj) for p in self.predicates):
-            self._enqueue(obj)
 
 
 class Controller(Generic[T]):
@@ -467,6 +502,7 @@ class Controller(Generic[T]):
         metrics.watch_queue(self.queue)  # type: ignore[arg-type]
         metrics.max_concurrent.labels(self.name).set(self.max_concurrent_reconciles)
         self._total = {r: metrics.reconcile_total.labels(self.name, r) for r in (RESULT_SUCCESS, RESULT_ERROR, RESULT_REQUEUE, RESULT_REQUEUE_AFTER)}
+        self._success = self._total[RESULT_SUCCESS]
         self._errors = metrics.reconcile_errors.labels(self.name)
         self._terminal = metrics.terminal_errors.labels(self.name)
         self._panics = metrics.reconcile_panics.labels(self.name)
@@ -530,7 +566,7 @@ class Controller(Generic[T]):
         if stored is None:
             self.queue.forget(key)
             return
-        ctx = Context(self, key, orjson.loads(stored))
+        ctx = Context(self, key, stored)
         started = time.perf_counter()
         self.reconciles += 1
         try:
@@ -575,8 +611,9 @@ class Controller(Generic[T]):
         finally:
             self._time.observe(time.perf_counter() - started)
         if result is None:
-            result = Result()
-        if result.requeue_after is not None and result.requeue_after > 0:
+            self.queue.forget(key)
+            self._success.inc()
+        elif result.requeue_after is not None and result.requeue_after > 0:
             self.queue.forget(key)
             self.queue.add_after(key, result.requeue_after)
             self._total[RESULT_REQUEUE_AFTER].inc()
@@ -585,4 +622,4 @@ class Controller(Generic[T]):
             self._total[RESULT_REQUEUE].inc()
         else:
             self.queue.forget(key)
-            self._total[RESULT_SUCCESS].inc()
+            self._success.inc()

@@ -109,6 +109,7 @@ class Informer:
         self._indexers: dict[str, IndexFunc] = {"namespace": namespace_index}
         self._indices: dict[str, dict[str, set[str]]] = {"namespace": {}}
         self._indexed: dict[str, dict[str, tuple[str, ...]]] = {"namespace": {}}
+        self._value_indexers: list[str] = []  # indexers but "namespace": re-run on updates
         self._synced_namespaces: set[str | None] = set()
         self.synced = asyncio.Event()
         self._tasks: list[asyncio.Task[None]] = []
@@ -127,6 +128,7 @@ class Informer:
         if name in self._indexers:
             raise ValueError(f"indexer {name!r} already exists")
         self._indexers[name] = fn
+        self._value_indexers.append(name)
         self._indices[name] = {}
         self._indexed[name] = {}
         for key, raw in self._store.items():
@@ -228,7 +230,8 @@ class Informer:
         raw = orjson.dumps(obj)
         old_raw = self._store.get(key)
         self._store[key] = raw
-        for name in self._indexers:
+        # The namespace index is a function of the key, which an update cannot change.
+        for name in self._indexers if old_raw is None else self._value_indexers:
             self._index(name, key, obj)
         handlers = self._handlers
         if not handlers:

@@ -22,6 +22,8 @@ Obj = Mapping[str, Any]
 
 def _meta(obj: Obj) -> Mapping[str, Any]:
     meta = obj.get("metadata")
+    if type(meta) is dict:  # the informer's objects: skip the ABC check
+        return meta
     return meta if isinstance(meta, Mapping) else {}
 
 
@@ -119,22 +121,27 @@ class _UpdateOnly(Predicate):
         return self.changed(old, new)
 
 
-GENERATION_CHANGED: Predicate = _UpdateOnly(
-    lambda old, new: _meta(old).get("generation") != _meta(new).get("generation")
-)
+class _MetadataChanged(Predicate):
+    """Updates pass only when ``metadata.<field>`` differs between old and new."""
+
+    def __init__(self, field: str) -> None:
+        self.field = field
+
+    def update(self, old: Obj, new: Obj) -> bool:
+        field = self.field
+        return _meta(old).get(field) != _meta(new).get(field)
+
+
+GENERATION_CHANGED: Predicate = _MetadataChanged("generation")
 """Updates pass only when ``metadata.generation`` changed (spec edits, deletion start)."""
 
-LABELS_CHANGED: Predicate = _UpdateOnly(lambda old, new: _meta(old).get("labels") != _meta(new).get("labels"))
+LABELS_CHANGED: Predicate = _MetadataChanged("labels")
 """Updates pass only when labels changed."""
 
-ANNOTATIONS_CHANGED: Predicate = _UpdateOnly(
-    lambda old, new: _meta(old).get("annotations") != _meta(new).get("annotations")
-)
+ANNOTATIONS_CHANGED: Predicate = _MetadataChanged("annotations")
 """Updates pass only when annotations changed."""
 
-RESOURCE_VERSION_CHANGED: Predicate = _UpdateOnly(
-    lambda old, new: _meta(old).get("resourceVersion") != _meta(new).get("resourceVersion")
-)
+RESOURCE_VERSION_CHANGED: Predicate = _MetadataChanged("resourceVersion")
 """Updates pass only when the resourceVersion changed (drops resync no-ops)."""
 
 
