@@ -25,6 +25,7 @@ from kubewerk.apiserver import discovery, openapi, table
 from kubewerk.apiserver.admission import Admission
 from kubewerk.apiserver.builtins import INITIAL_NAMESPACES, install_builtins
 from kubewerk.apiserver.controllers import Controllers
+from kubewerk.apiserver.readcache import ReadCache
 from kubewerk.apiserver.registry import Registry, ResourceType
 from kubewerk.apiserver.rest import (
     ResourceApi,
@@ -73,6 +74,13 @@ class Request:
         return self.headers.get("content-type", "")
 
 
+def _json_headers(payload: bytes, warnings: list[str] | None = None,
+                  content_type: bytes = b"application/json") -> list[tuple[bytes, bytes]]:
+    headers = [(b"content-type", content_type), (b"content-length", str(len(payload)).encode())]
+    headers.extend((b"warning", _warning_header(w)) for w in warnings or [])
+    return headers
+
+
 def wants_table(accept: str) -> bool:
     first = accept.split(",")[0].replace(" ", "").lower()
     return _TABLE_MARK in first and "g=meta.k8s.io" in first
@@ -99,6 +107,7 @@ class ApiServer:
             admission = SchemaAdmission()
         self.admission = admission
         self.api = ResourceApi(store, self.registry, self.admission)
+        self.reads = ReadCache(store, self.registry)
         self.hub = WatchHub(store)
         self.controllers = Controllers(self)
         self.bookmark_interval = bookmark_interval
@@ -170,6 +179,12 @@ class ApiServer:
         if not self.started:
             await self.start()
         if not self.log_requests:
+            if scope["method"] == "GET" and not scope.get("query_string"):
+                hit = self.reads.lookup(scope)
+                if hit is not None:
+                    await send({"type": "http.response.start", "status": 200, "headers": hit.headers})
+                    await send({"type": "http.response.body", "body": hit.payload})
+                    return
             await self._handle(scope, receive, send)
             return
         started = time.perf_counter()
@@ -232,9 +247,11 @@ class ApiServer:
     async def _send_json(self, send: Send, status: int, body: Any, warnings: list[str] | None = None,
                          content_type: bytes = b"application/json") -> None:
         payload = orjson.dumps(body)
-        hdrs = [(b"content-type", content_type), (b"content-length", str(len(payload)).encode())]
-        hdrs.extend((b"warning", _warning_header(w)) for w in warnings or [])
-        await send({"type": "http.response.start", "status": status, "headers": hdrs})
+        await self._send_payload(send, status, payload, _json_headers(payload, warnings, content_type))
+
+    @staticmethod
+    async def _send_payload(send: Send, status: int, payload: bytes, headers: list[tuple[bytes, bytes]]) -> None:
+        await send({"type": "http.response.start", "status": status, "headers": headers})
         await send({"type": "http.response.body", "body": payload})
 
     async def _send_text(self, send: Send, status: int, text: str) -> None:
@@ -423,6 +440,14 @@ class ApiServer:
                 result.body = table.to_table(rtype, version, [result.body],
                                              {"resourceVersion": result.body["metadata"].get("resourceVersion", "")},
                                              req.query.get("includeObject", ""))
+            elif sub is None and not req.query and self.reads.enabled:
+                # answered as usual, and remembered for the next plain GET of this path
+                payload = orjson.dumps(result.body)
+                headers = _json_headers(payload, notes)
+                assert target.name is not None
+                self.reads.remember(req.path, rtype, rtype.key(target.namespace or "", target.name), headers, payload)
+                await self._send_payload(send, 200, payload, headers)
+                return 200
         elif method == "POST":
             if target.name is not None:
                 raise ApiError.method_not_supported(rtype.resource, rtype.group, "create")

@@ -1,0 +1,85 @@
+"""Encoded answers to plain GETs of single objects, reused while nothing they depend on changed.
+
+A GET of one object without query parameters answers bytes that are a pure function of
+the stored object, the resource type serving it (its schemas, versions and deprecation
+warnings) and the requested version. kube-apiserver keeps encodings of watch-cache
+objects for the same reason. The cache remembers, per request path, the stored object
+and resource type an answer was encoded from; a later GET of that path reuses the bytes
+only while the store still holds that very object (stores hand out their objects
+without copying and replace them on every write, so identity means "unchanged") and the
+registry still serves that very resource type (every CRD change installs a new one).
+
+Only stores whose ``get`` returns the stored object itself qualify (the memory store);
+with any other store the cache stays empty and every request takes the full path.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from kubewerk.apiserver.registry import Registry, ResourceType
+from kubewerk.apiserver.storage.base import Store
+from kubewerk.apiserver.storage.memory import MemoryStore
+
+JSON = dict[str, Any]
+
+MAX_ENTRIES = 4096
+
+
+class _Entry:
+    __slots__ = ("headers", "obj", "payload", "rtype", "store_key", "type_key")
+
+    def __init__(self, type_key: tuple[str, str], rtype: ResourceType, store_key: str, obj: JSON,
+                 headers: list[tuple[bytes, bytes]], payload: bytes) -> None:
+        self.type_key = type_key
+        self.rtype = rtype
+        self.store_key = store_key
+        self.obj = obj
+        self.headers = headers
+        self.payload = payload
+
+
+class ReadCache:
+    """Path → encoded answer of a single-object GET; see the module docstring.
+
+    Guarantees: :meth:`lookup` returns an answer only for a GET without query string,
+    body or Table ``Accept``, and only if the bytes equal what the full request path
+    would answer now. At most ``MAX_ENTRIES`` answers are kept (oldest dropped first).
+    """
+
+    def __init__(self, store: Store, registry: Registry) -> None:
+        self.enabled = isinstance(store, MemoryStore)
+        self._store = store
+        self._types = registry
+        self._entries: dict[str, _Entry] = {}
+
+    def lookup(self, scope: dict[str, Any]) -> _Entry | None:
+        """The cached answer for this request, or None (then take the full path)."""
+        path: str = scope["path"]
+        entry = self._entries.get(path)
+        if entry is None:
+            return None
+        for name, value in scope["headers"]:
+            if name == b"accept":
+                if b"as=table" in value.lower():
+                    return None
+            elif (name == b"content-length" and value != b"0") or name == b"transfer-encoding":
+                return None
+        if (self._store.get(entry.store_key) is not entry.obj
+                or self._types.get(*entry.type_key) is not entry.rtype):
+            del self._entries[path]
+            return None
+        return entry
+
+    def remember(self, path: str, rtype: ResourceType, store_key: str,
+                 headers: list[tuple[bytes, bytes]], payload: bytes) -> None:
+        """Keep the answer just encoded for ``path`` from the object now at ``store_key``."""
+        if not self.enabled:
+            return
+        obj = self._store.get(store_key)
+        if obj is None:
+            return
+        entries = self._entries
+        if len(entries) >= MAX_ENTRIES and path not in entries:
+            del entries[next(iter(entries))]
+        entries[path] = _Entry((rtype.group, rtype.resource), rtype, store_key, obj, headers, payload)
