@@ -237,16 +237,16 @@ class Informer:
         if not handlers:
             return
         # The last handler gets ``obj`` itself: the store keeps only ``raw``, so nobody
-        # else holds it, and one decode is saved; the others get fresh copies.
+        # else holds it, and one decode is saved; the others get fresh copies (of the old
+        # object too: each handler may keep and edit what it is given).
         if old_raw is None:
             for h in handlers[:-1]:
                 h.on_add(orjson.loads(raw))
             handlers[-1].on_add(obj)
         elif old_raw != raw:
-            old = orjson.loads(old_raw)
             for h in handlers[:-1]:
-                h.on_update(old, orjson.loads(raw))
-            handlers[-1].on_update(old, obj)
+                h.on_update(orjson.loads(old_raw), orjson.loads(raw))
+            handlers[-1].on_update(orjson.loads(old_raw), obj)
 
     def _remove(self, key: str, final: Obj | None) -> None:
         raw = self._store.pop(key, None)
