@@ -68,7 +68,7 @@ CLOSED_IDLE_WINDOW = 0.1
 """Seconds after the write within which a reused connection's close, before any response
 byte, is taken as the server having closed it while idle (every method is then resent)."""
 
-_DECODABLE = frozenset({"gzip", "x-gzip", "deflate"})
+_DECODABLE = frozenset({b"gzip", b"x-gzip", b"deflate"})
 
 
 class TransportError(Exception):
@@ -101,37 +101,39 @@ class MalformedResponse(TransportError):
 
 
 class Headers:
-    """Response headers in arrival order, looked up case-insensitively."""
+    """Response headers in arrival order, looked up case-insensitively. Kept as the raw
+    bytes the parser gave and decoded (latin-1) only when asked for."""
 
-    __slots__ = ("_items",)
+    __slots__ = ("_raw",)
 
-    def __init__(self, items: list[tuple[str, str]]) -> None:
-        self._items = items  # (lower-case name, value)
+    def __init__(self, raw: list[tuple[bytes, bytes]]) -> None:
+        self._raw = raw
 
     def get(self, name: str, default: str | None = None) -> str | None:
         """The first value of ``name`` (any case), else ``default``."""
-        key = name.lower()
-        for k, v in self._items:
-            if k == key:
-                return v
+        key = name.lower().encode("latin-1")
+        for k, v in self._raw:
+            if k.lower() == key:
+                return v.decode("latin-1")
         return default
 
     def get_all(self, name: str) -> list[str]:
         """Every value of ``name`` (any case), in arrival order (repeated ``Warning`` headers, say)."""
-        key = name.lower()
-        return [v for k, v in self._items if k == key]
+        key = name.lower().encode("latin-1")
+        return [v.decode("latin-1") for k, v in self._raw if k.lower() == key]
 
     def __contains__(self, name: object) -> bool:
         return isinstance(name, str) and self.get(name) is not None
 
     def __iter__(self) -> Iterator[tuple[str, str]]:
-        return iter(self._items)
+        """(lower-case name, value) pairs."""
+        return iter([(k.decode("latin-1").lower(), v.decode("latin-1")) for k, v in self._raw])
 
     def __len__(self) -> int:
-        return len(self._items)
+        return len(self._raw)
 
     def __repr__(self) -> str:
-        return f"Headers({self._items!r})"
+        return f"Headers({list(self)!r})"
 
 
 class Response:
@@ -181,7 +183,7 @@ class _Connection(asyncio.Protocol):
         self._head = False
         self._stream = False
         self.status = 0
-        self._headers: list[tuple[str, str]] = []
+        self._headers: list[tuple[bytes, bytes]] = []
         self._header_bytes = 0
         self.headers_done = False
         self._informational = False
@@ -253,7 +255,7 @@ class _Connection(asyncio.Protocol):
         if self._header_bytes > MAX_HEADER_BYTES:
             self._fail(MalformedResponse(f"malformed HTTP response (headers larger than {MAX_HEADER_BYTES} bytes)"))
             return
-        self._headers.append((name.decode("latin-1").lower(), value.decode("latin-1")))
+        self._headers.append((name, value))
 
     def on_headers_complete(self) -> None:
         if not self._busy or self.error is not None:
@@ -266,17 +268,18 @@ class _Connection(asyncio.Protocol):
         self.headers_done = True
         delimited = status in (204, 304) or self._head
         for name, value in self._headers:
-            if name == "content-length" or name == "transfer-encoding":
+            key = name.lower()
+            if key == b"content-length" or key == b"transfer-encoding":
                 delimited = True
-            elif name == "content-encoding":
+            elif key == b"content-encoding":
                 coding = value.strip().lower()
                 if coding in _DECODABLE:
                     self._decoder = zlib.decompressobj(wbits=47)  # gzip or zlib header, detected
-                elif coding and coding != "identity":
+                elif coding and coding != b"identity":
                     self._fail(
                         MalformedResponse(
-                            f"the server answered with Content-Encoding {value.strip()!r}, which kubewerk "
-                            "does not decode (it sends no Accept-Encoding)"
+                            f"the server answered with Content-Encoding {value.strip().decode('latin-1')!r}, "
+                            "which kubewerk does not decode (it sends no Accept-Encoding)"
                         )
                     )
                     return
@@ -534,10 +537,16 @@ class ConnectionPool:
         ``safe``: the method is safe to send twice (GET, HEAD). ``timeout`` bounds the
         whole exchange (waiting for a connection included)."""
         async with asyncio.timeout(timeout):
-            conn, reused = await self._acquire(self.connect_timeout)
+            conn = self._take_idle()
+            if conn is not None:
+                reused = True
+            else:
+                conn, reused = await self._acquire(self.connect_timeout)
             try:
                 try:
-                    await self._exchange(conn, data, head=head, stream=False)
+                    await conn.send(data, head=head, stream=False)
+                    if conn.error is not None:
+                        raise conn.error
                 except ServerDisconnected as exc:
                     conn.close()
                     self._conns.discard(conn)
@@ -621,19 +630,26 @@ class ConnectionPool:
         if conn.error is not None:
             raise conn.error
 
-    async def _acquire(self, connect_timeout: float | None) -> tuple[_Connection, bool]:
-        """An idle connection (reused=True) or a new one (reused=False). On failure the
-        slot is given back before raising."""
+    def _take_idle(self) -> _Connection | None:
+        """The most recently released sound idle connection (unsound ones are closed on the way)."""
         idle = self._idle
-        if idle:
-            now = asyncio.get_running_loop().time()
-            while idle:
-                conn = idle.pop()
-                if conn.usable(now, self.idle_timeout):
-                    return conn, True
-                conn.close_gracefully()
-                self._conns.discard(conn)
-                self._open -= 1
+        if not idle:
+            return None
+        now = asyncio.get_running_loop().time()
+        while idle:
+            conn = idle.pop()
+            if conn.usable(now, self.idle_timeout):
+                return conn
+            conn.close_gracefully()
+            self._free_slot(conn)
+        return None
+
+    async def _acquire(self, connect_timeout: float | None) -> tuple[_Connection, bool]:
+        """An idle connection or one handed over by a finishing request (reused=True),
+        else a new one (reused=False). On failure the slot is given back before raising."""
+        conn = self._take_idle()
+        if conn is not None:
+            return conn, True
         try:
             async with asyncio.timeout(connect_timeout):
                 if self.limit > 0 and self._open >= self.limit:
