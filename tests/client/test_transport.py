@@ -22,7 +22,15 @@ import pytest
 import uvloop
 
 from kubewerk.apiserver.server import EmbeddedServer
-from kubewerk.client import CONFIGMAP, SECRET, Client, ClientConfig, RetryPolicy, ServerUnreachable
+from kubewerk.client import (
+    CONFIGMAP,
+    SECRET,
+    Client,
+    ClientConfig,
+    ConfigError,
+    RetryPolicy,
+    ServerUnreachable,
+)
 from kubewerk.client.config import Authenticator, Credentials
 from kubewerk.client.transport import HIGH_WATER, ConnectError, ConnectionPool
 
@@ -715,3 +723,21 @@ def _capture(fn: Callable[[], None], errors: list[BaseException]) -> None:
         fn()
     except BaseException as exc:
         errors.append(exc)
+
+
+def test_request_targets() -> None:
+    from kubewerk.client.client import _Origin
+
+    o = _Origin.parse("https://k.example:6443/prefix/")
+    assert (o.host, o.port, o.authority, o.base_path) == ("k.example", 6443, "k.example:6443", "/prefix")
+    assert Client._target(o, "/api/v1/namespaces/a/configmaps/system:x", {"fieldManager": "kw", "labelSelector": "a in (b, c)"}) == (
+        "/prefix/api/v1/namespaces/a/configmaps/system:x?fieldManager=kw&labelSelector=a%20in%20%28b%2C%20c%29"
+    )
+    assert Client._target(o, "/api/v1/namespaces/a/configmaps/50%", None) == "/prefix/api/v1/namespaces/a/configmaps/50%25"
+    assert Client._target(o, "/version?x=1%2F", {"y": "2"}) == "/prefix/version?x=1%2F&y=2"
+    v6 = _Origin.parse("http://[::1]:8080")
+    assert (v6.host, v6.port, v6.authority, v6.base_path) == ("::1", 8080, "[::1]:8080", "")
+    assert _Origin.parse("https://k.example").port == 443
+    for bad in ("ftp://k.example", "k.example:6443", "https://k.example:port"):
+        with pytest.raises(ConfigError, match="API server URL"):
+            _Origin.parse(bad)

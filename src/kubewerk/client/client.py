@@ -285,10 +285,16 @@ class Client:
     @staticmethod
     def _target(origin: _Origin, path: str, params: Mapping[str, str] | None) -> str:
         """The request target (path and query). A path of plain characters (every API
-        path built from valid names) is sent as it is; anything else is percent-encoded.
+        path built from valid names) is sent as it is; anything else is percent-encoded
+        (a query written into ``path`` after "?" is kept, ``params`` appended to it).
         Dot segments are not collapsed (as client-go, the server sees the path sent)."""
         if not _PLAIN_PATH_CHARS.issuperset(path):
+            path, sep, query = path.partition("?")
             path = quote(path, safe=_PATH_SAFE)
+            if sep:  # a query written into the path is kept (its escapes as written)
+                path += "?" + quote(query, safe=_PATH_SAFE + "?%")
+                if params:
+                    return f"{origin.base_path}{path}&{_query(params)}"
         if params:
             return f"{origin.base_path}{path}?{_query(params)}"
         return origin.base_path + path
