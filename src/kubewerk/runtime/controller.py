@@ -204,7 +204,9 @@ class Context:
     def _refresh(self, obj: Any, written: Obj) -> None:
         self._snapshot = written
         if isinstance(obj, dict):
-            obj["metadata"] = written.get("metadata", {})
+            # the reconcile's own copy: editing it must not edit the snapshot that
+            # ensure_finalizer/remove_finalizer/patch_status diff against
+            obj["metadata"] = orjson.loads(orjson.dumps(written.get("metadata", {})))
             return
         meta = getattr(obj, "metadata", None)
         if meta is not None:
