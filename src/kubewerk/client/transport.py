@@ -595,8 +595,7 @@ class ConnectionPool:
         closing = []
         for conn in idle:
             conn.close_gracefully()
-            self._conns.discard(conn)
-            self._open -= 1
+            self._free_slot(conn)
             closing.append(conn)
         if abort_active:
             for conn in list(self._conns):
