@@ -6,9 +6,10 @@ Nothing is copied on read: ``get`` and ``list`` hand out the stored dicts themse
 in or get back as immutable; mutating one corrupts the store's history.
 
 Layout: ``_data`` maps key -> current object. Keys are also kept sorted per *bucket*, the
-key up to its third ``/`` (``/<group>/<resource>/``), so inserting a key costs a bisect in
-one resource's key list rather than in every key of the store, and a list of one
-resource or namespace is a bisect plus a slice. The log is a list of ``Event`` whose
+key up to its third ``/`` (``/<group>/<resource>/``), each bucket a ``SortedList`` (a
+list of short sorted sublists), so inserting or removing a key costs O(log n) whatever
+the resource's size (a flat sorted list would move half its pointers per insert: ~30 µs
+at 50,000 objects), and a list of one resource or namespace is a bisect plus a slice. The log is a list of ``Event`` whose
 index is ``revision - compacted_revision - 1`` (revisions are dense), with a parallel
 list of commit times for age-based compaction.
 """
@@ -18,8 +19,11 @@ from __future__ import annotations
 import builtins
 import threading
 import time
-from bisect import bisect_left, bisect_right, insort
+from bisect import bisect_left, insort
 from collections.abc import Callable
+from typing import Any
+
+from sortedcontainers import SortedList  # type: ignore[import-untyped]
 
 from ._common import (
     Fanout,
@@ -88,7 +92,7 @@ class MemoryStore:
         self._lock = threading.RLock()
         self._fanout = Fanout()
         self._data: dict[str, JSON] = {}
-        self._buckets: dict[str, builtins.list[str]] = {}
+        self._buckets: dict[str, Any] = {}  # bucket -> SortedList of its keys
         self._bucket_names: builtins.list[str] = []
         self._log: builtins.list[Event] = []
         self._times: builtins.list[float] = []
@@ -157,10 +161,10 @@ class MemoryStore:
             total = 0
             for name in self._buckets_for(prefix):
                 keys = self._buckets[name]
-                lo = bisect_left(keys, prefix)
+                lo = keys.bisect_left(prefix)
                 if start_after is not None and start_after >= prefix:
-                    lo = max(lo, bisect_right(keys, start_after))
-                hi = len(keys) if end is None else bisect_left(keys, end, lo)
+                    lo = max(lo, keys.bisect_right(start_after))
+                hi = len(keys) if end is None else max(lo, keys.bisect_left(end))
                 total += hi - lo
             return total
 
@@ -196,12 +200,10 @@ class MemoryStore:
             bucket = _bucket_of(key)
             keys = self._buckets.get(bucket)
             if keys is None:
-                self._buckets[bucket] = [key]
+                self._buckets[bucket] = SortedList((key,))
                 insort(self._bucket_names, bucket)
-            elif key > keys[-1]:
-                keys.append(key)
             else:
-                insort(keys, key)
+                keys.add(key)
             self._commit(Event("ADDED", key, rev, new, None))
             return new
 
@@ -242,7 +244,7 @@ class MemoryStore:
             del data[key]
             bucket = _bucket_of(key)
             keys = self._buckets[bucket]
-            del keys[bisect_left(keys, key)]
+            keys.remove(key)
             if not keys:
                 del self._buckets[bucket]
                 del self._bucket_names[bisect_left(self._bucket_names, bucket)]
@@ -334,13 +336,13 @@ class MemoryStore:
         out: builtins.list[str] = []
         for name in self._buckets_for(prefix):
             keys = self._buckets[name]
-            lo = bisect_left(keys, prefix)
+            lo = keys.bisect_left(prefix)
             if lower is not None:
-                lo = max(lo, bisect_right(keys, lower))
-            hi = len(keys) if end is None else bisect_left(keys, end, lo)
+                lo = max(lo, keys.bisect_right(lower))
+            hi = len(keys) if end is None else max(lo, keys.bisect_left(end))
             if n is not None:
                 hi = min(hi, lo + n - len(out))
-            out.extend(keys[lo:hi])
+            out.extend(keys.islice(lo, hi))
             if n is not None and len(out) >= n:
                 break
         return out
