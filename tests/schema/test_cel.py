@@ -386,3 +386,32 @@ def test_compile_errors_raise_schema_error() -> None:
             }
         )
     assert info.value.errors[0].detail == "cel expression must evaluate to a bool"
+
+
+def test_passing_values_are_remembered_and_failures_never() -> None:
+    """Rules that read only ``self`` are not re-run on a value they passed before; a
+    failing or erroring value is evaluated (and reported) every time."""
+    cs = compile_schema(_rule_schema("self.n > 0 && self.kind != 'bad'", {
+        "n": {"type": "integer"}, "kind": {"type": "string"}}))
+    for _ in range(3):
+        assert cs.validate({"spec": {"n": 1, "kind": "ok"}}) == []
+        assert messages(cs.validate({"spec": {"n": 0, "kind": "ok"}})) == [
+            "spec: Invalid value: \"object\": failed rule: self.n > 0 && self.kind != 'bad'"]
+        assert len(cs.validate({"spec": {"n": 1, "kind": "bad"}})) == 1
+    erroring = compile_schema(_rule_schema("self.a.b > 0"))
+    for _ in range(2):
+        assert len(erroring.validate({"spec": {"a": {}}})) == 1
+    # transition rules depend on oldSelf too: never remembered
+    moving = compile_schema(_rule_schema("self.n >= oldSelf.n", {"n": {"type": "integer"}}))
+    assert moving.validate({"spec": {"n": 2}}, {"spec": {"n": 1}}) == []
+    assert len(moving.validate({"spec": {"n": 2}}, {"spec": {"n": 3}})) == 1
+
+
+def test_remembered_values_are_told_apart_exactly() -> None:
+    from kubewerk.schema.cel.rules import _memo_key
+
+    keys = [_memo_key(v) for v in (1, 1.0, True, 0.0, -0.0, "1", None)]
+    assert None not in keys[:6] and len(set(keys[:6])) == 6
+    assert _memo_key({"a": 1}) != _memo_key({"a": True}) != _memo_key({"a": 1.0})
+    assert _memo_key({"a": {"b": 1}}) is None and _memo_key({"a": [1]}) is None
+    assert _memo_key("x" * 257) is None and _memo_key({str(i): i for i in range(9)}) is None

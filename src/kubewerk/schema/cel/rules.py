@@ -382,6 +382,7 @@ class _NodeRules:
         "convert",
         "items",
         "node",
+        "passed",
         "raw_fields",
         "rules",
         "type_name",
@@ -397,9 +398,14 @@ class _NodeRules:
         self.convert = build_conv(node) if node.rules else None
         # the keys of an object value the rules can observe (None: all of them)
         self.raw_fields: frozenset[str] | None = None
+        # values (as _memo_key) on which every rule passed; None while some rule reads
+        # oldSelf (then the outcome depends on more than the value)
+        self.passed: dict[tuple[Any, ...], bool] | None = None
 
     def narrow(self) -> None:
-        """Set ``raw_fields`` from the compiled rules (call once they are all added)."""
+        """Set ``raw_fields`` and ``passed`` from the compiled rules (call once they are all added)."""
+        if not any(cr.uses_old for cr in self.rules):
+            self.passed = {}
         names: set[str] = set()
         for cr in self.rules:
             if cr.self_fields is None:
@@ -639,6 +645,14 @@ def _eval_rules(
     fields = nr.raw_fields
     if fields is not None and type(value) is dict:
         value = _narrow(value, fields)
+    passed = nr.passed
+    memo_key = None
+    if passed is not None:
+        memo_key = _memo_key(value)
+        if memo_key is not None and memo_key in passed:
+            return  # these rules passed on an identical value before (they read only self)
+    n_errs = len(errs)
+    all_true = True
     cel_self = to_cel(value, nr.convert)
     cel_old: Any = None
     has_old = old is not _MISSING and old is not None
@@ -677,6 +691,7 @@ def _eval_rules(
         value = result.value()
         if value is True:
             continue  # only a bool result is True: the common case needs no type check
+        all_true = False
         rtype = result.type()
         if rtype == T.ERROR:
             errs.append(
@@ -717,6 +732,42 @@ def _eval_rules(
                 ):
                     detail = text
         errs.append(_error_for_reason(field, bad, detail, cr.rule.get("reason")))
+    if memo_key is not None and passed is not None and all_true and len(errs) == n_errs:
+        if len(passed) >= _MEMO_MAX:
+            passed.clear()
+        passed[memo_key] = True
+
+
+_MEMO_MAX: Final = 4096
+
+
+def _memo_key(value: Any) -> tuple[Any, ...] | None:
+    """A key equal only for values CEL cannot tell apart: a scalar, or an object of a few
+    scalar fields (types kept, so ``1``, ``1.0`` and ``True`` differ; floats by their
+    exact bits, so ``-0.0`` and ``0.0`` differ); None for anything else."""
+    t = type(value)
+    if t is dict:
+        if len(value) > 8:
+            return None
+        parts: list[Any] = []
+        for k, v in value.items():
+            tv = type(v)
+            if tv is float:
+                v = v.hex()
+            elif tv is str:
+                if len(v) > 256:
+                    return None
+            elif tv is not int and tv is not bool and v is not None:
+                return None
+            parts.append((k, tv, v))
+        return (dict, *parts)
+    if t is str:
+        return (t, value) if len(value) <= 256 else None
+    if t is int or t is bool:
+        return (t, value)
+    if t is float:
+        return (t, value.hex())
+    return None
 
 
 def _narrow(value: dict[str, Any], fields: frozenset[str]) -> dict[str, Any]:
