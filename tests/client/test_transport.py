@@ -673,8 +673,15 @@ class RotatingCert(Authenticator):
         return Credentials(client_cert_pem=self.pki[f"{self.who}.crt"].read_bytes(), client_key_pem=self.pki[f"{self.who}.key"].read_bytes())
 
 
-async def test_client_certificates_required_and_rotated(pki: dict[str, Path]) -> None:
+async def test_client_certificates_required_and_rotated(pki: dict[str, Path], monkeypatch: pytest.MonkeyPatch) -> None:
     ca = pki["ca.crt"].read_bytes()
+    pools: list[ConnectionPool] = []
+
+    class CountedPool(ConnectionPool):
+        def __init__(self, *args: Any, **kwargs: Any) -> None:
+            super().__init__(*args, **kwargs)
+            pools.append(self)
+
     with ThreadedTLSServer(server_tls(pki, require_client_cert=True)) as srv:
         async with Client(ClientConfig(server=srv.url(), ca_pem=ca, tls_server_name="kube.test"), retry=NO_RETRY) as c:
             with pytest.raises(ServerUnreachable) as info:
@@ -690,14 +697,17 @@ async def test_client_certificates_required_and_rotated(pki: dict[str, Path]) ->
         assert srv.peer_names == ["alice"]
         auth = RotatingCert(pki)
         cfg = ClientConfig(server=srv.url(), ca_pem=ca, tls_server_name="kube.test", auth=auth)
+        monkeypatch.setattr("kubewerk.client.client.ConnectionPool", CountedPool)
         async with Client(cfg, retry=NO_RETRY) as c:
             await c.get(SECRET, "s", "default")
             await c.get(SECRET, "s", "default")
             first = c._pool
             auth.who = "bob"  # the plugin rotated its certificate: the pool is dropped
-            await c.get(SECRET, "s", "default")
+            await asyncio.gather(*(c.get(SECRET, "s", "default") for _ in range(4)))
             assert c._pool is not first and first is not None and first.open_count == 0
-        assert srv.peer_names == ["alice", "alice", "bob"]
+            assert c._pool is not None and c._pool.open_count == c._pool.idle_count >= 1
+            assert len(pools) == 2  # concurrent requests that saw the rotation share one new pool
+        assert srv.peer_names[:2] == ["alice", "alice"] and set(srv.peer_names[2:]) == {"bob"}
 
 
 # -- the same scenarios on uvloop (kubewerk run's loop) ------------------------------------

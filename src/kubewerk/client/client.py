@@ -261,16 +261,13 @@ class Client:
         cert = creds.client_cert_pem
         if pool is not None and cert == self._pool_cert and origin is self._pool_origin:
             return pool
-        if pool is not None:
-            # an exec plugin rotated its client certificate (or the server changed):
-            # requests in flight finish on their connections, which are closed after
-            self._pool = None
-            await pool.close(abort_active=False)
-        ssl_ctx = self.config.ssl_context(creds)
+        old = pool
+        # the new pool is in place before anything is awaited, so concurrent requests
+        # that also saw the change use it instead of building one each
         self._pool = pool = ConnectionPool(
             origin.host,
             origin.port,
-            ssl_context=ssl_ctx,
+            ssl_context=self.config.ssl_context(creds),
             server_hostname=self.config.tls_server_name,
             limit=self.connection_limit,
             connect_timeout=self.timeout,
@@ -278,6 +275,10 @@ class Client:
         self._pool_cert = cert
         self._pool_origin = origin
         self._closed = False
+        if old is not None:
+            # an exec plugin rotated its client certificate (or the server changed):
+            # requests in flight finish on their connections, which are closed after
+            await old.close(abort_active=False)
         return pool
 
     # -- the request core ---------------------------------------------------------------
