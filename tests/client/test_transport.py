@@ -751,3 +751,28 @@ def test_request_targets() -> None:
     for bad in ("ftp://k.example", "k.example:6443", "https://k.example:port"):
         with pytest.raises(ConfigError, match="API server URL"):
             _Origin.parse(bad)
+
+
+async def test_head_answer_has_no_body_and_repeated_headers() -> None:
+    async def head(conn: Conn) -> None:
+        while await conn.read_request() is not None:
+            await conn.send(b'HTTP/1.1 200 OK\r\nContent-Length: 100\r\nWarning: 299 - "one"\r\nwarning: 299 - "two"\r\n\r\n')
+
+    async with RawServer(head) as srv:
+        pool = ConnectionPool("127.0.0.1", srv.port)
+        for _ in range(2):
+            resp = await pool.request(b"HEAD / HTTP/1.1\r\nHost: x\r\n\r\n", safe=True, head=True, timeout=5)
+            assert resp.status == 200 and resp.body == b""
+            assert resp.headers.get_all("WARNING") == ['299 - "one"', '299 - "two"'] and "content-length" in resp.headers
+        assert srv.connections == 2  # the parser cannot skip a HEAD body: never reused
+        await pool.close()
+
+
+async def test_gzip_watch_stream() -> None:
+    async def zipped_watch(conn: Conn) -> None:
+        await conn.read_request()
+        data = gzip.compress(event("a", 1) + event("b", 2))
+        await conn.send(b"HTTP/1.1 200 OK\r\nContent-Encoding: gzip\r\nTransfer-Encoding: chunked\r\n\r\n" + chunked(data, [7, 13]))
+
+    async with RawServer(zipped_watch) as srv, Client.from_url(srv.url(), retry=NO_RETRY) as c:
+        assert [ev.raw["metadata"]["name"] async for ev in c.watch(CONFIGMAP, "default")] == ["a", "b"]
