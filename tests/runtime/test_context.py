@@ -91,7 +91,7 @@ async def test_patch_status_sends_the_wrapped_merge_patch_or_nothing(old: Any, n
 async def test_metadata_refreshed_after_a_write_is_the_reconciles_own() -> None:
     """Editing obj["metadata"] after patch_status must not edit the snapshot that
     ensure_finalizer diffs against (else the finalizer write would be skipped)."""
-    ctx, client, obj = context({"observed": 1})
+    ctx, _, obj = context({"observed": 1})
     obj["status"] = {"observed": 2}
     assert await ctx.patch_status(obj)
     obj["metadata"]["finalizers"] = ["example.dev/cleanup"]
