@@ -15,6 +15,10 @@ Guarantees:
   (:mod:`kubewerk.client.transport`, asyncio + httptools): at most ``connection_limit``
   connections, reused while sound; a request whose reused connection the server had
   just closed is resent once on a fresh one when that cannot run it twice.
+- Proxies as client-go uses them (:mod:`kubewerk.client.proxy`): the kubeconfig
+  cluster's ``proxy-url`` when set, else ``HTTPS_PROXY``/``HTTP_PROXY``/``NO_PROXY``
+  (never for localhost or loopback servers). The choice is made when the pool is built
+  (first request, a rotated client certificate, a changed server), not per request.
 - Objects go out and come back as dicts, or as typed model instances when the kind is
   given as a model class.
 """
@@ -42,6 +46,7 @@ from kubewerk.client.errors import (
     ServerUnreachable,
     error_from_status,
 )
+from kubewerk.client.proxy import select_proxy
 from kubewerk.client.resources import (
     BUILTINS,
     ResourceModel,
@@ -121,6 +126,7 @@ class _Origin:
     """The parts of ``ClientConfig.server`` a request needs, parsed once."""
 
     server: str
+    scheme: str  # "http" or "https"
     host: str  # where to connect (an IPv6 address without brackets)
     port: int
     authority: str  # the Host header
@@ -138,7 +144,7 @@ class _Origin:
         if port is None:
             port = 443 if parts.scheme == "https" else 80
         base = quote(parts.path.rstrip("/"), safe=_PATH_SAFE + "%")
-        return cls(server, parts.hostname, port, parts.netloc.rpartition("@")[2], base)
+        return cls(server, parts.scheme, parts.hostname, port, parts.netloc.rpartition("@")[2], base)
 
 
 def _check_header(what: str, value: str) -> str:
@@ -262,15 +268,23 @@ class Client:
         if pool is not None and cert == self._pool_cert and origin is self._pool_origin:
             return pool
         old = pool
+        # the proxy is chosen here, once per pool (kubeconfig proxy-url, else the
+        # environment as Go's ProxyFromEnvironment reads it), never per request
+        proxy = select_proxy(self.config.proxy_url, origin.scheme, origin.host, origin.port)
+        ssl_context = self.config.ssl_context(creds)
         # the new pool is in place before anything is awaited, so concurrent requests
         # that also saw the change use it instead of building one each
         self._pool = pool = ConnectionPool(
             origin.host,
             origin.port,
-            ssl_context=self.config.ssl_context(creds),
+            ssl_context=ssl_context,
             server_hostname=self.config.tls_server_name,
             limit=self.connection_limit,
             connect_timeout=self.timeout,
+            proxy=proxy,
+            # Go dials an https proxy with the transport's own TLS config (the cluster's CA)
+            proxy_ssl_context=ssl_context,
+            authority=origin.authority,
         )
         self._pool_cert = cert
         self._pool_origin = origin
@@ -352,8 +366,9 @@ class Client:
             try:
                 resp = await pool.request(wire, safe=safe, head=method == "HEAD", timeout=self.timeout)
             except ConnectError as exc:
-                # nothing was sent: safe to retry for every verb
-                if attempt >= policy.max_retries:
+                # nothing was sent: safe to retry for every verb (unless it cannot help:
+                # a proxy that refused the tunnel with a 4xx)
+                if attempt >= policy.max_retries or not exc.retry:
                     raise ServerUnreachable(self.config.server, _why(exc)) from None
                 await asyncio.sleep(policy.delay(attempt))
                 attempt += 1

@@ -3,7 +3,8 @@
 :func:`load_kubeconfig` follows ``clientcmd``'s rules: ``$KUBECONFIG`` (a path list;
 for each map, the first file that sets a key wins) else ``~/.kube/config``; the current
 context unless one is named; relative file paths resolved against the file that names
-them; ``*-data`` fields (base64) preferred over the matching file fields. Users can
+them; ``*-data`` fields (base64) preferred over the matching file fields; a cluster's
+``proxy-url`` (http or https; socks5 is refused as unsupported). Users can
 authenticate with a bearer token, a token file (re-read when it changes, as projected
 service-account tokens rotate), client certificates, basic auth, or an exec credential
 plugin (``client.authentication.k8s.io`` v1/v1beta1) whose credentials are cached until
@@ -35,6 +36,7 @@ import orjson
 import yaml
 
 from kubewerk.client.errors import ConfigError
+from kubewerk.client.proxy import parse_proxy_url
 
 SERVICE_ACCOUNT_DIR = Path("/var/run/secrets/kubernetes.io/serviceaccount")
 TOKEN_FILE_REREAD_SECONDS = 60.0
@@ -226,6 +228,9 @@ class ClientConfig:
     ``insecure`` skips verification, ``tls_server_name`` overrides SNI/verification
     name, ``client_cert_pem``/``client_key_pem`` for mTLS. ``auth`` yields bearer
     tokens (and exec-plugin certificates); ``basic`` is (user, password).
+    ``proxy_url`` (a kubeconfig cluster's ``proxy-url``): every request goes through this
+    http(s) proxy; None: the proxy environment variables decide (see
+    :mod:`kubewerk.client.proxy`).
     """
 
     server: str
@@ -239,6 +244,7 @@ class ClientConfig:
     basic: tuple[str, str] | None = None
     context: str | None = None
     source: str = ""
+    proxy_url: str | None = None
 
     def ssl_context(self, extra: Credentials | None = None) -> ssl.SSLContext | None:
         """The TLS context for this config (None for plain http://)."""
@@ -410,8 +416,23 @@ def load_kubeconfig(
         # clientcmd refuses this combination
         raise ConfigError(f"{where}certificate-authority and insecure-skip-tls-verify cannot both be set")
     cfg.tls_server_name = cluster.get("tls-server-name") or None
+    cfg.proxy_url = _proxy_url(cluster.get("proxy-url"), where)
     _apply_user(cfg, user, user_path, str(user_name or ""), cluster)
     return cfg
+
+
+def _proxy_url(value: Any, where: str) -> str | None:
+    """A cluster's ``proxy-url``, checked as clientcmd checks it (http, https or socks5;
+    socks5 is refused as unsupported here); None when not set."""
+    if value is None or value == "":
+        return None
+    if not isinstance(value, str):
+        raise ConfigError(f"{where}proxy-url must be a string")
+    try:
+        parse_proxy_url(value)
+    except ValueError as exc:
+        raise ConfigError(f"{where}invalid proxy-url {value!r}: {exc}") from None
+    return value
 
 
 def _apply_user(cfg: ClientConfig, user: Mapping[str, Any], path: Path, name: str, cluster: Mapping[str, Any]) -> None:
@@ -486,6 +507,8 @@ def _cluster_info(cluster: Mapping[str, Any]) -> dict[str, Any]:
         info["insecure-skip-tls-verify"] = True
     if cluster.get("tls-server-name"):
         info["tls-server-name"] = cluster["tls-server-name"]
+    if cluster.get("proxy-url"):
+        info["proxy-url"] = cluster["proxy-url"]
     return info
 
 

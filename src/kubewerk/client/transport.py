@@ -28,6 +28,15 @@ Guarantees:
   (:meth:`ConnectionPool.stream`) whose reader applies backpressure: reading from the
   socket pauses while more than ``HIGH_WATER`` bytes wait unread. A stream that is
   closed before its body was fully read closes its connection; it is never pooled.
+- A pool may go through an HTTP proxy (``proxy``, an ``http`` or ``https`` proxy URL,
+  chosen once per pool by :func:`kubewerk.client.proxy.select_proxy`). An ``https``
+  server is reached through a tunnel: ``CONNECT host:port`` (with ``Proxy-Authorization``
+  when the proxy URL names a user), any 2xx answer, then TLS to the server over it; an
+  ``http`` server gets each request in absolute form (``GET http://host:port/path``) with
+  ``Proxy-Authorization``, on keep-alive connections to the proxy. Either way a
+  connection through the proxy is pooled, resent, streamed and timed exactly as a direct
+  one; opening it (proxy connect, CONNECT, TLS) counts against ``connect_timeout``.
+  Without a proxy nothing of this runs.
 """
 
 from __future__ import annotations
@@ -43,6 +52,8 @@ from collections.abc import Iterator
 from typing import cast
 
 import httptools
+
+from kubewerk.client.proxy import ProxyURL
 
 __all__ = [
     "CLOSED_IDLE_WINDOW",
@@ -80,8 +91,14 @@ class TransportError(Exception):
 
 
 class ConnectError(TransportError):
-    """No connection could be opened (refused, DNS, TLS handshake, connect timeout).
-    Nothing was sent, so retrying is safe for every method."""
+    """No connection could be opened (refused, DNS, TLS handshake, connect timeout,
+    a proxy that refused the tunnel). Nothing was sent to the server, so retrying is safe
+    for every method; ``retry`` is False when retrying cannot help (a proxy that answered
+    CONNECT with a 4xx, 407 Proxy Authentication Required say)."""
+
+    def __init__(self, why: str, *, retry: bool = True) -> None:
+        super().__init__(why)
+        self.retry = retry
 
 
 class ServerDisconnected(TransportError):
@@ -165,6 +182,10 @@ def _os_reason(exc: OSError) -> str:
     if isinstance(exc, TimeoutError):
         return "timed out"
     return str(exc) or type(exc).__name__
+
+
+def _host_port(host: str, port: int) -> str:
+    return f"[{host}]:{port}" if ":" in host else f"{host}:{port}"
 
 
 class _Connection(asyncio.Protocol):
@@ -437,6 +458,62 @@ class _Connection(asyncio.Protocol):
             self._transport.abort()
 
 
+MAX_CONNECT_HEAD = 64 << 10
+"""A proxy's answer to CONNECT (status line and headers) larger than this is rejected."""
+
+
+class _TunnelSetup(asyncio.Protocol):
+    """The connection to a proxy while it is asked for a tunnel: sends ``CONNECT`` and
+    collects the answer's head (up to the blank line). Its future resolves with the head
+    bytes, or fails with :class:`ConnectError` when the proxy closes first or sends too
+    much; reading pauses once the head is in (the TLS handshake takes over)."""
+
+    def __init__(self, loop: asyncio.AbstractEventLoop, proxy: str) -> None:
+        self._proxy = proxy
+        self._buffer = bytearray()
+        self.head: asyncio.Future[bytes] = loop.create_future()
+        self.extra = False  # bytes arrived after the head (a server that spoke first)
+        self._transport: asyncio.Transport | None = None
+
+    def connection_made(self, transport: asyncio.BaseTransport) -> None:
+        self._transport = cast(asyncio.Transport, transport)
+
+    def data_received(self, data: bytes) -> None:
+        if self.head.done():
+            self.extra = True
+            return
+        self._buffer += data
+        end = self._buffer.find(b"\r\n\r\n")
+        if end >= 0:
+            self.extra = len(self._buffer) > end + 4
+            self.head.set_result(bytes(self._buffer[:end]))
+            if self._transport is not None:
+                self._transport.pause_reading()
+        elif len(self._buffer) > MAX_CONNECT_HEAD:
+            self.head.set_exception(
+                ConnectError(f"proxy {self._proxy} answered CONNECT with headers larger than {MAX_CONNECT_HEAD} bytes")
+            )
+
+    def eof_received(self) -> bool | None:
+        return None
+
+    def connection_lost(self, exc: Exception | None) -> None:
+        if not self.head.done():
+            why = "closed the connection" if exc is None else _os_reason(exc) if isinstance(exc, OSError) else str(exc)
+            self.head.set_exception(ConnectError(f"proxy {self._proxy} {why} before answering CONNECT"))
+
+
+def _connect_status(head: bytes, proxy: str) -> tuple[int, str]:
+    """Status code and ``code reason`` text of a proxy's answer to CONNECT."""
+    line = head.split(b"\r\n", 1)[0].decode("latin-1")
+    version, _, rest = line.partition(" ")
+    code, _, _reason = rest.partition(" ")
+    if not version.startswith("HTTP/1.") or len(code) != 3 or not code.isdigit():
+        raise ConnectError(f"proxy {proxy} answered CONNECT with something that is not HTTP/1.x ({line[:60]!r})")
+    return int(code), rest.strip()
+
+
+
 class StreamingResponse:
     """An answer whose body is read as it arrives (a watch). Always :meth:`close` it
     (or use ``async with``): the connection is pooled again only when the body was
@@ -499,10 +576,15 @@ class StreamingResponse:
 class ConnectionPool:
     """Keep-alive HTTP/1.1 connections to one server (see the module docstring).
 
-    ``host``/``port`` are where to connect; ``ssl_context`` turns on TLS, with
+    ``host``/``port`` are the server; ``ssl_context`` turns on TLS, with
     ``server_hostname`` as the name sent in SNI and checked against the certificate
     (default: ``host``). ``connect_timeout`` bounds waiting for a free connection plus
-    opening one (TCP and TLS handshake).
+    opening one (TCP and TLS handshake; through a proxy also the proxy's TLS and CONNECT).
+
+    ``proxy``: go through this HTTP proxy (see the module docstring); an ``https`` proxy
+    is verified with ``proxy_ssl_context`` (default: the system trust store) against its
+    host name. ``authority`` is the server as the Host header names it (default
+    ``host:port``), used for the absolute-form request target through a proxy.
     """
 
     def __init__(
@@ -515,6 +597,9 @@ class ConnectionPool:
         limit: int = 100,
         connect_timeout: float | None = 30.0,
         idle_timeout: float = 90.0,
+        proxy: ProxyURL | None = None,
+        proxy_ssl_context: ssl.SSLContext | None = None,
+        authority: str | None = None,
     ) -> None:
         self.host = host
         self.port = port
@@ -523,6 +608,24 @@ class ConnectionPool:
         self.limit = limit
         self.connect_timeout = connect_timeout
         self.idle_timeout = idle_timeout
+        self.proxy = proxy
+        # decided once here: what a proxied connection sends first, how requests are rewritten
+        self._proxy_ssl: ssl.SSLContext | None = None
+        self._connect_head: bytes | None = None  # CONNECT request (https server through a proxy)
+        self._forward: tuple[bytes, bytes] | None = None  # (b"http://authority", auth header line)
+        self._timeout_why = "timed out"
+        if proxy is not None:
+            self._timeout_why = f"timed out (through proxy {proxy.display})"
+            if proxy.scheme == "https":
+                self._proxy_ssl = proxy_ssl_context or ssl.create_default_context()
+            auth = proxy.authorization
+            auth_line = f"Proxy-Authorization: {auth}\r\n" if auth else ""
+            if ssl_context is not None:
+                target = _host_port(host, port)
+                self._connect_head = f"CONNECT {target} HTTP/1.1\r\nHost: {target}\r\n{auth_line}\r\n".encode("latin-1")
+            else:
+                origin = authority or _host_port(host, port)
+                self._forward = (f"http://{origin}".encode("latin-1"), auth_line.encode("latin-1"))
         self._idle: list[_Connection] = []
         self._waiters: deque[asyncio.Future[_Connection | None]] = deque()
         self._conns: set[_Connection] = set()  # every open connection, idle or busy
@@ -536,6 +639,8 @@ class ConnectionPool:
 
         ``safe``: the method is safe to send twice (GET, HEAD). ``timeout`` bounds the
         whole exchange (waiting for a connection included)."""
+        if self._forward is not None:
+            data = self._absolute_form(data)
         async with asyncio.timeout(timeout):
             conn = self._take_idle()
             if conn is not None:
@@ -567,6 +672,8 @@ class ConnectionPool:
         """Send ``data`` (a safe request) and return once the answer's headers are in;
         the body is read from the returned :class:`StreamingResponse`, which must be
         closed. ``deadline`` (loop time) bounds the headers and every body read."""
+        if self._forward is not None:
+            data = self._absolute_form(data)
         async with asyncio.timeout_at(deadline):
             conn, reused = await self._acquire(connect_timeout)
             try:
@@ -666,7 +773,7 @@ class ConnectionPool:
                     self._free_slot(None)
                     raise
         except TimeoutError:
-            raise ConnectError("timed out") from None
+            raise ConnectError(self._timeout_why) from None
         return conn, False
 
     async def _wait_turn(self) -> _Connection | None:
@@ -693,9 +800,22 @@ class ConnectionPool:
             async with asyncio.timeout(connect_timeout):
                 return await self._connect()
         except TimeoutError:
-            raise ConnectError("timed out") from None
+            raise ConnectError(self._timeout_why) from None
+
+    def _absolute_form(self, data: bytes) -> bytes:
+        """``data`` with an origin-form target (``/path``) made absolute and the
+        ``Proxy-Authorization`` line added (an http server through a proxy)."""
+        assert self._forward is not None
+        origin, auth_line = self._forward
+        space = data.find(b" ")
+        if space < 0 or data[space + 1 : space + 2] != b"/":
+            return data
+        eol = data.find(b"\r\n", space) + 2
+        return b"".join((data[: space + 1], origin, data[space + 1 : eol], auth_line, data[eol:]))
 
     async def _connect(self) -> _Connection:
+        if self.proxy is not None:
+            return await self._connect_through_proxy(self.proxy)
         loop = asyncio.get_running_loop()
         ctx = self.ssl_context
         try:
@@ -713,6 +833,57 @@ class ConnectionPool:
             raise ConnectError(_tls_reason(exc)) from None
         except OSError as exc:
             raise ConnectError(_os_reason(exc)) from None
+        self._conns.add(conn)
+        return conn
+
+    async def _connect_through_proxy(self, proxy: ProxyURL) -> _Connection:
+        """A connection to the proxy (http server: requests are forwarded) or a tunnel
+        through it with TLS to the server on top (https server)."""
+        loop = asyncio.get_running_loop()
+        proxy_ssl = self._proxy_ssl
+        tls_name = proxy.host if proxy_ssl is not None else None
+        connect_head = self._connect_head
+        try:
+            if connect_head is None:
+                _, conn = await loop.create_connection(
+                    lambda: _Connection(loop), proxy.host, proxy.port, ssl=proxy_ssl, server_hostname=tls_name
+                )
+                self._conns.add(conn)
+                return conn
+            raw, setup = await loop.create_connection(
+                lambda: _TunnelSetup(loop, proxy.display), proxy.host, proxy.port, ssl=proxy_ssl, server_hostname=tls_name
+            )
+        except ssl.SSLError as exc:
+            raise ConnectError(f"proxy {proxy.display}: {_tls_reason(exc)}") from None
+        except OSError as exc:
+            raise ConnectError(f"cannot connect to proxy {proxy.display}: {_os_reason(exc)}") from None
+        transport = raw
+        try:
+            transport.write(connect_head)
+            head = await setup.head
+            code, status = _connect_status(head, proxy.display)
+            if not 200 <= code < 300:
+                target = _host_port(self.host, self.port)
+                raise ConnectError(f"proxy {proxy.display} refused CONNECT {target}: {status}", retry=code >= 500)
+            if setup.extra:
+                raise ConnectError(f"proxy {proxy.display} sent bytes after its CONNECT answer before the TLS handshake")
+            conn = _Connection(loop)
+            assert self.ssl_context is not None
+            tls = await loop.start_tls(
+                transport, conn, self.ssl_context, server_hostname=self.server_hostname or self.host
+            )
+        except ssl.SSLError as exc:
+            transport.abort()
+            raise ConnectError(_tls_reason(exc)) from None
+        except OSError as exc:
+            transport.abort()
+            raise ConnectError(f"tunnel through proxy {proxy.display} failed: {_os_reason(exc)}") from None
+        except BaseException:
+            transport.abort()
+            raise
+        if tls is None:  # the transport closed during the handshake
+            raise ConnectError(f"tunnel through proxy {proxy.display} closed during the TLS handshake")
+        conn.connection_made(tls)
         self._conns.add(conn)
         return conn
 
