@@ -369,13 +369,13 @@ class Client:
                 # nothing was sent: safe to retry for every verb (unless it cannot help:
                 # a proxy that refused the tunnel with a 4xx)
                 if attempt >= policy.max_retries or not exc.retry:
-                    raise ServerUnreachable(self.config.server, _why(exc)) from None
+                    raise ServerUnreachable(self.config.server, _why(exc, pool)) from None
                 await asyncio.sleep(policy.delay(attempt))
                 attempt += 1
                 continue
             except (TimeoutError, TransportError) as exc:
                 if not safe or attempt >= policy.max_retries:
-                    raise ServerUnreachable(self.config.server, _why(exc)) from None
+                    raise ServerUnreachable(self.config.server, _why(exc, pool)) from None
                 await asyncio.sleep(policy.delay(attempt))
                 attempt += 1
                 continue
@@ -752,14 +752,14 @@ class Client:
         try:
             resp = await pool.stream(wire, connect_timeout=self.timeout, deadline=deadline)
         except (TimeoutError, TransportError) as exc:
-            raise ServerUnreachable(self.config.server, _why(exc)) from None
+            raise ServerUnreachable(self.config.server, _why(exc, pool)) from None
         model = is_model_class(kind)
         try:
             if resp.status >= 400:
                 try:
                     raw = await resp.read()
                 except (TimeoutError, TransportError) as exc:
-                    raise ServerUnreachable(self.config.server, _why(exc)) from None
+                    raise ServerUnreachable(self.config.server, _why(exc, pool)) from None
                 try:
                     decoded = orjson.loads(raw) if raw else None
                 except orjson.JSONDecodeError:
@@ -772,7 +772,7 @@ class Client:
                 try:
                     chunk = await resp.read_chunk()
                 except (TimeoutError, TransportError) as exc:
-                    raise ServerUnreachable(self.config.server, _why(exc)) from None
+                    raise ServerUnreachable(self.config.server, _why(exc, pool)) from None
                 if not chunk:
                     break
                 if b"\n" not in chunk:
@@ -803,10 +803,11 @@ class Client:
         return WatchEvent(etype, obj, obj)
 
 
-def _why(exc: BaseException) -> str:
-    """The short reason ServerUnreachable carries ("connection refused", "timed out", ...)."""
+def _why(exc: BaseException, pool: ConnectionPool) -> str:
+    """The short reason ServerUnreachable carries ("connection refused", "timed out", ...);
+    a timeout names the proxy when the pool goes through one."""
     if isinstance(exc, TransportError):
         return exc.why
     if isinstance(exc, TimeoutError):
-        return "timed out"
+        return "timed out" if pool.proxy is None else f"timed out (through proxy {pool.proxy.display})"
     return str(exc) or type(exc).__name__

@@ -8,7 +8,9 @@ uses Go's ``http.ProxyFromEnvironment`` (``golang.org/x/net/http/httpproxy``):
   ``http_proxy``) for ``http`` servers; an upper-case variable that is set and not empty
   wins over the lower-case one. There is no fallback from one scheme to the other.
 - A value may be a URL (``http``, ``https``, ``socks5``) or a bare ``host[:port]``
-  (``http`` assumed); a value that parses neither way is ignored, as in Go.
+  (``http`` assumed). A value that is neither is reported (ConfigError) when it would
+  be used; Go ignores it or retries it with ``http://`` prepended, which yields a
+  mangled proxy host ("http://proxy:bad" becomes host "http"), so kubewerk says so.
 - ``HTTP_PROXY`` is not used when ``REQUEST_METHOD`` is set (a CGI process; "httpoxy").
 - ``localhost`` and loopback addresses (127.0.0.0/8, ::1) never use the environment proxy.
 - ``NO_PROXY`` (else ``no_proxy``) is a comma-separated list of: ``*`` (no proxy at all),
@@ -110,25 +112,10 @@ def parse_proxy_url(value: str) -> ProxyURL:
     return _check_parsed(value, parts)
 
 
-def _parse_env_proxy(value: str) -> ProxyURL | None:
-    """An environment proxy value as Go's httpproxy parses it: a URL with scheme http,
-    https or socks5, else ``http://`` + the value; None when neither gives a usable URL
-    (ignored, as in Go). A socks5 URL raises ValueError (not supported)."""
-    for candidate in (value, "http://" + value):
-        try:
-            parts = urlsplit(candidate)
-            _ = parts.port
-        except ValueError:
-            continue
-        if parts.scheme not in _PROXY_SCHEMES:
-            continue
-        if parts.scheme == "socks5":
-            raise ValueError(SOCKS5_UNSUPPORTED)
-        try:
-            return _check_parsed(candidate, parts)
-        except ValueError:
-            return None
-    return None
+def _parse_env_proxy(value: str) -> ProxyURL:
+    """An environment proxy value: a URL (http, https) or a bare ``host[:port]`` (http
+    assumed). Raises ValueError with the reason for anything else, socks5 included."""
+    return parse_proxy_url(value if "://" in value else "http://" + value)
 
 
 def _split_host_port(text: str) -> tuple[str, str] | None:
@@ -256,7 +243,7 @@ class EnvironmentProxy:
     https: ProxyURL | None
     no_proxy: NoProxy
     cgi: bool
-    http_error: str | None = None  # socks5 (unsupported) given for http servers
+    http_error: str | None = None  # why HTTP_PROXY is unusable (invalid, socks5)
     https_error: str | None = None
 
     @classmethod
@@ -285,7 +272,7 @@ class EnvironmentProxy:
     def proxy_for(self, scheme: str, host: str, port: int) -> ProxyURL | None:
         """The proxy for a server (``http``/``https``, host without brackets, port), or
         None for a direct connection. Raises ConfigError when the variable that applies
-        names a socks5 proxy (not supported)."""
+        is invalid or names a socks5 proxy (not supported)."""
         if scheme == "https":
             proxy, error = self.https, self.https_error
         elif scheme == "http":
