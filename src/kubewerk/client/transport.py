@@ -808,9 +808,10 @@ class ConnectionPool:
         assert self._forward is not None
         origin, auth_line = self._forward
         space = data.find(b" ")
-        if space < 0 or data[space + 1 : space + 2] != b"/":
-            return data
-        eol = data.find(b"\r\n", space) + 2
+        eol = data.find(b"\r\n", space)
+        if space < 0 or eol < 0 or data[space + 1 : space + 2] != b"/":
+            return data  # not an origin-form request line: sent as it is
+        eol += 2
         return b"".join((data[: space + 1], origin, data[space + 1 : eol], auth_line, data[eol:]))
 
     async def _connect(self) -> _Connection:
