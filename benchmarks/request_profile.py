@@ -1,11 +1,12 @@
 """In-process profile of the embedded API server's hot request paths (no HTTP, no client).
 
 Run:  .venv/bin/python benchmarks/request_profile.py [--op create|get|status-patch]
-      [--kind demo|bench] [-n 20000] [--profile] [--top 30] [--dump /tmp/create.prof]
+      [--kind demo|bench|prometheus] [-n 20000] [--profile] [--top 30] [--dump /tmp/create.prof]
 
 Builds ``ApiServer(open_store("memory"))``, installs a CRD through an ASGI call (``demo``:
 the ``Database`` of ``src/kubewerk/cli/demo_data/crd.yaml`` with defaults, patterns and
-CEL, as benchmarks/apiserver.py uses; ``bench``: the plain kind of benchmarks/runtime.py),
+CEL, as benchmarks/apiserver.py uses; ``bench``: the plain kind of benchmarks/runtime.py;
+``prometheus``: the large corpus CRD and object of benchmarks/schema.py),
 waits until it is Established, then sends ``-n`` requests straight into the ASGI app with a fake
 scope/receive/send and prints the Python time per request: what the server spends per
 request beside the HTTP stack. The operations are the hot paths of the benchmarks:
@@ -78,7 +79,26 @@ def bench_kind() -> Kind:
     return Kind(BENCH_CRD, body, {"status": {"observed": 7}})
 
 
-KINDS = {"demo": demo_kind, "bench": bench_kind}
+def prometheus_kind() -> Kind:
+    """A Prometheus of the prometheus-operator corpus CRD (a large schema; the object of
+    benchmarks/schema.py), status as the operator writes it."""
+    sys.path.insert(0, str(ROOT / "benchmarks"))
+    import random
+
+    from schema import CRD as PROMETHEUS_CRD
+    from schema import make_object
+
+    crd = yaml.safe_load(PROMETHEUS_CRD.read_text())
+    crd["spec"]["versions"] = [v for v in crd["spec"]["versions"] if v["name"] == "v1"]
+    body = make_object(random.Random(7), 0)
+    body["spec"].pop("extraUnknown")
+    body["metadata"] = {"generateName": "prom-", "labels": body["metadata"]["labels"]}
+    status = {"availableReplicas": 1, "paused": False, "replicas": 1, "unavailableReplicas": 0,
+              "updatedReplicas": 1}
+    return Kind(crd, body, {"status": status})
+
+
+KINDS = {"demo": demo_kind, "bench": bench_kind, "prometheus": prometheus_kind}
 KIND: Kind = demo_kind()
 
 
@@ -196,7 +216,8 @@ async def main() -> None:
     parser = argparse.ArgumentParser()
     parser.add_argument("--op", choices=sorted(OPS), default="create", help="the request to time")
     parser.add_argument("--kind", choices=sorted(KINDS), default="demo",
-                        help="demo: the Database of benchmarks/apiserver.py; bench: the kind of benchmarks/runtime.py")
+                        help="demo: the Database of benchmarks/apiserver.py; bench: the kind of benchmarks/runtime.py; "
+                             "prometheus: the corpus Prometheus of benchmarks/schema.py")
     parser.add_argument("-n", type=int, default=20_000, help="requests per round")
     parser.add_argument("--rounds", type=int, default=3)
     parser.add_argument("--profile", action="store_true", help="one more round under cProfile")

@@ -38,6 +38,10 @@ class AdmissionRequest:
     field_validation: FieldValidation
     subresource: str | None = None
     warnings: list[str] = field(default_factory=list)
+    trusted_old: bool = False
+    """``old`` is exactly what this server stored after admitting it under the same
+    schema (same CRD generation, same version): its values are defaulted, pruned and
+    passed validation, so a part of ``obj`` equal to it needs none of that again."""
 
 
 class Admission:

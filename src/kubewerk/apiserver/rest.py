@@ -314,7 +314,7 @@ class ResourceApi:
             raise ApiError.bad_request(f'{kind} in version "{version}" cannot be handled as a {rtype.kind}: {type_error}')
 
     def _admit(self, op: str, target: Target, obj: JSON, old: JSON | None,
-               query: dict[str, str]) -> list[str]:
+               query: dict[str, str], trusted_old: bool = False) -> list[str]:
         req = AdmissionRequest(
             operation="CREATE" if op == "CREATE" else "UPDATE",
             rtype=target.rtype,
@@ -323,6 +323,7 @@ class ResourceApi:
             old=old,
             field_validation=field_validation(query),
             subresource=target.subresource,
+            trusted_old=trusted_old,
         )
         self.admission.admit(req)
         return req.warnings
@@ -637,7 +638,11 @@ class ResourceApi:
             self._prepare_builtin_create(rtype, new) if "stringData" in new else None
         # validation sees the resourceVersion being updated (ValidateObjectMetaUpdate requires one)
         new["metadata"]["resourceVersion"] = current["metadata"]["resourceVersion"]
-        warnings = self._admit("UPDATE", target, new, old_served, query)
+        # the stored object was admitted by this server under this very schema: the
+        # parts of the update equal to it need no defaulting, pruning or validation
+        trusted = not rtype.builtin and self._defaulted.get(key) == (
+            current["metadata"]["resourceVersion"], target.version, rtype.crd_generation)
+        warnings = self._admit("UPDATE", target, new, old_served, query, trusted)
         new["metadata"].pop("resourceVersion", None)
         new = self._to_storage(rtype, new)
         meta = new["metadata"]

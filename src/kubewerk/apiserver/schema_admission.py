@@ -52,11 +52,60 @@ def _has_defaults(schema: Any) -> bool:
     return False
 
 
+_TYPE_META = ("apiVersion", "kind", "metadata")
+
+
+def _reads_old_self(schema: Any) -> bool:
+    """Whether any CEL rule in ``schema`` (or below) is a transition rule."""
+    if isinstance(schema, dict):
+        for rule in schema.get("x-kubernetes-validations") or ():
+            if not isinstance(rule, dict) or rule.get("optionalOldSelf") or "oldSelf" in str(rule.get("rule", "")):
+                return True
+        return any(_reads_old_self(v) for v in schema.values())
+    if isinstance(schema, list):
+        return any(_reads_old_self(v) for v in schema)
+    return False
+
+
+def _skippable(schema: JSON) -> frozenset[str]:
+    """Top-level properties whose unchanged values an update of a trusted old object may
+    leave alone: object-typed, without transition rules, under a root without CEL rules
+    (a root rule sees every property)."""
+    props = schema.get("properties")
+    if schema.get("x-kubernetes-validations") or not isinstance(props, dict):
+        return frozenset()
+    return frozenset(
+        k for k, sub in props.items()
+        if k not in _TYPE_META and isinstance(sub, dict) and sub.get("type") == "object" and not _reads_old_self(sub)
+    )
+
+
+def _without(schema: JSON, keys: frozenset[str]) -> JSON:
+    """``schema`` with the subschemas of ``keys`` replaced by a free-form object (nothing
+    to default, prune or validate inside; the root's own checks unchanged)."""
+    props = dict(schema["properties"])
+    for k in keys:
+        props[k] = {"type": "object", "x-kubernetes-preserve-unknown-fields": True}
+    return {**schema, "properties": props}
+
+
 class SchemaAdmission(Admission):
-    """``Admission`` plus the structural-schema and CEL checks of the apiextensions server."""
+    """``Admission`` plus the structural-schema and CEL checks of the apiextensions server.
+
+    An update whose old object is trusted (``AdmissionRequest.trusted_old``) skips the
+    top-level properties it leaves unchanged (``spec`` on a status write, say), when
+    that cannot change the answer: their values were defaulted, pruned and validated
+    under this schema when stored, defaulting and pruning are idempotent, validation
+    ratcheting drops every schema or rule failure on an unchanged value, embedded
+    resources and CEL evaluation (deterministic) raised nothing then, and neither
+    transition rules inside them nor rules at the root (which see all of the object)
+    are skipped. List-type checks of the old object still look at all of it.
+    """
 
     def __init__(self) -> None:
         self._cache: dict[tuple[str | None, int, str, int], tuple[CompiledSchema, bool]] = {}
+        self._skippable: dict[tuple[str | None, int, str, int], frozenset[str]] = {}
+        self._partial: dict[tuple[str | None, int, str, int, frozenset[str]], CompiledSchema] = {}
 
     def compiled(self, rtype: ResourceType, version: str) -> tuple[CompiledSchema, bool] | None:
         """The compiled schema of a served CRD version and whether it declares defaults."""
@@ -89,6 +138,9 @@ class SchemaAdmission(Admission):
             super().admit(req)
             return
         compiled, _ = hit
+        full = compiled
+        if req.trusted_old and req.old is not None:
+            compiled = self._for_update(rtype, req.version, compiled, req.obj, req.old)
         compiled.apply_defaults(req.obj)
         unknown = compiled.prune(req.obj)
         if unknown and req.field_validation != "Ignore":
@@ -97,9 +149,37 @@ class SchemaAdmission(Admission):
                 raise ApiError.bad_request("strict decoding error: " + ", ".join(messages))
             req.warnings.extend(messages)
         errors = self.validate_meta(req)
-        errors += compiled.validate(req.obj, req.old)
+        errors += compiled.validate(req.obj, req.old, reduced_from=full)
         if errors:
             raise ApiError.invalid(rtype.kind, rtype.group, _name(req.obj), errors)
+
+    def _for_update(self, rtype: ResourceType, version: str, compiled: CompiledSchema,
+                    obj: JSON, old: JSON) -> CompiledSchema:
+        """``compiled``, or a variant without the properties this update leaves unchanged."""
+        schema = rtype.schemas[version]
+        schema_key = (rtype.crd_uid, rtype.crd_generation, version, id(schema))
+        candidates = self._skippable.get(schema_key)
+        if candidates is None:
+            if len(self._skippable) > 4096:
+                self._skippable.clear()
+            candidates = self._skippable[schema_key] = _skippable(schema)
+        if not candidates:
+            return compiled
+        missing = object()
+        same = frozenset(k for k in candidates if k in obj and obj[k] == old.get(k, missing))
+        if not same:
+            return compiled
+        key = (*schema_key, same)
+        partial = self._partial.get(key)
+        if partial is None:
+            try:
+                partial = compile_schema(_without(schema, same))
+            except SchemaError:  # cannot happen for an accepted schema; never skip then
+                return compiled
+            if len(self._partial) > 4096:
+                self._partial.clear()
+            self._partial[key] = partial
+        return partial
 
     def _admit_crd(self, req: AdmissionRequest) -> None:
         default_crd(req.obj)

@@ -114,18 +114,24 @@ class CompiledSchema:
         self.validator.validate(obj, "", errs)
         return errs
 
-    def validate(self, obj: Any, old: Any = None) -> list[FieldError]:
+    def validate(
+        self, obj: Any, old: Any = None, *, reduced_from: CompiledSchema | None = None
+    ) -> list[FieldError]:
         """All of the apiserver's checks for a custom resource (create, or update from ``old``).
 
-        An object nested deeper than Python's recursion allows is answered with one
-        error instead of an exception (JSON decoders stop far earlier anyway).
+        ``reduced_from``: this schema is that one with some subtrees left out (the caller
+        knows they need no checks); the whole-object decisions then follow the full
+        schema: whether ``old`` already breaks a list-type rule, and whether rules exist
+        that an earlier error keeps from running. An object nested deeper than Python's
+        recursion allows is answered with one error instead of an exception (JSON
+        decoders stop far earlier anyway).
         """
         try:
-            return self._validate(obj, old)
+            return self._validate(obj, old, reduced_from or self)
         except RecursionError:
             return [FieldError.invalid(ROOT_FIELD, "", "object is nested too deeply to validate")]
 
-    def _validate(self, obj: Any, old: Any) -> list[FieldError]:
+    def _validate(self, obj: Any, old: Any, full: CompiledSchema) -> list[FieldError]:
         errs: list[FieldError] = []
         if old is None:
             self.validator.validate(obj, "", errs)
@@ -139,17 +145,20 @@ class CompiledSchema:
         if (
             self.structural.has_lists
             and type(obj) is dict
-            and (old is None or not self._list_errors(old))
+            and (old is None or not full.has_list_errors(old))
         ):
             st.validate_lists(obj, self.structural, "", errs)
-        if self.structural.has_rules:
+        if full.structural.has_rules:
             if any(e.type in _BLOCKING for e in errs):
                 errs.append(FieldError.invalid(ROOT_FIELD, "null", CEL_SKIPPED_DETAIL))
-            else:
+            elif self.structural.has_rules:
                 errs.extend(self._rules().validate(obj, old))
         return errs
 
-    def _list_errors(self, old: Any) -> bool:
+    def has_list_errors(self, old: Any) -> bool:
+        """Whether ``old`` breaks a ``x-kubernetes-list-type`` set or map rule."""
+        if not self.structural.has_lists:
+            return False
         found: list[FieldError] = []
         st.validate_lists(old, self.structural, "", found)
         return bool(found)
