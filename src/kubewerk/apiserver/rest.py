@@ -611,14 +611,10 @@ class ResourceApi:
             _label_namespace_name(new)
         new["apiVersion"] = target.api_version
         if target.subresource == "status":
-            # /status writes only status (and nothing else, metadata included)
-            status = new.get("status")
-            new = copy_json(old_served)
-            new["metadata"].pop("resourceVersion", None)
-            if status is None:
-                new.pop("status", None)
-            else:
-                new["status"] = status
+            # /status writes only status (and nothing else, metadata included): the old
+            # object with the new status. ``new`` is this request's own copy, so the parts
+            # it holds equal to the old ones are kept rather than copied again.
+            new = _with_status_of(new, old_served)
         elif rtype.status_subresource:
             if "status" in old_served:
                 new["status"] = copy_json({"s": old_served["status"]})["s"]
@@ -918,6 +914,32 @@ class ResourceApi:
             "metadata": {"resourceVersion": str(self.store.revision)},
             "items": deleted,
         })
+
+
+def _with_status_of(new: JSON, old: JSON) -> JSON:
+    """``old`` (deep-copied where ``new`` differs from it) with ``new``'s status, metadata
+    without resourceVersion; key order as in ``old`` (a new status goes last)."""
+    status = new.get("status")
+    out: JSON = {}
+    for k, v in old.items():
+        if k == "status":
+            if status is not None:
+                out[k] = status
+        elif k == "metadata":
+            meta = copy_json(v)
+            meta.pop("resourceVersion", None)
+            out[k] = meta
+        else:
+            # equal bytes, not ==: 1 == 1.0 == True in Python, not in JSON
+            mine = new.get(k, _ABSENT)
+            encoded = orjson.dumps(v)
+            out[k] = mine if mine is not _ABSENT and orjson.dumps(mine) == encoded else orjson.loads(encoded)
+    if status is not None and "status" not in old:
+        out["status"] = status
+    return out
+
+
+_ABSENT: Any = object()
 
 
 # ObjectMeta fields tagged omitempty that a write can leave empty (the last label removed,
