@@ -21,7 +21,7 @@ import orjson
 import yaml
 
 from kubewerk import __version__
-from kubewerk.apiserver import discovery, openapi, table
+from kubewerk.apiserver import discovery, openapi, protobuf, table
 from kubewerk.apiserver.admission import Admission
 from kubewerk.apiserver.builtins import INITIAL_NAMESPACES, install_builtins
 from kubewerk.apiserver.controllers import Controllers
@@ -360,15 +360,27 @@ class ApiServer:
         return Target(rtype, version, None, segs[1] if len(segs) > 1 else None,
                       segs[2] if len(segs) > 2 else None)
 
-    def _decode(self, req: Request) -> JSON:
+    def _decode(self, req: Request, target: Target | None = None) -> JSON:
+        """The request body as a JSON object: JSON, YAML, or Kubernetes protobuf.
+
+        Protobuf bodies are decoded for the built-in kinds ``protobuf.KINDS`` names (a
+        create/update of ``target``) and for DeleteOptions (``target`` None); the object is
+        then the one the same client would have sent as JSON. Protobuf for a custom
+        resource (or a CRD) → 415, as custom resources accept JSON and YAML only.
+        """
         ctype = req.content_type.split(";")[0].strip().lower()
-        if ctype == "application/vnd.kubernetes.protobuf":
-            raise ApiError.unsupported_media_type(
-                "the body of the request was in an unknown format - accepted media types include: "
-                "application/json, application/yaml (kubewerk does not decode protobuf request bodies yet; "
-                "send JSON or YAML instead: kubectl has no flag for that, so write a manifest and use "
-                "kubectl apply -f or kubectl create -f rather than kubectl create configmap/namespace/secret)"
-            )
+        if ctype == protobuf.MEDIA_TYPE:
+            if target is None:
+                return protobuf.decode_delete_options(req.body)
+            rtype = target.rtype
+            if not rtype.builtin or (target.api_version, rtype.kind) not in protobuf.KINDS:
+                what = ("custom resources accept JSON and YAML only" if not rtype.builtin else
+                        f"kubewerk does not decode protobuf {rtype.kind} bodies; send JSON or YAML")
+                raise ApiError.unsupported_media_type(
+                    "the body of the request was in an unknown format - accepted media types include: "
+                    f"application/json, application/yaml ({what})"
+                )
+            return protobuf.decode_object(req.body, target.api_version, rtype.kind)
         if ctype not in ("", "application/json", "application/yaml", "*/*", "text/plain", "application/x-www-form-urlencoded"):
             raise ApiError.unsupported_media_type(
                 "the body of the request was in an unknown format - accepted media types include: "
@@ -451,14 +463,14 @@ class ApiServer:
         elif method == "POST":
             if target.name is not None:
                 raise ApiError.method_not_supported(rtype.resource, rtype.group, "create")
-            result = api.create(target, self._decode(req), req.query)
+            result = api.create(target, self._decode(req, target), req.query)
         elif method == "PUT":
             if target.name is None:
                 raise ApiError.method_not_supported(rtype.resource, rtype.group, "update")
             if sub == "finalize":
-                result = self.controllers.finalize_namespace(target, self._decode(req), req.query)
+                result = self.controllers.finalize_namespace(target, self._decode(req, target), req.query)
             else:
-                result = api.update(target, self._decode(req), req.query)
+                result = api.update(target, self._decode(req, target), req.query)
         elif method == "PATCH":
             if target.name is None:
                 raise ApiError.method_not_supported(rtype.resource, rtype.group, "patch")
