@@ -602,13 +602,25 @@ class ApiServer:
             return orjson.dumps({"type": "BOOKMARK", "object": {
                 "kind": rtype.kind, "apiVersion": target.api_version, "metadata": meta}}) + b"\n"
 
-        deadline = time.monotonic() + timeout
+        loop = asyncio.get_running_loop()
+        deadline = loop.time() + timeout
+        # one timer wakes the stream for the deadline or the next bookmark; it is re-armed
+        # only when that moment changes, not per event (a wait with a timeout per event
+        # cost a task and a timer for every event sent)
+        timer: asyncio.TimerHandle | None = None
+        timer_at = 0.0
+
+        def fire() -> None:
+            nonlocal timer
+            timer = None
+            watcher.wakeup.set()
+
         try:
             if initial:
                 await send({"type": "http.response.body", "body": b"".join(encode(e) for e in initial), "more_body": True})
             if initial_end_rev is not None:
                 await send({"type": "http.response.body", "body": bookmark(initial_end_rev, True), "more_body": True})
-            next_bookmark = time.monotonic() + self.bookmark_interval
+            next_bookmark = loop.time() + self.bookmark_interval
             while not watcher.closed or watcher.queue:
                 if watcher.queue:
                     chunk: list[bytes] = []
@@ -618,17 +630,24 @@ class ApiServer:
                     continue
                 if watcher.closed:
                     break
-                now = time.monotonic()
+                now = loop.time()
                 if now >= deadline:
                     break
                 if bookmarks and now >= next_bookmark:
                     await send({"type": "http.response.body", "body": bookmark(store.revision), "more_body": True})
                     next_bookmark = now + self.bookmark_interval
+                    continue  # events may have arrived meanwhile
+                wake_at = min(deadline, next_bookmark) if bookmarks else deadline
+                if timer is None or timer_at != wake_at:
+                    if timer is not None:
+                        timer.cancel()
+                    timer_at = wake_at
+                    timer = loop.call_at(max(wake_at, now + 0.001), fire)
                 watcher.wakeup.clear()
-                wait_for = min(deadline, next_bookmark if bookmarks else deadline) - now
-                with contextlib.suppress(TimeoutError):
-                    await asyncio.wait_for(watcher.wakeup.wait(), timeout=max(wait_for, 0.001))
+                await watcher.wakeup.wait()
         finally:
+            if timer is not None:
+                timer.cancel()
             self.hub.unregister(watcher)
             listener.cancel()
         if not disconnected.is_set():
