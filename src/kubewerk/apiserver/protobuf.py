@@ -370,7 +370,9 @@ def microtime_json(data: bytes) -> str | None:
 
 
 def _map_entry(data: bytes, start: int, stop: int) -> tuple[bytes, bytes]:
-    """A map entry's key and value bytes (fields 1 and 2; others skipped)."""
+    """A map entry's key and value bytes (fields 1 and 2, read as length-delimited
+    whatever their wire type, as Go's generated code does; others skipped). Unlike Go, a
+    key or value running past the entry's end is an error (``unexpected EOF``)."""
     key = value = b""
     pos = start
     while pos < stop:
