@@ -6,6 +6,8 @@ from __future__ import annotations
 from typing import Any
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from kubewerk.schema import SchemaError, compile_schema
 
@@ -415,3 +417,22 @@ def test_remembered_values_are_told_apart_exactly() -> None:
     assert _memo_key({"a": 1}) != _memo_key({"a": True}) != _memo_key({"a": 1.0})
     assert _memo_key({"a": {"b": 1}}) is None and _memo_key({"a": [1]}) is None
     assert _memo_key("x" * 257) is None and _memo_key({str(i): i for i in range(9)}) is None
+
+
+_MEMO_VALUES = st.one_of(st.integers(-3, 3), st.sampled_from([0.0, -0.0, 1.0, 1.5, float("nan")]),
+                         st.booleans(), st.sampled_from(["", "0", "1", "a", "é"]), st.none())
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.lists(st.fixed_dictionaries({}, optional={"x": _MEMO_VALUES, "y": _MEMO_VALUES}), min_size=1, max_size=12))
+def test_remembered_outcomes_equal_fresh_evaluation(specs: list[dict[str, Any]]) -> None:
+    """One schema validating a run of objects (so rules remember what passed) answers
+    exactly as a freshly compiled schema does for each object alone."""
+    rules = ["!has(self.x) || string(self.x) != '0'", "!has(self.x) || type(self.x) != int || self.x < 2",
+             "!has(self.y) || self.y != true", "!has(self.x) || !has(self.y) || self.x != self.y"]
+    schema = {"type": "object", "properties": {"spec": {
+        "type": "object", "x-kubernetes-preserve-unknown-fields": True,
+        "x-kubernetes-validations": [{"rule": r} for r in rules]}}}
+    shared = compile_schema(schema)
+    for spec in specs:
+        assert messages(shared.validate({"spec": spec})) == messages(compile_schema(schema).validate({"spec": spec}))
