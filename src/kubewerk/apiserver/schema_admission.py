@@ -80,6 +80,16 @@ def _skippable(schema: JSON) -> frozenset[str]:
     )
 
 
+def _same_json(a: Any, b: Any) -> bool:
+    """Whether two decoded JSON values encode to the same text (types and order kept)."""
+    if a is b:
+        return True
+    try:
+        return orjson.dumps(a) == orjson.dumps(b)
+    except TypeError:  # not encodable (an integer beyond 64 bits): never the same
+        return False
+
+
 def _without(schema: JSON, keys: frozenset[str]) -> JSON:
     """``schema`` with the subschemas of ``keys`` replaced by a free-form object (nothing
     to default, prune or validate inside; the root's own checks unchanged)."""
@@ -165,8 +175,8 @@ class SchemaAdmission(Admission):
             candidates = self._skippable[schema_key] = _skippable(schema)
         if not candidates:
             return compiled
-        missing = object()
-        same = frozenset(k for k in candidates if k in obj and obj[k] == old.get(k, missing))
+        # equal as JSON text, not as Python values (True == 1 == 1.0 in Python, not in JSON)
+        same = frozenset(k for k in candidates if k in obj and k in old and _same_json(obj[k], old[k]))
         if not same:
             return compiled
         key = (*schema_key, same)
