@@ -675,7 +675,7 @@ class ResourceApi:
             # the same question as one C-level comparison: lend new the current resourceVersion
             own_meta["resourceVersion"] = cur_meta["resourceVersion"]
             try:
-                return bool(new == current) and _json_same(new, current)
+                return _json_same(new, current)
             finally:
                 del own_meta["resourceVersion"]
         new_meta = own_meta or {}
@@ -920,14 +920,28 @@ class ResourceApi:
 def _json_same(a: Any, b: Any) -> bool:
     """``a == b`` for decoded JSON, except that a boolean equals only a boolean (Python
     counts ``True == 1``; JSON and Go do not). Numbers compare by value (``3.0 == 3``),
-    objects regardless of key order."""
+    objects regardless of key order. Costs one C-level comparison when the values differ
+    and two encodings when they are the same text."""
+    if a is b:
+        return True
+    if a != b:
+        return False
+    try:
+        if orjson.dumps(a) == orjson.dumps(b):
+            return True
+    except TypeError:  # not encodable (an integer beyond 64 bits): compare structurally
+        pass
+    return _strict_same(a, b)
+
+
+def _strict_same(a: Any, b: Any) -> bool:
     ta, tb = type(a), type(b)
     if ta is bool or tb is bool:
         return ta is tb and a == b
     if ta is dict:
-        return tb is dict and len(a) == len(b) and all(k in b and _json_same(v, b[k]) for k, v in a.items())
+        return tb is dict and len(a) == len(b) and all(k in b and _strict_same(v, b[k]) for k, v in a.items())
     if ta is list:
-        return tb is list and len(a) == len(b) and all(_json_same(x, y) for x, y in zip(a, b, strict=True))
+        return tb is list and len(a) == len(b) and all(_strict_same(x, y) for x, y in zip(a, b, strict=True))
     return bool(a == b)
 
 
