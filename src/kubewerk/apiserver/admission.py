@@ -16,7 +16,7 @@ from kubewerk.apiserver.openapi import OBJECT_META_SCHEMA
 from kubewerk.apiserver.registry import ResourceType
 from kubewerk.core import validation
 from kubewerk.core.errors import ApiError, FieldError
-from kubewerk.core.gofmt import unmarshal_kind
+from kubewerk.core.gofmt import json_equal, unmarshal_kind
 
 JSON = dict[str, Any]
 
@@ -112,10 +112,10 @@ class Admission:
 
 
 def _same_except_resource_version(meta: JSON, old_meta: JSON) -> bool:
-    if meta == old_meta:  # the usual case (one C-level comparison): the same resourceVersion too
-        return True
+    if meta.get("resourceVersion") == old_meta.get("resourceVersion"):
+        return json_equal(meta, old_meta)  # the usual case: the same resourceVersion too
     keys = (meta.keys() | old_meta.keys()) - {"resourceVersion"}
-    return all(meta.get(k) == old_meta.get(k) for k in keys)
+    return all(json_equal(meta.get(k), old_meta.get(k)) for k in keys)
 
 
 def _name(obj: JSON) -> str:

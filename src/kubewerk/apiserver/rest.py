@@ -31,7 +31,7 @@ from kubewerk.apiserver.storage.base import (
 )
 from kubewerk.core import meta as metautil
 from kubewerk.core.errors import ApiError, FieldError
-from kubewerk.core.gofmt import unmarshal_kind
+from kubewerk.core.gofmt import json_equal, unmarshal_kind
 from kubewerk.core.selectors import (
     builtin_field_set,
     convert_builtin_field_label,
@@ -330,7 +330,7 @@ class ResourceApi:
 
     def _changed_outside(self, new: JSON, old: JSON, skip: tuple[str, ...]) -> bool:
         keys = (set(new) | set(old)) - set(skip)
-        return any(not _json_same(new.get(k), old.get(k)) for k in keys)
+        return any(not json_equal(new.get(k), old.get(k)) for k in keys)
 
     # -- read --------------------------------------------------------------------
 
@@ -625,7 +625,7 @@ class ResourceApi:
         if "generation" in old_meta and target.subresource != "status":
             skip = ("metadata", "status") if rtype.status_subresource else ("metadata",)
             if rtype.resource == "customresourcedefinitions":
-                changed = not _json_same(new.get("spec"), old_served.get("spec"))
+                changed = not json_equal(new.get("spec"), old_served.get("spec"))
             else:
                 changed = self._changed_outside(new, old_served, skip)
             if changed:
@@ -668,22 +668,22 @@ class ResourceApi:
     @staticmethod
     def _unchanged(new: JSON, current: JSON) -> bool:
         """A no-op write keeps the resourceVersion (the apiserver skips the storage write
-        when the encoded object is the same); values compare as ``_json_same`` does."""
+        when the encoded object is the same); values compare as ``json_equal`` does."""
         cur_meta = current.get("metadata") or {}
         own_meta = new.get("metadata")
         if type(own_meta) is dict and "resourceVersion" in cur_meta and "resourceVersion" not in own_meta:
             # the same question as one C-level comparison: lend new the current resourceVersion
             own_meta["resourceVersion"] = cur_meta["resourceVersion"]
             try:
-                return _json_same(new, current)
+                return json_equal(new, current)
             finally:
                 del own_meta["resourceVersion"]
         new_meta = own_meta or {}
         meta_keys = (cur_meta.keys() | new_meta.keys()) - {"resourceVersion"}
-        if any(not _json_same(cur_meta.get(k), new_meta.get(k)) for k in meta_keys):
+        if any(not json_equal(cur_meta.get(k), new_meta.get(k)) for k in meta_keys):
             return False
         keys = (new.keys() | current.keys()) - {"metadata"}
-        return all(_json_same(new.get(k), current.get(k)) for k in keys)
+        return all(json_equal(new.get(k), current.get(k)) for k in keys)
 
     @staticmethod
     def _has_spec_finalizers(rtype: ResourceType, obj: JSON) -> bool:
@@ -915,34 +915,6 @@ class ResourceApi:
             "metadata": {"resourceVersion": str(self.store.revision)},
             "items": deleted,
         })
-
-
-def _json_same(a: Any, b: Any) -> bool:
-    """``a == b`` for decoded JSON, except that a boolean equals only a boolean (Python
-    counts ``True == 1``; JSON and Go do not). Numbers compare by value (``3.0 == 3``),
-    objects regardless of key order. Costs one C-level comparison when the values differ
-    and two encodings when they are the same text."""
-    if a is b:
-        return True
-    if a != b:
-        return False
-    try:
-        if orjson.dumps(a) == orjson.dumps(b):
-            return True
-    except TypeError:  # not encodable (an integer beyond 64 bits): compare structurally
-        pass
-    return _strict_same(a, b)
-
-
-def _strict_same(a: Any, b: Any) -> bool:
-    ta, tb = type(a), type(b)
-    if ta is bool or tb is bool:
-        return ta is tb and a == b
-    if ta is dict:
-        return tb is dict and len(a) == len(b) and all(k in b and _strict_same(v, b[k]) for k, v in a.items())
-    if ta is list:
-        return tb is list and len(a) == len(b) and all(_strict_same(x, y) for x, y in zip(a, b, strict=True))
-    return bool(a == b)
 
 
 def _with_status_of(new: JSON, old: JSON) -> JSON:

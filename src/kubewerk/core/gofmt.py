@@ -10,6 +10,8 @@ from __future__ import annotations
 import math
 from typing import Any, Final
 
+import orjson
+
 INT64_MIN: Final = -(2**63)
 INT64_MAX: Final = 2**63 - 1
 
@@ -190,6 +192,34 @@ def go_deep_equal(a: Any, b: Any) -> bool:
         return all(k in b and go_deep_equal(v, b[k]) for k, v in a.items())
     if ta == "array":
         return len(a) == len(b) and all(go_deep_equal(x, y) for x, y in zip(a, b, strict=True))
+    return bool(a == b)
+
+
+def json_equal(a: Any, b: Any) -> bool:
+    """Equality of decoded JSON values as text, not as Python values: a boolean equals
+    only a boolean (Python counts ``True == 1``); numbers compare by value (``3.0 == 3``,
+    unlike :func:`go_deep_equal`); objects regardless of key order. Costs one C-level
+    comparison when the values differ and two encodings when they are the same text."""
+    if a is b:
+        return True
+    if a != b:
+        return False
+    try:
+        if orjson.dumps(a) == orjson.dumps(b):
+            return True
+    except TypeError:  # not encodable (an integer beyond 64 bits): compare structurally
+        pass
+    return _strict_equal(a, b)
+
+
+def _strict_equal(a: Any, b: Any) -> bool:
+    ta, tb = type(a), type(b)
+    if ta is bool or tb is bool:
+        return ta is tb and a == b
+    if ta is dict:
+        return tb is dict and len(a) == len(b) and all(k in b and _strict_equal(v, b[k]) for k, v in a.items())
+    if ta is list:
+        return tb is list and len(a) == len(b) and all(_strict_equal(x, y) for x, y in zip(a, b, strict=True))
     return bool(a == b)
 
 
