@@ -11,7 +11,6 @@ import base64
 import contextlib
 import socket
 import ssl
-import subprocess
 import textwrap
 from collections.abc import Coroutine
 from pathlib import Path
@@ -31,6 +30,7 @@ from kubewerk.client import (
 from kubewerk.client.config import load_kubeconfig
 from kubewerk.client.proxy import EnvironmentProxy, NoProxy, ProxyURL, parse_proxy_url, select_proxy
 from kubewerk.core.errors import ApiError
+from tests.client.pki import issue, server_context
 
 NO_RETRY = RetryPolicy(max_retries=0)
 PROXY_VARS = ("HTTP_PROXY", "http_proxy", "HTTPS_PROXY", "https_proxy", "NO_PROXY", "no_proxy", "REQUEST_METHOD")
@@ -69,38 +69,22 @@ async def _read_head(reader: asyncio.StreamReader) -> tuple[str, list[tuple[str,
     return lines[0], headers
 
 
-class Proxy:
-    """An HTTP proxy on 127.0.0.1 (TLS to it when ``ssl_context`` is given). CONNECT opens a
-    tunnel; an absolute-form request is forwarded (keep-alive, one upstream per client
-    connection). ``auth`` ("user:password") makes it answer 407 without the right
-    ``Proxy-Authorization``. ``hosts`` maps names to loopback ("kube.test" -> 127.0.0.1).
-    Counts client connections, tunnels, forwarded requests and 407 answers."""
+class _LoopbackServer:
+    """A stream server on 127.0.0.1 (TLS when ``ssl_context`` is given) whose handlers may
+    spawn helper tasks; leaving ``async with`` cancels them and closes the server."""
 
-    def __init__(self, *, auth: str | None = None, ssl_context: ssl.SSLContext | None = None) -> None:
-        self.auth = None if auth is None else "Basic " + base64.b64encode(auth.encode()).decode()
+    def __init__(self, ssl_context: ssl.SSLContext | None) -> None:
         self.ssl_context = ssl_context
-        self.hosts = {"kube.test": "127.0.0.1"}
-        self.connections = 0
-        self.tunnels = 0
-        self.forwarded = 0
-        self.refused = 0
-        self.request_lines: list[str] = []
-        self.proxy_auth_seen: list[str | None] = []
-        self.forwarded_headers: list[list[tuple[str, str]]] = []
         self.port = 0
         self._server: asyncio.Server | None = None
         self._tasks: set[asyncio.Task[None]] = set()
-        self._writers: set[asyncio.StreamWriter] = set()
 
-    def drop_connections(self) -> None:
-        """Close every client connection (tunnels and forwarding connections) at once."""
-        for writer in list(self._writers):
-            writer.close()
+    async def _serve(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        raise NotImplementedError
 
-    async def __aenter__(self) -> Proxy:
+    async def start(self) -> None:
         self._server = await asyncio.start_server(self._serve, "127.0.0.1", 0, ssl=self.ssl_context)
         self.port = self._server.sockets[0].getsockname()[1]
-        return self
 
     async def __aexit__(self, *exc: object) -> None:
         assert self._server is not None
@@ -110,14 +94,44 @@ class Proxy:
         await asyncio.gather(*self._tasks, return_exceptions=True)
         await self._server.wait_closed()
 
-    def url(self, scheme: str = "http", userinfo: str = "") -> str:
-        return f"{scheme}://{userinfo + '@' if userinfo else ''}127.0.0.1:{self.port}"
-
     def _spawn(self, coro: Coroutine[object, object, None]) -> asyncio.Task[None]:
         task = asyncio.ensure_future(coro)
         self._tasks.add(task)
         task.add_done_callback(self._tasks.discard)
         return task
+
+
+class Proxy(_LoopbackServer):
+    """An HTTP proxy on 127.0.0.1 (TLS to it when ``ssl_context`` is given). CONNECT opens a
+    tunnel; an absolute-form request is forwarded (keep-alive, one upstream per client
+    connection). ``auth`` ("user:password") makes it answer 407 without the right
+    ``Proxy-Authorization``. ``hosts`` maps names to loopback ("kube.test" -> 127.0.0.1).
+    Counts client connections, tunnels, forwarded requests and 407 answers."""
+
+    def __init__(self, *, auth: str | None = None, ssl_context: ssl.SSLContext | None = None) -> None:
+        super().__init__(ssl_context)
+        self.auth = None if auth is None else "Basic " + base64.b64encode(auth.encode()).decode()
+        self.hosts = {"kube.test": "127.0.0.1"}
+        self.connections = 0
+        self.tunnels = 0
+        self.forwarded = 0
+        self.refused = 0
+        self.request_lines: list[str] = []
+        self.proxy_auth_seen: list[str | None] = []
+        self.forwarded_headers: list[list[tuple[str, str]]] = []
+        self._writers: set[asyncio.StreamWriter] = set()
+
+    def drop_connections(self) -> None:
+        """Close every client connection (tunnels and forwarding connections) at once."""
+        for writer in list(self._writers):
+            writer.close()
+
+    async def __aenter__(self) -> Proxy:
+        await self.start()
+        return self
+
+    def url(self, scheme: str = "http", userinfo: str = "") -> str:
+        return f"{scheme}://{userinfo + '@' if userinfo else ''}127.0.0.1:{self.port}"
 
     def _upstream(self, authority: str) -> tuple[str, int]:
         host, _, port = authority.rpartition(":")
@@ -177,61 +191,30 @@ class Proxy:
             writer.close()
 
 
-class TLSFront:
+class TLSFront(_LoopbackServer):
     """A TLS terminator in front of the embedded API server (an https API server); counts connections."""
 
     def __init__(self, ctx: ssl.SSLContext, backend_port: int) -> None:
-        self.ctx = ctx
+        super().__init__(ctx)
         self.backend_port = backend_port
         self.connections = 0
-        self.port = 0
-        self._server: asyncio.Server | None = None
-        self._tasks: set[asyncio.Task[None]] = set()
 
     async def __aenter__(self) -> TLSFront:
-        self._server = await asyncio.start_server(self._serve, "127.0.0.1", 0, ssl=self.ctx)
-        self.port = self._server.sockets[0].getsockname()[1]
+        await self.start()
         return self
-
-    async def __aexit__(self, *exc: object) -> None:
-        assert self._server is not None
-        self._server.close()
-        for task in list(self._tasks):
-            task.cancel()
-        await asyncio.gather(*self._tasks, return_exceptions=True)
-        await self._server.wait_closed()
 
     async def _serve(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
         self.connections += 1
         up_reader, up_writer = await asyncio.open_connection("127.0.0.1", self.backend_port)
-        task = asyncio.ensure_future(_pipe(up_reader, writer))
-        self._tasks.add(task)
-        task.add_done_callback(self._tasks.discard)
+        self._spawn(_pipe(up_reader, writer))
         await _pipe(reader, up_writer)
 
 
 @pytest.fixture(scope="module")
 def pki(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Path]:
     """A throwaway CA; an API server certificate for DNS:kube.test, a proxy certificate for IP:127.0.0.1."""
-    d = tmp_path_factory.mktemp("proxy-tls")
-
-    def run(*args: str) -> None:
-        subprocess.run(args, cwd=d, check=True, capture_output=True)
-
-    ec = ("-newkey", "ec", "-pkeyopt", "ec_paramgen_curve:prime256v1", "-nodes")
-    run("openssl", "req", "-x509", *ec, "-keyout", "ca.key", "-out", "ca.crt", "-days", "1", "-subj", "/CN=kubewerk-proxy-test-ca")
-    for name, san in (("server", "DNS:kube.test"), ("proxy", "IP:127.0.0.1")):
-        (d / f"{name}.ext").write_text(f"subjectAltName={san}\n")
-        run("openssl", "req", *ec, "-keyout", f"{name}.key", "-out", f"{name}.csr", "-subj", f"/CN={name}")
-        run("openssl", "x509", "-req", "-in", f"{name}.csr", "-CA", "ca.crt", "-CAkey", "ca.key", "-CAcreateserial",
-            "-out", f"{name}.crt", "-days", "1", "-extfile", f"{name}.ext")
-    return {p.name: p for p in d.iterdir()}
-
-
-def server_ctx(pki: dict[str, Path], name: str) -> ssl.SSLContext:
-    ctx = ssl.create_default_context(ssl.Purpose.CLIENT_AUTH)
-    ctx.load_cert_chain(pki[f"{name}.crt"], pki[f"{name}.key"])
-    return ctx
+    return issue(tmp_path_factory.mktemp("proxy-tls"), "kubewerk-proxy-test-ca",
+                 {"server": "DNS:kube.test", "proxy": "IP:127.0.0.1"})
 
 
 async def crud_and_watch(client: Client) -> None:
@@ -430,7 +413,7 @@ async def test_http_server_through_proxy_url_forwards_in_absolute_form(aserver: 
 
 
 async def test_https_server_through_env_proxy_tunnels(aserver: EmbeddedServer, pki: dict[str, Path], monkeypatch: pytest.MonkeyPatch) -> None:
-    async with TLSFront(server_ctx(pki, "server"), aserver.port) as front, Proxy() as proxy:
+    async with TLSFront(server_context(pki, "server"), aserver.port) as front, Proxy() as proxy:
         monkeypatch.setenv("HTTPS_PROXY", proxy.url())
         monkeypatch.setenv("NO_PROXY", "example.org,10.0.0.0/8")
         # kube.test resolves nowhere but in the proxy: only a tunnel can reach it
@@ -481,7 +464,7 @@ async def test_proxy_url_beats_the_environment(aserver: EmbeddedServer, monkeypa
 
 
 async def test_proxy_authentication(aserver: EmbeddedServer, pki: dict[str, Path]) -> None:
-    async with TLSFront(server_ctx(pki, "server"), aserver.port) as front, Proxy(auth="al@ice:p:w d") as proxy:
+    async with TLSFront(server_context(pki, "server"), aserver.port) as front, Proxy(auth="al@ice:p:w d") as proxy:
         https_server = f"https://kube.test:{front.port}"
         ca = pki["ca.crt"].read_bytes()
         # no credentials: CONNECT refused with 407, reported once (retrying cannot help)
@@ -522,7 +505,7 @@ async def test_https_proxy_with_tls_to_the_proxy(aserver: EmbeddedServer, pki: d
 
 
 async def scenario_https_proxy(backend_port: int, pki: dict[str, Path]) -> None:
-    async with TLSFront(server_ctx(pki, "server"), backend_port) as front, Proxy(ssl_context=server_ctx(pki, "proxy")) as proxy:
+    async with TLSFront(server_context(pki, "server"), backend_port) as front, Proxy(ssl_context=server_context(pki, "proxy")) as proxy:
         ca = pki["ca.crt"].read_bytes()
         # TLS to the proxy (verified, as Go does, with the cluster's CA) and TLS to the server inside it
         cfg = ClientConfig(server=f"https://kube.test:{front.port}", ca_pem=ca, proxy_url=proxy.url("https"))

@@ -11,7 +11,6 @@ import itertools
 import os
 import socket
 import ssl
-import subprocess
 import threading
 from collections.abc import Awaitable, Callable
 from pathlib import Path
@@ -33,6 +32,7 @@ from kubewerk.client import (
 )
 from kubewerk.client.config import Authenticator, Credentials
 from kubewerk.client.transport import HIGH_WATER, ConnectError, ConnectionPool
+from tests.client.pki import issue, server_context
 
 NO_RETRY = RetryPolicy(max_retries=0)
 SECRET_PATH = "/api/v1/namespaces/default/secrets/s"
@@ -529,24 +529,12 @@ async def test_stream_reads_stop_at_the_deadline() -> None:
 @pytest.fixture(scope="module")
 def pki(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Path]:
     """A throwaway CA; a server certificate for DNS:kube.test only; two client certificates."""
-    d = tmp_path_factory.mktemp("tls")
-
-    def run(*args: str) -> None:
-        subprocess.run(args, cwd=d, check=True, capture_output=True)
-
-    ec = ("-newkey", "ec", "-pkeyopt", "ec_paramgen_curve:prime256v1", "-nodes")
-    run("openssl", "req", "-x509", *ec, "-keyout", "ca.key", "-out", "ca.crt", "-days", "1", "-subj", "/CN=kubewerk-test-ca")
-    (d / "san.ext").write_text("subjectAltName=DNS:kube.test\n")
-    for name, ext in (("server", ("-extfile", "san.ext")), ("alice", ()), ("bob", ())):
-        run("openssl", "req", *ec, "-keyout", f"{name}.key", "-out", f"{name}.csr", "-subj", f"/CN={name}")
-        run("openssl", "x509", "-req", "-in", f"{name}.csr", "-CA", "ca.crt", "-CAkey", "ca.key", "-CAcreateserial",
-            "-out", f"{name}.crt", "-days", "1", *ext)
-    return {p.name: p for p in d.iterdir()}
+    return issue(tmp_path_factory.mktemp("tls"), "kubewerk-test-ca",
+                 {"server": "DNS:kube.test", "alice": None, "bob": None})
 
 
 def server_tls(pki: dict[str, Path], *, require_client_cert: bool = False) -> ssl.SSLContext:
-    ctx = ssl.create_default_context(ssl.Purpose.CLIENT_AUTH)
-    ctx.load_cert_chain(pki["server.crt"], pki["server.key"])
+    ctx = server_context(pki, "server")
     if require_client_cert:
         ctx.verify_mode = ssl.CERT_REQUIRED
         ctx.load_verify_locations(pki["ca.crt"])
