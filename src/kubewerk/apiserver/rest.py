@@ -31,7 +31,7 @@ from kubewerk.apiserver.storage.base import (
 )
 from kubewerk.core import meta as metautil
 from kubewerk.core.errors import ApiError, FieldError
-from kubewerk.core.gofmt import json_equal, unmarshal_kind
+from kubewerk.core.gofmt import json_equal, json_same_text, unmarshal_kind
 from kubewerk.core.selectors import (
     builtin_field_set,
     convert_builtin_field_label,
@@ -931,10 +931,9 @@ def _with_status_of(new: JSON, old: JSON) -> JSON:
             meta.pop("resourceVersion", None)
             out[k] = meta
         else:
-            # equal bytes, not ==: 1 == 1.0 == True in Python, not in JSON
+            # the same text, not ==: 1 == 1.0 == True in Python, not in JSON
             mine = new.get(k, _ABSENT)
-            encoded = orjson.dumps(v)
-            out[k] = mine if mine is not _ABSENT and orjson.dumps(mine) == encoded else orjson.loads(encoded)
+            out[k] = mine if mine is not _ABSENT and json_same_text(mine, v) else copy_json({"v": v})["v"]
     if status is not None and "status" not in old:
         out["status"] = status
     return out

@@ -15,6 +15,7 @@ import orjson
 from kubewerk.apiserver.admission import Admission, AdmissionRequest
 from kubewerk.apiserver.registry import ResourceType
 from kubewerk.core.errors import ApiError
+from kubewerk.core.gofmt import json_same_text
 from kubewerk.schema import CompiledSchema, SchemaError, compile_schema, validate_crd
 
 JSON = dict[str, Any]
@@ -78,16 +79,6 @@ def _skippable(schema: JSON) -> frozenset[str]:
         k for k, sub in props.items()
         if k not in _TYPE_META and isinstance(sub, dict) and sub.get("type") == "object" and not _reads_old_self(sub)
     )
-
-
-def _same_json(a: Any, b: Any) -> bool:
-    """Whether two decoded JSON values encode to the same text (types and order kept)."""
-    if a is b:
-        return True
-    try:
-        return orjson.dumps(a) == orjson.dumps(b)
-    except TypeError:  # not encodable (an integer beyond 64 bits): never the same
-        return False
 
 
 def _without(schema: JSON, keys: frozenset[str]) -> JSON:
@@ -176,7 +167,7 @@ class SchemaAdmission(Admission):
         if not candidates:
             return compiled
         # equal as JSON text, not as Python values (True == 1 == 1.0 in Python, not in JSON)
-        same = frozenset(k for k in candidates if k in obj and k in old and _same_json(obj[k], old[k]))
+        same = frozenset(k for k in candidates if k in obj and k in old and json_same_text(obj[k], old[k]))
         if not same:
             return compiled
         key = (*schema_key, same)

@@ -204,12 +204,21 @@ def json_equal(a: Any, b: Any) -> bool:
         return True
     if a != b:
         return False
+    # the same text settles it; else (key order, 3 against 3.0, True against 1, or an
+    # integer beyond 64 bits that does not encode) compare structurally
+    return json_same_text(a, b) or _strict_equal(a, b)
+
+
+def json_same_text(a: Any, b: Any) -> bool:
+    """Whether two decoded JSON values encode to the same text: types, key order and
+    number spelling kept (stricter than :func:`json_equal`); never for values that do not
+    encode (an integer beyond 64 bits)."""
+    if a is b:
+        return True
     try:
-        if orjson.dumps(a) == orjson.dumps(b):
-            return True
-    except TypeError:  # not encodable (an integer beyond 64 bits): compare structurally
-        pass
-    return _strict_equal(a, b)
+        return orjson.dumps(a) == orjson.dumps(b)
+    except TypeError:
+        return False
 
 
 def _strict_equal(a: Any, b: Any) -> bool:
