@@ -114,3 +114,49 @@ def database(name: str, engine: str = "postgres", replicas: int | None = 1, **me
 
 def configmap(name: str, data: dict[str, str] | None = None, **meta: Any) -> dict[str, Any]:
     return {"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": name, **meta}, "data": data or {}}
+
+
+async def asgi_call(app: Any, method: str, path: str, query: str = "", headers: dict[str, str] | None = None,
+                    body: bytes = b"") -> tuple[int, list[tuple[str, str]], bytes]:
+    """One request straight into an ASGI app (no HTTP): status, response headers (lower-case
+    names, in order, repeated ones kept) and body. Fails on an ASGI protocol slip: no or two
+    response starts, body before start, a message after the end, a wrong Content-Length."""
+    raw_headers = [(k.encode("latin-1"), v.encode("utf-8")) for k, v in (headers or {}).items() if v]
+    raw_headers.append((b"content-length", str(len(body)).encode()))
+    scope = {"type": "http", "asgi": {"version": "3.0"}, "http_version": "1.1", "method": method,
+             "scheme": "http", "path": path, "raw_path": path.encode("utf-8", "surrogatepass"),
+             "query_string": query.encode(), "headers": raw_headers, "server": ("127.0.0.1", 6443),
+             "client": ("127.0.0.1", 50000), "root_path": ""}
+    delivered = False
+
+    async def receive() -> dict[str, Any]:
+        nonlocal delivered
+        if not delivered:
+            delivered = True
+            return {"type": "http.request", "body": body, "more_body": False}
+        await asyncio.sleep(0.05)  # a client that hangs up right after its request
+        return {"type": "http.disconnect"}
+
+    starts: list[dict[str, Any]] = []
+    chunks: list[bytes] = []
+    finished = False
+
+    async def send(message: dict[str, Any]) -> None:
+        nonlocal finished
+        assert not finished, f"message after the response completed: {message['type']}"
+        if message["type"] == "http.response.start":
+            assert not starts, "two response starts"
+            starts.append(message)
+        elif message["type"] == "http.response.body":
+            assert starts, "body before start"
+            chunks.append(message.get("body", b""))
+            finished = not message.get("more_body", False)
+
+    await app(scope, receive, send)
+    assert len(starts) == 1, "no response"
+    resp_headers = [(k.decode().lower(), v.decode()) for k, v in starts[0]["headers"]]
+    payload = b"".join(chunks)
+    length = dict(resp_headers).get("content-length")
+    if length is not None:
+        assert int(length) == len(payload)
+    return starts[0]["status"], resp_headers, payload

@@ -18,43 +18,23 @@ from hypothesis import strategies as st
 
 from kubewerk.apiserver.app import ApiServer
 from kubewerk.apiserver.storage import open_store
-from tests.apiserver.helpers import DEMO_CRD
+from tests.apiserver.helpers import DEMO_CRD, asgi_call
 
 JSON = dict[str, Any]
 CRD_NAME = "databases.demo.kubewerk.dev"
 CRD_PATH = f"/apis/apiextensions.k8s.io/v1/customresourcedefinitions/{CRD_NAME}"
 BASE = "/apis/demo.kubewerk.dev/v1/namespaces/default/databases"
-TABLE = b"application/json;as=Table;v=v1;g=meta.k8s.io"
+TABLE = "application/json;as=Table;v=v1;g=meta.k8s.io"
 
 
 async def call(app: ApiServer, method: str, path: str, body: Any = None,
-               ctype: bytes = b"application/json", accept: bytes | None = None) -> tuple[int, list[bytes], Any]:
-    raw = b"" if body is None else orjson.dumps(body)
+               ctype: str = "application/json", accept: str | None = None) -> tuple[int, list[str], Any]:
+    """Status, Warning headers and decoded body of one request straight into ``app``."""
     path, _, query = path.partition("?")
-    headers = [(b"content-type", ctype), (b"content-length", str(len(raw)).encode())]
-    if accept is not None:
-        headers.append((b"accept", accept))
-    scope = {"type": "http", "method": method, "path": path, "query_string": query.encode(), "headers": headers}
-    sent = False
-
-    async def receive() -> JSON:
-        nonlocal sent
-        if sent:
-            return {"type": "http.disconnect"}
-        sent = True
-        return {"type": "http.request", "body": raw, "more_body": False}
-
-    out: JSON = {"status": 0, "warnings": [], "body": b""}
-
-    async def send(message: JSON) -> None:
-        if message["type"] == "http.response.start":
-            out["status"] = message["status"]
-            out["warnings"] = [v for k, v in message["headers"] if k == b"warning"]
-        else:
-            out["body"] += message.get("body", b"")
-
-    await app(scope, receive, send)
-    return out["status"], out["warnings"], orjson.loads(out["body"]) if out["body"] else None
+    headers = {"content-type": ctype, "accept": accept or ""}
+    status, resp_headers, payload = await asgi_call(app, method, path, query, headers,
+                                                    b"" if body is None else orjson.dumps(body))
+    return status, [v for k, v in resp_headers if k == "warning"], orjson.loads(payload) if payload else None
 
 
 def normalised(value: Any) -> Any:
@@ -160,10 +140,10 @@ async def run(ops: list[tuple[str, Any, Any]]) -> None:
                 elif op == "get":
                     answer = await call(app, "GET", path, accept=TABLE if arg else None)
                 elif op == "patch-spec":
-                    answer = await call(app, "PATCH", path, {"spec": arg}, b"application/merge-patch+json")
+                    answer = await call(app, "PATCH", path, {"spec": arg}, "application/merge-patch+json")
                 elif op == "patch-status":
                     answer = await call(app, "PATCH", path + "/status", {"status": arg, "spec": {"replicas": 2.0}},
-                                        b"application/merge-patch+json")
+                                        "application/merge-patch+json")
                 elif op == "put-status":
                     _, _, current = await call(app, "GET", path)
                     if isinstance(current, dict) and current.get("kind") == "Database":
@@ -173,7 +153,7 @@ async def run(ops: list[tuple[str, Any, Any]]) -> None:
                         answer = (0, [], None)
                 elif op == "label":
                     answer = await call(app, "PATCH", path, {"metadata": {"labels": {"tier": arg}}},
-                                        b"application/merge-patch+json")
+                                        "application/merge-patch+json")
                 else:
                     answer = await call(app, "DELETE", path)
                 answers.append(normalised(answer))

@@ -36,6 +36,7 @@ from hypothesis import strategies as st
 
 from kubewerk.apiserver.app import ApiServer
 from kubewerk.apiserver.storage import open_store
+from tests.apiserver.helpers import asgi_call
 
 JSON = dict[str, Any]
 DEMO_CRD = Path(__file__).resolve().parents[2] / "src" / "kubewerk" / "cli" / "demo_data" / "crd.yaml"
@@ -190,44 +191,8 @@ class Client:
 
     async def _call(self, method: str, path: str, query: str, headers: dict[str, str],
                     body: bytes) -> tuple[int, dict[str, str], bytes]:
-        raw_headers = [(k.encode("latin-1"), v.encode("utf-8")) for k, v in headers.items() if v]
-        raw_headers.append((b"content-length", str(len(body)).encode()))
-        scope = {"type": "http", "asgi": {"version": "3.0"}, "http_version": "1.1", "method": method,
-                 "scheme": "http", "path": path, "raw_path": path.encode("utf-8", "surrogatepass"),
-                 "query_string": query.encode(), "headers": raw_headers, "server": ("127.0.0.1", 6443),
-                 "client": ("127.0.0.1", 50000), "root_path": ""}
-        delivered = False
-
-        async def receive() -> dict[str, Any]:
-            nonlocal delivered
-            if not delivered:
-                delivered = True
-                return {"type": "http.request", "body": body, "more_body": False}
-            await asyncio.sleep(0.05)  # a client that hangs up right after its request
-            return {"type": "http.disconnect"}
-
-        starts: list[dict[str, Any]] = []
-        chunks: list[bytes] = []
-        finished = False
-
-        async def send(message: dict[str, Any]) -> None:
-            nonlocal finished
-            assert not finished, f"message after the response completed: {message['type']}"
-            if message["type"] == "http.response.start":
-                assert not starts, "two response starts"
-                starts.append(message)
-            elif message["type"] == "http.response.body":
-                assert starts, "body before start"
-                chunks.append(message.get("body", b""))
-                finished = not message.get("more_body", False)
-
-        await self.app(scope, receive, send)
-        assert len(starts) == 1, "no response"
-        resp_headers = {k.decode().lower(): v.decode() for k, v in starts[0]["headers"]}
-        payload = b"".join(chunks)
-        if "content-length" in resp_headers:
-            assert int(resp_headers["content-length"]) == len(payload)
-        return starts[0]["status"], resp_headers, payload
+        status, resp_headers, payload = await asgi_call(self.app, method, path, query, headers, body)
+        return status, dict(resp_headers), payload
 
 
 def check_response(status: int, headers: dict[str, str], payload: bytes) -> None:
