@@ -8,6 +8,7 @@ Unknown fields follow ``fieldValidation``: ``Strict`` rejects the request with 4
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Any
 
 import orjson
@@ -43,29 +44,30 @@ def default_crd(crd: JSON) -> None:
             service["port"] = 443
 
 
-def _has_defaults(schema: Any) -> bool:
+def _anywhere(schema: Any, found: Callable[[JSON], bool]) -> bool:
+    """Whether ``found`` holds for ``schema`` or any object nested in it."""
     if isinstance(schema, dict):
-        if "default" in schema:
-            return True
-        return any(_has_defaults(v) for v in schema.values())
+        return found(schema) or any(_anywhere(v, found) for v in schema.values())
     if isinstance(schema, list):
-        return any(_has_defaults(v) for v in schema)
+        return any(_anywhere(v, found) for v in schema)
     return False
+
+
+def _has_defaults(schema: Any) -> bool:
+    return _anywhere(schema, lambda node: "default" in node)
 
 
 _TYPE_META = ("apiVersion", "kind", "metadata")
 
 
+def _transition_rule(node: JSON) -> bool:
+    return any(not isinstance(rule, dict) or rule.get("optionalOldSelf") or "oldSelf" in str(rule.get("rule", ""))
+               for rule in node.get("x-kubernetes-validations") or ())
+
+
 def _reads_old_self(schema: Any) -> bool:
     """Whether any CEL rule in ``schema`` (or below) is a transition rule."""
-    if isinstance(schema, dict):
-        for rule in schema.get("x-kubernetes-validations") or ():
-            if not isinstance(rule, dict) or rule.get("optionalOldSelf") or "oldSelf" in str(rule.get("rule", "")):
-                return True
-        return any(_reads_old_self(v) for v in schema.values())
-    if isinstance(schema, list):
-        return any(_reads_old_self(v) for v in schema)
-    return False
+    return _anywhere(schema, _transition_rule)
 
 
 def _skippable(schema: JSON) -> frozenset[str]:
