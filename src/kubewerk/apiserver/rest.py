@@ -221,9 +221,15 @@ class ResourceApi:
             obj["apiVersion"] = target.api_version
         meta = obj["metadata"]
         key = rtype.key(meta.get("namespace", "") if rtype.namespaced else "", meta.get("name", ""))
-        if self._defaulted.get(key) == (meta.get("resourceVersion"), target.version, rtype.crd_generation):
+        if self._admitted_here(target, key, meta.get("resourceVersion")):
             return obj
         return self.admission.on_read(rtype, target.version, obj)
+
+    def _admitted_here(self, target: Target, key: str, resource_version: Any) -> bool:
+        """Whether the custom resource stored at ``key`` with this resourceVersion was
+        written by this server after admission in ``target``'s version and schema (so it
+        is defaulted, pruned and valid there)."""
+        return self._defaulted.get(key) == (resource_version, target.version, target.rtype.crd_generation)
 
     def _note_defaulted(self, target: Target, key: str, stored: JSON) -> None:
         if not target.rtype.builtin:
@@ -636,8 +642,7 @@ class ResourceApi:
         new["metadata"]["resourceVersion"] = current["metadata"]["resourceVersion"]
         # the stored object was admitted by this server under this very schema: the
         # parts of the update equal to it need no defaulting, pruning or validation
-        trusted = not rtype.builtin and self._defaulted.get(key) == (
-            current["metadata"]["resourceVersion"], target.version, rtype.crd_generation)
+        trusted = not rtype.builtin and self._admitted_here(target, key, current["metadata"]["resourceVersion"])
         warnings = self._admit("UPDATE", target, new, old_served, query, trusted)
         new["metadata"].pop("resourceVersion", None)
         new = self._to_storage(rtype, new)
