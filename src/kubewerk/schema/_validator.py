@@ -663,17 +663,27 @@ class Validator:
         if self.max_properties is not None and n > self.max_properties:
             errs.append(FieldError.too_many(field_of(name), n, self.max_properties))
 
+    def _check_forbidden(self, data: dict[str, Any], name: str, errs: list[FieldError]) -> None:
+        """additionalProperties false: every key that is not a property is an error."""
+        props = self.properties
+        for key in data:
+            if key not in props:
+                errs.append(
+                    FieldError.invalid(
+                        field_of(name), key, f"{name}.{key} in body is a forbidden property"
+                    )
+                )
+
+    def _check_required(self, data: dict[str, Any], name: str, errs: list[FieldError]) -> None:
+        for key in self.required:
+            if key not in data:
+                errs.append(FieldError.required(field_of(f"{name}.{key}")))
+
     def _check_object(self, data: dict[str, Any], name: str, errs: list[FieldError]) -> None:
         self._check_property_count(data, name, errs)
         props = self.properties
         if not self.additional_allows:
-            for key in data:
-                if key not in props:
-                    errs.append(
-                        FieldError.invalid(
-                            field_of(name), key, f"{name}.{key} in body is a forbidden property"
-                        )
-                    )
+            self._check_forbidden(data, name, errs)
         elif self.additional is not None:
             addl = self.additional
             for key, value in data.items():
@@ -685,9 +695,7 @@ class Validator:
                 sub = props.get(key)
                 if sub is not None:
                     sub.validate(value, prefix + key, errs)
-        for key in self.required:
-            if key not in data:
-                errs.append(FieldError.required(field_of(f"{name}.{key}")))
+        self._check_required(data, name, errs)
 
     def _check_object_update(
         self,
@@ -702,13 +710,7 @@ class Validator:
         props = self.properties
         root = not name
         if not self.additional_allows:
-            for key in data:
-                if key not in props:
-                    errs.append(
-                        FieldError.invalid(
-                            field_of(name), key, f"{name}.{key} in body is a forbidden property"
-                        )
-                    )
+            self._check_forbidden(data, name, errs)
         elif self.additional is not None:
             addl = self.additional
             for key, value in data.items():
@@ -729,9 +731,7 @@ class Validator:
                         sub.validate(value, prefix + key, errs)
                     else:
                         sub.validate_update(sprops.get(key), value, o, prefix + key, errs)
-        for key in self.required:
-            if key not in data:
-                errs.append(FieldError.required(field_of(f"{name}.{key}")))
+        self._check_required(data, name, errs)
 
     def _check_junctors(self, data: Any, name: str, errs: list[FieldError]) -> None:
         if self.any_of:
