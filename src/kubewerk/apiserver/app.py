@@ -11,7 +11,6 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
-import random
 import time
 from collections.abc import Awaitable, Callable
 from typing import Any
@@ -27,18 +26,12 @@ from kubewerk.apiserver.builtins import INITIAL_NAMESPACES, install_builtins
 from kubewerk.apiserver.controllers import Controllers
 from kubewerk.apiserver.readcache import ReadCache
 from kubewerk.apiserver.registry import Registry, ResourceType
-from kubewerk.apiserver.rest import (
-    ResourceApi,
-    Result,
-    Target,
-    make_filter,
-    parse_resource_version,
-    too_large_resource_version,
-)
-from kubewerk.apiserver.storage.base import Compacted, Store
-from kubewerk.apiserver.watch import INITIAL_EVENTS_END, Watcher, WatchEvent, WatchHub
+from kubewerk.apiserver.responses import json_headers, wants_table
+from kubewerk.apiserver.rest import ResourceApi, Result, Target
+from kubewerk.apiserver.storage.base import Store
+from kubewerk.apiserver.watch import WatchHub, WatchStream
 from kubewerk.core import meta as metautil
-from kubewerk.core.errors import ApiError, FieldError
+from kubewerk.core.errors import ApiError
 from kubewerk.core.gofmt import unmarshal_kind
 
 JSON = dict[str, Any]
@@ -50,7 +43,6 @@ MAX_BODY = 3 * 1024 * 1024
 log = logging.getLogger("kubewerk.apiserver")
 
 _JSON_HEADERS = [(b"content-type", b"application/json")]
-_TABLE_MARK = "as=table"
 
 
 class Request:
@@ -72,18 +64,6 @@ class Request:
     @property
     def content_type(self) -> str:
         return self.headers.get("content-type", "")
-
-
-def _json_headers(payload: bytes, warnings: list[str] | None = None,
-                  content_type: bytes = b"application/json") -> list[tuple[bytes, bytes]]:
-    headers = [(b"content-type", content_type), (b"content-length", str(len(payload)).encode())]
-    headers.extend((b"warning", _warning_header(w)) for w in warnings or [])
-    return headers
-
-
-def wants_table(accept: str) -> bool:
-    first = accept.split(",")[0].replace(" ", "").lower()
-    return _TABLE_MARK in first and "g=meta.k8s.io" in first
 
 
 class ApiServer:
@@ -247,7 +227,7 @@ class ApiServer:
     async def _send_json(self, send: Send, status: int, body: Any, warnings: list[str] | None = None,
                          content_type: bytes = b"application/json") -> None:
         payload = orjson.dumps(body)
-        await self._send_payload(send, status, payload, _json_headers(payload, warnings, content_type))
+        await self._send_payload(send, status, payload, json_headers(payload, warnings, content_type))
 
     @staticmethod
     async def _send_payload(send: Send, status: int, payload: bytes, headers: list[tuple[bytes, bytes]]) -> None:
@@ -437,7 +417,10 @@ class ApiServer:
         api = self.api
         if method == "GET":
             if req.query.get("watch", "").lower() in ("true", "1"):
-                return await self._watch(req, target, receive, send, notes)
+                stream = WatchStream(self.hub, api, target, req.query, req.accept, self.bookmark_interval)
+                stream.open()
+                await stream.run(receive, send, notes)
+                return 200
             if target.name is None:
                 items, list_meta = api.list(target, req.query)
                 if wants_table(req.accept):
@@ -455,7 +438,7 @@ class ApiServer:
             elif sub is None and not req.query and self.reads.enabled:
                 # answered as usual, and remembered for the next plain GET of this path
                 payload = orjson.dumps(result.body)
-                headers = _json_headers(payload, notes)
+                headers = json_headers(payload, notes)
                 assert target.name is not None
                 self.reads.remember(req.path, rtype, rtype.key(target.namespace or "", target.name), headers, payload)
                 await self._send_payload(send, 200, payload, headers)
@@ -489,175 +472,6 @@ class ApiServer:
             raise ApiError(405, "MethodNotAllowed", f"the server does not allow this method on the requested resource ({method})", {})
         await self._send_json(send, result.status, result.body, notes + result.warnings)
         return result.status
-
-    # -- watch -------------------------------------------------------------------
-
-    async def _watch(self, req: Request, target: Target, receive: Receive, send: Send,
-                     warnings: list[str]) -> int:
-        rtype = target.rtype
-        query = dict(req.query)
-        if target.name is not None:
-            name_sel = f"metadata.name={target.name}"
-            query["fieldSelector"] = f"{query['fieldSelector']},{name_sel}" if query.get("fieldSelector") else name_sel
-            target = Target(rtype, target.version, target.namespace, None)
-        flt = make_filter(target, query)
-        rv_text = query.get("resourceVersion", "")
-        rv_match = query.get("resourceVersionMatch", "")
-        send_initial_raw = query.get("sendInitialEvents")
-        send_initial = (send_initial_raw or "").lower() == "true"
-        bookmarks = query.get("allowWatchBookmarks", "").lower() == "true"
-        as_table = wants_table(req.accept)
-        include_object = query.get("includeObject", "")
-        errors: list[FieldError] = []
-        if send_initial_raw is not None:
-            if rv_match != "NotOlderThan":
-                errors.append(FieldError.forbidden(
-                    "resourceVersionMatch",
-                    "sendInitialEvents requires setting resourceVersionMatch to NotOlderThan"))
-            if send_initial and not bookmarks:
-                errors.append(FieldError.forbidden(
-                    "allowWatchBookmarks", "sendInitialEvents requires setting allowWatchBookmarks to true"))
-        elif rv_match:
-            errors.append(FieldError.forbidden(
-                "resourceVersionMatch", "resourceVersionMatch is forbidden for watch unless sendInitialEvents is provided"))
-        if errors:
-            raise ApiError.invalid("ListOptions", "meta.k8s.io", "", errors)
-        timeout_text = query.get("timeoutSeconds", "")
-        try:
-            timeout = float(timeout_text) if timeout_text else 1800.0 * (1 + random.random())
-        except ValueError:
-            raise ApiError.bad_request(f'invalid value for timeoutSeconds: "{timeout_text}"') from None
-        prefix = rtype.ns_prefix(target.namespace)
-        match = flt.match
-        store = self.store
-        watcher = Watcher(prefix, match, self.hub.max_backlog)
-        initial: list[WatchEvent] = []
-        error_event: JSON | None = None
-        rv: int | None = None
-        if rv_text not in ("", "0"):
-            rv = parse_resource_version(rv_text)
-        initial_end_rev: int | None = None
-        # -- from here to registration: no await (nothing can commit in between)
-        if send_initial or (rv is None and send_initial_raw is None):
-            items, revision, _ = store.list(prefix)
-            if rv is not None and rv > revision:
-                error_event = too_large_resource_version(rv, revision).to_status()
-            else:
-                initial = [WatchEvent("ADDED", o) for _, o in items if match is None or match(o)]
-                initial_end_rev = revision if send_initial else None
-        elif rv is not None:
-            if rv > store.revision:
-                error_event = too_large_resource_version(rv, store.revision).to_status()
-            else:
-                try:
-                    for ev in store.events_since(prefix, rv):
-                        watcher.offer(ev)
-                except Compacted as exc:
-                    error_event = ApiError.expired(
-                        f"too old resource version: {rv} ({exc.compacted})").to_status()
-        if error_event is None:
-            self.hub.watchers.add(watcher)
-        # -- registered
-        headers = [(b"content-type", b"application/json"), (b"cache-control", b"no-cache, private")]
-        headers.extend((b"warning", _warning_header(w)) for w in warnings)
-        await send({"type": "http.response.start", "status": 200, "headers": headers})
-        if error_event is not None:
-            await send({"type": "http.response.body",
-                        "body": orjson.dumps({"type": "ERROR", "object": error_event}) + b"\n",
-                        "more_body": True})
-            await send({"type": "http.response.body", "body": b""})
-            return 200
-        disconnected = asyncio.Event()
-
-        async def watch_disconnect() -> None:
-            while True:
-                message = await receive()
-                if message["type"] == "http.disconnect":
-                    disconnected.set()
-                    watcher.close()
-                    return
-
-        listener = asyncio.get_running_loop().create_task(watch_disconnect())
-        first_table = [True]
-
-        cache_key = f"{target.api_version}@{rtype.crd_generation}"
-
-        def encode(ev: WatchEvent) -> bytes:
-            if not as_table:
-                cached = ev.encoded.get(cache_key)
-                if cached is None:
-                    obj = self.api.serve(target, ev.obj)
-                    cached = ev.encoded[cache_key] = orjson.dumps({"type": ev.type, "object": obj}) + b"\n"
-                return cached
-            obj = self.api.serve(target, ev.obj)
-            rows = table.to_table(rtype, target.version, [obj], {"resourceVersion": obj["metadata"].get("resourceVersion", "")},
-                                  include_object, headers=first_table[0])
-            first_table[0] = False
-            return orjson.dumps({"type": ev.type, "object": rows}) + b"\n"
-
-        def bookmark(revision: int, initial_end: bool = False) -> bytes:
-            meta: JSON = {"resourceVersion": str(revision)}
-            if initial_end:
-                meta["annotations"] = {INITIAL_EVENTS_END: "true"}
-            return orjson.dumps({"type": "BOOKMARK", "object": {
-                "kind": rtype.kind, "apiVersion": target.api_version, "metadata": meta}}) + b"\n"
-
-        loop = asyncio.get_running_loop()
-        deadline = loop.time() + timeout
-        # one timer wakes the stream for the deadline or the next bookmark; it is re-armed
-        # only when that moment changes, not per event (a wait with a timeout per event
-        # cost a task and a timer for every event sent)
-        timer: asyncio.TimerHandle | None = None
-        timer_at = 0.0
-
-        def fire() -> None:
-            nonlocal timer
-            timer = None
-            watcher.wakeup.set()
-
-        try:
-            if initial:
-                await send({"type": "http.response.body", "body": b"".join(encode(e) for e in initial), "more_body": True})
-            if initial_end_rev is not None:
-                await send({"type": "http.response.body", "body": bookmark(initial_end_rev, True), "more_body": True})
-            next_bookmark = loop.time() + self.bookmark_interval
-            while not watcher.closed or watcher.queue:
-                if watcher.queue:
-                    chunk: list[bytes] = []
-                    while watcher.queue:
-                        chunk.append(encode(watcher.queue.popleft()))
-                    await send({"type": "http.response.body", "body": b"".join(chunk), "more_body": True})
-                    continue
-                if watcher.closed:
-                    break
-                now = loop.time()
-                if now >= deadline:
-                    break
-                if bookmarks and now >= next_bookmark:
-                    await send({"type": "http.response.body", "body": bookmark(store.revision), "more_body": True})
-                    next_bookmark = now + self.bookmark_interval
-                    continue  # events may have arrived meanwhile
-                wake_at = min(deadline, next_bookmark) if bookmarks else deadline
-                if timer is None or timer_at != wake_at:
-                    if timer is not None:
-                        timer.cancel()
-                    timer_at = wake_at
-                    timer = loop.call_at(max(wake_at, now + 0.001), fire)
-                watcher.wakeup.clear()
-                await watcher.wakeup.wait()
-        finally:
-            if timer is not None:
-                timer.cancel()
-            self.hub.unregister(watcher)
-            listener.cancel()
-        if not disconnected.is_set():
-            await send({"type": "http.response.body", "body": b""})
-        return 200
-
-
-def _warning_header(text: str) -> bytes:
-    """A ``Warning`` header value as kube-apiserver writes it (code 299, agent ``-``)."""
-    return ('299 - "' + text.replace("\\", "\\\\").replace('"', '\\"') + '"').encode("utf-8", "replace")
 
 
 __all__ = ["ApiServer", "ResourceType"]
