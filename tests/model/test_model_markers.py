@@ -333,3 +333,46 @@ def test_int32_alias_has_format() -> None:
     from kubewerk.model._schemagen import model_fragment
 
     assert model_fragment(WithFormat).schema["properties"]["count"] == {"format": "int32", "type": "integer"}
+
+
+# ---------------------------------------------------------------- the marker units
+
+
+FIELD_MARKERS: list[Any] = [
+    Field(ge=1).metadata[0], Field(gt=1).metadata[0], Field(le=1).metadata[0],
+    Field(lt=1).metadata[0], Field(multiple_of=2).metadata[0], Field(min_length=1).metadata[0],
+    Field(max_length=1).metadata[0], Field(pattern="x").metadata[0], Format("uri"), Title("t"),
+    Nullable, PreserveUnknownFields, EmbeddedResource, Selectable, ListType.SET, ListMapKeys("k"),
+    MapType.ATOMIC, Rule("self > 0"), Immutable(), PrinterColumn("P"),
+]
+
+
+@pytest.mark.parametrize("marker", FIELD_MARKERS, ids=repr)
+def test_every_field_marker_has_a_schema_unit(marker: Any) -> None:
+    from kubewerk.model._markerschema import _unit_for
+
+    assert _unit_for(marker) is not None
+
+
+def test_a_new_marker_is_one_unit_plus_registration() -> None:
+    from kubewerk.model._markerschema import MarkerTarget, marker_unit
+
+    class Example:
+        """A marker only this test knows."""
+
+        def __init__(self, value: str) -> None:
+            self.value = value
+
+    @marker_unit(Example)
+    def _example(marker: Example, target: MarkerTarget) -> None:
+        target.require(target.json_type == "string", "Example", "strings")
+        target.schema["example"] = marker.value
+
+    class WithExample(KubeModel):
+        name: Annotated[str, Example("web-1")]
+
+    from kubewerk.model._schemagen import model_fragment
+
+    assert model_fragment(WithExample).schema["properties"]["name"] == {"example": "web-1", "type": "string"}
+    _refused(r"Bad\.f: Example applies to strings, not integer",
+             {"__annotations__": {"f": Annotated[int, Example("x")]}})

@@ -16,7 +16,6 @@ import types
 import typing
 import weakref
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, field
 from typing import Any
 
 import annotated_types as at
@@ -24,59 +23,17 @@ from pydantic import BaseModel
 from pydantic.fields import FieldInfo
 from pydantic_core import PydanticUndefined, to_jsonable_python
 
+from kubewerk.model._fragment import Category, Fragment, fail, is_resource, type_name
+from kubewerk.model._markerschema import apply_markers
 from kubewerk.model.errors import ModelDefinitionError
-from kubewerk.model.markers import (
-    AtMostOneOf,
-    ExactlyOneOf,
-    Format,
-    Immutable,
-    ListMapKeys,
-    ListType,
-    MapType,
-    PrinterColumn,
-    Rule,
-    Title,
-    _EmbeddedResource,
-    _Nullable,
-    _PreserveUnknownFields,
-    _Selectable,
-)
+from kubewerk.model.markers import AtMostOneOf, ExactlyOneOf, Rule, _Nullable
 
 __all__ = ["Fragment", "check_class", "model_fragment", "resource_schema"]
 
-_SCALARS = ("string", "integer", "number", "boolean")
 _NONE = type(None)
-
-
-@dataclass
-class Fragment:
-    """A schema plus the root-relative facts found below it."""
-
-    schema: dict[str, Any]
-    # (relative JSON path, column, schema type)
-    columns: list[tuple[str, PrinterColumn, str]] = field(default_factory=list)
-    # (relative JSON path, schema type)
-    selectable: list[tuple[str, str]] = field(default_factory=list)
-    # relative JSON paths of schemas that carry transition rules
-    transitions: list[str] = field(default_factory=list)
-    # the Immutable marker found on this very value (not below it)
-    immutable: Immutable | None = None
-
-    def prefixed(self, prefix: str) -> Fragment:
-        return Fragment(
-            self.schema,
-            [(prefix + p, c, t) for p, c, t in self.columns],
-            [(prefix + p, t) for p, t in self.selectable],
-            [prefix + p for p in self.transitions],
-        )
-
 
 _CACHE: weakref.WeakKeyDictionary[type, Fragment] = weakref.WeakKeyDictionary()
 _IN_PROGRESS: list[type] = []
-
-
-def _fail(where: str, message: str) -> typing.NoReturn:
-    raise ModelDefinitionError(f"{where}: {message}")
 
 
 def _doc(cls: type) -> str | None:
@@ -115,16 +72,8 @@ def _unwrap(tp: Any, meta: list[Any]) -> tuple[Any, list[Any], str | None]:
     return tp, meta, description
 
 
-def _type_name(tp: Any) -> str:
-    return getattr(tp, "__name__", None) or repr(tp)
-
-
 def _is_model(tp: Any) -> bool:
     return isinstance(tp, type) and issubclass(tp, BaseModel)
-
-
-def _is_resource(tp: Any) -> bool:
-    return isinstance(tp, type) and bool(getattr(tp, "__kube_is_resource__", False))
 
 
 def _is_object_meta(tp: Any) -> bool:
@@ -143,13 +92,13 @@ def _enum_schema(values: list[Any], where: str) -> dict[str, Any]:
         elif isinstance(value, str):
             kinds.add("string")
         else:
-            _fail(where, f"enum value {value!r} is not a JSON scalar")
+            fail(where, f"enum value {value!r} is not a JSON scalar")
     if len(kinds) != 1:
-        _fail(where, f"enum values must all have one JSON type, got {sorted(kinds)}")
+        fail(where, f"enum values must all have one JSON type, got {sorted(kinds)}")
     return {"type": kinds.pop(), "enum": list(values)}
 
 
-def _base(tp: Any, meta: list[Any], where: str) -> tuple[Fragment, str | None]:
+def _type_schema(tp: Any, where: str) -> tuple[Fragment, Category | None]:
     """Schema of a type without its markers; returns (fragment, category)."""
     origin = typing.get_origin(tp)
     if tp is Any or tp is object:
@@ -174,13 +123,13 @@ def _base(tp: Any, meta: list[Any], where: str) -> tuple[Fragment, str | None]:
     if tp is bytes:
         return Fragment({"type": "string", "format": "byte"}), "string"
     if origin in (set, frozenset) or tp in (set, frozenset):
-        _fail(where, "sets have no stable order; use list[...] with ListType.SET")
+        fail(where, "sets have no stable order; use list[...] with ListType.SET")
     if origin in (list, Sequence, typing.Sequence) or (
         origin is tuple and len(typing.get_args(tp)) == 2 and typing.get_args(tp)[1] is Ellipsis
     ):
         args = typing.get_args(tp)
         if not args:
-            _fail(where, "a list needs an item type, e.g. list[str]")
+            fail(where, "a list needs an item type, e.g. list[str]")
         item = _walk(args[0], [], f"{where}[]")
         return (
             Fragment(
@@ -192,7 +141,7 @@ def _base(tp: Any, meta: list[Any], where: str) -> tuple[Fragment, str | None]:
             "array",
         )
     if origin is tuple or tp in (list, tuple, dict):
-        _fail(where, f"{_type_name(tp)} needs type arguments (list[X], dict[str, X])")
+        fail(where, f"{type_name(tp)} needs type arguments (list[X], dict[str, X])")
     if origin in (dict, Mapping, typing.Mapping):
         key, value = typing.get_args(tp)
         key = _unwrap(key, [])[0]
@@ -200,7 +149,7 @@ def _base(tp: Any, meta: list[Any], where: str) -> tuple[Fragment, str | None]:
             typing.get_origin(key) is typing.Literal
             or (isinstance(key, type) and issubclass(key, enum.Enum))
         ):
-            _fail(where, f"map keys must be strings, not {_type_name(key)}")
+            fail(where, f"map keys must be strings, not {type_name(key)}")
         value_tp = _unwrap(value, [])[0]
         if value_tp is Any or value_tp is object:
             return (
@@ -209,7 +158,7 @@ def _base(tp: Any, meta: list[Any], where: str) -> tuple[Fragment, str | None]:
             )
         inner = _walk(value, [], f"{where}[]")
         if inner.columns or inner.selectable:
-            _fail(where, "printer columns and selectable fields cannot be inside a map")
+            fail(where, "printer columns and selectable fields cannot be inside a map")
         return (
             Fragment(
                 {"type": "object", "additionalProperties": inner.schema},
@@ -219,7 +168,7 @@ def _base(tp: Any, meta: list[Any], where: str) -> tuple[Fragment, str | None]:
         )
     if _is_object_meta(tp):
         return Fragment({"type": "object"}), "object"
-    if _is_resource(tp):
+    if is_resource(tp):
         frag = resource_fragment(tp)
         schema = dict(frag.schema)
         schema["x-kubernetes-embedded-resource"] = True
@@ -234,8 +183,8 @@ def _base(tp: Any, meta: list[Any], where: str) -> tuple[Fragment, str | None]:
     if _is_model(tp):
         return model_fragment(tp), "model"
     if origin is typing.Union or origin is types.UnionType:
-        _fail(where, "nested unions are not supported")
-    _fail(where, f"type {_type_name(tp)} cannot be expressed in a Kubernetes structural schema")
+        fail(where, "nested unions are not supported")
+    fail(where, f"type {type_name(tp)} cannot be expressed in a Kubernetes structural schema")
 
 
 def _int_or_string(members: list[Any], meta: list[Any], where: str) -> Fragment:
@@ -248,7 +197,7 @@ def _int_or_string(members: list[Any], meta: list[Any], where: str) -> Fragment:
         "x-kubernetes-int-or-string": True,
     }
     frag = Fragment(schema)
-    _apply(frag, "int-or-string", [*pattern_meta, *meta], where, admits_none=False)
+    apply_markers(frag, "int-or-string", [*pattern_meta, *meta], where, admits_none=False)
     return frag
 
 
@@ -270,192 +219,20 @@ def _walk(tp: Any, meta: list[Any], where: str) -> Fragment:
                 if admits_none and any(isinstance(m, _Nullable) for m in meta):
                     frag.schema["nullable"] = True
                 return frag
-            names = " | ".join(_type_name(m) for m in members)
-            _fail(
+            names = " | ".join(type_name(m) for m in members)
+            fail(
                 where,
                 f"the union {names} cannot be expressed in a Kubernetes structural schema "
                 "(only X | None and int | str are allowed)",
             )
     if tp is _NONE:
-        _fail(where, "a field of type None has no schema")
-    frag, category = _base(tp, meta, where)
+        fail(where, "a field of type None has no schema")
+    frag, category = _type_schema(tp, where)
     if category == "model" and _is_model(tp):
         # cached fragments are shared: copy the top level before decorating it
-        frag = Fragment(dict(frag.schema), list(frag.columns), list(frag.selectable), list(frag.transitions))
-    _apply(frag, category, meta, where, admits_none=admits_none, tp=tp)
+        frag = frag.copy_top()
+    apply_markers(frag, category, meta, where, admits_none=admits_none, python_type=tp)
     return frag
-
-
-def _scalar_type(schema: Mapping[str, Any]) -> str | None:
-    kind = schema.get("type")
-    return kind if kind in _SCALARS else None
-
-
-def _apply(
-    frag: Fragment,
-    category: str | None,
-    meta: list[Any],
-    where: str,
-    *,
-    admits_none: bool,
-    tp: Any = None,
-) -> None:
-    """Apply markers to a schema, refusing those that do not fit its type."""
-    schema = frag.schema
-    stype = schema.get("type")
-    numeric = stype in ("integer", "number")
-    rules: list[dict[str, Any]] = list(schema.get("x-kubernetes-validations", []))
-    list_type: str | None = None
-    map_keys: tuple[str, ...] | None = None
-
-    def need(ok: bool, marker: str, what: str) -> None:
-        if not ok:
-            shown = "int-or-string" if category == "int-or-string" else (stype or "untyped value")
-            _fail(where, f"{marker} applies to {what}, not {shown}")
-
-    for m in meta:
-        if isinstance(m, at.Ge | at.Gt | at.Le | at.Lt | at.MultipleOf):
-            need(numeric, type(m).__name__, "integers and numbers")
-            if isinstance(m, at.Ge):
-                schema["minimum"] = m.ge
-            elif isinstance(m, at.Gt):
-                schema["minimum"] = m.gt
-                schema["exclusiveMinimum"] = True
-            elif isinstance(m, at.Le):
-                schema["maximum"] = m.le
-            elif isinstance(m, at.Lt):
-                schema["maximum"] = m.lt
-                schema["exclusiveMaximum"] = True
-            else:
-                schema["multipleOf"] = m.multiple_of
-        elif isinstance(m, at.MinLen | at.MaxLen):
-            attr = "min_length" if isinstance(m, at.MinLen) else "max_length"
-            bound = m.min_length if isinstance(m, at.MinLen) else m.max_length
-            if stype == "string" or category == "int-or-string":
-                key = "minLength" if isinstance(m, at.MinLen) else "maxLength"
-            elif stype == "array":
-                key = "minItems" if isinstance(m, at.MinLen) else "maxItems"
-            elif category == "map":
-                key = "minProperties" if isinstance(m, at.MinLen) else "maxProperties"
-            else:
-                need(False, attr, "strings, lists and maps")
-                continue
-            schema[key] = bound
-        elif hasattr(m, "pattern") and getattr(m, "pattern", None) is not None and not isinstance(
-            m, FieldInfo
-        ):
-            need(stype == "string" or category == "int-or-string", "pattern", "strings")
-            pattern = m.pattern
-            schema["pattern"] = pattern if isinstance(pattern, str) else pattern.pattern
-        elif isinstance(m, Format):
-            need(stype in ("string", "integer", "number"), "Format", "strings and numbers")
-            schema["format"] = m.format
-        elif isinstance(m, Title):
-            schema["title"] = m.title
-        elif isinstance(m, _Nullable):
-            if not admits_none:
-                _fail(where, "Nullable needs a type that admits None (X | None)")
-            schema["nullable"] = True
-        elif isinstance(m, _PreserveUnknownFields):
-            if category == "model" and not getattr(tp, "__kube_preserve_unknown__", False):
-                _fail(
-                    where,
-                    f"PreserveUnknownFields on a model field needs {_type_name(tp)} "
-                    "declared with preserve_unknown_fields=True",
-                )
-            need(stype in ("object", None) and category != "int-or-string", "PreserveUnknownFields", "objects")
-            schema["x-kubernetes-preserve-unknown-fields"] = True
-        elif isinstance(m, _EmbeddedResource):
-            if (category == "map" and schema.get("x-kubernetes-preserve-unknown-fields")) or (
-                category == "model" and _is_resource(tp)
-            ):
-                schema["x-kubernetes-embedded-resource"] = True
-            else:
-                _fail(
-                    where,
-                    "EmbeddedResource applies to dict[str, Any] and Resource-typed fields",
-                )
-        elif isinstance(m, ListType):
-            need(stype == "array", "ListType", "lists")
-            if list_type is not None and list_type != m.value:
-                _fail(where, f"conflicting list types {list_type!r} and {m.value!r}")
-            list_type = m.value
-        elif isinstance(m, ListMapKeys):
-            need(stype == "array", "ListMapKeys", "lists")
-            if list_type not in (None, "map"):
-                _fail(where, f"ListMapKeys needs ListType.MAP, not {list_type!r}")
-            list_type = "map"
-            map_keys = m.keys
-        elif isinstance(m, MapType):
-            need(stype == "object" and category in ("map", "model"), "MapType", "maps and objects")
-            schema["x-kubernetes-map-type"] = m.value
-        elif isinstance(m, Rule):
-            rules.append(m.to_schema())
-            if m.is_transition:
-                frag.transitions.append("")
-        elif isinstance(m, Immutable):
-            rules.append({"rule": "self == oldSelf", "message": m.message or "Value is immutable"})
-            frag.transitions.append("")
-            frag.immutable = m
-        elif isinstance(m, PrinterColumn):
-            ctype = m.type or _column_type(schema, category)
-            if ctype is None:
-                _fail(where, "PrinterColumn applies to strings, numbers, booleans and timestamps")
-            frag.columns.append(("", m, ctype))
-        elif isinstance(m, _Selectable):
-            if stype not in ("string", "integer", "boolean") or category == "int-or-string":
-                _fail(where, f"Selectable applies to string, integer and boolean fields, not {stype}")
-            frag.selectable.append(("", str(stype)))
-        # anything else (pydantic validators, Strict, json-schema hints) is Python-only
-
-    if list_type is not None:
-        schema["x-kubernetes-list-type"] = list_type
-        items = schema["items"]
-        if list_type == "set" and _scalar_type(items) is None:
-            _fail(where, "ListType.SET needs scalar items (strings, numbers, booleans)")
-        if list_type == "map":
-            if map_keys is None:
-                _fail(where, "ListType.MAP needs ListMapKeys(...) naming the key fields")
-            if items.get("type") != "object" or "properties" not in items:
-                _fail(where, "ListType.MAP needs items that are objects (a model)")
-            keys = [_resolve_key(items, k, where) for k in map_keys]
-            schema["x-kubernetes-list-map-keys"] = keys
-    if stype == "array" and list_type != "map":
-        # below atomic lists and sets, old and new items cannot be correlated
-        inner = [p for p in frag.transitions if p.startswith("[*]")]
-        if inner:
-            _fail(
-                where,
-                "transition rules (oldSelf, Immutable) are not allowed inside items of a list "
-                "that is not ListType.MAP",
-            )
-    if rules:
-        schema["x-kubernetes-validations"] = rules
-
-
-def _resolve_key(items: dict[str, Any], key: str, where: str) -> str:
-    props: dict[str, Any] = items["properties"]
-    names: dict[str, str] = items.get("x-python-names", {})
-    json_key = key if key in props else names.get(key, key)
-    if json_key not in props:
-        _fail(where, f"list map key {key!r} is not a field of the item type")
-    prop = props[json_key]
-    if _scalar_type(prop) is None and not prop.get("x-kubernetes-int-or-string"):
-        _fail(where, f"list map key {key!r} must be a scalar field")
-    if json_key not in items.get("required", []) and "default" not in prop:
-        _fail(where, f"list map key {key!r} must be required or have a default")
-    return json_key
-
-
-def _column_type(schema: Mapping[str, Any], category: str | None) -> str | None:
-    if category == "int-or-string":
-        return "string"
-    stype = schema.get("type")
-    if stype == "string" and schema.get("format") == "date-time":
-        return "date"
-    if stype in _SCALARS:
-        return str(stype)
-    return None
 
 
 def _default_json(value: Any) -> Any:
@@ -473,9 +250,9 @@ def _object_rule(cls: type, rule: Rule | ExactlyOneOf | AtMostOneOf, props: dict
     for name in rule.fields:
         json_field = name if name in props else names.get(name)
         if json_field is None or json_field not in props:
-            _fail(where, f"{type(rule).__name__} names {name!r}, which is not a field")
+            fail(where, f"{type(rule).__name__} names {name!r}, which is not a field")
         if json_field in required:
-            _fail(where, f"{type(rule).__name__}: field {json_field!r} is required, so always set")
+            fail(where, f"{type(rule).__name__}: field {json_field!r} is required, so always set")
         json_fields.append(json_field)
     checks = ",".join(f"has(self.{f})" for f in json_fields)
     listed = " ".join(json_fields)
@@ -518,7 +295,7 @@ def _object_fragment(cls: type[BaseModel], *, skip: frozenset[str] = frozenset()
             try:
                 field_schema["default"] = _default_json(info.default)
             except Exception as exc:  # pragma: no cover - pydantic raises for odd values
-                _fail(where, f"default {info.default!r} is not JSON: {exc}")
+                fail(where, f"default {info.default!r} is not JSON: {exc}")
         if child.immutable is not None and not info.is_required():
             message = child.immutable.message or f"{json_field} is immutable once set"
             parent_rules.append(
@@ -531,10 +308,10 @@ def _object_fragment(cls: type[BaseModel], *, skip: frozenset[str] = frozenset()
         if child.columns or child.selectable:
             for path, _col, _t in child.columns:
                 if "[*]" in path:
-                    _fail(where, "a PrinterColumn cannot be declared inside a list item")
+                    fail(where, "a PrinterColumn cannot be declared inside a list item")
             for path, _t in child.selectable:
                 if "[*]" in path:
-                    _fail(where, "a selectable field cannot be inside a list item")
+                    fail(where, "a selectable field cannot be inside a list item")
         prefixed = child.prefixed("." + json_field)
         frag.columns.extend(prefixed.columns)
         frag.selectable.extend(prefixed.selectable)
@@ -634,7 +411,9 @@ def resource_fragment(cls: type[BaseModel]) -> Fragment:
 def resource_schema(cls: type[BaseModel]) -> Fragment:
     """The finished ``openAPIV3Schema`` of one resource version, with its placed facts."""
     frag = resource_fragment(cls)
-    return Fragment(finalize(frag.schema), list(frag.columns), list(frag.selectable), list(frag.transitions))
+    return Fragment(
+        finalize(frag.schema), list(frag.columns), list(frag.selectable), list(frag.transitions)
+    )
 
 
 def finalize(schema: Any) -> Any:
@@ -648,7 +427,7 @@ def finalize(schema: Any) -> Any:
 
 def check_class(cls: type[BaseModel]) -> None:
     """Build the class's schema now so that a bad definition fails at class creation."""
-    if _is_resource(cls):
+    if is_resource(cls):
         # abstract resources (Resource itself, Resource[Spec, Status]) have no schema of
         # their own; their parts are checked with the concrete kinds that use them
         if getattr(cls, "__kube__", None) is not None:
