@@ -17,10 +17,9 @@ from typing import Any
 from urllib.parse import parse_qsl, unquote
 
 import orjson
-import yaml
 
 from kubewerk import __version__
-from kubewerk.apiserver import discovery, openapi, protobuf, table
+from kubewerk.apiserver import decode, discovery, openapi, protobuf, table
 from kubewerk.apiserver.admission import Admission
 from kubewerk.apiserver.builtins import INITIAL_NAMESPACES, install_builtins
 from kubewerk.apiserver.controllers import Controllers
@@ -39,7 +38,7 @@ Scope = dict[str, Any]
 Receive = Callable[[], Awaitable[dict[str, Any]]]
 Send = Callable[[dict[str, Any]], Awaitable[None]]
 
-MAX_BODY = 3 * 1024 * 1024
+MAX_BODY = decode.MAX_BODY_BYTES
 log = logging.getLogger("kubewerk.apiserver")
 
 _JSON_HEADERS = [(b"content-type", b"application/json")]
@@ -361,21 +360,25 @@ class ApiServer:
                     f"application/json, application/yaml ({what})"
                 )
             return protobuf.decode_object(req.body, target.api_version, rtype.kind)
-        if ctype not in ("", "application/json", "application/yaml", "*/*", "text/plain", "application/x-www-form-urlencoded"):
+        # kube-apiserver reads an absent Content-Type as JSON and refuses every type it does
+        # not serve: text/plain and forms, which a web page may send cross-origin without a
+        # preflight, never reach a decoder
+        if ctype not in ("", "application/json", "application/yaml"):
             raise ApiError.unsupported_media_type(
                 "the body of the request was in an unknown format - accepted media types include: "
                 "application/json, application/yaml"
+                + ("" if target is not None and not target.rtype.builtin else ", application/vnd.kubernetes.protobuf")
             )
         if not req.body.strip():
             raise ApiError.bad_request("the body of the request was empty")
         try:
+            data = decode.yaml_value(req.body) if ctype == "application/yaml" else decode.json_value(req.body)
+        except decode.TooDeep as exc:
+            raise ApiError.bad_request(str(exc)) from None
+        except decode.DecodeError as exc:
             if ctype == "application/yaml":
-                data = yaml.load(req.body, Loader=getattr(yaml, "CSafeLoader", yaml.SafeLoader))
-            else:
-                data = orjson.loads(req.body)
-        except (orjson.JSONDecodeError, yaml.YAMLError) as exc:
-            detail = str(exc).splitlines()[0] if str(exc) else type(exc).__name__
-            raise ApiError.bad_request(f"couldn't get version/kind; json parse error: {detail}") from None
+                raise ApiError.bad_request(f"error converting YAML to JSON: {exc}") from None
+            raise ApiError.bad_request(f"couldn't get version/kind; json parse error: {exc}") from None
         if not isinstance(data, dict):
             raise ApiError.bad_request(
                 "couldn't get version/kind; json parse error: json: cannot unmarshal "
@@ -384,18 +387,12 @@ class ApiServer:
         return data
 
     def _delete_options(self, req: Request) -> JSON:
-        if not req.body.strip():
-            opts: JSON = {}
-        else:
-            opts = self._decode(req)
-        for key in ("propagationPolicy",):
-            if key in req.query:
-                opts.setdefault(key, req.query[key])
-        if "gracePeriodSeconds" in req.query:
-            opts.setdefault("gracePeriodSeconds", req.query["gracePeriodSeconds"])
-        if "orphanDependents" in req.query:
-            opts.setdefault("orphanDependents", req.query["orphanDependents"].lower() == "true")
-        return opts
+        """DeleteOptions from the body when there is one, else from the query (as kube-apiserver)."""
+        body = self._decode(req) if req.body.strip() else None
+        try:
+            return decode.delete_options(body, req.query)
+        except decode.DecodeError as exc:
+            raise ApiError.bad_request(str(exc)) from None
 
     async def _resource(self, req: Request, group: str, version: str, segs: list[str],
                         receive: Receive, send: Send) -> int:

@@ -18,6 +18,7 @@ from typing import Any
 
 import orjson
 
+from kubewerk.apiserver import decode
 from kubewerk.apiserver.admission import Admission, AdmissionRequest, FieldValidation
 from kubewerk.apiserver.registry import Registry, ResourceType
 from kubewerk.apiserver.storage.base import (
@@ -48,6 +49,9 @@ FOREGROUND = "foregroundDeletion"
 ORPHAN = "orphan"
 NAMESPACE_FINALIZER = "kubernetes"
 CRD_CLEANUP_FINALIZER = "customresourcecleanup.apiextensions.k8s.io"
+# a LIST reads storage in pages of at most this many keys (a huge limit= stays a huge
+# limit, not a number storage cannot take)
+_MAX_CHUNK = 1 << 20
 
 
 class GoLiteral:
@@ -357,9 +361,9 @@ class ResourceApi:
         prefix = rtype.ns_prefix(target.namespace)
         limit_text = query.get("limit", "")
         try:
-            limit = int(limit_text) if limit_text else 0
-        except ValueError:
-            raise ApiError.bad_request(f'invalid value for limit: "{limit_text}"') from None
+            limit = decode.query_int64(limit_text) if limit_text else 0
+        except decode.DecodeError as exc:
+            raise ApiError.bad_request(str(exc)) from None
         limit = max(limit, 0)
         cont = query.get("continue", "")
         rv_text = query.get("resourceVersion", "")
@@ -394,7 +398,7 @@ class ResourceApi:
         more = False
         while True:
             want = (limit - len(items)) if limit else None
-            chunk_size = max(want * 2, 64) if want else None
+            chunk_size = min(max(want * 2, 64), _MAX_CHUNK) if want else None
             try:
                 page, revision, more = self.store.list(
                     prefix, at_revision=at_revision if at_revision is not None else None,
@@ -715,8 +719,10 @@ class ResourceApi:
                 + ", ".join([*allowed, "application/apply-patch+yaml"])
             )
         try:
-            patch_doc = orjson.loads(patch_body)
-        except orjson.JSONDecodeError as exc:
+            patch_doc = decode.json_value(patch_body, "the patch")
+        except decode.TooDeep as exc:
+            raise ApiError.bad_request(str(exc)) from None
+        except decode.DecodeError as exc:
             raise ApiError.bad_request(f"error decoding patch: {exc}") from None
         key, current = self._get_stored(target)
         served = self.serve(target, current)
@@ -750,7 +756,10 @@ class ResourceApi:
                     raise ApiError.bad_request(
                         "json: cannot unmarshal object into Go value of type jsonpatch.Patch"
                     )
-                return patchlib.json_patch(doc, patch_doc)
+                # copy and move can nest a value deeper than either document did
+                patched = patchlib.json_patch(doc, patch_doc)
+                decode.check_depth(patched, "the patched object")
+                return patched
             if not isinstance(patch_doc, dict):
                 raise ApiError.bad_request("json: cannot unmarshal non-object into Go value of type map[string]interface {}")
             if media == "application/merge-patch+json":
@@ -760,6 +769,8 @@ class ResourceApi:
             return strategic.strategic_merge_patch(doc, patch_doc, target.rtype.strategic_kind or "")
         except ApiError:
             raise
+        except decode.DecodeError as exc:
+            raise ApiError.bad_request(str(exc)) from None
         except patchlib.PatchError as exc:
             raise exc.to_api_error() if hasattr(exc, "to_api_error") else ApiError(
                 422, "Invalid", str(exc)
@@ -833,7 +844,7 @@ class ResourceApi:
                 f"Precondition failed: ResourceVersion in precondition: {pre['resourceVersion']}, "
                 f"ResourceVersion in object meta: {meta.get('resourceVersion')}",
             )
-        policy = options.get("propagationPolicy") or query.get("propagationPolicy") or ""
+        policy = options.get("propagationPolicy") or ""
         orphan = options.get("orphanDependents")
         if policy and policy not in ("Orphan", "Background", "Foreground"):
             raise ApiError.invalid("DeleteOptions", "meta.k8s.io", "", [

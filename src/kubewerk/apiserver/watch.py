@@ -20,7 +20,7 @@ from typing import Any
 
 import orjson
 
-from kubewerk.apiserver import table
+from kubewerk.apiserver import decode, table
 from kubewerk.apiserver.responses import wants_table, warning_header
 from kubewerk.apiserver.rest import (
     ResourceApi,
@@ -156,12 +156,19 @@ def _check_watch_options(query: dict[str, str]) -> None:
 
 
 def _watch_timeout(query: dict[str, str]) -> float:
-    """``timeoutSeconds`` in seconds; unset → 30 to 60 minutes, as kube-apiserver picks."""
+    """``timeoutSeconds`` in seconds; unset → 30 to 60 minutes, as kube-apiserver picks.
+
+    An int64 as kube-apiserver parses it: ``nan``, ``inf``, ``1e400`` or ``1.5`` → 400;
+    zero → the default and a negative value → an immediate end, as kube's watch handler.
+    """
     text = query.get("timeoutSeconds", "")
-    try:
-        return float(text) if text else 1800.0 * (1 + random.random())
-    except ValueError:
-        raise ApiError.bad_request(f'invalid value for timeoutSeconds: "{text}"') from None
+    seconds = 0
+    if text:
+        try:
+            seconds = decode.query_int64(text)
+        except decode.DecodeError as exc:
+            raise ApiError.bad_request(str(exc)) from None
+    return float(max(seconds, 0)) if seconds else 1800.0 * (1 + random.random())
 
 
 class WatchStream:
