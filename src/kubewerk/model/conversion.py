@@ -26,6 +26,7 @@ import typing
 from collections.abc import Callable
 from typing import Any, TypeVar
 
+from kubewerk.model.crd import storage_version
 from kubewerk.model.errors import ConversionError
 from kubewerk.model.resource import Resource, resource_class, versions_of
 
@@ -89,8 +90,6 @@ def _target_class(obj: AnyResource, to: str | type[AnyResource]) -> type[AnyReso
 
 
 def _hub(cls: type[AnyResource]) -> type[AnyResource]:
-    from kubewerk.model.crd import storage_version
-
     info = cls.kind_info()
     return storage_version(versions_of(info.group, info.kind).values())
 

@@ -8,6 +8,7 @@ Kubernetes documents it) and stable: the same classes give the same dict, and
 
 from __future__ import annotations
 
+import weakref
 from collections.abc import Iterable
 from typing import Any
 
@@ -17,7 +18,8 @@ import yaml
 from kubewerk.model._naming import version_priority_key
 from kubewerk.model._schemagen import resource_schema
 from kubewerk.model.errors import ModelDefinitionError
-from kubewerk.model.resource import KindInfo, Resource, versions_of
+from kubewerk.model.resource import KindInfo, Resource, provide_schema_compiler, versions_of
+from kubewerk.schema import CompiledSchema, compile_crd_version
 
 __all__ = ["crd_for", "crd_yaml", "crds_for", "dump_yaml", "schema_for", "storage_version"]
 
@@ -200,3 +202,19 @@ def dump_yaml(obj: Any) -> str:
 def crd_yaml(*models: AnyResource) -> str:
     """:func:`crd_for` as stable YAML text."""
     return dump_yaml(crd_for(*models))
+
+
+_COMPILED: weakref.WeakKeyDictionary[type, CompiledSchema] = weakref.WeakKeyDictionary()
+
+
+def _compiled_schema(model: AnyResource) -> CompiledSchema:
+    """The class's version of :func:`crd_for` compiled by kubewerk.schema, cached per class;
+    what :meth:`Resource.compiled_schema` answers."""
+    compiled = _COMPILED.get(model)
+    if compiled is None:
+        compiled = compile_crd_version(crd_for(model), model.kind_info().version)
+        _COMPILED[model] = compiled
+    return compiled
+
+
+provide_schema_compiler(_compiled_schema)

@@ -18,8 +18,7 @@ import inspect
 import re
 import threading
 import typing
-import weakref
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, ClassVar, Generic, Literal, TypeVar
 
@@ -38,9 +37,11 @@ if TYPE_CHECKING:
 __all__ = [
     "KindInfo",
     "Resource",
+    "SchemaCompiler",
     "SpecT",
     "StatusT",
     "kinds",
+    "provide_schema_compiler",
     "resource_class",
     "versions_of",
 ]
@@ -87,7 +88,6 @@ class KindInfo:
         return f"{self.plural}.{self.group}"
 
 
-_COMPILED: weakref.WeakKeyDictionary[type, CompiledSchema] = weakref.WeakKeyDictionary()
 _lock = threading.Lock()
 _REGISTRY: dict[tuple[str, str], dict[str, type[Resource[Any, Any]]]] = {}
 
@@ -113,6 +113,23 @@ def kinds() -> list[tuple[str, str]]:
     """All registered ``(group, kind)`` pairs, sorted."""
     with _lock:
         return sorted(_REGISTRY)
+
+
+SchemaCompiler = Callable[[type["Resource[Any, Any]"]], "CompiledSchema"]
+"""Compiles the schema of one concrete resource class (see :func:`provide_schema_compiler`)."""
+
+_schema_compiler: SchemaCompiler | None = None
+
+
+def provide_schema_compiler(compiler: SchemaCompiler) -> None:
+    """Install how :meth:`Resource.compiled_schema` compiles a class.
+
+    The CRD generator (:mod:`kubewerk.model.crd`) sits above this module, because it
+    reads resource classes; it installs its compiler when it is imported, which
+    importing :mod:`kubewerk.model` always does. This module never imports it back.
+    """
+    global _schema_compiler
+    _schema_compiler = compiler
 
 
 def _strip_version_suffix(name: str, version: str) -> str:
@@ -402,15 +419,15 @@ class Resource(KubeModel, Generic[SpecT, StatusT]):
 
     @classmethod
     def compiled_schema(cls) -> CompiledSchema:
-        """This version's schema compiled by :mod:`kubewerk.schema` (cached per class)."""
-        compiled = _COMPILED.get(cls)
-        if compiled is None:
-            from kubewerk.model.crd import crd_for
-            from kubewerk.schema import compile_crd_version
-
-            compiled = compile_crd_version(crd_for(cls), cls.kind_info().version)
-            _COMPILED[cls] = compiled
-        return compiled
+        """This version's schema, as the CRD generator writes it, compiled by
+        :mod:`kubewerk.schema` (cached per class). Raises
+        :class:`~kubewerk.model.errors.ModelDefinitionError` when the kind's CRD cannot be
+        generated (e.g. its versions disagree on names or on the storage version)."""
+        if _schema_compiler is None:
+            raise RuntimeError(
+                "no schema compiler installed: import kubewerk.model (not only its resource module)"
+            )
+        return _schema_compiler(cls)
 
     def api_errors(self, old: Resource[Any, Any] | dict[str, Any] | None = None) -> list[FieldError]:
         """The schema and CEL-rule errors the API server would answer for this object.
