@@ -467,7 +467,7 @@ class _SchemaDiff:
                     "field-removed",
                     E,
                     f"{path} removed: stored values are pruned and clients that set or read it break",
-                    (*loc, "properties") if op is not None else loc,
+                    (*loc, "properties"),
                     path,
                 )
         for name, sub in np_.items():

@@ -16,7 +16,6 @@ from dataclasses import dataclass
 from typing import Any
 
 CRD_GROUP = "apiextensions.k8s.io"
-CRD_API_VERSIONS = (f"{CRD_GROUP}/v1", f"{CRD_GROUP}/v1beta1")
 
 Location = tuple[str | int, ...]
 
@@ -53,8 +52,6 @@ class VersionView:
     schema_location: Location
     subresources: dict[str, Any] | None
     subresources_location: Location
-    printer_columns: list[Any]
-    selectable_fields: list[Any]
 
     @property
     def location(self) -> Location:
@@ -105,7 +102,6 @@ class CRDView:
         spec = self.spec
         global_schema = as_dict(as_dict(spec.get("validation")).get("openAPIV3Schema")) or None
         global_sub = spec.get("subresources")
-        global_cols = as_list(spec.get("additionalPrinterColumns"))
         out: list[VersionView] = []
         raw_versions = as_list(spec.get("versions"))
         for i, raw in enumerate(raw_versions):
@@ -141,8 +137,6 @@ class CRDView:
                     schema_location=schema_loc,
                     subresources=sub,
                     subresources_location=sub_loc,
-                    printer_columns=as_list(v.get("additionalPrinterColumns")) or global_cols,
-                    selectable_fields=as_list(v.get("selectableFields")),
                 )
             )
         if not raw_versions and self.is_v1beta1 and isinstance(spec.get("version"), str):
@@ -158,8 +152,6 @@ class CRDView:
                     schema_location=("spec", "validation", "openAPIV3Schema"),
                     subresources=global_sub if isinstance(global_sub, dict) else None,
                     subresources_location=("spec", "subresources"),
-                    printer_columns=global_cols,
-                    selectable_fields=[],
                 )
             )
         return out
@@ -245,11 +237,6 @@ class SchemaNode:
             node = node.parent
         parts.reverse()
         return "".join(parts).lstrip(".")
-
-    @property
-    def type(self) -> str:
-        t = self.schema.get("type")
-        return t if isinstance(t, str) else ""
 
     def child_properties(self) -> dict[str, Any]:
         props = self.schema.get("properties")

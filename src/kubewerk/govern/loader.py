@@ -357,11 +357,3 @@ def iter_sources(paths: Sequence[str], stdin: BinaryIO | None = None) -> Iterato
     for item in expand(paths):
         yield parse(read_input(item, stdin))
 
-
-def load_all(paths: Sequence[str], stdin: BinaryIO | None = None) -> tuple[int, list[Document]]:
-    """Read and parse every input; returns (number of sources, documents in order)."""
-    items = expand(paths)
-    docs: list[Document] = []
-    for item in items:
-        docs.extend(parse(read_input(item, stdin)))
-    return len(items), docs

@@ -9,7 +9,7 @@ subresources are identical are linted once and their findings list all of them.
 from __future__ import annotations
 
 import re
-from collections.abc import Callable, Iterable
+from collections.abc import Callable
 from dataclasses import dataclass
 from functools import lru_cache
 from typing import Any
@@ -792,6 +792,3 @@ class _SchemaPass:
             "owns). Declare the fields clients need, or drop it from status",
         )
 
-
-def all_rule_ids() -> Iterable[str]:
-    return RULES.keys()
