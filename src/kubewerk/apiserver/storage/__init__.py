@@ -22,13 +22,18 @@ from .base import (
     Store,
     StoreClosed,
     StoreOpenError,
+    StoreStats,
     Subscriber,
+    UnstorableObject,
 )
-from .memory import MemoryStore
+from .boundary import MAX_STORED_DEPTH
+from .memory import DEFAULT_RETAIN_BYTES, MemoryStore
 from .sqlite import SQLiteStore
 
 __all__ = [
+    "DEFAULT_RETAIN_BYTES",
     "JSON",
+    "MAX_STORED_DEPTH",
     "Compacted",
     "Event",
     "EventType",
@@ -42,7 +47,9 @@ __all__ = [
     "Store",
     "StoreClosed",
     "StoreOpenError",
+    "StoreStats",
     "Subscriber",
+    "UnstorableObject",
     "open_store",
 ]
 
@@ -53,10 +60,12 @@ def open_store(spec: str, **policy: Any) -> Store:
     """Open the store named by ``spec``: ``"memory"`` or ``"sqlite:PATH"``.
 
     ``policy`` goes to the store's constructor: ``retain_events`` (int | None, default
-    100,000), ``retain_seconds`` (float | None, default 3600), ``clock``, and for SQLite
-    only ``durable`` (bool, default False: fsync every commit when True). For SQLite,
-    ``~`` is expanded and missing parent directories are created; ``sqlite::memory:``
-    opens a private in-memory SQLite database.
+    100,000), ``retain_seconds`` (float | None, default 3600), ``retain_bytes`` (int |
+    None, default 64 MiB: the history's encoded size, bounded at every commit),
+    ``clock``, and for SQLite only ``durable`` (bool, default False: fsync every commit
+    when True). For SQLite, ``~`` is expanded, missing parent directories are created
+    with mode 0700 and a new database file with mode 0600 (see ``sqlite``);
+    ``sqlite::memory:`` opens a private in-memory SQLite database.
 
     Raises ``ValueError`` for an unknown spec or an option the backend does not take,
     ``StoreOpenError`` if the SQLite file cannot be opened, is corrupt, is not a kubewerk
@@ -76,12 +85,26 @@ def open_store(spec: str, **policy: Any) -> Store:
         if path.is_dir():
             raise StoreOpenError(f"cannot open SQLite store {path}: it is a directory")
         try:
-            path.parent.mkdir(parents=True, exist_ok=True)
+            _make_private_dirs(path.parent)
         except OSError as e:
             raise StoreOpenError(
                 f"cannot open SQLite store {path}: cannot create its directory: {e}") from e
         return _construct(SQLiteStore, spec, policy, path)
     raise ValueError(f"unknown store spec {spec!r}: {_SPEC_HELP}")
+
+
+def _make_private_dirs(directory: Path) -> None:
+    """Create ``directory`` and its missing parents, each with mode 0700 (under the umask).
+
+    Unlike ``Path.mkdir(parents=True)``, which gives the parents the default mode, every
+    level created here is private; directories that exist are left as they are.
+    """
+    missing: list[Path] = []
+    while not directory.exists() and directory != directory.parent:
+        missing.append(directory)
+        directory = directory.parent
+    for d in reversed(missing):
+        d.mkdir(mode=0o700, exist_ok=True)
 
 
 def _construct(cls: Any, spec: str, policy: dict[str, Any], *args: Any) -> Store:

@@ -11,6 +11,12 @@ as ``metadata.resourceVersion`` (a decimal string). A deleted object's final sta
 recorded with the deletion's revision. Writes are synchronous: when the call returns the
 change is committed (for SQLite: in the WAL, surviving ``kill -9``) and every subscriber
 has been called with the event, in revision order.
+
+The storage boundary: a store commits only objects the server can write back in every
+answer that embeds them (see ``boundary``); ``create`` and ``update`` raise
+``UnstorableObject`` for any other and then change nothing (no state, log, revision or
+event). Each event records its object's encoded JSON size, on which the memory store
+bounds its history and the watch layer bounds each watcher's backlog.
 """
 
 from __future__ import annotations
@@ -26,13 +32,47 @@ EventType = Literal["ADDED", "MODIFIED", "DELETED"]
 
 @dataclass(frozen=True, slots=True)
 class Event:
-    """One committed change; ``obj`` carries ``resourceVersion == str(revision)``."""
+    """One committed change; ``obj`` carries ``resourceVersion == str(revision)``.
+
+    ``size`` is the length of ``obj``'s JSON encoding in bytes (what an answer carrying
+    it costs), 0 only for events built outside a store.
+    """
 
     type: EventType
     key: str
     revision: int
     obj: JSON
     prev: JSON | None
+    size: int = 0
+
+
+@dataclass(frozen=True, slots=True)
+class StoreStats:
+    """A store's size and compaction counters at one moment (for ``/metrics``).
+
+    Byte counts are encoded JSON bytes (``Event.size``): the memory an object takes as
+    Python values is typically one to four times that. Counters start at 0 when the store
+    is opened (they are not persisted).
+    """
+
+    revision: int
+    """The newest committed revision."""
+    compacted_revision: int
+    """Events at or below this revision are gone from the history."""
+    objects: int
+    """Objects stored now."""
+    object_bytes: int
+    """Encoded size of the objects stored now."""
+    history_events: int
+    """Events the history holds (revisions above ``compacted_revision``)."""
+    history_bytes: int
+    """Encoded size of the objects those events carry."""
+    compactions: int
+    """Compactions that dropped at least one event since the store was opened."""
+    compacted_events: int
+    """Events those compactions dropped."""
+    compacted_bytes: int
+    """Encoded size of the objects those events carried."""
 
 
 class StorageError(Exception):
@@ -41,6 +81,20 @@ class StorageError(Exception):
 
 class KeyExists(StorageError):
     """``create`` of a key that already holds an object."""
+
+
+class UnstorableObject(StorageError):
+    """``create``/``update`` of an object the server could not write back in its answers.
+
+    Too deeply nested, an integer beyond 64 bits, a lone surrogate, a non-JSON value: see
+    ``boundary``. Nothing was stored. ``key`` names the object, ``reason`` says why in a
+    sentence fit for an API error message; ``str()`` joins both.
+    """
+
+    def __init__(self, key: str, reason: str) -> None:
+        super().__init__(f"object {key} cannot be stored: {reason}")
+        self.key = key
+        self.reason = reason
 
 
 class KeyNotFound(StorageError):
@@ -120,12 +174,15 @@ class Store(Protocol):
         """How many objects are under ``prefix`` now (only keys > ``start_after`` if given)."""
 
     def create(self, key: str, obj: JSON) -> JSON:
-        """Store a new object; returns it with its resourceVersion. Raises ``KeyExists``."""
+        """Store a new object; returns it with its resourceVersion.
+
+        Raises ``KeyExists``, or ``UnstorableObject`` (see ``boundary``).
+        """
 
     def update(self, key: str, obj: JSON, expected_revision: int | None = None) -> JSON:
         """Replace the object (optionally only if its revision matches).
 
-        Raises ``KeyNotFound`` or ``RevisionConflict``.
+        Raises ``KeyNotFound``, ``RevisionConflict`` or ``UnstorableObject``.
         """
 
     def delete(self, key: str, expected_revision: int | None = None) -> JSON:
@@ -167,9 +224,13 @@ class Store(Protocol):
 
         The policy comes from the constructor: keep at most ``retain_events`` events
         (default 100,000) and none committed more than ``retain_seconds`` ago (default
-        3600); None disables either limit. The server calls this periodically; stores
-        never compact on their own.
+        3600); None disables either limit. The server calls this periodically. The one
+        bound a store applies on its own, at every commit, is ``retain_bytes``: the
+        history's encoded size (see each store).
         """
+
+    def stats(self) -> StoreStats:
+        """Current sizes and compaction counters; cheap (no scan), safe from any thread."""
 
     def close(self) -> None:
         """Release files and connections; later calls raise ``StoreClosed``.

@@ -12,6 +12,15 @@ the resource's size (a flat sorted list would move half its pointers per insert:
 at 50,000 objects), and a list of one resource or namespace is a bisect plus a slice. The log is a list of ``Event`` whose
 index is ``revision - compacted_revision - 1`` (revisions are dense), with a parallel
 list of commit times for age-based compaction.
+
+Memory bounds: every committed object passes the storage boundary (``boundary``), which
+also gives its encoded size. The history (the log) is bounded in those bytes by
+``retain_bytes`` at every commit, besides the count and age policy that
+``compact_by_policy`` applies: when a commit takes the history over ``retain_bytes`` the
+oldest events are compacted until it is at most 15/16 of it (the slack makes compaction
+an occasional batch, not a list shift per write). So the history never holds more than
+``retain_bytes`` of encoded objects once a write returns; the objects stored now are not
+bounded here (they are the data, not history).
 """
 
 from __future__ import annotations
@@ -43,10 +52,21 @@ from .base import (
     KeyNotFound,
     RevisionConflict,
     StoreClosed,
+    StoreStats,
     Subscriber,
 )
+from .boundary import encode_storable
 
-__all__ = ["MemoryStore"]
+__all__ = ["DEFAULT_RETAIN_BYTES", "MemoryStore"]
+
+DEFAULT_RETAIN_BYTES = 64 * 1024 * 1024
+"""The memory store's default history bound: 64 MiB of encoded objects.
+
+Enough for tens of thousands of ordinary changes (a few KiB each), so watches resume and
+paginated lists continue across minutes of activity on a developer's cluster; small
+enough that the history, as Python objects (one to four times the encoded size), stays
+within a few hundred MiB whatever is written.
+"""
 
 
 def _bucket_of(key: str) -> str:
@@ -70,9 +90,11 @@ class MemoryStore:
     """A ``Store`` kept entirely in memory; see the module docstring for the layout.
 
     ``retain_events``/``retain_seconds`` are the compaction policy applied by
-    ``compact_by_policy`` (None: no limit of that kind); ``clock`` gives commit times in
-    seconds (wall clock by default; tests inject a fake one). Thread-safe: every
-    operation that touches more than one structure runs under one re-entrant lock.
+    ``compact_by_policy`` (None: no limit of that kind); ``retain_bytes`` bounds the
+    history's encoded size at every commit (None: no bound; see the module docstring);
+    ``clock`` gives commit times in seconds (wall clock by default; tests inject a fake
+    one). Thread-safe: every operation that touches more than one structure runs under
+    one re-entrant lock.
     """
 
     def __init__(
@@ -80,22 +102,32 @@ class MemoryStore:
         *,
         retain_events: int | None = 100_000,
         retain_seconds: float | None = 3600.0,
+        retain_bytes: int | None = DEFAULT_RETAIN_BYTES,
         clock: Callable[[], float] = time.time,
     ) -> None:
         if retain_events is not None and retain_events < 0:
             raise ValueError(f"retain_events must not be negative, got {retain_events}")
         if retain_seconds is not None and retain_seconds < 0:
             raise ValueError(f"retain_seconds must not be negative, got {retain_seconds}")
+        if retain_bytes is not None and retain_bytes < 0:
+            raise ValueError(f"retain_bytes must not be negative, got {retain_bytes}")
         self.retain_events = retain_events
         self.retain_seconds = retain_seconds
+        self.retain_bytes = retain_bytes
         self._clock = clock
         self._lock = threading.RLock()
         self._fanout = Fanout()
         self._data: dict[str, JSON] = {}
         self._buckets: dict[str, Any] = {}  # bucket -> SortedList of its keys
         self._bucket_names: builtins.list[str] = []
+        self._sizes: dict[str, int] = {}  # key -> encoded size of the current object
+        self._object_bytes = 0
         self._log: builtins.list[Event] = []
         self._times: builtins.list[float] = []
+        self._history_bytes = 0
+        self._compactions = 0
+        self._compacted_events = 0
+        self._compacted_bytes = 0
         self._last_time = float("-inf")
         self._rev = 0
         self._compacted = 0
@@ -196,7 +228,10 @@ class MemoryStore:
                 raise KeyExists(f"key {key!r} already exists")
             rev = self._rev + 1
             new = stamp(obj, rev)
+            _, size = encode_storable(key, new)
             data[key] = new
+            self._sizes[key] = size
+            self._object_bytes += size
             bucket = _bucket_of(key)
             keys = self._buckets.get(bucket)
             if keys is None:
@@ -204,7 +239,7 @@ class MemoryStore:
                 insort(self._bucket_names, bucket)
             else:
                 keys.add(key)
-            self._commit(Event("ADDED", key, rev, new, None))
+            self._commit(Event("ADDED", key, rev, new, None, size))
             return new
 
     def update(self, key: str, obj: JSON, expected_revision: int | None = None) -> JSON:
@@ -222,8 +257,12 @@ class MemoryStore:
                 raise RevisionConflict(prev)
             rev = self._rev + 1
             new = stamp(obj, rev)
+            _, size = encode_storable(key, new)
             data[key] = new
-            self._commit(Event("MODIFIED", key, rev, new, prev))
+            sizes = self._sizes
+            self._object_bytes += size - sizes[key]
+            sizes[key] = size
+            self._commit(Event("MODIFIED", key, rev, new, prev, size))
             return new
 
     def delete(self, key: str, expected_revision: int | None = None) -> JSON:
@@ -241,6 +280,10 @@ class MemoryStore:
                 raise RevisionConflict(prev)
             rev = self._rev + 1
             last = stamp(prev, rev)
+            old_size = self._sizes.pop(key)
+            self._object_bytes -= old_size
+            # only the resourceVersion string differs from the stored object's encoding
+            size = old_size + len(str(rev)) - len(prev["metadata"]["resourceVersion"])
             del data[key]
             bucket = _bucket_of(key)
             keys = self._buckets[bucket]
@@ -248,7 +291,7 @@ class MemoryStore:
             if not keys:
                 del self._buckets[bucket]
                 del self._bucket_names[bisect_left(self._bucket_names, bucket)]
-            self._commit(Event("DELETED", key, rev, last, prev))
+            self._commit(Event("DELETED", key, rev, last, prev, size))
             return last
 
     def subscribe(self, fn: Subscriber) -> Callable[[], None]:
@@ -273,11 +316,8 @@ class MemoryStore:
                 raise FutureRevision(
                     f"cannot compact to revision {revision}: current revision is {self._rev}")
             n = revision - self._compacted
-            if n <= 0:
-                return
-            del self._log[:n]
-            del self._times[:n]
-            self._compacted = revision
+            if n > 0:
+                self._drop_oldest(n)
 
     def compact_by_policy(self) -> int:
         """Compact to keep at most ``retain_events`` events, none older than
@@ -293,15 +333,28 @@ class MemoryStore:
             self.compact(target)
             return self._compacted
 
+    def stats(self) -> StoreStats:
+        """Current sizes and compaction counters (kept up to date by every write)."""
+        with self._lock:
+            return StoreStats(
+                revision=self._rev, compacted_revision=self._compacted,
+                objects=len(self._data), object_bytes=self._object_bytes,
+                history_events=len(self._log), history_bytes=self._history_bytes,
+                compactions=self._compactions, compacted_events=self._compacted_events,
+                compacted_bytes=self._compacted_bytes)
+
     def close(self) -> None:
         """Drop all state; later calls raise ``StoreClosed`` (closing again is a no-op)."""
         with self._lock:
             self._closed = True
             self._data = {}
+            self._sizes = {}
+            self._object_bytes = 0
             self._buckets = {}
             self._bucket_names = []
             self._log = []
             self._times = []
+            self._history_bytes = 0
 
     # -- internals ---------------------------------------------------------------------
 
@@ -317,7 +370,34 @@ class MemoryStore:
         self._log.append(ev)
         self._times.append(now)
         self._rev = ev.revision
+        self._history_bytes += ev.size
+        limit = self.retain_bytes
+        if limit is not None and self._history_bytes > limit:
+            self._drop_bytes(self._history_bytes - (limit - limit // 16))
         self._fanout.publish(ev)
+
+    def _drop_bytes(self, excess: int) -> None:
+        """Compact the fewest oldest events whose sizes add up to at least ``excess``."""
+        log = self._log
+        n = dropped = 0
+        while n < len(log) and dropped < excess:
+            dropped += log[n].size
+            n += 1
+        self._drop_oldest(n, dropped)
+
+    def _drop_oldest(self, n: int, dropped: int | None = None) -> None:
+        """Remove the ``n`` oldest events (``n`` >= 1; ``dropped``: their sizes' sum, if
+        known) and count the compaction."""
+        log = self._log
+        if dropped is None:
+            dropped = sum(ev.size for ev in log[:n]) if n < len(log) else self._history_bytes
+        del log[:n]
+        del self._times[:n]
+        self._compacted += n
+        self._history_bytes -= dropped
+        self._compactions += 1
+        self._compacted_events += n
+        self._compacted_bytes += dropped
 
     def _buckets_for(self, prefix: str) -> builtins.list[str]:
         """The buckets, in key order, that can hold keys starting with ``prefix``."""

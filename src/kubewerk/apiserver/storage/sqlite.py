@@ -32,11 +32,24 @@ while open, since the revision counter lives in that process. A second opener ge
 
 One connection, guarded by a re-entrant lock: safe to call from the event-loop thread
 and from other threads (calls are serialised).
+
+Bounds: every committed object passes the storage boundary (``boundary``). The history
+is on disk, but a watch that resumes from an old revision decodes the events it replays
+into memory, so it is bounded in encoded bytes by ``retain_bytes`` as in the memory store
+(same default, checked at every commit, compacting the oldest events to 15/16 of the
+bound); that also bounds the file's growth between the periodic count/age compactions.
+
+Files: the database file and its ``-wal``/``-shm`` files are created readable by their
+owner only (0600, whatever the umask) and a missing parent directory is created 0700 by
+``open_store``; an existing file's mode is left as it is, with a warning when group or
+others can read it.
 """
 
 from __future__ import annotations
 
 import builtins
+import logging
+import os
 import sqlite3
 import threading
 import time
@@ -60,10 +73,15 @@ from .base import (
     StorageError,
     StoreClosed,
     StoreOpenError,
+    StoreStats,
     Subscriber,
 )
+from .boundary import EMBED_HEADROOM, encode_storable
+from .memory import DEFAULT_RETAIN_BYTES
 
 __all__ = ["SCHEMA_VERSION", "SQLiteStore"]
+
+log = logging.getLogger("kubewerk.apiserver.storage")
 
 SCHEMA_VERSION: Final = 2  # 1: the first layout (values in kv, prev blobs in log)
 
@@ -97,6 +115,39 @@ def _range_sql(col: str, prefix: str, lower: str | None = None
     return sql, params
 
 
+def _create_private(path: str) -> None:
+    """Create ``path`` empty with mode 0600 unless it exists; warn if an existing one is shared.
+
+    SQLite treats an empty file as an empty database and creates the ``-wal`` (and, when
+    it uses one, ``-shm``) file with the database file's mode, so all of them are private
+    from their first byte; the umask can only narrow 0600. A file that exists keeps its
+    mode (it may be shared on purpose); when group or others have access, say so.
+    """
+    flags = os.O_WRONLY | os.O_CREAT | os.O_EXCL | getattr(os, "O_CLOEXEC", 0)
+    try:
+        fd = os.open(path, flags, 0o600)
+    except FileExistsError:
+        _warn_if_shared(path)
+        return
+    except OSError:
+        return  # sqlite3.connect fails on the same path and says why
+    os.close(fd)
+
+
+def _warn_if_shared(path: str) -> None:
+    """Log a warning for each of the store's files that group or others may access."""
+    for name in (path, path + "-wal", path + "-shm"):
+        try:
+            mode = os.stat(name).st_mode & 0o777
+        except OSError:
+            continue
+        if mode & 0o077:
+            log.warning(
+                "SQLite store file %s has mode %04o: other users may read it, and it holds "
+                "every stored object, Secrets included; kubewerk leaves an existing file's "
+                "mode as it is (chmod 600 %s to make it private)", name, mode, name)
+
+
 class SQLiteStore:
     """A ``Store`` in one SQLite file; see the module docstring for layout and guarantees.
 
@@ -112,20 +163,29 @@ class SQLiteStore:
         durable: bool = False,
         retain_events: int | None = 100_000,
         retain_seconds: float | None = 3600.0,
+        retain_bytes: int | None = DEFAULT_RETAIN_BYTES,
         clock: Callable[[], float] = time.time,
     ) -> None:
         if retain_events is not None and retain_events < 0:
             raise ValueError(f"retain_events must not be negative, got {retain_events}")
         if retain_seconds is not None and retain_seconds < 0:
             raise ValueError(f"retain_seconds must not be negative, got {retain_seconds}")
+        if retain_bytes is not None and retain_bytes < 0:
+            raise ValueError(f"retain_bytes must not be negative, got {retain_bytes}")
         self.path = str(path)
         self.durable = durable
         self.retain_events = retain_events
         self.retain_seconds = retain_seconds
+        self.retain_bytes = retain_bytes
+        self._objects = self._object_bytes = 0
+        self._history_events = self._history_bytes = 0
+        self._compactions = self._compacted_events = self._compacted_bytes = 0
         self._clock = clock
         self._lock = threading.RLock()
         self._fanout = Fanout()
         self._conn: sqlite3.Connection | None = None
+        if self.path not in ("", ":memory:"):
+            _create_private(self.path)
         try:
             conn = sqlite3.connect(self.path, isolation_level=None,
                                    check_same_thread=False, timeout=0.5)
@@ -174,6 +234,12 @@ class SQLiteStore:
             compacted = int(meta["compacted"])
             newest = conn.execute(
                 "SELECT rev, ts FROM log ORDER BY rev DESC LIMIT 1").fetchone()
+            # length() of a BLOB reads the record header, not the value
+            self._objects, self._object_bytes = conn.execute(
+                f"SELECT count(*), coalesce(sum(length(log.value)), 0) FROM {_CURRENT}").fetchone()
+            self._history_events, self._history_bytes = conn.execute(
+                "SELECT count(*), coalesce(sum(length(value)), 0) FROM log WHERE rev > ?",
+                (compacted,)).fetchone()
             conn.execute("COMMIT")
         except BaseException:
             if conn.in_transaction:
@@ -263,7 +329,7 @@ class SQLiteStore:
                 "SELECT l.rev, l.type, l.key, l.value, p.value FROM log AS l"
                 " LEFT JOIN log AS p ON p.rev = l.prev_rev"
                 f" WHERE l.rev > ? AND {where} ORDER BY l.rev", [revision, *params]).fetchall()
-        return [Event(_TYPES[t], k, rev, _loads(v), None if p is None else _loads(p))
+        return [Event(_TYPES[t], k, rev, _loads(v), None if p is None else _loads(p), len(v))
                 for rev, t, k, v, p in rows]
 
     # -- writes ------------------------------------------------------------------------
@@ -274,7 +340,8 @@ class SQLiteStore:
             conn = self._c()
             rev = self._rev + 1
             new = stamp(obj, rev)
-            blob = _dumps(new)
+            wrapped, size = encode_storable(key, new)
+            blob = memoryview(wrapped)[EMBED_HEADROOM:EMBED_HEADROOM + size]
             try:
                 with self._transaction(conn) as now:
                     conn.execute("INSERT INTO kv(key, rev) VALUES (?, ?)", (key, rev))
@@ -285,7 +352,10 @@ class SQLiteStore:
                     raise KeyExists(f"key {key!r} already exists") from None
                 raise StorageError(f"SQLite store write failed: {e}") from e
             self._rev = rev
-            self._fanout.publish(Event("ADDED", key, rev, new, None))
+            self._objects += 1
+            self._object_bytes += size
+            self._logged(size)
+            self._fanout.publish(Event("ADDED", key, rev, new, None, size))
             return new
 
     def update(self, key: str, obj: JSON, expected_revision: int | None = None) -> JSON:
@@ -298,13 +368,16 @@ class SQLiteStore:
             prev_rev, prev_blob = self._current_for_write(conn, key, expected_revision)
             rev = self._rev + 1
             new = stamp(obj, rev)
-            blob = _dumps(new)
+            wrapped, size = encode_storable(key, new)
+            blob = memoryview(wrapped)[EMBED_HEADROOM:EMBED_HEADROOM + size]
             with self._transaction(conn) as now:
                 conn.execute("UPDATE kv SET rev = ? WHERE key = ?", (rev, key))
                 conn.execute("INSERT INTO log(rev, ts, type, key, value, prev_rev)"
                              " VALUES (?, ?, 1, ?, ?, ?)", (rev, now, key, blob, prev_rev))
             self._rev = rev
-            self._fanout.publish(Event("MODIFIED", key, rev, new, _loads(prev_blob)))
+            self._object_bytes += size - len(prev_blob)
+            self._logged(size)
+            self._fanout.publish(Event("MODIFIED", key, rev, new, _loads(prev_blob), size))
             return new
 
     def delete(self, key: str, expected_revision: int | None = None) -> JSON:
@@ -318,13 +391,17 @@ class SQLiteStore:
             prev: JSON = _loads(prev_blob)
             rev = self._rev + 1
             last = stamp(prev, rev)
+            blob = _dumps(last)
             with self._transaction(conn) as now:
                 conn.execute("DELETE FROM kv WHERE key = ?", (key,))
                 conn.execute("INSERT INTO log(rev, ts, type, key, value, prev_rev)"
                              " VALUES (?, ?, 2, ?, ?, ?)",
-                             (rev, now, key, _dumps(last), prev_rev))
+                             (rev, now, key, blob, prev_rev))
             self._rev = rev
-            self._fanout.publish(Event("DELETED", key, rev, last, prev))
+            self._objects -= 1
+            self._object_bytes -= len(prev_blob)
+            self._logged(len(blob))
+            self._fanout.publish(Event("DELETED", key, rev, last, prev, len(blob)))
             return last
 
     def subscribe(self, fn: Subscriber) -> Callable[[], None]:
@@ -350,7 +427,11 @@ class SQLiteStore:
                     f"cannot compact to revision {revision}: current revision is {self._rev}")
             if revision <= self._compacted:
                 return
+            old = self._compacted
             with self._transaction(conn, timed=False):
+                events, nbytes = conn.execute(
+                    "SELECT count(*), coalesce(sum(length(value)), 0) FROM log"
+                    " WHERE rev > ? AND rev <= ?", (old, revision)).fetchone()
                 conn.execute(
                     "DELETE FROM log WHERE rev <= ?1"
                     " AND rev NOT IN (SELECT rev FROM kv WHERE rev <= ?1)"
@@ -359,6 +440,12 @@ class SQLiteStore:
                 conn.execute("UPDATE kubewerk_meta SET value = ? WHERE name = 'compacted'",
                              (revision,))
             self._compacted = revision
+            self._history_events -= events
+            self._history_bytes -= nbytes
+            if events:
+                self._compactions += 1
+                self._compacted_events += events
+                self._compacted_bytes += nbytes
 
     def compact_by_policy(self) -> int:
         """Compact to keep at most ``retain_events`` events, none older than
@@ -383,6 +470,16 @@ class SQLiteStore:
             self.compact(target)
             return self._compacted
 
+    def stats(self) -> StoreStats:
+        """Current sizes and compaction counters (counted at open, kept up by every write)."""
+        with self._lock:
+            return StoreStats(
+                revision=self._rev, compacted_revision=self._compacted,
+                objects=self._objects, object_bytes=self._object_bytes,
+                history_events=self._history_events, history_bytes=self._history_bytes,
+                compactions=self._compactions, compacted_events=self._compacted_events,
+                compacted_bytes=self._compacted_bytes)
+
     def close(self) -> None:
         """Close the file (checkpointing the WAL); later calls raise ``StoreClosed``.
 
@@ -400,6 +497,33 @@ class SQLiteStore:
         if conn is None:
             raise StoreClosed()
         return conn
+
+    def _logged(self, size: int) -> None:
+        """Count a committed event of ``size`` bytes; compact if over ``retain_bytes``.
+
+        The write is committed already: a failing compaction is logged, not raised (the
+        next commit or the periodic compaction tries again).
+        """
+        self._history_events += 1
+        self._history_bytes += size
+        limit = self.retain_bytes
+        if limit is None or self._history_bytes <= limit:
+            return
+        excess = self._history_bytes - (limit - limit // 16)
+        conn = self._c()
+        target, dropped = self._compacted, 0
+        rows = conn.execute("SELECT rev, length(value) FROM log WHERE rev > ? ORDER BY rev",
+                            (self._compacted,))
+        for rev, n in rows:
+            target, dropped = rev, dropped + n
+            if dropped >= excess:
+                break
+        rows.close()
+        try:
+            self.compact(target)
+        except StorageError:
+            log.exception("compaction of SQLite store %s to revision %d failed",
+                          self.path, target)
 
     def _current_for_write(self, conn: sqlite3.Connection, key: str,
                            expected_revision: int | None) -> tuple[int, bytes]:
