@@ -310,3 +310,34 @@ def test_bad_kind_keywords_fail_at_class_creation() -> None:
     with pytest.raises(ModelDefinitionError, match="needs group"):
         class NoGroup(Resource[LockSpec, None], version="v1"):
             pass
+
+
+def test_attribute_docstrings_are_read_from_the_class_source() -> None:
+    from kubewerk.model._docstrings import attribute_docstrings
+
+    class Documented(Resource[None, None],
+                     group="res.test.kubewerk.dev", kind="Documented"):
+        """The class docstring is not a field's."""
+
+        plain: int | None = None
+        """  Indented
+            and on two lines.
+        """
+        undocumented: int | None = None
+        _assigned = 1
+        """Follows a plain assignment: not a field docstring."""
+        if True:
+            inner: int | None = None
+            """Inside a block of the class body."""
+
+        class Nested:
+            hidden: int
+            """In a nested class: not ours."""
+
+    assert attribute_docstrings(Documented) == {
+        "plain": "Indented\nand on two lines.",
+        "inner": "Inside a block of the class body.",
+    }
+    schema = crd_for(Documented)["spec"]["versions"][0]["schema"]["openAPIV3Schema"]
+    assert schema["properties"]["plain"]["description"] == "Indented\nand on two lines."
+    assert "description" not in schema["properties"]["undocumented"]

@@ -20,7 +20,7 @@ customary place to keep fields an older version cannot hold, so that
 
 from __future__ import annotations
 
-import sys
+import inspect
 import threading
 import typing
 from collections.abc import Callable
@@ -50,7 +50,10 @@ def converter(func: Callable[[Any], R]) -> Callable[[Any], R]:
         hints = typing.get_type_hints(func)
     except NameError:
         # classes defined in a function body: resolve the names where @converter is used
-        caller = sys._getframe(1)
+        frame = inspect.currentframe()
+        caller = frame.f_back if frame is not None else None
+        if caller is None:  # an interpreter without frame introspection
+            raise
         hints = typing.get_type_hints(func, localns=dict(caller.f_locals))
     params = [p for p in hints if p != "return"]
     if len(params) != 1 or "return" not in hints:

@@ -25,6 +25,7 @@ from typing import TYPE_CHECKING, Any, ClassVar, Generic, Literal, TypeVar
 from pydantic import BaseModel, ConfigDict, Field
 
 from kubewerk.core.errors import FieldError
+from kubewerk.model._docstrings import attribute_docstrings
 from kubewerk.model._naming import guess_plural
 from kubewerk.model.base import KubeModel
 from kubewerk.model.errors import ModelDefinitionError
@@ -156,14 +157,8 @@ def _attribute_docs(cls: type[BaseModel]) -> bool:
     own = inspect.get_annotations(cls)
     if not own:
         return False
-    try:
-        from pydantic._internal._docs_extraction import extract_docstrings_from_cls
-
-        docs = extract_docstrings_from_cls(cls, use_inspect=True)
-    except Exception:  # source not available (REPL, zipapp): no descriptions
-        return False
     changed = False
-    for name, text in docs.items():
+    for name, text in attribute_docstrings(cls).items():
         info = cls.__pydantic_fields__.get(name)
         if name in own and info is not None and info.description is None:
             new = copy.copy(info)
@@ -196,6 +191,7 @@ class Resource(KubeModel, Generic[SpecT, StatusT]):
     # pydantic (< Python 3.13) reads attribute docstrings by parsing the source around
     # the calling frame, which breaks for ``Resource[A, B]`` written inside a multi-line
     # class statement; concrete kinds read theirs in _kube_adjust_fields instead
+    # (kubewerk.model._docstrings)
     model_config = ConfigDict(use_attribute_docstrings=False)
 
     api_version: str = Field(default="", alias="apiVersion")
