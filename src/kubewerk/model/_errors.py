@@ -51,7 +51,7 @@ def _json_type_of(value: Any) -> str:
     return type(value).__name__
 
 
-def _strip(tp: Any) -> Any:
+def _bare_type(tp: Any) -> Any:
     """Remove Annotated and the None of Optional; leave real unions."""
     while True:
         origin = typing.get_origin(tp)
@@ -77,12 +77,12 @@ def _model_field(model: type[BaseModel], key: str) -> tuple[str, Any] | None:
     return None
 
 
-def _resolve(model: type[BaseModel], loc: tuple[int | str, ...]) -> tuple[str, Any]:
+def _path_and_type(model: type[BaseModel], loc: tuple[int | str, ...]) -> tuple[str, Any]:
     """The Kubernetes path for a pydantic ``loc`` and the type found at its end."""
     path = ""
     tp: Any = model
     for step in loc:
-        tp = _strip(tp)
+        tp = _bare_type(tp)
         origin = typing.get_origin(tp)
         if isinstance(tp, type) and issubclass(tp, BaseModel) and isinstance(step, str):
             found = _model_field(tp, step)
@@ -111,7 +111,7 @@ def _resolve(model: type[BaseModel], loc: tuple[int | str, ...]) -> tuple[str, A
 
 
 def _allowed(tp: Any) -> list[Any]:
-    tp = _strip(tp)
+    tp = _bare_type(tp)
     if typing.get_origin(tp) is typing.Literal:
         return [a.value if isinstance(a, enum.Enum) else a for a in typing.get_args(tp)]
     if isinstance(tp, type) and issubclass(tp, enum.Enum):
@@ -119,8 +119,8 @@ def _allowed(tp: Any) -> list[Any]:
     return []
 
 
-def _one(model: type[BaseModel], err: ErrorDetails) -> FieldError:
-    path, tp = _resolve(model, tuple(err["loc"]))
+def _field_error(model: type[BaseModel], err: ErrorDetails) -> FieldError:
+    path, tp = _path_and_type(model, tuple(err["loc"]))
     kind = err["type"]
     ctx = err.get("ctx") or {}
     value = err.get("input")
@@ -173,7 +173,7 @@ def _one(model: type[BaseModel], err: ErrorDetails) -> FieldError:
         "bytes": "string",
     }:
         want = _TYPE_NAMES.get(base, "string")
-        if base == "int" and _strip(tp) is not int:
+        if base == "int" and _bare_type(tp) is not int:
             want = "integer"
         return FieldError.type_invalid(
             path, value, f"{where} in body must be of type {want}: {go_quote(_json_type_of(value))}"
@@ -191,8 +191,8 @@ def pydantic_field_errors(model: type[BaseModel], exc: ValidationError) -> list[
     items: list[tuple[str, ErrorDetails | list[ErrorDetails]]] = []
     unions: dict[str, list[ErrorDetails]] = {}
     for err in exc.errors(include_url=False):
-        path, tp = _resolve(model, tuple(err["loc"]))
-        if typing.get_origin(_strip(tp)) in (typing.Union, types.UnionType):
+        path, tp = _path_and_type(model, tuple(err["loc"]))
+        if typing.get_origin(_bare_type(tp)) in (typing.Union, types.UnionType):
             group = unions.get(path)
             if group is None:
                 group = unions[path] = []
@@ -208,7 +208,7 @@ def pydantic_field_errors(model: type[BaseModel], exc: ValidationError) -> list[
                 e for e in entry if not e["type"].endswith(("_type", "_parsing", "_from_float"))
             ]
             if specific:
-                field_error = _one(model, specific[0])
+                field_error = _field_error(model, specific[0])
             else:
                 value = entry[0].get("input")
                 field_error = FieldError.type_invalid(
@@ -218,7 +218,7 @@ def pydantic_field_errors(model: type[BaseModel], exc: ValidationError) -> list[
                     f"{go_quote(_json_type_of(value))}",
                 )
         else:
-            field_error = _one(model, entry)
+            field_error = _field_error(model, entry)
         text = field_error.message()
         if text not in seen:
             seen.add(text)

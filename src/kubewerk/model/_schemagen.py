@@ -36,7 +36,8 @@ _CACHE: weakref.WeakKeyDictionary[type, Fragment] = weakref.WeakKeyDictionary()
 _IN_PROGRESS: list[type] = []
 
 
-def _doc(cls: type) -> str | None:
+def _class_description(cls: type) -> str | None:
+    """The class docstring, cleaned; None when there is none."""
     raw = cls.__dict__.get("__doc__")
     if not raw or not isinstance(raw, str):
         return None
@@ -319,9 +320,9 @@ def _object_fragment(cls: type[BaseModel], *, skip: frozenset[str] = frozenset()
         props[json_field] = field_schema
         names[name] = json_field
     schema: dict[str, Any] = {"type": "object"}
-    doc = _doc(cls)
-    if doc:
-        schema["description"] = doc
+    description = _class_description(cls)
+    if description:
+        schema["description"] = description
     if props:
         schema["properties"] = props
     if required:

@@ -28,12 +28,11 @@ from typing import Any, TypeVar
 
 from kubewerk.model.crd import storage_version
 from kubewerk.model.errors import ConversionError
-from kubewerk.model.resource import Resource, resource_class, versions_of
+from kubewerk.model.resource import AnyResource, Resource, resource_class, versions_of
 
 __all__ = ["convert", "convert_dict", "converter", "converters"]
 
-R = TypeVar("R", bound=Resource[Any, Any])
-AnyResource = Resource[Any, Any]
+R = TypeVar("R", bound=AnyResource)
 Converter = Callable[[Any], Any]
 
 _lock = threading.Lock()
@@ -62,11 +61,13 @@ def converter(func: Callable[[Any], R]) -> Callable[[Any], R]:
     for tp in (src, dst):
         if not (isinstance(tp, type) and issubclass(tp, Resource) and tp.__kube__ is not None):
             raise TypeError(f"{func.__name__}: {tp!r} is not a concrete resource class")
-    s, d = src.kind_info(), dst.kind_info()
-    if (s.group, s.kind) != (d.group, d.kind):
-        raise TypeError(f"{func.__name__}: converts {s.kind}.{s.group} to {d.kind}.{d.group}")
-    if s.version == d.version:
-        raise TypeError(f"{func.__name__}: source and target are both {s.version}")
+    source, target = src.kind_info(), dst.kind_info()
+    if (source.group, source.kind) != (target.group, target.kind):
+        raise TypeError(
+            f"{func.__name__}: converts {source.kind}.{source.group} to {target.kind}.{target.group}"
+        )
+    if source.version == target.version:
+        raise TypeError(f"{func.__name__}: source and target are both {source.version}")
     with _lock:
         _CONVERTERS[(src, dst)] = func
     return func

@@ -18,28 +18,25 @@ import yaml
 from kubewerk.model._naming import version_priority_key
 from kubewerk.model._schemagen import resource_schema
 from kubewerk.model.errors import ModelDefinitionError
-from kubewerk.model.resource import KindInfo, Resource, provide_schema_compiler, versions_of
+from kubewerk.model.resource import AnyResource, KindInfo, provide_schema_compiler, versions_of
 from kubewerk.schema import CompiledSchema, compile_crd_version
 
 __all__ = ["crd_for", "crd_yaml", "crds_for", "dump_yaml", "schema_for", "storage_version"]
 
-AnyResource = type[Resource[Any, Any]]
-
-
-def schema_for(model: AnyResource) -> dict[str, Any]:
+def schema_for(model: type[AnyResource]) -> dict[str, Any]:
     """The ``openAPIV3Schema`` of one resource class (a fresh, unshared dict)."""
     return resource_schema(model).schema
 
 
-def _version_entry(model: AnyResource, info: KindInfo, storage: bool) -> dict[str, Any]:
-    frag = resource_schema(model)
+def _version_entry(model: type[AnyResource], info: KindInfo, storage: bool) -> dict[str, Any]:
+    fragment = resource_schema(model)
     entry: dict[str, Any] = {
         "name": info.version,
         "served": info.served,
         "storage": storage,
-        "schema": {"openAPIV3Schema": frag.schema},
+        "schema": {"openAPIV3Schema": fragment.schema},
     }
-    columns: list[dict[str, Any]] = [c.to_schema(path, t) for path, c, t in frag.columns]
+    columns: list[dict[str, Any]] = [c.to_schema(path, t) for path, c, t in fragment.columns]
     for col in info.printer_columns:
         assert col.json_path is not None
         columns.append(col.to_schema(col.json_path, col.type or "string"))
@@ -53,7 +50,7 @@ def _version_entry(model: AnyResource, info: KindInfo, storage: bool) -> dict[st
         entry["deprecated"] = True
         if info.deprecation_warning:
             entry["deprecationWarning"] = info.deprecation_warning
-    selectable = [path for path, _t in frag.selectable]
+    selectable = [path for path, _t in fragment.selectable]
     selectable.extend(info.selectable_fields)
     if selectable:
         if len(selectable) > 8:
@@ -71,7 +68,7 @@ def _version_entry(model: AnyResource, info: KindInfo, storage: bool) -> dict[st
     return entry
 
 
-def storage_version(models: Iterable[AnyResource]) -> AnyResource:
+def storage_version(models: Iterable[type[AnyResource]]) -> type[AnyResource]:
     """The class marked ``storage=True`` (or the only one); the hub for conversions."""
     models = list(models)
     marked = [m for m in models if m.kind_info().storage]
@@ -86,7 +83,7 @@ def storage_version(models: Iterable[AnyResource]) -> AnyResource:
     return marked[0]
 
 
-def _collect(models: tuple[AnyResource, ...]) -> list[AnyResource]:
+def _collect(models: tuple[type[AnyResource], ...]) -> list[type[AnyResource]]:
     if not models:
         raise ValueError("crd_for needs at least one resource class")
     first = models[0].kind_info()
@@ -96,7 +93,7 @@ def _collect(models: tuple[AnyResource, ...]) -> list[AnyResource]:
         chosen = list(registered.values())
     else:
         chosen = list(models)
-    seen: dict[str, AnyResource] = {}
+    seen: dict[str, type[AnyResource]] = {}
     for model in chosen:
         info = model.kind_info()
         if (info.group, info.kind) != (first.group, first.kind):
@@ -112,7 +109,7 @@ def _collect(models: tuple[AnyResource, ...]) -> list[AnyResource]:
     return sorted(seen.values(), key=lambda m: version_priority_key(m.kind_info().version))
 
 
-def crd_for(*models: AnyResource) -> dict[str, Any]:
+def crd_for(*models: type[AnyResource]) -> dict[str, Any]:
     """The CustomResourceDefinition for one kind.
 
     With one class, every registered version of its kind is included (the class
@@ -158,9 +155,9 @@ def crd_for(*models: AnyResource) -> dict[str, Any]:
     return result
 
 
-def crds_for(models: Iterable[AnyResource]) -> list[dict[str, Any]]:
+def crds_for(models: Iterable[type[AnyResource]]) -> list[dict[str, Any]]:
     """One CRD per kind among ``models`` (grouping their versions), sorted by CRD name."""
-    by_kind: dict[tuple[str, str], list[AnyResource]] = {}
+    by_kind: dict[tuple[str, str], list[type[AnyResource]]] = {}
     for model in models:
         info = model.kind_info()
         bucket = by_kind.setdefault((info.group, info.kind), [])
@@ -199,7 +196,7 @@ def dump_yaml(obj: Any) -> str:
     )
 
 
-def crd_yaml(*models: AnyResource) -> str:
+def crd_yaml(*models: type[AnyResource]) -> str:
     """:func:`crd_for` as stable YAML text."""
     return dump_yaml(crd_for(*models))
 
@@ -207,7 +204,7 @@ def crd_yaml(*models: AnyResource) -> str:
 _COMPILED: weakref.WeakKeyDictionary[type, CompiledSchema] = weakref.WeakKeyDictionary()
 
 
-def _compiled_schema(model: AnyResource) -> CompiledSchema:
+def _compiled_schema(model: type[AnyResource]) -> CompiledSchema:
     """The class's version of :func:`crd_for` compiled by kubewerk.schema, cached per class;
     what :meth:`Resource.compiled_schema` answers."""
     compiled = _COMPILED.get(model)

@@ -36,8 +36,10 @@ if TYPE_CHECKING:
     from kubewerk.schema import CompiledSchema
 
 __all__ = [
+    "AnyResource",
     "KindInfo",
     "Resource",
+    "ResourceScope",
     "SchemaCompiler",
     "SpecT",
     "StatusT",
@@ -50,7 +52,8 @@ __all__ = [
 SpecT = TypeVar("SpecT")
 StatusT = TypeVar("StatusT")
 
-Scope = Literal["Namespaced", "Cluster"]
+ResourceScope = Literal["Namespaced", "Cluster"]
+"""``spec.scope`` of a CRD (Kubernetes' ``ResourceScope``)."""
 
 _DNS1123_SUBDOMAIN = re.compile(r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$")
 _DNS1035_LABEL = re.compile(r"^[a-z]([-a-z0-9]*[a-z0-9])?$")
@@ -67,7 +70,7 @@ class KindInfo:
     plural: str
     singular: str
     list_kind: str
-    scope: Scope
+    scope: ResourceScope
     short_names: tuple[str, ...] = ()
     categories: tuple[str, ...] = ()
     served: bool = True
@@ -140,7 +143,7 @@ def _strip_version_suffix(name: str, version: str) -> str:
     return name
 
 
-def _none_type(tp: Any) -> bool:
+def _is_none_type(tp: Any) -> bool:
     return tp is None or tp is type(None)
 
 
@@ -216,7 +219,7 @@ class Resource(KubeModel, Generic[SpecT, StatusT]):
         plural: str | None = None,
         singular: str | None = None,
         list_kind: str | None = None,
-        scope: Scope | None = None,
+        scope: ResourceScope | None = None,
         short_names: Sequence[str] | None = None,
         categories: Sequence[str] | None = None,
         served: bool | None = None,
@@ -270,7 +273,7 @@ class Resource(KubeModel, Generic[SpecT, StatusT]):
             changed = _attribute_docs(cls) or changed
         spec = fields.get("spec")
         if spec is not None and spec.is_required():
-            if _none_type(spec.annotation):
+            if _is_none_type(spec.annotation):
                 new = copy.copy(spec)
                 new.default = None
                 new.exclude_if = lambda v: v is None
@@ -354,7 +357,7 @@ class Resource(KubeModel, Generic[SpecT, StatusT]):
             raise ModelDefinitionError(f"{where}: scope must be 'Namespaced' or 'Cluster', not {scope!r}")
         status_ann = cls.__pydantic_fields__["status"].annotation
         has_status = not all(
-            _none_type(a) for a in (typing.get_args(status_ann) or (status_ann,))
+            _is_none_type(a) for a in (typing.get_args(status_ann) or (status_ann,))
         )
         status_sub = base.get("status_subresource")
         if status_sub is None:
@@ -450,3 +453,7 @@ class Resource(KubeModel, Generic[SpecT, StatusT]):
     def namespace(self) -> str | None:
         """``metadata.namespace``."""
         return self.metadata.namespace
+
+
+AnyResource = Resource[Any, Any]
+"""A resource of any kind; ``type[AnyResource]`` is any resource class."""
