@@ -12,7 +12,7 @@ import asyncio
 import contextlib
 import logging
 import time
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Iterable
 from typing import Any
 from urllib.parse import parse_qsl, unquote
 
@@ -23,6 +23,7 @@ from kubewerk.apiserver import decode, discovery, openapi, protobuf, table
 from kubewerk.apiserver.admission import Admission
 from kubewerk.apiserver.builtins import INITIAL_NAMESPACES, install_builtins
 from kubewerk.apiserver.controllers import Controllers
+from kubewerk.apiserver.hosts import HostPolicy
 from kubewerk.apiserver.readcache import ReadCache
 from kubewerk.apiserver.registry import Registry, ResourceType
 from kubewerk.apiserver.responses import json_headers, wants_table
@@ -76,8 +77,11 @@ class ApiServer:
         bookmark_interval: float = 60.0,
         compaction_interval: float = 60.0,
         log_requests: bool = False,
+        allowed_hosts: Iterable[str] | None = (),
     ) -> None:
         self.store = store
+        # None: every Host is answered (for callers with authentication in front)
+        self.hosts = HostPolicy(allowed_hosts) if allowed_hosts is not None else None
         self.registry = Registry()
         install_builtins(self.registry)
         if admission is None:
@@ -157,6 +161,13 @@ class ApiServer:
             return
         if not self.started:
             await self.start()
+        hosts = self.hosts
+        if hosts is not None and not hosts.allow_all:
+            host = next((value for name, value in scope["headers"] if name == b"host"), None)
+            if not hosts.allows(host):
+                assert host is not None
+                await self._send_json(send, 403, ApiError(403, "Forbidden", hosts.refusal(host), {}).to_status())
+                return
         if not self.log_requests:
             if scope["method"] == "GET" and not scope.get("query_string"):
                 hit = self.reads.lookup(scope)

@@ -1,0 +1,102 @@
+"""Which ``Host`` headers the embedded server answers while it has no authentication.
+
+A web page cannot make a browser send a request to ``127.0.0.1`` with a foreign ``Host``,
+but it can point a name it controls at ``127.0.0.1`` (DNS rebinding) and then read and
+write through it: the browser sends ``Host: attacker.example``. Refusing every ``Host``
+that is not a loopback name or address (or one the user allowed) closes that door.
+
+Loopback is ``localhost`` and ``*.localhost`` (browsers resolve those to loopback
+themselves, RFC 6761), any address in 127.0.0.0/8, and ``[::1]``; each with or without a
+port, case-insensitive, with or without a trailing dot. A request without a ``Host``
+header (HTTP/1.0; no browser sends one) is answered.
+"""
+
+from __future__ import annotations
+
+import ipaddress
+from collections.abc import Iterable
+
+# decisions are cached per header value; the cache is bounded so that a stream of
+# distinct hostile values cannot grow it
+_CACHE_LIMIT = 256
+
+
+class HostPolicy:
+    """Decides whether a ``Host`` header value may be answered.
+
+    ``extra`` are further host names or addresses (without port) to allow; ``"*"`` among
+    them allows every host (the user's explicit choice, e.g. behind their own proxy).
+    """
+
+    def __init__(self, extra: Iterable[str] = ()) -> None:
+        names = {_normalise(name) for name in extra if name.strip()}
+        self.allow_all = "*" in names
+        self.extra = frozenset(names - {"*"})
+        self._decided: dict[bytes, bool] = {}
+
+    def allows(self, host: bytes | None) -> bool:
+        """Whether a request with this ``Host`` value (raw header bytes, or None) is answered."""
+        if host is None or self.allow_all:
+            return True
+        decided = self._decided.get(host)
+        if decided is None:
+            decided = self._decide(host)
+            if len(self._decided) >= _CACHE_LIMIT:
+                self._decided.clear()
+            self._decided[host] = decided
+        return decided
+
+    def _decide(self, raw: bytes) -> bool:
+        try:
+            text = raw.decode("ascii")
+        except UnicodeDecodeError:
+            return False
+        name = _host_part(text)
+        if name is None:
+            return False
+        name = _normalise(name)
+        if name in self.extra or name == "localhost" or name.endswith(".localhost"):
+            return True
+        try:
+            address = ipaddress.ip_address(name.strip("[]"))
+        except ValueError:
+            return False
+        return address.is_loopback or str(address) in self.extra
+
+    def refusal(self, host: bytes) -> str:
+        """The message a refused request gets."""
+        shown = host.decode("latin-1")[:256]
+        return (f'the Host "{shown}" is not allowed: without authentication the embedded API server '
+                "answers only loopback names and addresses (localhost, 127.0.0.1, [::1]); "
+                "allow more with `kubewerk up --allow-host NAME`")
+
+
+def _host_part(text: str) -> str | None:
+    """The host of a ``Host`` value (``name``, ``name:port``, ``[v6]``, ``[v6]:port``)."""
+    text = text.strip()
+    if not text:
+        return None
+    if text.startswith("["):
+        end = text.find("]")
+        if end < 0:
+            return None
+        rest = text[end + 1:]
+        if rest and not (rest.startswith(":") and rest[1:].isdigit()):
+            return None
+        return text[: end + 1]
+    name, sep, port = text.rpartition(":")
+    if sep:
+        if not port.isdigit() or ":" in name:
+            return None
+        return name
+    return text
+
+
+def _normalise(name: str) -> str:
+    name = name.strip().lower().rstrip(".")
+    if name.startswith("[") and name.endswith("]"):
+        name = name[1:-1]
+    try:
+        return str(ipaddress.ip_address(name))
+    except ValueError:
+        return name
