@@ -51,7 +51,6 @@ _TEST_OPTIONS = re2.Options()
 _TEST_OPTIONS.log_errors = False
 _TEST_OPTIONS.max_mem = 8 << 20
 _TEST_OPTIONS.never_capture = True
-_UNANCHORED = re2._Anchor.UNANCHORED
 
 
 def go_regexp_tester(pattern: str) -> Callable[[str], bool]:
@@ -59,8 +58,8 @@ def go_regexp_tester(pattern: str) -> Callable[[str], bool]:
     tester = _TEST_CACHE.get(pattern)
     if tester is None:
         compile_go_regexp(pattern)  # raises re2.error with the usual text if invalid
-        raw = re2.compile(pattern, _TEST_OPTIONS)._regexp
-        match = raw.Match
+        # bytes in, so text that is not valid UTF-8 (a lone surrogate) is still matched
+        search = re2.compile(pattern, _TEST_OPTIONS).search
         # recent short answers: values such as "100Mi" or "TCP" repeat across objects
         seen: dict[str, bool] = {}
 
@@ -71,7 +70,7 @@ def go_regexp_tester(pattern: str) -> Callable[[str], bool]:
                 if hit is not None:
                     return hit
             data = text.encode("utf-8", "surrogatepass")
-            result = bool(match(_UNANCHORED, data, 0, len(data))[0][0] >= 0)
+            result = search(data) is not None
             if exact and len(text) <= 64:
                 if len(seen) >= 512:
                     seen.clear()
