@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 import re
 import signal
+import socket
 import subprocess
 import sys
 import time
@@ -95,6 +96,68 @@ def test_up_reports_a_busy_port(tmp_path: Path) -> None:
         assert second.returncode == 1
         assert f"cannot listen on 127.0.0.1:{port}" in second.stderr
         assert "Traceback" not in second.stderr
+    finally:
+        proc.send_signal(signal.SIGTERM)
+        proc.communicate(timeout=10)
+
+
+def test_up_refuses_a_non_loopback_host_with_exit_code_2(tmp_path: Path) -> None:
+    kubeconfig = tmp_path / "kc"
+    proc = subprocess.run([sys.executable, "-m", "kubewerk.cli", "up", "--host", "0.0.0.0", "--port", "0",
+                           "--kubeconfig", str(kubeconfig)], capture_output=True, text=True, timeout=30)
+    assert proc.returncode == 2
+    assert proc.stderr.startswith("kubewerk: error: --host 0.0.0.0: 0.0.0.0 is not a loopback address")
+    assert "no authentication" in proc.stderr
+    assert "--insecure-bind-non-loopback" in proc.stderr
+    assert "Traceback" not in proc.stderr
+    assert not kubeconfig.exists()
+
+
+def test_up_on_0000_with_the_flag_warns_and_points_the_kubeconfig_at_127001(tmp_path: Path) -> None:
+    kubeconfig = tmp_path / "new" / "kc"
+    proc, url, banner = start("--host", "0.0.0.0", "--insecure-bind-non-loopback", "--port", "0",
+                              "--kubeconfig", str(kubeconfig))
+    try:
+        assert url.startswith("http://127.0.0.1:")
+        assert "(bound to 0.0.0.0)" in banner
+        config = yaml.safe_load(kubeconfig.read_text())
+        assert config["clusters"][0]["cluster"]["server"] == url
+        assert oct(kubeconfig.stat().st_mode & 0o777) == "0o600"
+        assert oct(kubeconfig.parent.stat().st_mode & 0o777) == "0o700"
+        assert isinstance(get(url + "/version"), dict)
+    finally:
+        proc.send_signal(signal.SIGTERM)
+        _, err = proc.communicate(timeout=10)
+    assert proc.returncode == 0
+    port = url.rsplit(":", 1)[1]
+    assert f"listens on 0.0.0.0:{port}, which is not loopback, and has NO authentication" in err
+
+
+def test_up_rejects_bad_limit_flags_with_exit_code_2(tmp_path: Path) -> None:
+    # the argument types are shared by the flags; each kind of value once
+    for flag, value in [("--max-header-bytes", "0"), ("--read-header-timeout", "nan")]:
+        proc = subprocess.run([sys.executable, "-m", "kubewerk.cli", "up", flag, value,
+                               "--kubeconfig", str(tmp_path / "kc")], capture_output=True, text=True, timeout=30)
+        assert proc.returncode == 2, (flag, proc.stderr)
+        assert f"argument {flag}: expected a positive" in proc.stderr
+        assert "Traceback" not in proc.stderr
+
+
+def test_up_applies_the_header_limit_and_timeout_flags(tmp_path: Path) -> None:
+    proc, url, _ = start("--port", "0", "--kubeconfig", str(tmp_path / "kc"), "--max-header-bytes", "1024",
+                         "--read-header-timeout", "0.5")
+    try:
+        port = int(url.rsplit(":", 1)[1])
+        with socket.create_connection(("127.0.0.1", port), timeout=5) as sock:
+            sock.sendall(b"GET /version HTTP/1.1\r\nHost: 127.0.0.1\r\nX-Big: " + b"a" * 6000 + b"\r\n\r\n")
+            answer = b""
+            while chunk := sock.recv(65536):
+                answer += chunk
+        assert answer.startswith(b"HTTP/1.1 431 Request Header Fields Too Large\r\n")
+        with socket.create_connection(("127.0.0.1", port), timeout=5) as idle:
+            started = time.monotonic()
+            assert idle.recv(100) == b""
+            assert time.monotonic() - started < 3
     finally:
         proc.send_signal(signal.SIGTERM)
         proc.communicate(timeout=10)

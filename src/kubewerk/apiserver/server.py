@@ -3,23 +3,46 @@
 
 The server binds before it reports ready, so ``url`` is usable as soon as ``start``
 returns; ``write_kubeconfig`` gives a kubeconfig with a ``kubewerk`` context that kubectl,
-the official clients and kopf use unchanged.
+the official clients and kopf use unchanged, readable by its owner only.
+
+The server has no authentication: it binds to loopback unless
+``insecure_bind_non_loopback=True`` (and then warns on every start), and its connections
+have kube-apiserver's HTTP bounds (header size, header-read, idle and body timeouts; see
+``kubewerk.apiserver.httpproto``).
 """
 
 from __future__ import annotations
 
 import asyncio
 import contextlib
+import dataclasses
+import logging
+import os
 import socket
 import threading
+from collections.abc import Iterable
 from pathlib import Path
 from types import TracebackType
 from typing import Any
 
 import yaml
 
+from kubewerk.apiserver import listen
 from kubewerk.apiserver.app import ApiServer
+from kubewerk.apiserver.httpproto import (
+    DEFAULT_IDLE_TIMEOUT,
+    DEFAULT_MAX_HEADER_BYTES,
+    DEFAULT_READ_HEADER_TIMEOUT,
+    DEFAULT_REQUEST_BODY_TIMEOUT,
+    HttpLimits,
+    protocol_class,
+)
 from kubewerk.apiserver.storage import Store, open_store
+
+log = logging.getLogger("kubewerk.apiserver.server")
+
+# descriptors kept back from the connection cap for the server's own files and for accept
+_RESERVED_DESCRIPTORS = 128
 
 try:  # uvloop is optional (not on Windows)
     import uvloop  # noqa: F401
@@ -43,11 +66,47 @@ def kubeconfig_text(url: str, context: str = "kubewerk", namespace: str = "defau
     return yaml.safe_dump(config, sort_keys=False)
 
 
+def write_private_file(path: str | Path, text: str) -> Path:
+    """Write ``text`` to ``path`` so that no one but its owner can ever read it.
+
+    Missing directories are created 0700; the content goes to a new file created 0600 (never
+    through the umask's wider default) next to the target, which then replaces the target in
+    one step, so readers see the old file or the whole new one. A symlink is followed and its
+    target replaced. Returns ``path`` with ``~`` expanded.
+    """
+    target = Path(path).expanduser()
+    real = target.resolve()
+    missing = [d for d in (real.parent, *real.parent.parents) if not d.exists()]
+    for directory in reversed(missing):
+        with contextlib.suppress(FileExistsError):
+            directory.mkdir(mode=0o700)
+    tmp = real.with_name(f".{real.name}.{os.getpid()}.{threading.get_ident()}.tmp")
+    fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL | getattr(os, "O_NOFOLLOW", 0), 0o600)
+    try:
+        with os.fdopen(fd, "w", encoding="utf-8") as out:
+            os.fchmod(out.fileno(), 0o600)  # an odd umask (0o400...) must not leave it unwritable
+            out.write(text)
+        os.replace(tmp, real)
+    except BaseException:
+        with contextlib.suppress(OSError):
+            os.unlink(tmp)
+        raise
+    return target
+
+
 class EmbeddedServer:
     """The embedded control plane on a real HTTP socket.
 
     ``store`` is a ``Store`` or a spec for ``open_store`` (``"memory"``,
     ``"sqlite:PATH"``). ``port=0`` picks a free port.
+
+    ``host`` must be a loopback address or name unless ``insecure_bind_non_loopback`` is
+    true (the server has no authentication); otherwise ``ValueError`` says why, before
+    anything is opened. ``allowed_hosts`` names the extra ``Host`` header values the API
+    answers besides loopback ones (the bound address is added when it is a specific
+    non-loopback one). Connection bounds: ``max_header_bytes`` (431 beyond it plus Go's
+    4 KiB slop), ``read_header_timeout``, ``idle_timeout``, ``request_body_timeout``
+    (seconds) and ``max_connections`` (``None``: the descriptor limit less a reserve).
     """
 
     def __init__(
@@ -58,13 +117,29 @@ class EmbeddedServer:
         port: int = 0,
         log_requests: bool = False,
         bookmark_interval: float = 60.0,
+        max_header_bytes: int = DEFAULT_MAX_HEADER_BYTES,
+        read_header_timeout: float = DEFAULT_READ_HEADER_TIMEOUT,
+        idle_timeout: float = DEFAULT_IDLE_TIMEOUT,
+        request_body_timeout: float = DEFAULT_REQUEST_BODY_TIMEOUT,
+        max_connections: int | None = None,
+        insecure_bind_non_loopback: bool = False,
+        allowed_hosts: Iterable[str] = (),
         **store_policy: Any,
     ) -> None:
+        # everything that can refuse the arguments runs before the store is opened
+        self.bind = listen.resolve(host)
+        listen.check_bind(self.bind, allowed=insecure_bind_non_loopback,
+                          opt_in="insecure_bind_non_loopback=True")
+        self.limits = HttpLimits(max_header_bytes=max_header_bytes, read_header_timeout=read_header_timeout,
+                                 idle_timeout=idle_timeout, request_body_timeout=request_body_timeout,
+                                 max_connections=max_connections)
+        self.allowed_hosts = _allowed_hosts(self.bind, allowed_hosts)
         self.store = open_store(store, **store_policy) if isinstance(store, str) else store
         self._owns_store = isinstance(store, str)
         self.app = ApiServer(self.store, log_requests=log_requests, bookmark_interval=bookmark_interval)
         self.host = host
         self.port = port
+        self.effective_limits = self.limits  # with the connection cap filled in once started
         self._server: Any = None
         self._serve_task: asyncio.Task[None] | None = None
         self._sock: socket.socket | None = None
@@ -73,28 +148,37 @@ class EmbeddedServer:
 
     @property
     def url(self) -> str:
-        host = f"[{self.host}]" if ":" in self.host else self.host
+        """The URL a client on this machine uses: never a wildcard (0.0.0.0 becomes 127.0.0.1, :: ::1)."""
+        host = self.bind.client_host()
+        host = f"[{host}]" if ":" in host else host
         return f"http://{host}:{self.port}"
 
     def write_kubeconfig(self, path: str | Path, context: str = "kubewerk") -> Path:
-        target = Path(path).expanduser()
-        target.parent.mkdir(parents=True, exist_ok=True)
-        target.write_text(kubeconfig_text(self.url, context))
-        target.chmod(0o600)
-        return target
+        """Write a kubeconfig for ``url`` to ``path``, created 0600 (its new directories 0700)."""
+        return write_private_file(path, kubeconfig_text(self.url, context))
 
     # -- asyncio -------------------------------------------------------------------
 
     async def start(self) -> None:
+        """Bind, serve, and return once the server accepts connections.
+
+        Lifts the soft descriptor limit to the hard one first (as Go programs do), and warns
+        (log ``kubewerk.apiserver.server``) when listening on a non-loopback address.
+        """
         import uvicorn
 
-        family = socket.AF_INET6 if ":" in self.host else socket.AF_INET
+        soft, _ = listen.raise_open_file_limit()
+        limits = self.limits
+        if limits.max_connections is None and soft > 0:
+            cap = soft - min(_RESERVED_DESCRIPTORS, soft // 2)
+            limits = dataclasses.replace(limits, max_connections=cap)
+        self.effective_limits = limits
         # proto=IPPROTO_TCP matters: asyncio sets TCP_NODELAY on accepted connections only
         # when the socket says so; without it every response waits ~40 ms (Nagle + delayed ACK)
-        sock = socket.socket(family, socket.SOCK_STREAM, socket.IPPROTO_TCP)
+        sock = socket.socket(self.bind.family, socket.SOCK_STREAM, socket.IPPROTO_TCP)
         sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
         try:
-            sock.bind((self.host, self.port))
+            sock.bind((self.bind.address, self.port))
         except OSError:
             sock.close()
             raise
@@ -102,15 +186,17 @@ class EmbeddedServer:
         sock.setblocking(False)
         self._sock = sock
         self.port = sock.getsockname()[1]
+        if not self.bind.is_loopback:
+            log.warning("%s", listen.exposure_warning(self.bind, self.port))
         config = uvicorn.Config(
             self.app,
             lifespan="on",
-            http="httptools",
+            http=protocol_class(limits),
             loop="none",
             log_config=None,
             access_log=False,
             timeout_graceful_shutdown=2,
-            timeout_keep_alive=30,
+            timeout_keep_alive=max(1, int(limits.idle_timeout)),  # the protocol uses the exact value
             backlog=2048,
             proxy_headers=False,  # no proxy in front; skip X-Forwarded-* handling per request
         )
@@ -190,6 +276,16 @@ class EmbeddedServer:
     def __exit__(self, exc_type: type[BaseException] | None, exc: BaseException | None,
                  tb: TracebackType | None) -> None:
         self.stop_thread()
+
+
+def _allowed_hosts(bind: listen.BindAddress, extra: Iterable[str]) -> tuple[str, ...]:
+    """``extra`` plus, for a specific non-loopback bind, its address and the name it was given as."""
+    if isinstance(extra, str):
+        raise TypeError("allowed_hosts must be an iterable of host names, not one string")
+    names = [str(name) for name in extra]
+    if not bind.is_loopback and not bind.is_wildcard:
+        names.extend([bind.address, bind.host])
+    return tuple(dict.fromkeys(name for name in names if name))
 
 
 def _new_loop() -> asyncio.AbstractEventLoop:

@@ -1,0 +1,288 @@
+"""HTTP/1.1 connection limits for the embedded API server, as Go's ``net/http`` applies them
+to kube-apiserver.
+
+uvicorn's httptools protocol buffers a request line and headers of any size and keeps a
+connection open forever until it has sent a first request. ``LimitedHttpToolsProtocol``
+is that protocol with the bounds kube-apiserver's Go server has:
+
+- **header size** (``MaxHeaderBytes``, kube-apiserver: 1 MiB): the request line and
+  headers may take ``max_header_bytes`` plus the 4096 bytes Go allows for its read
+  buffer; one byte more and the answer is Go's ``431 Request Header Fields Too Large``
+  (plain text, ``Connection: close``) and the connection closes. The parser is fed at
+  most up to the limit, so a connection never buffers much more than it;
+- **header-read timeout** (``ReadHeaderTimeout``, kube-apiserver: 32 s): from the moment
+  a connection opens, or the first byte of a following request arrives, the headers must
+  be complete within ``read_header_timeout`` seconds, otherwise the connection closes
+  without an answer, as Go's does (slowloris; connections that never send anything);
+- **idle timeout** (``IdleTimeout``, kube-apiserver: 90 s): a keep-alive connection with
+  no request in progress closes after ``idle_timeout`` seconds;
+- **request-body timeout**: a body announced by the headers must arrive within
+  ``request_body_timeout`` seconds (kube-apiserver's 60 s ``--request-timeout`` covers
+  it there); otherwise the answer is kube's ``504 Timeout`` Status and the connection
+  closes;
+- **connection cap** (no Go counterpart; it keeps descriptors for the server's own files
+  and for accepting): a connection over ``max_connections`` is answered ``503`` and
+  closed at once.
+
+None of these ever cuts a response in progress: a watch streams for as long as it
+likes, and the idle timer only starts when a response is complete.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import math
+from asyncio.events import TimerHandle
+from dataclasses import dataclass
+from typing import Any, ClassVar
+
+import orjson
+from uvicorn.config import Config
+from uvicorn.protocols.http.httptools_impl import HttpToolsProtocol
+from uvicorn.server import ServerState
+
+from kubewerk.core.errors import ApiError
+
+DEFAULT_MAX_HEADER_BYTES = 1 << 20  # Go's http.DefaultMaxHeaderBytes; kube-apiserver sets the same
+HEADER_SLOP = 4096  # Go reads headers through a limit of MaxHeaderBytes + 4096 ("bufio slop")
+DEFAULT_READ_HEADER_TIMEOUT = 32.0  # kube-apiserver's ReadHeaderTimeout
+DEFAULT_IDLE_TIMEOUT = 90.0  # kube-apiserver's IdleTimeout
+DEFAULT_REQUEST_BODY_TIMEOUT = 60.0  # kube-apiserver's default --request-timeout
+# after an error answer, keep reading (and dropping) the client's bytes this long before
+# closing, so the close does not become a reset that destroys the answer (Go: rstAvoidanceDelay)
+CLOSE_LINGER = 0.5
+
+_HEADERS_TOO_LARGE = (
+    b"HTTP/1.1 431 Request Header Fields Too Large\r\n"
+    b"Content-Type: text/plain; charset=utf-8\r\n"
+    b"Connection: close\r\n"
+    b"\r\n"
+    b"431 Request Header Fields Too Large"
+)
+_TOO_MANY_CONNECTIONS_TEXT = b"too many open connections"
+_TOO_MANY_CONNECTIONS = (
+    b"HTTP/1.1 503 Service Unavailable\r\n"
+    b"Content-Type: text/plain; charset=utf-8\r\n"
+    b"Content-Length: " + str(len(_TOO_MANY_CONNECTIONS_TEXT)).encode() + b"\r\n"
+    b"Connection: close\r\n"
+    b"\r\n" + _TOO_MANY_CONNECTIONS_TEXT
+)
+_TIMEOUT_STATUS = orjson.dumps(
+    ApiError.timeout("Timeout: request did not complete within the allotted timeout").to_status()
+)
+_BODY_TIMED_OUT = (
+    b"HTTP/1.1 504 Gateway Timeout\r\n"
+    b"Content-Type: application/json\r\n"
+    b"Content-Length: " + str(len(_TIMEOUT_STATUS)).encode() + b"\r\n"
+    b"Connection: close\r\n"
+    b"\r\n" + _TIMEOUT_STATUS
+)
+
+
+def _positive_seconds(name: str, value: float) -> float:
+    if isinstance(value, bool) or not isinstance(value, int | float) or not math.isfinite(value) or value <= 0:
+        raise ValueError(f"{name} must be a positive number of seconds, not {value!r}")
+    return float(value)
+
+
+@dataclass(frozen=True)
+class HttpLimits:
+    """The per-connection bounds ``LimitedHttpToolsProtocol`` enforces (see the module doc).
+
+    Construction validates every value: sizes and counts are positive integers, timeouts
+    positive finite seconds; ``max_connections=None`` means no cap.
+    """
+
+    max_header_bytes: int = DEFAULT_MAX_HEADER_BYTES
+    read_header_timeout: float = DEFAULT_READ_HEADER_TIMEOUT
+    idle_timeout: float = DEFAULT_IDLE_TIMEOUT
+    request_body_timeout: float = DEFAULT_REQUEST_BODY_TIMEOUT
+    max_connections: int | None = None
+
+    def __post_init__(self) -> None:
+        if isinstance(self.max_header_bytes, bool) or not isinstance(self.max_header_bytes, int) \
+                or self.max_header_bytes <= 0:
+            raise ValueError(f"max_header_bytes must be a positive number of bytes, not {self.max_header_bytes!r}")
+        for name in ("read_header_timeout", "idle_timeout", "request_body_timeout"):
+            object.__setattr__(self, name, _positive_seconds(name, getattr(self, name)))
+        cap = self.max_connections
+        if cap is not None and (isinstance(cap, bool) or not isinstance(cap, int) or cap <= 0):
+            raise ValueError(f"max_connections must be a positive number of connections, not {cap!r}")
+
+    @property
+    def max_head_bytes(self) -> int:
+        """The most bytes a request line and its headers may take (Go's limit with its slop)."""
+        return self.max_header_bytes + HEADER_SLOP
+
+
+class LimitedHttpToolsProtocol(HttpToolsProtocol):
+    """uvicorn's httptools protocol with the bounds of ``limits`` (see the module doc).
+
+    Use ``protocol_class(limits)`` to get a subclass bound to one server's limits; this
+    base class carries the defaults.
+    """
+
+    limits: ClassVar[HttpLimits] = HttpLimits()
+
+    def __init__(self, config: Config, server_state: ServerState, app_state: dict[str, Any],
+                 _loop: asyncio.AbstractEventLoop | None = None) -> None:
+        super().__init__(config, server_state, app_state, _loop)
+        limits = self.limits
+        self.timeout_keep_alive = limits.idle_timeout  # type: ignore[assignment]  # uvicorn types it int
+        self._head_limit = limits.max_head_bytes
+        self._head_bytes = 0  # bytes of the current request line and headers seen so far
+        self._heads_done = 0  # number of requests whose headers were complete
+        self._in_head = False  # a request has begun and its headers are not complete
+        self._in_body = False  # headers complete, body not yet
+        self._head_timer: TimerHandle | None = None
+        self._body_timer: TimerHandle | None = None
+        self._closing = False  # answered with an error: input is dropped until the close
+
+    # -- connection --------------------------------------------------------------------
+
+    def connection_made(  # type: ignore[override]
+        self, transport: asyncio.Transport
+    ) -> None:
+        cap = self.limits.max_connections
+        if cap is not None and len(self.connections) >= cap:
+            # refuse before the connection is counted or parsed: the descriptor goes back at once
+            self.transport = transport
+            self._closing = True
+            transport.write(_TOO_MANY_CONNECTIONS)
+            transport.close()
+            return
+        super().connection_made(transport)
+        self._head_timer = self.loop.call_later(self.limits.read_header_timeout, self._head_timed_out)
+
+    def connection_lost(self, exc: Exception | None) -> None:
+        self._cancel_timers()
+        super().connection_lost(exc)
+
+    def data_received(self, data: bytes) -> None:
+        if self._closing:
+            return
+        size = len(data)
+        limit = self._head_limit
+        if self._in_body or self._head_bytes + size < limit:
+            # the usual case: the whole chunk cannot take the head over the limit
+            counted = not self._in_body
+            heads = self._heads_done
+            super().data_received(data)
+            if counted and heads == self._heads_done:
+                self._head_bytes += size
+        else:
+            # feed the parser no further than the limit, so an oversized head is never buffered
+            pos = 0
+            while pos < size:
+                room = limit - self._head_bytes
+                if not self._in_body and room <= 0:
+                    self._refuse_head()
+                    return
+                end = size if self._in_body else min(size, pos + room)
+                counted = not self._in_body
+                heads = self._heads_done
+                super().data_received(data[pos:end] if pos or end < size else data)
+                if self._closing or self.parser is None or self.transport.is_closing():
+                    return
+                if counted and heads == self._heads_done:
+                    # the headers did not end in this piece (bytes of a following request
+                    # after a body that ended here go uncounted: at most one piece)
+                    self._head_bytes += end - pos
+                    if self._head_bytes >= limit:
+                        self._refuse_head()
+                        return
+                pos = end
+        if self._closing or self.parser is None or self.transport.is_closing():
+            return
+        if self._in_head and self._head_timer is None and not self._responding():
+            self._head_timer = self.loop.call_later(self.limits.read_header_timeout, self._head_timed_out)
+        if self._in_body and self._body_timer is None:
+            self._body_timer = self.loop.call_later(self.limits.request_body_timeout, self._body_timed_out)
+
+    # -- parser callbacks ----------------------------------------------------------------
+
+    def on_message_begin(self) -> None:
+        self._in_head = True
+        super().on_message_begin()
+
+    def on_headers_complete(self) -> None:
+        self._in_head = False
+        self._in_body = True
+        self._heads_done += 1
+        self._head_bytes = 0
+        if self._head_timer is not None:
+            self._head_timer.cancel()
+            self._head_timer = None
+        super().on_headers_complete()
+
+    def on_message_complete(self) -> None:
+        self._in_body = False
+        if self._body_timer is not None:
+            self._body_timer.cancel()
+            self._body_timer = None
+        super().on_message_complete()
+
+    # -- limits --------------------------------------------------------------------------
+
+    def _responding(self) -> bool:
+        """Whether a response is being produced on this connection (a watch, say)."""
+        cycle = self.cycle
+        return cycle is not None and not cycle.response_complete
+
+    def _head_timed_out(self) -> None:
+        self._head_timer = None
+        if self._responding() or self._closing:
+            return  # never cut a response; the idle timer takes over once it is complete
+        self.transport.close()
+
+    def _body_timed_out(self) -> None:
+        self._body_timer = None
+        if not self._in_body or self._closing:
+            return
+        cycle = self.cycle
+        if cycle is None or cycle.response_started:
+            self.transport.close()
+            return
+        # the application waits for the rest of the body: it now sees a disconnect, and
+        # anything it still sends is dropped
+        cycle.disconnected = True
+        cycle.message_event.set()
+        self._answer_and_close(_BODY_TIMED_OUT)
+
+    def _refuse_head(self) -> None:
+        if self._responding():
+            # a pipelined request behind a response still in progress: no room for an answer
+            self.transport.close()
+            return
+        self._answer_and_close(_HEADERS_TOO_LARGE)
+
+    def _answer_and_close(self, answer: bytes) -> None:
+        """Write ``answer``, end the write side, drop further input, close shortly after."""
+        self._closing = True
+        self._cancel_timers()
+        self._unset_keepalive_if_required()
+        transport = self.transport
+        transport.write(answer)
+        if self.flow is not None:
+            self.flow.resume_reading()  # keep draining what the client still sends
+        if transport.can_write_eof():
+            transport.write_eof()
+            self.loop.call_later(CLOSE_LINGER, transport.close)
+        else:
+            transport.close()
+
+    def _cancel_timers(self) -> None:
+        for timer in (self._head_timer, self._body_timer):
+            if timer is not None:
+                timer.cancel()
+        self._head_timer = self._body_timer = None
+
+
+def protocol_class(limits: HttpLimits) -> type[LimitedHttpToolsProtocol]:
+    """A ``LimitedHttpToolsProtocol`` subclass bound to ``limits``, for ``uvicorn.Config(http=...)``."""
+
+    class BoundHttpToolsProtocol(LimitedHttpToolsProtocol):
+        pass
+
+    BoundHttpToolsProtocol.limits = limits
+    return BoundHttpToolsProtocol
