@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 from datetime import UTC, datetime
 from typing import Annotated, Any, Literal
 
@@ -215,6 +216,21 @@ def test_parse_errors_have_kubernetes_paths() -> None:
         "status.conditions[0].reason: Required value",
     ]
     assert str(info.value).startswith('Gadget.res.test.kubewerk.dev "g1" is invalid: [metadata.labels[app]')
+
+
+def test_type_errors_name_the_json_type_the_api_server_names() -> None:
+    # Go decodes an integer beyond int64 as a float64: the API server calls it a number,
+    # in the parse error as in the schema's own answer
+    obj = sample()
+    obj["metadata"]["labels"]["app"] = 2**64
+    with pytest.raises(InvalidObjectError) as info:
+        Gadget.from_json(json.dumps(obj))
+    [error] = info.value.errors
+    assert error.message().endswith('metadata.labels[app] in body must be of type string: "number"')
+    api_obj = sample()
+    api_obj["spec"]["note"] = 2**64
+    [error] = Gadget.compiled_schema().validate(api_obj, None)
+    assert error.message().endswith('spec.note in body must be of type string: "number"')
 
 
 def test_scalars_are_strict_like_the_api_server() -> None:

@@ -18,7 +18,7 @@ from pydantic import BaseModel, ValidationError
 from pydantic_core import ErrorDetails
 
 from kubewerk.core.errors import FieldError
-from kubewerk.core.gofmt import go_quote
+from kubewerk.core.gofmt import go_quote, json_kind
 
 _TYPE_NAMES: dict[str, str] = {
     "int": "integer",
@@ -34,21 +34,10 @@ _TYPE_NAMES: dict[str, str] = {
 
 
 def _json_type_of(value: Any) -> str:
-    if value is None:
-        return "null"
-    if isinstance(value, bool):
-        return "boolean"
-    if isinstance(value, int):
-        return "integer"
-    if isinstance(value, float):
-        return "number"
-    if isinstance(value, str):
-        return "string"
-    if isinstance(value, Mapping):
-        return "object"
-    if isinstance(value, Sequence):
-        return "array"
-    return type(value).__name__
+    """The JSON type the API server would name for ``value`` (``core.gofmt.json_kind``);
+    a Python value with no JSON form (given to ``from_dict``) by its Python type."""
+    kind = json_kind(value)
+    return type(value).__name__ if kind == "unknown" else kind
 
 
 def _bare_type(tp: Any) -> Any:

@@ -5,7 +5,7 @@ from __future__ import annotations
 import re
 from typing import Final
 
-__all__ = ["guess_plural", "json_name", "version_priority_key"]
+__all__ = ["guess_plural", "json_name", "kind_from_class_name", "version_priority_key"]
 
 # kinds whose lower-cased form is already plural (as in apimachinery's meta.UnsafeGuessKindToResource)
 _UNPLURALIZED: Final = ("endpoints",)
@@ -60,3 +60,18 @@ def version_priority_key(version: str) -> tuple[int, int, int, int, str]:
     stage = {"alpha": 2, "beta": 1, None: 0}[match.group(2)]
     minor = int(match.group(3) or 0)
     return (0, stage, -major, -minor, version)
+
+
+_VERSION_SUFFIX: Final = re.compile(r"V\d+(?:(?:alpha|beta)\d+)?$")
+
+
+def kind_from_class_name(name: str, version: str) -> str:
+    """The kind a class name stands for: without a trailing suffix spelling ``version``.
+
+    ``WidgetV1beta1`` with version ``v1beta1`` is ``Widget``; a suffix of another version,
+    or a name that is only a suffix, is kept.
+    """
+    match = _VERSION_SUFFIX.search(name)
+    if match and match.group(0).lower() == version.lower() and match.start() > 0:
+        return name[: match.start()]
+    return name

@@ -23,7 +23,15 @@ from pydantic import BaseModel
 from pydantic.fields import FieldInfo
 from pydantic_core import PydanticUndefined, to_jsonable_python
 
-from kubewerk.model._fragment import Category, Fragment, fail, is_resource, type_name
+from kubewerk.core.gofmt import json_kind
+from kubewerk.model._fragment import (
+    SCALAR_TYPES,
+    Category,
+    Fragment,
+    fail,
+    is_resource,
+    type_name,
+)
 from kubewerk.model._markerschema import apply_markers
 from kubewerk.model.errors import ModelDefinitionError
 from kubewerk.model.markers import AtMostOneOf, ExactlyOneOf, Rule, _Nullable
@@ -84,16 +92,10 @@ def _is_object_meta(tp: Any) -> bool:
 def _enum_schema(values: list[Any], where: str) -> dict[str, Any]:
     kinds = set()
     for value in values:
-        if isinstance(value, bool):
-            kinds.add("boolean")
-        elif isinstance(value, int):
-            kinds.add("integer")
-        elif isinstance(value, float):
-            kinds.add("number")
-        elif isinstance(value, str):
-            kinds.add("string")
-        else:
+        kind = json_kind(value)
+        if kind not in SCALAR_TYPES:
             fail(where, f"enum value {value!r} is not a JSON scalar")
+        kinds.add(kind)
     if len(kinds) != 1:
         fail(where, f"enum values must all have one JSON type, got {sorted(kinds)}")
     return {"type": kinds.pop(), "enum": list(values)}

@@ -25,8 +25,9 @@ from typing import TYPE_CHECKING, Any, ClassVar, Generic, Literal, TypeVar
 from pydantic import BaseModel, ConfigDict, Field
 
 from kubewerk.core.errors import FieldError
+from kubewerk.core.validation import is_dns1035_label, is_dns1123_subdomain
 from kubewerk.model._docstrings import attribute_docstrings
-from kubewerk.model._naming import guess_plural
+from kubewerk.model._naming import guess_plural, kind_from_class_name
 from kubewerk.model.base import KubeModel
 from kubewerk.model.errors import ModelDefinitionError
 from kubewerk.model.markers import PrinterColumn, Scale
@@ -55,9 +56,7 @@ StatusT = TypeVar("StatusT")
 ResourceScope = Literal["Namespaced", "Cluster"]
 """``spec.scope`` of a CRD (Kubernetes' ``ResourceScope``)."""
 
-_DNS1123_SUBDOMAIN = re.compile(r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$")
-_DNS1035_LABEL = re.compile(r"^[a-z]([-a-z0-9]*[a-z0-9])?$")
-_VERSION_SUFFIX = re.compile(r"V\d+(?:(?:alpha|beta)\d+)?$")
+_KIND = re.compile(r"[A-Za-z][A-Za-z0-9]*")
 
 
 @dataclass(frozen=True)
@@ -134,13 +133,6 @@ def provide_schema_compiler(compiler: SchemaCompiler) -> None:
     """
     global _schema_compiler
     _schema_compiler = compiler
-
-
-def _strip_version_suffix(name: str, version: str) -> str:
-    match = _VERSION_SUFFIX.search(name)
-    if match and match.group(0).lower() == version.lower() and match.start() > 0:
-        return name[: match.start()]
-    return name
 
 
 def _is_none_type(tp: Any) -> bool:
@@ -324,23 +316,23 @@ class Resource(KubeModel, Generic[SpecT, StatusT]):
         where = cls.__name__
         group = str(base["group"])
         version = str(base.get("version", "v1"))
-        kind = str(base.get("kind") or _strip_version_suffix(cls.__name__, version))
+        kind = str(base.get("kind") or kind_from_class_name(cls.__name__, version))
         plural = str(base.get("plural") or guess_plural(kind))
         singular = str(base.get("singular") or kind.lower())
         list_kind = str(base.get("list_kind") or f"{kind}List")
         scope = base.get("scope", "Namespaced")
-        if not group or len(group) > 253 or not _DNS1123_SUBDOMAIN.match(group) or "." not in group:
+        if is_dns1123_subdomain(group) or "." not in group:
             raise ModelDefinitionError(
                 f"{where}: group {group!r} must be a DNS subdomain with at least one dot"
             )
-        if not _DNS1035_LABEL.match(version) or len(version) > 63:
+        if is_dns1035_label(version):
             raise ModelDefinitionError(
                 f"{where}: version {version!r} must be a DNS-1035 label, e.g. v1 or v1beta1"
             )
-        if not re.match(r"^[A-Za-z][A-Za-z0-9]*$", kind):
+        if not _KIND.fullmatch(kind):
             raise ModelDefinitionError(f"{where}: kind {kind!r} must be an alphanumeric CamelCase name")
         for label, value in (("plural", plural), ("singular", singular)):
-            if not _DNS1035_LABEL.match(value) or len(value) > 63:
+            if is_dns1035_label(value):
                 raise ModelDefinitionError(
                     f"{where}: {label} {value!r} must be a lower-case DNS-1035 label"
                 )
@@ -348,7 +340,7 @@ class Resource(KubeModel, Generic[SpecT, StatusT]):
             raise ModelDefinitionError(f"{where}: CRD name {plural}.{group} is longer than 253")
         short_names = tuple(base.get("short_names", ()))
         for short in short_names:
-            if not _DNS1035_LABEL.match(short):
+            if is_dns1035_label(short):
                 raise ModelDefinitionError(
                     f"{where}: short name {short!r} must be a lower-case DNS-1035 label"
                 )
