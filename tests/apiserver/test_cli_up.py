@@ -9,9 +9,11 @@ import socket
 import subprocess
 import sys
 import time
+import urllib.error
 import urllib.request
 from pathlib import Path
 
+import pytest
 import yaml
 
 
@@ -116,7 +118,7 @@ def test_up_refuses_a_non_loopback_host_with_exit_code_2(tmp_path: Path) -> None
 def test_up_on_0000_with_the_flag_warns_and_points_the_kubeconfig_at_127001(tmp_path: Path) -> None:
     kubeconfig = tmp_path / "new" / "kc"
     proc, url, banner = start("--host", "0.0.0.0", "--insecure-bind-non-loopback", "--port", "0",
-                              "--kubeconfig", str(kubeconfig))
+                              "--kubeconfig", str(kubeconfig), "--allow-host", "dev.example")
     try:
         assert url.startswith("http://127.0.0.1:")
         assert "(bound to 0.0.0.0)" in banner
@@ -125,6 +127,14 @@ def test_up_on_0000_with_the_flag_warns_and_points_the_kubeconfig_at_127001(tmp_
         assert oct(kubeconfig.stat().st_mode & 0o777) == "0o600"
         assert oct(kubeconfig.parent.stat().st_mode & 0o777) == "0o700"
         assert isinstance(get(url + "/version"), dict)
+        port = url.rsplit(":", 1)[1]
+        allowed = urllib.request.Request(url + "/version", headers={"Host": f"dev.example:{port}"})
+        with urllib.request.urlopen(allowed, timeout=5) as resp:
+            assert resp.status == 200
+        other = urllib.request.Request(url + "/version", headers={"Host": f"other.example:{port}"})
+        with pytest.raises(urllib.error.HTTPError) as refused:
+            urllib.request.urlopen(other, timeout=5)
+        assert refused.value.code == 403
     finally:
         proc.send_signal(signal.SIGTERM)
         _, err = proc.communicate(timeout=10)

@@ -9,6 +9,7 @@ import logging
 import os
 import socket
 import stat
+import urllib.error
 import urllib.request
 from collections.abc import Callable, Iterator
 from pathlib import Path
@@ -168,3 +169,45 @@ def test_the_kubeconfig_is_never_readable_by_others_even_while_it_is_written(
     monkeypatch.undo()
     assert seen, "the spy saw no file opened"
     assert all(mode & 0o077 == 0 for _, mode in seen), seen
+
+
+# -- Host names answered ---------------------------------------------------------------------
+
+
+def get_status(url: str, host: str) -> int:
+    req = urllib.request.Request(url + "/version", headers={"Host": host})
+    try:
+        with urllib.request.urlopen(req, timeout=5) as resp:
+            return int(resp.status)
+    except urllib.error.HTTPError as err:
+        return err.code
+
+
+def test_allowed_hosts_reach_the_host_check() -> None:
+    with EmbeddedServer(host="0.0.0.0", insecure_bind_non_loopback=True, allowed_hosts=["dev.example"]) as srv:
+        assert get_status(srv.url, f"dev.example:{srv.port}") == 200
+        assert get_status(srv.url, f"localhost:{srv.port}") == 200
+        assert get_status(srv.url, f"evil.example:{srv.port}") == 403
+
+
+def local_non_loopback_address() -> str | None:
+    """An IPv4 address of this machine other than loopback that a socket can bind, if any."""
+    with socket.socket(socket.AF_INET, socket.SOCK_DGRAM) as probe:
+        try:
+            probe.connect(("192.0.2.1", 9))  # no packet is sent; this only picks a route
+            address = str(probe.getsockname()[0])
+        except OSError:
+            return None
+    if address.startswith("127.") or address == "0.0.0.0":
+        return None
+    return address
+
+
+@pytest.mark.skipif(local_non_loopback_address() is None, reason="no non-loopback address")
+def test_bound_to_a_specific_address_requests_naming_it_are_answered() -> None:
+    address = local_non_loopback_address()
+    assert address is not None
+    with EmbeddedServer(host=address, insecure_bind_non_loopback=True) as srv:
+        assert srv.url == f"http://{address}:{srv.port}"
+        assert get_status(srv.url, f"{address}:{srv.port}") == 200
+        assert get_status(srv.url, f"evil.example:{srv.port}") == 403

@@ -103,8 +103,8 @@ class EmbeddedServer:
     ``host`` must be a loopback address or name unless ``insecure_bind_non_loopback`` is
     true (the server has no authentication); otherwise ``ValueError`` says why, before
     anything is opened. ``allowed_hosts`` names the extra ``Host`` header values the API
-    answers besides loopback ones (the bound address is added when it is a specific
-    non-loopback one). Connection bounds: ``max_header_bytes`` (431 beyond it plus Go's
+    answers besides loopback ones (``"*"``: every one); the bound address, and the name it
+    was given as, are added when it is a specific non-loopback one. Connection bounds: ``max_header_bytes`` (431 beyond it plus Go's
     4 KiB slop), ``read_header_timeout``, ``idle_timeout``, ``request_body_timeout``
     (seconds) and ``max_connections`` (``None``: the descriptor limit less a reserve).
     """
@@ -136,7 +136,8 @@ class EmbeddedServer:
         self.allowed_hosts = _allowed_hosts(self.bind, allowed_hosts)
         self.store = open_store(store, **store_policy) if isinstance(store, str) else store
         self._owns_store = isinstance(store, str)
-        self.app = ApiServer(self.store, log_requests=log_requests, bookmark_interval=bookmark_interval)
+        self.app = ApiServer(self.store, log_requests=log_requests, bookmark_interval=bookmark_interval,
+                             allowed_hosts=self.allowed_hosts)
         self.host = host
         self.port = port
         self.effective_limits = self.limits  # with the connection cap filled in once started
