@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import shutil
 import subprocess
+import tempfile
 from collections.abc import AsyncIterator, Callable, Iterator
 from pathlib import Path
 
@@ -11,17 +12,21 @@ import pytest
 
 from kubewerk.apiserver.server import EmbeddedServer
 
+from .data import corpus_archives
+
 REPO_ROOT = Path(__file__).resolve().parent.parent
-CORPUS_DIR = REPO_ROOT.parent / "shared" / "corpus"
 DEMO_DIR = REPO_ROOT / "src" / "kubewerk" / "cli" / "demo_data"
 
 
 @pytest.fixture(scope="session")
-def corpus_dir() -> Path:
-    """The real-world CRD corpus shipped beside the repository (read-only)."""
-    if not CORPUS_DIR.is_dir():
-        pytest.fail(f"CRD corpus not found at {CORPUS_DIR}")
-    return CORPUS_DIR
+def corpus_dir() -> Iterator[Path]:
+    """The real-world CRD corpus (``crds/``, ``crd-history/``), from the repository's own copy.
+
+    Unpacked once per session from ``tests/data/corpus/*.tar.xz`` into a temporary directory
+    that is removed afterwards; nothing outside the repository is read. Treat it as read-only.
+    """
+    with tempfile.TemporaryDirectory(prefix="kubewerk-corpus-") as tmp:
+        yield corpus_archives.unpack(corpus_archives.ARCHIVE_DIR, Path(tmp))
 
 
 @pytest.fixture(scope="session")

@@ -2,8 +2,9 @@
 
 KEDA ``ScaledObject`` (keda.sh/v1alpha1), External Secrets ``ExternalSecret``
 (external-secrets.io/v1) and Flux ``GitRepository`` (source.toolkit.fluxcd.io/v1).
-Field names, types, constraints, defaults and rules follow the upstream CRDs in
-``../shared/corpus/crds``; descriptions are our own (short) words.
+Field names, types, constraints, defaults and rules follow the upstream CRDs in the
+corpus (``tests/data/corpus``, read through the ``corpus_dir`` fixture); descriptions are
+our own (short) words.
 """
 
 from __future__ import annotations
