@@ -32,6 +32,7 @@ from kubewerk.core.gofmt import (
 
 from . import formats
 from ._ratchet import MISSING, correlate_items, correlate_key, unchanged
+from ._regexp import go_regexp_error, go_regexp_tester
 
 if TYPE_CHECKING:
     from ._structural import Structural
@@ -40,58 +41,6 @@ ROOT_FIELD: Final = "<nil>"
 """How ``field.Path(nil).String()`` prints: the field of errors about the whole object."""
 
 _ABSENT: Final = object()
-
-# Go regexp compile cache shared by every schema (patterns repeat a lot across CRDs).
-_RE_CACHE: dict[str, Any] = {}
-_TEST_CACHE: dict[str, Callable[[str], bool]] = {}
-_RE_OPTIONS = re2.Options()
-_RE_OPTIONS.log_errors = False
-_RE_OPTIONS.max_mem = 8 << 20
-_TEST_OPTIONS = re2.Options()
-_TEST_OPTIONS.log_errors = False
-_TEST_OPTIONS.max_mem = 8 << 20
-_TEST_OPTIONS.never_capture = True
-
-
-def go_regexp_tester(pattern: str) -> Callable[[str], bool]:
-    """A fast ``regexp.MatchString`` for ``pattern`` (RE2, no captures, linear time)."""
-    tester = _TEST_CACHE.get(pattern)
-    if tester is None:
-        compile_go_regexp(pattern)  # raises re2.error with the usual text if invalid
-        # bytes in, so text that is not valid UTF-8 (a lone surrogate) is still matched
-        search = re2.compile(pattern, _TEST_OPTIONS).search
-        # recent short answers: values such as "100Mi" or "TCP" repeat across objects
-        seen: dict[str, bool] = {}
-
-        def tester(text: str) -> bool:
-            exact = type(text) is str
-            if exact:
-                hit = seen.get(text)
-                if hit is not None:
-                    return hit
-            data = text.encode("utf-8", "surrogatepass")
-            result = search(data) is not None
-            if exact and len(text) <= 64:
-                if len(seen) >= 512:
-                    seen.clear()
-                seen[text] = result
-            return result
-
-        if len(_TEST_CACHE) > 4096:
-            _TEST_CACHE.clear()
-        _TEST_CACHE[pattern] = tester
-    return tester
-
-
-def compile_go_regexp(pattern: str) -> Any:
-    """Compile with RE2 semantics (Go's ``regexp``); raises ``re2.error`` if invalid."""
-    compiled = _RE_CACHE.get(pattern)
-    if compiled is None:
-        compiled = re2.compile(pattern, _RE_OPTIONS)
-        if len(_RE_CACHE) > 4096:
-            _RE_CACHE.clear()
-        _RE_CACHE[pattern] = compiled
-    return compiled
 
 
 def field_of(name: str) -> str:
@@ -288,9 +237,7 @@ class Validator:
                 try:
                     self.pattern = go_regexp_tester(self.pattern_src)
                 except re2.error as err:
-                    from .crd import _go_regexp_error
-
-                    self.pattern_error = _go_regexp_error(self.pattern_src, err)
+                    self.pattern_error = go_regexp_error(self.pattern_src, err)
             self.has_string = (
                 self.max_length is not None or self.min_length is not None or bool(self.pattern_src)
             )

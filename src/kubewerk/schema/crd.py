@@ -20,7 +20,8 @@ from kubewerk.core.errors import FieldError
 from kubewerk.core.gofmt import go_deep_equal
 
 from . import _structural as st
-from ._validator import ROOT_FIELD, Validator, compile_go_regexp
+from ._regexp import compile_go_regexp, go_regexp_error
+from ._validator import ROOT_FIELD, Validator
 from .compiled import CompiledSchema, SchemaError
 
 PRINTER_COLUMN_TYPES: Final = ("boolean", "date", "integer", "number", "string")
@@ -1784,38 +1785,9 @@ def _validate_value_validation(
                 FieldError.invalid(
                     _p(path, "pattern"),
                     pattern,
-                    f"must be a valid regular expression, but isn't: {_go_regexp_error(pattern, exc)}",
+                    f"must be a valid regular expression, but isn't: {go_regexp_error(pattern, exc)}",
                 )
             )
-
-
-_RE2_TO_GO: Final = {
-    "missing )": "missing closing )",
-    "missing ]": "missing closing ]",
-    "unexpected )": "unexpected )",
-    "invalid escape sequence": "invalid escape sequence",
-    "bad repetition operator": "invalid nested repetition operator",
-    "missing argument to repetition operator": "missing argument to repetition operator",
-    "trailing \\": "trailing backslash at end of expression",
-    "invalid character class range": "invalid character class range",
-    "invalid character class": "invalid character class",
-    "invalid named capture group": "invalid named capture",
-    "invalid repetition size": "invalid repeat count",
-    "invalid perl operator": "invalid or unsupported Perl syntax",
-    "invalid UTF-8": "invalid UTF-8",
-    "pattern too large - compile failed": "expression too large",
-}
-
-
-def _go_regexp_error(pattern: str, exc: Exception) -> str:
-    """RE2's error text in Go ``regexp``'s words: ``error parsing regexp: <code>: `<expr>```."""
-    arg = exc.args[0] if exc.args else ""
-    text = arg.decode("utf-8", "replace") if isinstance(arg, bytes) else str(arg)
-    code, _, rest = text.partition(": ")
-    go_code = _RE2_TO_GO.get(code)
-    if go_code is None:
-        return f"error parsing regexp: {text}: `{pattern}`"
-    return f"error parsing regexp: {go_code}: `{rest or pattern}`"
 
 
 def _validate_nested(

@@ -21,8 +21,8 @@ from urllib.parse import parse_qs, urlsplit
 import re2
 from cel_expr_python import cel
 
+from .._regexp import compile_go_regexp
 from .._structural import dns1035_label_errors, dns1123_label_errors, dns1123_subdomain_errors
-from .._validator import compile_go_regexp
 from ..formats import is_base64, is_date, is_datetime
 
 T = cel.Type
