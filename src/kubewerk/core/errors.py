@@ -12,7 +12,7 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, Final
 
-from kubewerk.core.gofmt import go_float_v, go_json, go_quote
+from kubewerk.core.gofmt import GoText, go_float_v, go_json, go_quote
 
 OMIT: Final = object()
 """Marker for a field error that carries no bad value."""
@@ -40,8 +40,8 @@ def go_value(value: Any) -> str:
     """Render a bad value as ``field.Error.ErrorBody()`` does.
 
     Scalars print with ``%v``/``%q``; anything else (maps, lists) is ``json.Marshal``-ed,
-    as current Kubernetes does (sorted map keys). An object with a ``go_text`` attribute
-    prints that text verbatim (for values Kubernetes renders from Go structs).
+    as current Kubernetes does (sorted map keys). A :class:`~kubewerk.core.gofmt.GoText`
+    prints its text verbatim (for values Kubernetes renders from Go structs).
     """
     if value is None:
         return "null"
@@ -53,9 +53,8 @@ def go_value(value: Any) -> str:
         return go_float_v(value)
     if isinstance(value, str):
         return go_quote(value)
-    text = getattr(value, "go_text", None)
-    if isinstance(text, str):
-        return text
+    if isinstance(value, GoText):
+        return value.text
     if isinstance(value, (Mapping, Sequence)):
         return go_json(value)
     return str(value)

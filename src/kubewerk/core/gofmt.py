@@ -8,12 +8,28 @@ reproduce the few verbs and encodings the messages use, so the texts match byte 
 from __future__ import annotations
 
 import math
+from dataclasses import dataclass
 from typing import Any, Final
 
 import orjson
 
 INT64_MIN: Final = -(2**63)
 INT64_MAX: Final = 2**63 - 1
+
+
+@dataclass(frozen=True, slots=True)
+class GoText:
+    """A value as Kubernetes prints it from a Go value rather than from decoded JSON: a
+    struct's ``json.Marshal`` text (Go field order), a literal such as ``0x0``.
+
+    ``FieldError`` messages print ``text`` verbatim, unquoted
+    (``kubewerk.core.errors.go_value``); two are equal when their texts are.
+    """
+
+    text: str
+
+    def __str__(self) -> str:
+        return self.text
 
 
 def go_float_v(value: float) -> str:

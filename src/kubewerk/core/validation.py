@@ -26,7 +26,7 @@ from collections.abc import Mapping, Sequence
 from typing import Any, Final, Literal
 
 from kubewerk.core.errors import FieldError
-from kubewerk.core.gofmt import go_quote
+from kubewerk.core.gofmt import GoText, go_quote
 from kubewerk.core.selectors import (
     is_label_key,
     is_label_value,
@@ -263,31 +263,11 @@ def generate_name(base: str) -> str:
 # ------------------------------------------------------------------------ rendering
 
 
-class _GoJSON:
-    """A bad value rendered as Go's ``json.Marshal`` text (how field.Error shows structs)."""
-
-    __slots__ = ("text",)
-
-    def __init__(self, value: Any) -> None:
-        text = json.dumps(value, ensure_ascii=False, separators=(",", ":"))
-        self.text = text.replace("<", "\\u003c").replace(">", "\\u003e").replace("&", "\\u0026")
-
-    def __str__(self) -> str:
-        return self.text
-
-    @property
-    def go_text(self) -> str:
-        """The rendering ``kubewerk.core.errors.go_value`` prints verbatim."""
-        return self.text
-
-    def __eq__(self, other: object) -> bool:
-        return isinstance(other, _GoJSON) and other.text == self.text
-
-    def __hash__(self) -> int:
-        return hash(self.text)
-
-    def __repr__(self) -> str:
-        return f"_GoJSON({self.text})"
+def _go_marshal(value: Any) -> GoText:
+    """A bad value as field.Error shows a Go struct, slice or time: ``json.Marshal``'s text,
+    object fields in the order given (a struct's field order), ``<``, ``>``, ``&`` escaped."""
+    text = json.dumps(value, ensure_ascii=False, separators=(",", ":"))
+    return GoText(text.replace("<", "\\u003c").replace(">", "\\u003e").replace("&", "\\u0026"))
 
 
 _OWNER_FIELDS: Final = ("apiVersion", "kind", "name", "uid", "controller", "blockOwnerDeletion")
@@ -392,7 +372,7 @@ def validate_owner_references(
             errs.append(
                 FieldError.invalid(
                     path,
-                    _GoJSON(_owner_json(ref)),
+                    _go_marshal(_owner_json(ref)),
                     "/v1, Kind=Event is disallowed from being an owner",
                 )
             )
@@ -402,7 +382,7 @@ def validate_owner_references(
                 errs.append(
                     FieldError.invalid(
                         path,
-                        _GoJSON([_owner_json(r) for r in refs]),
+                        _go_marshal([_owner_json(r) for r in refs]),
                         "Only one reference can have Controller set to true. Found "
                         f'"true" in references for {first_controller} and {current}',
                     )
@@ -427,7 +407,7 @@ def validate_finalizers(
         errs.append(
             FieldError.invalid(
                 path,
-                _GoJSON(list(finalizers)),
+                _go_marshal(list(finalizers)),
                 f"finalizer {ORPHAN_FINALIZER} and {FOREGROUND_FINALIZER} cannot be both set",
             )
         )
@@ -630,7 +610,7 @@ def validate_object_meta_update(new: Mapping[str, Any], old: Mapping[str, Any]) 
         if new_value != old_value:
             bad: Any = new_value
             if key in ("creationTimestamp", "deletionTimestamp"):
-                bad = _GoJSON(new_value)
+                bad = _go_marshal(new_value)
             errs.append(FieldError.invalid(f"metadata.{key}", bad, "field is immutable"))
     errs.extend(validate_labels(_str_map(new.get("labels"))))
     errs.extend(validate_annotations(_str_map(new.get("annotations"))))

@@ -17,7 +17,7 @@ from typing import Any, Final
 from urllib.parse import urlsplit
 
 from kubewerk.core.errors import FieldError
-from kubewerk.core.gofmt import go_deep_equal
+from kubewerk.core.gofmt import GoText, go_deep_equal, go_json
 
 from . import _structural as st
 from ._regexp import compile_go_regexp, go_regexp_error
@@ -124,18 +124,6 @@ _NON_POINTER_BOOLS: Final = frozenset(
     }
 )
 API_APPROVAL_ANNOTATION: Final = "api-approved.kubernetes.io"
-
-
-class GoText:
-    """A bad value Kubernetes renders from a Go struct; printed verbatim."""
-
-    __slots__ = ("go_text",)
-
-    def __init__(self, text: str) -> None:
-        self.go_text = text
-
-    def __repr__(self) -> str:
-        return self.go_text
 
 
 # ------------------------------------------------------------------------- helpers
@@ -735,8 +723,6 @@ def _validate_spec(spec: _Spec, opts: _Options, path: str) -> list[FieldError]:
 
 
 def _versions_value(spec: _Spec) -> GoText:
-    from kubewerk.core.gofmt import go_json
-
     return GoText(go_json(spec.raw.get("versions") or []))
 
 

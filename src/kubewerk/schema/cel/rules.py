@@ -24,7 +24,7 @@ from cel_expr_python import cel
 from cel_expr_python.ext import ext_bindings, ext_optional, ext_strings
 
 from kubewerk.core.errors import FieldError
-from kubewerk.core.gofmt import go_json
+from kubewerk.core.gofmt import GoText, go_json
 
 from .._ratchet import MISSING as _UNCORRELATED
 from .._ratchet import correlate_items, correlate_key, unchanged
@@ -175,8 +175,6 @@ def _rule_value(rule: dict[str, Any]) -> Any:
         + (go_json(oos) if oos is not None else "null")
         + "}"
     )
-    from ..crd import GoText
-
     return GoText(text)
 
 
