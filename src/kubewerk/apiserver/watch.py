@@ -2,9 +2,26 @@
 
 The store calls ``WatchHub.dispatch`` synchronously after every commit; each ``Watcher``
 keeps its own queue, so a watcher never misses, repeats or reorders an event: replay of
-the log (``events_since``) and registration happen with no ``await`` in between. A watcher
-that falls more than ``max_backlog`` events behind is closed (the client re-watches from
-its last resourceVersion, as with kube-apiserver's cacher).
+the log (``events_since``) and registration happen with no ``await`` in between.
+
+Memory bounds, each in encoded JSON bytes (``Event.size``):
+
+- A watcher's queue (events committed but not yet written to its connection) is bounded
+  by ``max_backlog_bytes`` (default 16 MiB). A watcher whose queue is over the bound while
+  its stream waits for the client to take data (the connection's write buffer is full) is
+  closed: its queue is dropped and its stream ends cleanly, so the client re-watches from
+  the last resourceVersion it received (or re-lists on 410), as when kube-apiserver's
+  cacher terminates an unresponsive watcher. Other watchers are not affected. A burst of
+  events committed by one request may take a watcher that keeps up over the bound for a
+  moment; it is closed only if the client then falls behind. Closings are logged and
+  counted per resource (``WatchHub.terminated``, kube's
+  ``apiserver_terminated_watchers_total{group,resource}``).
+- Encodings shared between watchers (one per event and served version) live in one
+  cache bounded by ``encoded_cache_bytes`` (default 32 MiB) for all watchers together; an
+  encoding evicted from it is dropped from its event, so a slow watcher's queued events
+  never keep encodings alive beyond that bound (it encodes them again when it sends them).
+- A stream writes at most ``CHUNK_BYTES`` per write (or one event, if larger, as the
+  shared encoding itself), so what waits in a connection's write buffer is small.
 
 ``WatchStream`` is one watch request: it checks the watch options, registers a watcher
 (with the initial state or the replayed log) and writes the events as chunked NDJSON.
@@ -14,9 +31,12 @@ from __future__ import annotations
 
 import asyncio
 import collections
+import logging
 import random
-from collections.abc import Awaitable, Callable
-from typing import Any
+import weakref
+from collections.abc import Awaitable, Callable, Iterable, Iterator
+from dataclasses import dataclass
+from typing import Any, Final
 
 import orjson
 
@@ -37,30 +57,86 @@ Receive = Callable[[], Awaitable[dict[str, Any]]]
 Send = Callable[[dict[str, Any]], Awaitable[None]]
 INITIAL_EVENTS_END = "k8s.io/initial-events-end"
 
+MiB: Final = 1024 * 1024
+DEFAULT_MAX_BACKLOG_BYTES: Final = 16 * MiB
+"""Per watcher: the encoded size of queued events at which a lagging watcher is closed."""
+DEFAULT_ENCODED_CACHE_BYTES: Final = 32 * MiB
+"""For all watchers together: encodings kept for reuse by other watchers."""
+CHUNK_BYTES: Final = 64 * 1024
+"""The most a stream joins into one write; a larger event is written on its own."""
+
+log = logging.getLogger("kubewerk.apiserver.watch")
+
 
 class WatchEvent:
-    """One event as it will be sent: type and the stored (not yet served) object.
+    """One event as it will be sent: type, the stored (not yet served) object and its size.
 
-    One instance is shared by every watcher that sends it unchanged, so its encoded form
-    (``encoded``, per served version) is computed once per event, not once per watcher.
+    The hub makes one shared instance per committed event for every watcher that sends
+    it unchanged (``shared``), so its encoded form is computed once per served version
+    and reused; only the most recent encoding is kept (``encoded_key``, ``encoded``), and
+    the hub's ``EncodedCache`` may drop it. Events made for one stream (initial state,
+    replay, selector transitions) are encoded once and never cached.
     """
 
-    __slots__ = ("encoded", "obj", "type")
+    __slots__ = ("__weakref__", "encoded", "encoded_key", "obj", "shared", "size", "type")
 
-    def __init__(self, type: str, obj: JSON) -> None:
+    def __init__(self, type: str, obj: JSON, size: int = 0, shared: bool = False) -> None:
         self.type = type
         self.obj = obj
-        self.encoded: dict[str, bytes] = {}
+        self.size = size
+        self.shared = shared
+        self.encoded_key: str | None = None
+        self.encoded: bytes | None = None
+
+
+class EncodedCache:
+    """Bounds the encodings shared events carry, in bytes, across all watchers.
+
+    ``add`` records an encoding just stored on an event; when the recorded total goes
+    over ``max_bytes`` the oldest are dropped from their events (if still there). The
+    cache holds only weak references to events, so it never keeps an event or its object
+    alive; the encodings it has not yet evicted are at most ``max_bytes`` plus the newest.
+    """
+
+    def __init__(self, max_bytes: int = DEFAULT_ENCODED_CACHE_BYTES) -> None:
+        self.max_bytes = max_bytes
+        self.bytes = 0
+        self._ring: collections.deque[tuple[weakref.ref[WatchEvent], bytes]] = collections.deque()
+
+    def add(self, ev: WatchEvent, encoded: bytes) -> None:
+        self._ring.append((weakref.ref(ev), encoded))
+        self.bytes += len(encoded)
+        ring = self._ring
+        while self.bytes > self.max_bytes and ring:
+            ref, old = ring.popleft()
+            self.bytes -= len(old)
+            held = ref()
+            if held is not None and held.encoded is old:
+                held.encoded = held.encoded_key = None
 
 
 class Watcher:
-    """One watch stream's queue; filled by the hub, drained by the HTTP response."""
+    """One watch stream's queue; filled by the hub, drained by the HTTP response.
 
-    def __init__(self, prefix: str, match: Callable[[JSON], bool] | None, max_backlog: int) -> None:
+    ``queued_bytes`` is the encoded size of the queued events. ``sending`` is True while
+    the stream waits for the client to take a write; a push that leaves the queue over
+    ``max_backlog_bytes`` while it does closes the watcher (``overflowed``), drops the
+    queue and calls ``on_overflow``.
+    """
+
+    __slots__ = ("closed", "match", "max_backlog_bytes", "on_overflow", "overflowed", "prefix",
+                 "queue", "queued_bytes", "sending", "wakeup")
+
+    def __init__(self, prefix: str, match: Callable[[JSON], bool] | None,
+                 max_backlog_bytes: int = DEFAULT_MAX_BACKLOG_BYTES,
+                 on_overflow: Callable[[Watcher], None] | None = None) -> None:
         self.prefix = prefix
         self.match = match
-        self.max_backlog = max_backlog
+        self.max_backlog_bytes = max_backlog_bytes
+        self.on_overflow = on_overflow
         self.queue: collections.deque[WatchEvent] = collections.deque()
+        self.queued_bytes = 0
+        self.sending = False
         self.wakeup = asyncio.Event()
         self.overflowed = False
         self.closed = False
@@ -68,12 +144,28 @@ class Watcher:
     def push(self, event: WatchEvent) -> None:
         if self.closed:
             return
-        if len(self.queue) >= self.max_backlog:
-            self.overflowed = True
-            self.closed = True
-        else:
-            self.queue.append(event)
+        self.queue.append(event)
+        self.queued_bytes += event.size
+        if self.sending and self.queued_bytes > self.max_backlog_bytes:
+            self._overflow()
         self.wakeup.set()
+
+    def pop(self) -> WatchEvent:
+        """The oldest queued event (the queue must not be empty)."""
+        ev = self.queue.popleft()
+        self.queued_bytes -= ev.size
+        return ev
+
+    def _overflow(self) -> None:
+        self.overflowed = True
+        self.closed = True
+        self.queue.clear()
+        backlog, self.queued_bytes = self.queued_bytes, 0
+        if self.on_overflow is not None:
+            self.on_overflow(self)
+        log.info("closing watcher of %s: the client is not reading and %d bytes of events "
+                 "are waiting (limit %d); it will re-watch from its last resourceVersion",
+                 self.prefix, backlog, self.max_backlog_bytes)
 
     def offer(self, ev: Event, shared: WatchEvent | None = None) -> None:
         """Translate a storage event through the selectors (ADDED/DELETED on transitions).
@@ -82,7 +174,7 @@ class Watcher:
         """
         if not ev.key.startswith(self.prefix):
             return
-        same = shared if shared is not None else WatchEvent(ev.type, ev.obj)
+        same = shared if shared is not None else WatchEvent(ev.type, ev.obj, ev.size)
         match = self.match
         if match is None:
             self.push(same)
@@ -96,37 +188,95 @@ class Watcher:
             if now and before:
                 self.push(same)
             elif now:
-                self.push(WatchEvent("ADDED", ev.obj))
+                self.push(WatchEvent("ADDED", ev.obj, ev.size))
             elif before:
-                self.push(WatchEvent("DELETED", ev.obj))
+                self.push(WatchEvent("DELETED", ev.obj, ev.size))
 
     def close(self) -> None:
         self.closed = True
         self.wakeup.set()
 
 
-class WatchHub:
-    """Registry of live watchers; the store's single subscriber for HTTP watches."""
+def group_resource(prefix: str) -> tuple[str, str]:
+    """``(group, resource)`` of a key prefix ``/<group or "core">/<resource>/...``."""
+    parts = prefix.split("/", 3)
+    group = parts[1] if len(parts) > 1 else ""
+    resource = parts[2] if len(parts) > 2 else ""
+    return ("" if group == "core" else group), resource
 
-    def __init__(self, store: Store, max_backlog: int = 100_000) -> None:
+
+@dataclass(frozen=True, slots=True)
+class WatchStats:
+    """The hub's watchers and bounds at one moment (for ``/metrics``)."""
+
+    watchers: dict[tuple[str, str], int]
+    """Open watchers per ``(group, resource)`` (kube: ``apiserver_registered_watchers``)."""
+    terminated: dict[tuple[str, str], int]
+    """Watchers closed for lagging, per ``(group, resource)``, since the hub started
+    (kube: ``apiserver_terminated_watchers_total``)."""
+    queued_events: int
+    """Events queued in all watchers (an event queued for two watchers counts twice)."""
+    queued_bytes: int
+    """Their encoded size, counted the same way."""
+    encoded_cache_bytes: int
+    """Encodings held for reuse between watchers."""
+
+
+class WatchHub:
+    """Registry of live watchers; the store's single subscriber for HTTP watches.
+
+    ``max_backlog_bytes`` bounds each watcher's queue and ``encoded_cache_bytes`` the
+    encodings shared between watchers (see the module docstring).
+    """
+
+    def __init__(self, store: Store, max_backlog_bytes: int = DEFAULT_MAX_BACKLOG_BYTES,
+                 encoded_cache_bytes: int = DEFAULT_ENCODED_CACHE_BYTES) -> None:
+        if max_backlog_bytes < 0 or encoded_cache_bytes < 0:
+            raise ValueError("watch backlog and cache bounds must not be negative")
         self.store = store
-        self.max_backlog = max_backlog
+        self.max_backlog_bytes = max_backlog_bytes
+        self.encoded = EncodedCache(encoded_cache_bytes)
         self.watchers: set[Watcher] = set()
+        self.terminated: collections.Counter[tuple[str, str]] = collections.Counter()
+        self._overflowing: list[Watcher] = []
         self._unsubscribe = store.subscribe(self.dispatch)
 
     def dispatch(self, ev: Event) -> None:
-        shared = WatchEvent(ev.type, ev.obj)
+        shared = WatchEvent(ev.type, ev.obj, ev.size, shared=True)
         for watcher in self.watchers:
             watcher.offer(ev, shared)
+        if self._overflowing:  # closed during this dispatch: no more events for them
+            for watcher in self._overflowing:
+                self.watchers.discard(watcher)
+            self._overflowing.clear()
+
+    def new_watcher(self, prefix: str, match: Callable[[JSON], bool] | None) -> Watcher:
+        """A watcher with this hub's backlog bound, not yet registered."""
+        return Watcher(prefix, match, self.max_backlog_bytes, self._overflowed)
 
     def register(self, prefix: str, match: Callable[[JSON], bool] | None) -> Watcher:
-        watcher = Watcher(prefix, match, self.max_backlog)
+        watcher = self.new_watcher(prefix, match)
         self.watchers.add(watcher)
         return watcher
 
     def unregister(self, watcher: Watcher) -> None:
         watcher.closed = True
         self.watchers.discard(watcher)
+
+    def _overflowed(self, watcher: Watcher) -> None:
+        # called during dispatch, which removes it from ``watchers`` when done
+        self.terminated[group_resource(watcher.prefix)] += 1
+        self._overflowing.append(watcher)
+
+    def stats(self) -> WatchStats:
+        """Open watchers, terminated watchers and queued bytes, as ``WatchStats``."""
+        watchers: collections.Counter[tuple[str, str]] = collections.Counter()
+        events = nbytes = 0
+        for w in list(self.watchers):
+            watchers[group_resource(w.prefix)] += 1
+            events += len(w.queue)
+            nbytes += w.queued_bytes
+        return WatchStats(dict(watchers), dict(self.terminated), events, nbytes, self.encoded.bytes)
 
     def close(self) -> None:
         for watcher in list(self.watchers):
@@ -202,8 +352,8 @@ class WatchStream:
         rv_text = query.get("resourceVersion", "")
         self.rv = parse_resource_version(rv_text) if rv_text not in ("", "0") else None
         self.bookmark_interval = bookmark_interval
-        self.watcher = Watcher(rtype.ns_prefix(target.namespace), self.filter.match, hub.max_backlog)
-        self.initial: list[WatchEvent] = []
+        self.watcher = hub.new_watcher(rtype.ns_prefix(target.namespace), self.filter.match)
+        self.initial: collections.deque[WatchEvent] = collections.deque()
         self.initial_end_rev: int | None = None
         self.error_event: JSON | None = None
         self._first_table = True
@@ -218,7 +368,8 @@ class WatchStream:
             if rv is not None and rv > revision:
                 self.error_event = too_large_resource_version(rv, revision).to_status()
             else:
-                self.initial = [WatchEvent("ADDED", o) for _, o in items if match is None or match(o)]
+                self.initial = collections.deque(
+                    WatchEvent("ADDED", o) for _, o in items if match is None or match(o))
                 self.initial_end_rev = revision if self.send_initial else None
         elif rv is not None:
             if rv > store.revision:
@@ -234,14 +385,22 @@ class WatchStream:
             self.hub.watchers.add(watcher)
 
     def encode(self, ev: WatchEvent) -> bytes:
-        """One NDJSON line for ``ev`` as this stream serves it (version, Table or object)."""
+        """One NDJSON line for ``ev`` as this stream serves it (version, Table or object).
+
+        A shared event's line is kept on it for the next stream serving the same version
+        (and recorded in the hub's bounded ``EncodedCache``).
+        """
         target = self.target
         if not self.as_table:
-            cached = ev.encoded.get(self._cache_key)
-            if cached is None:
-                obj = self.api.serve(target, ev.obj)
-                cached = ev.encoded[self._cache_key] = orjson.dumps({"type": ev.type, "object": obj}) + b"\n"
-            return cached
+            key = self._cache_key
+            cached = ev.encoded
+            if cached is not None and ev.encoded_key == key:
+                return cached
+            line = orjson.dumps({"type": ev.type, "object": self.api.serve(target, ev.obj)}) + b"\n"
+            if ev.shared:
+                ev.encoded_key, ev.encoded = key, line
+                self.hub.encoded.add(ev, line)
+            return line
         obj = self.api.serve(target, ev.obj)
         rows = table.to_table(target.rtype, target.version, [obj],
                               {"resourceVersion": obj["metadata"].get("resourceVersion", "")},
@@ -306,20 +465,16 @@ class WatchStream:
             watcher.wakeup.set()
 
         try:
-            if self.initial:
-                await send({"type": "http.response.body", "body": b"".join(encode(e) for e in self.initial),
-                            "more_body": True})
-                self.initial = []
+            initial = self.initial
+            for chunk in _chunks(encode(initial.popleft()) for _ in range(len(initial))):
+                await self._write(send, chunk)
             if self.initial_end_rev is not None:
-                await send({"type": "http.response.body", "body": self.bookmark(self.initial_end_rev, True),
-                            "more_body": True})
+                await self._write(send, self.bookmark(self.initial_end_rev, True))
             next_bookmark = loop.time() + self.bookmark_interval
             while not watcher.closed or watcher.queue:
                 if watcher.queue:
-                    chunk: list[bytes] = []
-                    while watcher.queue:
-                        chunk.append(encode(watcher.queue.popleft()))
-                    await send({"type": "http.response.body", "body": b"".join(chunk), "more_body": True})
+                    for chunk in _chunks(self._drain()):
+                        await self._write(send, chunk)
                     continue
                 if watcher.closed:
                     break
@@ -327,8 +482,7 @@ class WatchStream:
                 if now >= deadline:
                     break
                 if bookmarks and now >= next_bookmark:
-                    await send({"type": "http.response.body", "body": self.bookmark(self.hub.store.revision),
-                                "more_body": True})
+                    await self._write(send, self.bookmark(self.hub.store.revision))
                     next_bookmark = now + self.bookmark_interval
                     continue  # events may have arrived meanwhile
                 wake_at = min(deadline, next_bookmark) if bookmarks else deadline
@@ -342,3 +496,41 @@ class WatchStream:
         finally:
             if timer is not None:
                 timer.cancel()
+
+    def _drain(self) -> Iterator[bytes]:
+        """Encoded lines of the queued events, popped one at a time while any are queued."""
+        watcher, encode = self.watcher, self.encode
+        while watcher.queue:
+            yield encode(watcher.pop())
+
+    async def _write(self, send: Send, body: bytes) -> None:
+        """One body write; while it waits for the client, the watcher counts as lagging."""
+        watcher = self.watcher
+        watcher.sending = True
+        try:
+            await send({"type": "http.response.body", "body": body, "more_body": True})
+        finally:
+            watcher.sending = False
+
+
+def _chunks(lines: Iterable[bytes]) -> Iterator[bytes]:
+    """``lines`` joined into writes of at most ``CHUNK_BYTES``; a longer line is its own.
+
+    Lazy: a line is taken only when the previous writes are done, so a stream keeps
+    pulling from its queue, and a line of a shared event is written as the shared object
+    itself (no copy) when it is a write of its own.
+    """
+    parts: list[bytes] = []
+    size = 0
+    for line in lines:
+        n = len(line)
+        if size + n > CHUNK_BYTES and parts:
+            yield b"".join(parts)
+            parts, size = [], 0
+        if n >= CHUNK_BYTES:
+            yield line
+            continue
+        parts.append(line)
+        size += n
+    if parts:
+        yield b"".join(parts)
