@@ -12,7 +12,7 @@ import pytest
 import yaml
 
 from kubewerk.cli import main
-from kubewerk.model import Resource, crd_for, crd_yaml, crds_for
+from kubewerk.model import ConversionWebhook, KubeModel, Resource, crd_for, crd_yaml, crds_for
 from kubewerk.schema import validate_crd
 
 from . import corpus_models, test_model_conversion, test_model_markers, test_model_resource
@@ -147,3 +147,116 @@ def test_optional_old_self_rule_is_accepted_and_ratchets() -> None:
                               "spec": {"level": 5}})
     assert high.api_errors(old=low) == [] and low.api_errors() == []
     assert [e.field for e in low.api_errors(old=high)] == ["spec.level"]
+
+
+# ---------------------------------------------------------------- conversion of multi-version kinds
+
+CONV_GROUP = "webhook.test.kubewerk.dev"
+
+
+class PlainSpec(KubeModel):
+    """Version one's words."""
+
+    size: int | None = None
+    description: str | None = None
+
+
+class PlainSpecV2(KubeModel):
+    """Other words, same shape."""
+
+    size: int | None = None
+    """How big."""
+    description: str | None = None
+
+
+class SameV1(Resource[PlainSpec, None], group=CONV_GROUP, kind="Same", storage=True):
+    """Same shape as v2."""
+
+
+class SameV2(Resource[PlainSpecV2, None], group=CONV_GROUP, kind="Same", version="v2"):
+    """Described differently."""
+
+
+class OldSpec(KubeModel):
+    length: int | None = None
+
+
+class MovedV1(Resource[PlainSpec, None], group=CONV_GROUP, kind="Moved", storage=True):
+    """The current shape."""
+
+
+class MovedV1alpha1(Resource[OldSpec, None], group=CONV_GROUP, kind="Moved", version="v1alpha1",
+                    served=False):
+    """A retired shape, no longer served."""
+
+
+class SizeOnly(KubeModel):
+    size: int | None = None
+
+
+class DescribedV1(Resource[PlainSpec, None], group=CONV_GROUP, kind="Described", storage=True):
+    """Has a field named description."""
+
+
+class DescribedV2(Resource[SizeOnly, None], group=CONV_GROUP, kind="Described", version="v2"):
+    """Has not."""
+
+
+def test_versions_that_differ_only_in_descriptions_need_no_conversion() -> None:
+    assert "conversion" not in crd_for(SameV1)["spec"]
+    assert "conversion" not in crd_for(MovedV1)["spec"]  # the other version is not served
+    # a field called description is part of the shape, not a description
+    assert crd_for(DescribedV1)["spec"]["conversion"]["strategy"] == "Webhook"
+
+
+def test_versions_with_different_schemas_convert_through_the_webhook_given() -> None:
+    assert crd_for(test_model_conversion.AppV1)["spec"]["conversion"]["webhook"]["clientConfig"] == {
+        "service": {"name": "webhook-service", "namespace": "system", "path": "/convert"}
+    }
+    webhook = ConversionWebhook(namespace="ops", name="apps-webhook", path="/", port=8443)
+    crd = crd_for(test_model_conversion.AppV1, webhook=webhook)
+    assert crd["spec"]["conversion"] == {
+        "strategy": "Webhook",
+        "webhook": {
+            "clientConfig": {
+                "service": {"name": "apps-webhook", "namespace": "ops", "path": "/", "port": 8443}
+            },
+            "conversionReviewVersions": ["v1"],
+        },
+    }
+    assert [e.message() for e in validate_crd(crd)] == []
+    assert "conversion" not in crd_for(SameV1, webhook=webhook)["spec"]
+    [apps, gadgets] = crds_for([test_model_conversion.AppV1, test_model_resource.Gadget],
+                               webhook=webhook)
+    assert apps["spec"]["conversion"] == crd["spec"]["conversion"]
+    assert "conversion" not in gadgets["spec"]
+
+
+@pytest.mark.parametrize(
+    ("text", "expected"),
+    [
+        ("ops/hook", ConversionWebhook("ops", "hook", "/convert", None)),
+        ("ops/hook:9443", ConversionWebhook("ops", "hook", "/convert", 9443)),
+        ("ops/hook/api/v1.convert/", ConversionWebhook("ops", "hook", "/api/v1.convert/", None)),
+        ("ops/hook:1/", ConversionWebhook("ops", "hook", "/", 1)),
+    ],
+)
+def test_conversion_webhook_from_text(text: str, expected: ConversionWebhook) -> None:
+    assert ConversionWebhook.parse(text) == expected
+
+
+@pytest.mark.parametrize(
+    ("text", "message"),
+    [
+        ("ops", "expected NAMESPACE/NAME"),
+        ("/hook", "expected NAMESPACE/NAME"),
+        ("ops/hook:http", "expected NAMESPACE/NAME"),
+        ("ops/hook:0", "not between 1 and 65535"),
+        ("ops/hook:70000", "not between 1 and 65535"),
+        ("ops/hook/Convert", "DNS-1123 subdomain"),
+        ("ops/hook/a//b", "DNS-1123 subdomain"),
+    ],
+)
+def test_conversion_webhook_refuses_what_the_api_server_would(text: str, message: str) -> None:
+    with pytest.raises(ValueError, match=message):
+        ConversionWebhook.parse(text)

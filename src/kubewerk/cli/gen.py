@@ -4,7 +4,10 @@
 per kind, named ``<group>_<plural>.yaml`` (controller-gen's naming); a bare module
 (``pkg.models``) stands for every concrete resource class defined in it. Without
 ``-o`` the CRDs go to standard output as one multi-document YAML stream. The output
-is stable: the same classes give byte-identical files.
+is stable: the same classes give byte-identical files. A kind whose versions have
+different schemas converts through a webhook: ``--conversion-webhook NAMESPACE/NAME``
+names its service (default: kubebuilder's kustomize placeholder, see
+:class:`kubewerk.model.ConversionWebhook`).
 """
 
 from __future__ import annotations
@@ -39,6 +42,13 @@ def register(sub: Any) -> None:
         help="a resource class (pkg.module:Widget) or a module (all resource classes in it)",
     )
     crd.add_argument("-o", "--output", metavar="DIR", help="directory to write the files to")
+    crd.add_argument(
+        "--conversion-webhook",
+        metavar="NAMESPACE/NAME[:PORT][/PATH]",
+        help="the conversion webhook service of kinds whose versions have different schemas "
+        "(default: system/webhook-service/convert, the placeholder kubebuilder's kustomize "
+        "layout rewrites)",
+    )
     crd.set_defaults(func=run_crd)
     parser.set_defaults(func=lambda args: _no_artefact(parser))
 
@@ -97,15 +107,21 @@ def _resolve(target: str) -> list[type[Any]]:
 
 
 def run_crd(args: argparse.Namespace) -> int:
-    from kubewerk.model import ModelDefinitionError, crds_for, dump_yaml
+    from kubewerk.model import ConversionWebhook, ModelDefinitionError, crds_for, dump_yaml
 
+    webhook = None
+    if args.conversion_webhook is not None:
+        try:
+            webhook = ConversionWebhook.parse(args.conversion_webhook)
+        except ValueError as exc:
+            raise UsageError(f"--conversion-webhook: {exc}") from None
     classes: list[type[Any]] = []
     for target in args.targets:
         for cls in _resolve(target):
             if cls not in classes:
                 classes.append(cls)
     try:
-        crds = crds_for(classes)
+        crds = crds_for(classes, webhook=webhook)
     except ModelDefinitionError as exc:
         raise UsageError(str(exc)) from None
     if not args.output:

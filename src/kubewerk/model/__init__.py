@@ -25,7 +25,15 @@ See docs/model.md for the markers and the conversion API.
 
 from kubewerk.model.base import KubeModel, ObjectRule
 from kubewerk.model.conversion import convert, convert_dict, converter, converters
-from kubewerk.model.crd import crd_for, crd_yaml, crds_for, dump_yaml, schema_for, storage_version
+from kubewerk.model.crd import (
+    ConversionWebhook,
+    crd_for,
+    crd_yaml,
+    crds_for,
+    dump_yaml,
+    schema_for,
+    storage_version,
+)
 from kubewerk.model.errors import ConversionError, InvalidObjectError, ModelDefinitionError
 from kubewerk.model.markers import (
     AtMostOneOf,
@@ -64,6 +72,7 @@ __all__ = [
     "Condition",
     "Conditions",
     "ConversionError",
+    "ConversionWebhook",
     "EmbeddedResource",
     "ExactlyOneOf",
     "Format",

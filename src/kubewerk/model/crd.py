@@ -4,24 +4,105 @@ The output is structural (every node typed, no ``$ref``, no ``oneOf``; int-or-st
 as ``anyOf: [integer, string]`` with ``x-kubernetes-int-or-string``, exactly as
 Kubernetes documents it) and stable: the same classes give the same dict, and
 :func:`crd_yaml` the same bytes (keys sorted, block style, no anchors).
+
+A kind whose served versions have different schemas gets ``spec.conversion`` with
+strategy ``Webhook`` (see :class:`ConversionWebhook`): with the default strategy
+``None`` the API server would only rewrite ``apiVersion`` and serve objects stored as
+one version unchanged as the others.
 """
 
 from __future__ import annotations
 
 import weakref
 from collections.abc import Iterable
+from dataclasses import dataclass
 from typing import Any
 
 import orjson
 import yaml
 
+from kubewerk.core.validation import is_dns1123_subdomain
 from kubewerk.model._naming import version_priority_key
 from kubewerk.model._schemagen import resource_schema
 from kubewerk.model.errors import ModelDefinitionError
 from kubewerk.model.resource import AnyResource, KindInfo, provide_schema_compiler, versions_of
 from kubewerk.schema import CompiledSchema, compile_crd_version
 
-__all__ = ["crd_for", "crd_yaml", "crds_for", "dump_yaml", "schema_for", "storage_version"]
+__all__ = [
+    "ConversionWebhook",
+    "crd_for",
+    "crd_yaml",
+    "crds_for",
+    "dump_yaml",
+    "schema_for",
+    "storage_version",
+]
+
+
+@dataclass(frozen=True, slots=True)
+class ConversionWebhook:
+    """The service the API server calls to convert a kind's objects between versions.
+
+    :func:`crd_for` writes it as ``spec.conversion`` (strategy ``Webhook``,
+    ``conversionReviewVersions: [v1]``) for every kind whose served versions have
+    different schemas. The defaults are the placeholder of kubebuilder's kustomize
+    layout — service ``webhook-service`` in namespace ``system``, path ``/convert``, port
+    443 — which kustomize's ``namespace`` and ``namePrefix`` rewrite into the operator's
+    own; name the real service here (or with ``kubewerk gen crd --conversion-webhook``)
+    when the CRD is applied as generated. Raises ``ValueError`` for a reference the API
+    server would refuse.
+    """
+
+    namespace: str = "system"
+    name: str = "webhook-service"
+    path: str = "/convert"
+    port: int | None = None
+    """None: Kubernetes' default, 443."""
+
+    def __post_init__(self) -> None:
+        if not self.namespace or not self.name:
+            raise ValueError("a conversion webhook service needs a namespace and a name")
+        if not self.path.startswith("/"):
+            raise ValueError(f"conversion webhook path {self.path!r} must start with '/'")
+        segments = self.path[1:].removesuffix("/").split("/") if self.path != "/" else []
+        for segment in segments:
+            if not segment or is_dns1123_subdomain(segment):
+                raise ValueError(
+                    f"conversion webhook path {self.path!r}: each segment must be a DNS-1123 "
+                    "subdomain (lower-case letters, digits, '-' and '.')"
+                )
+        if self.port is not None and not 1 <= self.port <= 65535:
+            raise ValueError(f"conversion webhook port {self.port} is not between 1 and 65535")
+
+    @classmethod
+    def parse(cls, text: str) -> ConversionWebhook:
+        """``NAMESPACE/NAME[:PORT][/PATH]``, e.g. ``ops/widgets-webhook:9443/convert``
+        (path ``/convert`` when left out)."""
+        namespace, _, rest = text.partition("/")
+        service, slash, path = rest.partition("/")
+        name, colon, port_text = service.partition(":")
+        if not namespace or not name or (colon and not port_text.isdigit()):
+            raise ValueError(
+                f"conversion webhook {text!r}: expected NAMESPACE/NAME[:PORT][/PATH], "
+                "e.g. ops/widgets-webhook:9443/convert"
+            )
+        return cls(
+            namespace=namespace,
+            name=name,
+            path=f"/{path}" if slash else "/convert",
+            port=int(port_text) if colon else None,
+        )
+
+    def to_schema(self) -> dict[str, Any]:
+        """The ``spec.conversion`` of a CRD that converts through this service."""
+        service: dict[str, Any] = {"name": self.name, "namespace": self.namespace, "path": self.path}
+        if self.port is not None:
+            service["port"] = self.port
+        return {
+            "strategy": "Webhook",
+            "webhook": {"clientConfig": {"service": service}, "conversionReviewVersions": ["v1"]},
+        }
+
 
 def schema_for(model: type[AnyResource]) -> dict[str, Any]:
     """The ``openAPIV3Schema`` of one resource class (a fresh, unshared dict)."""
@@ -109,13 +190,15 @@ def _collect(models: tuple[type[AnyResource], ...]) -> list[type[AnyResource]]:
     return sorted(seen.values(), key=lambda m: version_priority_key(m.kind_info().version))
 
 
-def crd_for(*models: type[AnyResource]) -> dict[str, Any]:
+def crd_for(*models: type[AnyResource], webhook: ConversionWebhook | None = None) -> dict[str, Any]:
     """The CustomResourceDefinition for one kind.
 
     With one class, every registered version of its kind is included (the class
     itself standing for its version); with several, exactly those. Names, scope, short
     names and categories come from the storage version, and the other versions must
     agree with it. Versions are listed in Kubernetes' priority order (v1, v1beta1, …).
+    When the served versions' schemas differ (descriptions aside) the CRD converts
+    through ``webhook`` (default :class:`ConversionWebhook`'s placeholder service).
     """
     chosen = _collect(models)
     hub = storage_version(chosen)
@@ -152,18 +235,61 @@ def crd_for(*models: type[AnyResource]) -> dict[str, Any]:
     }
     # one JSON round trip: no shared sub-dicts, only JSON types
     result: dict[str, Any] = orjson.loads(orjson.dumps(crd))
+    if _schemas_differ(result["spec"]["versions"]):
+        result["spec"] = {"conversion": (webhook or ConversionWebhook()).to_schema(), **result["spec"]}
     return result
 
 
-def crds_for(models: Iterable[type[AnyResource]]) -> list[dict[str, Any]]:
-    """One CRD per kind among ``models`` (grouping their versions), sorted by CRD name."""
+def _schemas_differ(versions: list[dict[str, Any]]) -> bool:
+    """Whether the versions the API server reads or writes (served or storage) have
+    schemas that differ other than in descriptions, so objects need converting."""
+    schemas = [
+        _without_descriptions(v["schema"]["openAPIV3Schema"])
+        for v in versions
+        if v["served"] or v["storage"]
+    ]
+    return any(schema != schemas[0] for schema in schemas[1:])
+
+
+_SUBSCHEMA_KEYS = ("items", "additionalProperties", "not")
+_SUBSCHEMA_LIST_KEYS = ("anyOf", "allOf", "oneOf")
+
+
+def _without_descriptions(schema: Any) -> Any:
+    """The schema without its nodes' ``description`` (a property named ``description``
+    stays; defaults and examples are values, not schemas, and are kept as they are)."""
+    if not isinstance(schema, dict):
+        return schema
+    out: dict[str, Any] = {}
+    for key, value in schema.items():
+        if key == "description":
+            continue
+        if key == "properties" and isinstance(value, dict):
+            out[key] = {name: _without_descriptions(sub) for name, sub in value.items()}
+        elif key in _SUBSCHEMA_KEYS:
+            out[key] = _without_descriptions(value)
+        elif key in _SUBSCHEMA_LIST_KEYS and isinstance(value, list):
+            out[key] = [_without_descriptions(sub) for sub in value]
+        else:
+            out[key] = value
+    return out
+
+
+def crds_for(
+    models: Iterable[type[AnyResource]], *, webhook: ConversionWebhook | None = None
+) -> list[dict[str, Any]]:
+    """One CRD per kind among ``models`` (grouping their versions), sorted by CRD name;
+    ``webhook`` as for :func:`crd_for`."""
     by_kind: dict[tuple[str, str], list[type[AnyResource]]] = {}
     for model in models:
         info = model.kind_info()
         bucket = by_kind.setdefault((info.group, info.kind), [])
         if model not in bucket:
             bucket.append(model)
-    crds = [crd_for(*group) if len(group) > 1 else crd_for(group[0]) for group in by_kind.values()]
+    crds = [
+        crd_for(*group, webhook=webhook) if len(group) > 1 else crd_for(group[0], webhook=webhook)
+        for group in by_kind.values()
+    ]
     return sorted(crds, key=lambda c: str(c["metadata"]["name"]))
 
 
@@ -196,9 +322,9 @@ def dump_yaml(obj: Any) -> str:
     )
 
 
-def crd_yaml(*models: type[AnyResource]) -> str:
+def crd_yaml(*models: type[AnyResource], webhook: ConversionWebhook | None = None) -> str:
     """:func:`crd_for` as stable YAML text."""
-    return dump_yaml(crd_for(*models))
+    return dump_yaml(crd_for(*models, webhook=webhook))
 
 
 _COMPILED: weakref.WeakKeyDictionary[type, CompiledSchema] = weakref.WeakKeyDictionary()
