@@ -80,6 +80,25 @@ def read_response(sock: socket.socket) -> bytes:
     return head + b"\r\n\r\n" + body[:length]
 
 
+def trickle_until_closed(sock: socket.socket, give_up_after: float) -> float | None:
+    """Send a byte every 50 ms until the server closes; the seconds that took, or None."""
+    started = time.monotonic()
+    sock.settimeout(0.05)
+    try:
+        while time.monotonic() - started < give_up_after:
+            try:
+                sock.sendall(b"X")
+                if sock.recv(100) == b"":
+                    return time.monotonic() - started
+            except TimeoutError:
+                continue
+            except OSError:
+                return time.monotonic() - started
+        return None
+    finally:
+        sock.close()
+
+
 def rss_mib() -> float:
     with open("/proc/self/statm") as f:
         return int(f.read().split()[1]) * os.sysconf("SC_PAGE_SIZE") / 2**20
@@ -189,23 +208,18 @@ def test_pipelined_and_fragmented_requests_are_still_served(server: EmbeddedServ
 def test_headers_trickled_byte_by_byte_are_cut_after_the_header_timeout(server: EmbeddedServer) -> None:
     sock = connect(server)
     sock.sendall(b"GET /version HTTP/1.1\r\n")
-    started = time.monotonic()
-    closed_after = None
-    sock.settimeout(0.05)
-    while time.monotonic() - started < HEADER_TIMEOUT + 2:
-        try:
-            sock.sendall(b"X")
-            if sock.recv(100) == b"":
-                closed_after = time.monotonic() - started
-                break
-        except TimeoutError:
-            continue
-        except OSError:
-            closed_after = time.monotonic() - started
-            break
-    sock.close()
+    closed_after = trickle_until_closed(sock, HEADER_TIMEOUT + 2)
     assert closed_after is not None, "a slowloris connection stayed open"
     assert HEADER_TIMEOUT - 0.1 <= closed_after < HEADER_TIMEOUT + 1
+
+
+def test_a_head_trickled_behind_a_complete_request_is_cut_too(server: EmbeddedServer) -> None:
+    sock = connect(server)
+    sock.sendall(b"GET /version HTTP/1.1\r\nHost: 127.0.0.1\r\n\r\nGET /version HTTP/1.1\r\n")
+    assert read_response(sock).startswith(b"HTTP/1.1 200 ")
+    closed_after = trickle_until_closed(sock, HEADER_TIMEOUT + IDLE_TIMEOUT + 2)
+    assert closed_after is not None, "a trickled pipelined head kept the connection open"
+    assert closed_after < HEADER_TIMEOUT + 1
 
 
 def test_a_connection_that_never_sends_is_closed_after_the_header_timeout(server: EmbeddedServer) -> None:

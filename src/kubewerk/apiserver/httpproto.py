@@ -132,7 +132,6 @@ class LimitedHttpToolsProtocol(HttpToolsProtocol):
         self._head_limit = limits.max_head_bytes
         self._head_bytes = 0  # bytes of the current request line and headers seen so far
         self._heads_done = 0  # number of requests whose headers were complete
-        self._in_head = False  # a request has begun and its headers are not complete
         self._in_body = False  # headers complete, body not yet
         self._head_timer: TimerHandle | None = None
         self._body_timer: TimerHandle | None = None
@@ -194,19 +193,16 @@ class LimitedHttpToolsProtocol(HttpToolsProtocol):
                 pos = end
         if self._closing or self.parser is None or self.transport.is_closing():
             return
-        if self._in_head and self._head_timer is None and not self._responding():
+        # part of a head arrived (a following request's first bytes behind a body that ended in
+        # the same chunk go uncounted; the idle timer bounds that connection instead)
+        if self._head_bytes and self._head_timer is None and not self._responding():
             self._head_timer = self.loop.call_later(self.limits.read_header_timeout, self._head_timed_out)
         if self._in_body and self._body_timer is None:
             self._body_timer = self.loop.call_later(self.limits.request_body_timeout, self._body_timed_out)
 
     # -- parser callbacks ----------------------------------------------------------------
 
-    def on_message_begin(self) -> None:
-        self._in_head = True
-        super().on_message_begin()
-
     def on_headers_complete(self) -> None:
-        self._in_head = False
         self._in_body = True
         self._heads_done += 1
         self._head_bytes = 0
