@@ -13,6 +13,7 @@ from pydantic import Field, ValidationError
 from kubewerk.model import (
     Condition,
     Conditions,
+    Immutable,
     InvalidObjectError,
     KubeModel,
     ModelDefinitionError,
@@ -357,3 +358,19 @@ def test_attribute_docstrings_are_read_from_the_class_source() -> None:
     schema = crd_for(Documented)["spec"]["versions"][0]["schema"]["openAPIV3Schema"]
     assert schema["properties"]["plain"]["description"] == "Indented\nand on two lines."
     assert "description" not in schema["properties"]["undocumented"]
+
+
+def test_api_errors_leaves_an_old_object_given_as_a_dict_as_it_was() -> None:
+    class DefaultedSpec(KubeModel):
+        replicas: int = 1
+        image: Annotated[str, Immutable()] | None = None
+
+    class Defaulted(Resource[DefaultedSpec, None], group="res.test.kubewerk.dev"):
+        """Defaults are applied to both sides of an update check."""
+
+    old = {"apiVersion": "res.test.kubewerk.dev/v1", "kind": "Defaulted", "spec": {"image": "a"}}
+    new = Defaulted.from_dict({**old, "spec": {"image": "b"}})
+    [error] = new.api_errors(old=old)
+    assert error.field == "spec.image"
+    assert old == {"apiVersion": "res.test.kubewerk.dev/v1", "kind": "Defaulted", "spec": {"image": "a"}}
+    assert Defaulted.from_dict(old).api_errors(old=old) == []

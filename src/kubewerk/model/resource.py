@@ -25,6 +25,7 @@ from typing import TYPE_CHECKING, Any, ClassVar, Generic, Literal, TypeVar
 from pydantic import BaseModel, ConfigDict, Field
 
 from kubewerk.core.errors import FieldError
+from kubewerk.core.patch import deep_copy
 from kubewerk.core.validation import is_dns1035_label, is_dns1123_subdomain
 from kubewerk.model._docstrings import attribute_docstrings
 from kubewerk.model._naming import guess_plural, kind_from_class_name
@@ -432,7 +433,7 @@ class Resource(KubeModel, Generic[SpecT, StatusT]):
         compiled.apply_defaults(obj)
         previous: dict[str, Any] | None = None
         if old is not None:
-            previous = old.to_dict() if isinstance(old, Resource) else copy.deepcopy(old)
+            previous = old.to_dict() if isinstance(old, Resource) else deep_copy(old)
             compiled.apply_defaults(previous)
         return compiled.validate(obj, previous)
 
