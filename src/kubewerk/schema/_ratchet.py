@@ -119,12 +119,6 @@ def correlate_key(node: Structural | None, new: dict[str, Any], old: Any, key: s
     return old[key]
 
 
-def child_schema(node: Structural, key: str) -> Structural | None:
-    """The schema a correlated object child is compared with (property, else map values)."""
-    sub = node.properties.get(key)
-    return sub if sub is not None else node.additional
-
-
 def unchanged(node: Structural | None, new: Any, old: Any) -> bool:
     """``CorrelatedObject.CachedDeepEqual`` of ``new`` and its correlated ``old`` value."""
     if new is None or old is None:

@@ -40,9 +40,6 @@ if TYPE_CHECKING:
 ROOT_FIELD: Final = "<nil>"
 """How ``field.Path(nil).String()`` prints: the field of errors about the whole object."""
 
-_ABSENT: Final = object()
-
-
 def field_of(name: str) -> str:
     """kube-openapi name → field path as the apiserver reports it."""
     if not name or name == ".":
@@ -834,7 +831,6 @@ def _has_duplicates(data: list[Any]) -> bool:
     return False
 
 
-Checker = Callable[[Any, str, list[FieldError]], None]
 Accept = Callable[[Any], bool]
 
 

@@ -131,14 +131,6 @@ def _p(*parts: str) -> str:
     return ".".join(p for p in parts if p)
 
 
-def _idx(path: str, i: int) -> str:
-    return f"{path}[{i}]"
-
-
-def _key(path: str, k: str) -> str:
-    return f"{path}[{k}]"
-
-
 def _is_set(schema: dict[str, Any], key: str) -> bool:
     """Is a JSONSchemaProps field non-zero (the Go struct's notion of set)?"""
     if key not in schema:
@@ -677,8 +669,6 @@ def _validate_spec(spec: _Spec, opts: _Options, path: str) -> list[FieldError]:
                 "must have exactly one version marked as storage version",
             )
         )
-    if not spec.versions:
-        pass
     for key in ("plural", "singular", "kind", "listKind"):
         if not spec.names.get(key):
             errs.append(FieldError.required(f"{path}.names.{key}"))
