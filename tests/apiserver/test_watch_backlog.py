@@ -148,6 +148,30 @@ async def test_an_unread_watch_is_closed_at_its_byte_bound_alone(small_bound: Em
         await api.close()
 
 
+async def test_an_unread_watch_of_the_initial_state_is_closed_too(small_bound: EmbeddedServer) -> None:
+    """Stalled while its initial events are written: closed when changes pile up behind them."""
+    srv = small_bound
+    hub = srv.app.hub
+    api = Api(srv.url)
+    try:
+        for i in range(12):
+            status, _ = await api.post(CMS, configmap(f"old{i:02}", {"k": "o" * MiB}))
+            assert status == 201
+        stalled = await StalledWatch.open(srv.host, srv.port, f"{CMS}?watch=1")
+        await asyncio.sleep(0.2)
+        for i in range(8):
+            await api.post(CMS, configmap(f"new{i}", {"k": "n" * (512 * 1024)}))
+        assert hub.terminated == {("", "configmaps"): 1}
+        events, ended = await stalled.read_to_end()
+        stalled.close()
+        assert ended
+        names = [e["object"]["metadata"]["name"] for e in events]
+        # a prefix of the initial state, nothing after it
+        assert names == [f"old{i:02}" for i in range(len(names))] and len(names) < 12
+    finally:
+        await api.close()
+
+
 async def test_a_slow_reader_that_keeps_up_is_not_closed(small_bound: EmbeddedServer) -> None:
     """Events bigger in total than the bound, read as they come: nothing is closed."""
     srv = small_bound

@@ -466,9 +466,11 @@ class WatchStream:
 
         try:
             initial = self.initial
-            for chunk in _chunks(encode(initial.popleft()) for _ in range(len(initial))):
+            for chunk in _chunks(encode(initial.popleft()) for _ in range(len(initial))
+                                 if not watcher.closed):
                 await self._write(send, chunk)
-            if self.initial_end_rev is not None:
+            initial.clear()  # left over when the watcher was closed meanwhile
+            if self.initial_end_rev is not None and not watcher.closed:
                 await self._write(send, self.bookmark(self.initial_end_rev, True))
             next_bookmark = loop.time() + self.bookmark_interval
             while not watcher.closed or watcher.queue:
