@@ -47,22 +47,6 @@ def field_of(name: str) -> str:
     return name[1:] if name[0] == "." else name
 
 
-_KINDS: Final[dict[type, str]] = {
-    str: "string",
-    dict: "object",
-    list: "array",
-    bool: "boolean",
-    float: "number",
-    type(None): "null",
-}
-
-
-def _kind(value: Any) -> str:
-    """``json_kind`` with a table lookup first for the common exact types (hot path)."""
-    kind = _KINDS.get(type(value))
-    return kind if kind is not None else json_kind(value)
-
-
 def _go_bad_value(value: Any) -> Any:
     """Integers beyond int64 reach Go as float64; print them that way."""
     if type(value) is int and not INT64_MIN <= value <= INT64_MAX:
@@ -74,11 +58,11 @@ def _enum_matches(data: Any, options: list[Any]) -> bool:
     """basicCommonValidator: DeepEqual after Go's ``ConvertibleTo`` conversion."""
     if data is None:
         return False
-    dk = _kind(data)
+    dk = json_kind(data)
     for opt in options:
         if opt is None:
             continue
-        ok = _kind(opt)
+        ok = json_kind(opt)
         if dk == ok or (dk in ("integer", "number") and ok in ("integer", "number")):
             if dk in ("integer", "number"):
                 # enum values decode as float64; numbers convert to float64
@@ -376,7 +360,7 @@ class Validator:
                 errs.append(FieldError.not_supported(field_of(name), None, self.enum_text))
             return
 
-        kind = _kind(data)
+        kind = json_kind(data)
         if self.type_applies and kind != self.fast_type:
             self._check_type(data, kind, name, errs)
         if self.has_junctors:
@@ -761,7 +745,7 @@ class Validator:
         count = 1
         if data is None:
             return count
-        kind = _kind(data)
+        kind = json_kind(data)
         if self.type_applies:
             count += 1
         if kind == "array" and self.items is not None:
@@ -776,7 +760,7 @@ class Validator:
 
 def _kind_in(data: Any, types: tuple[str, ...]) -> bool:
     """Would kube-openapi's type check accept ``data`` for ``types`` (no format)?"""
-    kind = _kind(data)
+    kind = json_kind(data)
     if kind in types:
         return True
     if kind == "number" and "integer" in types and _integral(data):
