@@ -127,7 +127,7 @@ API_APPROVAL_ANNOTATION: Final = "api-approved.kubernetes.io"
 
 
 # ------------------------------------------------------------------------- helpers
-def _p(*parts: str) -> str:
+def _join(*parts: str) -> str:
     return ".".join(p for p in parts if p)
 
 
@@ -176,12 +176,12 @@ class _Spec:
 
     def __init__(self, spec: dict[str, Any]) -> None:
         self.raw = spec
-        self.group = _str(spec.get("group"))
-        names = _d(spec.get("names"))
+        self.group = _as_str(spec.get("group"))
+        names = _as_dict(spec.get("names"))
         self.names = dict(names)
-        self.scope = _str(spec.get("scope"))
+        self.scope = _as_str(spec.get("scope"))
         self.preserve_unknown = spec.get("preserveUnknownFields") is True
-        self.conversion = _dn(spec.get("conversion"))
+        self.conversion = _dict_or_none(spec.get("conversion"))
         versions = spec.get("versions")
         self.versions: list[dict[str, Any]] = (
             [v if isinstance(v, dict) else {} for v in versions]
@@ -219,19 +219,19 @@ class _Spec:
         return out
 
 
-def _str(v: Any) -> str:
+def _as_str(v: Any) -> str:
     return v if isinstance(v, str) else ""
 
 
-def _d(v: Any) -> dict[str, Any]:
+def _as_dict(v: Any) -> dict[str, Any]:
     return v if isinstance(v, dict) else {}
 
 
-def _dn(v: Any) -> dict[str, Any] | None:
+def _dict_or_none(v: Any) -> dict[str, Any] | None:
     return v if isinstance(v, dict) else None
 
 
-def _l(v: Any) -> list[Any]:
+def _as_list(v: Any) -> list[Any]:
     return v if isinstance(v, list) else []
 
 
@@ -293,7 +293,7 @@ def _apply_v1_defaults(crd: dict[str, Any], old: dict[str, Any] | None) -> dict[
     names = spec.get("names")
     if not isinstance(names, dict):
         names = spec["names"] = {}
-    kind = _str(names.get("kind"))
+    kind = _as_str(names.get("kind"))
     if not names.get("singular"):
         names["singular"] = kind.lower()
     if not names.get("listKind") and kind:
@@ -312,16 +312,16 @@ def _apply_v1_defaults(crd: dict[str, Any], old: dict[str, Any] | None) -> dict[
         status: dict[str, Any] = {}
         for v in spec.get("versions") or []:
             if isinstance(v, dict) and v.get("storage") is True:
-                status["storedVersions"] = [_str(v.get("name"))]
+                status["storedVersions"] = [_as_str(v.get("name"))]
                 break
         crd["status"] = status
     else:
-        old_status = _d(old.get("status"))
+        old_status = _as_dict(old.get("status"))
         status = _deepcopy(old_status)
         stored = list(status.get("storedVersions") or [])
         for v in spec.get("versions") or []:
             if isinstance(v, dict) and v.get("storage") is True and v.get("name") not in stored:
-                stored.append(_str(v.get("name")))
+                stored.append(_as_str(v.get("name")))
         status["storedVersions"] = stored
         crd["status"] = status
     return crd
@@ -351,14 +351,14 @@ def validate_crd(crd: dict[str, Any], old: dict[str, Any] | None = None) -> list
     obj = _apply_v1_defaults(crd, old)
     spec = _Spec(obj["spec"])
     old_spec = _Spec(_apply_v1_defaults(old, old)["spec"]) if isinstance(old, dict) else None
-    meta = _d(obj.get("metadata"))
+    meta = _as_dict(obj.get("metadata"))
     opts = _Options(spec, old_spec, old)
 
     errs.extend(_validate_meta(meta, spec, old))
     errs.extend(_validate_spec(spec, opts, "spec"))
     if old_spec is not None:
         errs.extend(_validate_spec_update(spec, old_spec, opts))
-    status = _d(obj.get("status"))
+    status = _as_dict(obj.get("status"))
     accepted = status.get("acceptedNames")
     if isinstance(accepted, dict):
         errs.extend(_validate_names(accepted, "status.acceptedNames"))
@@ -436,8 +436,8 @@ def _validate_meta(
     meta: dict[str, Any], spec: _Spec, old: dict[str, Any] | None
 ) -> list[FieldError]:
     errs: list[FieldError] = []
-    name = _str(meta.get("name"))
-    gen = _str(meta.get("generateName"))
+    name = _as_str(meta.get("name"))
+    gen = _as_str(meta.get("generateName"))
     required = f"{spec.names.get('plural', '')}.{spec.group}"
 
     def name_errors(n: str, prefix: bool) -> list[str]:
@@ -459,8 +459,8 @@ def _validate_meta(
             for msg in name_errors(name, False):
                 errs.append(FieldError.invalid("metadata.name", name, msg))
     else:
-        old_meta = _d(old.get("metadata"))
-        if name != _str(old_meta.get("name")):
+        old_meta = _as_dict(old.get("metadata"))
+        if name != _as_str(old_meta.get("name")):
             errs.append(FieldError.invalid("metadata.name", name, "field is immutable"))
     if meta.get("namespace"):
         errs.append(FieldError.forbidden("metadata.namespace", "not allowed on this type"))
@@ -470,12 +470,12 @@ def _validate_meta(
 def _validate_names(names: dict[str, Any], path: str) -> list[FieldError]:
     errs: list[FieldError] = []
     for key in ("plural", "singular"):
-        v = _str(names.get(key))
+        v = _as_str(names.get(key))
         le = st.dns1035_label_errors(v)
         if v and le:
             errs.append(FieldError.invalid(f"{path}.{key}", v, ",".join(le)))
     for key in ("kind", "listKind"):
-        v = _str(names.get(key))
+        v = _as_str(names.get(key))
         le = st.dns1035_label_errors(v.lower())
         if v and le:
             errs.append(
@@ -486,16 +486,16 @@ def _validate_names(names: dict[str, Any], path: str) -> list[FieldError]:
                 )
             )
     for i, short in enumerate(names.get("shortNames") or []):
-        le = st.dns1035_label_errors(_str(short))
+        le = st.dns1035_label_errors(_as_str(short))
         if le:
             errs.append(FieldError.invalid(f"{path}.shortNames[{i}]", short, ",".join(le)))
-    kind = _str(names.get("kind"))
+    kind = _as_str(names.get("kind"))
     if kind and kind == names.get("listKind"):
         errs.append(
             FieldError.invalid(f"{path}.listKind", kind, "kind and listKind may not be the same")
         )
     for i, cat in enumerate(names.get("categories") or []):
-        le = st.dns1035_label_errors(_str(cat))
+        le = st.dns1035_label_errors(_as_str(cat))
         if le:
             errs.append(FieldError.invalid(f"{path}.categories[{i}]", cat, ",".join(le)))
     return errs
@@ -543,7 +543,7 @@ def _validate_api_approval(
                 f'protected groups must have approval annotation "{API_APPROVAL_ANNOTATION}", '
                 "see https://github.com/kubernetes/enhancements/pull/1111"
             )
-        value = _str(ann[API_APPROVAL_ANNOTATION])
+        value = _as_str(ann[API_APPROVAL_ANNOTATION])
         if value.startswith("unapproved"):
             return "bypassed", ""
         try:
@@ -637,7 +637,7 @@ def _validate_spec(spec: _Spec, opts: _Options, path: str) -> list[FieldError]:
         vpath = f"{path}.versions[{i}]"
         if v.get("storage") is True:
             storage += 1
-        name = _str(v.get("name"))
+        name = _as_str(v.get("name"))
         if name in seen:
             unique = False
         seen.add(name)
@@ -742,7 +742,7 @@ def _validate_version(
                 )
             )
         else:
-            w = _str(warning)
+            w = _as_str(warning)
             if len(w.encode()) > 256:
                 errs.append(
                     FieldError.invalid(
@@ -802,7 +802,7 @@ def _validate_subresources(sub: Any, path: str) -> list[FieldError]:
         ("specReplicasPath", ".spec.", "should be a json path under .spec"),
         ("statusReplicasPath", ".status.", "should be a json path under .status"),
     ):
-        value = _str(scale.get(key))
+        value = _as_str(scale.get(key))
         if not value:
             errs.append(FieldError.required(f"{path}.scale.{key}"))
             continue
@@ -840,20 +840,20 @@ def _validate_column(col: Any, path: str) -> list[FieldError]:
     col = col if isinstance(col, dict) else {}
     if not col.get("name"):
         errs.append(FieldError.required(f"{path}.name"))
-    t = _str(col.get("type"))
+    t = _as_str(col.get("type"))
     types = ",".join(PRINTER_COLUMN_TYPES)
     if not t:
         errs.append(FieldError.required(f"{path}.type", f"must be one of {types}"))
     elif t not in PRINTER_COLUMN_TYPES:
         errs.append(FieldError.invalid(f"{path}.type", t, f"must be one of {types}"))
-    f = _str(col.get("format"))
+    f = _as_str(col.get("format"))
     if f and f not in PRINTER_COLUMN_FORMATS:
         errs.append(
             FieldError.invalid(
                 f"{path}.format", f, f"must be one of {','.join(PRINTER_COLUMN_FORMATS)}"
             )
         )
-    jp = _str(col.get("jsonPath"))
+    jp = _as_str(col.get("jsonPath"))
     if not jp:
         errs.append(FieldError.required(f"{path}.JSONPath"))
     else:
@@ -867,7 +867,7 @@ def _validate_selectable(fields: list[Any], schema: Any, path: str) -> list[Fiel
     root = st.Structural(schema) if isinstance(schema, dict) else None
     for i, f in enumerate(fields):
         ip = f"{path}[{i}].jsonPath"
-        jp = _str(f.get("jsonPath")) if isinstance(f, dict) else ""
+        jp = _as_str(f.get("jsonPath")) if isinstance(f, dict) else ""
         if not jp:
             errs.append(FieldError.required(ip))
             continue
@@ -914,12 +914,12 @@ def _validate_conversion(conv: Any, path: str) -> list[FieldError]:
     errs: list[FieldError] = []
     if not isinstance(conv, dict):
         return errs
-    strategy = _str(conv.get("strategy"))
+    strategy = _as_str(conv.get("strategy"))
     if not strategy:
         errs.append(FieldError.required(f"{path}.strategy"))
     elif strategy not in ("None", "Webhook"):
         errs.append(FieldError.not_supported(f"{path}.strategy", strategy, ["None", "Webhook"]))
-    webhook = _dn(conv.get("webhook"))
+    webhook = _dict_or_none(conv.get("webhook"))
     cc = (
         webhook.get("clientConfig")
         if webhook and isinstance(webhook.get("clientConfig"), dict)
@@ -940,7 +940,7 @@ def _validate_conversion(conv: Any, path: str) -> list[FieldError]:
             if has_url == has_svc:
                 errs.append(FieldError.required(ccp, "exactly one of url or service is required"))
             elif has_url:
-                errs.extend(_validate_webhook_url(f"{ccp}.url", _str(cc.get("url"))))
+                errs.extend(_validate_webhook_url(f"{ccp}.url", _as_str(cc.get("url"))))
             else:
                 svc = cc["service"] if isinstance(cc["service"], dict) else {}
                 errs.extend(_validate_webhook_service(f"{ccp}.service", svc))
@@ -955,7 +955,7 @@ def _validate_conversion(conv: Any, path: str) -> list[FieldError]:
                     errs.append(FieldError.invalid(f"{rp}[{i}]", v, "duplicate version"))
                     continue
                 seen.add(v)
-                for msg in st.dns1035_label_errors(_str(v)):
+                for msg in st.dns1035_label_errors(_as_str(v)):
                     errs.append(FieldError.invalid(f"{rp}[{i}]", v, msg))
                 if v in ("v1", "v1beta1"):
                     accepted = True
@@ -1096,7 +1096,7 @@ def _validate_validation(
             else:
                 structural_ok = True
     schema_errs, cel_errs = _validate_openapi(
-        schema, sp, _SSV(), True, opts, ss if structural_ok else None, structural_ok
+        schema, sp, _SchemaContext(), True, opts, ss if structural_ok else None, structural_ok
     )
     errs.extend(schema_errs)
     errs.extend(cel_errs)
@@ -1109,7 +1109,7 @@ def _validate_validation(
     return errs
 
 
-class _SSV:
+class _SchemaContext:
     """specStandardValidatorV3's state while walking the schema."""
 
     __slots__ = ("allow_defaults", "inside_meta", "old_self_forbidden", "reason")
@@ -1120,8 +1120,8 @@ class _SSV:
         self.inside_meta = False
         self.old_self_forbidden: str | None = None
 
-    def clone(self) -> _SSV:
-        c = _SSV()
+    def clone(self) -> _SchemaContext:
+        c = _SchemaContext()
         c.allow_defaults, c.reason, c.inside_meta, c.old_self_forbidden = (
             self.allow_defaults,
             self.reason,
@@ -1130,17 +1130,17 @@ class _SSV:
         )
         return c
 
-    def forbid_defaults(self, reason: str) -> _SSV:
+    def forbid_defaults(self, reason: str) -> _SchemaContext:
         c = self.clone()
         c.allow_defaults, c.reason = False, reason
         return c
 
-    def within_meta(self) -> _SSV:
+    def within_meta(self) -> _SchemaContext:
         c = self.clone()
         c.inside_meta = True
         return c
 
-    def forbid_old_self(self, path: str) -> _SSV:
+    def forbid_old_self(self, path: str) -> _SchemaContext:
         if self.old_self_forbidden is not None:
             return self
         c = self.clone()
@@ -1148,15 +1148,15 @@ class _SSV:
         return c
 
 
-def _ssv_validate(schema: dict[str, Any], path: str, ssv: _SSV, opts: _Options) -> list[FieldError]:
+def _standard_checks(schema: dict[str, Any], path: str, ctx: _SchemaContext, opts: _Options) -> list[FieldError]:
     errs: list[FieldError] = []
     t = schema.get("type")
     if opts.require_valid_type and isinstance(t, str) and t and t not in OPENAPI_TYPES:
         errs.append(FieldError.not_supported(f"{path}.type", t, list(OPENAPI_TYPES)))
-    if "default" in schema and not ssv.allow_defaults:
+    if "default" in schema and not ctx.allow_defaults:
         detail = "must not be set"
-        if ssv.reason:
-            detail += " " + ssv.reason
+        if ctx.reason:
+            detail += " " + ctx.reason
         errs.append(FieldError.forbidden(f"{path}.default", detail))
     if schema.get("id"):
         errs.append(FieldError.forbidden(f"{path}.id", "id is not supported"))
@@ -1184,7 +1184,7 @@ def _ssv_validate(schema: dict[str, Any], path: str, ssv: _SSV, opts: _Options) 
         errs.append(
             FieldError.forbidden(f"{path}.items", "items must be a schema object and not an array")
         )
-    if ssv.inside_meta and schema.get("x-kubernetes-embedded-resource") is True:
+    if ctx.inside_meta and schema.get("x-kubernetes-embedded-resource") is True:
         errs.append(
             FieldError.forbidden(
                 f"{path}.x-kubernetes-embedded-resource", "must not be used inside of resource meta"
@@ -1196,7 +1196,7 @@ def _ssv_validate(schema: dict[str, Any], path: str, ssv: _SSV, opts: _Options) 
 def _validate_openapi(
     schema: Any,
     path: str,
-    ssv: _SSV,
+    ctx: _SchemaContext,
     is_root: bool,
     opts: _Options,
     node: st.Structural | None,
@@ -1207,7 +1207,7 @@ def _validate_openapi(
     cerrs: list[FieldError] = []
     if not isinstance(schema, dict):
         return serrs, cerrs
-    serrs.extend(_ssv_validate(schema, path, ssv, opts))
+    serrs.extend(_standard_checks(schema, path, ctx, opts))
     if schema.get("uniqueItems") is True:
         serrs.append(
             FieldError.forbidden(
@@ -1216,7 +1216,7 @@ def _validate_openapi(
             )
         )
     addl = schema.get("additionalProperties")
-    props = _d(schema.get("properties"))
+    props = _as_dict(schema.get("properties"))
     if addl is not None:
         if props and (addl is False or isinstance(addl, dict)):
             serrs.append(
@@ -1226,9 +1226,9 @@ def _validate_openapi(
                 )
             )
         sub = (
-            ssv.forbid_defaults("inside additionalProperties applying to object metadata")
-            if ssv.inside_meta
-            else ssv
+            ctx.forbid_defaults("inside additionalProperties applying to object metadata")
+            if ctx.inside_meta
+            else ctx
         )
         if isinstance(addl, dict):
             a, b = _validate_openapi(
@@ -1244,7 +1244,7 @@ def _validate_openapi(
             cerrs.extend(b)
     if props:
         for name in sorted(props):
-            sub = ssv
+            sub = ctx
             if schema.get("x-kubernetes-map-type") == "atomic":
                 sub = sub.forbid_old_self(path)
             if (
@@ -1264,27 +1264,27 @@ def _validate_openapi(
             )
             serrs.extend(a)
             cerrs.extend(b)
-    a, b = _validate_openapi(schema.get("not"), f"{path}.not", ssv, False, opts, None, False)
+    a, b = _validate_openapi(schema.get("not"), f"{path}.not", ctx, False, opts, None, False)
     serrs.extend(a)
     cerrs.extend(b)
     for key in ("allOf", "oneOf", "anyOf"):
         subs = schema.get(key)
         if isinstance(subs, list):
             for i, s in enumerate(subs):
-                a, b = _validate_openapi(s, f"{path}.{key}[{i}]", ssv, False, opts, None, False)
+                a, b = _validate_openapi(s, f"{path}.{key}[{i}]", ctx, False, opts, None, False)
                 serrs.extend(a)
                 cerrs.extend(b)
     defs = schema.get("definitions")
     if isinstance(defs, dict):
         for k in sorted(defs):
             a, b = _validate_openapi(
-                defs[k], f"{path}.definitions[{k}]", ssv, False, opts, None, False
+                defs[k], f"{path}.definitions[{k}]", ctx, False, opts, None, False
             )
             serrs.extend(a)
             cerrs.extend(b)
     items = schema.get("items")
     if items is not None:
-        sub = ssv
+        sub = ctx
         if schema.get("x-kubernetes-list-type") != "map":
             sub = sub.forbid_old_self(path)
         if isinstance(items, dict):
@@ -1309,7 +1309,7 @@ def _validate_openapi(
         for k in sorted(deps):
             if isinstance(deps[k], dict):
                 a, b = _validate_openapi(
-                    deps[k], f"{path}.dependencies[{k}]", ssv, False, opts, None, False
+                    deps[k], f"{path}.dependencies[{k}]", ctx, False, opts, None, False
                 )
                 serrs.extend(a)
                 cerrs.extend(b)
@@ -1319,7 +1319,7 @@ def _validate_openapi(
                 f"{path}.x-kubernetes-preserve-unknown-fields", False, "must be true or undefined"
             )
         )
-    t = _str(schema.get("type"))
+    t = _as_str(schema.get("type"))
     mt = schema.get("x-kubernetes-map-type")
     if mt is not None and t != "object":
         if not t:
@@ -1418,12 +1418,12 @@ def _validate_openapi(
             serrs.append(
                 FieldError.invalid(
                     f"{path}.items.type",
-                    _str(items.get("type")),
+                    _as_str(items.get("type")),
                     "must be object if parent array's x-kubernetes-list-type is map",
                 )
             )
         else:
-            iprops = _d(items.get("properties"))
+            iprops = _as_dict(items.get("properties"))
             seen: set[str] = set()
             for k in keys:
                 if k in iprops:
@@ -1459,9 +1459,9 @@ def _validate_openapi(
         rp = f"{path}.x-kubernetes-validations"
         for i, rule in enumerate(rules):
             rule = rule if isinstance(rule, dict) else {}
-            text = _str(rule.get("rule"))
-            msg = _str(rule.get("message"))
-            msg_expr = _str(rule.get("messageExpression"))
+            text = _as_str(rule.get("rule"))
+            msg = _as_str(rule.get("message"))
+            msg_expr = _as_str(rule.get("messageExpression"))
             if not text.strip():
                 serrs.append(FieldError.required(f"{rp}[{i}].rule", "rule is not specified"))
             elif msg and not msg.strip():
@@ -1491,7 +1491,7 @@ def _validate_openapi(
                 serrs.append(
                     FieldError.not_supported(f"{rp}[{i}].reason", reason, list(VALIDATION_REASONS))
                 )
-            fp = _str(rule.get("fieldPath"))
+            fp = _as_str(rule.get("fieldPath"))
             if fp and not fp.strip():
                 serrs.append(
                     FieldError.invalid(f"{rp}[{i}].fieldPath", fp, "must be non-empty if specified")
@@ -1511,7 +1511,7 @@ def _validate_openapi(
             from .cel.rules import check_node_rules
 
             cerrs.extend(
-                check_node_rules(node, rules, rp, ssv.old_self_forbidden, opts.preexisting_rules)
+                check_node_rules(node, rules, rp, ctx.old_self_forbidden, opts.preexisting_rules)
             )
     return serrs, cerrs
 
@@ -1530,7 +1530,7 @@ def _map_list_keys_errors(schema: dict[str, Any], path: str) -> list[FieldError]
         )
     if lt == "map":
         required = set(items.get("required") or [])
-        iprops = _d(items.get("properties"))
+        iprops = _as_dict(items.get("properties"))
         for k in schema.get("x-kubernetes-list-map-keys") or []:
             prop = iprops.get(k)
             if not isinstance(prop, dict):
@@ -1576,26 +1576,26 @@ def _validate_structural(
 ) -> None:
     """``ValidateStructural``'s invariants (errors are sorted by the caller)."""
     if s.type == "array" and s.items is None:
-        errs.append(FieldError.required(_p(path, "items"), "must be specified"))
+        errs.append(FieldError.required(_join(path, "items"), "must be specified"))
     if s.items is not None:
-        _validate_structural(s.items, s.items.raw, "item", _p(path, "items"), errs)
+        _validate_structural(s.items, s.items.raw, "item", _join(path, "items"), errs)
     for k, v in s.properties.items():
-        _validate_structural(v, v.raw, "field", f"{_p(path, 'properties')}[{k}]", errs)
+        _validate_structural(v, v.raw, "field", f"{_join(path, 'properties')}[{k}]", errs)
     if s.additional_bool:
         if level == "root":
             errs.append(
                 FieldError.forbidden(
-                    _p(path, "additionalProperties"), "must not be used at the root"
+                    _join(path, "additionalProperties"), "must not be used at the root"
                 )
             )
         if s.additional is not None:
             _validate_structural(
-                s.additional, s.additional.raw, "field", _p(path, "additionalProperties"), errs
+                s.additional, s.additional.raw, "field", _join(path, "additionalProperties"), errs
             )
     if s.int_or_string and s.preserve_unknown:
         errs.append(
             FieldError.invalid(
-                _p(path, "x-kubernetes-preserve-unknown-fields"),
+                _join(path, "x-kubernetes-preserve-unknown-fields"),
                 True,
                 "must be false if x-kubernetes-int-or-string is true",
             )
@@ -1603,7 +1603,7 @@ def _validate_structural(
     if s.int_or_string and s.embedded:
         errs.append(
             FieldError.invalid(
-                _p(path, "x-kubernetes-embedded-resource"),
+                _join(path, "x-kubernetes-embedded-resource"),
                 True,
                 "must be false if x-kubernetes-int-or-string is true",
             )
@@ -1622,13 +1622,13 @@ def _validate_structural(
         if not s.type:
             errs.append(
                 FieldError.required(
-                    _p(path, "type"), "must be object if x-kubernetes-embedded-resource is true"
+                    _join(path, "type"), "must be object if x-kubernetes-embedded-resource is true"
                 )
             )
         else:
             errs.append(
                 FieldError.invalid(
-                    _p(path, "type"),
+                    _join(path, "type"),
                     s.type,
                     "must be object if x-kubernetes-embedded-resource is true",
                 )
@@ -1639,29 +1639,29 @@ def _validate_structural(
             "item": "must not be empty for specified array items",
             "field": "must not be empty for specified object fields",
         }[level]
-        errs.append(FieldError.required(_p(path, "type"), detail))
+        errs.append(FieldError.required(_join(path, "type"), detail))
     if s.embedded and s.additional_bool:
         errs.append(
             FieldError.forbidden(
-                _p(path, "additionalProperties"),
+                _join(path, "additionalProperties"),
                 "must not be used if x-kubernetes-embedded-resource is set",
             )
         )
     if level == "root" and s.type and s.type != "object":
-        errs.append(FieldError.invalid(_p(path, "type"), s.type, "must be object at the root"))
+        errs.append(FieldError.invalid(_join(path, "type"), s.type, "must be object at the root"))
     for meta_key in ("kind", "apiVersion"):
         sub = s.properties.get(meta_key)
         if sub is not None and check_meta and sub.type != "string":
             errs.append(
                 FieldError.invalid(
-                    f"{_p(path, 'properties')}[{meta_key}].type", sub.type, "must be string"
+                    f"{_join(path, 'properties')}[{meta_key}].type", sub.type, "must be string"
                 )
             )
     md = s.properties.get("metadata")
     if md is not None:
-        mpath = f"{_p(path, 'properties')}[metadata]"
+        mpath = f"{_join(path, 'properties')}[metadata]"
         if check_meta and md.type != "object":
-            errs.append(FieldError.invalid(_p(mpath, "type"), md.type, "must be object"))
+            errs.append(FieldError.invalid(_join(mpath, "type"), md.type, "must be object"))
         if level == "root" and not _root_metadata_ok(md.raw):
             errs.append(
                 FieldError.forbidden(
@@ -1672,7 +1672,7 @@ def _validate_structural(
     if s.embedded and not s.preserve_unknown and not s.properties:
         errs.append(
             FieldError.required(
-                _p(path, "properties"),
+                _join(path, "properties"),
                 "must not be empty if x-kubernetes-embedded-resource is true without x-kubernetes-preserve-unknown-fields",
             )
         )
@@ -1739,19 +1739,19 @@ def _validate_value_validation(
 ) -> None:
     if not skip_anyof:
         for i, sub in enumerate(raw.get("anyOf") or []):
-            _validate_nested(sub, False, level, f"{_p(path, 'anyOf')}[{i}]", errs, False)
+            _validate_nested(sub, False, level, f"{_join(path, 'anyOf')}[{i}]", errs, False)
     for i, sub in enumerate(raw.get("allOf") or []):
         _validate_nested(
             sub,
             skip_first_allof_anyof and i == 0,
             level,
-            f"{_p(path, 'allOf')}[{i}]",
+            f"{_join(path, 'allOf')}[{i}]",
             errs,
             allow_xvalidations,
         )
     for i, sub in enumerate(raw.get("oneOf") or []):
-        _validate_nested(sub, False, level, f"{_p(path, 'oneOf')}[{i}]", errs, False)
-    _validate_nested(raw.get("not"), False, level, _p(path, "not"), errs, False)
+        _validate_nested(sub, False, level, f"{_join(path, 'oneOf')}[{i}]", errs, False)
+    _validate_nested(raw.get("not"), False, level, _join(path, "not"), errs, False)
     pattern = raw.get("pattern")
     if isinstance(pattern, str) and pattern:
         try:
@@ -1759,7 +1759,7 @@ def _validate_value_validation(
         except Exception as exc:
             errs.append(
                 FieldError.invalid(
-                    _p(path, "pattern"),
+                    _join(path, "pattern"),
                     pattern,
                     f"must be a valid regular expression, but isn't: {go_regexp_error(pattern, exc)}",
                 )
@@ -1779,12 +1779,12 @@ def _validate_nested(
     _validate_value_validation(raw, skip_anyof, False, level, path, errs, allow_xvalidations)
     items = raw.get("items")
     if isinstance(items, dict):
-        _validate_nested(items, False, level, _p(path, "items"), errs, allow_xvalidations)
+        _validate_nested(items, False, level, _join(path, "items"), errs, allow_xvalidations)
     props = raw.get("properties")
     if isinstance(props, dict):
         for k, v in props.items():
             _validate_nested(
-                v, False, "field", f"{_p(path, 'properties')}[{k}]", errs, allow_xvalidations
+                v, False, "field", f"{_join(path, 'properties')}[{k}]", errs, allow_xvalidations
             )
     for key, detail in _FORBIDDEN_IN_JUNCTORS:
         if key not in raw:
@@ -1806,11 +1806,11 @@ def _validate_nested(
                 continue
         elif key == "additionalProperties" and v is None:
             continue
-        errs.append(FieldError.forbidden(_p(path, key), detail))
+        errs.append(FieldError.forbidden(_join(path, key), detail))
     if isinstance(props, dict) and "metadata" in props:
         errs.append(
             FieldError.forbidden(
-                f"{_p(path, 'properties')}[metadata]", "must not be specified in a nested context"
+                f"{_join(path, 'properties')}[metadata]", "must not be specified in a nested context"
             )
         )
 
@@ -1835,7 +1835,7 @@ def _defaults_walk(
         root = s
     if s.has_default and not inside_meta:
         value = s.default
-        dpath = _p(path, "default")
+        dpath = _join(path, "default")
         if opts.require_pruned_defaults:
             pruned = copy.deepcopy(value)
             out: list[str] = []
@@ -1854,11 +1854,11 @@ def _defaults_walk(
             verrs.extend(validate_default_rules(s, value, dpath, s is root))
         errs.extend(verrs)
     if s.items is not None:
-        _defaults_walk(s.items, root, _p(path, "items"), inside_meta, opts, errs)
+        _defaults_walk(s.items, root, _join(path, "items"), inside_meta, opts, errs)
     for k in sorted(s.properties):
         sub_meta = inside_meta or (s.embedded and k in st.META_FIELDS)
         _defaults_walk(
-            s.properties[k], root, f"{_p(path, 'properties')}[{k}]", sub_meta, opts, errs
+            s.properties[k], root, f"{_join(path, 'properties')}[{k}]", sub_meta, opts, errs
         )
 
 
@@ -1881,10 +1881,10 @@ def compile_crd_version(crd: dict[str, Any], version: str) -> CompiledSchema:
     :class:`SchemaError` if the version does not exist, has no schema, or the schema
     (or one of its CEL rules) does not compile.
     """
-    meta = _d(crd.get("metadata"))
-    uid = _str(meta.get("uid"))
+    meta = _as_dict(crd.get("metadata"))
+    uid = _as_str(meta.get("uid"))
     gen = meta.get("generation")
-    stamp = str(gen) if gen is not None else _str(meta.get("resourceVersion"))
+    stamp = str(gen) if gen is not None else _as_str(meta.get("resourceVersion"))
     key: tuple[str, str, str] | None = (uid, stamp, version) if uid and stamp else None
     if key is not None:
         with _cache_lock:
@@ -1892,8 +1892,8 @@ def compile_crd_version(crd: dict[str, Any], version: str) -> CompiledSchema:
             if hit is not None:
                 _cache.move_to_end(key)
                 return hit
-    spec = _d(crd.get("spec"))
-    versions = _l(spec.get("versions"))
+    spec = _as_dict(crd.get("spec"))
+    versions = _as_list(spec.get("versions"))
     for i, v in enumerate(versions):
         if isinstance(v, dict) and v.get("name") == version:
             schema = (
@@ -1917,7 +1917,7 @@ def compile_crd_version(crd: dict[str, Any], version: str) -> CompiledSchema:
             FieldError.not_supported(
                 "spec.versions",
                 version,
-                [_str(v.get("name")) for v in versions if isinstance(v, dict)],
+                [_as_str(v.get("name")) for v in versions if isinstance(v, dict)],
             )
         ]
     )

@@ -40,7 +40,8 @@ def _tagged(kind: str, **fields: Any) -> dict[str, Any]:
     return out
 
 
-def _kind(value: Any) -> str:
+def _library_type(value: Any) -> str:
+    """The library type of a tagged value (``"quantity"``, ``"ip"`` …), or ``""``."""
     if isinstance(value, dict):
         tag = value.get(TAG)
         if isinstance(tag, str):
@@ -49,7 +50,7 @@ def _kind(value: Any) -> str:
 
 
 def _expect(value: Any, kind: str) -> dict[str, Any]:
-    if _kind(value) != kind:
+    if _library_type(value) != kind:
         raise CelError(f"no such overload: expected {kind}")
     return value  # type: ignore[no-any-return]
 
@@ -64,15 +65,15 @@ def _comparable(items: list[Any]) -> list[Any]:
     t = kinds.pop() if kinds else None
     if t in (str, bytes, int, float, bool) or t is None:
         return items
-    if t is dict and all(_kind(x) in ("quantity", "semver") for x in items):
+    if t is dict and all(_library_type(x) in ("quantity", "semver") for x in items):
         return [_sort_key(x) for x in items]
     raise CelError("no such overload")
 
 
 def _sort_key(x: Any) -> Any:
-    if _kind(x) == "quantity":
+    if _library_type(x) == "quantity":
         return Fraction(x["n"])
-    if _kind(x) == "semver":
+    if _library_type(x) == "semver":
         return _semver_key(x["v"])
     return x
 
@@ -86,8 +87,8 @@ def list_sum(items: list[Any]) -> Any:
     items = list(items)
     if not items:
         return 0
-    if all(_kind(x) == "quantity" for x in items):
-        return _q(sum((Fraction(x["n"]) for x in items), Fraction(0)))
+    if all(_library_type(x) == "quantity" for x in items):
+        return _tagged_quantity(sum((Fraction(x["n"]) for x in items), Fraction(0)))
     if all(type(x) is int for x in items):
         total = sum(items)
         if not -(2**63) <= total < 2**63:
@@ -256,7 +257,8 @@ def parse_quantity(s: str) -> Fraction | None:
     return -value if sign == "-" else value
 
 
-def _q(value: Fraction) -> dict[str, Any]:
+def _tagged_quantity(value: Fraction) -> dict[str, Any]:
+    """A ``kubernetes.Quantity`` value holding ``value`` exactly."""
     return _tagged("quantity", n=str(value))
 
 
@@ -270,46 +272,48 @@ def quantity(s: str) -> dict[str, Any]:
         raise CelError(
             "quantities must match the regular expression '^([+-]?[0-9.]+)([eEinumkKMGTP]*[-+]?[0-9]*)$'"
         )
-    return _q(v)
+    return _tagged_quantity(v)
 
 
-def _qv(q: Any) -> Fraction:
+def _quantity_amount(q: Any) -> Fraction:
+    """The exact amount of a Quantity value; no such overload for anything else."""
     return Fraction(_expect(q, "quantity")["n"])
 
 
 def q_is_integer(q: Any) -> bool:
-    v = _qv(q)
+    v = _quantity_amount(q)
     return v.denominator == 1 and -(2**63) <= v < 2**63
 
 
 def q_as_integer(q: Any) -> int:
-    v = _qv(q)
+    v = _quantity_amount(q)
     if v.denominator != 1 or not -(2**63) <= v < 2**63:
         raise CelError("cannot convert value to integer")
     return int(v)
 
 
 def q_as_float(q: Any) -> float:
-    return float(_qv(q))
+    return float(_quantity_amount(q))
 
 
 def q_sign(q: Any) -> int:
-    v = _qv(q)
+    v = _quantity_amount(q)
     return (v > 0) - (v < 0)
 
 
-def _q_or_int(x: Any) -> Fraction:
+def _amount_or_int(x: Any) -> Fraction:
+    """The amount of a Quantity or of a CEL int (``add``/``sub`` take both)."""
     if type(x) is int:
         return Fraction(x)
-    return _qv(x)
+    return _quantity_amount(x)
 
 
 def q_add(a: Any, b: Any) -> dict[str, Any]:
-    return _q(_qv(a) + _q_or_int(b))
+    return _tagged_quantity(_quantity_amount(a) + _amount_or_int(b))
 
 
 def q_sub(a: Any, b: Any) -> dict[str, Any]:
-    return _q(_qv(a) - _q_or_int(b))
+    return _tagged_quantity(_quantity_amount(a) - _amount_or_int(b))
 
 
 # ---------------------------------------------------------------------- ip/cidr
@@ -347,36 +351,37 @@ def ip_is_canonical(s: str) -> bool:
     return str(addr) == s
 
 
-def _ipv(x: Any) -> ipaddress.IPv4Address | ipaddress.IPv6Address:
+def _ip_address(x: Any) -> ipaddress.IPv4Address | ipaddress.IPv6Address:
+    """The address of an IP value; no such overload for anything else."""
     return ipaddress.ip_address(_expect(x, "ip")["v"])
 
 
 def ip_family(x: Any) -> int:
-    return _ipv(x).version
+    return _ip_address(x).version
 
 
 def ip_is_unspecified(x: Any) -> bool:
-    return _ipv(x).is_unspecified
+    return _ip_address(x).is_unspecified
 
 
 def ip_is_loopback(x: Any) -> bool:
-    return _ipv(x).is_loopback
+    return _ip_address(x).is_loopback
 
 
 def ip_is_link_local_multicast(x: Any) -> bool:
-    a = _ipv(x)
+    a = _ip_address(x)
     if a.version == 4:
         return a in ipaddress.ip_network("224.0.0.0/24")
     return a.is_multicast and (int(a) >> 112) & 0xF == 2
 
 
 def ip_is_link_local_unicast(x: Any) -> bool:
-    a = _ipv(x)
+    a = _ip_address(x)
     return a.is_link_local and not a.is_multicast
 
 
 def ip_is_global_unicast(x: Any) -> bool:
-    a = _ipv(x)
+    a = _ip_address(x)
     if a.version == 4 and a == ipaddress.IPv4Address("255.255.255.255"):
         return False
     return not (a.is_unspecified or a.is_loopback or a.is_multicast or a.is_link_local)
@@ -408,14 +413,15 @@ def cidr(s: str) -> dict[str, Any]:
     return _tagged("cidr", v=f"{parsed[0]}/{parsed[1]}")
 
 
-def _net(x: Any) -> tuple[Any, int]:
+def _cidr_parts(x: Any) -> tuple[Any, int]:
+    """(address, prefix length) of a CIDR value; no such overload for anything else."""
     addr_s, _, bits = _expect(x, "cidr")["v"].partition("/")
     return ipaddress.ip_address(addr_s), int(bits)
 
 
 def cidr_contains_ip(c: Any, other: Any) -> bool:
-    addr, n = _net(c)
-    target = _ipv(other) if isinstance(other, dict) else _parse_ip(other)
+    addr, n = _cidr_parts(c)
+    target = _ip_address(other) if isinstance(other, dict) else _parse_ip(other)
     if target is None:
         raise CelError(f"IP Address {other!r} parse error during conversion from string")
     if target.version != addr.version:
@@ -424,9 +430,9 @@ def cidr_contains_ip(c: Any, other: Any) -> bool:
 
 
 def cidr_contains_cidr(c: Any, other: Any) -> bool:
-    addr, n = _net(c)
+    addr, n = _cidr_parts(c)
     if isinstance(other, dict):
-        oaddr, on = _net(other)
+        oaddr, on = _cidr_parts(other)
     else:
         parsed = _parse_cidr(other)
         if parsed is None:
@@ -438,20 +444,20 @@ def cidr_contains_cidr(c: Any, other: Any) -> bool:
 
 
 def cidr_ip(c: Any) -> dict[str, Any]:
-    return _tagged("ip", v=str(_net(c)[0]))
+    return _tagged("ip", v=str(_cidr_parts(c)[0]))
 
 
 def cidr_masked(c: Any) -> dict[str, Any]:
-    addr, n = _net(c)
+    addr, n = _cidr_parts(c)
     return _tagged("cidr", v=str(ipaddress.ip_network(f"{addr}/{n}", strict=False)))
 
 
 def cidr_prefix_length(c: Any) -> int:
-    return _net(c)[1]
+    return _cidr_parts(c)[1]
 
 
 def to_string(x: Any) -> str:
-    kind = _kind(x)
+    kind = _library_type(x)
     if kind in ("ip", "cidr", "url", "semver"):
         return str(x["v"])
     raise CelError("no such overload")
@@ -513,24 +519,25 @@ def _semver_key(v: str) -> tuple[Any, ...]:
     return (int(m.group(1)), int(m.group(2)), int(m.group(3)), pre_key)
 
 
-def _sv(x: Any) -> str:
+def _semver_text(x: Any) -> str:
+    """The version text of a Semver value; no such overload for anything else."""
     return str(_expect(x, "semver")["v"])
 
 
 def semver_major(x: Any) -> int:
-    return _semver_key(_sv(x))[0]  # type: ignore[no-any-return]
+    return _semver_key(_semver_text(x))[0]  # type: ignore[no-any-return]
 
 
 def semver_minor(x: Any) -> int:
-    return _semver_key(_sv(x))[1]  # type: ignore[no-any-return]
+    return _semver_key(_semver_text(x))[1]  # type: ignore[no-any-return]
 
 
 def semver_patch(x: Any) -> int:
-    return _semver_key(_sv(x))[2]  # type: ignore[no-any-return]
+    return _semver_key(_semver_text(x))[2]  # type: ignore[no-any-return]
 
 
 def compare(a: Any, b: Any) -> int:
-    ka, kb = _kind(a), _kind(b)
+    ka, kb = _library_type(a), _library_type(b)
     if ka != kb or ka not in ("quantity", "semver"):
         raise CelError("no such overload")
     x, y = _sort_key(a), _sort_key(b)
@@ -762,7 +769,7 @@ def _list_value(v: list[str]) -> list[str]:
 
 
 def _named_has_value(o: Any) -> bool:
-    return _kind(o) == "optional" and o.get("v") is not None
+    return _library_type(o) == "optional" and o.get("v") is not None
 
 
 def _named_value(o: Any) -> Any:

@@ -330,29 +330,30 @@ def check_node_rules(
     return errs
 
 
-class _Conv:
+class _CelConversion:
     """How to turn one schema node's JSON value into what Kubernetes hands to CEL.
 
     Only nodes whose subtree needs a change (escaped property names, ``number`` as
-    double, ``byte`` strings as bytes) get a ``_Conv``; everything else is passed as is.
+    double, ``byte`` strings as bytes) get a ``_CelConversion``; everything else is passed
+    as is.
     """
 
     __slots__ = ("additional", "byte", "has_props", "items", "number", "props")
 
     def __init__(self) -> None:
-        self.props: dict[str, tuple[str | None, _Conv | None]] = {}
-        self.additional: _Conv | None = None
-        self.items: _Conv | None = None
+        self.props: dict[str, tuple[str | None, _CelConversion | None]] = {}
+        self.additional: _CelConversion | None = None
+        self.items: _CelConversion | None = None
         self.number = False
         self.byte = False
         self.has_props = False
 
 
-def build_conv(node: Structural | None, depth: int = 0) -> _Conv | None:
+def build_conv(node: Structural | None, depth: int = 0) -> _CelConversion | None:
     """The conversion plan for ``node``, or None when its values pass unchanged."""
     if node is None or depth > 64:
         return None
-    conv = _Conv()
+    conv = _CelConversion()
     needed = False
     if node.type == "number":
         conv.number = needed = True
@@ -416,7 +417,7 @@ class _NodeRules:
         self.raw_fields = frozenset(raw)
 
 
-def to_cel(value: Any, conv: _Conv | None) -> Any:
+def to_cel(value: Any, conv: _CelConversion | None) -> Any:
     """A JSON value as Kubernetes presents it to CEL (escaped names, doubles, bytes)."""
     if conv is None or value is None:
         return value
@@ -469,9 +470,8 @@ class RuleSet:
         if old is None:
             _walk(self.root, obj, _MISSING, ROOT_FIELD, errs, None)
         else:
-            _walk(
-                self.root, obj, old, ROOT_FIELD, errs, _Corr(self.root.node, obj, None, None, old)
-            )
+            top = _CorrelatedNode(self.root.node, obj, None, None, old)
+            _walk(self.root, obj, old, ROOT_FIELD, errs, top)
         return errs
 
 
@@ -479,7 +479,7 @@ _UNRESOLVED: Final = object()
 _NEVER: Final = object()
 
 
-class _Corr:
+class _CorrelatedNode:
     """A node on the update walk, correlated to its old value lazily (``CorrelatedObject``).
 
     The correlated old value is only worked out when a rule fails, so an update whose
@@ -492,7 +492,7 @@ class _Corr:
         self,
         node: Structural,
         value: Any,
-        parent: _Corr | None,
+        parent: _CorrelatedNode | None,
         step: str | int | None,
         old: Any = _UNRESOLVED,
     ) -> None:
@@ -532,7 +532,7 @@ class _Corr:
     def ratcheted(self) -> bool:
         """``ratchetingOptions.shouldRatchetError``: this node, if correlated, is
         unchanged; else its nearest correlated ancestor is."""
-        c: _Corr | None = self
+        c: _CorrelatedNode | None = self
         while c is not None:
             o = c.old()
             if o is _NEVER:
@@ -586,7 +586,7 @@ def _walk(
     old: Any,
     path: str,
     errs: list[FieldError],
-    corr: _Corr | None,
+    corr: _CorrelatedNode | None,
 ) -> None:
     """``old``: the value ``oldSelf`` is bound to (or ``_MISSING``); ``corr``: this
     node on an update, for ratcheting (None on create)."""
@@ -601,7 +601,7 @@ def _walk(
             if v is _MISSING:
                 continue
             prev = old.get(name, _MISSING) if type(old) is dict else _MISSING
-            c = _Corr(child.node, v, corr, name) if corr is not None else None
+            c = _CorrelatedNode(child.node, v, corr, name) if corr is not None else None
             _walk(child, v, prev, _child_path(path, name), errs, c)
         addl = nr.additional
         if addl is not None:
@@ -610,7 +610,7 @@ def _walk(
                 if k in nr.node.properties:
                     continue
                 prev = old.get(k, _MISSING) if granular and type(old) is dict else _MISSING
-                c = _Corr(addl.node, v, corr, k) if corr is not None else None
+                c = _CorrelatedNode(addl.node, v, corr, k) if corr is not None else None
                 _walk(addl, v, prev, f"{path}[{k}]", errs, c)
     elif t is list:
         items = nr.items
@@ -627,7 +627,7 @@ def _walk(
             match: Any = _MISSING
             if correlate and type(v) is dict:
                 match = old_by_key.get(go_json([v.get(k) for k in nr.node.list_map_keys]), _MISSING)
-            c = _Corr(items.node, v, corr, i) if corr is not None else None
+            c = _CorrelatedNode(items.node, v, corr, i) if corr is not None else None
             _walk(items, v, match, f"{path}[{i}]", errs, c)
 
 
@@ -637,7 +637,7 @@ def _eval_rules(
     old: Any,
     path: str,
     errs: list[FieldError],
-    corr: _Corr | None,
+    corr: _CorrelatedNode | None,
 ) -> None:
     node = nr.node
     fields = nr.raw_fields
