@@ -7,15 +7,17 @@ the log (``events_since``) and registration happen with no ``await`` in between.
 Memory bounds, each in encoded JSON bytes (``Event.size``):
 
 - A watcher's queue (events committed but not yet written to its connection) is bounded
-  by ``max_backlog_bytes`` (default 16 MiB). A watcher whose queue is over the bound while
-  its stream waits for the client to take data (the connection's write buffer is full) is
-  closed: its queue is dropped and its stream ends cleanly, so the client re-watches from
-  the last resourceVersion it received (or re-lists on 410), as when kube-apiserver's
-  cacher terminates an unresponsive watcher. Other watchers are not affected. A burst of
-  events committed by one request may take a watcher that keeps up over the bound for a
-  moment; it is closed only if the client then falls behind. Closings are logged and
-  counted per resource (``WatchHub.terminated``, kube's
-  ``apiserver_terminated_watchers_total{group,resource}``).
+  by ``max_backlog_bytes`` (default 16 MiB): a watcher is closed when a new event finds
+  its queue over the bound while its stream is waiting for the client to take data (the
+  connection's write buffer is full). Its queue is dropped and its stream ends cleanly,
+  so the client re-watches from the last resourceVersion it received (or re-lists on
+  410), as when kube-apiserver's cacher terminates an unresponsive watcher. Other
+  watchers are not affected. A stream that is not waiting on its client (it has simply
+  not run yet) may hold more for a moment, e.g. the events of one request that commits
+  many large objects at once, or the replay of a watch from an old resourceVersion (at
+  most the store's history bound); it is closed only if its client then falls behind
+  with the queue still over the bound. Closings are logged and counted per resource
+  (``WatchHub.terminated``, kube's ``apiserver_terminated_watchers_total{group,resource}``).
 - Encodings shared between watchers (one per event and served version) live in one
   cache bounded by ``encoded_cache_bytes`` (default 32 MiB) for all watchers together; an
   encoding evicted from it is dropped from its event, so a slow watcher's queued events
