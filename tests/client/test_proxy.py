@@ -12,7 +12,7 @@ import contextlib
 import socket
 import ssl
 import textwrap
-from collections.abc import Coroutine
+from collections.abc import AsyncIterator, Coroutine
 from pathlib import Path
 
 import pytest
@@ -34,6 +34,14 @@ from tests.client.pki import issue, server_context
 
 NO_RETRY = RetryPolicy(max_retries=0)
 PROXY_VARS = ("HTTP_PROXY", "http_proxy", "HTTPS_PROXY", "https_proxy", "NO_PROXY", "no_proxy", "REQUEST_METHOD")
+
+
+@pytest.fixture
+async def aserver() -> AsyncIterator[EmbeddedServer]:
+    """The embedded server, also answering the name the proxy maps to it ("kube.test"):
+    without authentication it otherwise answers loopback Host names only."""
+    async with EmbeddedServer("memory", bookmark_interval=0.5, allowed_hosts=["kube.test"]) as srv:
+        yield srv
 
 
 @pytest.fixture(autouse=True)
@@ -522,7 +530,7 @@ async def scenario_https_proxy(backend_port: int, pki: dict[str, Path]) -> None:
 
 def test_tunnels_under_uvloop(pki: dict[str, Path]) -> None:
     async def main() -> None:
-        async with EmbeddedServer("memory") as srv:
+        async with EmbeddedServer("memory", allowed_hosts=["kube.test"]) as srv:
             await scenario_https_proxy(srv.port, pki)
 
     uvloop.run(main())
