@@ -24,6 +24,7 @@ from kubewerk.apiserver.admission import Admission
 from kubewerk.apiserver.builtins import INITIAL_NAMESPACES, install_builtins
 from kubewerk.apiserver.controllers import Controllers
 from kubewerk.apiserver.hosts import HostPolicy
+from kubewerk.apiserver.metrics import CONTENT_TYPE, ApiMetrics, RequestLabels, non_resource_labels
 from kubewerk.apiserver.readcache import ReadCache
 from kubewerk.apiserver.registry import Registry, ResourceType
 from kubewerk.apiserver.responses import json_headers, wants_table
@@ -48,7 +49,7 @@ _JSON_HEADERS = [(b"content-type", b"application/json")]
 class Request:
     """The parts of an HTTP request the API looks at."""
 
-    __slots__ = ("body", "headers", "method", "path", "query")
+    __slots__ = ("body", "headers", "labels", "method", "path", "query")
 
     def __init__(self, method: str, path: str, query: dict[str, str], headers: dict[str, str], body: bytes) -> None:
         self.method = method
@@ -56,6 +57,8 @@ class Request:
         self.query = query
         self.headers = headers
         self.body = body
+        # the metric labels; routing to a resource replaces them with its own
+        self.labels = non_resource_labels(method)
 
     @property
     def accept(self) -> str:
@@ -92,6 +95,7 @@ class ApiServer:
         self.api = ResourceApi(store, self.registry, self.admission)
         self.reads = ReadCache(store, self.registry)
         self.hub = WatchHub(store)
+        self.metrics = ApiMetrics(store, self.registry, self.hub)
         self.controllers = Controllers(self)
         self.bookmark_interval = bookmark_interval
         self.compaction_interval = compaction_interval
@@ -161,30 +165,37 @@ class ApiServer:
             return
         if not self.started:
             await self.start()
+        started = time.perf_counter()
         hosts = self.hosts
         if hosts is not None and not hosts.allow_all:
             host = next((value for name, value in scope["headers"] if name == b"host"), None)
             if not hosts.allows(host):
                 assert host is not None
                 await self._send_json(send, 403, ApiError(403, "Forbidden", hosts.refusal(host), {}).to_status())
+                self.metrics.record(non_resource_labels(scope["method"]), 403, time.perf_counter() - started)
                 return
-        if not self.log_requests:
-            if scope["method"] == "GET" and not scope.get("query_string"):
-                hit = self.reads.lookup(scope)
-                if hit is not None:
-                    await send({"type": "http.response.start", "status": 200, "headers": hit.headers})
-                    await send({"type": "http.response.body", "body": hit.payload})
-                    return
-            await self._handle(scope, receive, send)
-            return
-        started = time.perf_counter()
+        method = scope["method"]
+        if method == "GET" and not self.log_requests and not scope.get("query_string"):
+            hit = self.reads.lookup(scope)
+            if hit is not None:
+                await send({"type": "http.response.start", "status": 200, "headers": hit.headers})
+                await send({"type": "http.response.body", "body": hit.payload})
+                self.metrics.record(hit.labels, 200, time.perf_counter() - started)
+                return
+        inflight = self.metrics.inflight
+        kind = "readOnly" if method in ("GET", "HEAD", "OPTIONS") else "mutating"
+        inflight[kind] += 1
+        req = Request(method, scope["path"], {}, {}, b"")
         status = 500
         try:
-            status = await self._handle(scope, receive, send)
+            status = await self._handle(req, scope, receive, send)
         finally:
-            q = scope.get("query_string", b"").decode()
-            log.info("%s %s%s %d %.1fms", scope["method"], scope["path"], "?" + q if q else "",
-                     status, (time.perf_counter() - started) * 1000)
+            inflight[kind] -= 1
+            elapsed = time.perf_counter() - started
+            self.metrics.record(req.labels, status, elapsed)
+            if self.log_requests:
+                q = scope.get("query_string", b"").decode()
+                log.info("%s %s%s %d %.1fms", method, scope["path"], "?" + q if q else "", status, elapsed * 1000)
 
     async def _lifespan(self, receive: Receive, send: Send) -> None:
         while True:
@@ -197,12 +208,12 @@ class ApiServer:
                 await send({"type": "lifespan.shutdown.complete"})
                 return
 
-    async def _handle(self, scope: Scope, receive: Receive, send: Send) -> int:
+    async def _handle(self, req: Request, scope: Scope, receive: Receive, send: Send) -> int:
         # ASGI servers hand header names over lowercased
-        headers = {k.decode("latin-1"): v.decode("latin-1") for k, v in scope["headers"]}
+        headers = req.headers = {k.decode("latin-1"): v.decode("latin-1") for k, v in scope["headers"]}
         raw_query = scope.get("query_string", b"")
-        query = dict(parse_qsl(raw_query.decode("latin-1"), keep_blank_values=True)) if raw_query else {}
-        req = Request(scope["method"], scope["path"], query, headers, b"")
+        if raw_query:
+            req.query = dict(parse_qsl(raw_query.decode("latin-1"), keep_blank_values=True))
         try:
             req.body = await self._read_body(receive, headers)
             return await self._route(req, receive, send)
@@ -266,6 +277,11 @@ class ApiServer:
         if not is_resource and req.method not in ("GET", "HEAD"):
             # discovery, OpenAPI, /version and the probes are read-only
             raise ApiError(405, "MethodNotAllowed", "the server does not allow this method on the requested resource", {})
+        if head == "metrics" and len(parts) == 1:
+            payload = self.metrics.render()
+            await self._send_payload(send, 200, payload, [(b"content-type", CONTENT_TYPE.encode()),
+                                                          (b"content-length", str(len(payload)).encode())])
+            return 200
         if head in ("healthz", "livez", "readyz"):
             await self._send_text(send, 200, "ok")
             return 200
@@ -423,12 +439,22 @@ class ApiServer:
         method = req.method
         result: Result
         api = self.api
-        if method == "GET":
-            if req.query.get("watch", "").lower() in ("true", "1"):
-                stream = WatchStream(self.hub, api, target, req.query, req.accept, self.bookmark_interval)
-                stream.open()
+        watching = method == "GET" and req.query.get("watch", "").lower() in ("true", "1")
+        req.labels = labels = _resource_labels(req, target, watching)
+        if watching:
+            stream = WatchStream(self.hub, api, target, req.query, req.accept, self.bookmark_interval)
+            stream.open()
+            # a watch is long-running: counted there, not among the in-flight requests
+            metrics = self.metrics
+            metrics.inflight["readOnly"] -= 1
+            metrics.longrunning[labels] = metrics.longrunning.get(labels, 0) + 1
+            try:
                 await stream.run(receive, send, notes)
-                return 200
+            finally:
+                metrics.longrunning[labels] -= 1
+                metrics.inflight["readOnly"] += 1
+            return 200
+        if method == "GET":
             if target.name is None:
                 items, list_meta = api.list(target, req.query)
                 if wants_table(req.accept):
@@ -448,7 +474,8 @@ class ApiServer:
                 payload = orjson.dumps(result.body)
                 headers = json_headers(payload, notes)
                 assert target.name is not None
-                self.reads.remember(req.path, rtype, rtype.key(target.namespace or "", target.name), headers, payload)
+                self.reads.remember(req.path, rtype, rtype.key(target.namespace or "", target.name), headers, payload,
+                                    labels)
                 await self._send_payload(send, 200, payload, headers)
                 return 200
         elif method == "POST":
@@ -480,6 +507,30 @@ class ApiServer:
             raise ApiError(405, "MethodNotAllowed", f"the server does not allow this method on the requested resource ({method})", {})
         await self._send_json(send, result.status, result.body, notes + result.warnings)
         return result.status
+
+
+_VERBS = {"GET": "GET", "POST": "POST", "PUT": "PUT", "PATCH": "PATCH", "DELETE": "DELETE"}
+
+
+def _resource_labels(req: Request, target: Target, watching: bool) -> RequestLabels:
+    """kube-apiserver's metric labels for a request to a resource (its RequestInfo verb,
+    ``resource``/``namespace``/``cluster`` scope, and dry run)."""
+    rtype = target.rtype
+    method = req.method
+    if watching:
+        verb = "WATCH"
+    elif target.name is None and method == "GET":
+        verb = "LIST"
+    elif target.name is None and method == "DELETE":
+        verb = "DELETECOLLECTION"
+    elif method == "PATCH" and req.content_type.startswith("application/apply-patch"):
+        verb = "APPLY"
+    else:
+        verb = _VERBS.get(method, method)
+    scope = "resource" if target.name is not None else "namespace" if target.namespace is not None else "cluster"
+    dry = req.query.get("dryRun", "")
+    return (verb, "All" if dry == "All" else "", rtype.group, target.version, rtype.resource,
+            target.subresource or "", scope, "apiserver")
 
 
 __all__ = ["ApiServer", "ResourceType"]

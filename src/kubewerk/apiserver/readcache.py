@@ -17,6 +17,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from kubewerk.apiserver.metrics import RequestLabels
 from kubewerk.apiserver.registry import Registry, ResourceType
 from kubewerk.apiserver.storage.base import Store
 from kubewerk.apiserver.storage.memory import MemoryStore
@@ -27,16 +28,17 @@ MAX_ENTRIES = 4096
 
 
 class _Entry:
-    __slots__ = ("headers", "obj", "payload", "rtype", "store_key", "type_key")
+    __slots__ = ("headers", "labels", "obj", "payload", "rtype", "store_key", "type_key")
 
     def __init__(self, type_key: tuple[str, str], rtype: ResourceType, store_key: str, obj: JSON,
-                 headers: list[tuple[bytes, bytes]], payload: bytes) -> None:
+                 headers: list[tuple[bytes, bytes]], payload: bytes, labels: RequestLabels) -> None:
         self.type_key = type_key
         self.rtype = rtype
         self.store_key = store_key
         self.obj = obj
         self.headers = headers
         self.payload = payload
+        self.labels = labels  # the request's metric labels
 
 
 class ReadCache:
@@ -72,7 +74,7 @@ class ReadCache:
         return entry
 
     def remember(self, path: str, rtype: ResourceType, store_key: str,
-                 headers: list[tuple[bytes, bytes]], payload: bytes) -> None:
+                 headers: list[tuple[bytes, bytes]], payload: bytes, labels: RequestLabels) -> None:
         """Keep the answer just encoded for ``path`` from the object now at ``store_key``."""
         if not self.enabled:
             return
@@ -82,4 +84,4 @@ class ReadCache:
         entries = self._entries
         if len(entries) >= MAX_ENTRIES and path not in entries:
             del entries[next(iter(entries))]
-        entries[path] = _Entry((rtype.group, rtype.resource), rtype, store_key, obj, headers, payload)
+        entries[path] = _Entry((rtype.group, rtype.resource), rtype, store_key, obj, headers, payload, labels)

@@ -1,0 +1,200 @@
+"""The embedded server's ``/metrics``: kube-apiserver's metric names, labels and buckets.
+
+Families (Prometheus text format, served at ``GET /metrics``):
+
+- ``apiserver_request_total{verb,dry_run,group,version,resource,subresource,scope,component,code}``
+  and ``apiserver_request_duration_seconds{verb,dry_run,group,version,resource,subresource,scope,component}``
+  with kube-apiserver's buckets. ``verb`` is kube's: GET, LIST, WATCH, POST, PUT, PATCH,
+  APPLY, DELETE, DELETECOLLECTION; ``scope`` is resource, namespace or cluster;
+  ``component`` is ``apiserver``. Requests outside the resource API (discovery, OpenAPI,
+  probes, ``/metrics``) are counted with the HTTP method as verb and empty resource labels.
+  A watch is counted when its stream ends, with the stream's whole duration.
+- ``apiserver_current_inflight_requests{request_kind}`` (``readOnly``/``mutating``,
+  watches excluded) and ``apiserver_longrunning_requests{...}`` (open watches).
+- ``apiserver_terminated_watchers_total{group,resource}``: watchers closed because their
+  client did not keep up (the backlog bound).
+- ``apiserver_storage_objects{resource}`` (``resource.group``, as kube-apiserver 1.33
+  names it) and ``apiserver_resource_objects{group,resource}``, counted at scrape time.
+- kubewerk's own, where kube-apiserver has no equivalent: ``kubewerk_storage_revision``,
+  ``kubewerk_storage_object_bytes``, ``kubewerk_storage_history_events``,
+  ``kubewerk_storage_history_bytes``, ``kubewerk_storage_compactions_total``,
+  ``kubewerk_storage_compacted_events_total``, ``kubewerk_watch_queued_events``,
+  ``kubewerk_watch_queued_bytes``, ``kubewerk_watch_encoded_cache_bytes``.
+- the process collector (``process_resident_memory_bytes``, open descriptors, ...).
+
+Recording a request is a dictionary update and a bucket search on the event loop (well
+under a microsecond); everything else is computed when ``/metrics`` is read.
+"""
+
+from __future__ import annotations
+
+from bisect import bisect_left
+from collections.abc import Iterator
+from typing import TYPE_CHECKING
+
+from prometheus_client import CollectorRegistry, ProcessCollector, generate_latest
+from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily, HistogramMetricFamily
+from prometheus_client.registry import Collector
+from prometheus_client.utils import floatToGoString
+
+if TYPE_CHECKING:
+    from kubewerk.apiserver.registry import Registry
+    from kubewerk.apiserver.storage.base import Store
+    from kubewerk.apiserver.watch import WatchHub
+
+# kube-apiserver's apiserver_request_duration_seconds buckets
+REQUEST_BUCKETS = (0.005, 0.025, 0.05, 0.1, 0.2, 0.4, 0.6, 0.8, 1.0, 1.25, 1.5, 2, 3, 4, 5, 6, 8, 10, 15,
+                   20, 30, 45, 60)
+REQUEST_LABELS = ("verb", "dry_run", "group", "version", "resource", "subresource", "scope", "component")
+CONTENT_TYPE = "text/plain; version=0.0.4; charset=utf-8"
+
+# verb, dry_run, group, version, resource, subresource, scope, component
+RequestLabels = tuple[str, str, str, str, str, str, str, str]
+
+
+def non_resource_labels(method: str) -> RequestLabels:
+    """Labels of a request outside the resource API (discovery, OpenAPI, probes)."""
+    return (method, "", "", "", "", "", "", "apiserver")
+
+
+class ApiMetrics:
+    """Counters of one ``ApiServer``, and its ``/metrics`` exposition.
+
+    Written from the server's event loop only; ``render`` may run on it or elsewhere.
+    """
+
+    def __init__(self, store: Store, registry: Registry, hub: WatchHub) -> None:
+        self.requests: dict[tuple[RequestLabels, int], int] = {}
+        # labels -> bucket counts (len(REQUEST_BUCKETS) + 1, the last is +Inf), then the sum
+        self.durations: dict[RequestLabels, tuple[list[int], list[float]]] = {}
+        self.inflight = {"readOnly": 0, "mutating": 0}
+        self.longrunning: dict[RequestLabels, int] = {}
+        self._registry = CollectorRegistry(auto_describe=False)
+        self._registry.register(_Exposition(self, store, registry, hub))
+        ProcessCollector(registry=self._registry)
+
+    def record(self, labels: RequestLabels, code: int, seconds: float) -> None:
+        """Count one finished request and its duration."""
+        key = (labels, code)
+        requests = self.requests
+        requests[key] = requests.get(key, 0) + 1
+        entry = self.durations.get(labels)
+        if entry is None:
+            entry = self.durations[labels] = ([0] * (len(REQUEST_BUCKETS) + 1), [0.0])
+        entry[0][bisect_left(REQUEST_BUCKETS, seconds)] += 1
+        entry[1][0] += seconds
+
+    def render(self) -> bytes:
+        """The Prometheus text exposition of every family."""
+        return generate_latest(self._registry)
+
+
+class _Exposition(Collector):
+    """Builds the families from the counters and from the store, registry and hub at scrape."""
+
+    def __init__(self, metrics: ApiMetrics, store: Store, registry: Registry, hub: WatchHub) -> None:
+        self.metrics = metrics
+        self.store = store
+        self.registry = registry
+        self.hub = hub
+
+    def collect(self) -> Iterator[CounterMetricFamily | GaugeMetricFamily | HistogramMetricFamily]:
+        yield from self._requests()
+        yield from self._watches()
+        yield from self._objects()
+        yield from self._storage()
+
+    def _requests(self) -> Iterator[CounterMetricFamily | GaugeMetricFamily | HistogramMetricFamily]:
+        m = self.metrics
+        total = CounterMetricFamily("apiserver_request_total",
+                                    "Counter of apiserver requests broken out for each verb, dry run value, group, "
+                                    "version, resource, scope, component, and HTTP response code.",
+                                    labels=(*REQUEST_LABELS, "code"))
+        for (labels, code), count in list(m.requests.items()):
+            total.add_metric((*labels, str(code)), count)
+        yield total
+        duration = HistogramMetricFamily("apiserver_request_duration_seconds",
+                                         "Response latency distribution in seconds for each verb, dry run value, "
+                                         "group, version, resource, subresource, scope and component.",
+                                         labels=REQUEST_LABELS)
+        for labels, (counts, total_seconds) in list(m.durations.items()):
+            cumulative, buckets = 0, []
+            for bound, count in zip((*REQUEST_BUCKETS, float("inf")), counts, strict=True):
+                cumulative += count
+                buckets.append((floatToGoString(bound), cumulative))  # type: ignore[no-untyped-call]
+            duration.add_metric(labels, buckets, total_seconds[0])
+        yield duration
+        inflight = GaugeMetricFamily("apiserver_current_inflight_requests",
+                                     "Maximal number of currently used inflight request limit of this apiserver "
+                                     "per request kind in last second.", labels=("request_kind",))
+        for kind, count in m.inflight.items():
+            inflight.add_metric((kind,), count)
+        yield inflight
+        longrunning = GaugeMetricFamily("apiserver_longrunning_requests",
+                                        "Gauge of all active long-running apiserver requests broken out by verb, "
+                                        "group, version, resource, scope and component.",
+                                        labels=REQUEST_LABELS)
+        for labels, count in list(m.longrunning.items()):
+            if count:
+                longrunning.add_metric(labels, count)
+        yield longrunning
+
+    def _watches(self) -> Iterator[CounterMetricFamily | GaugeMetricFamily]:
+        stats = self.hub.stats()
+        terminated = CounterMetricFamily("apiserver_terminated_watchers_total",
+                                         "Counter of watchers closed due to unresponsiveness broken by resource type.",
+                                         labels=("group", "resource"))
+        for (group, resource), count in sorted(stats.terminated.items()):
+            terminated.add_metric((group, resource), count)
+        yield terminated
+        yield _gauge("kubewerk_watch_queued_events", "Events queued for watchers, not yet written.",
+                     stats.queued_events)
+        yield _gauge("kubewerk_watch_queued_bytes", "Encoded bytes queued for watchers, not yet written.",
+                     stats.queued_bytes)
+        yield _gauge("kubewerk_watch_encoded_cache_bytes",
+                     "Bytes of watch-event encodings shared between watchers.", stats.encoded_cache_bytes)
+
+    def _objects(self) -> Iterator[GaugeMetricFamily]:
+        storage_objects = GaugeMetricFamily("apiserver_storage_objects",
+                                            "Number of stored objects at the time of last check split by kind.",
+                                            labels=("resource",))
+        resource_objects = GaugeMetricFamily("apiserver_resource_objects",
+                                             "Number of stored objects at the time of last check split by kind.",
+                                             labels=("group", "resource"))
+        seen: set[tuple[str, str]] = set()
+        for rtype in self.registry.all():
+            key = (rtype.group, rtype.resource)
+            if key in seen:
+                continue
+            seen.add(key)
+            count = self.store.count(rtype.ns_prefix(None))
+            storage_objects.add_metric((f"{rtype.resource}.{rtype.group}" if rtype.group else rtype.resource,), count)
+            resource_objects.add_metric(key, count)
+        yield storage_objects
+        yield resource_objects
+
+    def _storage(self) -> Iterator[CounterMetricFamily | GaugeMetricFamily]:
+        stats = self.store.stats()
+        yield _gauge("kubewerk_storage_revision", "The newest committed revision.", stats.revision)
+        yield _gauge("kubewerk_storage_object_bytes", "Encoded size of the objects stored now.", stats.object_bytes)
+        yield _gauge("kubewerk_storage_history_events", "Changes the history holds for watches and paginated lists.",
+                     stats.history_events)
+        yield _gauge("kubewerk_storage_history_bytes", "Encoded size of the objects the history holds.",
+                     stats.history_bytes)
+        compactions = CounterMetricFamily("kubewerk_storage_compactions",
+                                          "Compactions that dropped history since the store was opened.")
+        compactions.add_metric((), stats.compactions)
+        yield compactions
+        compacted = CounterMetricFamily("kubewerk_storage_compacted_events",
+                                        "Changes dropped from the history by compaction since the store was opened.")
+        compacted.add_metric((), stats.compacted_events)
+        yield compacted
+
+
+def _gauge(name: str, documentation: str, value: float) -> GaugeMetricFamily:
+    family = GaugeMetricFamily(name, documentation)
+    family.add_metric((), value)
+    return family
+
+
+__all__ = ["CONTENT_TYPE", "REQUEST_BUCKETS", "ApiMetrics", "RequestLabels", "non_resource_labels"]
