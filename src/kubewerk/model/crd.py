@@ -243,12 +243,11 @@ def crd_for(*models: type[AnyResource], webhook: ConversionWebhook | None = None
 def _schemas_differ(versions: list[dict[str, Any]]) -> bool:
     """Whether the versions the API server reads or writes (served or storage) have
     schemas that differ other than in descriptions, so objects need converting."""
-    schemas = [
-        _without_descriptions(v["schema"]["openAPIV3Schema"])
-        for v in versions
-        if v["served"] or v["storage"]
-    ]
-    return any(schema != schemas[0] for schema in schemas[1:])
+    live = [v["schema"]["openAPIV3Schema"] for v in versions if v["served"] or v["storage"]]
+    if len(live) < 2:
+        return False
+    first = _without_descriptions(live[0])
+    return any(_without_descriptions(schema) != first for schema in live[1:])
 
 
 _SUBSCHEMA_KEYS = ("items", "additionalProperties", "not")
