@@ -329,3 +329,13 @@ async def test_delete_options_are_type_checked(api: Api) -> None:
     # a body wins over the query, as in kube-apiserver's delete handler
     status, body = await api.delete(f"{THINGS}/seed?gracePeriodSeconds=abc", {"gracePeriodSeconds": 0})
     assert status == 200, body
+
+
+async def test_the_storage_boundary_backs_the_decoding_limits_up(api: Api, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Were the request-side limit ever above what can be written back, the store refuses
+    the object (400, nothing stored) instead of poisoning the resource."""
+    monkeypatch.setattr(decode, "MAX_DEPTH", 1000)
+    await fails(api, "POST", THINGS, 400, "too deep to be written back", raw=nested_text("poison", 252))
+    await fails(api, "PATCH", f"{THINGS}/seed", 400, "too deep to be written back",
+                raw=b'{"spec": ' + b'{"a": ' * 252 + b"1" + b"}" * 253, content_type="application/merge-patch+json")
+    await assert_resource_intact(api, {"seed"})

@@ -29,7 +29,7 @@ from kubewerk.apiserver.readcache import ReadCache
 from kubewerk.apiserver.registry import Registry, ResourceType
 from kubewerk.apiserver.responses import json_headers, wants_table
 from kubewerk.apiserver.rest import ResourceApi, Result, Target
-from kubewerk.apiserver.storage.base import Store
+from kubewerk.apiserver.storage.base import Store, UnstorableObject
 from kubewerk.apiserver.watch import WatchHub, WatchStream
 from kubewerk.core import meta as metautil
 from kubewerk.core.errors import ApiError
@@ -220,6 +220,11 @@ class ApiServer:
         except ApiError as err:
             await self._send_json(send, err.code, err.to_status())
             return err.code
+        except UnstorableObject as exc:
+            # the storage boundary's backstop: the decoding limits normally refuse such
+            # values first; nothing was stored
+            await self._send_json(send, 400, ApiError.bad_request(str(exc)).to_status())
+            return 400
         except Exception as exc:
             log.exception("internal error on %s %s", scope["method"], scope["path"])
             internal = ApiError.internal(str(exc) or type(exc).__name__)
