@@ -30,7 +30,7 @@ from kubewerk.apiserver.registry import Registry, ResourceType
 from kubewerk.apiserver.responses import json_headers, wants_table
 from kubewerk.apiserver.rest import ResourceApi, Result, Target
 from kubewerk.apiserver.storage.base import Store, UnstorableObject
-from kubewerk.apiserver.watch import WatchHub, WatchStream
+from kubewerk.apiserver.watch import DEFAULT_MAX_BACKLOG_BYTES, WatchHub, WatchStream
 from kubewerk.core import meta as metautil
 from kubewerk.core.errors import ApiError
 from kubewerk.core.gofmt import unmarshal_kind
@@ -81,6 +81,7 @@ class ApiServer:
         compaction_interval: float = 60.0,
         log_requests: bool = False,
         allowed_hosts: Iterable[str] | None = (),
+        watch_backlog_bytes: int = DEFAULT_MAX_BACKLOG_BYTES,
     ) -> None:
         self.store = store
         # None: every Host is answered (for callers with authentication in front)
@@ -94,7 +95,7 @@ class ApiServer:
         self.admission = admission
         self.api = ResourceApi(store, self.registry, self.admission)
         self.reads = ReadCache(store, self.registry)
-        self.hub = WatchHub(store)
+        self.hub = WatchHub(store, max_backlog_bytes=watch_backlog_bytes)
         self.metrics = ApiMetrics(store, self.registry, self.hub)
         self.controllers = Controllers(self)
         self.bookmark_interval = bookmark_interval
