@@ -258,9 +258,7 @@ class Controllers:
                 if rtype.crd_name == name:
                     self.server.registry.remove(rtype.group, rtype.resource)
                     # kube-apiserver ends the watches of a resource whose storage goes away
-                    for watcher in list(self.server.hub.watchers):
-                        if watcher.prefix.startswith(rtype.key_prefix):
-                            watcher.close()
+                    self.server.hub.close_under(rtype.key_prefix)
         elif kind == "gc":
             self._gc_dependent(key)
         elif kind == "owner":

@@ -265,6 +265,13 @@ class WatchHub:
         watcher.closed = True
         self.watchers.discard(watcher)
 
+    def close_under(self, prefix: str) -> None:
+        """Close every watcher of keys under ``prefix`` (a resource whose storage goes
+        away); each stream ends cleanly and unregisters its watcher."""
+        for watcher in list(self.watchers):
+            if watcher.prefix.startswith(prefix):
+                watcher.close()
+
     def _overflowed(self, watcher: Watcher) -> None:
         # called during dispatch, which removes it from ``watchers`` when done
         self.terminated[group_resource(watcher.prefix)] += 1
