@@ -1096,7 +1096,7 @@ def _validate_validation(
             else:
                 structural_ok = True
     schema_errs, cel_errs = _validate_openapi(
-        schema, sp, _SchemaContext(), True, opts, ss if structural_ok else None, structural_ok
+        schema, sp, opts, ss if structural_ok else None, structural_ok
     )
     errs.extend(schema_errs)
     errs.extend(cel_errs)
@@ -1194,55 +1194,112 @@ def _standard_checks(schema: dict[str, Any], path: str, ctx: _SchemaContext, opt
 
 
 def _validate_openapi(
-    schema: Any,
-    path: str,
-    ctx: _SchemaContext,
-    is_root: bool,
-    opts: _Options,
-    node: st.Structural | None,
-    cel_ok: bool,
+    schema: dict[str, Any], path: str, opts: _Options, node: st.Structural | None, cel_ok: bool
 ) -> tuple[list[FieldError], list[FieldError]]:
-    """``ValidateCustomResourceDefinitionOpenAPISchema``: (schema errors, CEL errors)."""
-    serrs: list[FieldError] = []
-    cerrs: list[FieldError] = []
-    if not isinstance(schema, dict):
-        return serrs, cerrs
-    serrs.extend(_standard_checks(schema, path, ctx, opts))
-    if schema.get("uniqueItems") is True:
-        serrs.append(
-            FieldError.forbidden(
-                f"{path}.uniqueItems",
-                "uniqueItems cannot be set to true since the runtime complexity becomes quadratic",
+    """``ValidateCustomResourceDefinitionOpenAPISchema`` of a version's root schema:
+    (schema errors, CEL errors), each in the apiserver's order.
+
+    ``node``: the structural view of ``schema`` when it is structural (CEL rules and
+    ``fieldPath`` are only checked against one); ``cel_ok``: compile the CEL rules.
+    """
+    walk = _OpenAPIWalk(opts)
+    walk.visit(schema, path, _SchemaContext(), True, node, cel_ok)
+    return walk.schema_errors, walk.cel_errors
+
+
+class _OpenAPIWalk:
+    """One walk over a schema: each node's own checks, its children, then its list/map
+    types and its CEL rules. Schema errors and CEL errors are kept apart (the apiserver
+    reports every schema error first)."""
+
+    __slots__ = ("cel_errors", "opts", "schema_errors")
+
+    def __init__(self, opts: _Options) -> None:
+        self.opts = opts
+        self.schema_errors: list[FieldError] = []
+        self.cel_errors: list[FieldError] = []
+
+    def visit(
+        self,
+        schema: Any,
+        path: str,
+        ctx: _SchemaContext,
+        is_root: bool,
+        node: st.Structural | None,
+        cel_ok: bool,
+    ) -> None:
+        if not isinstance(schema, dict):
+            return
+        errs = self.schema_errors
+        start = len(errs)
+        errs.extend(_standard_checks(schema, path, ctx, self.opts))
+        if schema.get("uniqueItems") is True:
+            errs.append(
+                FieldError.forbidden(
+                    f"{path}.uniqueItems",
+                    "uniqueItems cannot be set to true since the runtime complexity becomes quadratic",
+                )
             )
-        )
-    addl = schema.get("additionalProperties")
-    props = _as_dict(schema.get("properties"))
-    if addl is not None:
-        if props and (addl is False or isinstance(addl, dict)):
-            serrs.append(
+        addl = schema.get("additionalProperties")
+        if _as_dict(schema.get("properties")) and (addl is False or isinstance(addl, dict)):
+            errs.append(
                 FieldError.forbidden(
                     f"{path}.additionalProperties",
                     "additionalProperties and properties are mutual exclusive",
                 )
             )
-        sub = (
-            ctx.forbid_defaults("inside additionalProperties applying to object metadata")
-            if ctx.inside_meta
-            else ctx
-        )
+        self._visit_children(schema, path, ctx, is_root, node, cel_ok)
+        if schema.get("x-kubernetes-preserve-unknown-fields") is False:
+            errs.append(
+                FieldError.invalid(
+                    f"{path}.x-kubernetes-preserve-unknown-fields", False, "must be true or undefined"
+                )
+            )
+        t = _as_str(schema.get("type"))
+        errs.extend(_map_type_errors(schema, path, t))
+        errs.extend(_list_type_errors(schema, path, t, self.opts))
+        rules = schema.get("x-kubernetes-validations")
+        if isinstance(rules, list) and rules:
+            rp = f"{path}.x-kubernetes-validations"
+            errs.extend(_rule_errors(rules, rp, node))
+            # rules compile only where this subtree has no schema error
+            if len(errs) == start and cel_ok and node is not None:
+                from .cel.rules import check_node_rules
+
+                self.cel_errors.extend(
+                    check_node_rules(
+                        node, rules, rp, ctx.old_self_forbidden, self.opts.preexisting_rules
+                    )
+                )
+
+    def _visit_children(
+        self,
+        schema: dict[str, Any],
+        path: str,
+        ctx: _SchemaContext,
+        is_root: bool,
+        node: st.Structural | None,
+        cel_ok: bool,
+    ) -> None:
+        """additionalProperties, properties, not, allOf/oneOf/anyOf, definitions, items,
+        dependencies, in that order; CEL rules are only checked along the structural
+        children (properties, additionalProperties, items)."""
+        addl = schema.get("additionalProperties")
         if isinstance(addl, dict):
-            a, b = _validate_openapi(
+            sub = (
+                ctx.forbid_defaults("inside additionalProperties applying to object metadata")
+                if ctx.inside_meta
+                else ctx
+            )
+            self.visit(
                 addl,
                 f"{path}.additionalProperties",
                 sub,
                 False,
-                opts,
                 node.additional if node is not None else None,
                 cel_ok,
             )
-            serrs.extend(a)
-            cerrs.extend(b)
-    if props:
+        props = _as_dict(schema.get("properties"))
         for name in sorted(props):
             sub = ctx
             if schema.get("x-kubernetes-map-type") == "atomic":
@@ -1253,267 +1310,237 @@ def _validate_openapi(
                 sub = sub.within_meta()
                 if is_root:
                     sub = sub.forbid_defaults(f"in top-level {name}")
-            a, b = _validate_openapi(
+            self.visit(
                 props[name],
                 f"{path}.properties[{name}]",
                 sub,
                 False,
-                opts,
                 node.properties.get(name) if node is not None else None,
                 cel_ok,
             )
-            serrs.extend(a)
-            cerrs.extend(b)
-    a, b = _validate_openapi(schema.get("not"), f"{path}.not", ctx, False, opts, None, False)
-    serrs.extend(a)
-    cerrs.extend(b)
-    for key in ("allOf", "oneOf", "anyOf"):
-        subs = schema.get(key)
-        if isinstance(subs, list):
-            for i, s in enumerate(subs):
-                a, b = _validate_openapi(s, f"{path}.{key}[{i}]", ctx, False, opts, None, False)
-                serrs.extend(a)
-                cerrs.extend(b)
-    defs = schema.get("definitions")
-    if isinstance(defs, dict):
-        for k in sorted(defs):
-            a, b = _validate_openapi(
-                defs[k], f"{path}.definitions[{k}]", ctx, False, opts, None, False
-            )
-            serrs.extend(a)
-            cerrs.extend(b)
-    items = schema.get("items")
-    if items is not None:
-        sub = ctx
-        if schema.get("x-kubernetes-list-type") != "map":
-            sub = sub.forbid_old_self(path)
-        if isinstance(items, dict):
-            a, b = _validate_openapi(
-                items,
-                f"{path}.items",
-                sub,
-                False,
-                opts,
-                node.items if node is not None else None,
-                cel_ok,
-            )
-            serrs.extend(a)
-            cerrs.extend(b)
-        elif isinstance(items, list):
-            for i, s in enumerate(items):
-                a, b = _validate_openapi(s, f"{path}.items[{i}]", sub, False, opts, None, False)
-                serrs.extend(a)
-                cerrs.extend(b)
-    deps = schema.get("dependencies")
-    if isinstance(deps, dict):
-        for k in sorted(deps):
-            if isinstance(deps[k], dict):
-                a, b = _validate_openapi(
-                    deps[k], f"{path}.dependencies[{k}]", ctx, False, opts, None, False
+        self.visit(schema.get("not"), f"{path}.not", ctx, False, None, False)
+        for key in ("allOf", "oneOf", "anyOf"):
+            subs = schema.get(key)
+            if isinstance(subs, list):
+                for i, s in enumerate(subs):
+                    self.visit(s, f"{path}.{key}[{i}]", ctx, False, None, False)
+        defs = schema.get("definitions")
+        if isinstance(defs, dict):
+            for k in sorted(defs):
+                self.visit(defs[k], f"{path}.definitions[{k}]", ctx, False, None, False)
+        items = schema.get("items")
+        if items is not None:
+            sub = ctx
+            if schema.get("x-kubernetes-list-type") != "map":
+                sub = sub.forbid_old_self(path)
+            if isinstance(items, dict):
+                self.visit(
+                    items,
+                    f"{path}.items",
+                    sub,
+                    False,
+                    node.items if node is not None else None,
+                    cel_ok,
                 )
-                serrs.extend(a)
-                cerrs.extend(b)
-    if schema.get("x-kubernetes-preserve-unknown-fields") is False:
-        serrs.append(
-            FieldError.invalid(
-                f"{path}.x-kubernetes-preserve-unknown-fields", False, "must be true or undefined"
-            )
-        )
-    t = _as_str(schema.get("type"))
+            elif isinstance(items, list):
+                for i, s in enumerate(items):
+                    self.visit(s, f"{path}.items[{i}]", sub, False, None, False)
+        deps = schema.get("dependencies")
+        if isinstance(deps, dict):
+            for k in sorted(deps):
+                if isinstance(deps[k], dict):
+                    self.visit(deps[k], f"{path}.dependencies[{k}]", ctx, False, None, False)
+
+
+def _map_type_errors(schema: dict[str, Any], path: str, t: str) -> list[FieldError]:
+    """``x-kubernetes-map-type``: only on objects, only ``atomic`` or ``granular``."""
     mt = schema.get("x-kubernetes-map-type")
-    if mt is not None and t != "object":
+    if mt is None:
+        return []
+    errs: list[FieldError] = []
+    if t != "object":
+        detail = "must be object if x-kubernetes-map-type is specified"
         if not t:
-            serrs.append(
-                FieldError.required(
-                    f"{path}.type", "must be object if x-kubernetes-map-type is specified"
-                )
-            )
+            errs.append(FieldError.required(f"{path}.type", detail))
         else:
-            serrs.append(
-                FieldError.invalid(
-                    f"{path}.type", t, "must be object if x-kubernetes-map-type is specified"
-                )
-            )
-    if mt is not None and mt not in ("atomic", "granular"):
-        serrs.append(
+            errs.append(FieldError.invalid(f"{path}.type", t, detail))
+    if mt not in ("atomic", "granular"):
+        errs.append(
             FieldError.not_supported(f"{path}.x-kubernetes-map-type", mt, ["atomic", "granular"])
         )
+    return errs
+
+
+def _list_type_errors(
+    schema: dict[str, Any], path: str, t: str, opts: _Options
+) -> list[FieldError]:
+    """``x-kubernetes-list-type`` and ``x-kubernetes-list-map-keys``: only on arrays; set
+    items atomic; a map list has keys, one object item schema and scalar key fields."""
+    errs: list[FieldError] = []
+    items = schema.get("items")
     lt = schema.get("x-kubernetes-list-type")
     if lt is not None and t != "array":
+        detail = "must be array if x-kubernetes-list-type is specified"
         if not t:
-            serrs.append(
-                FieldError.required(
-                    f"{path}.type", "must be array if x-kubernetes-list-type is specified"
-                )
-            )
+            errs.append(FieldError.required(f"{path}.type", detail))
         else:
-            serrs.append(
-                FieldError.invalid(
-                    f"{path}.type", t, "must be array if x-kubernetes-list-type is specified"
-                )
-            )
+            errs.append(FieldError.invalid(f"{path}.type", t, detail))
     elif opts.require_atomic_set and lt == "set" and isinstance(items, dict):
-        if items.get("type") == "array":
-            ilt = items.get("x-kubernetes-list-type")
-            if ilt is not None and ilt != "atomic":
-                serrs.append(
-                    FieldError.invalid(
-                        f"{path}.items.x-kubernetes-list-type",
-                        ilt,
-                        "must be atomic as item of a list with x-kubernetes-list-type=set",
-                    )
-                )
-        elif items.get("type") == "object" and items.get("x-kubernetes-map-type") != "atomic":
-            serrs.append(
-                FieldError.invalid(
-                    f"{path}.items.x-kubernetes-map-type",
-                    items.get("x-kubernetes-list-type"),
-                    "must be atomic as item of a list with x-kubernetes-list-type=set",
-                )
-            )
+        errs.extend(_set_item_errors(items, path))
     if lt is not None and lt not in ("atomic", "set", "map"):
-        serrs.append(
+        errs.append(
             FieldError.not_supported(f"{path}.x-kubernetes-list-type", lt, ["atomic", "set", "map"])
         )
     keys = schema.get("x-kubernetes-list-map-keys") or []
     if keys:
+        detail = "must be map if x-kubernetes-list-map-keys is non-empty"
         if lt is None:
-            serrs.append(
-                FieldError.required(
-                    f"{path}.x-kubernetes-list-type",
-                    "must be map if x-kubernetes-list-map-keys is non-empty",
-                )
-            )
+            errs.append(FieldError.required(f"{path}.x-kubernetes-list-type", detail))
         elif lt != "map":
-            serrs.append(
-                FieldError.invalid(
-                    f"{path}.x-kubernetes-list-type",
-                    lt,
-                    "must be map if x-kubernetes-list-map-keys is non-empty",
-                )
-            )
+            errs.append(FieldError.invalid(f"{path}.x-kubernetes-list-type", lt, detail))
     if lt == "map":
-        if not keys:
-            serrs.append(
-                FieldError.required(
-                    f"{path}.x-kubernetes-list-map-keys",
-                    "must not be empty if x-kubernetes-list-type is map",
-                )
-            )
-        if items is None:
-            serrs.append(
-                FieldError.required(
-                    f"{path}.items", "must have a schema if x-kubernetes-list-type is map"
-                )
-            )
-        elif not isinstance(items, dict):
-            serrs.append(
-                FieldError.invalid(
-                    f"{path}.items",
-                    items,
-                    "must only have a single schema if x-kubernetes-list-type is map",
-                )
-            )
-        elif items.get("type") != "object":
-            serrs.append(
-                FieldError.invalid(
-                    f"{path}.items.type",
-                    _as_str(items.get("type")),
-                    "must be object if parent array's x-kubernetes-list-type is map",
-                )
-            )
-        else:
-            iprops = _as_dict(items.get("properties"))
-            seen: set[str] = set()
-            for k in keys:
-                if k in iprops:
-                    if isinstance(iprops[k], dict) and iprops[k].get("type") in ("array", "object"):
-                        serrs.append(
-                            FieldError.invalid(
-                                f"{path}.items.properties[{k}].type",
-                                "object",
-                                "must be a scalar type if parent array's x-kubernetes-list-type is map",
-                            )
-                        )
-                else:
-                    serrs.append(
-                        FieldError.invalid(
-                            f"{path}.x-kubernetes-list-map-keys",
-                            keys,
-                            "entries must all be names of item properties",
-                        )
-                    )
-                if k in seen:
-                    serrs.append(
-                        FieldError.invalid(
-                            f"{path}.x-kubernetes-list-map-keys",
-                            keys,
-                            "must not contain duplicate entries",
-                        )
-                    )
-                seen.add(k)
+        errs.extend(_map_list_errors(items, keys, path))
     if opts.require_map_list_keys:
-        serrs.extend(_map_list_keys_errors(schema, path))
-    rules = schema.get("x-kubernetes-validations")
-    if isinstance(rules, list) and rules:
-        rp = f"{path}.x-kubernetes-validations"
-        for i, rule in enumerate(rules):
-            rule = rule if isinstance(rule, dict) else {}
-            text = _as_str(rule.get("rule"))
-            msg = _as_str(rule.get("message"))
-            msg_expr = _as_str(rule.get("messageExpression"))
-            if not text.strip():
-                serrs.append(FieldError.required(f"{rp}[{i}].rule", "rule is not specified"))
-            elif msg and not msg.strip():
-                serrs.append(
-                    FieldError.invalid(f"{rp}[{i}].message", msg, "must be non-empty if specified")
-                )
-            elif "\n" in msg.strip() or "\r" in msg.strip():
-                serrs.append(
-                    FieldError.invalid(f"{rp}[{i}].message", msg, "must not contain line breaks")
-                )
-            elif ("\n" in text.strip() or "\r" in text.strip()) and not msg.strip():
-                serrs.append(
-                    FieldError.required(
-                        f"{rp}[{i}].message",
-                        "message must be specified if rule contains line breaks",
-                    )
-                )
-            if msg_expr and not msg_expr.strip():
-                serrs.append(
-                    FieldError.required(
-                        f"{rp}[{i}].messageExpression",
-                        "messageExpression must be non-empty if specified",
-                    )
-                )
-            reason = rule.get("reason")
-            if reason is not None and reason not in VALIDATION_REASONS:
-                serrs.append(
-                    FieldError.not_supported(f"{rp}[{i}].reason", reason, list(VALIDATION_REASONS))
-                )
-            fp = _as_str(rule.get("fieldPath"))
-            if fp and not fp.strip():
-                serrs.append(
-                    FieldError.invalid(f"{rp}[{i}].fieldPath", fp, "must be non-empty if specified")
-                )
-            if "\n" in fp or "\r" in fp:
-                serrs.append(
-                    FieldError.invalid(f"{rp}[{i}].fieldPath", fp, "must not contain line breaks")
-                )
-            if fp and node is not None:
-                from .cel.paths import valid_field_path
+        errs.extend(_map_list_keys_errors(schema, path))
+    return errs
 
-                if valid_field_path(fp, node) is not None:
-                    serrs.append(
-                        FieldError.invalid(f"{rp}[{i}].fieldPath", fp, "must be a valid path")
-                    )
-        if not serrs and cel_ok and node is not None:
-            from .cel.rules import check_node_rules
 
-            cerrs.extend(
-                check_node_rules(node, rules, rp, ctx.old_self_forbidden, opts.preexisting_rules)
+def _set_item_errors(items: dict[str, Any], path: str) -> list[FieldError]:
+    """The items of a ``set`` list must be atomic (scalars, atomic lists and maps)."""
+    detail = "must be atomic as item of a list with x-kubernetes-list-type=set"
+    if items.get("type") == "array":
+        ilt = items.get("x-kubernetes-list-type")
+        if ilt is not None and ilt != "atomic":
+            return [FieldError.invalid(f"{path}.items.x-kubernetes-list-type", ilt, detail)]
+    elif items.get("type") == "object" and items.get("x-kubernetes-map-type") != "atomic":
+        return [
+            FieldError.invalid(
+                f"{path}.items.x-kubernetes-map-type", items.get("x-kubernetes-list-type"), detail
             )
-    return serrs, cerrs
+        ]
+    return []
+
+
+def _map_list_errors(items: Any, keys: list[Any], path: str) -> list[FieldError]:
+    """A ``map`` list: keys given, one object item schema, each key a scalar item property."""
+    errs: list[FieldError] = []
+    if not keys:
+        errs.append(
+            FieldError.required(
+                f"{path}.x-kubernetes-list-map-keys",
+                "must not be empty if x-kubernetes-list-type is map",
+            )
+        )
+    if items is None:
+        errs.append(
+            FieldError.required(
+                f"{path}.items", "must have a schema if x-kubernetes-list-type is map"
+            )
+        )
+    elif not isinstance(items, dict):
+        errs.append(
+            FieldError.invalid(
+                f"{path}.items",
+                items,
+                "must only have a single schema if x-kubernetes-list-type is map",
+            )
+        )
+    elif items.get("type") != "object":
+        errs.append(
+            FieldError.invalid(
+                f"{path}.items.type",
+                _as_str(items.get("type")),
+                "must be object if parent array's x-kubernetes-list-type is map",
+            )
+        )
+    else:
+        iprops = _as_dict(items.get("properties"))
+        seen: set[str] = set()
+        for k in keys:
+            if k in iprops:
+                if isinstance(iprops[k], dict) and iprops[k].get("type") in ("array", "object"):
+                    errs.append(
+                        FieldError.invalid(
+                            f"{path}.items.properties[{k}].type",
+                            "object",
+                            "must be a scalar type if parent array's x-kubernetes-list-type is map",
+                        )
+                    )
+            else:
+                errs.append(
+                    FieldError.invalid(
+                        f"{path}.x-kubernetes-list-map-keys",
+                        keys,
+                        "entries must all be names of item properties",
+                    )
+                )
+            if k in seen:
+                errs.append(
+                    FieldError.invalid(
+                        f"{path}.x-kubernetes-list-map-keys",
+                        keys,
+                        "must not contain duplicate entries",
+                    )
+                )
+            seen.add(k)
+    return errs
+
+
+def _rule_errors(rules: list[Any], path: str, node: st.Structural | None) -> list[FieldError]:
+    """The fields of each ``x-kubernetes-validations`` rule (not its CEL: see
+    ``check_node_rules``): rule and message text, reason, fieldPath."""
+    errs: list[FieldError] = []
+    for i, rule in enumerate(rules):
+        rule = rule if isinstance(rule, dict) else {}
+        text = _as_str(rule.get("rule"))
+        msg = _as_str(rule.get("message"))
+        msg_expr = _as_str(rule.get("messageExpression"))
+        if not text.strip():
+            errs.append(FieldError.required(f"{path}[{i}].rule", "rule is not specified"))
+        elif msg and not msg.strip():
+            errs.append(
+                FieldError.invalid(f"{path}[{i}].message", msg, "must be non-empty if specified")
+            )
+        elif "\n" in msg.strip() or "\r" in msg.strip():
+            errs.append(
+                FieldError.invalid(f"{path}[{i}].message", msg, "must not contain line breaks")
+            )
+        elif ("\n" in text.strip() or "\r" in text.strip()) and not msg.strip():
+            errs.append(
+                FieldError.required(
+                    f"{path}[{i}].message",
+                    "message must be specified if rule contains line breaks",
+                )
+            )
+        if msg_expr and not msg_expr.strip():
+            errs.append(
+                FieldError.required(
+                    f"{path}[{i}].messageExpression",
+                    "messageExpression must be non-empty if specified",
+                )
+            )
+        reason = rule.get("reason")
+        if reason is not None and reason not in VALIDATION_REASONS:
+            errs.append(
+                FieldError.not_supported(f"{path}[{i}].reason", reason, list(VALIDATION_REASONS))
+            )
+        fp = _as_str(rule.get("fieldPath"))
+        if fp and not fp.strip():
+            errs.append(
+                FieldError.invalid(f"{path}[{i}].fieldPath", fp, "must be non-empty if specified")
+            )
+        if "\n" in fp or "\r" in fp:
+            errs.append(
+                FieldError.invalid(f"{path}[{i}].fieldPath", fp, "must not contain line breaks")
+            )
+        if fp and node is not None:
+            from .cel.paths import valid_field_path
+
+            if valid_field_path(fp, node) is not None:
+                errs.append(
+                    FieldError.invalid(f"{path}[{i}].fieldPath", fp, "must be a valid path")
+                )
+    return errs
 
 
 def _map_list_keys_errors(schema: dict[str, Any], path: str) -> list[FieldError]:
