@@ -242,13 +242,6 @@ class Controllers:
                     log.exception("controller %s failed on %s", kind, key)
                 await asyncio.sleep(0)
 
-    def run_pending(self) -> None:
-        """Process queued work synchronously (tests and shutdown)."""
-        while self._pending:
-            (kind, key) = next(iter(self._pending))
-            del self._pending[(kind, key)]
-            self._process(kind, key)
-
     def _process(self, kind: str, key: str) -> None:
         if kind == "crd":
             self._reconcile_crd(key)

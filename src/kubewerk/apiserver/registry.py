@@ -126,12 +126,6 @@ class Registry:
             return None
         return rtype
 
-    def by_kind(self, group: str, kind: str) -> ResourceType | None:
-        for rtype in self._types.values():
-            if rtype.group == group and rtype.kind == kind:
-                return rtype
-        return None
-
     def all(self) -> Iterable[ResourceType]:
         return self._types.values()
 

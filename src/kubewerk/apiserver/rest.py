@@ -32,7 +32,7 @@ from kubewerk.apiserver.storage.base import (
 )
 from kubewerk.core import meta as metautil
 from kubewerk.core.errors import ApiError, FieldError
-from kubewerk.core.gofmt import json_equal, json_same_text, unmarshal_kind
+from kubewerk.core.gofmt import GoText, json_equal, json_same_text, unmarshal_kind
 from kubewerk.core.selectors import (
     builtin_field_set,
     convert_builtin_field_label,
@@ -52,16 +52,6 @@ CRD_CLEANUP_FINALIZER = "customresourcecleanup.apiextensions.k8s.io"
 # a LIST reads storage in pages of at most this many keys (a huge limit= stays a huge
 # limit, not a number storage cannot take)
 _MAX_CHUNK = 1 << 20
-
-
-class GoLiteral:
-    """A bad value that Go prints without quotes (e.g. ``0x0``)."""
-
-    def __init__(self, text: str) -> None:
-        self.text = text
-
-    def __str__(self) -> str:
-        return self.text
 
 
 def parse_resource_version(text: str) -> int:
@@ -106,10 +96,6 @@ class Result:
     status: int
     body: JSON
     warnings: list[str] = field(default_factory=list)
-
-
-def query_bool(query: dict[str, str], key: str) -> bool:
-    return query.get(key, "").lower() in ("true", "1")
 
 
 def dry_run(query: dict[str, str], body: JSON | None = None) -> bool:
@@ -209,7 +195,6 @@ class ResourceApi:
         # under the same schema need no defaulting pass (it would change nothing)
         self._defaulted: dict[str, tuple[str, str, int]] = {}
         store.subscribe(self._forget_deleted)
-        self.after_write: list[Callable[[], None]] = []
 
     # -- helpers -----------------------------------------------------------------
 
@@ -531,7 +516,6 @@ class ResourceApi:
         except KeyExists:
             raise ApiError.already_exists(rtype.resource, rtype.group, meta["name"]) from None
         self._note_defaulted(target, key, stored)
-        self._notify()
         return Result(201, self.serve(target, stored), warnings)
 
     def _prepare_builtin_create(self, rtype: ResourceType, obj: JSON) -> None:
@@ -553,10 +537,6 @@ class ResourceApi:
             obj.pop("status", None)
             obj["status"] = {"conditions": [], "acceptedNames": {"plural": "", "kind": ""}, "storedVersions": []}
 
-    def _notify(self) -> None:
-        for fn in self.after_write:
-            fn()
-
     # -- update ------------------------------------------------------------------
 
     def update(self, target: Target, body: JSON, query: dict[str, str]) -> Result:
@@ -576,13 +556,10 @@ class ResourceApi:
         rv_text = meta.get("resourceVersion")
         if not rv_text and not rtype.builtin:
             raise ApiError.invalid(rtype.kind, rtype.group, target.name or "", [
-                FieldError.invalid("metadata.resourceVersion", GoLiteral("0x0"), "must be specified for an update")
+                FieldError.invalid("metadata.resourceVersion", GoText("0x0"), "must be specified for an update")
             ])
-        key, current = self._get_stored_or_404(target)
+        key, current = self._get_stored(target)
         return self._apply_update(target, key, current, copy_json(body), query, rv_text)
-
-    def _get_stored_or_404(self, target: Target) -> tuple[str, JSON]:
-        return self._get_stored(target)
 
     def _apply_update(self, target: Target, key: str, current: JSON, new: JSON,
                       query: dict[str, str], rv_text: Any, served: JSON | None = None) -> Result:
@@ -660,7 +637,6 @@ class ResourceApi:
                 deleted = self.store.delete(key, int(current["metadata"]["resourceVersion"]))
             except RevisionConflict:
                 raise ApiError.stale(rtype.resource, rtype.group, target.name or "") from None
-            self._notify()
             return Result(200, self.serve(target, deleted), warnings)
         if self._unchanged(new, current):
             return Result(200, self.serve(target, current), warnings)
@@ -671,7 +647,6 @@ class ResourceApi:
         except KeyNotFound:
             raise self._not_found(target) from None
         self._note_defaulted(target, key, stored)
-        self._notify()
         return Result(200, self.serve(target, stored), warnings)
 
     @staticmethod
@@ -771,10 +746,6 @@ class ResourceApi:
             raise
         except decode.DecodeError as exc:
             raise ApiError.bad_request(str(exc)) from None
-        except patchlib.PatchError as exc:
-            raise exc.to_api_error() if hasattr(exc, "to_api_error") else ApiError(
-                422, "Invalid", str(exc)
-            ) from None
         except (ValueError, TypeError) as exc:
             raise ApiError.bad_request(str(exc)) from None
 
@@ -874,7 +845,6 @@ class ResourceApi:
                 new["metadata"]["finalizers"] = finalizers
                 new["metadata"].pop("resourceVersion", None)
                 current = self.store.update(key, new, int(meta["resourceVersion"]))
-                self._notify()
             return Result(pending_status, self.serve(target, current))
         if finalizers or (is_namespace and (current.get("spec") or {}).get("finalizers")):
             new = copy_json(current)
@@ -891,12 +861,10 @@ class ResourceApi:
             if is_dry:
                 return Result(200, self.serve(target, new))
             stored = self.store.update(key, new, int(meta["resourceVersion"]))
-            self._notify()
             return Result(pending_status, self.serve(target, stored))
         if is_dry:
             return Result(200, self._deleted_answer(target, current))
         deleted = self.store.delete(key, int(meta["resourceVersion"]))
-        self._notify()
         return Result(200, self._deleted_answer(target, deleted))
 
     def _deleted_answer(self, target: Target, deleted: JSON) -> JSON:

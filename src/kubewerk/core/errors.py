@@ -255,10 +255,6 @@ class ApiError(Exception):
         return cls(415, "UnsupportedMediaType", message)
 
     @classmethod
-    def not_acceptable(cls, message: str) -> ApiError:
-        return cls(406, "NotAcceptable", message)
-
-    @classmethod
     def too_large(cls, message: str = "the server has received too large of a request body") -> ApiError:
         return cls(413, "RequestEntityTooLarge", message)
 
