@@ -434,3 +434,43 @@ def test_malformed_crds_do_not_crash() -> None:
         crd(root={"type": "object", "properties": {"spec": {"properties": ["not", "a", "map"]}}}),
     ):
         lint(data)
+
+
+def test_walk_is_pre_order_in_document_order() -> None:
+    from kubewerk.govern.crd import walk
+
+    leaf = {"type": "string"}
+    schema = {
+        "type": "object",
+        "properties": {
+            "b": {"type": "array", "items": {"type": "object", "properties": {"x": leaf}}},
+            "a": {
+                "type": "object",
+                "additionalProperties": {"type": "object", "properties": {"y": leaf}},
+            },
+            "legacy": {
+                "type": "array",
+                "items": [{"properties": {"p": leaf}}, {"properties": {"q": leaf}}],
+            },
+        },
+        "items": leaf,
+        "additionalProperties": leaf,
+    }
+    assert [n.field_path() for n in walk(schema)] == [
+        "",
+        "b",
+        "b[*]",
+        "b[*].x",
+        "a",
+        "a[*]",
+        "a[*].y",
+        "legacy",
+        "legacy[*]",
+        "legacy[*].p",
+        "legacy[*]",
+        "legacy[*].q",
+        "[*]",
+        "[*]",
+    ]
+    assert [n.top for n in walk(schema)][1:8] == ["b", "b", "b", "a", "a", "a", "legacy"]
+    assert [n.depth for n in walk(schema)][:4] == [0, 1, 2, 3]

@@ -250,34 +250,33 @@ def walk(schema: dict[str, Any], max_depth: int = 200) -> Iterator[SchemaNode]:
     and ``additionalProperties`` (when a schema). Junctors (``allOf``/``anyOf``/
     ``oneOf``/``not``) declare no fields in a structural schema and are not entered.
     """
-    root = SchemaNode(schema, None, ROOT, "", "", 0)
-    stack: list[SchemaNode] = [root]
+    stack: list[SchemaNode] = [SchemaNode(schema, None, ROOT, "", "", 0)]
+    push = stack.append
     while stack:
         node = stack.pop()
         yield node
-        if node.depth >= max_depth:
+        depth = node.depth
+        if depth >= max_depth:
             continue
+        depth += 1
         s = node.schema
-        children: list[SchemaNode] = []
-        props = s.get("properties")
-        depth = node.depth + 1
-        if isinstance(props, dict):
-            for key, sub in props.items():
-                if isinstance(sub, dict):
-                    top = node.top or key
-                    children.append(SchemaNode(sub, node, PROP, str(key), top, depth))
-        items = s.get("items")
-        if isinstance(items, dict):
-            children.append(SchemaNode(items, node, ITEMS, "", node.top, depth))
-        elif isinstance(items, list):
-            for sub in items:
-                if isinstance(sub, dict):
-                    children.append(SchemaNode(sub, node, ITEMS, "", node.top, depth))
+        top = node.top
+        # children are pushed last first, so that they come out in document order
         addl = s.get("additionalProperties")
         if isinstance(addl, dict):
-            children.append(SchemaNode(addl, node, ADDL, "", node.top, depth))
-        children.reverse()
-        stack.extend(children)
+            push(SchemaNode(addl, node, ADDL, "", top, depth))
+        items = s.get("items")
+        if isinstance(items, dict):
+            push(SchemaNode(items, node, ITEMS, "", top, depth))
+        elif isinstance(items, list):
+            for sub in reversed(items):
+                if isinstance(sub, dict):
+                    push(SchemaNode(sub, node, ITEMS, "", top, depth))
+        props = s.get("properties")
+        if isinstance(props, dict):
+            for key, sub in reversed(props.items()):
+                if isinstance(sub, dict):
+                    push(SchemaNode(sub, node, PROP, str(key), top or key, depth))
 
 
 _SCHEMA_MAPS = ("properties", "patternProperties", "definitions", "dependencies")
