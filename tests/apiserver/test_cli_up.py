@@ -171,3 +171,13 @@ def test_up_applies_the_header_limit_and_timeout_flags(tmp_path: Path) -> None:
     finally:
         proc.send_signal(signal.SIGTERM)
         proc.communicate(timeout=10)
+
+
+def test_up_reports_an_unwritable_kubeconfig_path_without_a_traceback(tmp_path: Path) -> None:
+    blocker = tmp_path / "file"
+    blocker.write_text("not a directory")
+    proc = subprocess.run([sys.executable, "-m", "kubewerk.cli", "up", "--port", "0",
+                           "--kubeconfig", str(blocker / "kc")], capture_output=True, text=True, timeout=30)
+    assert proc.returncode == 2
+    assert proc.stderr.startswith(f"kubewerk: error: --kubeconfig {blocker / 'kc'}: cannot write it:")
+    assert "Traceback" not in proc.stderr

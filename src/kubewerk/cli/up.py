@@ -128,7 +128,13 @@ def run(args: argparse.Namespace) -> int:
             return 1
         for sig in (signal.SIGINT, signal.SIGTERM):
             loop.add_signal_handler(sig, stop.set)
-        path = server.write_kubeconfig(args.kubeconfig)
+        try:
+            path = server.write_kubeconfig(args.kubeconfig)
+        except OSError as exc:
+            print(f"kubewerk: error: --kubeconfig {args.kubeconfig}: cannot write it: {exc.strerror or exc}",
+                  file=sys.stderr)
+            await server.stop()
+            return 2
         elapsed = (time.perf_counter() - started) * 1000
         where = server.url
         if server.bind.is_wildcard:
