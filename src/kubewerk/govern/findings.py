@@ -10,6 +10,7 @@ or suppress them, nothing mutates them.
 from __future__ import annotations
 
 import enum
+import re
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, replace
 from typing import Any
@@ -58,6 +59,20 @@ def escape_pointer_token(token: str | int) -> str:
 def pointer(parts: Iterable[str | int]) -> str:
     """RFC 6901 JSON Pointer for a sequence of keys and indexes (``""`` for the root)."""
     return "".join("/" + escape_pointer_token(p) for p in parts)
+
+
+_FIELD_SEGMENT = re.compile(r"([^.\[\]]+)|\[([^\]]*)\]")
+
+
+def field_to_location(path: str) -> tuple[str | int, ...]:
+    """A Kubernetes field path (``spec.versions[0].schema.openAPIV3Schema.properties[spec]``)
+    as a location (``("spec", "versions", 0, "schema", ...)``): bracketed digits are list
+    indexes, anything else a key."""
+    out: list[str | int] = []
+    for name, index in _FIELD_SEGMENT.findall(path):
+        token = name or index
+        out.append(int(token) if token.isdigit() and index else token)
+    return tuple(out)
 
 
 @dataclass(frozen=True, slots=True)

@@ -6,58 +6,22 @@ file and the line of the schema location they concern.
 
 from __future__ import annotations
 
-import re
 from collections.abc import Iterable
 from dataclasses import dataclass
 
-from kubewerk.govern.crd import CRDView, Location, is_crd
-from kubewerk.govern.findings import Finding, Severity
+from kubewerk.govern.crd import CRDView, is_crd
+from kubewerk.govern.findings import Finding, Severity, field_to_location
 from kubewerk.govern.loader import Document
-from kubewerk.govern.rules import RULES, RawFinding, lint_crd
+from kubewerk.govern.rules import RULES, Linter, RawFinding, enabled_rules
+from kubewerk.govern.rules.structural_schema import structural_findings
 
-_SEGMENT = re.compile(r"([^.\[\]]+)|\[([^\]]*)\]")
-
-
-def field_to_location(path: str) -> Location:
-    """A Kubernetes field path (``spec.versions[0].schema.openAPIV3Schema.properties[spec]``)
-    as a location (``("spec", "versions", 0, "schema", ...)``)."""
-    out: list[str | int] = []
-    for name, index in _SEGMENT.findall(path):
-        token = name or index
-        out.append(int(token) if token.isdigit() and index else token)
-    return tuple(out)
-
-
-def structural_findings(crd: dict[str, object]) -> list[RawFinding]:
-    """What the API server would reject when this CRD is created (schema engine)."""
-    from kubewerk.schema import validate_crd
-
-    out: list[RawFinding] = []
-    try:
-        errors = validate_crd(crd)
-    except Exception as exc:  # an engine bug must not hide every other finding
-        return [
-            RawFinding(
-                "structural-schema",
-                f"kubewerk could not check this CRD (internal error in the schema engine: "
-                f"{type(exc).__name__}: {exc}); please report it",
-                (),
-            )
-        ]
-    for err in errors:
-        out.append(
-            RawFinding(
-                "structural-schema",
-                f"the API server rejects this CRD: {err.message()}",
-                field_to_location(err.field),
-                err.field,
-            )
-        )
-    return out
+__all__ = ["LintResult", "field_to_location", "lint_documents", "structural_findings"]
 
 
 @dataclass(slots=True)
 class LintResult:
+    """The findings of a run, and how many documents and CRDs it read."""
+
     findings: list[Finding]
     documents: int
     crds: int
@@ -75,6 +39,7 @@ def lint_documents(
     overridden.
     """
     overrides = severities or {}
+    linter = Linter(enabled_rules(enabled))
     findings: list[Finding] = []
     crds = 0
     count = 0
@@ -85,9 +50,7 @@ def lint_documents(
         crds += 1
         view = CRDView(doc.data)
         raws: list[RawFinding] = []
-        lint_crd(view, enabled, raws.append)
-        if "structural-schema" in enabled:
-            raws.extend(structural_findings(doc.data))
+        linter.lint(view, raws.append)
         findings.extend(_bind(doc, view, raws, overrides))
     return LintResult(findings, count, crds)
 

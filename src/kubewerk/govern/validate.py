@@ -17,8 +17,7 @@ from typing import Any
 
 from kubewerk.core.errors import ApiError, FieldError
 from kubewerk.govern.crd import CRDView, as_dict, is_crd
-from kubewerk.govern.findings import Finding, Severity
-from kubewerk.govern.lint import field_to_location
+from kubewerk.govern.findings import Finding, Severity, field_to_location
 from kubewerk.govern.loader import Document
 
 VALIDATE_RULES: dict[str, tuple[Severity, str]] = {
