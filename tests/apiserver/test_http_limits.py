@@ -148,7 +148,7 @@ def test_a_50_mb_header_line_is_answered_431_at_once_and_memory_stays_bounded(se
     sender.join(10)
     sock.close()
     assert answer == GO_431
-    assert elapsed < 2.0
+    assert elapsed < 4.0  # the old server took ~8 s to read it all, then answered 200
     assert rss_mib() - before < 20, "the server buffered the oversized header"
 
 
