@@ -1,13 +1,15 @@
-"""The lint rules as units: the registry, each rule's documented example, and the
-single schema walk they share."""
+"""The lint rules as units: the registry, docs/lint-rules.md against the rules, each
+rule's documented example, and the single schema walk they share."""
 
 from __future__ import annotations
 
+import difflib
 import importlib
 import inspect
 import pkgutil
 import re
 from collections.abc import Iterator
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -16,9 +18,12 @@ import kubewerk.govern.rules as rules_pkg
 from kubewerk.govern.crd import CRDView, SchemaNode
 from kubewerk.govern.findings import Severity
 from kubewerk.govern.rules import RULES, Linter, RawFinding, Rule, enabled_rules, linter
+from kubewerk.govern.rules.doc import render, severity_text
 from kubewerk.govern.rules.example import Where, clean_crd, example_crd
 
 from .helpers import crd, doc
+
+DOC = Path(__file__).resolve().parents[2] / "docs" / "lint-rules.md"
 
 
 def _lint(data: dict[str, Any], enabled: frozenset[str] = frozenset(RULES)) -> list[RawFinding]:
@@ -49,10 +54,54 @@ def test_rule_identity(rule: type[Rule]) -> None:
     assert re.fullmatch(r"[a-z]+(-[a-z]+)*", rule.id)
     assert isinstance(rule.severity, Severity)
     assert rule.summary and "|" not in rule.summary and "\n" not in rule.summary
-    assert inspect.getdoc(rule), "the docstring says what the rule finds"
+    assert inspect.getdoc(rule), "the docstring is the rule's section of docs/lint-rules.md"
     assert rule.severity in rule.severities()
     # every rule either checks the CRD as a whole or walks its schemas (or both)
     assert rule.nodes is not None or "check_crd" in vars(rule)
+
+
+# --- docs/lint-rules.md against the rules ----------------------------------------------
+
+
+def test_lint_rules_doc_is_generated_from_the_rules() -> None:
+    expected = render()
+    actual = DOC.read_text(encoding="utf-8")
+    if actual != expected:
+        diff = "".join(
+            list(
+                difflib.unified_diff(
+                    actual.splitlines(keepends=True),
+                    expected.splitlines(keepends=True),
+                    "docs/lint-rules.md",
+                    "the rules",
+                )
+            )[:60]
+        )
+        pytest.fail(
+            "docs/lint-rules.md is out of date; regenerate it with "
+            "`.venv/bin/python -m kubewerk.govern.rules.doc > docs/lint-rules.md`\n" + diff
+        )
+
+
+_ROW = re.compile(r"^\| \[`([^`]+)`\]\(#([^)]+)\) \| ([a-z /]+) \| (.+) \|$", re.M)
+
+
+def test_doc_table_and_sections_list_each_rule_with_its_severities() -> None:
+    """Read from the file itself, independently of the generator."""
+    text = DOC.read_text(encoding="utf-8")
+    rows = _ROW.findall(text)
+    assert [row[0] for row in rows] == list(RULES), "the table lists the rules in order"
+    for rule_id, anchor, severities, summary in rows:
+        rule = RULES[rule_id]
+        assert anchor == rule_id
+        assert severities.split(" / ") == [s.label for s in rule.severities()]
+        assert summary == rule.summary
+    assert re.findall(r"^## (\S+)$", text, re.M) == list(RULES)
+
+
+def test_multi_severity_rule_shows_all_its_severities() -> None:
+    assert severity_text(RULES["version-discipline"]) == "error / warning / info"
+    assert severity_text(RULES["no-floats"]) == "warning"
 
 
 # --- each rule's documented example --------------------------------------------------

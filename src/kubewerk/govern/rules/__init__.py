@@ -2,7 +2,9 @@
 
 Each rule is one :class:`~kubewerk.govern.rules.base.Rule` subclass in a module of this
 package named after its id: its id, default severity, summary, documented example and
-its checks. :data:`RULES` registers them, in the order docs/lint-rules.md lists them.
+its checks. :data:`RULES` registers them, in the order docs/lint-rules.md lists them;
+that file is generated from the rules (``python -m kubewerk.govern.rules.doc``), and a
+test fails when it is out of date.
 """
 
 from __future__ import annotations

@@ -1,8 +1,8 @@
 """What a lint rule is, and what it may do.
 
 A rule is one subclass of :class:`Rule`: its identity (``id``, default ``severity``,
-one-line ``summary``, a documented bad/good ``example``, and its docstring, saying what
-it finds and what it leaves alone) and up to two kinds of checks:
+one-line ``summary``, a documented bad/good ``example``, and its docstring, which is its
+section of docs/lint-rules.md) and up to two kinds of checks:
 
 - :meth:`Rule.check_crd` runs once per CRD and sees the whole :class:`CRDView`;
 - a rule with ``nodes`` looks at schema nodes. For each distinct schema of the CRD

@@ -57,7 +57,7 @@ class StructuralSchema(Rule):
 
     id = "structural-schema"
     severity = Severity.ERROR
-    summary = "anything the API server would reject when the CRD is created"
+    summary = "what the API server would reject when the CRD is created (CEL cost aside)"
     example = Example(
         Where.SCHEMA_PROPERTIES,
         bad="spec: {properties: {size: {type: string}}}\n",
