@@ -46,6 +46,10 @@ log = logging.getLogger("kubewerk.apiserver")
 _JSON_HEADERS = [(b"content-type", b"application/json")]
 
 
+class ClientGone(Exception):
+    """The connection ended before the request body was complete."""
+
+
 class Request:
     """The parts of an HTTP request the API looks at."""
 
@@ -218,6 +222,10 @@ class ApiServer:
         try:
             req.body = await self._read_body(receive, headers)
             return await self._route(req, receive, send)
+        except ClientGone:
+            # the client left (or its body timed out) before its request was complete:
+            # nothing of it is acted on, and there is no one to answer
+            return 499
         except ApiError as err:
             await self._send_json(send, err.code, err.to_status())
             return err.code
@@ -241,7 +249,7 @@ class ApiServer:
         while True:
             message = await receive()
             if message["type"] == "http.disconnect":
-                break
+                raise ClientGone()
             chunk = message.get("body", b"")
             size += len(chunk)
             if size > MAX_BODY:
