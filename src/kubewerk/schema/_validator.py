@@ -9,6 +9,14 @@ appends :class:`~kubewerk.core.errors.FieldError` objects exactly as the apiserv
   for the root;
 * the detail is kube-openapi's message (``spec.replicas in body should be less than or
   equal to 100``), with the cause type picked from the error code.
+
+Every value a custom resource write carries goes through here, so each node also
+builds a fast-accept predicate (``accepts``, the second half of this module): it
+answers "no error" without building names or errors, and only where the detailed
+checks would find nothing. The two halves stay in one module (over 1,000 lines) on
+purpose: the predicate reads nearly all of a node's compiled state and probes its type
+check, so it can only be kept exact beside the checks it stands in for; split apart,
+one side would need the other's internals (an import circle) or a copy of them.
 """
 
 from __future__ import annotations
