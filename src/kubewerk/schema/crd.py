@@ -153,8 +153,9 @@ _cache_lock = threading.Lock()
 def compile_crd_version(crd: dict[str, Any], version: str) -> CompiledSchema:
     """The compiled schema of ``spec.versions[name=version].schema.openAPIV3Schema``.
 
-    Cached per (metadata.uid, metadata.generation or resourceVersion, version); a CRD
-    without uid is cached by identity of its schema content. Raises
+    Cached per (metadata.uid, metadata.generation or resourceVersion, version), the
+    512 most recently used; a CRD without a uid, or without both generation and
+    resourceVersion, is compiled afresh on every call. Raises
     :class:`SchemaError` if the version does not exist, has no schema, or the schema
     (or one of its CEL rules) does not compile.
     """
