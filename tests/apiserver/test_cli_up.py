@@ -181,3 +181,45 @@ def test_up_reports_an_unwritable_kubeconfig_path_without_a_traceback(tmp_path: 
     assert proc.returncode == 2
     assert proc.stderr.startswith(f"kubewerk: error: --kubeconfig {blocker / 'kc'}: cannot write it:")
     assert "Traceback" not in proc.stderr
+
+
+def test_the_cli_defaults_are_the_servers() -> None:
+    """`kubewerk up` repeats the library's defaults (so --help imports no server): they agree."""
+    from kubewerk.apiserver import httpproto, storage, watch
+    from kubewerk.cli import up
+
+    assert up.DEFAULT_MAX_HEADER_BYTES == httpproto.DEFAULT_MAX_HEADER_BYTES
+    assert up.DEFAULT_READ_HEADER_TIMEOUT == httpproto.DEFAULT_READ_HEADER_TIMEOUT
+    assert up.DEFAULT_IDLE_TIMEOUT == httpproto.DEFAULT_IDLE_TIMEOUT
+    assert up.DEFAULT_REQUEST_BODY_TIMEOUT == httpproto.DEFAULT_REQUEST_BODY_TIMEOUT
+    assert up.DEFAULT_RETAIN_BYTES == storage.DEFAULT_RETAIN_BYTES
+    assert up.DEFAULT_MAX_BACKLOG_BYTES == watch.DEFAULT_MAX_BACKLOG_BYTES
+
+
+def test_up_passes_the_memory_bounds_on(tmp_path: Path) -> None:
+    proc, url, _ = start("--port", "0", "--kubeconfig", str(tmp_path / "kc"), "--retain-bytes", "4096",
+                         "--watch-backlog-bytes", "8192")
+    try:
+        for i in range(20):
+            body = json.dumps({"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": f"c{i}"},
+                               "data": {"k": "x" * 1000}}).encode()
+            req = urllib.request.Request(url + "/api/v1/namespaces/default/configmaps", data=body,
+                                         headers={"Content-Type": "application/json"})
+            with urllib.request.urlopen(req, timeout=5) as resp:
+                assert resp.status == 201
+        with urllib.request.urlopen(url + "/metrics", timeout=5) as resp:
+            metrics = resp.read().decode()
+        history = [line for line in metrics.splitlines() if line.startswith("kubewerk_storage_history_bytes ")]
+        assert history and float(history[0].split()[1]) <= 4096, history
+    finally:
+        proc.send_signal(signal.SIGTERM)
+        proc.communicate(timeout=10)
+
+
+def test_embedded_server_passes_the_watch_backlog_bound_on() -> None:
+    from kubewerk.apiserver.server import EmbeddedServer
+
+    server = EmbeddedServer("memory", watch_backlog_bytes=12345, retain_bytes=6789)
+    assert server.app.hub.max_backlog_bytes == 12345
+    assert server.store.retain_bytes == 6789  # type: ignore[attr-defined]
+    server.store.close()

@@ -38,6 +38,7 @@ from kubewerk.apiserver.httpproto import (
     protocol_class,
 )
 from kubewerk.apiserver.storage import Store, open_store
+from kubewerk.apiserver.watch import DEFAULT_MAX_BACKLOG_BYTES
 
 log = logging.getLogger("kubewerk.apiserver.server")
 
@@ -107,6 +108,8 @@ class EmbeddedServer:
     was given as, are added when it is a specific non-loopback one. Connection bounds: ``max_header_bytes`` (431 beyond it plus Go's
     4 KiB slop), ``read_header_timeout``, ``idle_timeout``, ``request_body_timeout``
     (seconds) and ``max_connections`` (``None``: the descriptor limit less a reserve).
+    ``watch_backlog_bytes`` bounds each watcher's undelivered events; ``store_policy``
+    (``retain_events``, ``retain_seconds``, ``retain_bytes``) goes to ``open_store``.
     """
 
     def __init__(
@@ -124,6 +127,7 @@ class EmbeddedServer:
         max_connections: int | None = None,
         insecure_bind_non_loopback: bool = False,
         allowed_hosts: Iterable[str] = (),
+        watch_backlog_bytes: int = DEFAULT_MAX_BACKLOG_BYTES,
         **store_policy: Any,
     ) -> None:
         # everything that can refuse the arguments runs before the store is opened
@@ -137,7 +141,7 @@ class EmbeddedServer:
         self.store = open_store(store, **store_policy) if isinstance(store, str) else store
         self._owns_store = isinstance(store, str)
         self.app = ApiServer(self.store, log_requests=log_requests, bookmark_interval=bookmark_interval,
-                             allowed_hosts=self.allowed_hosts)
+                             allowed_hosts=self.allowed_hosts, watch_backlog_bytes=watch_backlog_bytes)
         self.host = host
         self.port = port
         self.effective_limits = self.limits  # with the connection cap filled in once started

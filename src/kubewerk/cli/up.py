@@ -20,6 +20,9 @@ DEFAULT_MAX_HEADER_BYTES = 1 << 20
 DEFAULT_READ_HEADER_TIMEOUT = 32.0
 DEFAULT_IDLE_TIMEOUT = 90.0
 DEFAULT_REQUEST_BODY_TIMEOUT = 60.0
+# and of the store's and watch hub's byte bounds
+DEFAULT_RETAIN_BYTES = 64 << 20
+DEFAULT_MAX_BACKLOG_BYTES = 16 << 20
 INSECURE_BIND_FLAG = "--insecure-bind-non-loopback"
 
 
@@ -63,6 +66,12 @@ def register(sub: Any) -> None:
                         help="keep at least the last N changes for watches and paginated lists (default: 100000)")
     parser.add_argument("--retain-seconds", type=float, default=3600.0, metavar="S",
                         help="keep changes for at least S seconds (default: 3600)")
+    parser.add_argument("--retain-bytes", type=_positive_int, default=DEFAULT_RETAIN_BYTES, metavar="BYTES",
+                        help="compact the change history as soon as it holds more than BYTES of encoded "
+                        f"objects (default: {DEFAULT_RETAIN_BYTES}, 64 MiB)")
+    parser.add_argument("--watch-backlog-bytes", type=_positive_int, default=DEFAULT_MAX_BACKLOG_BYTES,
+                        metavar="BYTES", help="close a watch whose client is not reading while more than BYTES "
+                        f"of its events wait (default: {DEFAULT_MAX_BACKLOG_BYTES}, 16 MiB; the client re-watches)")
     parser.add_argument(INSECURE_BIND_FLAG, action="store_true",
                         help="allow --host to be a non-loopback address although the server has no "
                         "authentication: anyone who can reach the port can read and write everything")
@@ -108,6 +117,7 @@ def run(args: argparse.Namespace) -> int:
     try:
         server = EmbeddedServer(args.store, host=args.host, port=args.port, log_requests=args.verbose,
                                 retain_events=args.retain_events, retain_seconds=args.retain_seconds,
+                                retain_bytes=args.retain_bytes, watch_backlog_bytes=args.watch_backlog_bytes,
                                 insecure_bind_non_loopback=args.insecure_bind_non_loopback,
                                 allowed_hosts=args.allow_host, max_header_bytes=args.max_header_bytes,
                                 read_header_timeout=args.read_header_timeout, idle_timeout=args.idle_timeout,
