@@ -6,6 +6,7 @@ from typing import Any
 
 import pytest
 
+from kubewerk.core.gofmt import go_quote
 from kubewerk.schema import compile_schema
 
 from .conftest import messages
@@ -192,6 +193,30 @@ def test_keyword_messages(prop: dict[str, Any], value: Any, expected: str) -> No
 )
 def test_accepted_values(prop: dict[str, Any], value: Any) -> None:
     assert _check(prop, value) == []
+
+
+@pytest.mark.parametrize(
+    ("pattern", "value", "matches"),
+    [
+        ("^.$", "é", True),  # one code point, two bytes
+        ("^é+$", "ééé", True),
+        ("^é+$", "ée", False),
+        ("^a", "a\ud800", True),  # text that is not valid UTF-8 is matched, not an error
+        ("^a", "\ud800", False),
+    ],
+)
+def test_pattern_matches_text(pattern: str, value: str, matches: bool) -> None:
+    cs = compile_schema(
+        {
+            "type": "object",
+            "properties": {"f": {"type": "string", "pattern": pattern}},
+        }
+    )
+    detail = f"f in body should match '{pattern}'"
+    expected = [] if matches else [f"f: Invalid value: {go_quote(value)}: {detail}"]
+    # the detailed check, the fast-accept predicate and the remembered answer agree
+    for _ in range(3):
+        assert messages(cs.validate({"f": value})) == expected
 
 
 def test_null_enum_and_nullable() -> None:
