@@ -575,6 +575,52 @@ async def test_namespace_termination_conditions_and_default_service_account(api:
     await api.wait_gone("/api/v1/namespaces/team-b")
 
 
+async def test_namespace_finalize_writes_spec_finalizers_only(api: Api) -> None:
+    ns_path = "/api/v1/namespaces/team-f"
+    status, ns = await api.post("/api/v1/namespaces", {"apiVersion": "v1", "kind": "Namespace",
+                                                       "metadata": {"name": "team-f"}})
+    assert status == 201, ns
+    assert ns["spec"] == {"finalizers": ["kubernetes"]} and ns["status"] == {"phase": "Active"}
+    assert ns["metadata"]["labels"] == {"kubernetes.io/metadata.name": "team-f"}
+    body = {"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": "team-f", "labels": {"a": "b"}},
+            "spec": {"finalizers": ["kubernetes", "x.io/hold"]}, "status": {"phase": "Terminating"}}
+    status, out = await api.put(f"{ns_path}/finalize", body)
+    assert status == 200, out
+    assert out["spec"] == {"finalizers": ["kubernetes", "x.io/hold"]}
+    assert out["status"] == {"phase": "Active"}
+    assert out["metadata"]["labels"] == {"kubernetes.io/metadata.name": "team-f"}
+    assert int(out["metadata"]["resourceVersion"]) > int(ns["metadata"]["resourceVersion"])
+    # deleting: the namespace controller removes "kubernetes", the other finalizer holds it
+    status, out = await api.delete(ns_path)
+    assert status == 200 and out["status"]["phase"] == "Terminating", out
+    for _ in range(200):
+        _, ns = await api.get(ns_path)
+        if ns["spec"] == {"finalizers": ["x.io/hold"]}:
+            break
+        await asyncio.sleep(0.01)
+    assert ns["spec"] == {"finalizers": ["x.io/hold"]}
+    # finalizing with none left completes the deletion
+    status, out = await api.put(f"{ns_path}/finalize", {"apiVersion": "v1", "kind": "Namespace",
+                                                        "metadata": {"name": "team-f"}, "spec": {}})
+    assert status == 200, out
+    assert (await api.get(ns_path))[0] == 404
+    status, out = await api.put("/api/v1/namespaces/nowhere/finalize", {"apiVersion": "v1", "kind": "Namespace",
+                                                                        "metadata": {"name": "nowhere"}})
+    assert status == 404 and out["details"] == {"name": "nowhere", "kind": "namespaces"}, out
+    status, _ = await api.put("/api/v1/namespaces/default/configmaps/x/finalize", configmap("x"))
+    assert status == 404
+
+
+async def test_initial_namespaces(api: Api) -> None:
+    for name in ("default", "kube-system", "kube-public", "kube-node-lease"):
+        status, ns = await api.get(f"/api/v1/namespaces/{name}")
+        assert status == 200, ns
+        assert list(ns) == ["apiVersion", "kind", "metadata", "spec", "status"]
+        assert list(ns["metadata"]) == ["name", "uid", "creationTimestamp", "labels", "resourceVersion"]
+        assert ns["metadata"]["labels"] == {"kubernetes.io/metadata.name": name}
+        assert ns["spec"] == {"finalizers": ["kubernetes"]} and ns["status"] == {"phase": "Active"}
+
+
 async def test_watch_ends_when_its_crd_is_deleted(api: Api) -> None:
     async def delete_crd() -> None:
         await asyncio.sleep(0.2)

@@ -31,7 +31,6 @@ from kubewerk.apiserver.responses import json_headers, wants_table
 from kubewerk.apiserver.rest import ResourceApi, Result, Target
 from kubewerk.apiserver.storage.base import Store, UnstorableObject
 from kubewerk.apiserver.watch import DEFAULT_MAX_BACKLOG_BYTES, WatchHub, WatchStream
-from kubewerk.core import meta as metautil
 from kubewerk.core.errors import ApiError
 from kubewerk.core.gofmt import unmarshal_kind
 
@@ -101,7 +100,7 @@ class ApiServer:
         self.reads = ReadCache(store, self.registry)
         self.hub = WatchHub(store, max_backlog_bytes=watch_backlog_bytes)
         self.metrics = ApiMetrics(store, self.registry, self.hub)
-        self.controllers = Controllers(self)
+        self.controllers = Controllers(store, self.registry, self.api, self.hub)
         self.bookmark_interval = bookmark_interval
         self.compaction_interval = compaction_interval
         self.log_requests = log_requests
@@ -113,21 +112,12 @@ class ApiServer:
 
     def _bootstrap(self) -> None:
         """Initial namespaces, and resource types for the CRDs already in storage."""
+        namespaces = self.registry.get("", "namespaces")
+        assert namespaces is not None
         for name in INITIAL_NAMESPACES:
-            key = f"/core/namespaces//{name}"
-            if self.store.get(key) is None:
-                self.store.create(key, {
-                    "apiVersion": "v1",
-                    "kind": "Namespace",
-                    "metadata": {
-                        "name": name,
-                        "uid": metautil.new_uid(),
-                        "creationTimestamp": metautil.now_rfc3339(),
-                        "labels": {"kubernetes.io/metadata.name": name},
-                    },
-                    "spec": {"finalizers": ["kubernetes"]},
-                    "status": {"phase": "Active"},
-                })
+            if self.store.get(namespaces.key("", name)) is None:
+                self.api.create(Target(namespaces, "v1", None),
+                                {"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": name}, "spec": {}}, {})
         self.controllers.bootstrap()
 
     async def start(self) -> None:
@@ -499,10 +489,7 @@ class ApiServer:
         elif method == "PUT":
             if target.name is None:
                 raise ApiError.method_not_supported(rtype.resource, rtype.group, "update")
-            if sub == "finalize":
-                result = self.controllers.finalize_namespace(target, self._decode(req, target), req.query)
-            else:
-                result = api.update(target, self._decode(req, target), req.query)
+            result = api.update(target, self._decode(req, target), req.query)
         elif method == "PATCH":
             if target.name is None:
                 raise ApiError.method_not_supported(rtype.resource, rtype.group, "patch")

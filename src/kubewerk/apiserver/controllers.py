@@ -8,33 +8,34 @@
   ``kubernetes`` finalizer is removed and the namespace goes.
 
 They react to storage events (subscribed synchronously, work queued) and act on one
-asyncio task through the same REST semantics clients get, so finalizers are honoured.
+asyncio task. They read the store and write only through ``ResourceApi``: deletes,
+creates and the (rare) create of a default ServiceAccount take the verbs clients get,
+so finalizers are honoured; their own status, finalizer and owner-reference changes go
+through ``ResourceApi.write_back``, where a deletion completes by the same rule as a
+client's update.
 """
 
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import logging
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from kubewerk.apiserver.discovery import sorted_versions, version_priority
-from kubewerk.apiserver.registry import PrinterColumn, ResourceType, ScaleSpec
+from kubewerk.apiserver.registry import PrinterColumn, Registry, ResourceType, ScaleSpec
 from kubewerk.apiserver.rest import (
     CRD_CLEANUP_FINALIZER,
     FOREGROUND,
     NAMESPACE_FINALIZER,
     ORPHAN,
-    Result,
+    ResourceApi,
     Target,
     copy_json,
 )
-from kubewerk.apiserver.storage.base import Event, KeyExists, KeyNotFound, RevisionConflict
+from kubewerk.apiserver.storage.base import Event, KeyNotFound, RevisionConflict, Store
+from kubewerk.apiserver.watch import WatchHub
 from kubewerk.core import meta as metautil
 from kubewerk.core.errors import ApiError
-
-if TYPE_CHECKING:
-    from kubewerk.apiserver.app import ApiServer
 
 JSON = dict[str, Any]
 log = logging.getLogger("kubewerk.apiserver.controllers")
@@ -125,11 +126,18 @@ def _condition(ctype: str, status: str, reason: str, message: str, old: list[JSO
 
 
 class Controllers:
-    """CRD establishment, garbage collection and namespace deletion for one ``ApiServer``."""
+    """CRD establishment, garbage collection and namespace deletion over one store.
 
-    def __init__(self, server: ApiServer) -> None:
-        self.server = server
-        self.store = server.store
+    ``api`` is the REST layer over ``store`` and ``registry`` (every write goes through
+    it); ``registry`` is where Established CRDs are served; ``hub`` ends the watches of a
+    resource that goes away.
+    """
+
+    def __init__(self, store: Store, registry: Registry, api: ResourceApi, hub: WatchHub) -> None:
+        self.store = store
+        self.registry = registry
+        self.api = api
+        self.hub = hub
         self._pending: dict[tuple[str, str], None] = {}
         self._wakeup: asyncio.Event | None = None
         self._task: asyncio.Task[None] | None = None
@@ -247,11 +255,11 @@ class Controllers:
             self._reconcile_crd(key)
         elif kind == "crd-gone":
             name = key.rsplit("/", 1)[-1]
-            for rtype in list(self.server.registry.all()):
+            for rtype in list(self.registry.all()):
                 if rtype.crd_name == name:
-                    self.server.registry.remove(rtype.group, rtype.resource)
+                    self.registry.remove(rtype.group, rtype.resource)
                     # kube-apiserver ends the watches of a resource whose storage goes away
-                    self.server.hub.close_under(rtype.key_prefix)
+                    self.hub.close_under(rtype.key_prefix)
         elif kind == "gc":
             self._gc_dependent(key)
         elif kind == "owner":
@@ -261,36 +269,22 @@ class Controllers:
 
     # -- helpers ---------------------------------------------------------------
 
-    def _target_for_key(self, key: str) -> Target | None:
-        _, group, resource, namespace, name = key.split("/", 4)
-        group = "" if group == "core" else group
-        rtype = self.server.registry.get(group, resource)
-        if rtype is None:
-            return None
-        return Target(rtype, rtype.storage_version, namespace or None, name)
-
     def _delete(self, key: str, policy: str) -> None:
-        target = self._target_for_key(key)
+        target = self.api.target_for_key(key)
         if target is None:
             return
         try:
-            self.server.api.delete(target, {"propagationPolicy": policy}, {})
+            self.api.delete(target, {"propagationPolicy": policy}, {})
         except ApiError as exc:
             if exc.code != 404:
                 log.warning("delete of %s failed: %s", key, exc.message)
 
     def _write(self, key: str, obj: JSON) -> None:
-        """Store ``obj`` (a changed copy of the current object), finishing a deletion if due."""
-        meta = obj["metadata"]
-        rev = int(meta.pop("resourceVersion"))
-        spec_finalizers = key.startswith(NS_PREFIX) and (obj.get("spec") or {}).get("finalizers")
+        """Write back ``obj`` (a changed copy of the current object); a write that raced
+        with another change is dropped, as that change's own event requeues the work."""
         try:
-            if meta.get("deletionTimestamp") and not meta.get("finalizers") and not spec_finalizers:
-                self.store.delete(key, rev)
-            else:
-                self.store.update(key, obj, rev)
+            self.api.write_back(key, obj)
         except (KeyNotFound, RevisionConflict):
-            # the object changed or went meanwhile: its own event requeues the work
             log.debug("write of %s raced with another change", key)
 
     # -- CRDs --------------------------------------------------------------------
@@ -306,7 +300,7 @@ class Controllers:
         names.setdefault("listKind", f"{names.get('kind', '')}List")
         status = crd.get("status") or {}
         old_conditions = list(status.get("conditions") or [])
-        registry = self.server.registry
+        registry = self.registry
         if meta.get("deletionTimestamp"):
             self._cleanup_crd(key, crd, old_conditions)
             return
@@ -481,7 +475,7 @@ class Controllers:
         counts: dict[str, int] = {}
         finalizer_counts: dict[str, int] = {}
         seen: set[str] = set()
-        for rtype in list(self.server.registry.all()):
+        for rtype in list(self.registry.all()):
             if not rtype.namespaced:
                 continue
             items, _, _ = self.store.list(rtype.ns_prefix(name))
@@ -545,27 +539,13 @@ class Controllers:
 
     def _ensure_default_service_account(self, namespace: str) -> None:
         """The ServiceAccount controller's job: every active namespace has ``default``."""
-        key = f"/core/serviceaccounts/{namespace}/default"
-        if self.store.get(key) is not None:
+        rtype = self.registry.get("", "serviceaccounts")
+        if rtype is None or self.store.get(rtype.key(namespace, "default")) is not None:
             return
-        with contextlib.suppress(KeyExists):
-            self.store.create(key, {
-                "apiVersion": "v1", "kind": "ServiceAccount",
-                "metadata": {"name": "default", "namespace": namespace, "uid": metautil.new_uid(),
-                             "creationTimestamp": metautil.now_rfc3339()},
-            })
-
-    def finalize_namespace(self, target: Target, body: JSON, query: dict[str, str]) -> Result:
-        """``PUT /api/v1/namespaces/{name}/finalize``: replace ``spec.finalizers`` only."""
-        key = target.rtype.key("", target.name or "")
-        ns = self.store.get(key)
-        if ns is None:
-            raise ApiError.not_found("namespaces", "", target.name or "")
-        new = copy_json(ns)
-        finalizers = (body.get("spec") or {}).get("finalizers") or []
-        new.setdefault("spec", {})["finalizers"] = finalizers
-        if not finalizers:
-            new["spec"].pop("finalizers")
-        self._write(key, new)
-        current = self.store.get(key)
-        return Result(200, current if current is not None else new)
+        target = Target(rtype, rtype.storage_version, namespace)
+        try:
+            self.api.create(target, {"apiVersion": "v1", "kind": "ServiceAccount",
+                                     "metadata": {"name": "default", "namespace": namespace}}, {})
+        except ApiError as exc:
+            if exc.code != 409:
+                log.warning("create of the default ServiceAccount in %s failed: %s", namespace, exc.message)

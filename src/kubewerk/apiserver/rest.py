@@ -240,6 +240,15 @@ class ResourceApi:
     def _not_found(self, target: Target, name: str | None = None) -> ApiError:
         return ApiError.not_found(target.rtype.resource, target.rtype.group, name or target.name or "")
 
+    def target_for_key(self, key: str) -> Target | None:
+        """The object stored at ``key``, addressed in its type's storage version (None if
+        no served type keeps its objects there)."""
+        _, group, resource, namespace, name = key.split("/", 4)
+        rtype = self.registry.get("" if group == "core" else group, resource)
+        if rtype is None:
+            return None
+        return Target(rtype, rtype.storage_version, namespace or None, name)
+
     def _get_stored(self, target: Target) -> tuple[str, JSON]:
         assert target.name is not None
         key = target.rtype.key(target.namespace or "", target.name)
@@ -543,6 +552,8 @@ class ResourceApi:
         rtype = target.rtype
         if target.subresource == "scale":
             return self._update_scale(target, body, query)
+        if target.subresource == "finalize":
+            return self._finalize(target, body)
         self._check_body_identity(target, body)
         meta = body.get("metadata") or {}
         if meta.get("name") and meta["name"] != target.name:
@@ -631,8 +642,7 @@ class ResourceApi:
         if dry_run(query):
             new["metadata"]["resourceVersion"] = current["metadata"]["resourceVersion"]
             return Result(200, self.serve(target, new), warnings)
-        if meta.get("deletionTimestamp") and not meta.get("finalizers") and not self._has_spec_finalizers(rtype, new):
-            # the last finalizer is gone: deletion completes
+        if self._deletion_completes(rtype, new):
             try:
                 deleted = self.store.delete(key, int(current["metadata"]["resourceVersion"]))
             except RevisionConflict:
@@ -670,8 +680,46 @@ class ResourceApi:
         return all(json_equal(new.get(k), current.get(k)) for k in keys)
 
     @staticmethod
-    def _has_spec_finalizers(rtype: ResourceType, obj: JSON) -> bool:
-        return rtype.resource == "namespaces" and not rtype.group and bool((obj.get("spec") or {}).get("finalizers"))
+    def _deletion_completes(rtype: ResourceType | None, obj: JSON) -> bool:
+        """Whether writing ``obj`` completes its deletion: it is being deleted and nothing
+        holds it any more (no finalizers; for namespaces, no ``spec.finalizers`` either).
+        Every write of a stored object (a client's update, a built-in controller's write
+        back) asks this one rule."""
+        meta = obj["metadata"]
+        if not meta.get("deletionTimestamp") or meta.get("finalizers"):
+            return False
+        namespace = rtype is not None and rtype.resource == "namespaces" and not rtype.group
+        return not (namespace and (obj.get("spec") or {}).get("finalizers"))
+
+    def write_back(self, key: str, obj: JSON) -> JSON:
+        """A built-in controller's write: ``obj`` is a changed copy of the object stored at
+        ``key``, with the resourceVersion it was read at (removed here).
+
+        Stored as given, without admission: the controllers change only what the server
+        itself manages (status, finalizers, owner references). When the write leaves a
+        deleting object unheld (``_deletion_completes``), the object is deleted instead.
+        Returns what was stored or deleted; raises ``RevisionConflict`` if the object
+        changed since it was read and ``KeyNotFound`` if it is gone.
+        """
+        revision = int(obj["metadata"].pop("resourceVersion"))
+        target = self.target_for_key(key)
+        if self._deletion_completes(target.rtype if target is not None else None, obj):
+            return self.store.delete(key, revision)
+        return self.store.update(key, obj, revision)
+
+    def _finalize(self, target: Target, body: JSON) -> Result:
+        """``PUT /api/v1/namespaces/{name}/finalize``: the stored namespace with the body's
+        ``spec.finalizers`` and nothing else of it; the namespace goes if that leaves it
+        deleting and unheld."""
+        key, ns = self._get_stored(target)
+        new = copy_json(ns)
+        finalizers = (body.get("spec") or {}).get("finalizers") or []
+        new.setdefault("spec", {})["finalizers"] = finalizers
+        if not finalizers:
+            new["spec"].pop("finalizers")
+        self.write_back(key, new)  # read and written with no await between: no race
+        current = self.store.get(key)
+        return Result(200, self.serve(target, current if current is not None else new))
 
     # -- patch -------------------------------------------------------------------
 
