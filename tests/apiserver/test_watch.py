@@ -5,7 +5,7 @@ from __future__ import annotations
 import asyncio
 
 from kubewerk.apiserver.server import EmbeddedServer
-from tests.apiserver.helpers import CRD_PATH, DB_PATH, Api, database
+from tests.apiserver.helpers import DB_PATH, Api, database
 
 
 async def test_watch_without_resource_version_starts_with_current_state(api: Api) -> None:
@@ -122,22 +122,3 @@ async def test_watch_table_events(api: Api) -> None:
     assert first["kind"] == "Table" and first["columnDefinitions"]
     assert second["columnDefinitions"] == []
     assert second["rows"][0]["cells"][0] == "b"
-
-
-async def test_watch_of_a_custom_resource_ends_when_its_crd_goes(api: Api) -> None:
-    """kube-apiserver ends the watches of a resource whose storage goes away."""
-    await api.post(DB_PATH, database("a"))
-    loop = asyncio.get_running_loop()
-
-    async def delete_crd() -> None:
-        await asyncio.sleep(0.2)
-        status, body = await api.delete(f"{CRD_PATH}/databases.demo.kubewerk.dev")
-        assert status == 200, body
-
-    task = asyncio.create_task(delete_crd())
-    start = loop.time()
-    events = await api.watch(DB_PATH + "?watch=1&timeoutSeconds=30", stop_after=100, timeout=10)
-    await task
-    # the initial ADDED, the DELETED of the cleanup, then the stream ends (long before its timeout)
-    assert [e["type"] for e in events] == ["ADDED", "DELETED"]
-    assert loop.time() - start < 5
