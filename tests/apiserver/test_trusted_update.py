@@ -12,7 +12,7 @@ import pytest
 import yaml
 
 from kubewerk.apiserver.admission import AdmissionRequest
-from kubewerk.apiserver.controllers import crd_to_type
+from kubewerk.apiserver.kinds.custom import crd_to_type
 from kubewerk.apiserver.registry import ResourceType
 from kubewerk.apiserver.schema_admission import SchemaAdmission
 from kubewerk.core.errors import ApiError

@@ -45,12 +45,19 @@ class AdmissionRequest:
 
 
 class Admission:
-    """Mutates and validates objects in place; raises ``ApiError`` to reject a write."""
+    """Mutates and validates objects in place; raises ``ApiError`` to reject a write.
+
+    A write is defaulted (``Strategy.default``), pruned by typed decoding when the kind's
+    strategy prunes unknown fields, and validated: ObjectMeta, then ``Strategy.validate``.
+    """
 
     def admit(self, req: AdmissionRequest) -> None:
-        if req.rtype.builtin:
+        strategy = req.rtype.strategy
+        strategy.default(req.obj)
+        if strategy.prunes_unknown_fields:
             self.prune_builtin(req)
         errors = self.validate_meta(req)
+        errors += strategy.validate(req.obj, req.old)
         if errors:
             raise ApiError.invalid(req.rtype.kind, req.rtype.group, _name(req.obj), errors)
 
@@ -88,18 +95,15 @@ class Admission:
                 )
 
     def validate_meta(self, req: AdmissionRequest) -> list[FieldError]:
-        """ObjectMeta rules (``rest.BeforeCreate``/``BeforeUpdate``); adds finalizer warnings."""
+        """ObjectMeta rules (``rest.BeforeCreate``/``BeforeUpdate``) with the kind's name
+        rule; adds the strategy's warnings."""
         meta = req.obj.get("metadata") or {}
         old_meta = (req.old or {}).get("metadata") or {}
-        if not req.rtype.builtin:
-            req.warnings.extend(validation.finalizer_warnings(
-                meta.get("finalizers") or [], old_meta.get("finalizers") if req.old is not None else None))
+        strategy = req.rtype.strategy
+        req.warnings.extend(strategy.warnings(req.obj, req.old))
         if req.old is None:
-            name_rule: validation.NameRule = (
-                "label" if req.rtype.resource == "namespaces" and not req.rtype.group else "subdomain"
-            )
             return validation.validate_object_meta_for_create(
-                meta, namespaced=req.rtype.namespaced, name_rule=name_rule
+                meta, namespaced=req.rtype.namespaced, name_rule=strategy.name_rule
             )
         if meta.get("resourceVersion") and _same_except_resource_version(meta, old_meta):
             # metadata the stored object already passed with: nothing new to check

@@ -436,7 +436,7 @@ class ApiServer:
             if target.name is None:
                 raise ApiError.not_found_path()
             valid = (sub == "status" and rtype.status_subresource) or (sub == "scale" and rtype.scale is not None) or (
-                sub == "finalize" and rtype.resource == "namespaces" and not rtype.group
+                sub in rtype.strategy.subresources
             )
             if not valid:
                 raise ApiError.not_found_path()

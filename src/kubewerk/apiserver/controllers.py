@@ -8,9 +8,9 @@
   ``kubernetes`` finalizer is removed and the namespace goes.
 
 They react to storage events (subscribed synchronously, work queued) and act on one
-asyncio task. They read the store and write only through ``ResourceApi``: deletes,
-creates and the (rare) create of a default ServiceAccount take the verbs clients get,
-so finalizers are honoured; their own status, finalizer and owner-reference changes go
+asyncio task. They read the store and write only through ``ResourceApi``: deletes and
+the create of a namespace's default ServiceAccount take the verbs clients get, so
+finalizers are honoured; their own status, finalizer and owner-reference changes go
 through ``ResourceApi.write_back``, where a deletion completes by the same rule as a
 client's update.
 """
@@ -21,17 +21,11 @@ import asyncio
 import logging
 from typing import Any
 
-from kubewerk.apiserver.discovery import sorted_versions, version_priority
-from kubewerk.apiserver.registry import PrinterColumn, Registry, ResourceType, ScaleSpec
-from kubewerk.apiserver.rest import (
-    CRD_CLEANUP_FINALIZER,
-    FOREGROUND,
-    NAMESPACE_FINALIZER,
-    ORPHAN,
-    ResourceApi,
-    Target,
-    copy_json,
-)
+from kubewerk.apiserver.kinds.crds import CRD_CLEANUP_FINALIZER
+from kubewerk.apiserver.kinds.custom import crd_to_type
+from kubewerk.apiserver.kinds.namespaces import NAMESPACE_FINALIZER
+from kubewerk.apiserver.registry import Registry
+from kubewerk.apiserver.rest import FOREGROUND, ORPHAN, ResourceApi, Target, copy_json
 from kubewerk.apiserver.storage.base import Event, KeyNotFound, RevisionConflict, Store
 from kubewerk.apiserver.watch import WatchHub
 from kubewerk.core import meta as metautil
@@ -42,80 +36,6 @@ log = logging.getLogger("kubewerk.apiserver.controllers")
 
 CRD_PREFIX = "/apiextensions.k8s.io/customresourcedefinitions/"
 NS_PREFIX = "/core/namespaces/"
-
-
-def crd_to_type(crd: JSON) -> ResourceType | None:
-    """The served resource type a CRD declares (None if it serves no version)."""
-    spec = crd.get("spec") or {}
-    names = spec.get("names") or {}
-    versions = [v for v in spec.get("versions") or [] if isinstance(v, dict)]
-    served = [v["name"] for v in versions if v.get("served")]
-    if not served:
-        return None
-    storage = next((v["name"] for v in versions if v.get("storage")), served[0])
-    kind = names.get("kind", "")
-    status_sub = False
-    scale: ScaleSpec | None = None
-    printer: dict[str, list[PrinterColumn]] = {}
-    selectable: dict[str, list[str]] = {}
-    schemas: dict[str, JSON] = {}
-    deprecated: dict[str, str] = {}
-    for v in versions:
-        subs = v.get("subresources") or {}
-        if "status" in subs:
-            status_sub = True
-        if isinstance(subs.get("scale"), dict) and scale is None:
-            sc = subs["scale"]
-            scale = ScaleSpec(sc.get("specReplicasPath", ".spec.replicas"), sc.get("statusReplicasPath", ".status.replicas"),
-                              sc.get("labelSelectorPath"))
-        printer[v["name"]] = [
-            PrinterColumn(c.get("name", ""), c.get("type", "string"), c.get("jsonPath", ""),
-                          c.get("description", ""), c.get("format", ""), int(c.get("priority", 0) or 0))
-            for c in v.get("additionalPrinterColumns") or [] if isinstance(c, dict)
-        ]
-        selectable[v["name"]] = [str(f.get("jsonPath", "")).lstrip(".") for f in v.get("selectableFields") or []
-                                 if isinstance(f, dict)]
-        schema = (v.get("schema") or {}).get("openAPIV3Schema")
-        if isinstance(schema, dict):
-            schemas[v["name"]] = schema
-        if v.get("deprecated"):
-            deprecated[v["name"]] = v.get("deprecationWarning") or default_deprecation_warning(
-                v["name"], spec.get("group", ""), names.get("kind", ""), versions)
-    meta = crd.get("metadata") or {}
-    return ResourceType(
-        group=spec.get("group", ""),
-        resource=names.get("plural", ""),
-        kind=kind,
-        list_kind=names.get("listKind") or f"{kind}List",
-        singular=names.get("singular") or kind.lower(),
-        namespaced=spec.get("scope") == "Namespaced",
-        versions=sorted_versions(served),
-        storage_version=storage,
-        short_names=list(names.get("shortNames") or []),
-        categories=list(names.get("categories") or []),
-        status_subresource=status_sub,
-        scale=scale,
-        printer_columns=printer,
-        selectable_fields=selectable,
-        builtin=False,
-        strategic_kind=None,
-        schemas=schemas,
-        deprecated=deprecated,
-        crd_name=meta.get("name"),
-        crd_uid=meta.get("uid"),
-        crd_generation=int(meta.get("generation", 0) or 0),
-    )
-
-
-def default_deprecation_warning(version: str, group: str, kind: str, versions: list[JSON]) -> str:
-    """apiextensions' default warning for a deprecated version: ``G/V K is deprecated``,
-    plus ``; use G/V2 K`` naming the newest served, non-deprecated, newer version."""
-    message = f"{group}/{version} {kind} is deprecated"
-    newer = [v["name"] for v in versions if v.get("served") and not v.get("deprecated")
-             and version_priority(v["name"]) < version_priority(version)]
-    if newer:
-        message += f"; use {group}/{sorted_versions(newer)[0]} {kind}"
-    return message
 
 
 def _condition(ctype: str, status: str, reason: str, message: str, old: list[JSON]) -> JSON:

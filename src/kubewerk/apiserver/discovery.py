@@ -106,9 +106,9 @@ def resource_list(registry: Registry, group: str, version: str) -> JSON | None:
             resources.append({"name": f"{t.resource}/scale", "singularName": "", "namespaced": t.namespaced,
                               "group": "autoscaling", "version": "v1", "kind": "Scale",
                               "verbs": ["get", "patch", "update"]})
-        if t.resource == "namespaces" and not t.group:
-            resources.append({"name": "namespaces/finalize", "singularName": "", "namespaced": False,
-                              "kind": "Namespace", "verbs": ["update"]})
+        for sub, verbs in t.strategy.subresources.items():
+            resources.append({"name": f"{t.resource}/{sub}", "singularName": "", "namespaced": t.namespaced,
+                              "kind": t.kind, "verbs": list(verbs)})
     gv = f"{group}/{version}" if group else version
     return {"kind": "APIResourceList", "apiVersion": "v1", "groupVersion": gv, "resources": resources}
 

@@ -1,31 +1,24 @@
 """What the server serves: one ``ResourceType`` per group/resource, with its versions.
 
-Built-in kinds are declared once in ``builtins``; a custom resource type is derived from
-its Established CRD. The registry is the single place the REST layer, discovery, OpenAPI
+A resource type is the data that names and shapes a kind (group, versions, scope,
+subresources, schemas) plus its ``Strategy`` (``apiserver.strategy``): the kind's behaviour,
+which the REST layer calls through hooks. Built-in kinds are declared in ``kinds/`` and
+listed in ``builtins``; a custom resource type is derived from its Established CRD
+(``kinds.custom``). The registry is the single place the REST layer, discovery, OpenAPI
 and the built-in controllers look a resource up.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable
+from collections.abc import Iterable
 from dataclasses import dataclass, field
 from typing import Any
+
+from kubewerk.apiserver.strategy import Strategy
 
 JSON = dict[str, Any]
 
 ALL_VERBS = ("create", "delete", "deletecollection", "get", "list", "patch", "update", "watch")
-
-
-@dataclass(frozen=True, slots=True)
-class PrinterColumn:
-    """A column of the Table view (``additionalPrinterColumns`` shape)."""
-
-    name: str
-    type: str
-    json_path: str
-    description: str = ""
-    format: str = ""
-    priority: int = 0
 
 
 @dataclass(frozen=True, slots=True)
@@ -55,11 +48,8 @@ class ResourceType:
     verbs: tuple[str, ...] = ALL_VERBS
     status_subresource: bool = False
     scale: ScaleSpec | None = None
-    printer_columns: dict[str, list[PrinterColumn]] = field(default_factory=dict)
-    """Per version; empty list means the default Name/Age columns."""
-    selectable_fields: dict[str, list[str]] = field(default_factory=dict)
-    """Per version: extra field selector paths (``spec.color``) a CRD declares."""
     builtin: bool = True
+    """Compiled into the server (typed decoding), as opposed to declared by a CRD."""
     strategic_kind: str | None = None
     """Key into ``kubewerk.core.strategic`` patch strategies; None: no strategic merge."""
     return_deleted_object: bool = False
@@ -70,13 +60,11 @@ class ResourceType:
     crd_name: str | None = None
     crd_uid: str | None = None
     crd_generation: int = 0
-    row_cells: Callable[[JSON], list[Any]] | None = None
-    """Built-ins: the Table cells after Name, matching ``printer_columns``."""
     storage_group: str | None = None
     """Set when the objects live in another group's storage (events.k8s.io Events are
-    core/v1 Events, as in Kubernetes); ``to_storage``/``from_storage`` convert."""
-    to_storage: Callable[[JSON], JSON] | None = None
-    from_storage: Callable[[JSON], JSON] | None = None
+    core/v1 Events, as in Kubernetes); the strategy converts them."""
+    strategy: Strategy = field(default_factory=Strategy)
+    """The kind's behaviour in the REST layer (default: a plain built-in kind)."""
 
     key_prefix: str = field(init=False, default="")
     """``/<storage group or "core">/<resource>/``: where this type's objects live."""

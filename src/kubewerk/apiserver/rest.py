@@ -5,6 +5,9 @@ subresource, query, decoded body) into storage operations and answers with the o
 list or ``Status`` a kube-apiserver would. It knows nothing of HTTP: ``app`` decodes and
 encodes. Everything runs on the event loop thread; storage calls are synchronous, so a
 read-modify-write here is atomic with respect to other requests.
+
+The verbs are the same for every kind; what differs between kinds is asked of the
+kind's strategy (``ResourceType.strategy``, see ``apiserver.strategy``) at fixed points.
 """
 
 from __future__ import annotations
@@ -33,22 +36,12 @@ from kubewerk.apiserver.storage.base import (
 from kubewerk.core import meta as metautil
 from kubewerk.core.errors import ApiError, FieldError
 from kubewerk.core.gofmt import GoText, json_equal, json_same_text, unmarshal_kind
-from kubewerk.core.selectors import (
-    builtin_field_set,
-    convert_builtin_field_label,
-    convert_custom_field_label,
-    custom_resource_field_set,
-    kind_key,
-    parse_field_selector,
-    parse_label_selector,
-)
+from kubewerk.core.selectors import parse_field_selector, parse_label_selector
 
 JSON = dict[str, Any]
 
 FOREGROUND = "foregroundDeletion"
 ORPHAN = "orphan"
-NAMESPACE_FINALIZER = "kubernetes"
-CRD_CLEANUP_FINALIZER = "customresourcecleanup.apiextensions.k8s.io"
 # a LIST reads storage in pages of at most this many keys (a huge limit= stays a huge
 # limit, not a number storage cannot take)
 _MAX_CHUNK = 1 << 20
@@ -141,7 +134,6 @@ def make_filter(target: Target, query: dict[str, str]) -> Filter:
     field_text = query.get("fieldSelector", "")
     if not label_text.strip() and not field_text.strip():
         return Filter(None)
-    rtype = target.rtype
     label_sel = None
     if label_text.strip():
         try:
@@ -153,25 +145,9 @@ def make_filter(target: Target, query: dict[str, str]) -> Filter:
     if field_text.strip():
         try:
             parsed = parse_field_selector(field_text)
-            if rtype.builtin:
-                key = kind_key(rtype.api_version(rtype.storage_version), rtype.kind)
-                field_sel = parsed.transform(lambda f, v: (convert_builtin_field_label(key, f), v))
-                # objects are matched in their storage form (events.k8s.io Events are core Events)
-                stored_key = "v1/Event" if rtype.storage_group == "" and rtype.kind == "Event" else key
-
-                def builtin_fields(obj: JSON) -> dict[str, str]:
-                    return builtin_field_set(stored_key, obj)
-
-                field_set = builtin_fields
-            else:
-                selectable = rtype.selectable_fields.get(target.version, [])
-                field_sel = parsed.transform(lambda f, v: (
-                    convert_custom_field_label(f, namespaced=rtype.namespaced, selectable_fields=selectable), v))
-
-                def custom_fields(obj: JSON) -> dict[str, str]:
-                    return custom_resource_field_set(obj, namespaced=rtype.namespaced, selectable_fields=selectable)
-
-                field_set = custom_fields
+            # matched against the stored form (events.k8s.io Events are core Events)
+            convert, field_set = target.rtype.strategy.field_selector(target.version)
+            field_sel = parsed.transform(lambda f, v: (convert(f), v))
         except ValueError as exc:
             raise ApiError.bad_request(str(exc)) from None
 
@@ -201,13 +177,9 @@ class ResourceApi:
     def serve(self, target: Target, obj: JSON) -> JSON:
         """The stored object as served in the requested version."""
         rtype = target.rtype
-        if rtype.from_storage is not None:
-            return rtype.from_storage(obj)
+        obj = rtype.strategy.from_storage(obj, target.api_version)
         if rtype.builtin:
             return obj
-        if obj.get("apiVersion") != target.api_version:
-            obj = dict(obj)
-            obj["apiVersion"] = target.api_version
         meta = obj["metadata"]
         key = rtype.key(meta.get("namespace", "") if rtype.namespaced else "", meta.get("name", ""))
         if self._admitted_here(target, key, meta.get("resourceVersion")):
@@ -228,14 +200,6 @@ class ResourceApi:
     def _forget_deleted(self, ev: Event) -> None:
         if ev.type == "DELETED":
             self._defaulted.pop(ev.key, None)
-
-    def _to_storage(self, rtype: ResourceType, obj: JSON) -> JSON:
-        """The object in its storage form (storage version, or the storage kind)."""
-        if rtype.to_storage is not None:
-            return rtype.to_storage(obj)
-        if not rtype.builtin:
-            obj["apiVersion"] = rtype.api_version(rtype.storage_version)
-        return obj
 
     def _not_found(self, target: Target, name: str | None = None) -> ApiError:
         return ApiError.not_found(target.rtype.resource, target.rtype.group, name or target.name or "")
@@ -331,10 +295,6 @@ class ResourceApi:
         )
         self.admission.admit(req)
         return req.warnings
-
-    def _changed_outside(self, new: JSON, old: JSON, skip: tuple[str, ...]) -> bool:
-        keys = (set(new) | set(old)) - set(skip)
-        return any(not json_equal(new.get(k), old.get(k)) for k in keys)
 
     # -- read --------------------------------------------------------------------
 
@@ -501,19 +461,13 @@ class ResourceApi:
         for key in ("deletionTimestamp", "deletionGracePeriodSeconds", "resourceVersion", "selfLink", "managedFields"):
             meta.pop(key, None)
         _omit_empty_meta(meta)
-        if rtype.status_subresource and not rtype.builtin:
-            obj.pop("status", None)
-        if not rtype.builtin or rtype.resource == "customresourcedefinitions":
-            meta["generation"] = 1
-        else:
-            meta.pop("generation", None)
-        self._prepare_builtin_create(rtype, obj)
+        rtype.strategy.prepare_for_create(obj)
         warnings = self._admit("CREATE", target, obj, None, query)
         if not meta.get("name"):
             raise ApiError.invalid(rtype.kind, rtype.group, "", [
                 FieldError.required("metadata.name", "name or generateName is required")
             ])
-        obj = self._to_storage(rtype, obj)
+        obj = rtype.strategy.to_storage(obj)
         meta = obj["metadata"]
         key = rtype.key(meta.get("namespace", "") if rtype.namespaced else "", meta["name"])
         if dry_run(query):
@@ -526,25 +480,6 @@ class ResourceApi:
             raise ApiError.already_exists(rtype.resource, rtype.group, meta["name"]) from None
         self._note_defaulted(target, key, stored)
         return Result(201, self.serve(target, stored), warnings)
-
-    def _prepare_builtin_create(self, rtype: ResourceType, obj: JSON) -> None:
-        if not rtype.builtin:
-            return
-        if rtype.resource == "namespaces" and not rtype.group:
-            obj["status"] = {"phase": "Active"}
-            spec = obj.setdefault("spec", {})
-            spec["finalizers"] = [NAMESPACE_FINALIZER]
-            _label_namespace_name(obj)
-        elif rtype.resource == "secrets" and not rtype.group:
-            obj.setdefault("type", "Opaque")
-            string_data = obj.pop("stringData", None)
-            if isinstance(string_data, dict):
-                data = obj.setdefault("data", {})
-                for k, v in string_data.items():
-                    data[k] = base64.b64encode(str(v).encode()).decode()
-        elif rtype.resource == "customresourcedefinitions":
-            obj.pop("status", None)
-            obj["status"] = {"conditions": [], "acceptedNames": {"plural": "", "kind": ""}, "storedVersions": []}
 
     # -- update ------------------------------------------------------------------
 
@@ -565,7 +500,7 @@ class ResourceApi:
                 "the namespace of the provided object does not match the namespace sent on the request"
             )
         rv_text = meta.get("resourceVersion")
-        if not rv_text and not rtype.builtin:
+        if not rv_text and not rtype.strategy.allow_unconditional_update:
             raise ApiError.invalid(rtype.kind, rtype.group, target.name or "", [
                 FieldError.invalid("metadata.resourceVersion", GoText("0x0"), "must be specified for an update")
             ])
@@ -605,31 +540,21 @@ class ResourceApi:
         meta.pop("resourceVersion", None)
         meta.pop("selfLink", None)
         _omit_empty_meta(meta)
-        if rtype.resource == "namespaces" and not rtype.group:
-            _label_namespace_name(new)
         new["apiVersion"] = target.api_version
         if target.subresource == "status":
             # /status writes only status (and nothing else, metadata included): the old
             # object with the new status. ``new`` is this request's own copy, so the parts
             # it holds equal to the old ones are kept rather than copied again.
             new = _with_status_of(new, old_served)
-        elif rtype.status_subresource:
-            if "status" in old_served:
-                new["status"] = copy_json({"s": old_served["status"]})["s"]
-            else:
-                new.pop("status", None)
-            if rtype.resource == "namespaces" and not rtype.group:
-                new["spec"] = old_served.get("spec", {})
-        if "generation" in old_meta and target.subresource != "status":
-            skip = ("metadata", "status") if rtype.status_subresource else ("metadata",)
-            if rtype.resource == "customresourcedefinitions":
-                changed = not json_equal(new.get("spec"), old_served.get("spec"))
-            else:
-                changed = self._changed_outside(new, old_served, skip)
-            if changed:
+        else:
+            if rtype.status_subresource:
+                if "status" in old_served:
+                    new["status"] = copy_json({"s": old_served["status"]})["s"]
+                else:
+                    new.pop("status", None)
+            rtype.strategy.prepare_for_update(new, old_served)
+            if "generation" in old_meta and rtype.strategy.generation_changed(new, old_served):
                 meta["generation"] = int(old_meta["generation"]) + 1
-        if rtype.resource == "secrets" and not rtype.group:
-            self._prepare_builtin_create(rtype, new) if "stringData" in new else None
         # validation sees the resourceVersion being updated (ValidateObjectMetaUpdate requires one)
         new["metadata"]["resourceVersion"] = current["metadata"]["resourceVersion"]
         # the stored object was admitted by this server under this very schema: the
@@ -637,7 +562,7 @@ class ResourceApi:
         trusted = not rtype.builtin and self._admitted_here(target, key, current["metadata"]["resourceVersion"])
         warnings = self._admit("UPDATE", target, new, old_served, query, trusted)
         new["metadata"].pop("resourceVersion", None)
-        new = self._to_storage(rtype, new)
+        new = rtype.strategy.to_storage(new)
         meta = new["metadata"]
         if dry_run(query):
             new["metadata"]["resourceVersion"] = current["metadata"]["resourceVersion"]
@@ -682,14 +607,13 @@ class ResourceApi:
     @staticmethod
     def _deletion_completes(rtype: ResourceType | None, obj: JSON) -> bool:
         """Whether writing ``obj`` completes its deletion: it is being deleted and nothing
-        holds it any more (no finalizers; for namespaces, no ``spec.finalizers`` either).
+        holds it any more (no finalizers, nor the kind's own: ``Strategy.holds_deletion``).
         Every write of a stored object (a client's update, a built-in controller's write
         back) asks this one rule."""
         meta = obj["metadata"]
         if not meta.get("deletionTimestamp") or meta.get("finalizers"):
             return False
-        namespace = rtype is not None and rtype.resource == "namespaces" and not rtype.group
-        return not (namespace and (obj.get("spec") or {}).get("finalizers"))
+        return rtype is None or not rtype.strategy.holds_deletion(obj)
 
     def write_back(self, key: str, obj: JSON) -> JSON:
         """A built-in controller's write: ``obj`` is a changed copy of the object stored at
@@ -875,17 +799,13 @@ class ResourceApi:
         # kube-apiserver answers 202 for a pending deletion only when orphanDependents=false
         pending_status = 202 if orphan is False else 200
         finalizers = list(meta.get("finalizers") or [])
-        is_namespace = rtype.resource == "namespaces" and not rtype.group
         if policy == "Orphan" and ORPHAN not in finalizers:
             finalizers.append(ORPHAN)
         elif policy == "Foreground" and FOREGROUND not in finalizers:
             finalizers.append(FOREGROUND)
-        if rtype.resource == "customresourcedefinitions" and CRD_CLEANUP_FINALIZER not in finalizers:
-            finalizers.append(CRD_CLEANUP_FINALIZER)
-        if policy in ("Background", "Foreground"):
-            drop = ORPHAN if policy == "Foreground" else None
-            if drop:
-                finalizers = [f for f in finalizers if f != drop]
+        if policy == "Foreground":
+            finalizers = [f for f in finalizers if f != ORPHAN]
+        finalizers = rtype.strategy.finalizers_on_delete(finalizers)
         if meta.get("deletionTimestamp"):
             # already deleting: only a change of propagation finalizers is recorded
             if finalizers != list(meta.get("finalizers") or []) and not is_dry:
@@ -894,7 +814,7 @@ class ResourceApi:
                 new["metadata"].pop("resourceVersion", None)
                 current = self.store.update(key, new, int(meta["resourceVersion"]))
             return Result(pending_status, self.serve(target, current))
-        if finalizers or (is_namespace and (current.get("spec") or {}).get("finalizers")):
+        if finalizers or rtype.strategy.holds_deletion(current):
             new = copy_json(current)
             new_meta = new["metadata"]
             new_meta["deletionTimestamp"] = metautil.now_rfc3339()
@@ -903,8 +823,7 @@ class ResourceApi:
                 new_meta["finalizers"] = finalizers
             if "generation" in new_meta:
                 new_meta["generation"] = int(new_meta["generation"]) + 1
-            if is_namespace:
-                new.setdefault("status", {})["phase"] = "Terminating"
+            rtype.strategy.prepare_for_delete(new)
             new_meta.pop("resourceVersion", None)
             if is_dry:
                 return Result(200, self.serve(target, new))
@@ -984,15 +903,6 @@ def _omit_empty_meta(meta: JSON) -> None:
     for key in _OMIT_EMPTY_META:
         if key in meta and meta[key] in (None, {}, [], ""):
             del meta[key]
-
-
-def _label_namespace_name(ns: JSON) -> None:
-    """Namespaces always carry ``kubernetes.io/metadata.name: <name>`` (set on create and update)."""
-    meta = ns.setdefault("metadata", {})
-    labels = meta.get("labels")
-    if not isinstance(labels, dict):
-        labels = meta["labels"] = {}
-    labels["kubernetes.io/metadata.name"] = meta.get("name", "")
 
 
 _META_STRINGS = ("name", "generateName", "namespace", "uid", "resourceVersion", "creationTimestamp",

@@ -1,5 +1,6 @@
-"""Admission with the schema engine: CRD acceptance, and default → prune → validate → CEL
-on every custom resource write, defaults on every custom resource read.
+"""Admission with the schema engine: default → prune → validate → CEL on every custom
+resource write, defaults on every custom resource read. Built-in kinds, CRDs included,
+take ``Admission``'s path (their strategy defaults and validates: ``kinds.crds``).
 
 Unknown fields follow ``fieldValidation``: ``Strict`` rejects the request with 400
 ``strict decoding error: unknown field "spec.x"``, ``Warn`` (the default) answers with a
@@ -17,32 +18,9 @@ from kubewerk.apiserver.admission import Admission, AdmissionRequest
 from kubewerk.apiserver.registry import ResourceType
 from kubewerk.core.errors import ApiError
 from kubewerk.core.gofmt import json_same_text
-from kubewerk.schema import CompiledSchema, SchemaError, compile_schema, validate_crd
+from kubewerk.schema import CompiledSchema, SchemaError, compile_schema
 
 JSON = dict[str, Any]
-
-CRD_GROUP = "apiextensions.k8s.io"
-
-
-def default_crd(crd: JSON) -> None:
-    """``SetDefaults_CustomResourceDefinitionSpec``: singular, listKind, conversion."""
-    spec = crd.get("spec")
-    if not isinstance(spec, dict):
-        return
-    names = spec.get("names")
-    if isinstance(names, dict) and isinstance(names.get("kind"), str) and names["kind"]:
-        if not names.get("singular"):
-            names["singular"] = names["kind"].lower()
-        if not names.get("listKind"):
-            names["listKind"] = names["kind"] + "List"
-    if not isinstance(spec.get("conversion"), dict):
-        spec["conversion"] = {"strategy": "None"}
-    webhook = spec["conversion"].get("webhook")
-    if isinstance(webhook, dict):
-        service = (webhook.get("clientConfig") or {}).get("service")
-        if isinstance(service, dict) and "port" not in service:
-            service["port"] = 443
-
 
 def _anywhere(schema: Any, found: Callable[[JSON], bool]) -> bool:
     """Whether ``found`` holds for ``schema`` or any object nested in it."""
@@ -130,11 +108,8 @@ class SchemaAdmission(Admission):
 
     def admit(self, req: AdmissionRequest) -> None:
         rtype = req.rtype
-        if rtype.builtin:
-            if rtype.group == CRD_GROUP and rtype.resource == "customresourcedefinitions":
-                self._admit_crd(req)
-            else:
-                super().admit(req)
+        if rtype.builtin:  # typed kinds: their strategy's defaults and validation
+            super().admit(req)
             return
         hit = self.compiled(rtype, req.version)
         if hit is None:
@@ -183,13 +158,6 @@ class SchemaAdmission(Admission):
                 self._partial.clear()
             self._partial[key] = partial
         return partial
-
-    def _admit_crd(self, req: AdmissionRequest) -> None:
-        default_crd(req.obj)
-        errors = self.validate_meta(req)
-        errors += validate_crd(req.obj, req.old)
-        if errors:
-            raise ApiError.invalid(req.rtype.kind, req.rtype.group, _name(req.obj), errors)
 
     def on_read(self, rtype: ResourceType, version: str, obj: JSON) -> JSON:
         hit = self.compiled(rtype, version)

@@ -1,0 +1,172 @@
+"""Custom resources: the strategy of the kinds CRDs declare, and the resource type an
+Established CRD serves (apiextensions-apiserver's ``customResourceStrategy``).
+
+Every served version shares one storage space; with conversion strategy ``None`` only
+``apiVersion`` differs, rewritten on the way in and out. The schema engine
+(``SchemaAdmission``) defaults, prunes and validates; the strategy keeps the rest:
+status and generation rules, finalizer warnings, field selectors from
+``selectableFields`` and Tables from ``additionalPrinterColumns``.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any, ClassVar
+
+from kubewerk.apiserver.discovery import sorted_versions, version_priority
+from kubewerk.apiserver.registry import ResourceType, ScaleSpec
+from kubewerk.apiserver.strategy import FieldSelection, PrinterColumn, Strategy
+from kubewerk.core import validation
+from kubewerk.core.gofmt import json_equal
+from kubewerk.core.selectors import convert_custom_field_label, custom_resource_field_set
+
+JSON = dict[str, Any]
+
+_AGE = PrinterColumn("Age", "date", ".metadata.creationTimestamp")
+"""The column of a version that declares no ``additionalPrinterColumns``."""
+
+
+class CustomResourceStrategy(Strategy):
+    """The strategy of one custom resource type.
+
+    ``storage_api_version`` is what stored objects carry; ``columns`` and
+    ``selectable_fields`` are per served version, as the CRD declares them (selectable
+    fields as paths without the leading dot).
+    """
+
+    prunes_unknown_fields: ClassVar[bool] = False  # the structural schema prunes
+    allow_unconditional_update: ClassVar[bool] = False
+
+    def __init__(self, *, storage_api_version: str, namespaced: bool, status_subresource: bool,
+                 columns: dict[str, list[PrinterColumn]], selectable_fields: dict[str, list[str]]) -> None:
+        super().__init__()
+        self._storage_api_version = storage_api_version
+        self._namespaced = namespaced
+        self._status_subresource = status_subresource
+        self._columns_of = {
+            version: tuple(_described(c) for c in (cols or [_AGE])) for version, cols in columns.items()
+        }
+        self._selectable = selectable_fields
+
+    def prepare_for_create(self, obj: JSON) -> None:
+        if self._status_subresource:
+            obj.pop("status", None)
+        obj["metadata"]["generation"] = 1
+
+    def generation_changed(self, new: JSON, old: JSON) -> bool:
+        """Anything outside metadata changed (and outside status, with the status subresource)."""
+        skip = ("metadata", "status") if self._status_subresource else ("metadata",)
+        keys = (new.keys() | old.keys()) - set(skip)
+        return any(not json_equal(new.get(k), old.get(k)) for k in keys)
+
+    def warnings(self, obj: JSON, old: JSON | None) -> Sequence[str]:
+        meta = obj.get("metadata") or {}
+        old_finalizers = ((old.get("metadata") or {}).get("finalizers")) if old is not None else None
+        return validation.finalizer_warnings(meta.get("finalizers") or [], old_finalizers)
+
+    def to_storage(self, obj: JSON) -> JSON:
+        obj["apiVersion"] = self._storage_api_version
+        return obj
+
+    def from_storage(self, obj: JSON, api_version: str) -> JSON:
+        if obj.get("apiVersion") != api_version:
+            obj = dict(obj)
+            obj["apiVersion"] = api_version
+        return obj
+
+    def field_selector(self, version: str) -> FieldSelection:
+        namespaced = self._namespaced
+        selectable = self._selectable.get(version, [])
+        return FieldSelection(
+            lambda label: convert_custom_field_label(label, namespaced=namespaced, selectable_fields=selectable),
+            lambda obj: custom_resource_field_set(obj, namespaced=namespaced, selectable_fields=selectable))
+
+    def columns(self, version: str) -> Sequence[PrinterColumn]:
+        return self._columns_of.get(version) or (_described(_AGE),)
+
+
+def _described(col: PrinterColumn) -> PrinterColumn:
+    """``col`` with apiextensions' default description when the CRD gives none."""
+    if col.description:
+        return col
+    return PrinterColumn(col.name, col.type, col.json_path,
+                         f"Custom resource definition column (in JSONPath format): {col.json_path}",
+                         col.format, col.priority)
+
+
+def crd_to_type(crd: JSON) -> ResourceType | None:
+    """The served resource type a CRD declares (None if it serves no version)."""
+    spec = crd.get("spec") or {}
+    names = spec.get("names") or {}
+    versions = [v for v in spec.get("versions") or [] if isinstance(v, dict)]
+    served = [v["name"] for v in versions if v.get("served")]
+    if not served:
+        return None
+    storage = next((v["name"] for v in versions if v.get("storage")), served[0])
+    kind = names.get("kind", "")
+    group = spec.get("group", "")
+    namespaced = spec.get("scope") == "Namespaced"
+    status_sub = False
+    scale: ScaleSpec | None = None
+    printer: dict[str, list[PrinterColumn]] = {}
+    selectable: dict[str, list[str]] = {}
+    schemas: dict[str, JSON] = {}
+    deprecated: dict[str, str] = {}
+    for v in versions:
+        subs = v.get("subresources") or {}
+        if "status" in subs:
+            status_sub = True
+        if isinstance(subs.get("scale"), dict) and scale is None:
+            sc = subs["scale"]
+            scale = ScaleSpec(sc.get("specReplicasPath", ".spec.replicas"), sc.get("statusReplicasPath", ".status.replicas"),
+                              sc.get("labelSelectorPath"))
+        printer[v["name"]] = [
+            PrinterColumn(c.get("name", ""), c.get("type", "string"), c.get("jsonPath", ""),
+                          c.get("description", ""), c.get("format", ""), int(c.get("priority", 0) or 0))
+            for c in v.get("additionalPrinterColumns") or [] if isinstance(c, dict)
+        ]
+        selectable[v["name"]] = [str(f.get("jsonPath", "")).lstrip(".") for f in v.get("selectableFields") or []
+                                 if isinstance(f, dict)]
+        schema = (v.get("schema") or {}).get("openAPIV3Schema")
+        if isinstance(schema, dict):
+            schemas[v["name"]] = schema
+        if v.get("deprecated"):
+            deprecated[v["name"]] = v.get("deprecationWarning") or default_deprecation_warning(
+                v["name"], group, kind, versions)
+    meta = crd.get("metadata") or {}
+    return ResourceType(
+        group=group,
+        resource=names.get("plural", ""),
+        kind=kind,
+        list_kind=names.get("listKind") or f"{kind}List",
+        singular=names.get("singular") or kind.lower(),
+        namespaced=namespaced,
+        versions=sorted_versions(served),
+        storage_version=storage,
+        short_names=list(names.get("shortNames") or []),
+        categories=list(names.get("categories") or []),
+        status_subresource=status_sub,
+        scale=scale,
+        builtin=False,
+        strategic_kind=None,
+        schemas=schemas,
+        deprecated=deprecated,
+        crd_name=meta.get("name"),
+        crd_uid=meta.get("uid"),
+        crd_generation=int(meta.get("generation", 0) or 0),
+        strategy=CustomResourceStrategy(
+            storage_api_version=f"{group}/{storage}" if group else storage,
+            namespaced=namespaced, status_subresource=status_sub, columns=printer, selectable_fields=selectable,
+        ),
+    )
+
+
+def default_deprecation_warning(version: str, group: str, kind: str, versions: list[JSON]) -> str:
+    """apiextensions' default warning for a deprecated version: ``G/V K is deprecated``,
+    plus ``; use G/V2 K`` naming the newest served, non-deprecated, newer version."""
+    message = f"{group}/{version} {kind} is deprecated"
+    newer = [v["name"] for v in versions if v.get("served") and not v.get("deprecated")
+             and version_priority(v["name"]) < version_priority(version)]
+    if newer:
+        message += f"; use {group}/{sorted_versions(newer)[0]} {kind}"
+    return message

@@ -1,0 +1,55 @@
+"""``v1`` Secret: ``type`` defaults to ``Opaque`` and ``stringData`` is folded into
+``data`` (base64) before storage, so it is never stored or served."""
+
+from __future__ import annotations
+
+import base64
+from typing import Any
+
+from kubewerk.apiserver.kinds.schemas import BYTES_MAP, STRING_MAP, object_schema
+from kubewerk.apiserver.registry import ResourceType
+from kubewerk.apiserver.strategy import AGE, PrinterColumn, Strategy
+from kubewerk.core.meta import age
+
+JSON = dict[str, Any]
+
+
+def _fold_string_data(secret: JSON) -> None:
+    secret.setdefault("type", "Opaque")
+    string_data = secret.pop("stringData", None)
+    if isinstance(string_data, dict):
+        data = secret.setdefault("data", {})
+        for k, v in string_data.items():
+            data[k] = base64.b64encode(str(v).encode()).decode()
+
+
+class SecretStrategy(Strategy):
+    """A create defaults ``type`` and folds ``stringData`` into ``data``; an update that
+    carries ``stringData`` does the same."""
+
+    def prepare_for_create(self, obj: JSON) -> None:
+        super().prepare_for_create(obj)
+        _fold_string_data(obj)
+
+    def prepare_for_update(self, new: JSON, old: JSON) -> None:
+        if "stringData" in new:
+            _fold_string_data(new)
+
+
+def resource_type() -> ResourceType:
+    return ResourceType(
+        group="", resource="secrets", kind="Secret", list_kind="SecretList",
+        singular="secret", namespaced=True, versions=["v1"], storage_version="v1",
+        strategic_kind="Secret",
+        strategy=SecretStrategy(
+            columns=[PrinterColumn("Type", "string", ".type"), PrinterColumn("Data", "string", ".data"), AGE],
+            cells=lambda o: [o.get("type", ""), len(o.get("data") or {}), age(o)],
+            field_key="v1/Secret",
+        ),
+        schemas={"v1": object_schema("Secret holds secret data of a certain type.", {
+            "data": BYTES_MAP,
+            "stringData": STRING_MAP,
+            "type": {"type": "string"},
+            "immutable": {"type": "boolean"},
+        })},
+    )

@@ -1,0 +1,203 @@
+"""A served kind's strategy: the interface the REST layer calls, and its default.
+
+kube-apiserver gives every resource a strategy (``k8s.io/apiserver/pkg/registry/rest``:
+``RESTCreateStrategy``, ``RESTUpdateStrategy``, ``RESTDeleteStrategy``), the field set
+its selectors match (``GetAttrs`` and the field label conversion) and a table
+converter. kubewerk does the same: every ``ResourceType`` carries a ``Strategy``, and
+the REST layer (``rest``, ``admission``, ``table``, ``discovery``) calls its hooks at
+fixed points and never names a kind. A strategy instance holds the data its hooks need
+(its columns, its field-selector table), so a hook never looks anything up.
+
+``Strategy`` is the interface and the default: a built-in kind without generation,
+status rules or finalizers of its own, with the Table columns and cells it is given. A
+kind with more behaviour subclasses it (``kinds.namespaces``, ``kinds.crds``, ...);
+custom resources have theirs in ``kinds.custom``.
+
+The hooks, in the order a request meets them:
+
+- create: ``prepare_for_create`` (after the system fields are set, before admission);
+- update: ``prepare_for_update`` (main endpoint only, after the status of a kind with a
+  status subresource is reset to the stored one), then ``generation_changed``;
+- admission: ``default``, typed pruning if ``prunes_unknown_fields``, the ObjectMeta
+  rules with ``name_rule``, ``validate``, ``warnings``;
+- delete: ``finalizers_on_delete``, ``holds_deletion`` (also asked when an update
+  leaves a deleting object without finalizers), ``prepare_for_delete``;
+- storage: ``to_storage`` on every write, ``from_storage`` on every read;
+- list and watch: ``field_selector``; Tables: ``name_column``, ``columns``, ``cells``.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any, ClassVar, NamedTuple
+
+import orjson
+
+from kubewerk.core.errors import FieldError
+from kubewerk.core.gofmt import json_equal
+from kubewerk.core.jsonpath import evaluate
+from kubewerk.core.meta import human_duration, parse_time
+from kubewerk.core.selectors import builtin_field_set, convert_builtin_field_label
+from kubewerk.core.validation import NameRule
+
+JSON = dict[str, Any]
+
+
+@dataclass(frozen=True, slots=True)
+class PrinterColumn:
+    """A column of the Table view (``additionalPrinterColumns`` shape)."""
+
+    name: str
+    type: str
+    json_path: str
+    description: str = ""
+    format: str = ""
+    priority: int = 0
+
+
+AGE = PrinterColumn("Age", "string", ".metadata.creationTimestamp")
+"""The Age column built-in kinds end with (their cells print the age)."""
+
+
+class FieldSelection(NamedTuple):
+    """How a field selector applies to one kind in one version."""
+
+    convert: Callable[[str], str]
+    """A selector's field label → the label in ``fields``; raises ``ValueError`` with
+    Kubernetes' message for a label the kind does not support."""
+    fields: Callable[[JSON], dict[str, str]]
+    """The field set of a stored object (``GetAttrs``)."""
+
+
+class Strategy:
+    """The default strategy (see the module docstring for when each hook runs).
+
+    ``columns`` and ``cells`` are the Table columns after Name and a function giving
+    their cells for an object (default: each column's JSON path evaluated). ``field_key``
+    names the kind's field-selector table in ``kubewerk.core.selectors`` (``v1/Secret``);
+    empty: ``metadata.name`` and ``metadata.namespace`` only. ``stored_field_key`` is
+    the table of the stored form, when another kind's storage holds the objects.
+    """
+
+    name_rule: ClassVar[NameRule] = "subdomain"
+    """The ``metadata.name`` rule of this kind's ObjectMeta validation."""
+    prunes_unknown_fields: ClassVar[bool] = True
+    """Typed decoding: unknown top-level and metadata fields are dropped (reported per
+    ``fieldValidation``)."""
+    allow_unconditional_update: ClassVar[bool] = True
+    """A PUT without ``metadata.resourceVersion`` overwrites (else 422)."""
+    subresources: ClassVar[Mapping[str, tuple[str, ...]]] = {}
+    """Subresources beside ``status`` and ``scale``, with their discovery verbs."""
+    name_column: ClassVar[bool] = True
+    """Tables start with the Name column."""
+
+    def __init__(self, *, columns: Sequence[PrinterColumn] = (), cells: Callable[[JSON], list[Any]] | None = None,
+                 field_key: str = "", stored_field_key: str | None = None) -> None:
+        self._columns = tuple(columns)
+        self._cells = cells
+        self._field_key = field_key
+        self._stored_field_key = field_key if stored_field_key is None else stored_field_key
+
+    # -- create and update -------------------------------------------------------
+
+    def prepare_for_create(self, obj: JSON) -> None:
+        """Set what a create decides, whatever the body said (kinds without
+        ``metadata.generation`` drop it)."""
+        obj["metadata"].pop("generation", None)
+
+    def prepare_for_update(self, new: JSON, old: JSON) -> None:
+        """Reset what an update of the main endpoint may not change (``old`` is the
+        stored object as served); ``new`` is this request's own copy."""
+
+    def generation_changed(self, new: JSON, old: JSON) -> bool:
+        """Whether an update bumps ``metadata.generation`` (asked for kinds that have one):
+        the spec changed."""
+        return not json_equal(new.get("spec"), old.get("spec"))
+
+    # -- admission ---------------------------------------------------------------
+
+    def default(self, obj: JSON) -> None:
+        """Defaults a typed decode applies (``SetDefaults_*``), before validation."""
+
+    def validate(self, obj: JSON, old: JSON | None) -> list[FieldError]:
+        """The kind's own validation beyond ObjectMeta (``old`` None on create)."""
+        return []
+
+    def warnings(self, obj: JSON, old: JSON | None) -> Sequence[str]:
+        """Warnings for the response (``WarningsOnCreate`` / ``WarningsOnUpdate``)."""
+        return ()
+
+    # -- delete ------------------------------------------------------------------
+
+    def finalizers_on_delete(self, finalizers: list[str]) -> list[str]:
+        """The finalizers a delete request leaves on the object (after propagation's)."""
+        return finalizers
+
+    def holds_deletion(self, obj: JSON) -> bool:
+        """Whether something beside ``metadata.finalizers`` keeps a deleted object."""
+        return False
+
+    def prepare_for_delete(self, obj: JSON) -> None:
+        """Change a copy of the object that a delete marks with ``deletionTimestamp``."""
+
+    # -- storage -----------------------------------------------------------------
+
+    def to_storage(self, obj: JSON) -> JSON:
+        """The object as stored (may change and return ``obj``, or return another)."""
+        return obj
+
+    def from_storage(self, obj: JSON, api_version: str) -> JSON:
+        """The stored object as served in ``api_version``; never changes ``obj``."""
+        return obj
+
+    # -- selectors and tables ----------------------------------------------------
+
+    def field_selector(self, version: str) -> FieldSelection:
+        """Field label conversion and field set for selectors on ``version``."""
+        key, stored = self._field_key, self._stored_field_key
+        return FieldSelection(lambda label: convert_builtin_field_label(key, label),
+                              lambda obj: builtin_field_set(stored, obj))
+
+    def columns(self, version: str) -> Sequence[PrinterColumn]:
+        """The Table columns after Name."""
+        return self._columns
+
+    def cells(self, obj: JSON, version: str, now: float) -> list[Any]:
+        """The Table cells of ``obj`` for ``columns(version)``."""
+        if self._cells is not None:
+            return self._cells(obj)
+        return [column_cell(col, obj, now) for col in self.columns(version)]
+
+
+def column_cell(col: PrinterColumn, obj: JSON, now: float) -> Any:
+    """A cell as kube-apiserver's table converter prints a JSON-path column: the first
+    value typed per the column (a date as an age), several values joined by commas,
+    None when absent or of the wrong type."""
+    try:
+        values = evaluate(col.json_path, obj)
+    except ValueError:
+        return None
+    if not values:
+        return None
+    value = values[0] if len(values) == 1 else ",".join(_plain(v) for v in values)
+    if col.type == "date":
+        ts = parse_time(value) if isinstance(value, str) else None
+        return human_duration(now - ts) if ts is not None else "<invalid>"
+    if col.type == "integer":
+        return value if isinstance(value, int) and not isinstance(value, bool) else None
+    if col.type == "number":
+        return value if isinstance(value, int | float) and not isinstance(value, bool) else None
+    if col.type == "boolean":
+        return value if isinstance(value, bool) else None
+    return value if isinstance(value, str) else _plain(value)
+
+
+def _plain(value: Any) -> str:
+    if isinstance(value, str):
+        return value
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    if isinstance(value, int | float):
+        return str(value)
+    return orjson.dumps(value).decode()
