@@ -11,6 +11,7 @@ from hypothesis import strategies as st
 
 from kubewerk.core.errors import ApiError
 from kubewerk.core.patch import (
+    JSON_PATCH_MAX_COPY_BYTES,
     MAX_JSON_PATCH_OPERATIONS,
     PatchError,
     decode_pointer_token,
@@ -255,6 +256,175 @@ def test_json_patch_failures(doc: Any, ops: Any, detail: str) -> None:
         json_patch(doc, ops)
     assert info.value.code == 422
     assert info.value.detail == detail
+
+
+_INDEX_5 = "Unable to access invalid index: 5: invalid index referenced"
+
+
+@pytest.mark.parametrize(
+    ("doc", "ops", "detail"),
+    [
+        # remove
+        ({"a": 1}, [{"op": "remove"}], "remove operation failed to decode path: missing value"),
+        (
+            {"a": 1},
+            [{"op": "remove", "path": ""}],
+            'remove operation does not apply: doc is missing path: "": missing value',
+        ),
+        (
+            {"a": [1]},
+            [{"op": "remove", "path": "/a/5"}],
+            f"error in remove for path: '/a/5': {_INDEX_5}",
+        ),
+        (
+            {"a": [1]},
+            [{"op": "remove", "path": "/a/-2"}],
+            "error in remove for path: '/a/-2': Unable to access invalid index: -2: invalid index referenced",
+        ),
+        (
+            {"a": [1]},
+            [{"op": "remove", "path": "/a/x"}],
+            "error in remove for path: '/a/x': strconv.Atoi: parsing \"x\": invalid syntax",
+        ),
+        # add
+        (
+            {"a": [1]},
+            [{"op": "add", "path": "/a/-3", "value": 0}],
+            "error in add for path: '/a/-3': Unable to access invalid index: -3: invalid index referenced",
+        ),
+        # replace
+        (
+            {"a": 1},
+            [{"op": "replace", "value": 1}],
+            "replace operation failed to decode path: operation missing path field: missing value",
+        ),
+        (
+            {"a": 1},
+            [{"op": "replace", "path": "/b/c", "value": 1}],
+            "replace operation does not apply: doc is missing path: /b/c: missing value",
+        ),
+        # move (a failure at the source names the last token, not the path)
+        (
+            {"a": 1},
+            [{"op": "move", "from": "/x/y", "path": "/b"}],
+            "move operation does not apply: doc is missing from path: /x/y: missing value",
+        ),
+        (
+            {"a": [1]},
+            [{"op": "move", "from": "/a/5", "path": "/b"}],
+            f"error in move for path: '5': {_INDEX_5}",
+        ),
+        (
+            {"a": {}},
+            [{"op": "move", "from": "/a/x", "path": "/b"}],
+            "error in move for path: 'x': Unable to remove nonexistent key: x: missing value",
+        ),
+        (
+            {"a": 1},
+            [{"op": "move", "from": "/a"}],
+            "move operation failed to decode path: operation missing path field: missing value",
+        ),
+        (
+            {"a": 1, "b": []},
+            [{"op": "move", "from": "/a", "path": "/b/5"}],
+            f"error in move for path: '/b/5': {_INDEX_5}",
+        ),
+        # test
+        (
+            {"a": 1},
+            [{"op": "test", "value": 1}],
+            "test operation failed to decode path: operation missing path field: missing value",
+        ),
+        (
+            {"a": 1},
+            [{"op": "test", "path": "", "value": {"a": 2}}],
+            "testing value  failed: test failed",
+        ),
+        ({"a": 1}, [{"op": "test", "path": ""}], "testing value  failed: test failed"),
+        (
+            {"a": [1]},
+            [{"op": "test", "path": "/a/5", "value": 1}],
+            f"error in test for path: '/a/5': {_INDEX_5}",
+        ),
+        (
+            {"a": None},
+            [{"op": "test", "path": "/a", "value": 1}],
+            "testing value /a failed: test failed",
+        ),
+        # copy
+        (
+            {"a": 1},
+            [{"op": "copy", "path": "/b"}],
+            "copy operation failed to decode from: operation, missing from field: missing value",
+        ),
+        (
+            {"a": 1},
+            [{"op": "copy", "from": "/x/y", "path": "/b"}],
+            "copy operation does not apply: doc is missing from path: /x/y: missing value",
+        ),
+        (
+            {"a": [1]},
+            [{"op": "copy", "from": "/a/5", "path": "/b"}],
+            f"error in copy for from: '/a/5': {_INDEX_5}",
+        ),
+        ({"a": 1}, [{"op": "copy", "from": "/a"}], "copy operation failed to decode path: missing value"),
+        (
+            {"a": 1},
+            [{"op": "copy", "from": "/a", "path": "/x/y"}],
+            "copy operation does not apply: doc is missing destination path: /x/y: missing value",
+        ),
+        (
+            {"a": 1, "b": []},
+            [{"op": "copy", "from": "/a", "path": "/b/5"}],
+            f"error while adding value during copy: {_INDEX_5}",
+        ),
+        # an op that is not a string
+        ({"a": 1}, [{"op": 5, "path": "/a"}], "Unexpected kind: unknown"),
+    ],
+)
+def test_json_patch_operation_failures(doc: Any, ops: Any, detail: str) -> None:
+    # each operation's own failures, in evanphx/json-patch v4's words
+    with pytest.raises(PatchError) as info:
+        json_patch(doc, ops)
+    assert (info.value.code, info.value.detail) == (422, detail)
+
+
+@pytest.mark.parametrize(
+    ("doc", "ops", "expected"),
+    [
+        # add at a negative index inserts before that element (size + index)
+        ({"a": [1]}, [{"op": "add", "path": "/a/-2", "value": 0}], {"a": [0, 1]}),
+        # copy an array element onto the end of the same array
+        ({"a": [1, 2]}, [{"op": "copy", "from": "/a/0", "path": "/a/-"}], {"a": [1, 2, 1]}),
+        # replace the root with an array
+        ({"a": 1}, [{"op": "replace", "path": "", "value": [1]}], [1]),
+        # a document that is an array
+        ([1, 2], [{"op": "move", "from": "/0", "path": "/-"}], [2, 1]),
+        # move onto an existing object member overwrites it
+        ({"a": 1, "b": 2}, [{"op": "move", "from": "/a", "path": "/b"}], {"b": 1}),
+    ],
+)
+def test_json_patch_operation_edges(doc: Any, ops: Any, expected: Any) -> None:
+    assert json_patch(doc, ops) == expected
+
+
+def test_copy_size_limit_is_inclusive_and_counts_only_values() -> None:
+    # exactly the limit passes, a copy of null adds nothing, one more byte fails
+    limit = JSON_PATCH_MAX_COPY_BYTES
+    doc = {"a": "x" * (limit - 2), "n": None, "one": 1}  # "a" encodes to `limit` bytes
+    ops: list[dict[str, Any]] = [
+        {"op": "copy", "from": "/a", "path": "/b"},
+        {"op": "copy", "from": "/n", "path": "/c"},
+        {"op": "copy", "from": "/missing", "path": "/d"},
+    ]
+    out = json_patch(doc, ops)
+    assert (len(out["b"]), out["c"], out["d"]) == (limit - 2, None, None)
+    with pytest.raises(PatchError) as info:
+        json_patch(doc, [*ops, {"op": "copy", "from": "/one", "path": "/e"}])
+    assert info.value.detail == (
+        "Unable to complete the copy, the accumulated size increase of copy is "
+        f"{limit + 1}, exceeding the limit {limit}"
+    )
 
 
 def test_failed_patch_is_all_or_nothing() -> None:

@@ -232,11 +232,6 @@ def _find(root: Any, path: str) -> tuple[dict[str, Any] | list[Any], str] | None
     return doc, decode_pointer_token(split[-1])
 
 
-def _path(op: Mapping[str, Any], field: str = "path") -> str | None:
-    value = op.get(field)
-    return value if isinstance(value, str) else None
-
-
 def _go_number_text(value: int | float, from_document: bool) -> str:
     """The raw JSON text Go compares numbers by (document numbers are Go-encoded)."""
     if isinstance(value, int):
@@ -263,157 +258,175 @@ def _equal(doc_value: Any, patch_value: Any) -> bool:
     return type(doc_value) is type(patch_value) and doc_value == patch_value
 
 
-def _apply_op(root: Any, op: Any, copied: list[int]) -> Any:
-    """Apply one operation to ``root`` in place; returns the (possibly new) root."""
-    kind = op.get("op") if isinstance(op, dict) else None
-    if not isinstance(kind, str):
-        kind = "unknown"
-    if not isinstance(op, dict):
-        raise _OpFailed(f"Unexpected kind: {kind}")
+class _CopyBudget:
+    """The bytes ``copy`` operations have added so far in one patch (evanphx's
+    ``AccumulatedCopySizeLimit``: at most ``JSON_PATCH_MAX_COPY_BYTES`` in total)."""
+
+    __slots__ = ("spent",)
+
+    def __init__(self) -> None:
+        self.spent = 0
+
+
+def _field(op: Mapping[str, Any], name: str, failure: str) -> str:
+    """The string member ``name`` of ``op``; otherwise fails with ``failure``."""
+    value = op.get(name)
+    if not isinstance(value, str):
+        raise _OpFailed(f"{failure}: {_MISSING}")
+    return value
+
+
+def _locate(root: Any, path: str, failure: str) -> tuple[dict[str, Any] | list[Any], str]:
+    """``_find``, failing with ``failure`` when the path's parent does not exist."""
+    found = _find(root, path)
+    if found is None:
+        raise _OpFailed(f"{failure}: {_MISSING}")
+    return found
+
+
+def _op_add(root: Any, op: dict[str, Any], budget: _CopyBudget) -> Any:
+    """``add``: insert into an array (``-`` appends) or set an object member; a missing
+    ``value`` adds ``null``; the root path fails."""
+    path = _field(op, "path", "add operation failed to decode path")
+    con, key = _locate(root, path, f'add operation does not apply: doc is missing path: "{path}"')
+    try:
+        _add(con, key, deep_copy(op.get("value")))
+    except _OpFailed as err:
+        raise _OpFailed(f"error in add for path: '{path}': {err}") from None
+    return root
+
+
+def _op_remove(root: Any, op: dict[str, Any], budget: _CopyBudget) -> Any:
+    """``remove``: delete an existing object member or array element; the root path fails."""
+    path = _field(op, "path", "remove operation failed to decode path")
+    con, key = _locate(
+        root, path, f'remove operation does not apply: doc is missing path: "{path}"'
+    )
+    try:
+        _remove(con, key)
+    except _OpFailed as err:
+        raise _OpFailed(f"error in remove for path: '{path}': {err}") from None
+    return root
+
+
+def _op_replace(root: Any, op: dict[str, Any], budget: _CopyBudget) -> Any:
+    """``replace``: an array element must exist, an object member need not (it is added);
+    the root path takes an object or array value and returns it as the new root."""
+    path = _field(
+        op, "path", "replace operation failed to decode path: operation missing path field"
+    )
     value = op.get("value")
-    has_value = "value" in op and value is not None
-    if kind == "add":
-        path = _path(op)
-        if path is None:
-            raise _OpFailed(f"add operation failed to decode path: {_MISSING}")
-        found = _find(root, path)
-        if found is None:
-            raise _OpFailed(
-                f'add operation does not apply: doc is missing path: "{path}": {_MISSING}'
-            )
-        try:
-            _add(found[0], found[1], deep_copy(value))
-        except _OpFailed as err:
-            raise _OpFailed(f"error in add for path: '{path}': {err}") from None
-        return root
-    if kind == "remove":
-        path = _path(op)
-        if path is None:
-            raise _OpFailed(f"remove operation failed to decode path: {_MISSING}")
-        found = _find(root, path)
-        if found is None:
-            raise _OpFailed(
-                f'remove operation does not apply: doc is missing path: "{path}": {_MISSING}'
-            )
-        try:
-            _remove(found[0], found[1])
-        except _OpFailed as err:
-            raise _OpFailed(f"error in remove for path: '{path}': {err}") from None
-        return root
-    if kind == "replace":
-        path = _path(op)
-        if path is None:
-            raise _OpFailed(
-                f"replace operation failed to decode path: operation missing path field: {_MISSING}"
-            )
-        if path == "":
-            if not isinstance(value, (dict, list)):
-                raise _OpFailed("replace operation value must be object or array: %!w(<nil>)")
-            return deep_copy(value)
-        found = _find(root, path)
-        if found is None:
-            raise _OpFailed(
-                f"replace operation does not apply: doc is missing path: {path}: {_MISSING}"
-            )
-        try:
-            _get(found[0], found[1])
-        except _OpFailed:
-            raise _OpFailed(
-                f"replace operation does not apply: doc is missing key: {path}: {_MISSING}"
-            ) from None
-        _set(found[0], found[1], deep_copy(value))
-        return root
-    if kind == "move":
-        src = _path(op, "from")
-        if src is None:
-            raise _OpFailed(
-                f"move operation failed to decode from: operation, missing from field: {_MISSING}"
-            )
-        found = _find(root, src)
-        if found is None:
-            raise _OpFailed(
-                f"move operation does not apply: doc is missing from path: {src}: {_MISSING}"
-            )
-        con, key = found
-        try:
-            moved = _get(con, key)
-            _remove(con, key)
-        except _OpFailed as err:
-            raise _OpFailed(f"error in move for path: '{key}': {err}") from None
-        path = _path(op)
-        if path is None:
-            raise _OpFailed(
-                f"move operation failed to decode path: operation missing path field: {_MISSING}"
-            )
-        found = _find(root, path)
-        if found is None:
-            raise _OpFailed(
-                f"move operation does not apply: doc is missing destination path: {path}: {_MISSING}"
-            )
-        try:
-            _add(found[0], found[1], moved)
-        except _OpFailed as err:
-            raise _OpFailed(f"error in move for path: '{path}': {err}") from None
-        return root
-    if kind == "test":
-        path = _path(op)
-        if path is None:
-            raise _OpFailed(
-                f"test operation failed to decode path: operation missing path field: {_MISSING}"
-            )
-        if path == "":
-            if "value" in op and _equal(root, value):
-                return root
-            raise _OpFailed(f"testing value {path} failed: test failed")
-        found = _find(root, path)
-        if found is None:
-            raise _OpFailed(f"test operation does not apply: is missing path: {path}: {_MISSING}")
-        try:
-            current = _get(found[0], found[1])
-        except _OpFailed as err:
-            raise _OpFailed(f"error in test for path: '{path}': {err}") from None
-        if current is None:
-            if not has_value:
-                return root
-        elif "value" in op and _equal(current, value):
+    if path == "":
+        if not isinstance(value, (dict, list)):
+            raise _OpFailed("replace operation value must be object or array: %!w(<nil>)")
+        return deep_copy(value)
+    con, key = _locate(root, path, f"replace operation does not apply: doc is missing path: {path}")
+    try:
+        _get(con, key)
+    except _OpFailed:
+        raise _OpFailed(
+            f"replace operation does not apply: doc is missing key: {path}: {_MISSING}"
+        ) from None
+    _set(con, key, deep_copy(value))
+    return root
+
+
+def _op_move(root: Any, op: dict[str, Any], budget: _CopyBudget) -> Any:
+    """``move``: remove ``from`` first, then resolve ``path`` and add the value there (so a
+    destination inside the source fails as a missing destination)."""
+    src = _field(op, "from", "move operation failed to decode from: operation, missing from field")
+    con, key = _locate(root, src, f"move operation does not apply: doc is missing from path: {src}")
+    try:
+        moved = _get(con, key)
+        _remove(con, key)
+    except _OpFailed as err:
+        # evanphx names the last token here, not the path
+        raise _OpFailed(f"error in move for path: '{key}': {err}") from None
+    path = _field(op, "path", "move operation failed to decode path: operation missing path field")
+    con, key = _locate(
+        root, path, f"move operation does not apply: doc is missing destination path: {path}"
+    )
+    try:
+        _add(con, key, moved)
+    except _OpFailed as err:
+        raise _OpFailed(f"error in move for path: '{path}': {err}") from None
+    return root
+
+
+def _op_test(root: Any, op: dict[str, Any], budget: _CopyBudget) -> Any:
+    """``test``: the value at ``path`` equals ``value`` (scalars by their JSON text); a
+    missing or ``null`` member passes exactly when ``value`` is absent or ``null``."""
+    path = _field(op, "path", "test operation failed to decode path: operation missing path field")
+    failed = _OpFailed(f"testing value {path} failed: test failed")
+    if path == "":
+        if "value" in op and _equal(root, op["value"]):
             return root
-        raise _OpFailed(f"testing value {path} failed: test failed")
-    if kind == "copy":
-        src = _path(op, "from")
-        if src is None:
-            raise _OpFailed(
-                f"copy operation failed to decode from: operation, missing from field: {_MISSING}"
-            )
-        found = _find(root, src)
-        if found is None:
-            raise _OpFailed(
-                f"copy operation does not apply: doc is missing from path: {src}: {_MISSING}"
-            )
-        try:
-            source = _get(found[0], found[1])
-        except _OpFailed as err:
-            raise _OpFailed(f"error in copy for from: '{src}': {err}") from None
-        path = _path(op)
-        if path is None:
-            raise _OpFailed(f"copy operation failed to decode path: {_MISSING}")
-        found = _find(root, path)
-        if found is None:
-            raise _OpFailed(
-                f"copy operation does not apply: doc is missing destination path: {path}: {_MISSING}"
-            )
-        if source is not None:
-            copied[0] += len(orjson.dumps(source))
-        if copied[0] > JSON_PATCH_MAX_COPY_BYTES:
-            raise _OpFailed(
-                "Unable to complete the copy, the accumulated size increase of copy is "
-                f"{copied[0]}, exceeding the limit {JSON_PATCH_MAX_COPY_BYTES}"
-            )
-        try:
-            _add(found[0], found[1], deep_copy(source))
-        except _OpFailed as err:
-            raise _OpFailed(f"error while adding value during copy: {err}") from None
+        raise failed
+    con, key = _locate(root, path, f"test operation does not apply: is missing path: {path}")
+    try:
+        current = _get(con, key)
+    except _OpFailed as err:
+        raise _OpFailed(f"error in test for path: '{path}': {err}") from None
+    value = op.get("value")
+    if current is None:
+        if value is None:
+            return root
+    elif "value" in op and _equal(current, value):
         return root
-    raise _OpFailed(f"Unexpected kind: {kind}")
+    raise failed
+
+
+def _op_copy(root: Any, op: dict[str, Any], budget: _CopyBudget) -> Any:
+    """``copy``: add a copy of the value at ``from`` (``null`` for a missing object member)
+    at ``path``, within the patch's copy budget."""
+    src = _field(op, "from", "copy operation failed to decode from: operation, missing from field")
+    con, key = _locate(root, src, f"copy operation does not apply: doc is missing from path: {src}")
+    try:
+        source = _get(con, key)
+    except _OpFailed as err:
+        raise _OpFailed(f"error in copy for from: '{src}': {err}") from None
+    path = _field(op, "path", "copy operation failed to decode path")
+    con, key = _locate(
+        root, path, f"copy operation does not apply: doc is missing destination path: {path}"
+    )
+    if source is not None:
+        budget.spent += len(orjson.dumps(source))
+    if budget.spent > JSON_PATCH_MAX_COPY_BYTES:
+        raise _OpFailed(
+            "Unable to complete the copy, the accumulated size increase of copy is "
+            f"{budget.spent}, exceeding the limit {JSON_PATCH_MAX_COPY_BYTES}"
+        )
+    try:
+        _add(con, key, deep_copy(source))
+    except _OpFailed as err:
+        raise _OpFailed(f"error while adding value during copy: {err}") from None
+    return root
+
+
+_Operation = Callable[[Any, dict[str, Any], _CopyBudget], Any]
+
+_OPERATIONS: Final[dict[str, _Operation]] = {
+    "add": _op_add,
+    "remove": _op_remove,
+    "replace": _op_replace,
+    "move": _op_move,
+    "test": _op_test,
+    "copy": _op_copy,
+}
+"""Each operation applies itself to the root in place and returns the (possibly new) root."""
+
+
+def _apply_op(root: Any, op: Any, budget: _CopyBudget) -> Any:
+    """Apply one operation to ``root`` in place; returns the (possibly new) root.
+
+    An operation that is not an object, or whose ``op`` is not one of the six, fails
+    with ``Unexpected kind`` (``unknown`` when ``op`` is missing or not a string).
+    """
+    kind = op.get("op") if isinstance(op, dict) else None
+    apply = _OPERATIONS.get(kind) if isinstance(kind, str) else None
+    if apply is None:
+        raise _OpFailed(f"Unexpected kind: {kind if isinstance(kind, str) else 'unknown'}")
+    return apply(root, op, budget)
 
 
 def json_patch(doc: Any, ops: Any) -> Any:
@@ -442,10 +455,10 @@ def json_patch(doc: Any, ops: Any) -> Any:
             f"json: cannot unmarshal {unmarshal_kind(doc)} into Go value of type jsonpatch.partialDoc"
         )
     root = deep_copy(doc)
-    copied = [0]
+    budget = _CopyBudget()
     for op in ops:
         try:
-            root = _apply_op(root, op, copied)
+            root = _apply_op(root, op, budget)
         except _OpFailed as err:
             raise PatchError.cannot_apply(str(err)) from None
     return root
