@@ -5,7 +5,7 @@ the same kind, namespace and name, on update): unknown fields are pruned (report
 ``unknown-field`` warnings, as ``kubectl`` shows the server's warnings), defaults are
 applied, and the schema, its formats and CEL rules (transition rules too, on update)
 are checked by :mod:`kubewerk.schema`. An invalid object gives one ``invalid`` finding
-whose message is the API server's own, e.g. ``widgets.example.com "w" is invalid: ...``.
+whose message is the API server's own, e.g. ``Widget.example.com "w" is invalid: ...``.
 """
 
 from __future__ import annotations
