@@ -85,14 +85,16 @@ OBJECT_META_SCHEMA: JSON = {
 }
 
 
+# built-in groups whose Go types live outside k8s.io/api/<group>
+_PACKAGES = {"apiextensions.k8s.io": "io.k8s.apiextensions-apiserver.pkg.apis.apiextensions"}
+
+
 def schema_name(rtype: ResourceType, version: str) -> str:
+    """The name kube-apiserver gives a kind's schema: the Go package path reversed
+    (``io.k8s.api.<group's first label or core>`` for built-in kinds, the reversed group
+    for custom resources), the version, the kind."""
     if rtype.builtin:
-        package = {
-            "": "io.k8s.api.core",
-            "events.k8s.io": "io.k8s.api.events",
-            "coordination.k8s.io": "io.k8s.api.coordination",
-            "apiextensions.k8s.io": "io.k8s.apiextensions-apiserver.pkg.apis.apiextensions",
-        }.get(rtype.group, ".".join(reversed(rtype.group.split("."))))
+        package = _PACKAGES.get(rtype.group) or f"io.k8s.api.{rtype.group.split('.')[0] or 'core'}"
         return f"{package}.{version}.{rtype.kind}"
     return ".".join(reversed(rtype.group.split("."))) + f".{version}.{rtype.kind}"
 
