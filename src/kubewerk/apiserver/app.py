@@ -116,7 +116,7 @@ class ApiServer:
         assert namespaces is not None
         for name in INITIAL_NAMESPACES:
             if self.store.get(namespaces.key("", name)) is None:
-                self.api.create(Target(namespaces, "v1", None),
+                self.api.create(Target(namespaces, namespaces.storage_version, None),
                                 {"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": name}, "spec": {}}, {})
         self.controllers.bootstrap()
 
