@@ -18,7 +18,7 @@ from kubewerk.govern.crd import CRDView, Location, VersionView, as_dict, is_crd,
 from kubewerk.govern.findings import Finding, Severity
 from kubewerk.govern.loader import Document
 
-E, W, INFO = Severity.ERROR, Severity.WARNING, Severity.INFO
+ERROR, WARNING, INFO = Severity.ERROR, Severity.WARNING, Severity.INFO
 
 
 @dataclass(frozen=True, slots=True)
@@ -33,56 +33,56 @@ class Check:
 CHECKS: dict[str, Check] = {
     c.id: c
     for c in (
-        Check("crd-removed", E, "a CRD in OLD is missing from NEW"),
+        Check("crd-removed", ERROR, "a CRD in OLD is missing from NEW"),
         Check("crd-added", INFO, "a CRD only in NEW"),
-        Check("scope-changed", E, "spec.scope changed (Namespaced <-> Cluster)"),
+        Check("scope-changed", ERROR, "spec.scope changed (Namespaced <-> Cluster)"),
         Check(
             "names-changed",
-            E,
+            ERROR,
             "group, kind, plural or listKind changed; short names removed (warning)",
         ),
-        Check("version-removed", E, "a served or stored version removed or no longer served"),
+        Check("version-removed", ERROR, "a served or stored version removed or no longer served"),
         Check("version-added", INFO, "a new version"),
         Check(
             "storage-version-changed",
-            E,
+            ERROR,
             "storage version changed without conversion between differing schemas (error); "
             "with conversion or identical schemas (info)",
         ),
         Check(
-            "field-removed", E, "a property removed (warning where unknown fields are preserved)"
+            "field-removed", ERROR, "a property removed (warning where unknown fields are preserved)"
         ),
         Check("field-added", INFO, "a new optional property"),
-        Check("type-changed", E, "a property's type changed (integer to number: warning)"),
-        Check("required-added", E, "a field became required (warning when it has a default)"),
+        Check("type-changed", ERROR, "a property's type changed (integer to number: warning)"),
+        Check("required-added", ERROR, "a field became required (warning when it has a default)"),
         Check(
             "enum-changed",
-            E,
+            ERROR,
             "enum constraint added or a value removed (error); value added (info)",
         ),
         Check(
             "bounds-changed",
-            E,
+            ERROR,
             "maximum/maxLength/maxItems/maxProperties added or lowered, minimum/... added or "
             "raised (error); bounds loosened (info)",
         ),
-        Check("pattern-changed", E, "pattern added (error) or changed (warning); removed (info)"),
-        Check("format-changed", W, "format added or changed"),
-        Check("default-changed", W, "default added, changed or removed"),
-        Check("nullable-removed", E, "nullable: true removed"),
-        Check("list-type-changed", E, "x-kubernetes-list-type, list-map-keys or map-type changed"),
+        Check("pattern-changed", ERROR, "pattern added (error) or changed (warning); removed (info)"),
+        Check("format-changed", WARNING, "format added or changed"),
+        Check("default-changed", WARNING, "default added, changed or removed"),
+        Check("nullable-removed", ERROR, "nullable: true removed"),
+        Check("list-type-changed", ERROR, "x-kubernetes-list-type, list-map-keys or map-type changed"),
         Check(
             "preserve-unknown-fields-removed",
-            E,
+            ERROR,
             "x-kubernetes-preserve-unknown-fields removed: unknown fields are pruned from then on",
         ),
         Check(
             "cel-rule-changed",
-            W,
+            WARNING,
             "CEL rule added or changed (a potential break, shown with the rule)",
         ),
         Check("cel-rule-removed", INFO, "CEL rule removed"),
-        Check("subresource-changed", E, "status or scale subresource removed or changed"),
+        Check("subresource-changed", ERROR, "status or scale subresource removed or changed"),
     )
 }
 
@@ -166,7 +166,7 @@ class _SchemaDiff:
         ):
             self.emit(
                 "field-removed",
-                E,
+                ERROR,
                 f"{where} no longer allows arbitrary keys (additionalProperties removed): "
                 "existing entries are pruned",
                 loc,
@@ -180,17 +180,17 @@ class _SchemaDiff:
         if ot == nt:
             return
         if not ot:
-            sev, why = W, f"{where} now requires type {nt} (it accepted any type)"
+            sev, why = WARNING, f"{where} now requires type {nt} (it accepted any type)"
         elif ot == "integer" and nt in ("number", "int-or-string"):
             sev, why = (
-                W,
+                WARNING,
                 f"{where} widened from {ot} to {nt}: typed clients decoding an integer break",
             )
         elif ot in ("integer", "string") and nt == "int-or-string":
-            sev, why = W, f"{where} widened from {ot} to {nt}: typed clients decoding a {ot} break"
+            sev, why = WARNING, f"{where} widened from {ot} to {nt}: typed clients decoding a {ot} break"
         else:
             sev, why = (
-                E,
+                ERROR,
                 f"{where} changed type from {ot or 'any'} to {nt or 'any'}: stored objects and clients using the old type break",
             )
         self.emit("type-changed", sev, why, (*loc, "type"), field)
@@ -205,7 +205,7 @@ class _SchemaDiff:
             values = ", ".join(map(repr, ne))
             self.emit(
                 "enum-changed",
-                E,
+                ERROR,
                 f"{where} is now restricted to an enum ({values}): existing values outside it are rejected on the next update",
                 (*loc, "enum"),
                 field,
@@ -216,7 +216,7 @@ class _SchemaDiff:
         if removed:
             self.emit(
                 "enum-changed",
-                E,
+                ERROR,
                 f"{where} no longer accepts {', '.join(map(repr, removed))}: objects using them fail validation on update",
                 (*loc, "enum"),
                 field,
@@ -250,7 +250,7 @@ class _SchemaDiff:
             if ov is None:
                 self.emit(
                     "bounds-changed",
-                    E,
+                    ERROR,
                     f"{where}: {key}: {nv} added: existing values beyond it fail validation on update",
                     (*loc, key),
                     field,
@@ -258,7 +258,7 @@ class _SchemaDiff:
             elif (nv < ov) if upper else (nv > ov):
                 self.emit(
                     "bounds-changed",
-                    E,
+                    ERROR,
                     f"{where}: {key} tightened from {ov} to {nv}: existing values beyond it fail validation on update",
                     (*loc, key),
                     field,
@@ -275,7 +275,7 @@ class _SchemaDiff:
             if new.get(key) is True and old.get(key) is not True and bound in new:
                 self.emit(
                     "bounds-changed",
-                    E,
+                    ERROR,
                     f"{where}: {key} turned on: the value {new[bound]} itself is no longer valid",
                     (*loc, key),
                     field,
@@ -289,7 +289,7 @@ class _SchemaDiff:
             if op is None:
                 self.emit(
                     "pattern-changed",
-                    E,
+                    ERROR,
                     f"{where}: pattern {np_!r} added: existing values that do not match fail validation on update",
                     (*loc, "pattern"),
                     field,
@@ -299,7 +299,7 @@ class _SchemaDiff:
             else:
                 self.emit(
                     "pattern-changed",
-                    W,
+                    WARNING,
                     f"{where}: pattern changed from {op!r} to {np_!r}: values valid before may be rejected",
                     (*loc, "pattern"),
                     field,
@@ -309,7 +309,7 @@ class _SchemaDiff:
             what = f"added ({nf!r})" if of is None else f"changed from {of!r} to {nf!r}"
             self.emit(
                 "format-changed",
-                W,
+                WARNING,
                 f"{where}: format {what}: values valid before may be rejected",
                 (*loc, "format"),
                 field,
@@ -324,7 +324,7 @@ class _SchemaDiff:
             if not has_o:
                 self.emit(
                     "default-changed",
-                    W,
+                    WARNING,
                     f"{where}: default {nd!r} added: stored objects that omit it read back with it (defaults apply on read)",
                     (*loc, "default"),
                     field,
@@ -332,7 +332,7 @@ class _SchemaDiff:
             elif not has_n:
                 self.emit(
                     "default-changed",
-                    W,
+                    WARNING,
                     f"{where}: default {od!r} removed: clients relying on it get no value",
                     loc,
                     field,
@@ -340,7 +340,7 @@ class _SchemaDiff:
             elif od != nd:
                 self.emit(
                     "default-changed",
-                    W,
+                    WARNING,
                     f"{where}: default changed from {od!r} to {nd!r}: stored objects that omit it change meaning",
                     (*loc, "default"),
                     field,
@@ -348,7 +348,7 @@ class _SchemaDiff:
         if old.get("nullable") is True and new.get("nullable") is not True:
             self.emit(
                 "nullable-removed",
-                E,
+                ERROR,
                 f"{where} is no longer nullable: objects holding null fail validation (or lose the field)",
                 loc,
                 field,
@@ -366,7 +366,7 @@ class _SchemaDiff:
         if olt != nlt and olt is not None and nlt is not None:
             self.emit(
                 "list-type-changed",
-                E,
+                ERROR,
                 f"{where}: x-kubernetes-list-type changed from {olt} to {nlt}: server-side apply merges it differently (and may reject existing duplicates)",
                 (*loc, "x-kubernetes-list-type"),
                 field,
@@ -375,7 +375,7 @@ class _SchemaDiff:
         if ok != nk and olt == nlt == "map":
             self.emit(
                 "list-type-changed",
-                E,
+                ERROR,
                 f"{where}: x-kubernetes-list-map-keys changed from {ok} to {nk}: entries are matched by different keys",
                 (*loc, "x-kubernetes-list-map-keys"),
                 field,
@@ -384,7 +384,7 @@ class _SchemaDiff:
         if (om or "granular") != (nm or "granular") and old.get("type") == "object":
             self.emit(
                 "list-type-changed",
-                W,
+                WARNING,
                 f"{where}: x-kubernetes-map-type changed from {om or 'granular'} to {nm or 'granular'}",
                 (*loc, "x-kubernetes-map-type"),
                 field,
@@ -395,7 +395,7 @@ class _SchemaDiff:
         ):
             self.emit(
                 "preserve-unknown-fields-removed",
-                E,
+                ERROR,
                 f"{where}: x-kubernetes-preserve-unknown-fields removed: undeclared fields stored so far are pruned on the next write",
                 loc,
                 field,
@@ -405,7 +405,7 @@ class _SchemaDiff:
         ):
             self.emit(
                 "type-changed",
-                E,
+                ERROR,
                 f"{where}: x-kubernetes-embedded-resource changed: apiVersion/kind/metadata handling of the value changes",
                 loc,
                 field,
@@ -423,7 +423,7 @@ class _SchemaDiff:
                 transition = "oldSelf" in rule
                 self.emit(
                     "cel-rule-changed",
-                    W,
+                    WARNING,
                     f"{where}: CEL rule added or changed: {rule!r}"
                     + (" (a transition rule: runs on updates)" if transition else "")
                     + ": existing objects that violate it cannot be updated",
@@ -457,7 +457,7 @@ class _SchemaDiff:
             if preserving:
                 self.emit(
                     "field-removed",
-                    W,
+                    WARNING,
                     f"{path} removed from the schema; its parent preserves unknown fields, so stored values are kept but no longer validated",
                     (*loc, "properties"),
                     path,
@@ -465,7 +465,7 @@ class _SchemaDiff:
             else:
                 self.emit(
                     "field-removed",
-                    E,
+                    ERROR,
                     f"{path} removed: stored values are pruned and clients that set or read it break",
                     (*loc, "properties"),
                     path,
@@ -490,7 +490,7 @@ class _SchemaDiff:
             if isinstance(sub, dict) and "default" in sub:
                 self.emit(
                     "required-added",
-                    W,
+                    WARNING,
                     f"{path} is now required; it has a default, so objects and clients that omit it get {sub['default']!r}",
                     (*loc, "required"),
                     path,
@@ -498,7 +498,7 @@ class _SchemaDiff:
             else:
                 self.emit(
                     "required-added",
-                    E,
+                    ERROR,
                     f"{path} is now required: existing objects without it fail validation on update and clients that omit it are rejected",
                     (*loc, "required"),
                     path,
@@ -525,7 +525,7 @@ def crd_level(old: CRDView, new: CRDView, emit: Emit) -> None:
         emit(
             Change(
                 "scope-changed",
-                E,
+                ERROR,
                 f"scope changed from {old.scope} to {new.scope}: every existing object and client URL breaks",
                 ("spec", "scope"),
             )
@@ -545,7 +545,7 @@ def crd_level(old: CRDView, new: CRDView, emit: Emit) -> None:
             emit(
                 Change(
                     "names-changed",
-                    E,
+                    ERROR,
                     f"{label} changed from {ov} to {nv}: this is a different resource to every client",
                     loc,
                 )
@@ -558,7 +558,7 @@ def crd_level(old: CRDView, new: CRDView, emit: Emit) -> None:
             emit(
                 Change(
                     "names-changed",
-                    W,
+                    WARNING,
                     f"short name(s) {', '.join(map(str, gone))} removed: kubectl commands and scripts using them break",
                     ("spec", "names"),
                 )
@@ -576,7 +576,7 @@ def crd_level(old: CRDView, new: CRDView, emit: Emit) -> None:
                 emit(
                     Change(
                         "version-removed",
-                        E,
+                        ERROR,
                         f"version {ov.name} removed: clients using it break{why}"
                         + (
                             " (the API server refuses to drop a version still listed in status.storedVersions)"
@@ -603,7 +603,7 @@ def crd_level(old: CRDView, new: CRDView, emit: Emit) -> None:
             emit(
                 Change(
                     "version-removed",
-                    E,
+                    ERROR,
                     f"version {ov.name} is no longer served: clients using it break",
                     (*nv.location, "served"),
                     "",
@@ -617,7 +617,7 @@ def crd_level(old: CRDView, new: CRDView, emit: Emit) -> None:
             emit(
                 Change(
                     "storage-version-changed",
-                    E,
+                    ERROR,
                     f"storage version changed from {old_storage.name} to {new_storage.name} with conversion None and different schemas: objects stored as {old_storage.name} are served as {new_storage.name} unchanged",
                     (*new_storage.location, "storage"),
                     "",
@@ -645,7 +645,7 @@ def compare_version(ov: VersionView, nv: VersionView, emit: Emit) -> None:
         emit(
             Change(
                 "subresource-changed",
-                E,
+                ERROR,
                 f"version {nv.name}: status subresource removed: clients writing /status break and status becomes writable with the main resource",
                 nv.subresources_location,
                 "",
@@ -656,7 +656,7 @@ def compare_version(ov: VersionView, nv: VersionView, emit: Emit) -> None:
         emit(
             Change(
                 "subresource-changed",
-                W,
+                WARNING,
                 f"version {nv.name}: status subresource added: status changes sent with the main resource are ignored from now on; clients must write /status",
                 (*nv.subresources_location, "status"),
                 "",
@@ -668,7 +668,7 @@ def compare_version(ov: VersionView, nv: VersionView, emit: Emit) -> None:
         emit(
             Change(
                 "subresource-changed",
-                E,
+                ERROR,
                 f"version {nv.name}: scale subresource {what}: autoscalers and kubectl scale using it break",
                 nv.subresources_location,
                 "",
@@ -715,7 +715,7 @@ def compare_documents(old_docs: Sequence[Document], new_docs: Sequence[Document]
             changes.append(
                 Change(
                     "crd-removed",
-                    E,
+                    ERROR,
                     f"CRD {name} removed: every object of it is deleted with it",
                     ("metadata", "name"),
                 )
@@ -731,16 +731,13 @@ def compare_documents(old_docs: Sequence[Document], new_docs: Sequence[Document]
 
 def _bind(doc: Document, crd: str, changes: Sequence[Change]) -> list[Finding]:
     return [
-        Finding(
-            rule=c.check,
-            severity=c.severity,
-            message=c.message,
-            file=doc.source.name,
-            line=doc.line_of(c.location),
-            document=doc.index,
+        doc.finding(
+            c.check,
+            c.severity,
+            c.message,
+            c.location,
             crd=crd,
             versions=c.versions,
-            location=(*doc.base, *c.location),
             field=c.field,
             extra=c.extra,
         )

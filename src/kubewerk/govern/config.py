@@ -21,10 +21,9 @@ without crd and path) is an :class:`~kubewerk.govern.loader.InputError` naming t
 from __future__ import annotations
 
 import fnmatch
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field, replace
 from pathlib import Path
-from typing import Any
 
 import yaml
 from yaml.nodes import MappingNode, Node, ScalarNode, SequenceNode
@@ -96,7 +95,8 @@ def _line(node: Node) -> int:
     return int(node.start_mark.line) + 1
 
 
-def _scalar(node: Node, name: str, what: str) -> str:
+def _string(node: Node, name: str, what: str) -> str:
+    """The text of a scalar node; any other node, or null, is an error about ``what``."""
     if not isinstance(node, ScalarNode) or node.tag == "tag:yaml.org,2002:null":
         raise InputError(name, _line(node), f"{what} must be a string")
     return str(node.value)
@@ -125,7 +125,7 @@ def load_config(path: str, known_rules: Iterable[str]) -> Config:
         raise InputError(path, _line(root), "config must be a mapping")
 
     def check_rule(node: Node) -> str:
-        rule = _scalar(node, path, "a rule id")
+        rule = _string(node, path, "a rule id")
         if rule not in known:
             raise InputError(
                 path, _line(node), f"unknown rule {rule!r} (known: {', '.join(sorted(known))})"
@@ -133,9 +133,9 @@ def load_config(path: str, known_rules: Iterable[str]) -> Config:
         return rule
 
     for key_node, value in root.value:
-        key = _scalar(key_node, path, "a key")
+        key = _string(key_node, path, "a key")
         if key == "failOn":
-            level = _scalar(value, path, "failOn")
+            level = _string(value, path, "failOn")
             if level not in FAIL_LEVELS:
                 raise InputError(
                     path, _line(value), f"failOn must be one of {', '.join(FAIL_LEVELS)}"
@@ -149,7 +149,7 @@ def load_config(path: str, known_rules: Iterable[str]) -> Config:
                 if isinstance(rv, ScalarNode) and rv.value.lower() in ("off", "false", "disabled"):
                     cfg.disabled.add(rule)
                     continue
-                level = _scalar(rv, path, f"the severity of {rule}")
+                level = _string(rv, path, f"the severity of {rule}")
                 try:
                     cfg.severities[rule] = Severity.parse(level)
                 except ValueError as exc:
@@ -172,13 +172,13 @@ def load_config(path: str, known_rules: Iterable[str]) -> Config:
     return cfg
 
 
-def _suppression(entry: Node, path: str, check_rule: Any) -> SuppressRule:
+def _suppression(entry: Node, path: str, check_rule: Callable[[Node], str]) -> SuppressRule:
     if not isinstance(entry, MappingNode):
         raise InputError(path, _line(entry), "a suppression must be a mapping")
     fields: dict[str, str] = {}
     nodes: dict[str, Node] = {}
     for k, v in entry.value:
-        key = _scalar(k, path, "a key")
+        key = _string(k, path, "a key")
         if key not in ("rule", "crd", "path", "version", "reason"):
             raise InputError(
                 path,
@@ -186,7 +186,7 @@ def _suppression(entry: Node, path: str, check_rule: Any) -> SuppressRule:
                 f"unknown suppression key {key!r} (rule, crd, path, version, reason)",
             )
         nodes[key] = v
-        fields[key] = _scalar(v, path, key)
+        fields[key] = _string(v, path, key)
     line = _line(entry)
     for needed in ("rule", "crd", "path", "reason"):
         if not fields.get(needed, "").strip():

@@ -15,6 +15,8 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, replace
 from typing import Any
 
+from kubewerk.core.patch import encode_pointer_token
+
 
 class Severity(enum.IntEnum):
     """How bad a finding is; ordered so that ``ERROR > WARNING > INFO``."""
@@ -48,17 +50,9 @@ def fail_threshold(level: str) -> Severity | None:
     return Severity.parse(level)
 
 
-def escape_pointer_token(token: str | int) -> str:
-    """One JSON Pointer reference token (RFC 6901: ``~`` → ``~0``, ``/`` → ``~1``)."""
-    text = str(token)
-    if "~" in text or "/" in text:
-        text = text.replace("~", "~0").replace("/", "~1")
-    return text
-
-
 def pointer(parts: Iterable[str | int]) -> str:
     """RFC 6901 JSON Pointer for a sequence of keys and indexes (``""`` for the root)."""
-    return "".join("/" + escape_pointer_token(p) for p in parts)
+    return "".join("/" + encode_pointer_token(str(p)) for p in parts)
 
 
 _FIELD_SEGMENT = re.compile(r"([^.\[\]]+)|\[([^\]]*)\]")

@@ -62,17 +62,13 @@ def _bind(
     overrides: dict[str, Severity],
 ) -> Iterable[Finding]:
     for raw in raws:
-        severity = overrides.get(raw.rule) or raw.severity or RULES[raw.rule].severity
-        yield Finding(
-            rule=raw.rule,
-            severity=severity,
-            message=raw.message,
-            file=doc.source.name,
-            line=doc.line_of(raw.location),
-            document=doc.index,
+        yield doc.finding(
+            raw.rule,
+            overrides.get(raw.rule) or raw.severity or RULES[raw.rule].severity,
+            raw.message,
+            raw.location,
             crd=view.name,
             versions=raw.versions,
-            location=(*doc.base, *raw.location),
             field=raw.field,
             extra=raw.extra,
         )

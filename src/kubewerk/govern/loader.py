@@ -19,11 +19,14 @@ from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, BinaryIO
+from urllib.parse import quote
 
 import orjson
 import yaml
 from yaml.constructor import SafeConstructor
 from yaml.nodes import MappingNode, Node, ScalarNode, SequenceNode
+
+from kubewerk.govern.findings import Finding, Severity
 
 _STR = "tag:yaml.org,2002:str"
 _MAP = "tag:yaml.org,2002:map"
@@ -112,6 +115,34 @@ class Document:
             else:
                 return line
         return line
+
+    def finding(
+        self,
+        rule: str,
+        severity: Severity,
+        message: str,
+        location: Sequence[str | int],
+        *,
+        crd: str,
+        versions: tuple[str, ...] = (),
+        field: str = "",
+        extra: tuple[tuple[str, str], ...] = (),
+    ) -> Finding:
+        """A finding about this object: ``location`` (relative to the object) becomes
+        the finding's line and its location in the parsed document."""
+        return Finding(
+            rule=rule,
+            severity=severity,
+            message=message,
+            file=self.source.name,
+            line=self.line_of(location),
+            document=self.index,
+            crd=crd,
+            versions=versions,
+            location=(*self.base, *location),
+            field=field,
+            extra=extra,
+        )
 
     def _root_node(self) -> Node | None:
         if self.node is None:
@@ -260,8 +291,6 @@ def _uri_for(path: Path) -> str:
         rel = path.resolve().relative_to(Path.cwd().resolve())
     except ValueError:
         return path.resolve().as_uri()
-    from urllib.parse import quote
-
     return quote(rel.as_posix())
 
 
@@ -297,8 +326,6 @@ def read_git(spec: str, cwd: Path | None = None) -> Source:
     if proc.returncode != 0:
         message = proc.stderr.decode("utf-8", "replace").strip().splitlines()
         raise InputError(spec, None, message[-1] if message else "git show failed")
-    from urllib.parse import quote
-
     uri = quote(path[2:] if path.startswith("./") else path)
     return Source(spec, uri, _decode(spec, proc.stdout), path.endswith(".json"))
 
@@ -356,4 +383,3 @@ def iter_sources(paths: Sequence[str], stdin: BinaryIO | None = None) -> Iterato
     findings to lines), which keeps memory flat and the garbage collector cheap."""
     for item in expand(paths):
         yield parse(read_input(item, stdin))
-

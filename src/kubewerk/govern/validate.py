@@ -13,12 +13,15 @@ from __future__ import annotations
 import copy
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from kubewerk.core.errors import ApiError, FieldError
 from kubewerk.govern.crd import CRDView, as_dict, is_crd
 from kubewerk.govern.findings import Finding, Severity, field_to_location
 from kubewerk.govern.loader import Document
+
+if TYPE_CHECKING:  # the schema engine is imported when a CRD is first compiled
+    from kubewerk.schema import CompiledSchema
 
 VALIDATE_RULES: dict[str, tuple[Severity, str]] = {
     "invalid": (Severity.ERROR, "the API server would reject the object (schema, formats, CEL)"),
@@ -41,7 +44,8 @@ class ValidateResult:
     objects: int
 
 
-def _gv(api_version: str) -> tuple[str, str]:
+def _split_api_version(api_version: str) -> tuple[str, str]:
+    """``group/version`` → (group, version); the core group's ``v1`` → ("", "v1")."""
     group, _, version = api_version.rpartition("/")
     return group, version
 
@@ -52,7 +56,7 @@ class CRDIndex:
     def __init__(self, crds: Iterable[Document]) -> None:
         self.by_gvk: dict[tuple[str, str, str], tuple[CRDView, dict[str, Any]]] = {}
         self.groups: set[str] = set()
-        self._compiled: dict[tuple[str, str, str], Any] = {}
+        self._compiled: dict[tuple[str, str, str], CompiledSchema] = {}
         for doc in crds:
             if not is_crd(doc.data):
                 continue
@@ -62,7 +66,7 @@ class CRDIndex:
                 if v.served:
                     self.by_gvk.setdefault((view.group, v.name, view.kind), (view, doc.data))
 
-    def compiled(self, key: tuple[str, str, str]) -> Any:
+    def compiled(self, key: tuple[str, str, str]) -> CompiledSchema:
         if key not in self._compiled:
             from kubewerk.schema import compile_crd_version
 
@@ -74,17 +78,20 @@ class CRDIndex:
 def _object_key(obj: dict[str, Any]) -> tuple[str, str, str, str]:
     meta = as_dict(obj.get("metadata"))
     return (
-        str(obj.get("apiVersion", "")).rpartition("/")[0],
+        _split_api_version(str(obj.get("apiVersion", "")))[0],
         str(obj.get("kind", "")),
         str(meta.get("namespace") or ""),
         str(meta.get("name") or ""),
     )
 
 
-def _prepare(cs: Any, obj: dict[str, Any]) -> tuple[dict[str, Any], list[str]]:
+def _prepare(schema: CompiledSchema, obj: dict[str, Any]) -> tuple[dict[str, Any], list[str]]:
+    """A copy of ``obj`` pruned and defaulted as the API server stores it, and the paths
+    pruned. (``copy.deepcopy``, not a plain JSON copy: a YAML document can contain itself
+    through an alias.)"""
     obj = copy.deepcopy(obj)
-    pruned: list[str] = cs.prune(obj)
-    cs.apply_defaults(obj)
+    pruned = schema.prune(obj)
+    schema.apply_defaults(obj)
     return obj, pruned
 
 
@@ -123,18 +130,8 @@ def _finding(
     field: str,
     extra: tuple[tuple[str, str], ...] = (),
 ) -> Finding:
-    location = field_to_location(field)
-    return Finding(
-        rule=rule,
-        severity=severity,
-        message=message,
-        file=doc.source.name,
-        line=doc.line_of(location),
-        document=doc.index,
-        crd=name,
-        location=(*doc.base, *location),
-        field=field,
-        extra=extra,
+    return doc.finding(
+        rule, severity, message, field_to_location(field), crd=name, field=field, extra=extra
     )
 
 
@@ -146,7 +143,7 @@ def _validate_one(
     index: CRDIndex,
     olds: dict[tuple[str, str, str, str], dict[str, Any]],
 ) -> list[Finding]:
-    group, version = _gv(api_version)
+    group, version = _split_api_version(api_version)
     key = (group, version, kind)
     meta = as_dict(obj.get("metadata"))
     name = str(meta.get("name") or meta.get("generateName") or "")
@@ -165,19 +162,19 @@ def _validate_one(
             )
         ]
     view, _data = index.by_gvk[key]
-    cs = index.compiled(key)
+    schema = index.compiled(key)
     out: list[Finding] = []
-    prepared, pruned = _prepare(cs, obj)
+    prepared, pruned = _prepare(schema, obj)
     for path in pruned:
         out.append(
             _finding(doc, "unknown-field", Severity.WARNING, f'unknown field "{path}"', label, path)
         )
     old_obj = olds.get(_object_key(obj))
-    old_prepared = _prepare(cs, old_obj)[0] if old_obj is not None else None
+    old_prepared = _prepare(schema, old_obj)[0] if old_obj is not None else None
     errors: list[FieldError] = []
     if not meta.get("name") and not meta.get("generateName"):
         errors.append(FieldError.required("metadata.name", "name or generateName is required"))
-    errors.extend(cs.validate(prepared, old=old_prepared))
+    errors.extend(schema.validate(prepared, old=old_prepared))
     if errors:
         message = ApiError.invalid(kind, view.group, str(meta.get("name") or ""), errors).message
         causes = tuple((f"cause{i}", e.message()) for i, e in enumerate(errors))

@@ -10,7 +10,15 @@ test fails when it is out of date.
 from __future__ import annotations
 
 from kubewerk.govern.crd import CRDView
-from kubewerk.govern.rules.base import PUF, VALIDATIONS, Emit, Nodes, RawFinding, Rule, Section
+from kubewerk.govern.rules.base import (
+    PRESERVE_UNKNOWN_FIELDS,
+    VALIDATIONS,
+    Emit,
+    Nodes,
+    RawFinding,
+    Rule,
+    Section,
+)
 from kubewerk.govern.rules.conditions_shape import ConditionsShape
 from kubewerk.govern.rules.cross_namespace_reference import CrossNamespaceReference
 from kubewerk.govern.rules.deprecated_api import DeprecatedApi
@@ -28,7 +36,7 @@ from kubewerk.govern.rules.unbounded_cel_input import UnboundedCelInput, cel_rea
 from kubewerk.govern.rules.version_discipline import VersionDiscipline
 
 __all__ = [
-    "PUF",
+    "PRESERVE_UNKNOWN_FIELDS",
     "RULES",
     "VALIDATIONS",
     "Emit",

@@ -27,7 +27,7 @@ from kubewerk.govern.crd import CRDView, Location, SchemaNode, VersionView
 from kubewerk.govern.findings import Severity
 from kubewerk.govern.rules.example import Example
 
-PUF = "x-kubernetes-preserve-unknown-fields"
+PRESERVE_UNKNOWN_FIELDS = "x-kubernetes-preserve-unknown-fields"
 VALIDATIONS = "x-kubernetes-validations"
 
 

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from kubewerk.govern.crd import CRDView, SchemaNode
 from kubewerk.govern.findings import Severity
-from kubewerk.govern.rules.base import PUF, Emit, Nodes, Rule
+from kubewerk.govern.rules.base import PRESERVE_UNKNOWN_FIELDS, Emit, Nodes, Rule
 from kubewerk.govern.rules.example import Example, Where
 
 
@@ -52,7 +52,7 @@ spec:
     def visit(self, node: SchemaNode) -> None:
         if node.depth == 1 and node.key not in ("spec", "status"):
             return
-        if node.schema.get(PUF) is not True:
+        if node.schema.get(PRESERVE_UNKNOWN_FIELDS) is not True:
             return
         where = "the root" if node.depth == 0 else node.key
         self.report(
@@ -60,5 +60,5 @@ spec:
             f"x-kubernetes-preserve-unknown-fields: true on {where} turns pruning off: "
             "misspelled and unknown fields are stored silently. Declare the properties, and "
             "keep x-kubernetes-preserve-unknown-fields only on the free-form subtrees",
-            suffix=(PUF,),
+            suffix=(PRESERVE_UNKNOWN_FIELDS,),
         )

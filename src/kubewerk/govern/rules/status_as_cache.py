@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from kubewerk.govern.crd import SchemaNode
 from kubewerk.govern.findings import Severity
-from kubewerk.govern.rules.base import PUF, Nodes, Rule, SchemaScope, Section
+from kubewerk.govern.rules.base import PRESERVE_UNKNOWN_FIELDS, Nodes, Rule, SchemaScope, Section
 from kubewerk.govern.rules.example import Example, Where
 
 
@@ -61,7 +61,7 @@ status:
         if node.key != "status":
             return
         props = node.child_properties()
-        if node.schema.get(PUF) is True and not props:
+        if node.schema.get(PRESERVE_UNKNOWN_FIELDS) is True and not props:
             return  # nothing declared: the preserve-unknown-fields rule reports it
         if "conditions" not in props and "observedGeneration" not in props:
             self.report(
@@ -77,8 +77,12 @@ status:
         kind = None
         if s.get("x-kubernetes-embedded-resource") is True:
             kind = "a whole embedded object"
-        elif s.get(PUF) is True and not node.child_properties() and "items" not in s:
-            if node.parent is not None and node.parent.schema.get(PUF) is True:
+        elif (
+            s.get(PRESERVE_UNKNOWN_FIELDS) is True
+            and not node.child_properties()
+            and "items" not in s
+        ):
+            if node.parent is not None and node.parent.schema.get(PRESERVE_UNKNOWN_FIELDS) is True:
                 return  # reported at the outermost opaque node
             kind = "an opaque blob (x-kubernetes-preserve-unknown-fields, no properties)"
         elif s.get("type") == "string" and s.get("format") == "byte":
