@@ -521,6 +521,14 @@ def compare_crd(old: CRDView, new: CRDView, emit: Emit) -> None:
 
 
 def crd_level(old: CRDView, new: CRDView, emit: Emit) -> None:
+    """The changes of the CRD as a whole: scope and names, versions removed or no longer
+    served, the storage version."""
+    _scope_and_names(old, new, emit)
+    _versions_removed(old, new, emit)
+    _storage_version(old, new, emit)
+
+
+def _scope_and_names(old: CRDView, new: CRDView, emit: Emit) -> None:
     if old.scope != new.scope and old.scope and new.scope:
         emit(
             Change(
@@ -563,10 +571,12 @@ def crd_level(old: CRDView, new: CRDView, emit: Emit) -> None:
                     ("spec", "names"),
                 )
             )
+
+
+def _versions_removed(old: CRDView, new: CRDView, emit: Emit) -> None:
     stored = set(old.stored_versions)
-    old_storage = old.storage_version
-    if old_storage is not None:
-        stored.add(old_storage.name)
+    if old.storage_version is not None:
+        stored.add(old.storage_version.name)
     for ov in old.versions:
         nv = new.version(ov.name)
         is_stored = ov.name in stored
@@ -610,6 +620,10 @@ def crd_level(old: CRDView, new: CRDView, emit: Emit) -> None:
                     (ov.name,),
                 )
             )
+
+
+def _storage_version(old: CRDView, new: CRDView, emit: Emit) -> None:
+    old_storage = old.storage_version
     new_storage = new.storage_version
     if old_storage is not None and new_storage is not None and old_storage.name != new_storage.name:
         same = strip_descriptions(old_storage.schema) == strip_descriptions(new_storage.schema)
