@@ -16,6 +16,11 @@ Guarantees:
   queue's per-item backoff; a :class:`TerminalError` (or an object that does not fit
   the typed model) is not retried until the object changes; a 409 Conflict (a write
   that lost a race) is retried without counting as an error;
+- an exception of a class Python raises for a programming error where Go panics at run
+  time (:data:`PANIC_EXCEPTIONS`: ``AttributeError``, ``TypeError``, ``LookupError``,
+  ``NameError``, ``ZeroDivisionError``, ``AssertionError``, ``RecursionError``) is also
+  counted in ``controller_runtime_reconcile_panics_total``, as controller-runtime counts
+  the panics it recovers from a reconcile (which it then treats as errors, as here);
 - the result decides what happens next: done (backoff forgotten), requeue after a
   delay, or requeue with backoff (``Result(requeue=True)``);
 - objects that are gone from the cache are not reconciled (cleanup belongs in
@@ -31,7 +36,7 @@ import time
 import uuid
 from collections.abc import Awaitable, Callable, Iterable, MutableMapping, Sequence
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any, Generic, TypeVar
+from typing import TYPE_CHECKING, Any, Final, Generic, TypeVar
 
 import orjson
 
@@ -67,6 +72,20 @@ log = logging.getLogger("kubewerk.runtime.controller")
 
 T = TypeVar("T")
 Obj = dict[str, Any]
+
+PANIC_EXCEPTIONS: Final[tuple[type[Exception], ...]] = (
+    AttributeError,
+    TypeError,
+    LookupError,
+    NameError,
+    ZeroDivisionError,
+    AssertionError,
+    RecursionError,
+)
+"""The exceptions counted as panics: Python's counterparts of Go's run-time panics (a
+nil dereference, an index or key out of range, a failed type assertion, division by
+zero, an assertion, a runaway recursion), i.e. bugs in the reconcile rather than
+failures it reports on purpose. They are errors too (logged, counted, retried)."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -604,9 +623,11 @@ class Controller(Generic[T]):
             ctx.log.error("reconcile timed out after %.1fs", self.reconcile_timeout or 0.0)
             self.queue.add_rate_limited(key)
             return
-        except Exception:
+        except Exception as exc:
             self._errors.inc()
             self._total[RESULT_ERROR].inc()
+            if isinstance(exc, PANIC_EXCEPTIONS):
+                self._panics.inc()
             ctx.log.exception("reconcile failed; retrying with backoff")
             self.queue.add_rate_limited(key)
             return
