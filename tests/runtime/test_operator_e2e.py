@@ -155,7 +155,7 @@ async def test_server_restart_under_the_operator(tmp_path, wait_for, caplog) -> 
         await install_crds(client, Widget)
         await client.create(widget("before", 1))
         mgr = build()
-        mgr._client = Client.from_url(srv.url)
+        mgr.use_client(Client.from_url(srv.url))
         await mgr.start()
         try:
             await wait_for(lambda: converged(client, "before", 1), 10)

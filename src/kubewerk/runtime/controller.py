@@ -547,6 +547,11 @@ class Controller(Generic[T]):
 
     # -- running ------------------------------------------------------------------------
 
+    @property
+    def running(self) -> bool:
+        """True from :meth:`start` until :meth:`stop` (while its workers exist)."""
+        return bool(self._workers)
+
     def start(self) -> None:
         """Start the workers (after the caches synced)."""
         if not self._bound:

@@ -257,6 +257,15 @@ class Manager:
         """Run ``fn()`` while the manager runs (only while leading when ``needs_leader``)."""
         self._runnables.append((fn, needs_leader))
 
+    def use_client(self, client: Client) -> None:
+        """Talk to the API server through ``client`` instead of building one at
+        :meth:`start` (before the manager starts). The caller keeps it: the manager does
+        not close it when it stops."""
+        if self._started:
+            raise RuntimeError("set the manager's client before starting it")
+        self._client = client
+        self._own_client = False
+
     # -- state --------------------------------------------------------------------------
 
     @property
@@ -265,6 +274,12 @@ class Manager:
         if self._client is None:
             raise RuntimeError("the manager has no client before it starts")
         return self._client
+
+    @property
+    def has_client(self) -> bool:
+        """True when a client was passed in (or the manager started): :meth:`start` will
+        not build one from the kubeconfig."""
+        return self._client is not None
 
     @property
     def is_leader(self) -> bool:
@@ -425,7 +440,7 @@ class Manager:
         await asyncio.shield(self._stop_task)
 
     async def _shutdown(self) -> None:
-        await asyncio.gather(*(c.stop(self.graceful_shutdown_timeout) for c in self.controllers if c._workers))
+        await asyncio.gather(*(c.stop(self.graceful_shutdown_timeout) for c in self.controllers if c.running))
         for t in self._runnable_tasks:
             t.cancel()
         for t in self._runnable_tasks:

@@ -73,11 +73,10 @@ async def run_manager(kube_server: EmbeddedServer) -> AsyncIterator[Callable[...
     clients: list[Client] = []
 
     async def run(mgr: Manager, wait_leader: bool = True) -> Manager:
-        if mgr._client is None:
+        if not mgr.has_client:
             client = Client.from_url(kube_server.url)
             clients.append(client)
-            mgr._client = client
-            mgr._own_client = False
+            mgr.use_client(client)
         await mgr.start()
         started.append(mgr)
         if wait_leader and not mgr.leader_election:
