@@ -6,7 +6,7 @@ import os
 import random
 import threading
 import time
-from datetime import UTC, datetime
+from datetime import datetime
 from typing import Any
 
 # the alphabet utilrand.String uses for generateName suffixes (no vowels, no 0/1/3)
@@ -27,11 +27,6 @@ def now_rfc3339() -> str:
         last[0] = now
     text: str = last[1]
     return text
-
-
-def now_rfc3339_micro() -> str:
-    """The current time as metav1.MicroTime serialises it (``.000000Z``)."""
-    return datetime.now(UTC).strftime("%Y-%m-%dT%H:%M:%S.%fZ")
 
 
 def parse_time(text: str) -> float | None:

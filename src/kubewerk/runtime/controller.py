@@ -36,7 +36,7 @@ import time
 import uuid
 from collections.abc import Awaitable, Callable, Iterable, MutableMapping, Sequence
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any, Final, Generic, TypeVar
+from typing import Any, Final, Generic, TypeVar
 
 import orjson
 
@@ -64,9 +64,6 @@ from kubewerk.runtime.metrics import (
 )
 from kubewerk.runtime.predicates import Predicate
 from kubewerk.runtime.queue import RateLimiter, ShutDown, WorkQueue
-
-if TYPE_CHECKING:
-    pass
 
 log = logging.getLogger("kubewerk.runtime.controller")
 
@@ -447,7 +444,9 @@ class _EnqueueOwner(_Enqueue):
         self._enqueue(new)
 
 
-def _to_key(item: Any, default_ns: str | None) -> str:
+def _to_key(item: Any) -> str:
+    """A mapper's item as a queue key: a key (``"ns/name"`` or ``"name"``) as it is, an
+    ``(ns, name)`` pair, or an object (dict or typed model) by its metadata."""
     if isinstance(item, str):
         return item
     if isinstance(item, tuple) and len(item) == 2:
@@ -472,9 +471,8 @@ class _EnqueueMapped(_Enqueue):
         except Exception:
             log.exception("controller %s: watch mapping function failed", self.ctrl.name)
             return
-        ns = (obj.get("metadata") or {}).get("namespace")
         for item in items:
-            self.ctrl.queue.add(_to_key(item, ns))
+            self.ctrl.queue.add(_to_key(item))
 
 
 class Controller(Generic[T]):

@@ -179,9 +179,6 @@ class OperationResult(enum.Enum):
     UNCHANGED = "unchanged"
 
 
-_SERVER_FIELDS = ("resourceVersion", "uid", "creationTimestamp", "generation", "managedFields", "selfLink")
-
-
 def _copy(obj: dict[str, Any]) -> dict[str, Any]:
     data: dict[str, Any] = orjson.loads(orjson.dumps(obj))
     return data

@@ -113,14 +113,6 @@ class Not(Predicate):
         return not self.pred.generic(obj)
 
 
-class _UpdateOnly(Predicate):
-    def __init__(self, changed: Callable[[Obj, Obj], bool]) -> None:
-        self.changed = changed
-
-    def update(self, old: Obj, new: Obj) -> bool:
-        return self.changed(old, new)
-
-
 class _MetadataChanged(Predicate):
     """Updates pass only when ``metadata.<field>`` differs between old and new."""
 
