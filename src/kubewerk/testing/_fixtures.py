@@ -1,4 +1,5 @@
-"""The fixtures of the kubewerk pytest plugin (``kubewerk.testing.plugin`` loads them).
+"""The kubewerk pytest plugin's server fixtures (``kubewerk.testing.plugin`` loads them
+when pytest-asyncio is installed; ``kubewerk.testing._without_asyncio`` stands in otherwise).
 
 Fixtures (function-scoped, each test gets a fresh in-memory API server):
 
@@ -15,8 +16,6 @@ Fixtures (function-scoped, each test gets a fresh in-memory API server):
     ``await run_manager(mgr)``: bind a :class:`~kubewerk.runtime.Manager` to the server
     (unless it has a client), start it in the background, return it once its caches
     synced; every manager is stopped after the test.
-``wait_for``
-    :func:`kubewerk.testing.wait_for`.
 """
 
 from __future__ import annotations
@@ -31,7 +30,6 @@ import pytest_asyncio
 from kubewerk.apiserver.server import EmbeddedServer
 from kubewerk.client.client import Client
 from kubewerk.testing.helpers import install_crds as _install_crds
-from kubewerk.testing.helpers import wait_for as _wait_for
 
 
 @pytest_asyncio.fixture
@@ -88,9 +86,3 @@ async def run_manager(kube_server: EmbeddedServer) -> AsyncIterator[Callable[...
         await mgr.stop()
     for client in clients:
         await client.close()
-
-
-@pytest.fixture
-def wait_for() -> Callable[..., Awaitable[Any]]:
-    """:func:`kubewerk.testing.wait_for`."""
-    return _wait_for
