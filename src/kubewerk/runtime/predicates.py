@@ -43,7 +43,8 @@ class Predicate:
         return True
 
     def generic(self, obj: Obj) -> bool:
-        """Should a generic (resync, external) event be reconciled?"""
+        """Should a generic event (from a source other than an informer) be reconciled?
+        kubewerk's informers send none: a resync is an update."""
         return True
 
     def __and__(self, other: Predicate) -> Predicate:
