@@ -5,6 +5,7 @@ from __future__ import annotations
 import asyncio
 import os
 import signal
+import socket
 import sys
 from pathlib import Path
 
@@ -95,3 +96,15 @@ async def test_missing_crd_is_one_line_exit_1(kube_kubeconfig: Path) -> None:
     assert proc.returncode == 1
     assert lines == ['kubewerk: error: no matches for kind "Widget" in version "test.kubewerk.dev/v1" (controller widget: is the CRD installed?)']
     assert "Traceback" not in err.decode()
+
+
+async def test_probe_address_in_use_is_one_line_exit_2(kube_kubeconfig: Path) -> None:
+    with socket.create_server(("127.0.0.1", 0)) as taken:
+        port = taken.getsockname()[1]
+        proc = await spawn(
+            "tests.runtime.widget_operator:manager", "--kubeconfig", str(kube_kubeconfig),
+            "--probe-address", f"127.0.0.1:{port}",
+        )
+        _, err = await asyncio.wait_for(proc.communicate(), 30)
+    assert proc.returncode == 2, err.decode()
+    assert err.decode().strip() == f"kubewerk: error: cannot serve probes on 127.0.0.1:{port}: Address already in use"

@@ -3,12 +3,14 @@
 
 from __future__ import annotations
 
+import socket
 from typing import Any
 
 import pytest
 
 from kubewerk.apiserver.server import EmbeddedServer
 from kubewerk.client import Client, ResourceType
+from kubewerk.client.errors import ConfigError
 from kubewerk.runtime import Controller, Manager
 from kubewerk.runtime.metrics import Metrics
 
@@ -60,3 +62,20 @@ async def test_use_client_is_the_callers_to_close(kube_server: EmbeddedServer) -
     assert client.closes == 0  # the manager did not close what it was handed
     await client.close()
 
+
+
+async def test_an_unusable_probe_address_fails_start_before_anything_runs(
+    kube_server: EmbeddedServer,
+) -> None:
+    with socket.create_server(("127.0.0.1", 0)) as taken:
+        port = taken.getsockname()[1]
+        mgr = Manager(probe_host="127.0.0.1", probe_port=port)
+        client = CountingClient.from_url(kube_server.url)
+        mgr.use_client(client)
+        with pytest.raises(ConfigError, match=f"^cannot serve probes on 127.0.0.1:{port}: Address already in use$"):
+            await mgr.start()
+        assert not mgr.running and client.closes == 0
+    await mgr.start()  # the address is free again: the same manager starts
+    assert mgr.probe_address == ("127.0.0.1", port)
+    await mgr.stop()
+    await client.close()

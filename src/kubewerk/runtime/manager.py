@@ -20,12 +20,14 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
+import os
 import signal
+import socket
 from collections.abc import Awaitable, Callable, Coroutine, Iterable, Iterator, Mapping, Sequence
 from typing import Any, TypeVar
 
 from kubewerk.client.client import Client, RetryPolicy
-from kubewerk.client.errors import NotFound
+from kubewerk.client.errors import ConfigError, NotFound
 from kubewerk.client.resources import resource_type_of
 from kubewerk.runtime.controller import Controller, Mapper, Reconciler, Watch
 from kubewerk.runtime.events import EventRecorder
@@ -328,11 +330,30 @@ class Manager:
         )
         await send({"type": "http.response.body", "body": body})
 
-    async def _start_probes(self) -> None:
+    def _bind_probes(self) -> socket.socket | None:
+        """The listening socket for the probe server (None when probes are off). An
+        address that cannot be bound (in use, not local, a privileged port) raises
+        :class:`~kubewerk.client.errors.ConfigError` saying which and why."""
         if self.probe_port is None:
+            return None
+        host = self.probe_host[1:-1] if self.probe_host.startswith("[") else self.probe_host
+        sock = socket.socket(socket.AF_INET6 if ":" in host else socket.AF_INET, socket.SOCK_STREAM)
+        try:
+            if os.name == "posix":  # as every server: restart while old connections linger
+                sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+            sock.bind((host, self.probe_port))
+            sock.listen()
+        except OSError as exc:
+            sock.close()
+            why = exc.strerror or str(exc)
+            raise ConfigError(f"cannot serve probes on {self.probe_host}:{self.probe_port}: {why}") from None
+        return sock
+
+    async def _start_probes(self, sock: socket.socket | None) -> None:
+        if sock is None:
             return
-        self._probe = _probe_server(self._asgi, self.probe_host, self.probe_port)
-        self._probe_task = asyncio.create_task(self._probe.serve(), name="probes")
+        self._probe = _probe_server(self._asgi, self.probe_host, sock.getsockname()[1])
+        self._probe_task = asyncio.create_task(self._probe.serve(sockets=[sock]), name="probes")
         for _ in range(500):
             if self._probe.started or self._probe_task.done():
                 break
@@ -340,7 +361,6 @@ class Manager:
         if self._probe_task.done():
             exc = self._probe_task.exception()
             raise RuntimeError(f"cannot serve probes on {self.probe_host}:{self.probe_port}: {exc}")
-        sock = self._probe.servers[0].sockets[0]
         host, port = sock.getsockname()[:2]
         self.probe_address = (host, port)
         log.info("probes and metrics on http://%s:%d (/healthz /readyz /metrics)", host, port)
@@ -348,7 +368,12 @@ class Manager:
     # -- lifecycle ----------------------------------------------------------------------
 
     async def start(self) -> None:
-        """Start everything (returns once controllers run, or are waiting for the Lease)."""
+        """Start everything (returns once controllers run, or are waiting for the Lease).
+
+        Fails before anything runs when the probe address cannot be bound
+        (:class:`~kubewerk.client.errors.ConfigError`), the server cannot be reached or
+        refuses the client, or a watched kind is not served (:class:`KindNotServed`).
+        """
         if self._started:
             raise RuntimeError("the manager was already started")
         self._started = True
@@ -356,10 +381,14 @@ class Manager:
         if self._client is None:
             self._client = Client.from_environment(self.kubeconfig, self.kube_context)
         client = self._client
+        probe_socket: socket.socket | None = None
         try:
+            probe_socket = self._bind_probes()
             await self._preflight(client)
         except BaseException:
             self._started = False
+            if probe_socket is not None:
+                probe_socket.close()
             if self._own_client:
                 await client.close()
             raise
@@ -371,7 +400,7 @@ class Manager:
             self._recorders.append(recorder)
             ctrl.bind(client, self.cache, self.metrics, recorder)
         self._running = True
-        await self._start_probes()
+        await self._start_probes(probe_socket)
         self.cache.start()
         for rec in self._recorders:
             rec.start()
