@@ -243,46 +243,8 @@ def validate_spec(spec: CrdSpec, opts: ValidationOptions, path: str) -> list[Fie
                 )
             )
 
-    storage = 0
-    seen: set[str] = set()
-    unique = True
-    any_status = _has_status(spec.subresources) or any(_has_status(s) for s in spec.v_sub)
-    for i, v in enumerate(spec.versions):
-        vpath = f"{path}.versions[{i}]"
-        if v.get("storage") is True:
-            storage += 1
-        name = as_str(v.get("name"))
-        if name in seen:
-            unique = False
-        seen.add(name)
-        le = st.dns1035_label_errors(name)
-        if le:
-            errs.append(FieldError.invalid(f"{vpath}.name", name, ",".join(le)))
-        sub = (
-            spec.subresources
-            if spec.v_sub[i] is None and spec.subresources is not None
-            else spec.v_sub[i]
-        )
-        if not any(x is not None for x in spec.v_sub):
-            sub = spec.subresources
-        errs.extend(
-            _validate_version(spec, i, v, vpath, _has_status(sub), opts, require_structural)
-        )
-
-    if not unique:
-        errs.append(
-            FieldError.invalid(
-                f"{path}.versions", _versions_value(spec), "must contain unique version names"
-            )
-        )
-    if storage != 1:
-        errs.append(
-            FieldError.invalid(
-                f"{path}.versions",
-                _versions_value(spec),
-                "must have exactly one version marked as storage version",
-            )
-        )
+    errs.extend(_validate_versions(spec, opts, path, require_structural))
+    any_status = _has_status(spec.subresources) or any(_has_status(x) for x in spec.v_sub)
     for key in ("plural", "singular", "kind", "listKind"):
         if not spec.names.get(key):
             errs.append(FieldError.required(f"{path}.names.{key}"))
@@ -323,6 +285,54 @@ def validate_spec(spec: CrdSpec, opts: ValidationOptions, path: str) -> list[Fie
             )
         )
     errs.extend(validate_conversion(conv, f"{path}.conversion"))
+    return errs
+
+
+def _validate_versions(
+    spec: CrdSpec, opts: ValidationOptions, path: str, require_structural: bool
+) -> list[FieldError]:
+    """Each version (name, and what :func:`_validate_version` checks), then: unique
+    names, exactly one storage version."""
+    errs: list[FieldError] = []
+    storage = 0
+    seen: set[str] = set()
+    unique = True
+    for i, v in enumerate(spec.versions):
+        vpath = f"{path}.versions[{i}]"
+        if v.get("storage") is True:
+            storage += 1
+        name = as_str(v.get("name"))
+        if name in seen:
+            unique = False
+        seen.add(name)
+        le = st.dns1035_label_errors(name)
+        if le:
+            errs.append(FieldError.invalid(f"{vpath}.name", name, ",".join(le)))
+        sub = (
+            spec.subresources
+            if spec.v_sub[i] is None and spec.subresources is not None
+            else spec.v_sub[i]
+        )
+        if not any(x is not None for x in spec.v_sub):
+            sub = spec.subresources
+        errs.extend(
+            _validate_version(spec, i, v, vpath, _has_status(sub), opts, require_structural)
+        )
+
+    if not unique:
+        errs.append(
+            FieldError.invalid(
+                f"{path}.versions", _versions_value(spec), "must contain unique version names"
+            )
+        )
+    if storage != 1:
+        errs.append(
+            FieldError.invalid(
+                f"{path}.versions",
+                _versions_value(spec),
+                "must have exactly one version marked as storage version",
+            )
+        )
     return errs
 
 
