@@ -269,3 +269,23 @@ def test_registered_with_the_kubewerk_command(
     assert json.loads(out_file.read_text())["summary"]["error"] == 1
     assert main(["lint", str(tmp_path / "absent.yaml")]) == 2
     assert "absent.yaml: no such file or directory" in capsys.readouterr().err
+
+
+def test_sarif_help_links_point_at_documented_anchors(bad_crd: Path) -> None:
+    """Every rule's helpUri names a page and anchor that exist in the repository's docs."""
+    import re
+
+    root = Path(__file__).resolve().parents[2]
+
+    def anchors(page: str) -> set[str]:
+        text = (root / page).read_text()
+        headings = re.findall(r"^#+ (.+)$", text, re.M)
+        return {re.sub(r"[^a-z0-9 -]", "", h.lower()).replace(" ", "-") for h in headings}
+
+    runs = [run_cli(["lint", str(bad_crd), "--format", "sarif"]),
+            run_cli(["compat", str(bad_crd), str(bad_crd), "--format", "sarif"]),
+            run_cli(["validate", "--crd", str(bad_crd), str(bad_crd), "--format", "sarif"])]
+    for _, out, _ in runs:
+        for rule in json.loads(out)["runs"][0]["tool"]["driver"]["rules"]:
+            page, _, anchor = rule["helpUri"].split("/blob/main/")[1].partition("#")
+            assert anchor in anchors(page), (rule["id"], rule["helpUri"])

@@ -177,7 +177,7 @@ def _emit(
     if args.format == "json":
         text = render_json(command, findings, summary, unused, objects=objects_key)
     elif args.format == "sarif":
-        text = render_sarif(findings, rules, uris)
+        text = render_sarif(findings, rules, uris, command)
     else:
         colour = args.output is None and use_colour(out)
         text = render_text(findings, summary, unused, colour=colour, objects=objects_key)

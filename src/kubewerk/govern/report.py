@@ -97,13 +97,22 @@ def _fingerprint(f: Finding) -> str:
     return hashlib.sha256(key.encode()).hexdigest()[:32]
 
 
+# where each command's rules are documented: lint rules have an anchor each in
+# docs/lint-rules.md; compat's checks and validate's findings are tables in docs/govern.md
+HELP_PAGES = {"lint": "docs/lint-rules.md#{rule}", "compat": "docs/govern.md#compat",
+              "validate": "docs/govern.md#validate"}
+
+
 def render_sarif(
     findings: Sequence[Finding],
     rules: Mapping[str, tuple[Severity, str]],
     uris: Mapping[str, str],
+    command: str = "lint",
 ) -> str:
     """SARIF 2.1.0: ``rules`` maps rule id → (default severity, summary); ``uris`` maps
-    a finding's file name to its artifact URI (relative to the working directory)."""
+    a finding's file name to its artifact URI (relative to the working directory);
+    ``command`` (lint, compat, validate) picks the documentation each rule's ``helpUri``
+    points at."""
     from kubewerk import __version__
 
     rule_ids = sorted(rules)
@@ -113,7 +122,7 @@ def render_sarif(
             "id": r,
             "name": "".join(w.capitalize() for w in r.split("-")),
             "shortDescription": {"text": rules[r][1]},
-            "helpUri": f"{TOOL_URI}/blob/main/docs/lint-rules.md#{r}",
+            "helpUri": f"{TOOL_URI}/blob/main/" + HELP_PAGES[command].format(rule=r),
             "defaultConfiguration": {"level": _SARIF_LEVEL[rules[r][0]]},
         }
         for r in rule_ids
