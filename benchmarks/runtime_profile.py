@@ -226,7 +226,7 @@ async def offline_round(n: int, concurrency: int, profiler: cProfile.Profile | N
     ns = f"offline-{r}"
     manager = build_manager(ns, concurrency)
     fake = FakeClient(ns, n)
-    manager._client = fake  # type: ignore[assignment]  # a benchmark's shortcut: no server
+    manager.use_client(fake)  # type: ignore[arg-type]  # a benchmark's shortcut: no server
     window = Window(manager, n, profiler)
     await manager.start()
     try:

@@ -111,7 +111,7 @@ def run(args: argparse.Namespace) -> int:
     if inspect.isawaitable(mgr):
         mgr = asyncio.run(_await(mgr))
     _apply_options(mgr, args)
-    if mgr._client is None:
+    if not mgr.has_client:
         try:
             load_config(mgr.kubeconfig, mgr.kube_context)  # validate before starting anything
         except ConfigError as exc:
