@@ -202,9 +202,12 @@ def event(key: str, size: int, rev: int = 1) -> Event:
 def test_a_watcher_lagging_while_sending_overflows_and_leaves_the_hub() -> None:
     store = MemoryStore()
     hub = WatchHub(store, max_backlog_bytes=1000)
-    slow = hub.register("/core/configmaps/", None)
-    busy = hub.register("/core/configmaps/", None)
-    other = hub.register("/apps/deployments/", None)
+    slow = hub.new_watcher("/core/configmaps/", None)
+    hub.register(slow)
+    busy = hub.new_watcher("/core/configmaps/", None)
+    hub.register(busy)
+    other = hub.new_watcher("/apps/deployments/", None)
+    hub.register(other)
     slow.sending = True  # its stream waits for the client
     for i in range(3):
         hub.dispatch(event(f"/core/configmaps/default/c{i}", 400, i + 1))

@@ -256,10 +256,10 @@ class WatchHub:
         """A watcher with this hub's backlog bound, not yet registered."""
         return Watcher(prefix, match, self.max_backlog_bytes, self._overflowed)
 
-    def register(self, prefix: str, match: Callable[[JSON], bool] | None) -> Watcher:
-        watcher = self.new_watcher(prefix, match)
+    def register(self, watcher: Watcher) -> None:
+        """Start dispatching committed events to ``watcher`` (made by ``new_watcher``, and
+        already given whatever it must see first: no commit may happen in between)."""
         self.watchers.add(watcher)
-        return watcher
 
     def unregister(self, watcher: Watcher) -> None:
         watcher.closed = True
@@ -391,7 +391,7 @@ class WatchStream:
                     self.error_event = ApiError.expired(
                         f"too old resource version: {rv} ({exc.compacted})").to_status()
         if self.error_event is None:
-            self.hub.watchers.add(watcher)
+            self.hub.register(watcher)
 
     def encode(self, ev: WatchEvent) -> bytes:
         """One NDJSON line for ``ev`` as this stream serves it (version, Table or object).
