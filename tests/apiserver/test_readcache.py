@@ -105,3 +105,33 @@ async def test_sqlite_store_never_caches(tmp_path: Path) -> None:
             assert not srv.app.reads.enabled and not srv.app.reads._entries
         finally:
             await api.close()
+
+
+async def test_the_cache_is_bounded_in_bytes(aserver: EmbeddedServer) -> None:
+    """Large answers are not kept; many answers together stay under MAX_BYTES, with the
+    stored objects they pin (a replaced object is not kept alive by an old answer for ever)."""
+    from kubewerk.apiserver import readcache
+
+    api = Api(aserver.url)
+    cms = "/api/v1/namespaces/default/configmaps"
+    reads = aserver.app.reads
+    try:
+        big = {"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "big"},
+               "data": {"k": "x" * (readcache.MAX_ENTRY_BYTES + 10)}}
+        assert (await api.post(cms, big))[0] == 201
+        for _ in range(2):
+            assert (await get_raw(api, f"{cms}/big"))[0] == 200
+        assert f"{cms}/big" not in reads._entries
+        value = "y" * (512 * 1024)
+        for i in range(80):  # 80 answers of 512 KiB: 40 MiB, over the 32 MiB bound
+            name = f"m{i}"
+            assert (await api.post(cms, {"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": name},
+                                         "data": {"k": value}}))[0] == 201
+            assert (await get_raw(api, f"{cms}/{name}"))[0] == 200
+            assert reads.bytes <= readcache.MAX_BYTES
+            assert reads.bytes == sum(len(e.payload) for e in reads._entries.values())
+        assert f"{cms}/m79" in reads._entries and f"{cms}/m0" not in reads._entries
+        first, again = await get_raw(api, f"{cms}/m79"), await get_raw(api, f"{cms}/m79")
+        assert first == again
+    finally:
+        await api.close()

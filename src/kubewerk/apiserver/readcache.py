@@ -25,6 +25,10 @@ from kubewerk.apiserver.storage.memory import MemoryStore
 JSON = dict[str, Any]
 
 MAX_ENTRIES = 4096
+# the answers kept hold their bytes and pin the stored objects they were encoded from
+# (possibly replaced ones, until looked up again): both are bounded through the bytes
+MAX_BYTES = 32 * 1024 * 1024
+MAX_ENTRY_BYTES = 1024 * 1024  # larger answers are encoded each time (transfer dominates)
 
 
 class _Entry:
@@ -46,7 +50,8 @@ class ReadCache:
 
     Guarantees: :meth:`lookup` returns an answer only for a GET without query string,
     body or Table ``Accept``, and only if the bytes equal what the full request path
-    would answer now. At most ``MAX_ENTRIES`` answers are kept (oldest dropped first).
+    would answer now. At most ``MAX_ENTRIES`` answers of at most ``MAX_ENTRY_BYTES`` each,
+    ``MAX_BYTES`` together, are kept (oldest dropped first).
     """
 
     def __init__(self, store: Store, registry: Registry) -> None:
@@ -54,6 +59,7 @@ class ReadCache:
         self._store = store
         self._types = registry
         self._entries: dict[str, _Entry] = {}
+        self.bytes = 0
 
     def lookup(self, scope: dict[str, Any]) -> _Entry | None:
         """The cached answer for this request, or None (then take the full path)."""
@@ -69,9 +75,14 @@ class ReadCache:
                 return None
         if (self._store.get(entry.store_key) is not entry.obj
                 or self._types.get(*entry.type_key) is not entry.rtype):
-            del self._entries[path]
+            self._forget(path)
             return None
         return entry
+
+    def _forget(self, path: str) -> None:
+        entry = self._entries.pop(path, None)
+        if entry is not None:
+            self.bytes -= len(entry.payload)
 
     def remember(self, path: str, rtype: ResourceType, store_key: str,
                  headers: list[tuple[bytes, bytes]], payload: bytes, labels: RequestLabels) -> None:
@@ -81,7 +92,12 @@ class ReadCache:
         obj = self._store.get(store_key)
         if obj is None:
             return
+        self._forget(path)
+        size = len(payload)
+        if size > MAX_ENTRY_BYTES:
+            return
         entries = self._entries
-        if len(entries) >= MAX_ENTRIES and path not in entries:
-            del entries[next(iter(entries))]
+        while entries and (len(entries) >= MAX_ENTRIES or self.bytes + size > MAX_BYTES):
+            self._forget(next(iter(entries)))
         entries[path] = _Entry((rtype.group, rtype.resource), rtype, store_key, obj, headers, payload, labels)
+        self.bytes += size
