@@ -93,6 +93,23 @@ async def test_owner_handler_enqueues_old_and_new_controller() -> None:
     assert queued(ctrl) == ["ns/w1", "ns/w4"]
 
 
+async def test_owner_handler_skips_a_reference_whose_api_version_does_not_parse() -> None:
+    # controller-runtime parses the ref's apiVersion (schema.ParseGroupVersion) and skips
+    # it on error; "x/y/v1" must not be read as some group (for a core-group owner kind,
+    # not as the core group either)
+    ctrl = Controller("cm", ResourceType("", "v1", "ConfigMap", "configmaps"), _reconcile)
+    handler = _EnqueueOwner(ctrl, [])
+
+    def child(owner: str, api_version: str) -> dict[str, Any]:
+        ref = {"apiVersion": api_version, "kind": "ConfigMap", "name": owner, "uid": "u", "controller": True}
+        return obj("child", ownerReferences=[ref])
+
+    handler.on_add(child("bad", "x/y/v1"))
+    handler.on_add(child("bad-too", "/x/v1"))
+    handler.on_add(child("good", "v1"))
+    assert queued(ctrl) == ["ns/good"]
+
+
 async def test_mapped_handler_enqueues_what_the_mapper_returns() -> None:
     ctrl = controller()
     handler = _EnqueueMapped(ctrl, lambda o: ["ns/a", ("ns", "b"), ("", "c")], [GENERATION_CHANGED])

@@ -118,6 +118,20 @@ def test_controller_reference_rules() -> None:
         set_controller_reference({"apiVersion": "v1", "kind": "X", "metadata": {"name": "n"}}, child)
 
 
+def test_owner_reference_with_an_unparseable_api_version_is_no_match() -> None:
+    # controller-runtime's referSameObject: a reference whose apiVersion does not parse
+    # is not the same owner, so setting the owner adds a reference beside it
+    child: dict = {"metadata": {"name": "c", "namespace": "default", "ownerReferences": [
+        {"apiVersion": "example.com/v1/x", "kind": "Database", "name": "db", "uid": "u0"},
+    ]}}
+    odd = {**owner("u2"), "apiVersion": "example.com/v1/y"}
+    set_owner_reference(odd, child)  # not read as group "example.com/v1" twice
+    assert [r["uid"] for r in child["metadata"]["ownerReferences"]] == ["u0", "u2"]
+    set_owner_reference(owner(), child)
+    set_owner_reference(owner(), child)  # a parseable one is matched
+    assert [r["uid"] for r in child["metadata"]["ownerReferences"]] == ["u0", "u2", "u1"]
+
+
 def test_merge_patch_diff() -> None:
     old = {"a": 1, "b": {"c": 2, "d": 3}, "l": [1, 2], "gone": True}
     new = {"a": 1, "b": {"c": 2, "d": 4, "e": 5}, "l": [1, 2, 3]}

@@ -9,6 +9,7 @@ import sys
 from typing import Any
 
 from kubewerk.apiserver.registry import Registry, ResourceType
+from kubewerk.core.gvk import format_api_version
 
 JSON = dict[str, Any]
 
@@ -109,8 +110,8 @@ def resource_list(registry: Registry, group: str, version: str) -> JSON | None:
         for sub, verbs in t.strategy.subresources.items():
             resources.append({"name": f"{t.resource}/{sub}", "singularName": "", "namespaced": t.namespaced,
                               "kind": t.kind, "verbs": list(verbs)})
-    gv = f"{group}/{version}" if group else version
-    return {"kind": "APIResourceList", "apiVersion": "v1", "groupVersion": gv, "resources": resources}
+    return {"kind": "APIResourceList", "apiVersion": "v1", "groupVersion": format_api_version(group, version),
+            "resources": resources}
 
 
 # -- aggregated discovery ---------------------------------------------------------

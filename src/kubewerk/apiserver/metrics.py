@@ -168,7 +168,7 @@ class _Exposition(Collector):
                 continue
             seen.add(key)
             count = self.store.count(rtype.ns_prefix(None))
-            storage_objects.add_metric((f"{rtype.resource}.{rtype.group}" if rtype.group else rtype.resource,), count)
+            storage_objects.add_metric((rtype.qualified,), count)
             resource_objects.add_metric(key, count)
         yield storage_objects
         yield resource_objects

@@ -35,6 +35,7 @@ from typing import Any
 import orjson
 
 from kubewerk.core.errors import ApiError
+from kubewerk.core.gvk import format_api_version, split_api_version
 
 JSON = dict[str, Any]
 
@@ -529,25 +530,13 @@ def decode_envelope(body: bytes) -> Envelope:
     return Envelope(str(tm.get("apiVersion", "")), str(tm.get("kind", "")), bytes(values.get("raw", b"")))
 
 
-def _split_api_version(api_version: str) -> tuple[str, str]:
-    """``schema.ParseGroupVersion`` as ``FromAPIVersionAndKind`` uses it: unparsable → empty."""
-    if not api_version:
-        return "", ""
-    parts = api_version.split("/")
-    if len(parts) == 1:
-        return "", parts[0]
-    if len(parts) == 2:
-        return parts[0], parts[1]
-    return "", ""
-
-
 def _with_defaults(env: Envelope, default_api_version: str, default_kind: str) -> tuple[str, str, str]:
     """(apiVersion, version, kind) after the serializer's ``copyKindDefaults``."""
-    group, version = _split_api_version(env.api_version)
+    group, version = split_api_version(env.api_version)
     kind = env.kind or default_kind
     if not version:
-        group, version = _split_api_version(default_api_version)
-    return (f"{group}/{version}" if group else version), version, kind
+        group, version = split_api_version(default_api_version)
+    return format_api_version(group, version), version, kind
 
 
 def _go_quote(text: str) -> str:

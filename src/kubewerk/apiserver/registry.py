@@ -15,6 +15,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from kubewerk.apiserver.strategy import Strategy
+from kubewerk.core.gvk import format_api_version, qualified
 
 JSON = dict[str, Any]
 
@@ -82,11 +83,13 @@ class ResourceType:
         return f"{self.key_prefix}{namespace}/"
 
     def api_version(self, version: str) -> str:
-        return f"{self.group}/{version}" if self.group else version
+        """The ``apiVersion`` of this type in ``version``."""
+        return format_api_version(self.group, version)
 
     @property
     def qualified(self) -> str:
-        return f"{self.resource}.{self.group}" if self.group else self.resource
+        """``resource.group`` (``GroupResource.String``)."""
+        return qualified(self.resource, self.group)
 
 
 class Registry:

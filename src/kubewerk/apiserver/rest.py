@@ -278,8 +278,10 @@ class ResourceApi:
             raise ApiError.bad_request("metadata must be an object")
         type_error = _meta_type_error(meta) if meta else None
         if type_error:
-            version = str(api_version).rpartition("/")[2]
-            raise ApiError.bad_request(f'{kind} in version "{version}" cannot be handled as a {rtype.kind}: {type_error}')
+            # the body's apiVersion is the target's here (checked above)
+            raise ApiError.bad_request(
+                f'{kind} in version "{target.version}" cannot be handled as a {rtype.kind}: {type_error}'
+            )
 
     def _admit(self, op: str, target: Target, obj: JSON, old: JSON | None,
                query: dict[str, str], trusted_old: bool = False) -> list[str]:

@@ -56,6 +56,7 @@ from kubewerk.client.resources import (
     to_dict,
 )
 from kubewerk.client.transport import ConnectError, ConnectionPool, TransportError
+from kubewerk.core.gvk import GroupVersion, split_api_version
 
 log = logging.getLogger("kubewerk.client")
 
@@ -411,8 +412,10 @@ class Client:
         found = BUILTINS.get(key) or self._discovery.get(key)
         if found is not None:
             return found
-        if api_version not in self._discovered_groups:
-            await self._discover(api_version)
+        # an apiVersion that does not parse names no served group version
+        gv = split_api_version(api_version)
+        if api_version not in self._discovered_groups and gv.version:
+            await self._discover(api_version, gv)
             found = self._discovery.get(key)
             if found is not None:
                 return found
@@ -420,11 +423,11 @@ class Client:
             404,
             "NotFound",
             f'no matches for kind "{kind}" in version "{api_version}"',
-            {"kind": kind, "group": ResourceType.parse_api_version(api_version)[0]},
+            {"kind": kind, "group": gv.group},
         )
 
-    async def _discover(self, api_version: str) -> None:
-        group, version = ResourceType.parse_api_version(api_version)
+    async def _discover(self, api_version: str, gv: GroupVersion) -> None:
+        group, version = gv
         path = f"/apis/{group}/{version}" if group else f"/api/{version}"
         try:
             doc = await self.request("GET", path)

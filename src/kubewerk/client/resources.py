@@ -18,6 +18,7 @@ from dataclasses import dataclass
 from typing import Any, Protocol, TypeVar, runtime_checkable
 
 from kubewerk.client.errors import ConfigError
+from kubewerk.core.gvk import format_api_version, parse_api_version, qualified
 
 
 @dataclass(frozen=True, slots=True)
@@ -33,12 +34,12 @@ class ResourceType:
     @property
     def api_version(self) -> str:
         """``group/version`` (``v1`` for the core group)."""
-        return f"{self.group}/{self.version}" if self.group else self.version
+        return format_api_version(self.group, self.version)
 
     @property
     def group_resource(self) -> str:
         """``plural.group`` as Kubernetes prints it in messages."""
-        return f"{self.plural}.{self.group}" if self.group else self.plural
+        return qualified(self.plural, self.group)
 
     def path(self, namespace: str | None = None, name: str | None = None, subresource: str | None = None) -> str:
         """The URL path: collection (name None), object, or object subresource."""
@@ -54,9 +55,9 @@ class ResourceType:
 
     @staticmethod
     def parse_api_version(api_version: str) -> tuple[str, str]:
-        """``apps/v1`` -> (``apps``, ``v1``); ``v1`` -> (``""``, ``v1``)."""
-        group, _, version = api_version.rpartition("/")
-        return group, version
+        """``apps/v1`` -> (``apps``, ``v1``); ``v1`` -> (``""``, ``v1``); more than one
+        slash raises ``ValueError`` (:func:`kubewerk.core.gvk.parse_api_version`)."""
+        return parse_api_version(api_version)
 
 
 @runtime_checkable
@@ -112,7 +113,10 @@ def resource_type_of(kind: Any) -> ResourceType:
         version = _class_attr(kind, "version", "__version__")
         api_version = _class_attr(kind, "api_version", "apiVersion", "__api_version__")
         if api_version and (group is None or version is None):
-            group, version = ResourceType.parse_api_version(str(api_version))
+            try:
+                group, version = parse_api_version(str(api_version))
+            except ValueError as exc:
+                raise ConfigError(f"{kind.__name__}: {exc}") from None
         kind_name = _class_attr(kind, "kind", "__kind__") or kind.__name__
         plural = _class_attr(kind, "plural", "__plural__")
         scope = _class_attr(kind, "scope", "__scope__")

@@ -13,6 +13,7 @@ from dataclasses import dataclass
 from typing import Any, Final
 
 from kubewerk.core.gofmt import GoText, go_float_v, go_json, go_quote
+from kubewerk.core.gvk import qualified
 
 OMIT: Final = object()
 """Marker for a field error that carries no bad value."""
@@ -140,11 +141,6 @@ def aggregate_message(errors: Sequence[FieldError]) -> str:
     if len(messages) == 1:
         return messages[0]
     return "[" + ", ".join(messages) + "]"
-
-
-def qualified(resource: str, group: str) -> str:
-    """``schema.GroupResource.String()``: ``widgets.example.com`` or ``configmaps``."""
-    return f"{resource}.{group}" if group else resource
 
 
 class ApiError(Exception):

@@ -27,6 +27,7 @@ from typing import Any, Final, Literal
 
 from kubewerk.core.errors import FieldError
 from kubewerk.core.gofmt import GoText, go_quote
+from kubewerk.core.gvk import split_api_version
 from kubewerk.core.selectors import (
     is_label_key,
     is_label_value,
@@ -332,18 +333,6 @@ def validate_annotations(
     return errs
 
 
-def _parse_group_version(api_version: str) -> tuple[str, str] | None:
-    if not api_version or api_version == "/":
-        return "", ""
-    count = api_version.count("/")
-    if count == 0:
-        return "", api_version
-    if count == 1:
-        group, _, version = api_version.partition("/")
-        return group, version
-    return None
-
-
 def validate_owner_references(
     refs: Sequence[Mapping[str, Any]], path: str = "metadata.ownerReferences"
 ) -> list[FieldError]:
@@ -354,8 +343,7 @@ def validate_owner_references(
     for ref in refs:
         api_version = _str(ref.get("apiVersion"))
         kind = _str(ref.get("kind"))
-        gv = _parse_group_version(api_version)
-        group, version = gv if gv is not None else ("", "")
+        group, version = split_api_version(api_version)
         if not version:
             errs.append(
                 FieldError.invalid(f"{path}.apiVersion", api_version, "version must not be empty")

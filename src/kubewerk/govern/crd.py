@@ -15,6 +15,8 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 from typing import Any
 
+from kubewerk.core.gvk import split_api_version
+
 CRD_GROUP = "apiextensions.k8s.io"
 
 Location = tuple[str | int, ...]
@@ -26,7 +28,7 @@ def is_crd(data: Any) -> bool:
         isinstance(data, dict)
         and data.get("kind") == "CustomResourceDefinition"
         and isinstance(data.get("apiVersion"), str)
-        and data["apiVersion"].startswith(CRD_GROUP + "/")
+        and split_api_version(data["apiVersion"]).group == CRD_GROUP
     )
 
 

@@ -16,6 +16,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from kubewerk.core.errors import ApiError, FieldError
+from kubewerk.core.gvk import GroupVersionKind, split_api_version
 from kubewerk.govern.crd import CRDView, as_dict, is_crd
 from kubewerk.govern.findings import Finding, Severity, field_to_location
 from kubewerk.govern.loader import Document
@@ -44,19 +45,13 @@ class ValidateResult:
     objects: int
 
 
-def _split_api_version(api_version: str) -> tuple[str, str]:
-    """``group/version`` → (group, version); the core group's ``v1`` → ("", "v1")."""
-    group, _, version = api_version.rpartition("/")
-    return group, version
-
-
 class CRDIndex:
     """The given CRDs by (group, version, kind), compiled on first use."""
 
     def __init__(self, crds: Iterable[Document]) -> None:
-        self.by_gvk: dict[tuple[str, str, str], tuple[CRDView, dict[str, Any]]] = {}
+        self.by_gvk: dict[GroupVersionKind, tuple[CRDView, dict[str, Any]]] = {}
         self.groups: set[str] = set()
-        self._compiled: dict[tuple[str, str, str], CompiledSchema] = {}
+        self._compiled: dict[GroupVersionKind, CompiledSchema] = {}
         for doc in crds:
             if not is_crd(doc.data):
                 continue
@@ -64,21 +59,21 @@ class CRDIndex:
             self.groups.add(view.group)
             for v in view.versions:
                 if v.served:
-                    self.by_gvk.setdefault((view.group, v.name, view.kind), (view, doc.data))
+                    self.by_gvk.setdefault(GroupVersionKind(view.group, v.name, view.kind), (view, doc.data))
 
-    def compiled(self, key: tuple[str, str, str]) -> CompiledSchema:
+    def compiled(self, key: GroupVersionKind) -> CompiledSchema:
         if key not in self._compiled:
             from kubewerk.schema import compile_crd_version
 
             _view, data = self.by_gvk[key]
-            self._compiled[key] = compile_crd_version(data, key[1])
+            self._compiled[key] = compile_crd_version(data, key.version)
         return self._compiled[key]
 
 
 def _object_key(obj: dict[str, Any]) -> tuple[str, str, str, str]:
     meta = as_dict(obj.get("metadata"))
     return (
-        _split_api_version(str(obj.get("apiVersion", "")))[0],
+        split_api_version(str(obj.get("apiVersion", ""))).group,
         str(obj.get("kind", "")),
         str(meta.get("namespace") or ""),
         str(meta.get("name") or ""),
@@ -143,8 +138,8 @@ def _validate_one(
     index: CRDIndex,
     olds: dict[tuple[str, str, str, str], dict[str, Any]],
 ) -> list[Finding]:
-    group, version = _split_api_version(api_version)
-    key = (group, version, kind)
+    group, version = split_api_version(api_version)
+    key = GroupVersionKind(group, version, kind)
     meta = as_dict(obj.get("metadata"))
     name = str(meta.get("name") or meta.get("generateName") or "")
     label = f"{kind}/{name}" if name else kind

@@ -26,6 +26,7 @@ import typing
 from collections.abc import Callable
 from typing import Any, TypeVar
 
+from kubewerk.core.gvk import parse_api_version
 from kubewerk.model.crd import storage_version
 from kubewerk.model.errors import ConversionError
 from kubewerk.model.resource import AnyResource, Resource, resource_class, versions_of
@@ -83,8 +84,11 @@ def _target_class(obj: AnyResource, to: str | type[AnyResource]) -> type[AnyReso
     info = obj.kind_info()
     if isinstance(to, type):
         return to
-    version = to.rpartition("/")[2]
-    group = to.rpartition("/")[0] or info.group
+    try:
+        group, version = parse_api_version(to)
+    except ValueError as exc:
+        raise ConversionError(f"cannot convert {info.kind}.{info.group} to {to!r}: {exc}") from None
+    group = group or info.group
     if group != info.group:
         raise ConversionError(f"cannot convert {info.kind}.{info.group} to group {group}")
     target = versions_of(info.group, info.kind).get(version)

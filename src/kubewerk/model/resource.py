@@ -25,6 +25,7 @@ from typing import TYPE_CHECKING, Any, ClassVar, Generic, Literal, TypeVar
 from pydantic import BaseModel, ConfigDict, Field
 
 from kubewerk.core.errors import FieldError
+from kubewerk.core.gvk import format_api_version, split_api_version
 from kubewerk.core.patch import deep_copy
 from kubewerk.core.validation import is_dns1035_label, is_dns1123_subdomain
 from kubewerk.model._docstrings import attribute_docstrings
@@ -85,7 +86,7 @@ class KindInfo:
 
     @property
     def api_version(self) -> str:
-        return f"{self.group}/{self.version}"
+        return format_api_version(self.group, self.version)
 
     @property
     def crd_name(self) -> str:
@@ -109,7 +110,7 @@ def versions_of(group: str, kind: str) -> dict[str, type[Resource[Any, Any]]]:
 
 def resource_class(api_version: str, kind: str) -> type[Resource[Any, Any]] | None:
     """The registered class for an ``apiVersion``/``kind`` pair, or None."""
-    group, _, version = api_version.rpartition("/")
+    group, version = split_api_version(api_version)
     return versions_of(group, kind).get(version)
 
 

@@ -11,6 +11,7 @@
     asyncio.run(mgr.run_until_signal())   # or: kubewerk run mymodule:mgr
 """
 
+from kubewerk.core.gvk import object_key, split_key
 from kubewerk.runtime.conditions import (
     get_condition,
     is_condition_true,
@@ -32,7 +33,7 @@ from kubewerk.runtime.helpers import (
     set_controller_reference,
     set_owner_reference,
 )
-from kubewerk.runtime.informer import Cache, Informer, Scope, object_key, split_key
+from kubewerk.runtime.informer import Cache, Informer, Scope
 from kubewerk.runtime.leaderelection import LeaderElector, LeaderRecord, decide
 from kubewerk.runtime.manager import (
     Builder,

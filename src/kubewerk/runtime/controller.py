@@ -34,7 +34,7 @@ import contextlib
 import logging
 import time
 import uuid
-from collections.abc import Awaitable, Callable, Iterable, MutableMapping, Sequence
+from collections.abc import Awaitable, Callable, Iterable, Mapping, MutableMapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Final, Generic, TypeVar
 
@@ -43,6 +43,7 @@ import orjson
 from kubewerk.client.client import Client
 from kubewerk.client.errors import Conflict
 from kubewerk.client.resources import ResourceType, is_model_class, resource_type_of, to_dict
+from kubewerk.core.gvk import join_key, object_key, parse_api_version, split_key
 from kubewerk.runtime import conditions as _conditions
 from kubewerk.runtime.events import EventRecorder, EventType
 from kubewerk.runtime.helpers import (
@@ -54,7 +55,7 @@ from kubewerk.runtime.helpers import (
     merge_patch_diff,
     set_controller_reference,
 )
-from kubewerk.runtime.informer import Cache, Informer, object_key, split_key
+from kubewerk.runtime.informer import Cache, Informer
 from kubewerk.runtime.metrics import (
     RESULT_ERROR,
     RESULT_REQUEUE,
@@ -425,10 +426,9 @@ class _EnqueueOwner(_Enqueue):
         for ref in meta.get("ownerReferences") or []:
             if not ref.get("controller"):
                 continue
-            if ref.get("kind") != self.kind or str(ref.get("apiVersion", "")).rpartition("/")[0] != self.group:
+            if ref.get("kind") != self.kind or _group_of(ref) != self.group:
                 continue
-            ns = meta.get("namespace")
-            return f"{ns}/{ref['name']}" if ns and self.ctrl.rt.namespaced else str(ref["name"])
+            return join_key(meta.get("namespace") if self.ctrl.rt.namespaced else None, str(ref["name"]))
         return None
 
     def _enqueue(self, obj: Obj) -> None:
@@ -444,6 +444,15 @@ class _EnqueueOwner(_Enqueue):
         self._enqueue(new)
 
 
+def _group_of(ref: Mapping[str, Any]) -> str | None:
+    """The API group of an ownerReference's apiVersion; None when it does not parse
+    (controller-runtime's owner handler skips such a reference)."""
+    try:
+        return parse_api_version(str(ref.get("apiVersion", ""))).group
+    except ValueError:
+        return None
+
+
 def _to_key(item: Any) -> str:
     """A mapper's item as a queue key: a key (``"ns/name"`` or ``"name"``) as it is, an
     ``(ns, name)`` pair, or an object (dict or typed model) by its metadata."""
@@ -451,7 +460,7 @@ def _to_key(item: Any) -> str:
         return item
     if isinstance(item, tuple) and len(item) == 2:
         ns, name = item
-        return f"{ns}/{name}" if ns else str(name)
+        return join_key(ns, str(name))
     if isinstance(item, dict):
         return object_key(item)
     data = to_dict(item)

@@ -27,6 +27,7 @@ import orjson
 from kubewerk.client.client import Client
 from kubewerk.client.errors import AlreadyExists, NotFound
 from kubewerk.client.resources import resource_type_of, to_dict
+from kubewerk.core.gvk import parse_api_version
 
 
 class AlreadyOwnedError(ValueError):
@@ -43,10 +44,6 @@ def _meta(obj: Any) -> dict[str, Any]:
     if meta is None:
         meta = data["metadata"] = {}
     return meta
-
-
-def _group(api_version: str) -> str:
-    return api_version.rpartition("/")[0]
 
 
 def owner_reference(owner: Any, *, controller: bool = False, block_owner_deletion: bool = True) -> dict[str, Any]:
@@ -109,11 +106,14 @@ def _owner_refs(child: Any) -> list[dict[str, Any]]:
 
 
 def _same_owner(a: Mapping[str, Any], b: Mapping[str, Any]) -> bool:
-    return (
-        _group(str(a.get("apiVersion", ""))) == _group(str(b.get("apiVersion", "")))
-        and a.get("kind") == b.get("kind")
-        and a.get("name") == b.get("name")
-    )
+    """controller-runtime's ``referSameObject``: same group, kind and name; a reference
+    whose apiVersion does not parse is the same as none."""
+    try:
+        group_a = parse_api_version(str(a.get("apiVersion", ""))).group
+        group_b = parse_api_version(str(b.get("apiVersion", ""))).group
+    except ValueError:
+        return False
+    return group_a == group_b and a.get("kind") == b.get("kind") and a.get("name") == b.get("name")
 
 
 def _upsert_ref(child: Any, refs: list[dict[str, Any]], ref: dict[str, Any]) -> None:

@@ -35,6 +35,7 @@ import orjson
 from kubewerk.client.client import Client, WatchEvent
 from kubewerk.client.resources import ResourceType, is_model_class, resource_type_of
 from kubewerk.client.watch import Listed, list_watch
+from kubewerk.core.gvk import join_key, object_key
 from kubewerk.core.selectors import parse_label_selector
 
 log = logging.getLogger("kubewerk.runtime.informer")
@@ -49,20 +50,6 @@ class Handler(Protocol):
     def on_add(self, obj: Obj) -> None: ...
     def on_update(self, old: Obj, new: Obj) -> None: ...
     def on_delete(self, obj: Obj) -> None: ...
-
-
-def object_key(obj: Mapping[str, Any]) -> str:
-    """``namespace/name`` (or ``name`` for cluster-scoped objects), as client-go's MetaNamespaceKeyFunc."""
-    meta = obj.get("metadata") or {}
-    ns = meta.get("namespace")
-    name = meta.get("name", "")
-    return f"{ns}/{name}" if ns else str(name)
-
-
-def split_key(key: str) -> tuple[str | None, str]:
-    """Inverse of :func:`object_key`."""
-    ns, sep, name = key.partition("/")
-    return (ns, name) if sep else (None, ns)
 
 
 def strip_managed_fields(obj: Obj) -> Obj:
@@ -157,7 +144,7 @@ class Informer:
 
     def get(self, name: str, namespace: str | None = None) -> Obj | None:
         """A fresh copy of the named object (None when absent)."""
-        return self.get_by_key(f"{namespace}/{name}" if namespace and self.rt.namespaced else name)
+        return self.get_by_key(join_key(namespace if self.rt.namespaced else None, name))
 
     def list(self, namespace: str | None = None, label_selector: str | None = None) -> list[Obj]:
         """Fresh copies of the stored objects, optionally filtered."""

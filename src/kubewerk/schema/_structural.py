@@ -13,6 +13,7 @@ from typing import Any, Final
 
 from kubewerk.core.errors import FieldError
 from kubewerk.core.gofmt import go_json
+from kubewerk.core.gvk import parse_api_version
 
 _NO_DEFAULT: Final = object()
 _SCALARS: Final = frozenset({str, int, float, bool, type(None)})
@@ -470,16 +471,6 @@ def dns1035_label_errors(value: str) -> list[str]:
     return errs
 
 
-def parse_group_version_error(gv: str) -> str | None:
-    """``schema.ParseGroupVersion`` error text, or None."""
-    if gv == "" or gv == "/":
-        return None
-    n = gv.count("/")
-    if n == 0 or n == 1:
-        return None
-    return f"unexpected GroupVersion string: {gv}"
-
-
 def validate_embedded(x: Any, s: Structural | None, path: str, errs: list[FieldError]) -> None:
     """``objectmeta.Validate`` for nested ``x-kubernetes-embedded-resource`` objects."""
     if s is None or not s.has_embedded:
@@ -511,9 +502,10 @@ def _validate_embedded_resource(x: dict[str, Any], path: str, errs: list[FieldEr
             elif not v:
                 errs.append(FieldError.invalid(_child(path, k), v, "must not be empty"))
             else:
-                gv_err = parse_group_version_error(v)
-                if gv_err:
-                    errs.append(FieldError.invalid(_child(path, k), v, gv_err))
+                try:
+                    parse_api_version(v)
+                except ValueError as exc:
+                    errs.append(FieldError.invalid(_child(path, k), v, str(exc)))
         elif k == "kind":
             if not isinstance(v, str):
                 errs.append(FieldError.invalid(_child(path, k), v, "must be a string"))

@@ -18,6 +18,7 @@ from kubewerk.apiserver.registry import ResourceType, ScaleSpec
 from kubewerk.apiserver.strategy import FieldSelection, PrinterColumn, Strategy
 from kubewerk.core import validation
 from kubewerk.core.gofmt import json_equal
+from kubewerk.core.gvk import format_api_version
 from kubewerk.core.selectors import convert_custom_field_label, custom_resource_field_set
 
 JSON = dict[str, Any]
@@ -155,7 +156,7 @@ def crd_to_type(crd: JSON) -> ResourceType | None:
         crd_uid=meta.get("uid"),
         crd_generation=int(meta.get("generation", 0) or 0),
         strategy=CustomResourceStrategy(
-            storage_api_version=f"{group}/{storage}" if group else storage,
+            storage_api_version=format_api_version(group, storage),
             namespaced=namespaced, status_subresource=status_sub, columns=printer, selectable_fields=selectable,
         ),
     )
