@@ -242,6 +242,12 @@ def test_non_object_patch_is_400() -> None:
         == "json: cannot unmarshal array into Go value of type map[string]interface {}"
     )
     assert strategic_merge_patch({"a": 1}, None, CM) == {"a": 1}
+    for patch, word in (("x", "string"), (True, "bool"), (1, "number"), (1.5, "number")):
+        with pytest.raises(StrategicPatchError) as info:
+            strategic_merge_patch({}, patch, CM)
+        assert info.value.message == (
+            f"json: cannot unmarshal {word} into Go value of type map[string]interface {{}}"
+        )
 
 
 def test_kind_key_aliases() -> None:

@@ -39,6 +39,8 @@ from typing import Any
 import orjson
 import yaml
 
+from kubewerk.core.gofmt import unmarshal_kind
+
 MAX_BODY_BYTES = 3 * 1024 * 1024
 MAX_DEPTH = 100
 
@@ -469,6 +471,4 @@ def delete_options(body: dict[str, Any] | None, query: dict[str, str]) -> dict[s
 
 
 def _unmarshal_error(value: Any, field: str, go_type: str) -> DecodeError:
-    kind = ("bool" if isinstance(value, bool) else "number" if isinstance(value, int | float)
-            else "string" if isinstance(value, str) else "array" if isinstance(value, list) else "object")
-    return DecodeError(f"json: cannot unmarshal {kind} into Go struct field {field} of type {go_type}")
+    return DecodeError(f"json: cannot unmarshal {unmarshal_kind(value)} into Go struct field {field} of type {go_type}")

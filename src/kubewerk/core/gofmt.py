@@ -169,9 +169,12 @@ def _json_str(text: str) -> str:
 
 
 def json_kind(value: Any) -> str:
-    """The JSON kind Kubernetes' decoder gives a Python JSON value.
+    """The OpenAPI type name of a decoded JSON value, as kube-openapi's validation and
+    the API server's messages name it: ``object``, ``array``, ``string``, ``boolean``,
+    ``integer``, ``number``, ``null``; ``unknown`` for a value with no JSON form.
 
-    Integers outside int64 decode to float64 in Go, so they count as ``number``.
+    Integers outside int64 decode to float64 in Go, so they count as ``number``. (The
+    other vocabulary, ``encoding/json``'s error word, is :func:`unmarshal_kind`.)
     """
     t = type(value)
     if t is str:
@@ -270,7 +273,9 @@ def go_sprint(value: Any) -> str:
 
 def unmarshal_kind(value: Any) -> str:
     """The word ``encoding/json``'s ``UnmarshalTypeError`` uses for a JSON value
-    (``json: cannot unmarshal <kind> into Go ...``)."""
+    (``json: cannot unmarshal <kind> into Go ...``): ``bool``, ``number`` (any
+    integer or float), ``string``, ``array``, ``object``, ``null``. The OpenAPI type
+    names (``boolean``, ``integer`` ...) are :func:`json_kind`'s."""
     if value is None:
         return "null"
     if isinstance(value, bool):

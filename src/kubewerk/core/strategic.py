@@ -35,7 +35,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any, Final, Protocol
 
-from kubewerk.core.gofmt import go_sprint
+from kubewerk.core.gofmt import go_sprint, unmarshal_kind
 from kubewerk.core.patch import PatchError, deep_copy
 from kubewerk.core.selectors import canonical_kind_key
 
@@ -708,10 +708,7 @@ def apply_strategic_patch(
     if patch is None:
         return dict(deep_copy(doc))
     if not isinstance(patch, dict):
-        kind = {"list": "array", "str": "string", "bool": "bool"}.get(
-            type(patch).__name__, "number"
-        )
-        text = f"json: cannot unmarshal {kind} into Go value of type map[string]interface {{}}"
+        text = f"json: cannot unmarshal {unmarshal_kind(patch)} into Go value of type map[string]interface {{}}"
         raise StrategicPatchError(400, "BadRequest", text, text, 400)
     try:
         return _merge_map(deep_copy(dict(doc)), deep_copy(patch), schema)
