@@ -28,14 +28,14 @@ from kubewerk.apiserver.metrics import CONTENT_TYPE, ApiMetrics, RequestLabels, 
 from kubewerk.apiserver.readcache import ReadCache
 from kubewerk.apiserver.registry import Registry, ResourceType
 from kubewerk.apiserver.responses import json_headers, wants_table
-from kubewerk.apiserver.rest import ResourceApi, Result, Target
+from kubewerk.apiserver.rest import ResourceApi, RestResponse, Target
 from kubewerk.apiserver.storage.base import Store, UnstorableObject
 from kubewerk.apiserver.watch import DEFAULT_MAX_BACKLOG_BYTES, WatchHub, WatchStream
 from kubewerk.core.errors import ApiError
 from kubewerk.core.gofmt import unmarshal_kind
 
 JSON = dict[str, Any]
-Scope = dict[str, Any]
+AsgiScope = dict[str, Any]
 Receive = Callable[[], Awaitable[dict[str, Any]]]
 Send = Callable[[dict[str, Any]], Awaitable[None]]
 
@@ -151,7 +151,7 @@ class ApiServer:
 
     # -- ASGI ----------------------------------------------------------------------
 
-    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+    async def __call__(self, scope: AsgiScope, receive: Receive, send: Send) -> None:
         kind = scope["type"]
         if kind == "lifespan":
             await self._lifespan(receive, send)
@@ -203,7 +203,7 @@ class ApiServer:
                 await send({"type": "lifespan.shutdown.complete"})
                 return
 
-    async def _handle(self, req: Request, scope: Scope, receive: Receive, send: Send) -> int:
+    async def _handle(self, req: Request, scope: AsgiScope, receive: Receive, send: Send) -> int:
         # ASGI servers hand header names over lowercased
         headers = req.headers = {k.decode("latin-1"): v.decode("latin-1") for k, v in scope["headers"]}
         raw_query = scope.get("query_string", b"")
@@ -441,7 +441,7 @@ class ApiServer:
             if not valid:
                 raise ApiError.not_found_path()
         method = req.method
-        result: Result
+        result: RestResponse
         api = self.api
         watching = method == "GET" and req.query.get("watch", "").lower() in ("true", "1")
         req.labels = labels = _resource_labels(req, target, watching)

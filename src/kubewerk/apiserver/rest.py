@@ -83,7 +83,7 @@ class Target:
 
 
 @dataclass(slots=True)
-class Result:
+class RestResponse:
     """A REST answer: HTTP status, JSON body, warnings for ``Warning`` headers."""
 
     status: int
@@ -300,7 +300,7 @@ class ResourceApi:
 
     # -- read --------------------------------------------------------------------
 
-    def get(self, target: Target, query: dict[str, str]) -> Result:
+    def get(self, target: Target, query: dict[str, str]) -> RestResponse:
         rv_text = query.get("resourceVersion", "")
         if rv_text:
             # "0": any version; N: not older than N (a newer one cannot be waited for here)
@@ -308,7 +308,7 @@ class ResourceApi:
             if rv > self.store.revision:
                 raise too_large_resource_version(rv, self.store.revision)
         _, obj = self._get_stored(target)
-        return Result(200, self.serve(target, obj))
+        return RestResponse(200, self.serve(target, obj))
 
     def list(self, target: Target, query: dict[str, str]) -> tuple[list[JSON], JSON]:
         """Items (served form) and list metadata; the caller wraps them in a List or Table."""
@@ -427,7 +427,7 @@ class ResourceApi:
 
     # -- create ------------------------------------------------------------------
 
-    def create(self, target: Target, body: JSON, query: dict[str, str]) -> Result:
+    def create(self, target: Target, body: JSON, query: dict[str, str]) -> RestResponse:
         """Create from ``body``, which the caller hands over (it is changed in place)."""
         rtype = target.rtype
         if target.subresource:
@@ -475,17 +475,17 @@ class ResourceApi:
         if dry_run(query):
             if self.store.get(key) is not None:
                 raise ApiError.already_exists(rtype.resource, rtype.group, meta["name"])
-            return Result(201, self.serve(target, obj), warnings)
+            return RestResponse(201, self.serve(target, obj), warnings)
         try:
             stored = self.store.create(key, obj)
         except KeyExists:
             raise ApiError.already_exists(rtype.resource, rtype.group, meta["name"]) from None
         self._note_defaulted(target, key, stored)
-        return Result(201, self.serve(target, stored), warnings)
+        return RestResponse(201, self.serve(target, stored), warnings)
 
     # -- update ------------------------------------------------------------------
 
-    def update(self, target: Target, body: JSON, query: dict[str, str]) -> Result:
+    def update(self, target: Target, body: JSON, query: dict[str, str]) -> RestResponse:
         rtype = target.rtype
         if target.subresource == "scale":
             return self._update_scale(target, body, query)
@@ -510,7 +510,7 @@ class ResourceApi:
         return self._apply_update(target, key, current, copy_json(body), query, rv_text)
 
     def _apply_update(self, target: Target, key: str, current: JSON, new: JSON,
-                      query: dict[str, str], rv_text: Any, served: JSON | None = None) -> Result:
+                      query: dict[str, str], rv_text: Any, served: JSON | None = None) -> RestResponse:
         """The shared tail of PUT and PATCH: system fields, status rules, admission, write.
 
         ``served`` is ``current`` as served in the target version, when the caller has it.
@@ -568,15 +568,15 @@ class ResourceApi:
         meta = new["metadata"]
         if dry_run(query):
             new["metadata"]["resourceVersion"] = current["metadata"]["resourceVersion"]
-            return Result(200, self.serve(target, new), warnings)
+            return RestResponse(200, self.serve(target, new), warnings)
         if self._deletion_completes(rtype, new):
             try:
                 deleted = self.store.delete(key, int(current["metadata"]["resourceVersion"]))
             except RevisionConflict:
                 raise ApiError.stale(rtype.resource, rtype.group, target.name or "") from None
-            return Result(200, self.serve(target, deleted), warnings)
+            return RestResponse(200, self.serve(target, deleted), warnings)
         if self._unchanged(new, current):
-            return Result(200, self.serve(target, current), warnings)
+            return RestResponse(200, self.serve(target, current), warnings)
         try:
             stored = self.store.update(key, new, int(current["metadata"]["resourceVersion"]))
         except RevisionConflict:
@@ -584,7 +584,7 @@ class ResourceApi:
         except KeyNotFound:
             raise self._not_found(target) from None
         self._note_defaulted(target, key, stored)
-        return Result(200, self.serve(target, stored), warnings)
+        return RestResponse(200, self.serve(target, stored), warnings)
 
     @staticmethod
     def _unchanged(new: JSON, current: JSON) -> bool:
@@ -633,7 +633,7 @@ class ResourceApi:
             return self.store.delete(key, revision)
         return self.store.update(key, obj, revision)
 
-    def _finalize(self, target: Target, body: JSON) -> Result:
+    def _finalize(self, target: Target, body: JSON) -> RestResponse:
         """``PUT /api/v1/namespaces/{name}/finalize``: the stored namespace with the body's
         ``spec.finalizers`` and nothing else of it; the namespace goes if that leaves it
         deleting and unheld."""
@@ -645,11 +645,11 @@ class ResourceApi:
             new["spec"].pop("finalizers")
         self.write_back(key, new)  # read and written with no await between: no race
         current = self.store.get(key)
-        return Result(200, self.serve(target, current if current is not None else new))
+        return RestResponse(200, self.serve(target, current if current is not None else new))
 
     # -- patch -------------------------------------------------------------------
 
-    def patch(self, target: Target, patch_body: bytes, content_type: str, query: dict[str, str]) -> Result:
+    def patch(self, target: Target, patch_body: bytes, content_type: str, query: dict[str, str]) -> RestResponse:
         from kubewerk.core import patch as patchlib
 
         rtype = target.rtype
@@ -746,11 +746,11 @@ class ResourceApi:
             "status": status,
         }
 
-    def get_scale(self, target: Target) -> Result:
+    def get_scale(self, target: Target) -> RestResponse:
         _, obj = self._get_stored(target)
-        return Result(200, self._scale_of(target, self.serve(target, obj)))
+        return RestResponse(200, self._scale_of(target, self.serve(target, obj)))
 
-    def _update_scale(self, target: Target, body: JSON, query: dict[str, str]) -> Result:
+    def _update_scale(self, target: Target, body: JSON, query: dict[str, str]) -> RestResponse:
         rtype = target.rtype
         assert rtype.scale is not None
         replicas = (body.get("spec") or {}).get("replicas")
@@ -773,7 +773,7 @@ class ResourceApi:
 
     # -- delete ------------------------------------------------------------------
 
-    def delete(self, target: Target, options: JSON, query: dict[str, str]) -> Result:
+    def delete(self, target: Target, options: JSON, query: dict[str, str]) -> RestResponse:
         rtype = target.rtype
         key, current = self._get_stored(target)
         meta = current.get("metadata") or {}
@@ -815,7 +815,7 @@ class ResourceApi:
                 new["metadata"]["finalizers"] = finalizers
                 new["metadata"].pop("resourceVersion", None)
                 current = self.store.update(key, new, int(meta["resourceVersion"]))
-            return Result(pending_status, self.serve(target, current))
+            return RestResponse(pending_status, self.serve(target, current))
         if finalizers or rtype.strategy.holds_deletion(current):
             new = copy_json(current)
             new_meta = new["metadata"]
@@ -828,13 +828,13 @@ class ResourceApi:
             rtype.strategy.prepare_for_delete(new)
             new_meta.pop("resourceVersion", None)
             if is_dry:
-                return Result(200, self.serve(target, new))
+                return RestResponse(200, self.serve(target, new))
             stored = self.store.update(key, new, int(meta["resourceVersion"]))
-            return Result(pending_status, self.serve(target, stored))
+            return RestResponse(pending_status, self.serve(target, stored))
         if is_dry:
-            return Result(200, self._deleted_answer(target, current))
+            return RestResponse(200, self._deleted_answer(target, current))
         deleted = self.store.delete(key, int(meta["resourceVersion"]))
-        return Result(200, self._deleted_answer(target, deleted))
+        return RestResponse(200, self._deleted_answer(target, deleted))
 
     def _deleted_answer(self, target: Target, deleted: JSON) -> JSON:
         rtype = target.rtype
@@ -847,7 +847,7 @@ class ResourceApi:
         details["uid"] = deleted["metadata"].get("uid", "")
         return {"kind": "Status", "apiVersion": "v1", "metadata": {}, "status": "Success", "details": details}
 
-    def delete_collection(self, target: Target, options: JSON, query: dict[str, str]) -> Result:
+    def delete_collection(self, target: Target, options: JSON, query: dict[str, str]) -> RestResponse:
         rtype = target.rtype
         items, _ = self.list(target, {k: v for k, v in query.items() if k not in ("limit", "continue")})
         deleted: builtins.list[JSON] = []
@@ -862,7 +862,7 @@ class ResourceApi:
                     continue
                 raise
             deleted.append(res.body if res.body.get("kind") != "Status" else item)
-        return Result(200, {
+        return RestResponse(200, {
             "kind": rtype.list_kind,
             "apiVersion": target.api_version,
             "metadata": {"resourceVersion": str(self.store.revision)},
