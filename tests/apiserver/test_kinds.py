@@ -15,7 +15,7 @@ import pytest
 
 from kubewerk.apiserver.app import ApiServer
 from kubewerk.apiserver.builtins import BUILTIN_KINDS, builtin_types
-from kubewerk.apiserver.registry import ResourceType
+from kubewerk.apiserver.registry import ServedResource
 from kubewerk.apiserver.storage import open_store
 from tests.apiserver.helpers import asgi_call
 
@@ -57,7 +57,7 @@ def test_every_builtin_kind_has_its_own_strategy_instance() -> None:
     assert len(first) == len(BUILTIN_KINDS)
     assert len({(t.group, t.resource) for t in first}) == len(first)
     for a, b in zip(first, second, strict=True):
-        assert isinstance(a, ResourceType) and a.strategy is not b.strategy
+        assert isinstance(a, ServedResource) and a.strategy is not b.strategy
 
 
 async def test_the_documented_kind_is_served(server: ApiServer) -> None:

@@ -13,7 +13,7 @@ import yaml
 
 from kubewerk.apiserver.admission import AdmissionRequest
 from kubewerk.apiserver.kinds.custom import crd_to_type
-from kubewerk.apiserver.registry import ResourceType
+from kubewerk.apiserver.registry import ServedResource
 from kubewerk.apiserver.schema_admission import SchemaAdmission
 from kubewerk.core.errors import ApiError
 from tests.apiserver.helpers import DEMO_CRD
@@ -22,7 +22,7 @@ JSON = dict[str, Any]
 PROMETHEUS = ("crds", "prometheus-operator+prometheus-operator", "monitoring.coreos.com_prometheuses.yaml")
 
 
-def rtype_of(crd: JSON) -> ResourceType:
+def rtype_of(crd: JSON) -> ServedResource:
     crd = copy.deepcopy(crd)
     crd.setdefault("metadata", {}).update({"uid": "u-1", "generation": 1})
     rtype = crd_to_type(crd)
@@ -30,7 +30,7 @@ def rtype_of(crd: JSON) -> ResourceType:
     return rtype
 
 
-def admit(adm: SchemaAdmission, rtype: ResourceType, version: str, obj: JSON, old: JSON | None,
+def admit(adm: SchemaAdmission, rtype: ServedResource, version: str, obj: JSON, old: JSON | None,
           trusted: bool, validation: str = "Warn") -> tuple[str, Any]:
     """("ok", (object, warnings)) or ("error", (code, message, causes))."""
     req = AdmissionRequest("UPDATE" if old is not None else "CREATE", rtype, version, copy.deepcopy(obj),
@@ -44,7 +44,7 @@ def admit(adm: SchemaAdmission, rtype: ResourceType, version: str, obj: JSON, ol
     return "ok", (req.obj, req.warnings)
 
 
-def stored(adm: SchemaAdmission, rtype: ResourceType, version: str, obj: JSON) -> JSON:
+def stored(adm: SchemaAdmission, rtype: ServedResource, version: str, obj: JSON) -> JSON:
     """The object as a create admits it (what the store holds, trusted from then on)."""
     outcome, result = admit(adm, rtype, version, obj, None, False)
     assert outcome == "ok", result
@@ -53,7 +53,7 @@ def stored(adm: SchemaAdmission, rtype: ResourceType, version: str, obj: JSON) -
     return admitted  # type: ignore[no-any-return]
 
 
-def both(rtype: ResourceType, version: str, new: JSON, old: JSON) -> tuple[str, Any]:
+def both(rtype: ServedResource, version: str, new: JSON, old: JSON) -> tuple[str, Any]:
     trusted = admit(SchemaAdmission(), rtype, version, new, old, True)
     full = admit(SchemaAdmission(), rtype, version, new, old, False)
     assert trusted == full
@@ -124,7 +124,7 @@ RULES_CRD: JSON = {
 }
 
 
-def rules_type(root: JSON) -> ResourceType:
+def rules_type(root: JSON) -> ServedResource:
     crd = copy.deepcopy(RULES_CRD)
     crd["spec"]["versions"][0]["schema"]["openAPIV3Schema"] = root
     return rtype_of(crd)

@@ -13,7 +13,7 @@ from dataclasses import dataclass, field
 from typing import Any, Literal
 
 from kubewerk.apiserver.openapi import OBJECT_META_SCHEMA
-from kubewerk.apiserver.registry import ResourceType
+from kubewerk.apiserver.registry import ServedResource
 from kubewerk.core import validation
 from kubewerk.core.errors import ApiError, FieldError
 from kubewerk.core.gofmt import json_equal, unmarshal_kind
@@ -31,7 +31,7 @@ class AdmissionRequest:
     """One write on its way to storage."""
 
     operation: Operation
-    rtype: ResourceType
+    rtype: ServedResource
     version: str
     obj: JSON
     old: JSON | None
@@ -110,7 +110,7 @@ class Admission:
             return []
         return validation.validate_object_meta_update(meta, old_meta)
 
-    def on_read(self, rtype: ResourceType, version: str, obj: JSON) -> JSON:
+    def on_read(self, rtype: ServedResource, version: str, obj: JSON) -> JSON:
         """The object as served in ``version`` (defaults applied); never mutates ``obj``."""
         return obj
 

@@ -26,7 +26,7 @@ from kubewerk.apiserver.controllers import Controllers
 from kubewerk.apiserver.hosts import HostPolicy
 from kubewerk.apiserver.metrics import CONTENT_TYPE, ApiMetrics, RequestLabels, non_resource_labels
 from kubewerk.apiserver.readcache import ReadCache
-from kubewerk.apiserver.registry import Registry, ResourceType
+from kubewerk.apiserver.registry import Registry, ServedResource
 from kubewerk.apiserver.responses import json_headers, wants_table
 from kubewerk.apiserver.rest import ResourceApi, RestResponse, Target
 from kubewerk.apiserver.storage.base import Store, UnstorableObject
@@ -534,4 +534,4 @@ def _resource_labels(req: Request, target: Target, watching: bool) -> RequestLab
             target.subresource or "", scope, "apiserver")
 
 
-__all__ = ["ApiServer", "ResourceType"]
+__all__ = ["ApiServer", "ServedResource"]

@@ -1,6 +1,6 @@
 """The built-in kinds the embedded server serves: one registration line per kind.
 
-Each kind's module under ``kinds/`` declares its ``ResourceType`` (names, versions,
+Each kind's module under ``kinds/`` declares its ``ServedResource`` (names, versions,
 schema) and its strategy; ``BUILTIN_KINDS`` lists them. Adding a kind is a module there
 and a line here (see docs/apiserver.md, "Adding a built-in kind").
 """
@@ -18,9 +18,9 @@ from kubewerk.apiserver.kinds import (
     secrets,
     serviceaccounts,
 )
-from kubewerk.apiserver.registry import Registry, ResourceType
+from kubewerk.apiserver.registry import Registry, ServedResource
 
-BUILTIN_KINDS: tuple[Callable[[], ResourceType], ...] = (
+BUILTIN_KINDS: tuple[Callable[[], ServedResource], ...] = (
     namespaces.resource_type,
     configmaps.resource_type,
     secrets.resource_type,
@@ -30,14 +30,14 @@ BUILTIN_KINDS: tuple[Callable[[], ResourceType], ...] = (
     leases.resource_type,
     crds.resource_type,
 )
-"""Each builds a fresh ``ResourceType`` (a server owns its types)."""
+"""Each builds a fresh ``ServedResource`` (a server owns its types)."""
 
 INITIAL_NAMESPACES = ("default", "kube-system", "kube-public", "kube-node-lease")
 """Namespaces present on every fresh store."""
 
 
-def builtin_types() -> list[ResourceType]:
-    """Fresh ``ResourceType`` objects for every built-in kind."""
+def builtin_types() -> list[ServedResource]:
+    """Fresh ``ServedResource`` objects for every built-in kind."""
     return [declare() for declare in BUILTIN_KINDS]
 
 

@@ -8,7 +8,7 @@ import re
 import sys
 from typing import Any
 
-from kubewerk.apiserver.registry import Registry, ResourceType
+from kubewerk.apiserver.registry import Registry, ServedResource
 from kubewerk.core.gvk import format_api_version
 
 JSON = dict[str, Any]
@@ -60,11 +60,11 @@ def root_paths(registry: Registry) -> list[str]:
     return sorted(paths)
 
 
-def _group_versions(types: list[ResourceType]) -> list[str]:
+def _group_versions(types: list[ServedResource]) -> list[str]:
     return sorted_versions(list({v for t in types for v in t.versions}))
 
 
-def _group_entry(group: str, types: list[ResourceType]) -> JSON:
+def _group_entry(group: str, types: list[ServedResource]) -> JSON:
     versions = _group_versions(types)
     entries = [{"groupVersion": f"{group}/{v}", "version": v} for v in versions]
     return {"name": group, "versions": entries, "preferredVersion": entries[0]}
@@ -137,7 +137,7 @@ def negotiate_aggregated(accept: str) -> str | None:
     return None
 
 
-def _aggregated_resource(t: ResourceType, version: str) -> JSON:
+def _aggregated_resource(t: ServedResource, version: str) -> JSON:
     entry: JSON = {
         "resource": t.resource,
         "responseKind": {"group": t.group, "version": version, "kind": t.kind},

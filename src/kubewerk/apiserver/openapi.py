@@ -15,7 +15,7 @@ from typing import Any
 import orjson
 
 from kubewerk.apiserver.discovery import KUBE_MAJOR, KUBE_MINOR
-from kubewerk.apiserver.registry import Registry, ResourceType
+from kubewerk.apiserver.registry import Registry, ServedResource
 
 JSON = dict[str, Any]
 
@@ -89,7 +89,7 @@ OBJECT_META_SCHEMA: JSON = {
 _PACKAGES = {"apiextensions.k8s.io": "io.k8s.apiextensions-apiserver.pkg.apis.apiextensions"}
 
 
-def schema_name(rtype: ResourceType, version: str) -> str:
+def schema_name(rtype: ServedResource, version: str) -> str:
     """The name kube-apiserver gives a kind's schema: the Go package path reversed
     (``io.k8s.api.<group's first label or core>`` for built-in kinds, the reversed group
     for custom resources), the version, the kind."""
@@ -103,7 +103,7 @@ def _gv_path(group: str, version: str) -> str:
     return f"api/{version}" if not group else f"apis/{group}/{version}"
 
 
-def _kind_schema(rtype: ResourceType, version: str) -> JSON:
+def _kind_schema(rtype: ServedResource, version: str) -> JSON:
     base = rtype.schemas.get(version) or {"type": "object", "x-kubernetes-preserve-unknown-fields": True}
     schema = copy.deepcopy(base)
     props = schema.setdefault("properties", {})
@@ -130,7 +130,7 @@ _PARAM_DRY_RUN = {"name": "dryRun", "in": "query", "schema": {"type": "string", 
 _PARAM_FIELD_MANAGER = {"name": "fieldManager", "in": "query", "schema": {"type": "string", "uniqueItems": True}}
 
 
-def _op(action: str, rtype: ResourceType, version: str, ref: str, params: list[JSON], body: bool) -> JSON:
+def _op(action: str, rtype: ServedResource, version: str, ref: str, params: list[JSON], body: bool) -> JSON:
     op: JSON = {
         "operationId": f"{action}{rtype.kind}",
         "parameters": params,

@@ -18,7 +18,7 @@ from __future__ import annotations
 from typing import Any
 
 from kubewerk.apiserver.metrics import RequestLabels
-from kubewerk.apiserver.registry import Registry, ResourceType
+from kubewerk.apiserver.registry import Registry, ServedResource
 from kubewerk.apiserver.storage.base import Store
 from kubewerk.apiserver.storage.memory import MemoryStore
 
@@ -34,7 +34,7 @@ MAX_ENTRY_BYTES = 1024 * 1024  # larger answers are encoded each time (transfer 
 class _Entry:
     __slots__ = ("headers", "labels", "obj", "payload", "rtype", "store_key", "type_key")
 
-    def __init__(self, type_key: tuple[str, str], rtype: ResourceType, store_key: str, obj: JSON,
+    def __init__(self, type_key: tuple[str, str], rtype: ServedResource, store_key: str, obj: JSON,
                  headers: list[tuple[bytes, bytes]], payload: bytes, labels: RequestLabels) -> None:
         self.type_key = type_key
         self.rtype = rtype
@@ -84,7 +84,7 @@ class ReadCache:
         if entry is not None:
             self.bytes -= len(entry.payload)
 
-    def remember(self, path: str, rtype: ResourceType, store_key: str,
+    def remember(self, path: str, rtype: ServedResource, store_key: str,
                  headers: list[tuple[bytes, bytes]], payload: bytes, labels: RequestLabels) -> None:
         """Keep the answer just encoded for ``path`` from the object now at ``store_key``."""
         if not self.enabled:

@@ -1,9 +1,10 @@
-"""What the server serves: one ``ResourceType`` per group/resource, with its versions.
+"""What the server serves: one ``ServedResource`` per group/resource, with its versions.
 
-A resource type is the data that names and shapes a kind (group, versions, scope,
+A served resource is the data that names and shapes a kind (group, versions, scope,
 subresources, schemas) plus its ``Strategy`` (``apiserver.strategy``): the kind's behaviour,
-which the REST layer calls through hooks. Built-in kinds are declared in ``kinds/`` and
-listed in ``builtins``; a custom resource type is derived from its Established CRD
+which the REST layer calls through hooks. (The client's ``ResourceType`` is another thing:
+one group version of a kind and its URL.) Built-in kinds are declared in ``kinds/`` and
+listed in ``builtins``; a custom resource is derived from its Established CRD
 (``kinds.custom``). The registry is the single place the REST layer, discovery, OpenAPI
 and the built-in controllers look a resource up.
 """
@@ -32,7 +33,7 @@ class ScaleSpec:
 
 
 @dataclass(slots=True)
-class ResourceType:
+class ServedResource:
     """One served group/resource (all its versions share one storage key space)."""
 
     group: str
@@ -93,14 +94,14 @@ class ResourceType:
 
 
 class Registry:
-    """Lookup of served resource types by group, version and resource name."""
+    """Lookup of served resources by group, version and resource name."""
 
     def __init__(self) -> None:
-        self._types: dict[tuple[str, str], ResourceType] = {}
+        self._types: dict[tuple[str, str], ServedResource] = {}
         self.generation = 0
         """Bumped on every change; discovery and OpenAPI caches key on it."""
 
-    def add(self, rtype: ResourceType) -> None:
+    def add(self, rtype: ServedResource) -> None:
         self._types[(rtype.group, rtype.resource)] = rtype
         self.generation += 1
 
@@ -108,21 +109,21 @@ class Registry:
         if self._types.pop((group, resource), None) is not None:
             self.generation += 1
 
-    def get(self, group: str, resource: str) -> ResourceType | None:
+    def get(self, group: str, resource: str) -> ServedResource | None:
         return self._types.get((group, resource))
 
-    def lookup(self, group: str, version: str, resource: str) -> ResourceType | None:
+    def lookup(self, group: str, version: str, resource: str) -> ServedResource | None:
         rtype = self._types.get((group, resource))
         if rtype is None or version not in rtype.versions:
             return None
         return rtype
 
-    def all(self) -> Iterable[ResourceType]:
+    def all(self) -> Iterable[ServedResource]:
         return self._types.values()
 
-    def groups(self) -> dict[str, list[ResourceType]]:
+    def groups(self) -> dict[str, list[ServedResource]]:
         """Types by group name, in a stable order (core first, then by name)."""
-        out: dict[str, list[ResourceType]] = {}
+        out: dict[str, list[ServedResource]] = {}
         for rtype in sorted(self._types.values(), key=lambda r: (r.group != "", r.group, r.resource)):
             out.setdefault(rtype.group, []).append(rtype)
         return out

@@ -7,7 +7,7 @@ encodes. Everything runs on the event loop thread; storage calls are synchronous
 read-modify-write here is atomic with respect to other requests.
 
 The verbs are the same for every kind; what differs between kinds is asked of the
-kind's strategy (``ResourceType.strategy``, see ``apiserver.strategy``) at fixed points.
+kind's strategy (``ServedResource.strategy``, see ``apiserver.strategy``) at fixed points.
 """
 
 from __future__ import annotations
@@ -23,7 +23,7 @@ import orjson
 
 from kubewerk.apiserver import decode
 from kubewerk.apiserver.admission import Admission, AdmissionRequest, FieldValidation
-from kubewerk.apiserver.registry import Registry, ResourceType
+from kubewerk.apiserver.registry import Registry, ServedResource
 from kubewerk.apiserver.storage.base import (
     Compacted,
     Event,
@@ -71,7 +71,7 @@ def copy_json(obj: JSON) -> JSON:
 class Target:
     """What a request addresses."""
 
-    rtype: ResourceType
+    rtype: ServedResource
     version: str
     namespace: str | None
     name: str | None = None
@@ -607,7 +607,7 @@ class ResourceApi:
         return all(json_equal(new.get(k), current.get(k)) for k in keys)
 
     @staticmethod
-    def _deletion_completes(rtype: ResourceType | None, obj: JSON) -> bool:
+    def _deletion_completes(rtype: ServedResource | None, obj: JSON) -> bool:
         """Whether writing ``obj`` completes its deletion: it is being deleted and nothing
         holds it any more (no finalizers, nor the kind's own: ``Strategy.holds_deletion``).
         Every write of a stored object (a client's update, a built-in controller's write

@@ -15,7 +15,7 @@ from typing import Any
 import orjson
 
 from kubewerk.apiserver.admission import Admission, AdmissionRequest
-from kubewerk.apiserver.registry import ResourceType
+from kubewerk.apiserver.registry import ServedResource
 from kubewerk.core.errors import ApiError
 from kubewerk.core.gofmt import json_same_text
 from kubewerk.schema import CompiledSchema, SchemaError, compile_schema
@@ -88,7 +88,7 @@ class SchemaAdmission(Admission):
         self._skippable: dict[tuple[str | None, int, str, int], frozenset[str]] = {}
         self._partial: dict[tuple[str | None, int, str, int, frozenset[str]], CompiledSchema] = {}
 
-    def compiled(self, rtype: ResourceType, version: str) -> tuple[CompiledSchema, bool] | None:
+    def compiled(self, rtype: ServedResource, version: str) -> tuple[CompiledSchema, bool] | None:
         """The compiled schema of a served CRD version and whether it declares defaults."""
         schema = rtype.schemas.get(version)
         if schema is None:
@@ -131,7 +131,7 @@ class SchemaAdmission(Admission):
         if errors:
             raise ApiError.invalid(rtype.kind, rtype.group, _name(req.obj), errors)
 
-    def _for_update(self, rtype: ResourceType, version: str, compiled: CompiledSchema,
+    def _for_update(self, rtype: ServedResource, version: str, compiled: CompiledSchema,
                     obj: JSON, old: JSON) -> CompiledSchema:
         """``compiled``, or a variant without the properties this update leaves unchanged."""
         schema = rtype.schemas[version]
@@ -159,7 +159,7 @@ class SchemaAdmission(Admission):
             self._partial[key] = partial
         return partial
 
-    def on_read(self, rtype: ResourceType, version: str, obj: JSON) -> JSON:
+    def on_read(self, rtype: ServedResource, version: str, obj: JSON) -> JSON:
         hit = self.compiled(rtype, version)
         if hit is None or not hit[1]:
             return obj

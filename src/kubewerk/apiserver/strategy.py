@@ -3,7 +3,7 @@
 kube-apiserver gives every resource a strategy (``k8s.io/apiserver/pkg/registry/rest``:
 ``RESTCreateStrategy``, ``RESTUpdateStrategy``, ``RESTDeleteStrategy``), the field set
 its selectors match (``GetAttrs`` and the field label conversion) and a table
-converter. kubewerk does the same: every ``ResourceType`` carries a ``Strategy``, and
+converter. kubewerk does the same: every ``ServedResource`` carries a ``Strategy``, and
 the REST layer (``rest``, ``admission``, ``table``, ``discovery``) calls its hooks at
 fixed points and never names a kind. A strategy instance holds the data its hooks need
 (its columns, its field-selector table), so a hook never looks anything up.

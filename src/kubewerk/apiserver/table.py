@@ -10,7 +10,7 @@ from __future__ import annotations
 import time
 from typing import Any
 
-from kubewerk.apiserver.registry import ResourceType
+from kubewerk.apiserver.registry import ServedResource
 
 JSON = dict[str, Any]
 
@@ -26,7 +26,7 @@ _NAME_COLUMN = {
 }
 
 
-def column_definitions(rtype: ResourceType, version: str) -> list[JSON]:
+def column_definitions(rtype: ServedResource, version: str) -> list[JSON]:
     strategy = rtype.strategy
     defs: list[JSON] = [dict(_NAME_COLUMN)] if strategy.name_column else []
     for col in strategy.columns(version):
@@ -35,7 +35,7 @@ def column_definitions(rtype: ResourceType, version: str) -> list[JSON]:
     return defs
 
 
-def row(rtype: ResourceType, version: str, obj: JSON, include_object: str, now: float) -> JSON:
+def row(rtype: ServedResource, version: str, obj: JSON, include_object: str, now: float) -> JSON:
     meta = obj.get("metadata") or {}
     strategy = rtype.strategy
     cells: list[Any] = [meta.get("name", "")] if strategy.name_column else []
@@ -49,7 +49,7 @@ def row(rtype: ResourceType, version: str, obj: JSON, include_object: str, now: 
     return out
 
 
-def to_table(rtype: ResourceType, version: str, items: list[JSON], list_meta: JSON,
+def to_table(rtype: ServedResource, version: str, items: list[JSON], list_meta: JSON,
              include_object: str = "", headers: bool = True) -> JSON:
     """A Table of ``items`` (already in the served version)."""
     now = time.time()

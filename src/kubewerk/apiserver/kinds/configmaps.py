@@ -3,13 +3,13 @@
 from __future__ import annotations
 
 from kubewerk.apiserver.kinds.schemas import BYTES_MAP, STRING_MAP, object_schema
-from kubewerk.apiserver.registry import ResourceType
+from kubewerk.apiserver.registry import ServedResource
 from kubewerk.apiserver.strategy import AGE, PrinterColumn, Strategy
 from kubewerk.core.meta import age
 
 
-def resource_type() -> ResourceType:
-    return ResourceType(
+def resource_type() -> ServedResource:
+    return ServedResource(
         group="", resource="configmaps", kind="ConfigMap", list_kind="ConfigMapList",
         singular="configmap", namespaced=True, versions=["v1"], storage_version="v1",
         short_names=["cm"], strategic_kind="ConfigMap",

@@ -7,7 +7,7 @@ from __future__ import annotations
 from typing import Any, ClassVar
 
 from kubewerk.apiserver.kinds.schemas import object_schema
-from kubewerk.apiserver.registry import ResourceType
+from kubewerk.apiserver.registry import ServedResource
 from kubewerk.apiserver.strategy import PrinterColumn, Strategy
 from kubewerk.core.errors import FieldError
 
@@ -62,8 +62,8 @@ class CustomResourceDefinitionStrategy(Strategy):
         return finalizers
 
 
-def resource_type() -> ResourceType:
-    return ResourceType(
+def resource_type() -> ServedResource:
+    return ServedResource(
         group="apiextensions.k8s.io", resource="customresourcedefinitions",
         kind="CustomResourceDefinition", list_kind="CustomResourceDefinitionList",
         singular="customresourcedefinition", namespaced=False, versions=["v1"],

@@ -14,7 +14,7 @@ from collections.abc import Sequence
 from typing import Any, ClassVar
 
 from kubewerk.apiserver.discovery import sorted_versions, version_priority
-from kubewerk.apiserver.registry import ResourceType, ScaleSpec
+from kubewerk.apiserver.registry import ScaleSpec, ServedResource
 from kubewerk.apiserver.strategy import FieldSelection, PrinterColumn, Strategy
 from kubewerk.core import validation
 from kubewerk.core.gofmt import json_equal
@@ -95,7 +95,7 @@ def _described(col: PrinterColumn) -> PrinterColumn:
                          col.format, col.priority)
 
 
-def crd_to_type(crd: JSON) -> ResourceType | None:
+def crd_to_type(crd: JSON) -> ServedResource | None:
     """The served resource type a CRD declares (None if it serves no version)."""
     spec = crd.get("spec") or {}
     names = spec.get("names") or {}
@@ -135,7 +135,7 @@ def crd_to_type(crd: JSON) -> ResourceType | None:
             deprecated[v["name"]] = v.get("deprecationWarning") or default_deprecation_warning(
                 v["name"], group, kind, versions)
     meta = crd.get("metadata") or {}
-    return ResourceType(
+    return ServedResource(
         group=group,
         resource=names.get("plural", ""),
         kind=kind,

@@ -11,7 +11,7 @@ import time
 from typing import Any, ClassVar
 
 from kubewerk.apiserver.kinds.schemas import OBJECT_REFERENCE, object_schema
-from kubewerk.apiserver.registry import ResourceType
+from kubewerk.apiserver.registry import ServedResource
 from kubewerk.apiserver.strategy import PrinterColumn, Strategy
 from kubewerk.core.meta import age, human_duration, parse_time
 
@@ -99,8 +99,8 @@ _INT32: JSON = {"type": "integer", "format": "int32"}
 _STRING: JSON = {"type": "string"}
 
 
-def core_resource_type() -> ResourceType:
-    return ResourceType(
+def core_resource_type() -> ServedResource:
+    return ServedResource(
         group="", resource="events", kind="Event", list_kind="EventList",
         singular="event", namespaced=True, versions=["v1"], storage_version="v1",
         short_names=["ev"], strategic_kind="Event",
@@ -128,8 +128,8 @@ def core_resource_type() -> ResourceType:
     )
 
 
-def events_v1_resource_type() -> ResourceType:
-    return ResourceType(
+def events_v1_resource_type() -> ServedResource:
+    return ServedResource(
         group="events.k8s.io", resource="events", kind="Event", list_kind="EventList",
         singular="event", namespaced=True, versions=["v1"], storage_version="v1",
         short_names=["ev"], strategic_kind="events.k8s.io/Event", storage_group="",

@@ -3,13 +3,13 @@
 from __future__ import annotations
 
 from kubewerk.apiserver.kinds.schemas import object_schema
-from kubewerk.apiserver.registry import ResourceType
+from kubewerk.apiserver.registry import ServedResource
 from kubewerk.apiserver.strategy import AGE, PrinterColumn, Strategy
 from kubewerk.core.meta import age
 
 
-def resource_type() -> ResourceType:
-    return ResourceType(
+def resource_type() -> ServedResource:
+    return ServedResource(
         group="coordination.k8s.io", resource="leases", kind="Lease", list_kind="LeaseList",
         singular="lease", namespaced=True, versions=["v1"], storage_version="v1",
         strategic_kind="Lease",

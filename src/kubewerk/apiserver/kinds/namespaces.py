@@ -7,7 +7,7 @@ from __future__ import annotations
 from typing import Any, ClassVar
 
 from kubewerk.apiserver.kinds.schemas import object_schema
-from kubewerk.apiserver.registry import ResourceType
+from kubewerk.apiserver.registry import ServedResource
 from kubewerk.apiserver.strategy import AGE, PrinterColumn, Strategy
 from kubewerk.core.meta import age
 from kubewerk.core.validation import NameRule
@@ -54,8 +54,8 @@ class NamespaceStrategy(Strategy):
         obj.setdefault("status", {})["phase"] = "Terminating"
 
 
-def resource_type() -> ResourceType:
-    return ResourceType(
+def resource_type() -> ServedResource:
+    return ServedResource(
         group="", resource="namespaces", kind="Namespace", list_kind="NamespaceList",
         singular="namespace", namespaced=False, versions=["v1"], storage_version="v1",
         short_names=["ns"], status_subresource=True, strategic_kind="Namespace",

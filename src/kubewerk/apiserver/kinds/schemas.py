@@ -1,6 +1,6 @@
 """Building blocks of the built-in kinds' hand-written OpenAPI schemas.
 
-Each built-in kind serves one schema per version (``ResourceType.schemas``): OpenAPI
+Each built-in kind serves one schema per version (``ServedResource.schemas``): OpenAPI
 v3 documents name it, and typed decoding keeps only its top-level properties.
 """
 

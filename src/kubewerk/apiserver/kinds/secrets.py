@@ -7,7 +7,7 @@ import base64
 from typing import Any
 
 from kubewerk.apiserver.kinds.schemas import BYTES_MAP, STRING_MAP, object_schema
-from kubewerk.apiserver.registry import ResourceType
+from kubewerk.apiserver.registry import ServedResource
 from kubewerk.apiserver.strategy import AGE, PrinterColumn, Strategy
 from kubewerk.core.meta import age
 
@@ -36,8 +36,8 @@ class SecretStrategy(Strategy):
             _fold_string_data(new)
 
 
-def resource_type() -> ResourceType:
-    return ResourceType(
+def resource_type() -> ServedResource:
+    return ServedResource(
         group="", resource="secrets", kind="Secret", list_kind="SecretList",
         singular="secret", namespaced=True, versions=["v1"], storage_version="v1",
         strategic_kind="Secret",

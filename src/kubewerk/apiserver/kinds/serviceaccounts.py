@@ -3,13 +3,13 @@
 from __future__ import annotations
 
 from kubewerk.apiserver.kinds.schemas import OBJECT_REFERENCE, object_schema
-from kubewerk.apiserver.registry import ResourceType
+from kubewerk.apiserver.registry import ServedResource
 from kubewerk.apiserver.strategy import AGE, PrinterColumn, Strategy
 from kubewerk.core.meta import age
 
 
-def resource_type() -> ResourceType:
-    return ResourceType(
+def resource_type() -> ServedResource:
+    return ServedResource(
         group="", resource="serviceaccounts", kind="ServiceAccount", list_kind="ServiceAccountList",
         singular="serviceaccount", namespaced=True, versions=["v1"], storage_version="v1",
         short_names=["sa"], strategic_kind="ServiceAccount", return_deleted_object=True,
