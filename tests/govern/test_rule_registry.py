@@ -15,7 +15,7 @@ from typing import Any
 import pytest
 
 import kubewerk.govern.rules as rules_pkg
-from kubewerk.govern.crd import CRDView, SchemaNode
+from kubewerk.govern.crd_view import CRDView, SchemaNode
 from kubewerk.govern.findings import Severity
 from kubewerk.govern.rules import RULES, Linter, RawFinding, Rule, enabled_rules, linter
 from kubewerk.govern.rules.doc import render, severity_text

@@ -437,7 +437,7 @@ def test_malformed_crds_do_not_crash() -> None:
 
 
 def test_walk_is_pre_order_in_document_order() -> None:
-    from kubewerk.govern.crd import walk
+    from kubewerk.govern.crd_view import walk
 
     leaf = {"type": "string"}
     schema = {

@@ -14,7 +14,14 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from kubewerk.govern.crd import CRDView, Location, VersionView, as_dict, is_crd, strip_descriptions
+from kubewerk.govern.crd_view import (
+    CRDView,
+    Location,
+    VersionView,
+    as_dict,
+    is_crd,
+    strip_descriptions,
+)
 from kubewerk.govern.findings import Finding, Severity
 from kubewerk.govern.loader import Document
 

@@ -9,7 +9,7 @@ from __future__ import annotations
 from collections.abc import Iterable
 from dataclasses import dataclass
 
-from kubewerk.govern.crd import CRDView, is_crd
+from kubewerk.govern.crd_view import CRDView, is_crd
 from kubewerk.govern.findings import Finding, Severity, field_to_location
 from kubewerk.govern.loader import Document
 from kubewerk.govern.rules import RULES, Linter, RawFinding, enabled_rules

@@ -17,7 +17,7 @@ from typing import TYPE_CHECKING, Any
 
 from kubewerk.core.errors import ApiError, FieldError
 from kubewerk.core.gvk import GroupVersionKind, split_api_version
-from kubewerk.govern.crd import CRDView, as_dict, is_crd
+from kubewerk.govern.crd_view import CRDView, as_dict, is_crd
 from kubewerk.govern.findings import Finding, Severity, field_to_location
 from kubewerk.govern.loader import Document
 

@@ -25,7 +25,7 @@ See docs/model.md for the markers and the conversion API.
 
 from kubewerk.model.base import KubeModel, ObjectRule
 from kubewerk.model.conversion import convert, convert_dict, converter, converters
-from kubewerk.model.crd import (
+from kubewerk.model.crdgen import (
     ConversionWebhook,
     crd_for,
     crd_yaml,

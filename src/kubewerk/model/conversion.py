@@ -27,7 +27,7 @@ from collections.abc import Callable
 from typing import Any, TypeVar
 
 from kubewerk.core.gvk import parse_api_version
-from kubewerk.model.crd import storage_version
+from kubewerk.model.crdgen import storage_version
 from kubewerk.model.errors import ConversionError
 from kubewerk.model.resource import AnyResource, Resource, resource_class, versions_of
 

@@ -129,7 +129,7 @@ _schema_compiler: SchemaCompiler | None = None
 def provide_schema_compiler(compiler: SchemaCompiler) -> None:
     """Install how :meth:`Resource.compiled_schema` compiles a class.
 
-    The CRD generator (:mod:`kubewerk.model.crd`) sits above this module, because it
+    The CRD generator (:mod:`kubewerk.model.crdgen`) sits above this module, because it
     reads resource classes; it installs its compiler when it is imported, which
     importing :mod:`kubewerk.model` always does. This module never imports it back.
     """

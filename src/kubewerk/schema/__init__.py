@@ -12,8 +12,8 @@ Every error is a :class:`kubewerk.core.errors.FieldError` with the path and word
 kube-apiserver answers. See docs/schema.md.
 """
 
-from .compiled import CompiledSchema, SchemaError, compile_schema
-from .crd import compile_crd_version, validate_crd
+from .compiled import CompiledSchema, SchemaError, compile_crd_version, compile_schema
+from .crd_acceptance import validate_crd
 
 __all__ = [
     "CompiledSchema",

@@ -1,16 +1,19 @@
 """``CompiledSchema``: one CRD version's schema, compiled once into validator, defaulter
-and pruner, with the apiserver's order of checks.
+and pruner, with the apiserver's order of checks; ``compile_schema`` compiles a schema,
+``compile_crd_version`` one version of a CRD, cached.
 """
 
 from __future__ import annotations
 
 import threading
+from collections import OrderedDict
 from collections.abc import Sequence
-from typing import Any
+from typing import Any, Final
 
 from kubewerk.core.errors import FieldError
 
 from . import _structural as st
+from ._crd_internal import as_dict, as_list, as_str
 from ._validator import ROOT_FIELD, Validator
 
 
@@ -178,3 +181,59 @@ def compile_schema(openapi_v3_schema: dict[str, Any]) -> CompiledSchema:
     raises ``SchemaError`` with the apiserver's message.
     """
     return CompiledSchema(openapi_v3_schema)
+
+
+_CACHE_LIMIT: Final = 512
+_cache: OrderedDict[tuple[str, str, str], CompiledSchema] = OrderedDict()
+_cache_lock = threading.Lock()
+
+
+def compile_crd_version(crd: dict[str, Any], version: str) -> CompiledSchema:
+    """The compiled schema of ``spec.versions[name=version].schema.openAPIV3Schema``.
+
+    Cached per (metadata.uid, metadata.generation or resourceVersion, version), the
+    512 most recently used; a CRD without a uid, or without both generation and
+    resourceVersion, is compiled afresh on every call. Raises
+    :class:`SchemaError` if the version does not exist, has no schema, or the schema
+    (or one of its CEL rules) does not compile.
+    """
+    meta = as_dict(crd.get("metadata"))
+    uid = as_str(meta.get("uid"))
+    gen = meta.get("generation")
+    stamp = str(gen) if gen is not None else as_str(meta.get("resourceVersion"))
+    key: tuple[str, str, str] | None = (uid, stamp, version) if uid and stamp else None
+    if key is not None:
+        with _cache_lock:
+            hit = _cache.get(key)
+            if hit is not None:
+                _cache.move_to_end(key)
+                return hit
+    spec = as_dict(crd.get("spec"))
+    versions = as_list(spec.get("versions"))
+    for i, v in enumerate(versions):
+        if isinstance(v, dict) and v.get("name") == version:
+            schema = (
+                (v.get("schema") or {}).get("openAPIV3Schema")
+                if isinstance(v.get("schema"), dict)
+                else None
+            )
+            if not isinstance(schema, dict):
+                raise SchemaError(
+                    [FieldError.required(f"spec.versions[{i}].schema.openAPIV3Schema")]
+                )
+            compiled = CompiledSchema(schema)
+            if key is not None:
+                with _cache_lock:
+                    _cache[key] = compiled
+                    if len(_cache) > _CACHE_LIMIT:
+                        _cache.popitem(last=False)
+            return compiled
+    raise SchemaError(
+        [
+            FieldError.not_supported(
+                "spec.versions",
+                version,
+                [as_str(v.get("name")) for v in versions if isinstance(v, dict)],
+            )
+        ]
+    )

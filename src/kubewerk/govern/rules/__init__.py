@@ -9,7 +9,7 @@ test fails when it is out of date.
 
 from __future__ import annotations
 
-from kubewerk.govern.crd import CRDView
+from kubewerk.govern.crd_view import CRDView
 from kubewerk.govern.rules.base import (
     PRESERVE_UNKNOWN_FIELDS,
     VALIDATIONS,

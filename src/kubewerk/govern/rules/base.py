@@ -23,7 +23,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import ClassVar
 
-from kubewerk.govern.crd import CRDView, Location, SchemaNode, VersionView
+from kubewerk.govern.crd_view import CRDView, Location, SchemaNode, VersionView
 from kubewerk.govern.findings import Severity
 from kubewerk.govern.rules.example import Example
 

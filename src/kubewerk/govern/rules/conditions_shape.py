@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from kubewerk.govern.crd import PROP, SchemaNode, as_dict, as_list
+from kubewerk.govern.crd_view import PROP, SchemaNode, as_dict, as_list
 from kubewerk.govern.findings import Severity
 from kubewerk.govern.rules.base import Nodes, Rule, Section
 from kubewerk.govern.rules.example import Example, Where

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from kubewerk.govern.crd import PROP, CRDView, SchemaNode
+from kubewerk.govern.crd_view import PROP, CRDView, SchemaNode
 from kubewerk.govern.findings import Severity
 from kubewerk.govern.rules.base import Nodes, Rule, Section
 from kubewerk.govern.rules.example import Example, Where

@@ -13,7 +13,7 @@ from __future__ import annotations
 from collections.abc import Callable, Sequence
 from typing import Any
 
-from kubewerk.govern.crd import CRDView, SchemaNode, VersionView, walk
+from kubewerk.govern.crd_view import CRDView, SchemaNode, VersionView, walk
 from kubewerk.govern.rules.base import DEEPEST, Emit, Nodes, Rule, SchemaScope, Section
 
 # the API server defines these; no rule looks inside them

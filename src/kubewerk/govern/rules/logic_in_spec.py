@@ -5,7 +5,7 @@ from __future__ import annotations
 import re
 from typing import Any
 
-from kubewerk.govern.crd import PROP, SchemaNode
+from kubewerk.govern.crd_view import PROP, SchemaNode
 from kubewerk.govern.findings import Severity
 from kubewerk.govern.rules.base import VALIDATIONS, Nodes, Rule, Section
 from kubewerk.govern.rules.example import Example, Where

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from kubewerk.govern.crd import SchemaNode
+from kubewerk.govern.crd_view import SchemaNode
 from kubewerk.govern.findings import Severity
 from kubewerk.govern.rules.base import Nodes, Rule
 from kubewerk.govern.rules.example import Example, Where

@@ -5,7 +5,7 @@ from __future__ import annotations
 import re
 from functools import lru_cache
 
-from kubewerk.govern.crd import PROP, SchemaNode
+from kubewerk.govern.crd_view import PROP, SchemaNode
 from kubewerk.govern.findings import Severity
 from kubewerk.govern.rules.base import Nodes, Rule
 from kubewerk.govern.rules.example import Example, Where

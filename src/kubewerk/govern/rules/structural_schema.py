@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from kubewerk.govern.crd import CRDView
+from kubewerk.govern.crd_view import CRDView
 from kubewerk.govern.findings import Severity, field_to_location
 from kubewerk.govern.rules.base import Emit, RawFinding, Rule
 from kubewerk.govern.rules.example import Example, Where

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from kubewerk.govern.crd import CRDView, strip_descriptions, version_stability
+from kubewerk.govern.crd_view import CRDView, strip_descriptions, version_stability
 from kubewerk.govern.findings import Severity
 from kubewerk.govern.rules.base import Emit, Rule
 from kubewerk.govern.rules.example import Example, Where

@@ -1,4 +1,4 @@
-"""CRD acceptance (``validate_crd``) and per-version schema compilation with a cache.
+"""CRD acceptance: ``validate_crd``, every check the apiserver makes before storing a CRD.
 
 ``validate_crd`` applies what ``ValidateCustomResourceDefinition`` (create) and
 ``ValidateCustomResourceDefinitionUpdate`` do in k8s.io/apiextensions-apiserver, on the
@@ -16,33 +16,19 @@ structural-schema rules (``_crd_structural``) and the OpenAPI and CEL rules
 
 from __future__ import annotations
 
-import threading
-from collections import OrderedDict
-from typing import Any, Final
+from typing import Any
 
 from kubewerk.core.errors import FieldError
-from kubewerk.core.gofmt import GoText
 
 from ._crd_internal import (
     CrdSpec,
     ValidationOptions,
     apply_v1_defaults,
     as_dict,
-    as_list,
-    as_str,
     schema_has,
 )
-from ._crd_openapi import (
-    OPENAPI_TYPES,
-    VALIDATION_REASONS,
-    has_non_atomic_set,
-    map_list_keys_errors,
-)
-from ._crd_schema import ALLOWED_AT_ROOT_WITH_STATUS
+from ._crd_openapi import OPENAPI_TYPES, has_non_atomic_set, map_list_keys_errors
 from ._crd_spec import (
-    API_APPROVAL_ANNOTATION,
-    PRINTER_COLUMN_FORMATS,
-    PRINTER_COLUMN_TYPES,
     validate_api_approval,
     validate_meta,
     validate_names,
@@ -52,19 +38,8 @@ from ._crd_spec import (
 )
 from ._crd_structural import is_non_structural
 from ._validator import ROOT_FIELD
-from .compiled import CompiledSchema, SchemaError
 
-__all__ = [
-    "ALLOWED_AT_ROOT_WITH_STATUS",
-    "API_APPROVAL_ANNOTATION",
-    "OPENAPI_TYPES",
-    "PRINTER_COLUMN_FORMATS",
-    "PRINTER_COLUMN_TYPES",
-    "VALIDATION_REASONS",
-    "GoText",
-    "compile_crd_version",
-    "validate_crd",
-]
+__all__ = ["validate_crd"]
 
 
 def validate_crd(crd: dict[str, Any], old: dict[str, Any] | None = None) -> list[FieldError]:
@@ -143,59 +118,3 @@ def _has_unknown_type(node: dict[str, Any]) -> bool:
     """A ``type`` that is set but not an OpenAPI type."""
     t = node.get("type")
     return isinstance(t, str) and bool(t) and t not in OPENAPI_TYPES
-
-
-_CACHE_LIMIT: Final = 512
-_cache: OrderedDict[tuple[str, str, str], CompiledSchema] = OrderedDict()
-_cache_lock = threading.Lock()
-
-
-def compile_crd_version(crd: dict[str, Any], version: str) -> CompiledSchema:
-    """The compiled schema of ``spec.versions[name=version].schema.openAPIV3Schema``.
-
-    Cached per (metadata.uid, metadata.generation or resourceVersion, version), the
-    512 most recently used; a CRD without a uid, or without both generation and
-    resourceVersion, is compiled afresh on every call. Raises
-    :class:`SchemaError` if the version does not exist, has no schema, or the schema
-    (or one of its CEL rules) does not compile.
-    """
-    meta = as_dict(crd.get("metadata"))
-    uid = as_str(meta.get("uid"))
-    gen = meta.get("generation")
-    stamp = str(gen) if gen is not None else as_str(meta.get("resourceVersion"))
-    key: tuple[str, str, str] | None = (uid, stamp, version) if uid and stamp else None
-    if key is not None:
-        with _cache_lock:
-            hit = _cache.get(key)
-            if hit is not None:
-                _cache.move_to_end(key)
-                return hit
-    spec = as_dict(crd.get("spec"))
-    versions = as_list(spec.get("versions"))
-    for i, v in enumerate(versions):
-        if isinstance(v, dict) and v.get("name") == version:
-            schema = (
-                (v.get("schema") or {}).get("openAPIV3Schema")
-                if isinstance(v.get("schema"), dict)
-                else None
-            )
-            if not isinstance(schema, dict):
-                raise SchemaError(
-                    [FieldError.required(f"spec.versions[{i}].schema.openAPIV3Schema")]
-                )
-            compiled = CompiledSchema(schema)
-            if key is not None:
-                with _cache_lock:
-                    _cache[key] = compiled
-                    if len(_cache) > _CACHE_LIMIT:
-                        _cache.popitem(last=False)
-            return compiled
-    raise SchemaError(
-        [
-            FieldError.not_supported(
-                "spec.versions",
-                version,
-                [as_str(v.get("name")) for v in versions if isinstance(v, dict)],
-            )
-        ]
-    )
