@@ -130,7 +130,7 @@ _PARAM_DRY_RUN = {"name": "dryRun", "in": "query", "schema": {"type": "string", 
 _PARAM_FIELD_MANAGER = {"name": "fieldManager", "in": "query", "schema": {"type": "string", "uniqueItems": True}}
 
 
-def _op(action: str, rtype: ServedResource, version: str, ref: str, params: list[JSON], body: bool) -> JSON:
+def _operation(action: str, rtype: ServedResource, version: str, ref: str, params: list[JSON], body: bool) -> JSON:
     op: JSON = {
         "operationId": f"{action}{rtype.kind}",
         "parameters": params,
@@ -170,14 +170,14 @@ def document(registry: Registry, gv: str) -> JSON | None:
         ref = _REF + name
         base = f"{prefix}/namespaces/{{namespace}}/{t.resource}" if t.namespaced else f"{prefix}/{t.resource}"
         paths[base] = {
-            "get": _op("list", t, version, ref, [], False),
-            "post": _op("post", t, version, ref, write, True),
+            "get": _operation("list", t, version, ref, [], False),
+            "post": _operation("post", t, version, ref, write, True),
         }
         item = {
-            "get": _op("get", t, version, ref, [], False),
-            "put": _op("put", t, version, ref, write, True),
-            "patch": _op("patch", t, version, ref, write, True),
-            "delete": _op("delete", t, version, ref, [_PARAM_DRY_RUN], False),
+            "get": _operation("get", t, version, ref, [], False),
+            "put": _operation("put", t, version, ref, write, True),
+            "patch": _operation("patch", t, version, ref, write, True),
+            "delete": _operation("delete", t, version, ref, [_PARAM_DRY_RUN], False),
         }
         paths[base + "/{name}"] = item
         if t.status_subresource:

@@ -189,57 +189,57 @@ class Message:
         return dict(self.fields)
 
 
-def _s(name: str, mode: str = "omitempty", go: str = "") -> Field:
+def _string_field(name: str, mode: str = "omitempty", go: str = "") -> Field:
     return Field(name, "string", mode, go_name=go)
 
 
-def _m(name: str, message: str, mode: str = "always", repeated: bool = False, go: str = "") -> Field:
+def _message_field(name: str, message: str, mode: str = "always", repeated: bool = False, go: str = "") -> Field:
     return Field(name, "message", mode, message=message, repeated=repeated, go_name=go)
 
 
-_META = _m("metadata", "ObjectMeta", go="ObjectMeta")
+_META = _message_field("metadata", "ObjectMeta", go="ObjectMeta")
 _OBJECT_REFERENCE = "ObjectReference"
 
 MESSAGES: dict[str, Message] = {
     m.name: m
     for m in (
         # k8s.io/apimachinery/pkg/runtime
-        Message("Unknown", ((1, _m("typeMeta", "TypeMeta")), (2, Field("raw", "bytes", "always")),
-                            (3, _s("contentEncoding", "always")), (4, _s("contentType", "always")))),
-        Message("TypeMeta", ((1, _s("apiVersion", go="APIVersion")), (2, _s("kind")))),
+        Message("Unknown", ((1, _message_field("typeMeta", "TypeMeta")), (2, Field("raw", "bytes", "always")),
+                            (3, _string_field("contentEncoding", "always")), (4, _string_field("contentType", "always")))),
+        Message("TypeMeta", ((1, _string_field("apiVersion", go="APIVersion")), (2, _string_field("kind")))),
         # k8s.io/apimachinery/pkg/apis/meta/v1
         Message("Timestamp", ((1, Field("seconds", "int64", "always")), (2, Field("nanos", "int32", "always")))),
         Message("ObjectMeta", (
-            (1, _s("name")), (2, _s("generateName")), (3, _s("namespace")), (4, _s("selfLink")),
-            (5, _s("uid", go="UID")), (6, _s("resourceVersion")), (7, Field("generation", "int64")),
+            (1, _string_field("name")), (2, _string_field("generateName")), (3, _string_field("namespace")), (4, _string_field("selfLink")),
+            (5, _string_field("uid", go="UID")), (6, _string_field("resourceVersion")), (7, Field("generation", "int64")),
             (8, Field("creationTimestamp", "time", "omitzero")),
             (9, Field("deletionTimestamp", "time", "pointer")),
             (10, Field("deletionGracePeriodSeconds", "int64", "pointer")),
             (11, Field("labels", "map_str")), (12, Field("annotations", "map_str")),
-            (13, _m("ownerReferences", "OwnerReference", "omitempty", repeated=True)),
+            (13, _message_field("ownerReferences", "OwnerReference", "omitempty", repeated=True)),
             (14, Field("finalizers", "string", repeated=True)),
-            (17, _m("managedFields", "ManagedFieldsEntry", "omitempty", repeated=True)),
+            (17, _message_field("managedFields", "ManagedFieldsEntry", "omitempty", repeated=True)),
         )),
         Message("OwnerReference", (
-            (5, _s("apiVersion", "always", go="APIVersion")), (1, _s("kind", "always")),
-            (3, _s("name", "always")), (4, _s("uid", "always", go="UID")),
+            (5, _string_field("apiVersion", "always", go="APIVersion")), (1, _string_field("kind", "always")),
+            (3, _string_field("name", "always")), (4, _string_field("uid", "always", go="UID")),
             (6, Field("controller", "bool", "pointer")), (7, Field("blockOwnerDeletion", "bool", "pointer")),
         )),
         Message("ManagedFieldsEntry", (
-            (1, _s("manager")), (2, _s("operation")), (3, _s("apiVersion", go="APIVersion")),
-            (4, Field("time", "time", "pointer")), (6, _s("fieldsType")),
-            (7, Field("fieldsV1", "fieldsv1", "pointer")), (8, _s("subresource")),
+            (1, _string_field("manager")), (2, _string_field("operation")), (3, _string_field("apiVersion", go="APIVersion")),
+            (4, Field("time", "time", "pointer")), (6, _string_field("fieldsType")),
+            (7, Field("fieldsV1", "fieldsv1", "pointer")), (8, _string_field("subresource")),
         )),
         Message("FieldsV1", ((1, Field("Raw", "bytes", "always")),)),
         Message("DeleteOptions", (
             (1, Field("gracePeriodSeconds", "int64", "pointer")),
-            (2, _m("preconditions", "Preconditions", "pointer")),
+            (2, _message_field("preconditions", "Preconditions", "pointer")),
             (3, Field("orphanDependents", "bool", "pointer")),
-            (4, _s("propagationPolicy", "pointer")),
+            (4, _string_field("propagationPolicy", "pointer")),
             (5, Field("dryRun", "string", repeated=True)),
             (6, Field("ignoreStoreReadErrorWithClusterBreakingPotential", "bool", "pointer")),
         )),
-        Message("Preconditions", ((1, _s("uid", "pointer", go="UID")), (2, _s("resourceVersion", "pointer")))),
+        Message("Preconditions", ((1, _string_field("uid", "pointer", go="UID")), (2, _string_field("resourceVersion", "pointer")))),
         # k8s.io/api/core/v1
         Message("ConfigMap", (
             (1, _META), (4, Field("immutable", "bool", "pointer")),
@@ -247,43 +247,43 @@ MESSAGES: dict[str, Message] = {
         )),
         Message("Secret", (
             (1, _META), (5, Field("immutable", "bool", "pointer")), (2, Field("data", "map_bytes")),
-            (4, Field("stringData", "map_str")), (3, _s("type")),
+            (4, Field("stringData", "map_str")), (3, _string_field("type")),
         )),
-        Message("Namespace", ((1, _META), (2, _m("spec", "NamespaceSpec")), (3, _m("status", "NamespaceStatus")))),
+        Message("Namespace", ((1, _META), (2, _message_field("spec", "NamespaceSpec")), (3, _message_field("status", "NamespaceStatus")))),
         Message("NamespaceSpec", ((1, Field("finalizers", "string", repeated=True)),)),
-        Message("NamespaceStatus", ((1, _s("phase")), (2, _m("conditions", "NamespaceCondition", "omitempty", repeated=True)))),
+        Message("NamespaceStatus", ((1, _string_field("phase")), (2, _message_field("conditions", "NamespaceCondition", "omitempty", repeated=True)))),
         Message("NamespaceCondition", (
-            (1, _s("type", "always")), (2, _s("status", "always")), (4, Field("lastTransitionTime", "time")),
-            (5, _s("reason")), (6, _s("message")),
+            (1, _string_field("type", "always")), (2, _string_field("status", "always")), (4, Field("lastTransitionTime", "time")),
+            (5, _string_field("reason")), (6, _string_field("message")),
         )),
         Message("ServiceAccount", (
-            (1, _META), (2, _m("secrets", _OBJECT_REFERENCE, "omitempty", repeated=True)),
-            (3, _m("imagePullSecrets", "LocalObjectReference", "omitempty", repeated=True)),
+            (1, _META), (2, _message_field("secrets", _OBJECT_REFERENCE, "omitempty", repeated=True)),
+            (3, _message_field("imagePullSecrets", "LocalObjectReference", "omitempty", repeated=True)),
             (4, Field("automountServiceAccountToken", "bool", "pointer")),
         )),
         Message(_OBJECT_REFERENCE, (
-            (1, _s("kind")), (2, _s("namespace")), (3, _s("name")), (4, _s("uid", go="UID")),
-            (5, _s("apiVersion", go="APIVersion")), (6, _s("resourceVersion")), (7, _s("fieldPath")),
+            (1, _string_field("kind")), (2, _string_field("namespace")), (3, _string_field("name")), (4, _string_field("uid", go="UID")),
+            (5, _string_field("apiVersion", go="APIVersion")), (6, _string_field("resourceVersion")), (7, _string_field("fieldPath")),
         )),
-        Message("LocalObjectReference", ((1, _s("name")),)),
+        Message("LocalObjectReference", ((1, _string_field("name")),)),
         Message("Event", (
-            (1, _META), (2, _m("involvedObject", _OBJECT_REFERENCE)), (3, _s("reason")), (4, _s("message")),
-            (5, _m("source", "EventSource")), (6, Field("firstTimestamp", "time")),
-            (7, Field("lastTimestamp", "time")), (8, Field("count", "int32")), (9, _s("type")),
-            (10, Field("eventTime", "microtime")), (11, _m("series", "EventSeries", "pointer")),
-            (12, _s("action")), (13, _m("related", _OBJECT_REFERENCE, "pointer")),
-            (14, _s("reportingComponent", "always", go="ReportingController")),
-            (15, _s("reportingInstance", "always")),
+            (1, _META), (2, _message_field("involvedObject", _OBJECT_REFERENCE)), (3, _string_field("reason")), (4, _string_field("message")),
+            (5, _message_field("source", "EventSource")), (6, Field("firstTimestamp", "time")),
+            (7, Field("lastTimestamp", "time")), (8, Field("count", "int32")), (9, _string_field("type")),
+            (10, Field("eventTime", "microtime")), (11, _message_field("series", "EventSeries", "pointer")),
+            (12, _string_field("action")), (13, _message_field("related", _OBJECT_REFERENCE, "pointer")),
+            (14, _string_field("reportingComponent", "always", go="ReportingController")),
+            (15, _string_field("reportingInstance", "always")),
         )),
-        Message("EventSource", ((1, _s("component")), (2, _s("host")))),
+        Message("EventSource", ((1, _string_field("component")), (2, _string_field("host")))),
         Message("EventSeries", ((1, Field("count", "int32")), (2, Field("lastObservedTime", "microtime")))),
         # k8s.io/api/events/v1 (Go type names repeat core's; the table keys are ours)
         Message("events.Event", (
             (1, _META), (2, Field("eventTime", "microtime", "always")),
-            (3, _m("series", "events.EventSeries", "pointer")), (4, _s("reportingController")),
-            (5, _s("reportingInstance")), (6, _s("action")), (7, _s("reason")),
-            (8, _m("regarding", _OBJECT_REFERENCE)), (9, _m("related", _OBJECT_REFERENCE, "pointer")),
-            (10, _s("note")), (11, _s("type")), (12, _m("deprecatedSource", "EventSource")),
+            (3, _message_field("series", "events.EventSeries", "pointer")), (4, _string_field("reportingController")),
+            (5, _string_field("reportingInstance")), (6, _string_field("action")), (7, _string_field("reason")),
+            (8, _message_field("regarding", _OBJECT_REFERENCE)), (9, _message_field("related", _OBJECT_REFERENCE, "pointer")),
+            (10, _string_field("note")), (11, _string_field("type")), (12, _message_field("deprecatedSource", "EventSource")),
             (13, Field("deprecatedFirstTimestamp", "time")), (14, Field("deprecatedLastTimestamp", "time")),
             (15, Field("deprecatedCount", "int32")),
         )),
@@ -291,12 +291,12 @@ MESSAGES: dict[str, Message] = {
             (1, Field("count", "int32", "always")), (2, Field("lastObservedTime", "microtime", "always")),
         )),
         # k8s.io/api/coordination/v1
-        Message("Lease", ((1, _META), (2, _m("spec", "LeaseSpec")))),
+        Message("Lease", ((1, _META), (2, _message_field("spec", "LeaseSpec")))),
         Message("LeaseSpec", (
-            (1, _s("holderIdentity", "pointer")), (2, Field("leaseDurationSeconds", "int32", "pointer")),
+            (1, _string_field("holderIdentity", "pointer")), (2, Field("leaseDurationSeconds", "int32", "pointer")),
             (3, Field("acquireTime", "microtime", "pointer")), (4, Field("renewTime", "microtime", "pointer")),
-            (5, Field("leaseTransitions", "int32", "pointer")), (6, _s("strategy", "pointer")),
-            (7, _s("preferredHolder", "pointer")),
+            (5, Field("leaseTransitions", "int32", "pointer")), (6, _string_field("strategy", "pointer")),
+            (7, _string_field("preferredHolder", "pointer")),
         )),
     )
 }

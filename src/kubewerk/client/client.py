@@ -453,7 +453,7 @@ class Client:
             raise ValueError("the object needs apiVersion and kind")
         return await self.resolve(str(api_version), str(kind))
 
-    def _ns(self, rt: ResourceType, namespace: str | None, obj: Mapping[str, Any] | None = None) -> str | None:
+    def _namespace_for(self, rt: ResourceType, namespace: str | None, obj: Mapping[str, Any] | None = None) -> str | None:
         if not rt.namespaced:
             return None
         if namespace:
@@ -479,7 +479,7 @@ class Client:
     async def get(self, kind: Kind, name: str, namespace: str | None = None) -> Any:
         """Read one object; raises NotFound when it does not exist."""
         rt = resource_type_of(kind)
-        data = await self.request("GET", rt.path(self._ns(rt, namespace), name))
+        data = await self.request("GET", rt.path(self._namespace_for(rt, namespace), name))
         return self._decode(kind, data)
 
     async def list(
@@ -597,7 +597,7 @@ class Client:
         kind, rt, body = await self._prepare(obj)
         data = await self.request(
             "POST",
-            rt.path(self._ns(rt, namespace, body)),
+            rt.path(self._namespace_for(rt, namespace, body)),
             params=self._write_params(dry_run, field_manager),
             body=body,
         )
@@ -625,7 +625,7 @@ class Client:
             raise ValueError("replace needs metadata.name")
         data = await self.request(
             "PUT",
-            rt.path(self._ns(rt, None, body), name, subresource),
+            rt.path(self._namespace_for(rt, None, body), name, subresource),
             params=self._write_params(dry_run, field_manager),
             body=body,
         )
@@ -663,7 +663,7 @@ class Client:
         body = to_dict(patch) if not isinstance(patch, list | bytes) else patch
         data = await self.request(
             "PATCH",
-            rt.path(self._ns(rt, namespace), name, subresource),
+            rt.path(self._namespace_for(rt, namespace), name, subresource),
             params=params,
             body=body,
             content_type=CONTENT_TYPES[type],
@@ -680,7 +680,7 @@ class Client:
         name = str(body.get("metadata", {}).get("name", ""))
         data = await self.request(
             "PATCH",
-            rt.path(self._ns(rt, None, body), name, subresource),
+            rt.path(self._namespace_for(rt, None, body), name, subresource),
             params={"fieldManager": field_manager or self.field_manager, **({"force": "true"} if force else {})},
             body=body,
             content_type=CONTENT_TYPES["apply"],
@@ -710,7 +710,7 @@ class Client:
             body["preconditions"] = dict(preconditions)
         if dry_run:
             body["dryRun"] = ["All"]
-        data = await self.request("DELETE", rt.path(self._ns(rt, namespace), name), body=body)
+        data = await self.request("DELETE", rt.path(self._namespace_for(rt, namespace), name), body=body)
         return data if isinstance(data, dict) else None
 
     # -- watch --------------------------------------------------------------------------

@@ -143,7 +143,7 @@ def _go_type(value: Any) -> str:
     return "map[string]interface {}"
 
 
-def _go_s(value: Any) -> str:
+def _go_percent_s(value: Any) -> str:
     """Go's ``%s`` of an ``interface{}`` holding a decoded JSON value."""
     if isinstance(value, str):
         return value
@@ -161,10 +161,10 @@ def _no_merge_key(item: Mapping[str, Any], key: str) -> _Fail:
 
 
 def _bad_patch_type(directive: Any, item: Mapping[str, Any]) -> _Fail:
-    return _Fail(f"unknown patch type: {_go_s(directive)} in map: {go_sprint(dict(item))}")
+    return _Fail(f"unknown patch type: {_go_percent_s(directive)} in map: {go_sprint(dict(item))}")
 
 
-def _eq(a: Any, b: Any) -> bool:
+def _go_equal(a: Any, b: Any) -> bool:
     """Go ``==`` on two ``interface{}`` values: same dynamic type and equal."""
     return type(a) is type(b) and a == b
 
@@ -301,7 +301,7 @@ def _key_of(item: Any, merge_key: str, is_map: bool) -> Any:
 def _index(items: list[Any], value: Any, merge_key: str, is_map: bool) -> int:
     want = _key_of(value, merge_key, is_map)
     for i, item in enumerate(items):
-        if _eq(want, _key_of(item, merge_key, is_map)):
+        if _go_equal(want, _key_of(item, merge_key, is_map)):
             return i
     return -1
 
@@ -373,7 +373,7 @@ def _find_map(items: list[Any], key: str, value: Any) -> int:
     for i, item in enumerate(items):
         if not isinstance(item, dict):
             raise _Fail(f"value for key {i} is not a map")
-        if key in item and _eq(item[key], value):
+        if key in item and _go_equal(item[key], value):
             return i
     return -1
 
@@ -407,7 +407,7 @@ def _dedupe_scalars(items: list[Any]) -> list[Any]:
     while i < length:
         j = i + 1
         while j <= length:
-            if _eq(s[i], s[j]):
+            if _go_equal(s[i], s[j]):
                 s[j] = s[length]
                 s = s[:length]
                 length -= 1
@@ -467,15 +467,15 @@ def _merge_special_elements(
             plain.append(v)
             continue
         directive = v[_DIRECTIVE]
-        if _eq(directive, _DELETE):
+        if _go_equal(directive, _DELETE):
             if merge_key not in v:
                 raise _no_merge_key(v, merge_key)
             while (idx := _find_map(original[:length], merge_key, v[merge_key])) >= 0:
                 original[idx : length - 1] = original[idx + 1 : length]
                 length -= 1
-        elif _eq(directive, _REPLACE):
+        elif _go_equal(directive, _REPLACE):
             replace = True
-        elif _eq(directive, _MERGE):
+        elif _go_equal(directive, _MERGE):
             raise _Fail("merging lists cannot yet be specified in the patch")
         else:
             raise _bad_patch_type(directive, v)
@@ -543,7 +543,7 @@ def _validate_set_order(patch_list: list[Any], order: list[Any], merge_key: str)
         for item in patch_list:
             if not isinstance(item, dict):
                 raise _bad_arg_type(_MAP_TYPE, item)
-        non_delete = [v for v in patch_list if not _eq(v.get(_DIRECTIVE), _DELETE)]
+        non_delete = [v for v in patch_list if not _go_equal(v.get(_DIRECTIVE), _DELETE)]
     else:
         non_delete = patch_list
     pi = si = 0
@@ -553,7 +553,7 @@ def _validate_set_order(patch_list: list[Any], order: list[Any], merge_key: str)
             pi += 1
             continue
         if not merge_key:
-            equal = _eq(item, order[si])
+            equal = _go_equal(item, order[si])
         else:
             other = order[si]
             if not isinstance(item, dict):
@@ -564,7 +564,7 @@ def _validate_set_order(patch_list: list[Any], order: list[Any], merge_key: str)
                 raise _no_merge_key(item, merge_key)
             if merge_key not in other:
                 raise _no_merge_key(other, merge_key)
-            equal = _eq(item[merge_key], other[merge_key])
+            equal = _go_equal(item[merge_key], other[merge_key])
         if equal:
             pi += 1
         si += 1
@@ -618,9 +618,9 @@ def _merge_set_element_order(
 
 
 def _map_directive(directive: Any, patch: dict[str, Any]) -> dict[str, Any]:
-    if _eq(directive, _REPLACE):
+    if _go_equal(directive, _REPLACE):
         return {k: v for k, v in patch.items() if k != _DIRECTIVE}
-    if _eq(directive, _DELETE):
+    if _go_equal(directive, _DELETE):
         return {}
     raise _bad_patch_type(directive, patch)
 

@@ -264,7 +264,7 @@ class SQLiteStore:
     def get(self, key: str) -> JSON | None:
         """The current object at ``key`` (freshly decoded), or None."""
         with self._lock:
-            row = self._c().execute(
+            row = self._connection().execute(
                 f"SELECT log.value FROM {_CURRENT} WHERE kv.key = ?", (key,)).fetchone()
         return None if row is None else _loads(row[0])
 
@@ -278,7 +278,7 @@ class SQLiteStore:
         """
         limit = check_limit(limit)
         with self._lock:
-            conn = self._c()
+            conn = self._connection()
             current = self._rev
             at = current if at_revision is None else at_revision
             check_read_revision(at, self._compacted, current)
@@ -309,7 +309,7 @@ class SQLiteStore:
         lower = start_after if start_after is not None and start_after >= prefix else None
         where, params = _range_sql("key", prefix, lower)
         with self._lock:
-            row = self._c().execute(f"SELECT count(*) FROM kv WHERE {where}", params).fetchone()
+            row = self._connection().execute(f"SELECT count(*) FROM kv WHERE {where}", params).fetchone()
         return int(row[0])
 
     def events_since(self, prefix: str, revision: int) -> builtins.list[Event]:
@@ -320,7 +320,7 @@ class SQLiteStore:
         """
         where, params = _range_sql("l.key", prefix)
         with self._lock:
-            conn = self._c()
+            conn = self._connection()
             if revision < self._compacted:
                 raise Compacted(revision, self._compacted)
             if revision >= self._rev:
@@ -337,7 +337,7 @@ class SQLiteStore:
     def create(self, key: str, obj: JSON) -> JSON:
         """Store a new object; returns it with its resourceVersion. Raises ``KeyExists``."""
         with self._lock:
-            conn = self._c()
+            conn = self._connection()
             rev = self._rev + 1
             new = stamp(obj, rev)
             wrapped, size = encode_storable(key, new)
@@ -364,7 +364,7 @@ class SQLiteStore:
         Raises ``KeyNotFound`` or ``RevisionConflict``.
         """
         with self._lock:
-            conn = self._c()
+            conn = self._connection()
             prev_rev, prev_blob = self._current_for_write(conn, key, expected_revision)
             rev = self._rev + 1
             new = stamp(obj, rev)
@@ -386,7 +386,7 @@ class SQLiteStore:
         Raises ``KeyNotFound`` or ``RevisionConflict``.
         """
         with self._lock:
-            conn = self._c()
+            conn = self._connection()
             prev_rev, prev_blob = self._current_for_write(conn, key, expected_revision)
             prev: JSON = _loads(prev_blob)
             rev = self._rev + 1
@@ -409,7 +409,7 @@ class SQLiteStore:
 
         Returns an idempotent unsubscribe function. See ``Fanout`` for re-entrancy.
         """
-        self._c()
+        self._connection()
         return self._fanout.subscribe(fn, self._lock)
 
     # -- compaction --------------------------------------------------------------------
@@ -421,7 +421,7 @@ class SQLiteStore:
         current revision raises ``FutureRevision``.
         """
         with self._lock:
-            conn = self._c()
+            conn = self._connection()
             if revision > self._rev:
                 raise FutureRevision(
                     f"cannot compact to revision {revision}: current revision is {self._rev}")
@@ -451,7 +451,7 @@ class SQLiteStore:
         """Compact to keep at most ``retain_events`` events, none older than
         ``retain_seconds``; returns the compacted revision afterwards."""
         with self._lock:
-            conn = self._c()
+            conn = self._connection()
             target = self._compacted
             if self.retain_events is not None:
                 target = max(target, self._rev - self.retain_events)
@@ -492,7 +492,8 @@ class SQLiteStore:
 
     # -- internals ---------------------------------------------------------------------
 
-    def _c(self) -> sqlite3.Connection:
+    def _connection(self) -> sqlite3.Connection:
+        """The open connection; ``StoreClosed`` once the store is closed."""
         conn = self._conn
         if conn is None:
             raise StoreClosed()
@@ -510,7 +511,7 @@ class SQLiteStore:
         if limit is None or self._history_bytes <= limit:
             return
         excess = self._history_bytes - (limit - limit // 16)
-        conn = self._c()
+        conn = self._connection()
         target, dropped = self._compacted, 0
         rows = conn.execute("SELECT rev, length(value) FROM log WHERE rev > ? ORDER BY rev",
                             (self._compacted,))
