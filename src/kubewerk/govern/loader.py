@@ -1,11 +1,13 @@
 """Reading inputs: files, directories (recursive), ``-`` (stdin) and ``git:REV:PATH``.
 
 Every input is split into documents (multi-document YAML, JSON, and ``kind: List`` /
-``*List`` objects expanded into their ``items``). YAML goes through libyaml's composer
-(``yaml.CSafeLoader``) and a small builder of our own that produces the same values
-Kubernetes' YAML decoder does (timestamps stay strings, map keys become strings) while
-keeping the node tree, so that any location in a document can be mapped back to its
-line. Unreadable input raises :class:`InputError`, whose text names the file and line.
+``*List`` objects expanded into their ``items``). YAML is read by ``kubewerk.core.yamlgo``,
+as a cluster (and the embedded API server) reads it: go-yaml v2's scalars (timestamps
+and base-60 numbers stay strings, map keys become strings), aliases expanded into
+independent copies, and documents refused where go-yaml refuses them (excessive
+aliasing, an anchor that contains itself, ``.nan``). The node tree is kept, so that any
+location in a document can be mapped back to its line. Unreadable input raises
+:class:`InputError`, whose text names the file and line.
 """
 
 from __future__ import annotations
@@ -23,26 +25,16 @@ from urllib.parse import quote
 
 import orjson
 import yaml
-from yaml.constructor import SafeConstructor
 from yaml.nodes import MappingNode, Node, ScalarNode, SequenceNode
 
+from kubewerk.core.yamlgo import (
+    GoYAMLError,
+    check_aliases,
+    compose_documents,
+    may_have_aliases,
+    node_value,
+)
 from kubewerk.govern.findings import Finding, Severity
-
-_STR = "tag:yaml.org,2002:str"
-_MAP = "tag:yaml.org,2002:map"
-_SEQ = "tag:yaml.org,2002:seq"
-_BOOL = "tag:yaml.org,2002:bool"
-_INT = "tag:yaml.org,2002:int"
-_NULL = "tag:yaml.org,2002:null"
-_FLOAT = "tag:yaml.org,2002:float"
-_TIMESTAMP = "tag:yaml.org,2002:timestamp"
-_MERGE = "tag:yaml.org,2002:merge"
-_BOOLS = SafeConstructor.bool_values
-
-try:  # pragma: no cover - the C loader is part of the supported install
-    _Loader: Any = yaml.CSafeLoader
-except AttributeError:  # pragma: no cover
-    _Loader = yaml.SafeLoader
 
 YAML_SUFFIXES = (".yaml", ".yml", ".json")
 
@@ -72,7 +64,7 @@ class Source:
         """The YAML node tree of every document (composed on first use, for JSON)."""
         if self._nodes is None:
             try:
-                self._nodes = list(yaml.compose_all(self.text, Loader=_Loader))
+                self._nodes = list(compose_documents(self.text))
             except yaml.YAMLError:
                 self._nodes = []
         return self._nodes
@@ -169,67 +161,17 @@ def gc_paused() -> Iterator[None]:
             gc.enable()
 
 
-class _Fallback(Exception):
-    """A node needs PyYAML's full constructor (merge keys, unusual tags)."""
-
-
-_constructor = SafeConstructor()
-
-
-def _scalar(node: ScalarNode) -> Any:
-    tag = node.tag
-    if tag in (_STR, _TIMESTAMP):
-        return node.value
-    if tag == _BOOL:
-        return _BOOLS[node.value.lower()]
-    if tag == _NULL:
-        return None
-    if tag == _INT:
-        return _constructor.construct_yaml_int(node)
-    if tag == _FLOAT:
-        return _constructor.construct_yaml_float(node)
-    raise _Fallback
-
-
-def _key(node: Node) -> str:
-    if isinstance(node, ScalarNode):
-        if node.tag == _STR:
-            return str(node.value)
-        if node.tag == _MERGE:
-            raise _Fallback
-        value = _scalar(node)
-        if value is None:
-            return "null"
-        if isinstance(value, bool):
-            return "true" if value else "false"
-        return str(value)
-    raise _Fallback
-
-
-def _build(node: Node) -> Any:
-    tag = node.tag
-    if tag == _STR:
-        return node.value
-    if tag == _MAP:
-        out: dict[str, Any] = {}
-        for k, v in node.value:
-            out[k.value if k.tag == _STR else _key(k)] = _build(v)
-        return out
-    if tag == _SEQ:
-        return [_build(v) for v in node.value]
-    if isinstance(node, ScalarNode):
-        return _scalar(node)
-    raise _Fallback
-
-
-def _build_document(node: Node) -> Any:
+def _document_value(source: Source, node: Node, may_alias: bool) -> Any:
+    """One composed document's value as a cluster reads it (``core.yamlgo``)."""
     try:
-        return _build(node)
-    except _Fallback:
-        constructor = SafeConstructor()
-        return constructor.construct_document(node)
+        if may_alias:
+            check_aliases(node)
+        return node_value(node)
+    except GoYAMLError as exc:
+        raise InputError(source.name, exc.line, f"invalid YAML: {str(exc).removeprefix('yaml: ')}") from None
     except RecursionError:
-        raise ValueError("document nests too deeply (recursive alias?)") from None
+        line = node.start_mark.line + 1
+        raise InputError(source.name, line, "document nests too deeply") from None
 
 
 def _yaml_error(source: Source, exc: yaml.YAMLError) -> InputError:
@@ -254,14 +196,13 @@ def parse(source: Source) -> list[Document]:
         except orjson.JSONDecodeError as exc:
             raise InputError(source.name, exc.lineno, f"invalid JSON: {exc.msg}") from None
     else:
+        may_alias = may_have_aliases(source.text)
         try:
             with gc_paused():
-                for node in yaml.compose_all(source.text, Loader=_Loader):
-                    raw.append((_build_document(node), node))
+                for node in compose_documents(source.text):
+                    raw.append((_document_value(source, node, may_alias), node))
         except yaml.YAMLError as exc:
             raise _yaml_error(source, exc) from None
-        except ValueError as exc:
-            raise InputError(source.name, None, str(exc)) from None
     docs: list[Document] = []
     for index, (data, root) in enumerate(raw):
         node = root
