@@ -25,11 +25,12 @@ from kubewerk.apiserver.kinds.crds import CRD_CLEANUP_FINALIZER
 from kubewerk.apiserver.kinds.custom import crd_to_type
 from kubewerk.apiserver.kinds.namespaces import NAMESPACE_FINALIZER
 from kubewerk.apiserver.registry import Registry
-from kubewerk.apiserver.rest import FOREGROUND, ORPHAN, ResourceApi, Target, copy_json
+from kubewerk.apiserver.rest import FOREGROUND, ORPHAN, ResourceApi, Target
 from kubewerk.apiserver.storage.base import Event, KeyNotFound, RevisionConflict, Store
 from kubewerk.apiserver.watch import WatchHub
 from kubewerk.core import meta as metautil
 from kubewerk.core.errors import ApiError
+from kubewerk.core.jsoncopy import copy_json
 
 JSON = dict[str, Any]
 log = logging.getLogger("kubewerk.apiserver.controllers")

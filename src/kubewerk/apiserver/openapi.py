@@ -8,7 +8,6 @@ to leave validation to the server and how ``kubectl explain`` finds a kind's fie
 
 from __future__ import annotations
 
-import copy
 import hashlib
 from typing import Any
 
@@ -16,6 +15,7 @@ import orjson
 
 from kubewerk.apiserver.discovery import KUBE_MAJOR, KUBE_MINOR
 from kubewerk.apiserver.registry import Registry, ServedResource
+from kubewerk.core.jsoncopy import copy_tree
 
 JSON = dict[str, Any]
 
@@ -105,7 +105,7 @@ def _gv_path(group: str, version: str) -> str:
 
 def _kind_schema(rtype: ServedResource, version: str) -> JSON:
     base = rtype.schemas.get(version) or {"type": "object", "x-kubernetes-preserve-unknown-fields": True}
-    schema = copy.deepcopy(base)
+    schema: JSON = copy_tree(base)
     props = schema.setdefault("properties", {})
     props["apiVersion"] = {"type": "string", "description": "APIVersion defines the versioned schema of this "
                            "representation of an object. Servers should convert recognized schemas to the latest "

@@ -36,6 +36,7 @@ from kubewerk.apiserver.storage.base import (
 from kubewerk.core import meta as metautil
 from kubewerk.core.errors import ApiError, FieldError
 from kubewerk.core.gofmt import GoText, json_equal, json_same_text, unmarshal_kind
+from kubewerk.core.jsoncopy import copy_json
 from kubewerk.core.selectors import parse_field_selector, parse_label_selector
 
 JSON = dict[str, Any]
@@ -59,12 +60,6 @@ def too_large_resource_version(requested: int, current: int) -> ApiError:
     return ApiError(504, "Timeout", f"Too large resource version: {requested}, current: {current}",
                     {"causes": [{"reason": "ResourceVersionTooLarge", "message": "Too large resource version"}],
                      "retryAfterSeconds": 1})
-
-
-def copy_json(obj: JSON) -> JSON:
-    """A deep copy of a JSON object (stored objects are immutable; copy before changing)."""
-    result: JSON = orjson.loads(orjson.dumps(obj))
-    return result
 
 
 @dataclass(slots=True)
@@ -551,7 +546,7 @@ class ResourceApi:
         else:
             if rtype.status_subresource:
                 if "status" in old_served:
-                    new["status"] = copy_json({"s": old_served["status"]})["s"]
+                    new["status"] = copy_json(old_served["status"])
                 else:
                     new.pop("status", None)
             rtype.strategy.prepare_for_update(new, old_served)
@@ -886,7 +881,7 @@ def _with_status_of(new: JSON, old: JSON) -> JSON:
         else:
             # the same text, not ==: 1 == 1.0 == True in Python, not in JSON
             mine = new.get(k, _ABSENT)
-            out[k] = mine if mine is not _ABSENT and json_same_text(mine, v) else copy_json({"v": v})["v"]
+            out[k] = mine if mine is not _ABSENT and json_same_text(mine, v) else copy_json(v)
     if status is not None and "status" not in old:
         out["status"] = status
     return out

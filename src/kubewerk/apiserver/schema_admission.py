@@ -12,12 +12,11 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
-import orjson
-
 from kubewerk.apiserver.admission import Admission, AdmissionRequest
 from kubewerk.apiserver.registry import ServedResource
 from kubewerk.core.errors import ApiError
 from kubewerk.core.gofmt import json_same_text
+from kubewerk.core.jsoncopy import copy_json
 from kubewerk.schema import CompiledSchema, SchemaError, compile_schema
 
 JSON = dict[str, Any]
@@ -163,7 +162,7 @@ class SchemaAdmission(Admission):
         hit = self.compiled(rtype, version)
         if hit is None or not hit[1]:
             return obj
-        served: JSON = orjson.loads(orjson.dumps(obj))
+        served: JSON = copy_json(obj)
         hit[0].apply_defaults(served)
         return served
 

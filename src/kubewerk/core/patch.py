@@ -43,6 +43,10 @@ import orjson
 
 from kubewerk.core.errors import ApiError
 from kubewerk.core.gofmt import go_quote, unmarshal_kind
+from kubewerk.core.jsoncopy import copy_tree
+
+deep_copy = copy_tree
+"""The recursive deep copy (:func:`kubewerk.core.jsoncopy.copy_tree`), by its old name."""
 
 __all__ = [
     "JSON_PATCH_MAX_COPY_BYTES",
@@ -106,15 +110,6 @@ class PatchError(ApiError):
         if self.details is not None and "details" not in status:
             status["details"] = dict(self.details)
         return status
-
-
-def deep_copy(value: Any) -> Any:
-    """A deep copy of a decoded JSON value (dicts and lists are copied, scalars shared)."""
-    if isinstance(value, dict):
-        return {k: deep_copy(v) for k, v in value.items()}
-    if isinstance(value, list):
-        return [deep_copy(v) for v in value]
-    return value
 
 
 def decode_pointer_token(token: str) -> str:
@@ -290,7 +285,7 @@ def _op_add(root: Any, op: dict[str, Any], budget: _CopyBudget) -> Any:
     path = _field(op, "path", "add operation failed to decode path")
     con, key = _locate(root, path, f'add operation does not apply: doc is missing path: "{path}"')
     try:
-        _add(con, key, deep_copy(op.get("value")))
+        _add(con, key, copy_tree(op.get("value")))
     except _OpFailed as err:
         raise _OpFailed(f"error in add for path: '{path}': {err}") from None
     return root
@@ -319,7 +314,7 @@ def _op_replace(root: Any, op: dict[str, Any], budget: _CopyBudget) -> Any:
     if path == "":
         if not isinstance(value, (dict, list)):
             raise _OpFailed("replace operation value must be object or array: %!w(<nil>)")
-        return deep_copy(value)
+        return copy_tree(value)
     con, key = _locate(root, path, f"replace operation does not apply: doc is missing path: {path}")
     try:
         _get(con, key)
@@ -327,7 +322,7 @@ def _op_replace(root: Any, op: dict[str, Any], budget: _CopyBudget) -> Any:
         raise _OpFailed(
             f"replace operation does not apply: doc is missing key: {path}: {_MISSING}"
         ) from None
-    _set(con, key, deep_copy(value))
+    _set(con, key, copy_tree(value))
     return root
 
 
@@ -397,7 +392,7 @@ def _op_copy(root: Any, op: dict[str, Any], budget: _CopyBudget) -> Any:
             f"{budget.spent}, exceeding the limit {JSON_PATCH_MAX_COPY_BYTES}"
         )
     try:
-        _add(con, key, deep_copy(source))
+        _add(con, key, copy_tree(source))
     except _OpFailed as err:
         raise _OpFailed(f"error while adding value during copy: {err}") from None
     return root
@@ -438,7 +433,7 @@ def json_patch(doc: Any, ops: Any) -> Any:
     The operations are applied all-or-nothing; ``doc`` and ``ops`` are never modified.
     """
     if ops is None:
-        return deep_copy(doc)
+        return copy_tree(doc)
     if not isinstance(ops, list):
         raise PatchError.bad_request_text(
             f"json: cannot unmarshal {unmarshal_kind(ops)} into Go value of type jsonpatch.Patch"
@@ -454,7 +449,7 @@ def json_patch(doc: Any, ops: Any) -> Any:
         raise PatchError.cannot_apply(
             f"json: cannot unmarshal {unmarshal_kind(doc)} into Go value of type jsonpatch.partialDoc"
         )
-    root = deep_copy(doc)
+    root = copy_tree(doc)
     budget = _CopyBudget()
     for op in ops:
         try:
@@ -485,12 +480,12 @@ def _merge_docs(doc: dict[str, Any], patch: Mapping[str, Any]) -> None:
         if current is None or not isinstance(current, dict):
             doc[key] = _prune_nulls(value)
         elif not isinstance(value, dict):
-            doc[key] = deep_copy(value)
+            doc[key] = copy_tree(value)
         else:
             _merge_docs(current, value)
 
 
-def merge_patch(doc: Any, patch: Any, *, copy: Callable[[Any], Any] = deep_copy) -> Any:
+def merge_patch(doc: Any, patch: Any, *, copy: Callable[[Any], Any] = copy_tree) -> Any:
     """Apply an RFC 7386 JSON merge patch as Kubernetes does; returns the new document.
 
     ``null`` members delete, objects merge recursively, anything else replaces. Raises

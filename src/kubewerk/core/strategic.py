@@ -36,7 +36,8 @@ from dataclasses import dataclass
 from typing import Any, Final, Protocol
 
 from kubewerk.core.gofmt import go_sprint, unmarshal_kind
-from kubewerk.core.patch import PatchError, deep_copy
+from kubewerk.core.jsoncopy import copy_tree
+from kubewerk.core.patch import PatchError
 from kubewerk.core.selectors import canonical_kind_key
 
 __all__ = [
@@ -706,11 +707,11 @@ def apply_strategic_patch(
 ) -> dict[str, Any]:
     """``strategic_merge_patch`` against any ``PatchSchema`` (same guarantees and errors)."""
     if patch is None:
-        return dict(deep_copy(doc))
+        return dict(copy_tree(doc))
     if not isinstance(patch, dict):
         text = f"json: cannot unmarshal {unmarshal_kind(patch)} into Go value of type map[string]interface {{}}"
         raise StrategicPatchError(400, "BadRequest", text, text, 400)
     try:
-        return _merge_map(deep_copy(dict(doc)), deep_copy(patch), schema)
+        return _merge_map(copy_tree(dict(doc)), copy_tree(patch), schema)
     except _Fail as err:
         raise _classify(str(err)) from None

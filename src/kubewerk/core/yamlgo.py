@@ -44,6 +44,7 @@ import yaml
 from yaml.nodes import MappingNode, Node, ScalarNode, SequenceNode
 
 from kubewerk.core.gofmt import INT64_MAX, INT64_MIN
+from kubewerk.core.jsoncopy import copy_tree
 
 __all__ = [
     "GoYAMLError",
@@ -446,7 +447,7 @@ def node_value(root: Node) -> Any:
     finally:
         loader.dispose()
     # the constructors share one value for every alias of an anchor
-    return _unshared(value)
+    return copy_tree(value)
 
 
 def _build(node: Node) -> Any:
@@ -506,12 +507,3 @@ def _scalar(node: ScalarNode) -> Any:
     if tag in (_MAP, _SEQ, _SET, _OMAP, _PAIRS):
         raise _Unusual  # the constructors' own error for a scalar where they want more
     return node.value  # strings, timestamps, and tags nobody knows
-
-
-def _unshared(value: Any) -> Any:
-    t = type(value)
-    if t is dict:
-        return {k: _unshared(v) for k, v in value.items()}
-    if t is list:
-        return [_unshared(v) for v in value]
-    return value

@@ -10,13 +10,13 @@ whose message is the API server's own, e.g. ``Widget.example.com "w" is invalid:
 
 from __future__ import annotations
 
-import copy
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from kubewerk.core.errors import ApiError, FieldError
 from kubewerk.core.gvk import GroupVersionKind, split_api_version
+from kubewerk.core.jsoncopy import copy_tree
 from kubewerk.govern.crd_view import CRDView, as_dict, is_crd
 from kubewerk.govern.findings import Finding, Severity, field_to_location
 from kubewerk.govern.loader import Document
@@ -82,9 +82,8 @@ def _object_key(obj: dict[str, Any]) -> tuple[str, str, str, str]:
 
 def _prepare(schema: CompiledSchema, obj: dict[str, Any]) -> tuple[dict[str, Any], list[str]]:
     """A copy of ``obj`` pruned and defaulted as the API server stores it, and the paths
-    pruned. (``copy.deepcopy``, not a plain JSON copy: a YAML document can contain itself
-    through an alias.)"""
-    obj = copy.deepcopy(obj)
+    pruned (the loader refuses a document that contains itself, so a plain copy does)."""
+    obj = copy_tree(obj)
     pruned = schema.prune(obj)
     schema.apply_defaults(obj)
     return obj, pruned

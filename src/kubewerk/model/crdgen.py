@@ -18,9 +18,9 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 from typing import Any
 
-import orjson
 import yaml
 
+from kubewerk.core.jsoncopy import copy_json
 from kubewerk.core.validation import is_dns1123_subdomain
 from kubewerk.model._naming import version_priority_key
 from kubewerk.model._schemagen import resource_schema
@@ -233,8 +233,8 @@ def crd_for(*models: type[AnyResource], webhook: ConversionWebhook | None = None
             "versions": versions,
         },
     }
-    # one JSON round trip: no shared sub-dicts, only JSON types
-    result: dict[str, Any] = orjson.loads(orjson.dumps(crd))
+    # no shared sub-dicts, only JSON types
+    result: dict[str, Any] = copy_json(crd)
     if _schemas_differ(result["spec"]["versions"]):
         result["spec"] = {"conversion": (webhook or ConversionWebhook()).to_schema(), **result["spec"]}
     return result

@@ -26,7 +26,7 @@ from pydantic import BaseModel, ConfigDict, Field
 
 from kubewerk.core.errors import FieldError
 from kubewerk.core.gvk import format_api_version, split_api_version
-from kubewerk.core.patch import deep_copy
+from kubewerk.core.jsoncopy import copy_tree
 from kubewerk.core.validation import is_dns1035_label, is_dns1123_subdomain
 from kubewerk.model._docstrings import attribute_docstrings
 from kubewerk.model._naming import guess_plural, kind_from_class_name
@@ -434,7 +434,7 @@ class Resource(KubeModel, Generic[SpecT, StatusT]):
         compiled.apply_defaults(obj)
         previous: dict[str, Any] | None = None
         if old is not None:
-            previous = old.to_dict() if isinstance(old, Resource) else deep_copy(old)
+            previous = old.to_dict() if isinstance(old, Resource) else copy_tree(old)
             compiled.apply_defaults(previous)
         return compiled.validate(obj, previous)
 

@@ -44,6 +44,7 @@ from kubewerk.client.client import Client
 from kubewerk.client.errors import Conflict
 from kubewerk.client.resources import ResourceType, is_model_class, resource_type_of, to_dict
 from kubewerk.core.gvk import join_key, object_key, parse_api_version, split_key
+from kubewerk.core.jsoncopy import copy_json
 from kubewerk.runtime import conditions as _conditions
 from kubewerk.runtime.events import EventRecorder, EventType
 from kubewerk.runtime.helpers import (
@@ -223,7 +224,7 @@ class Context:
         if isinstance(obj, dict):
             # the reconcile's own copy: editing it must not edit the snapshot that
             # ensure_finalizer/remove_finalizer/patch_status diff against
-            obj["metadata"] = orjson.loads(orjson.dumps(written.get("metadata", {})))
+            obj["metadata"] = copy_json(written.get("metadata", {}))
             return
         meta = getattr(obj, "metadata", None)
         if meta is not None:

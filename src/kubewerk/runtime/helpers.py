@@ -22,12 +22,11 @@ import enum
 from collections.abc import Awaitable, Callable, Mapping
 from typing import Any
 
-import orjson
-
 from kubewerk.client.client import Client
 from kubewerk.client.errors import AlreadyExists, NotFound
 from kubewerk.client.resources import resource_type_of, to_dict
 from kubewerk.core.gvk import parse_api_version
+from kubewerk.core.jsoncopy import copy_json
 
 
 class AlreadyOwnedError(ValueError):
@@ -179,11 +178,6 @@ class OperationResult(enum.Enum):
     UNCHANGED = "unchanged"
 
 
-def _copy(obj: dict[str, Any]) -> dict[str, Any]:
-    data: dict[str, Any] = orjson.loads(orjson.dumps(obj))
-    return data
-
-
 async def create_or_update(
     client: Client,
     obj: dict[str, Any],
@@ -236,7 +230,7 @@ async def _create_or_write(
         except NotFound:
             current = None
     if current is None:
-        desired = _copy(obj)
+        desired = copy_json(obj)
         await _run(mutate, desired)
         try:
             created = await client.create(desired)
@@ -245,8 +239,8 @@ async def _create_or_write(
             current = await client.get(rt, name, namespace)  # the cache was behind: update instead
     current.setdefault("apiVersion", rt.api_version)
     current.setdefault("kind", rt.kind)
-    before = _copy(current)
-    after = _copy(current)
+    before = copy_json(current)
+    after = copy_json(current)
     await _run(mutate, after)
     if after == before:
         return current, OperationResult.UNCHANGED

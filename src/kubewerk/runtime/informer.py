@@ -36,6 +36,7 @@ from kubewerk.client.client import Client, WatchEvent
 from kubewerk.client.resources import ResourceType, is_model_class, resource_type_of
 from kubewerk.client.watch import Listed, list_watch
 from kubewerk.core.gvk import join_key, object_key
+from kubewerk.core.jsoncopy import copy_json
 from kubewerk.core.selectors import parse_label_selector
 
 log = logging.getLogger("kubewerk.runtime.informer")
@@ -244,7 +245,7 @@ class Informer:
         if self.transform is not None:
             last = self.transform(last)
         for h in self._handlers:
-            h.on_delete(orjson.loads(orjson.dumps(last)) if len(self._handlers) > 1 else last)
+            h.on_delete(copy_json(last) if len(self._handlers) > 1 else last)
 
     def _replace(self, namespace: str | None, items: builtins.list[Obj]) -> None:
         seen: set[str] = set()

@@ -10,12 +10,12 @@ checks use (a value of the wrong type reads as empty).
 
 from __future__ import annotations
 
-import copy
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Any, Final
+from typing import Any
 
 from kubewerk.core.gofmt import go_deep_equal
+from kubewerk.core.jsoncopy import copy_tree
 
 
 def join_path(*parts: str) -> str:
@@ -118,61 +118,13 @@ class CrdSpec:
         return out
 
 
-_ATOMIC: Final = frozenset({str, int, float, bool, type(None)})
-
-
-def _deepcopy(x: Any, memo: dict[int, Any] | None = None) -> Any:
-    """``copy.deepcopy`` with the same result, faster on decoded JSON/YAML.
-
-    Plain dicts and lists are copied here with deepcopy's memo (so shared and
-    recursive parts stay shared, as YAML anchors make them); anything else goes
-    to ``copy.deepcopy`` with that memo.
-    """
-    if memo is None:
-        memo = {}
-    t = type(x)
-    if t is dict:
-        hit = memo.get(id(x))
-        if hit is not None:
-            return hit
-        out: dict[Any, Any] = {}
-        memo[id(x)] = out
-        for k, v in x.items():
-            # deepcopy's order: the value, then the key
-            value = v if type(v) in _ATOMIC else _deepcopy(v, memo)
-            out[k if type(k) in _ATOMIC else copy.deepcopy(k, memo)] = value
-        _keep(x, memo)
-        return out
-    if t is list:
-        hit = memo.get(id(x))
-        if hit is not None:
-            return hit
-        lst: list[Any] = []
-        memo[id(x)] = lst
-        for v in x:
-            lst.append(v if type(v) in _ATOMIC else _deepcopy(v, memo))
-        _keep(x, memo)
-        return lst
-    if t in _ATOMIC:
-        return x
-    return copy.deepcopy(x, memo)
-
-
-def _keep(x: Any, memo: dict[int, Any]) -> None:
-    """deepcopy's keep-alive list: the originals stay referenced while the memo lives."""
-    try:
-        memo[id(memo)].append(x)
-    except KeyError:
-        memo[id(memo)] = [x]
-
-
 def apply_v1_defaults(crd: dict[str, Any], old: dict[str, Any] | None) -> dict[str, Any]:
     """A copy of ``crd`` with the v1 defaults (``singular``, ``listKind``, conversion
     strategy ``None``, webhook service port 443) and the status the server sets: the
     storage version as ``storedVersions`` on create; on update (``old`` given) the old
     status with any new storage version added. ``crd`` itself is not changed.
     """
-    crd = _deepcopy(crd)
+    crd = copy_tree(crd)
     spec = (
         crd.setdefault("spec", {}) if isinstance(crd.get("spec"), dict) or "spec" not in crd else {}
     )
@@ -205,7 +157,7 @@ def apply_v1_defaults(crd: dict[str, Any], old: dict[str, Any] | None) -> dict[s
         crd["status"] = status
     else:
         old_status = as_dict(old.get("status"))
-        status = _deepcopy(old_status)
+        status = copy_tree(old_status)
         stored = list(status.get("storedVersions") or [])
         for v in spec.get("versions") or []:
             if isinstance(v, dict) and v.get("storage") is True and v.get("name") not in stored:

@@ -9,11 +9,11 @@ rules (``_crd_openapi``).
 
 from __future__ import annotations
 
-import copy
 from typing import Any, Final
 
 from kubewerk.core.errors import FieldError
 from kubewerk.core.gofmt import go_deep_equal
+from kubewerk.core.jsoncopy import copy_tree
 
 from . import _structural as st
 from ._crd_internal import ValidationOptions, join_path
@@ -228,7 +228,7 @@ def _defaults_walk(
         value = s.default
         dpath = join_path(path, "default")
         if opts.require_pruned_defaults:
-            pruned = copy.deepcopy(value)
+            pruned = copy_tree(value)
             out: list[str] = []
             st.prune(pruned, s, "", out)
             if not go_deep_equal(pruned, value):

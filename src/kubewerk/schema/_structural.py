@@ -7,13 +7,13 @@ Mirrors ``k8s.io/apiextensions-apiserver/pkg/apiserver/schema``: only ``properti
 
 from __future__ import annotations
 
-import copy
 import re
 from typing import Any, Final
 
 from kubewerk.core.errors import FieldError
 from kubewerk.core.gofmt import go_json
 from kubewerk.core.gvk import parse_api_version
+from kubewerk.core.jsoncopy import copy_tree
 
 _NO_DEFAULT: Final = object()
 _SCALARS: Final = frozenset({str, int, float, bool, type(None)})
@@ -92,8 +92,7 @@ class Structural:
         self.items: Structural | None = Structural(items) if isinstance(items, dict) else None
         if "default" in schema:
             d = schema["default"]
-            # deepcopy hands immutable scalars back as they are; skip its machinery for them
-            self.default: Any = d if type(d) in _SCALARS else copy.deepcopy(d)
+            self.default: Any = copy_tree(d)
         else:
             self.default = _NO_DEFAULT
         self.nullable = schema.get("nullable") is True
@@ -169,15 +168,6 @@ def _opt_int(value: Any) -> int | None:
     return value
 
 
-def _deepcopy_json(value: Any) -> Any:
-    t = type(value)
-    if t is dict:
-        return {k: _deepcopy_json(v) for k, v in value.items()}
-    if t is list:
-        return [_deepcopy_json(v) for v in value]
-    return value
-
-
 # ------------------------------------------------------------------------ defaulting
 def default(x: Any, s: Structural | None) -> None:
     """``structuraldefaulting.Default``: fill absent (and non-nullable null) fields."""
@@ -187,7 +177,7 @@ def default(x: Any, s: Structural | None) -> None:
     if t is dict:
         for k, prop in s.defaulted_props:
             if k not in x or (x[k] is None and not prop.nullable):
-                x[k] = _deepcopy_json(prop.default)
+                x[k] = copy_tree(prop.default)
         addl = s.additional
         if addl is None:
             below = s.defaults_below
@@ -206,7 +196,7 @@ def default(x: Any, s: Structural | None) -> None:
                     default(x[k], prop2)
             else:
                 if x[k] is None and not addl.nullable and addl.default is not _NO_DEFAULT:
-                    x[k] = _deepcopy_json(addl.default)
+                    x[k] = copy_tree(addl.default)
                 default(x[k], addl)
     elif t is list:
         items = s.items
@@ -219,7 +209,7 @@ def default(x: Any, s: Structural | None) -> None:
             return
         for i, v in enumerate(x):
             if v is None:
-                x[i] = _deepcopy_json(items.default)
+                x[i] = copy_tree(items.default)
             default(x[i], items)
 
 
