@@ -28,7 +28,7 @@ Everything else (custom resources, other kinds) is for the caller to refuse.
 from __future__ import annotations
 
 import base64
-import datetime as _dt
+import datetime
 from dataclasses import dataclass
 from typing import Any
 
@@ -46,7 +46,7 @@ MEDIA_TYPE = "application/vnd.kubernetes.protobuf"
 VARINT, FIXED64, LEN, START_GROUP, END_GROUP, FIXED32 = 0, 1, 2, 3, 4, 5
 
 _U64 = (1 << 64) - 1
-_EPOCH = _dt.datetime(1970, 1, 1, tzinfo=_dt.UTC)
+_EPOCH = datetime.datetime(1970, 1, 1, tzinfo=datetime.UTC)
 _GO_ZERO_TIME_SECONDS = -62135596800  # time.Time{} (0001-01-01T00:00:00Z) as Unix seconds
 
 
@@ -337,7 +337,7 @@ def _timestamp(data: bytes) -> tuple[int, int]:
 
 def _format_time(seconds: int, micros: int | None) -> str:
     try:
-        moment = _EPOCH + _dt.timedelta(seconds=seconds)
+        moment = _EPOCH + datetime.timedelta(seconds=seconds)
     except OverflowError:
         raise ProtobufError(f"timestamp {seconds} is outside the years 1 to 9999") from None
     text = (f"{moment.year:04d}-{moment.month:02d}-{moment.day:02d}"

@@ -138,7 +138,7 @@ def _split_host_port(text: str) -> tuple[str, str] | None:
     return host, port
 
 
-def _ip(text: str) -> IPAddress | None:
+def _parse_ip(text: str) -> IPAddress | None:
     """The IP address ``text`` spells (IPv4-mapped IPv6 reduced to IPv4, as Go compares), else None."""
     if "%" in text:  # Go's ParseIP takes no zone
         return None
@@ -163,7 +163,7 @@ def _idna(host: str) -> str:
 
 def _cidr(text: str) -> IPNetwork | None:
     address, slash, bits = text.partition("/")
-    if not slash or not bits.isdigit() or _ip(address) is None:
+    if not slash or not bits.isdigit() or _parse_ip(address) is None:
         return None
     try:
         return ipaddress.ip_network(text, strict=False)
@@ -198,7 +198,7 @@ class NoProxy:
             host, port = split if split is not None else (entry, "")
             if split is not None and not host:
                 continue  # ":80": no host
-            ip = _ip(host)
+            ip = _parse_ip(host)
             if ip is not None:
                 self._ips.append((ip, port))
                 continue
@@ -215,7 +215,7 @@ class NoProxy:
             return True
         name = host.strip().lower()
         port_text = str(port)
-        ip = _ip(name)
+        ip = _parse_ip(name)
         if ip is not None:
             for network in self._cidrs:
                 if ip in network:
@@ -293,7 +293,7 @@ class EnvironmentProxy:
 def _use_proxy(host: str, port: int, no_proxy: NoProxy) -> bool:
     if host == "localhost":
         return False
-    ip = _ip(host)
+    ip = _parse_ip(host)
     if ip is not None and ip.is_loopback:
         return False
     return not no_proxy.matches(_idna(host), port)

@@ -309,10 +309,10 @@ def _object_fragment(cls: type[BaseModel], *, skip: frozenset[str] = frozenset()
             )
             frag.transitions.append("")
         if child.columns or child.selectable:
-            for path, _col, _t in child.columns:
+            for path, _col, _type in child.columns:
                 if "[*]" in path:
                     fail(where, "a PrinterColumn cannot be declared inside a list item")
-            for path, _t in child.selectable:
+            for path, _type in child.selectable:
                 if "[*]" in path:
                     fail(where, "a selectable field cannot be inside a list item")
         prefixed = child.prefixed("." + json_field)

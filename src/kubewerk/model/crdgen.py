@@ -131,7 +131,7 @@ def _version_entry(model: type[AnyResource], info: KindInfo, storage: bool) -> d
         entry["deprecated"] = True
         if info.deprecation_warning:
             entry["deprecationWarning"] = info.deprecation_warning
-    selectable = [path for path, _t in fragment.selectable]
+    selectable = [path for path, _type in fragment.selectable]
     selectable.extend(info.selectable_fields)
     if selectable:
         if len(selectable) > 8:
