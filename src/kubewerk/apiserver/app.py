@@ -12,7 +12,7 @@ import asyncio
 import contextlib
 import logging
 import time
-from collections.abc import Awaitable, Callable, Iterable
+from collections.abc import Iterable
 from typing import Any
 from urllib.parse import parse_qsl, unquote
 
@@ -27,7 +27,7 @@ from kubewerk.apiserver.hosts import HostPolicy
 from kubewerk.apiserver.metrics import CONTENT_TYPE, ApiMetrics, RequestLabels, non_resource_labels
 from kubewerk.apiserver.readcache import ReadCache
 from kubewerk.apiserver.registry import Registry, ServedResource
-from kubewerk.apiserver.responses import json_headers, wants_table
+from kubewerk.apiserver.responses import AsgiScope, Receive, Send, json_headers, wants_table
 from kubewerk.apiserver.rest import ResourceApi, RestResponse, Target
 from kubewerk.apiserver.storage.base import Store, UnstorableObject
 from kubewerk.apiserver.watch import DEFAULT_MAX_BACKLOG_BYTES, WatchHub, WatchStream
@@ -35,9 +35,6 @@ from kubewerk.core.errors import ApiError
 from kubewerk.core.gofmt import unmarshal_kind
 
 JSON = dict[str, Any]
-AsgiScope = dict[str, Any]
-Receive = Callable[[], Awaitable[dict[str, Any]]]
-Send = Callable[[dict[str, Any]], Awaitable[None]]
 
 MAX_BODY = decode.MAX_BODY_BYTES
 log = logging.getLogger("kubewerk.apiserver")

@@ -1,6 +1,14 @@
-"""HTTP response pieces shared by the router and the watch stream: headers and negotiation."""
+"""HTTP pieces shared by the router and the watch stream: ASGI callables, response headers,
+content negotiation."""
 
 from __future__ import annotations
+
+from collections.abc import Awaitable, Callable
+from typing import Any
+
+AsgiScope = dict[str, Any]
+Receive = Callable[[], Awaitable[dict[str, Any]]]
+Send = Callable[[dict[str, Any]], Awaitable[None]]
 
 _TABLE_MARK = "as=table"
 

@@ -36,14 +36,14 @@ import collections
 import logging
 import random
 import weakref
-from collections.abc import Awaitable, Callable, Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass
 from typing import Any, Final
 
 import orjson
 
 from kubewerk.apiserver import decode, table
-from kubewerk.apiserver.responses import wants_table, warning_header
+from kubewerk.apiserver.responses import Receive, Send, wants_table, warning_header
 from kubewerk.apiserver.rest import (
     ResourceApi,
     Target,
@@ -55,8 +55,6 @@ from kubewerk.apiserver.storage.base import Compacted, Event, Store
 from kubewerk.core.errors import ApiError, FieldError
 
 JSON = dict[str, Any]
-Receive = Callable[[], Awaitable[dict[str, Any]]]
-Send = Callable[[dict[str, Any]], Awaitable[None]]
 INITIAL_EVENTS_END = "k8s.io/initial-events-end"
 
 MiB: Final = 1024 * 1024
