@@ -56,8 +56,12 @@ def database(name: str | None = None, **annotations: str) -> dict[str, Any]:
     meta["labels"] = {"app": "bench", "tier": "db"}
     if annotations:
         meta["annotations"] = annotations
-    return {"apiVersion": GV, "kind": "Database", "metadata": meta,
-            "spec": {"engine": "postgres", "version": "16", "replicas": 3, "storage": "10Gi"}}
+    return {
+        "apiVersion": GV,
+        "kind": "Database",
+        "metadata": meta,
+        "spec": {"engine": "postgres", "version": "16", "replicas": 3, "storage": "10Gi"},
+    }
 
 
 def _listen() -> socket.socket:
@@ -109,8 +113,17 @@ def serve_noop(port_q: Any) -> None:
     from noop_app import app
 
     sock = _listen()
-    config = uvicorn.Config(app, lifespan="off", http="httptools", loop="none", log_config=None,
-                            access_log=False, timeout_keep_alive=30, backlog=2048, proxy_headers=False)
+    config = uvicorn.Config(
+        app,
+        lifespan="off",
+        http="httptools",
+        loop="none",
+        log_config=None,
+        access_log=False,
+        timeout_keep_alive=30,
+        backlog=2048,
+        proxy_headers=False,
+    )
     server = uvicorn.Server(config)
     loop = uvloop.new_event_loop()
     asyncio.set_event_loop(loop)
@@ -136,7 +149,9 @@ def rss_mib(pid: int) -> float:
 # -- load ---------------------------------------------------------------------------
 
 
-def wrk(url: str, connections: int, duration: int, method: str = "GET", body: bytes | None = None) -> float:
+def wrk(
+    url: str, connections: int, duration: int, method: str = "GET", body: bytes | None = None
+) -> float:
     """Requests/s from one wrk thread; fails if any answer was not 2xx."""
     with tempfile.NamedTemporaryFile("w", suffix=".lua", delete=False) as script:
         script.write(f'wrk.method = "{method}"\n')
@@ -144,8 +159,12 @@ def wrk(url: str, connections: int, duration: int, method: str = "GET", body: by
             script.write(f"wrk.body = [==[{body.decode()}]==]\n")
             script.write('wrk.headers["Content-Type"] = "application/json"\n')
     try:
-        out = subprocess.run(["wrk", "-t1", f"-c{connections}", f"-d{duration}s", "-s", script.name, url],
-                             capture_output=True, text=True, check=True).stdout
+        out = subprocess.run(
+            ["wrk", "-t1", f"-c{connections}", f"-d{duration}s", "-s", script.name, url],
+            capture_output=True,
+            text=True,
+            check=True,
+        ).stdout
     finally:
         os.unlink(script.name)
     bad = re.search(r"Non-2xx or 3xx responses: (\d+)", out)
@@ -157,14 +176,18 @@ def wrk(url: str, connections: int, duration: int, method: str = "GET", body: by
     return float(match.group(1))
 
 
-def aiohttp_load(url: str, connections: int, duration: int, method: str = "GET", body: bytes | None = None) -> float:
+def aiohttp_load(
+    url: str, connections: int, duration: int, method: str = "GET", body: bytes | None = None
+) -> float:
     """Requests/s from one aiohttp client process (the fallback when wrk is missing)."""
 
     async def run() -> float:
         count = 0
         deadline = time.monotonic() + duration
         headers = {"content-type": "application/json"} if body is not None else {}
-        async with aiohttp.ClientSession(connector=aiohttp.TCPConnector(limit=connections)) as session:
+        async with aiohttp.ClientSession(
+            connector=aiohttp.TCPConnector(limit=connections)
+        ) as session:
 
             async def worker() -> None:
                 nonlocal count
@@ -189,8 +212,10 @@ def aiohttp_load(url: str, connections: int, duration: int, method: str = "GET",
 
 async def setup(base: str) -> None:
     async with aiohttp.ClientSession(base) as s:
-        async with s.post("/apis/apiextensions.k8s.io/v1/customresourcedefinitions",
-                          json=yaml.safe_load(CRD.read_text())) as r:
+        async with s.post(
+            "/apis/apiextensions.k8s.io/v1/customresourcedefinitions",
+            json=yaml.safe_load(CRD.read_text()),
+        ) as r:
             assert r.status == 201, await r.text()
         for _ in range(500):
             async with s.get(f"/apis/{GV}") as r:
@@ -198,8 +223,10 @@ async def setup(base: str) -> None:
                     break
             await asyncio.sleep(0.01)
         for ns in ("bench", "list", "watch"):
-            async with s.post("/api/v1/namespaces", json={"apiVersion": "v1", "kind": "Namespace",
-                                                         "metadata": {"name": ns}}) as r:
+            async with s.post(
+                "/api/v1/namespaces",
+                json={"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": ns}},
+            ) as r:
                 assert r.status == 201, await r.text()
         async with s.post(f"/apis/{GV}/namespaces/bench/databases", json=database("get-me")) as r:
             assert r.status == 201, await r.text()
@@ -211,8 +238,11 @@ async def fill(base: str, ns: str, n: int, connections: int = 32) -> None:
 
         async def worker() -> None:
             for i in todo:
-                async with s.post(f"/apis/{GV}/namespaces/{ns}/databases", data=orjson.dumps(database(f"db-{i:05d}")),
-                                  headers={"content-type": "application/json"}) as r:
+                async with s.post(
+                    f"/apis/{GV}/namespaces/{ns}/databases",
+                    data=orjson.dumps(database(f"db-{i:05d}")),
+                    headers={"content-type": "application/json"},
+                ) as r:
                     assert r.status == 201, await r.text()
 
         await asyncio.gather(*(worker() for _ in range(connections)))
@@ -230,7 +260,9 @@ async def list_all(base: str, ns: str, repeat: int = 3) -> tuple[float, int, int
     return min(times), size, count
 
 
-def watch_client(base: str, watchers: int, rv: str, expected: int, out_q: Any, ready_q: Any) -> None:
+def watch_client(
+    base: str, watchers: int, rv: str, expected: int, out_q: Any, ready_q: Any
+) -> None:
     """``watchers`` watch streams in one process; reports every delivery delay (seconds)."""
     import uvloop
 
@@ -243,8 +275,11 @@ def watch_client(base: str, watchers: int, rv: str, expected: int, out_q: Any, r
                 nonlocal opened
                 seen = 0
                 params = {"watch": "true", "resourceVersion": rv, "timeoutSeconds": "120"}
-                async with s.get(f"/apis/{GV}/namespaces/watch/databases", params=params,
-                                 timeout=aiohttp.ClientTimeout(total=180)) as r:
+                async with s.get(
+                    f"/apis/{GV}/namespaces/watch/databases",
+                    params=params,
+                    timeout=aiohttp.ClientTimeout(total=180),
+                ) as r:
                     opened += 1
                     if opened == watchers:
                         ready_q.put(True)
@@ -268,8 +303,11 @@ async def write_stamped(base: str, n: int, interval: float) -> None:
     async with aiohttp.ClientSession(base) as s:
         for i in range(n):
             body = database(f"w-{i:05d}", **{STAMP: str(time.monotonic_ns())})
-            async with s.post(f"/apis/{GV}/namespaces/watch/databases", data=orjson.dumps(body),
-                              headers={"content-type": "application/json"}) as r:
+            async with s.post(
+                f"/apis/{GV}/namespaces/watch/databases",
+                data=orjson.dumps(body),
+                headers={"content-type": "application/json"},
+            ) as r:
                 assert r.status == 201, await r.text()
             await asyncio.sleep(interval)
 
@@ -280,12 +318,16 @@ def percentile(values: list[float], q: float) -> float:
 
 
 def main() -> int:
-    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser = argparse.ArgumentParser(
+        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
     parser.add_argument("-c", "--connections", type=int, default=32)
     parser.add_argument("-d", "--duration", type=int, default=5, help="seconds per throughput run")
     parser.add_argument("--objects", type=int, default=10_000)
     parser.add_argument("--watchers", type=int, default=100)
-    parser.add_argument("--writes", type=int, default=300, help="stamped writes for the watch latency")
+    parser.add_argument(
+        "--writes", type=int, default=300, help="stamped writes for the watch latency"
+    )
     parser.add_argument("--write-interval", type=float, default=0.01)
     parser.add_argument("--client", choices=("auto", "wrk", "aiohttp"), default="auto")
     parser.add_argument("--profile", help="write a cProfile of the API server to this file")
@@ -295,8 +337,10 @@ def main() -> int:
     if client == "auto":
         client = "wrk" if shutil.which("wrk") else "aiohttp"
         if client == "aiohttp":
-            print("wrk not found (apt-get install wrk / brew install wrk); using the slower aiohttp client",
-                  file=sys.stderr)
+            print(
+                "wrk not found (apt-get install wrk / brew install wrk); using the slower aiohttp client",
+                file=sys.stderr,
+            )
     load = wrk if client == "wrk" else aiohttp_load
 
     api, api_port = start(serve_api, args.profile)
@@ -315,13 +359,18 @@ def main() -> int:
 
         # watch latency: watchers in their own process, stamped writes from this one
         async def current_rv() -> str:
-            async with aiohttp.ClientSession(base) as s, s.get(f"/apis/{GV}/namespaces/watch/databases") as r:
+            async with (
+                aiohttp.ClientSession(base) as s,
+                s.get(f"/apis/{GV}/namespaces/watch/databases") as r,
+            ):
                 return str((await r.json())["metadata"]["resourceVersion"])
 
         rv = asyncio.run(current_rv())
         ctx = mp.get_context("spawn")
         out_q, ready_q = ctx.Queue(), ctx.Queue()
-        wproc = ctx.Process(target=watch_client, args=(base, args.watchers, rv, args.writes, out_q, ready_q))
+        wproc = ctx.Process(
+            target=watch_client, args=(base, args.watchers, rv, args.writes, out_q, ready_q)
+        )
         wproc.start()
         ready_q.get(timeout=60)
         time.sleep(0.2)
@@ -335,8 +384,13 @@ def main() -> int:
         noop_get = load(nbase + "/apis/x", args.connections, args.duration)
         get_rate = load(get_url, args.connections, args.duration)
         noop_post = load(nbase + "/apis/x", args.connections, args.duration, "POST", post_body)
-        create_rate = load(f"{base}/apis/{GV}/namespaces/bench/databases", args.connections, args.duration,
-                           "POST", post_body)
+        create_rate = load(
+            f"{base}/apis/{GV}/namespaces/bench/databases",
+            args.connections,
+            args.duration,
+            "POST",
+            post_body,
+        )
     finally:
         for proc in (api, noop):
             if proc.pid is not None and proc.is_alive():
@@ -345,23 +399,35 @@ def main() -> int:
             if proc.is_alive():
                 proc.kill()
 
-    print(f"embedded API server (memory store) vs no-op ASGI app, uvicorn+httptools+uvloop, "
-          f"client: {client} ({args.connections} connections), {os.cpu_count()} CPUs")
+    print(
+        f"embedded API server (memory store) vs no-op ASGI app, uvicorn+httptools+uvloop, "
+        f"client: {client} ({args.connections} connections), {os.cpu_count()} CPUs"
+    )
     print()
     print(f"{'measure':34} {'no-op':>12} {'API server':>12} {'ratio':>7} {'target':>8}")
-    print(f"{'create (POST Database) /s':34} {noop_post:12,.0f} {create_rate:12,.0f} "
-          f"{create_rate / noop_post:6.2f}x {'>= 0.4x':>8}")
-    print(f"{'get (GET Database) /s':34} {noop_get:12,.0f} {get_rate:12,.0f} "
-          f"{get_rate / noop_get:6.2f}x {'>= 0.7x':>8}")
+    print(
+        f"{'create (POST Database) /s':34} {noop_post:12,.0f} {create_rate:12,.0f} "
+        f"{create_rate / noop_post:6.2f}x {'>= 0.4x':>8}"
+    )
+    print(
+        f"{'get (GET Database) /s':34} {noop_get:12,.0f} {get_rate:12,.0f} "
+        f"{get_rate / noop_get:6.2f}x {'>= 0.7x':>8}"
+    )
     print()
-    print(f"list of {list_count:,} objects: {list_s * 1000:.0f} ms, {list_bytes / 1e6:.1f} MB "
-          f"({list_count / list_s:,.0f} objects/s)")
-    print(f"memory for {args.objects:,} objects: {rss_after - rss_before:.1f} MiB RSS "
-          f"({(rss_after - rss_before) * 1024 * 1024 / args.objects / 1024:.1f} KiB/object; "
-          f"server RSS {rss_after:.0f} MiB); filled at {args.objects / fill_s:,.0f} creates/s (aiohttp)")
-    print(f"watch delivery, {args.watchers} watchers x {args.writes} writes ({len(delays):,} deliveries): "
-          f"p50 {percentile(delays, 0.5) * 1000:.1f} ms, p99 {percentile(delays, 0.99) * 1000:.1f} ms, "
-          f"max {max(delays) * 1000:.1f} ms, mean {statistics.fmean(delays) * 1000:.1f} ms (target p99 < 20 ms)")
+    print(
+        f"list of {list_count:,} objects: {list_s * 1000:.0f} ms, {list_bytes / 1e6:.1f} MB "
+        f"({list_count / list_s:,.0f} objects/s)"
+    )
+    print(
+        f"memory for {args.objects:,} objects: {rss_after - rss_before:.1f} MiB RSS "
+        f"({(rss_after - rss_before) * 1024 * 1024 / args.objects / 1024:.1f} KiB/object; "
+        f"server RSS {rss_after:.0f} MiB); filled at {args.objects / fill_s:,.0f} creates/s (aiohttp)"
+    )
+    print(
+        f"watch delivery, {args.watchers} watchers x {args.writes} writes ({len(delays):,} deliveries): "
+        f"p50 {percentile(delays, 0.5) * 1000:.1f} ms, p99 {percentile(delays, 0.99) * 1000:.1f} ms, "
+        f"max {max(delays) * 1000:.1f} ms, mean {statistics.fmean(delays) * 1000:.1f} ms (target p99 < 20 ms)"
+    )
     if len(delays) != args.watchers * args.writes:
         print(f"WARNING: expected {args.watchers * args.writes} deliveries, got {len(delays)}")
     return 0

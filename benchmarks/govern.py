@@ -98,13 +98,17 @@ def main() -> None:
     t_hparse = best(lambda: parse_only(hist_files), args.repeat)
     t_compat = best(lambda: compat_all(pairs), args.repeat)
 
-    print(f"corpus: {len(crd_files)} CRD files ({mb:.1f} MB); history: {len(pairs)} pairs over "
-          f"{len(hist_files)} files ({hmb:.1f} MB); best of {args.repeat}")
+    print(
+        f"corpus: {len(crd_files)} CRD files ({mb:.1f} MB); history: {len(pairs)} pairs over "
+        f"{len(hist_files)} files ({hmb:.1f} MB); best of {args.repeat}"
+    )
     print(f"{'operation':44} {'time':>9} {'ratio':>7}")
     print(f"{'parse corpus (CSafeLoader, baseline)':44} {t_parse:8.2f}s {1:6.2f}x")
     print(f"{'parse corpus, gc paused':44} {t_parse_nogc:8.2f}s {t_parse_nogc / t_parse:6.2f}x")
     print(f"{'lint corpus, all rules':44} {t_lint:8.2f}s {t_lint / t_parse:6.2f}x")
-    print(f"{'lint corpus, all but structural-schema':44} {t_lint_own:8.2f}s {t_lint_own / t_parse:6.2f}x")
+    print(
+        f"{'lint corpus, all but structural-schema':44} {t_lint_own:8.2f}s {t_lint_own / t_parse:6.2f}x"
+    )
     print(f"{'parse history (CSafeLoader, baseline)':44} {t_hparse:8.2f}s {1:6.2f}x")
     print(f"{'compat all history pairs':44} {t_compat:8.2f}s {t_compat / t_hparse:6.2f}x")
     ratio = t_lint / t_parse

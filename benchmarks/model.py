@@ -83,8 +83,9 @@ class BenchStatus(KubeModel):
     health: dict[str, dict[str, Any]] | None = None
 
 
-class BenchScaledObject(Resource[BenchSpec, BenchStatus], group="bench.kubewerk.dev",
-                        kind="ScaledObject"):
+class BenchScaledObject(
+    Resource[BenchSpec, BenchStatus], group="bench.kubewerk.dev", kind="ScaledObject"
+):
     """A ScaledObject-like kind for the benchmark."""
 
 
@@ -99,17 +100,33 @@ def make(i: int) -> dict[str, Any]:
             "resourceVersion": str(100_000 + i),
             "generation": 3,
             "creationTimestamp": "2024-05-01T10:00:00Z",
-            "labels": {"app.kubernetes.io/name": "web", "app.kubernetes.io/part-of": "shop",
-                       "tier": "frontend"},
+            "labels": {
+                "app.kubernetes.io/name": "web",
+                "app.kubernetes.io/part-of": "shop",
+                "tier": "frontend",
+            },
             "annotations": {"example.com/owner": "platform-team", "example.com/revision": str(i)},
             "finalizers": ["finalizer.keda.sh"],
-            "ownerReferences": [{"apiVersion": "apps/v1", "kind": "Deployment", "name": f"web-{i}",
-                                 "uid": f"7a1c8c1e-0000-4000-8000-{i:012d}", "controller": True,
-                                 "blockOwnerDeletion": True}],
-            "managedFields": [{"manager": "kubectl", "operation": "Apply",
-                               "apiVersion": "bench.kubewerk.dev/v1", "time": "2024-05-01T10:00:00Z",
-                               "fieldsType": "FieldsV1",
-                               "fieldsV1": {"f:spec": {"f:triggers": {}, "f:scaleTargetRef": {"f:name": {}}}}}],
+            "ownerReferences": [
+                {
+                    "apiVersion": "apps/v1",
+                    "kind": "Deployment",
+                    "name": f"web-{i}",
+                    "uid": f"7a1c8c1e-0000-4000-8000-{i:012d}",
+                    "controller": True,
+                    "blockOwnerDeletion": True,
+                }
+            ],
+            "managedFields": [
+                {
+                    "manager": "kubectl",
+                    "operation": "Apply",
+                    "apiVersion": "bench.kubewerk.dev/v1",
+                    "time": "2024-05-01T10:00:00Z",
+                    "fieldsType": "FieldsV1",
+                    "fieldsV1": {"f:spec": {"f:triggers": {}, "f:scaleTargetRef": {"f:name": {}}}},
+                }
+            ],
         },
         "spec": {
             "scaleTargetRef": {"apiVersion": "apps/v1", "kind": "Deployment", "name": f"web-{i}"},
@@ -117,13 +134,24 @@ def make(i: int) -> dict[str, Any]:
             "cooldownPeriod": 300,
             "minReplicaCount": 1,
             "maxReplicaCount": 10 + i % 5,
-            "behavior": {"scaleDown": {"stabilizationWindowSeconds": 300, "tolerance": "0.05",
-                                       "policies": [{"type": "Percent", "value": 50, "periodSeconds": 60}]}},
+            "behavior": {
+                "scaleDown": {
+                    "stabilizationWindowSeconds": 300,
+                    "tolerance": "0.05",
+                    "policies": [{"type": "Percent", "value": 50, "periodSeconds": 60}],
+                }
+            },
             "triggers": [
-                {"type": "prometheus", "name": "rps",
-                 "metadata": {"serverAddress": "http://prometheus:9090", "threshold": "100",
-                              "query": f'sum(rate(http_requests_total{{app="web-{i}"}}[2m]))'},
-                 "authenticationRef": {"name": "prom", "kind": "ClusterTriggerAuthentication"}},
+                {
+                    "type": "prometheus",
+                    "name": "rps",
+                    "metadata": {
+                        "serverAddress": "http://prometheus:9090",
+                        "threshold": "100",
+                        "query": f'sum(rate(http_requests_total{{app="web-{i}"}}[2m]))',
+                    },
+                    "authenticationRef": {"name": "prom", "kind": "ClusterTriggerAuthentication"},
+                },
                 {"type": "cpu", "metadata": {"value": "60"}, "useCachedMetrics": False},
             ],
         },
@@ -134,12 +162,22 @@ def make(i: int) -> dict[str, Any]:
             "externalMetricNames": ["s0-prometheus"],
             "health": {"s0-prometheus": {"numberOfFailures": 0, "status": "Happy"}},
             "conditions": [
-                {"type": "Ready", "status": "True", "reason": "ScaledObjectReady",
-                 "message": "ScaledObject is defined correctly and is ready for scaling",
-                 "lastTransitionTime": "2024-05-01T10:00:05Z", "observedGeneration": 3},
-                {"type": "Active", "status": "False", "reason": "ScalerNotActive",
-                 "message": "Scaling is not performed because triggers are not active",
-                 "lastTransitionTime": "2024-05-01T10:00:05Z", "observedGeneration": 3},
+                {
+                    "type": "Ready",
+                    "status": "True",
+                    "reason": "ScaledObjectReady",
+                    "message": "ScaledObject is defined correctly and is ready for scaling",
+                    "lastTransitionTime": "2024-05-01T10:00:05Z",
+                    "observedGeneration": 3,
+                },
+                {
+                    "type": "Active",
+                    "status": "False",
+                    "reason": "ScalerNotActive",
+                    "message": "Scaling is not performed because triggers are not active",
+                    "lastTransitionTime": "2024-05-01T10:00:05Z",
+                    "observedGeneration": 3,
+                },
             ],
         },
     }
@@ -165,7 +203,9 @@ def allocated(build: Callable[[], list[Any]]) -> tuple[int, list[Any]]:
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser = argparse.ArgumentParser(
+        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
     parser.add_argument("-n", type=int, default=10_000, help="objects (default 10000)")
     parser.add_argument("--repeat", type=int, default=5, help="runs per measurement, best kept")
     args = parser.parse_args(argv)
@@ -194,8 +234,10 @@ def main(argv: list[str] | None = None) -> int:
 
     size = sum(len(b) for b in blobs) / n
     us = 1e6 / n
-    print(f"{n} objects of {size:.0f} bytes of JSON; Python {sys.version.split()[0]}, "
-          f"best of {args.repeat}; ratio = model time / orjson time")
+    print(
+        f"{n} objects of {size:.0f} bytes of JSON; Python {sys.version.split()[0]}, "
+        f"best of {args.repeat}; ratio = model time / orjson time"
+    )
     print()
     print(f"{'operation':<34}{'per object':>12}{'ratio':>9}")
     print(f"{'orjson.loads (baseline parse)':<34}{loads * us:>9.1f} µs")
@@ -204,14 +246,20 @@ def main(argv: list[str] | None = None) -> int:
     print(f"{'model.to_json (dump)':<34}{to_json * us:>9.1f} µs{to_json / dumps:>8.2f}x")
     total_ratio = (from_json + to_json) / (loads + dumps)
     print(f"{'parse + dump (JSON)':<34}{(from_json + to_json) * us:>9.1f} µs{total_ratio:>8.2f}x")
-    print(f"{'Model.from_dict (parse a dict)':<34}{from_dict * us:>9.1f} µs{from_dict / loads:>8.2f}x")
+    print(
+        f"{'Model.from_dict (parse a dict)':<34}{from_dict * us:>9.1f} µs{from_dict / loads:>8.2f}x"
+    )
     print(f"{'model.to_dict (dump to a dict)':<34}{to_dict * us:>9.1f} µs{to_dict / dumps:>8.2f}x")
     dict_ratio = (from_dict + to_dict) / (loads + dumps)
     print(f"{'parse + dump (dicts)':<34}{(from_dict + to_dict) * us:>9.1f} µs{dict_ratio:>8.2f}x")
     print()
-    print(f"memory per object: dict {dict_bytes / n:,.0f} B, model {model_bytes / n:,.0f} B "
-          f"({model_bytes / dict_bytes:.2f}x)")
-    print(f"target parse + dump <= 5x orjson: {'met' if total_ratio <= 5 else 'NOT met'} ({total_ratio:.2f}x)")
+    print(
+        f"memory per object: dict {dict_bytes / n:,.0f} B, model {model_bytes / n:,.0f} B "
+        f"({model_bytes / dict_bytes:.2f}x)"
+    )
+    print(
+        f"target parse + dump <= 5x orjson: {'met' if total_ratio <= 5 else 'NOT met'} ({total_ratio:.2f}x)"
+    )
     return 0
 
 

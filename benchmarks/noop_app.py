@@ -15,8 +15,11 @@ _BODY = b'{"kind":"Status","apiVersion":"v1","metadata":{},"status":"Success"}'
 _HEADERS = [(b"content-type", b"application/json"), (b"content-length", str(len(_BODY)).encode())]
 
 
-async def app(scope: dict[str, Any], receive: Callable[[], Awaitable[dict[str, Any]]],
-              send: Callable[[dict[str, Any]], Awaitable[None]]) -> None:
+async def app(
+    scope: dict[str, Any],
+    receive: Callable[[], Awaitable[dict[str, Any]]],
+    send: Callable[[dict[str, Any]], Awaitable[None]],
+) -> None:
     """Read the request, answer a fixed JSON body."""
     if scope["type"] != "http":
         return

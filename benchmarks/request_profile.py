@@ -48,7 +48,9 @@ from kubewerk.apiserver.storage import open_store  # noqa: E402
 class Kind:
     """A CRD and the bodies the timed requests send for it."""
 
-    def __init__(self, crd: dict[str, Any], body: dict[str, Any], status_patch: dict[str, Any]) -> None:
+    def __init__(
+        self, crd: dict[str, Any], body: dict[str, Any], status_patch: dict[str, Any]
+    ) -> None:
         self.crd = crd
         spec = crd["spec"]
         self.gv = f"{spec['group']}/{spec['versions'][0]['name']}"
@@ -74,8 +76,12 @@ def bench_kind() -> Kind:
     sys.path.insert(0, str(ROOT / "benchmarks"))
     from runtime import CRD as BENCH_CRD
 
-    body = {"apiVersion": "bench.kubewerk.dev/v1", "kind": "Bench",
-            "metadata": {"generateName": "bench-"}, "spec": {"value": 7}}
+    body = {
+        "apiVersion": "bench.kubewerk.dev/v1",
+        "kind": "Bench",
+        "metadata": {"generateName": "bench-"},
+        "spec": {"value": 7},
+    }
     return Kind(BENCH_CRD, body, {"status": {"observed": 7}})
 
 
@@ -93,8 +99,13 @@ def prometheus_kind() -> Kind:
     body = make_object(random.Random(7), 0)
     body["spec"].pop("extraUnknown")
     body["metadata"] = {"generateName": "prom-", "labels": body["metadata"]["labels"]}
-    status = {"availableReplicas": 1, "paused": False, "replicas": 1, "unavailableReplicas": 0,
-              "updatedReplicas": 1}
+    status = {
+        "availableReplicas": 1,
+        "paused": False,
+        "replicas": 1,
+        "unavailableReplicas": 0,
+        "updatedReplicas": 1,
+    }
     return Kind(crd, body, {"status": status})
 
 
@@ -102,8 +113,13 @@ KINDS = {"demo": demo_kind, "bench": bench_kind, "prometheus": prometheus_kind}
 KIND: Kind = demo_kind()
 
 
-async def call(app: ApiServer, method: str, path: str, body: bytes = b"",
-               content_type: bytes = b"application/json") -> tuple[int, bytes]:
+async def call(
+    app: ApiServer,
+    method: str,
+    path: str,
+    body: bytes = b"",
+    content_type: bytes = b"application/json",
+) -> tuple[int, bytes]:
     """One request through the ASGI interface; returns (status, response body)."""
     scope: dict[str, Any] = {
         "type": "http",
@@ -167,7 +183,9 @@ async def new_namespace(app: ApiServer, namespace: str) -> None:
         raise SystemExit(f"creating namespace {namespace} failed: {status} {body[:300]!r}")
 
 
-async def timed(requests: list[tuple[str, str, bytes, bytes]], app: ApiServer, expect: int) -> float:
+async def timed(
+    requests: list[tuple[str, str, bytes, bytes]], app: ApiServer, expect: int
+) -> float:
     """Send the requests in order; returns the seconds taken (fails on any other status)."""
     gc.collect()
     start = time.perf_counter()
@@ -205,8 +223,15 @@ async def prepare_status_patch(app: ApiServer, namespace: str, n: int) -> Prepar
     _, body = await call(app, "GET", f"/apis/{KIND.gv}/namespaces/{namespace}/{KIND.plural}")
     base = f"/apis/{KIND.gv}/namespaces/{namespace}/{KIND.plural}/"
     patch = KIND.status_patch
-    return [("PATCH", base + item["metadata"]["name"] + "/status", patch, b"application/merge-patch+json")
-            for item in orjson.loads(body)["items"]], 200
+    return [
+        (
+            "PATCH",
+            base + item["metadata"]["name"] + "/status",
+            patch,
+            b"application/merge-patch+json",
+        )
+        for item in orjson.loads(body)["items"]
+    ], 200
 
 
 OPS = {"create": prepare_create, "get": prepare_get, "status-patch": prepare_status_patch}
@@ -215,9 +240,13 @@ OPS = {"create": prepare_create, "get": prepare_get, "status-patch": prepare_sta
 async def main() -> None:
     parser = argparse.ArgumentParser()
     parser.add_argument("--op", choices=sorted(OPS), default="create", help="the request to time")
-    parser.add_argument("--kind", choices=sorted(KINDS), default="demo",
-                        help="demo: the Database of benchmarks/apiserver.py; bench: the kind of benchmarks/runtime.py; "
-                             "prometheus: the corpus Prometheus of benchmarks/schema.py")
+    parser.add_argument(
+        "--kind",
+        choices=sorted(KINDS),
+        default="demo",
+        help="demo: the Database of benchmarks/apiserver.py; bench: the kind of benchmarks/runtime.py; "
+        "prometheus: the corpus Prometheus of benchmarks/schema.py",
+    )
     parser.add_argument("-n", type=int, default=20_000, help="requests per round")
     parser.add_argument("--rounds", type=int, default=3)
     parser.add_argument("--profile", action="store_true", help="one more round under cProfile")

@@ -62,7 +62,12 @@ CRD = {
     "metadata": {"name": f"benches.{GROUP}"},
     "spec": {
         "group": GROUP,
-        "names": {"kind": "Bench", "plural": "benches", "singular": "bench", "listKind": "BenchList"},
+        "names": {
+            "kind": "Bench",
+            "plural": "benches",
+            "singular": "bench",
+            "listKind": "BenchList",
+        },
         "scope": "Namespaced",
         "versions": [
             {
@@ -74,8 +79,14 @@ CRD = {
                     "openAPIV3Schema": {
                         "type": "object",
                         "properties": {
-                            "spec": {"type": "object", "properties": {"value": {"type": "integer"}}},
-                            "status": {"type": "object", "x-kubernetes-preserve-unknown-fields": True},
+                            "spec": {
+                                "type": "object",
+                                "properties": {"value": {"type": "integer"}},
+                            },
+                            "status": {
+                                "type": "object",
+                                "x-kubernetes-preserve-unknown-fields": True,
+                            },
                         },
                     }
                 },
@@ -229,7 +240,12 @@ async def create_objects(client: Client, namespace: str, n: int, concurrency: in
     async def one(i: int) -> None:
         async with sem:
             await client.create(
-                {"apiVersion": f"{GROUP}/v1", "kind": "Bench", "metadata": {"name": f"b{i:05d}", "namespace": namespace}, "spec": {"value": i}}
+                {
+                    "apiVersion": f"{GROUP}/v1",
+                    "kind": "Bench",
+                    "metadata": {"name": f"b{i:05d}", "namespace": namespace},
+                    "spec": {"value": i},
+                }
             )
 
     await asyncio.gather(*(one(i) for i in range(n)))
@@ -242,7 +258,15 @@ def wait4(proc: subprocess.Popen[bytes]) -> tuple[int, int]:
     return status, usage.ru_maxrss
 
 
-async def run_operator(client: Client, name: str, argv: list[str], env: dict[str, str], namespace: str, n: int, timeout: float) -> dict[str, Any]:
+async def run_operator(
+    client: Client,
+    name: str,
+    argv: list[str],
+    env: dict[str, str],
+    namespace: str,
+    n: int,
+    timeout: float,
+) -> dict[str, Any]:
     tracker = Tracker(client, namespace, n)
     watcher = asyncio.create_task(tracker.run())
     await asyncio.sleep(0.5)  # the tracker has listed
@@ -266,7 +290,9 @@ async def run_operator(client: Client, name: str, argv: list[str], env: dict[str
         out.seek(0)
         printed = out.read().decode(errors="replace").splitlines()
     converge = (tracker.converged_at or time.perf_counter()) - t0
-    steady = (tracker.converged_at - tracker.first_write) if ok and tracker.first_write else float("nan")
+    steady = (
+        (tracker.converged_at - tracker.first_write) if ok and tracker.first_write else float("nan")
+    )
     cpu = float("nan")
     for line in printed:
         if line.startswith("cpu_us_per_patch "):
@@ -293,7 +319,9 @@ async def raw_patch_rate(url: str, namespace: str, n: int, concurrency: int) -> 
         async def one(i: int) -> None:
             async with sem:
                 path = f"{url}/apis/{GROUP}/v1/namespaces/{namespace}/benches/b{i:05d}/status"
-                async with http.patch(path, data=orjson.dumps({"status": {"observed": i}}), headers=headers) as resp:
+                async with http.patch(
+                    path, data=orjson.dumps({"status": {"observed": i}}), headers=headers
+                ) as resp:
                     await resp.read()
                     if resp.status != 200:
                         raise RuntimeError(f"raw patch failed: HTTP {resp.status}")
@@ -304,9 +332,16 @@ async def raw_patch_rate(url: str, namespace: str, n: int, concurrency: int) -> 
 
 
 async def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser = argparse.ArgumentParser(
+        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
     parser.add_argument("-n", type=int, default=2000, help="custom resources per contender")
-    parser.add_argument("--concurrency", type=int, default=16, help="max concurrent reconciles / raw patches in flight")
+    parser.add_argument(
+        "--concurrency",
+        type=int,
+        default=16,
+        help="max concurrent reconciles / raw patches in flight",
+    )
     parser.add_argument("--no-kopf", action="store_true")
     parser.add_argument("--timeout", type=float, default=600)
     parser.add_argument("--repeat", type=int, default=3, help="rounds (medians are reported)")
@@ -319,32 +354,62 @@ async def main() -> None:
     (tmp / "kopf_operator.py").write_text(KOPF_OPERATOR)
     (tmp / "raw_patcher.py").write_text(RAW_PATCHER)
     (tmp / "raw_transport_patcher.py").write_text(RAW_TRANSPORT_PATCHER)
-    server = subprocess.Popen([PY, "-c", SERVER, str(kubeconfig)], stdout=subprocess.PIPE, text=True)
+    server = subprocess.Popen(
+        [PY, "-c", SERVER, str(kubeconfig)], stdout=subprocess.PIPE, text=True
+    )
     assert server.stdout is not None
     url = server.stdout.readline().strip()
     try:
         async with Client.from_url(url, timeout=120) as client:
             await client.create(CRD)
             for _ in range(500):
-                crd = await client.get(ResourceType("apiextensions.k8s.io", "v1", "CustomResourceDefinition", "customresourcedefinitions", False), CRD["metadata"]["name"])
-                if any(c["type"] == "Established" and c["status"] == "True" for c in (crd.get("status") or {}).get("conditions", [])):
+                crd = await client.get(
+                    ResourceType(
+                        "apiextensions.k8s.io",
+                        "v1",
+                        "CustomResourceDefinition",
+                        "customresourcedefinitions",
+                        False,
+                    ),
+                    CRD["metadata"]["name"],
+                )
+                if any(
+                    c["type"] == "Established" and c["status"] == "True"
+                    for c in (crd.get("status") or {}).get("conditions", [])
+                ):
                     break
                 await asyncio.sleep(0.02)
             rounds: list[dict[str, Any]] = []
-            env = {"KUBECONFIG": str(kubeconfig), "PYTHONPATH": f"{tmp}{os.pathsep}{os.environ.get('PYTHONPATH', '')}"}
+            env = {
+                "KUBECONFIG": str(kubeconfig),
+                "PYTHONPATH": f"{tmp}{os.pathsep}{os.environ.get('PYTHONPATH', '')}",
+            }
             for r in range(args.repeat):
-                namespaces = {k: f"bench-{k}-{r}" for k in ("inproc", "raw", "rawkw", "kubewerk", "kopf")}
+                namespaces = {
+                    k: f"bench-{k}-{r}" for k in ("inproc", "raw", "rawkw", "kubewerk", "kopf")
+                }
                 for key, ns in namespaces.items():
                     if key != "kopf" or not args.no_kopf:
                         await create_objects(client, ns, n, 32)
-                row: dict[str, Any] = {"inproc": await raw_patch_rate(url, namespaces["inproc"], n, args.concurrency)}
+                row: dict[str, Any] = {
+                    "inproc": await raw_patch_rate(url, namespaces["inproc"], n, args.concurrency)
+                }
                 # the two bare clients: aiohttp, then kubewerk's transport used bare
-                for ns_key, name, script, which in (("raw", "raw", "raw_patcher.py", "aiohttp"),
-                                                    ("rawkw", "raw-transport", "raw_transport_patcher.py", "transport")):
+                for ns_key, name, script, which in (
+                    ("raw", "raw", "raw_patcher.py", "aiohttp"),
+                    ("rawkw", "raw-transport", "raw_transport_patcher.py", "transport"),
+                ):
                     raw_run = await run_operator(
                         client,
                         name,
-                        [PY, str(tmp / script), url, namespaces[ns_key], str(n), str(args.concurrency)],
+                        [
+                            PY,
+                            str(tmp / script),
+                            url,
+                            namespaces[ns_key],
+                            str(n),
+                            str(args.concurrency),
+                        ],
                         env,
                         namespaces[ns_key],
                         n,
@@ -358,8 +423,22 @@ async def main() -> None:
                 row["kubewerk"] = await run_operator(
                     client,
                     "kubewerk",
-                    [PY, "-m", "kubewerk.cli", "run", "kw_operator:manager", "--probe-address", "0", "--log-level", "warning"],
-                    {**env, "BENCH_NAMESPACE": namespaces["kubewerk"], "BENCH_CONCURRENCY": str(args.concurrency)},
+                    [
+                        PY,
+                        "-m",
+                        "kubewerk.cli",
+                        "run",
+                        "kw_operator:manager",
+                        "--probe-address",
+                        "0",
+                        "--log-level",
+                        "warning",
+                    ],
+                    {
+                        **env,
+                        "BENCH_NAMESPACE": namespaces["kubewerk"],
+                        "BENCH_CONCURRENCY": str(args.concurrency),
+                    },
                     namespaces["kubewerk"],
                     n,
                     args.timeout,
@@ -369,7 +448,15 @@ async def main() -> None:
                     row["kopf"] = await run_operator(
                         client,
                         "kopf",
-                        [kopf_bin, "run", "--standalone", "--namespace", namespaces["kopf"], "--quiet", str(tmp / "kopf_operator.py")],
+                        [
+                            kopf_bin,
+                            "run",
+                            "--standalone",
+                            "--namespace",
+                            namespaces["kopf"],
+                            "--quiet",
+                            str(tmp / "kopf_operator.py"),
+                        ],
                         env,
                         namespaces["kopf"],
                         n,
@@ -383,22 +470,30 @@ async def main() -> None:
         except subprocess.TimeoutExpired:
             server.kill()
 
-    print(f"{n} custom resources per contender; reconcile = read spec.value, patch status.observed; "
-          f"concurrency {args.concurrency}; median of {args.repeat} rounds (all rounds below)")
+    print(
+        f"{n} custom resources per contender; reconcile = read spec.value, patch status.observed; "
+        f"concurrency {args.concurrency}; median of {args.repeat} rounds (all rounds below)"
+    )
     raw = statistics.median(r["raw"] for r in rounds)
     raw_aiohttp = statistics.median(r["raw_aiohttp"] for r in rounds)
     raw_transport = statistics.median(r["raw_transport"] for r in rounds)
     inproc = statistics.median(r["inproc"] for r in rounds)
     cpu_aiohttp = statistics.median(r["cpu_aiohttp"] for r in rounds)
     cpu_transport = statistics.median(r["cpu_transport"] for r in rounds)
-    print("raw status-patch rate (bare client, own process, observed like the operators): "
-          f"aiohttp {raw_aiohttp:,.0f}/s, kubewerk transport {raw_transport:,.0f}/s; "
-          f"the faster per round (the 'vs raw' baseline): {raw:,.0f}/s")
+    print(
+        "raw status-patch rate (bare client, own process, observed like the operators): "
+        f"aiohttp {raw_aiohttp:,.0f}/s, kubewerk transport {raw_transport:,.0f}/s; "
+        f"the faster per round (the 'vs raw' baseline): {raw:,.0f}/s"
+    )
     print(f"(the aiohttp client timed inside the driver with nobody watching: {inproc:,.0f}/s)")
-    print(f"client CPU per status PATCH (bare clients, loop only): aiohttp {cpu_aiohttp:.0f} us, "
-          f"kubewerk transport {cpu_transport:.0f} us")
+    print(
+        f"client CPU per status PATCH (bare clients, loop only): aiohttp {cpu_aiohttp:.0f} us, "
+        f"kubewerk transport {cpu_transport:.0f} us"
+    )
     print()
-    print(f"{'operator':<10} {'converged':>10} {'time':>8} {'reconciles/s':>13} {'vs raw':>7} {'peak RSS':>10}")
+    print(
+        f"{'operator':<10} {'converged':>10} {'time':>8} {'reconciles/s':>13} {'vs raw':>7} {'peak RSS':>10}"
+    )
     medians: dict[str, dict[str, float]] = {}
     for name in ("kubewerk", "kopf"):
         runs = [r[name] for r in rounds if name in r]
@@ -406,24 +501,41 @@ async def main() -> None:
             continue
         ok = all(x["ok"] for x in runs)
         med = {k: statistics.median(x[k] for x in runs) for k in ("converge_s", "rate", "rss_mib")}
-        med["vs_raw"] = statistics.median(x["rate"] / r["raw"] for x, r in zip(runs, rounds, strict=True))
+        med["vs_raw"] = statistics.median(
+            x["rate"] / r["raw"] for x, r in zip(runs, rounds, strict=True)
+        )
         medians[name] = med
         flag = "yes" if ok else "NO"
-        med["vs_inproc"] = statistics.median(x["rate"] / r["inproc"] for x, r in zip(runs, rounds, strict=True))
-        print(f"{name:<10} {flag:>10} {med['converge_s']:>7.2f}s {med['rate']:>13,.0f} {med['vs_raw']:>6.2f}x {med['rss_mib']:>8.1f}MiB"
-              f"   ({med['vs_inproc']:.2f}x the unobserved in-driver rate)")
+        med["vs_inproc"] = statistics.median(
+            x["rate"] / r["inproc"] for x, r in zip(runs, rounds, strict=True)
+        )
+        print(
+            f"{name:<10} {flag:>10} {med['converge_s']:>7.2f}s {med['rate']:>13,.0f} {med['vs_raw']:>6.2f}x {med['rss_mib']:>8.1f}MiB"
+            f"   ({med['vs_inproc']:.2f}x the unobserved in-driver rate)"
+        )
     if "kopf" in medians:
         kw, kp = medians["kubewerk"], medians["kopf"]
         print()
-        print(f"kubewerk vs kopf: {kp['converge_s'] / kw['converge_s']:.1f}x faster to converge, "
-              f"{kw['rate'] / kp['rate']:.1f}x the reconcile rate, {kw['rss_mib'] / kp['rss_mib']:.2f}x the peak RSS")
+        print(
+            f"kubewerk vs kopf: {kp['converge_s'] / kw['converge_s']:.1f}x faster to converge, "
+            f"{kw['rate'] / kp['rate']:.1f}x the reconcile rate, {kw['rss_mib'] / kp['rss_mib']:.2f}x the peak RSS"
+        )
         print(f"(the server's own ceiling, raw rate / kopf rate, is {raw / kp['rate']:.1f}x)")
     print()
-    print("rounds: " + "; ".join(
-        f"raw aiohttp {r['raw_aiohttp']:,.0f}/s ({r['cpu_aiohttp']:.0f} us CPU/patch, unobserved {r['inproc']:,.0f}/s), "
-        f"raw transport {r['raw_transport']:,.0f}/s ({r['cpu_transport']:.0f} us CPU/patch), kubewerk {r['kubewerk']['converge_s']:.2f}s {r['kubewerk']['rate']:,.0f}/s"
-        + (f", kopf {r['kopf']['converge_s']:.2f}s {r['kopf']['rate']:,.0f}/s" if "kopf" in r else "")
-        for r in rounds))
+    print(
+        "rounds: "
+        + "; ".join(
+            f"raw aiohttp {r['raw_aiohttp']:,.0f}/s ({r['cpu_aiohttp']:.0f} us CPU/patch, unobserved {r['inproc']:,.0f}/s), "
+            f"raw transport {r['raw_transport']:,.0f}/s ({r['cpu_transport']:.0f} us CPU/patch), kubewerk {r['kubewerk']['converge_s']:.2f}s {r['kubewerk']['rate']:,.0f}/s"
+            + (
+                f", kopf {r['kopf']['converge_s']:.2f}s {r['kopf']['rate']:,.0f}/s"
+                if "kopf" in r
+                else ""
+            )
+            for r in rounds
+        )
+    )
+
 
 if __name__ == "__main__":
     asyncio.run(main())

@@ -77,7 +77,9 @@ from kubewerk.core.patch import merge_patch  # noqa: E402
 from kubewerk.runtime import Manager  # noqa: E402
 from runtime import BENCH, CRD, KUBEWERK_OPERATOR, SERVER  # noqa: E402  (benchmarks/runtime.py)
 
-CRD_RT = ResourceType("apiextensions.k8s.io", "v1", "CustomResourceDefinition", "customresourcedefinitions", False)
+CRD_RT = ResourceType(
+    "apiextensions.k8s.io", "v1", "CustomResourceDefinition", "customresourcedefinitions", False
+)
 
 
 # -- the operator, instrumented only at its edges -------------------------------------------
@@ -173,7 +175,9 @@ class FakeClient:
     namespace = "default"
 
     def __init__(self, namespace: str, n: int) -> None:
-        self.objects = {f"{namespace}/b{i:05d}": bench_object(namespace, i, 100 + i) for i in range(n)}
+        self.objects = {
+            f"{namespace}/b{i:05d}": bench_object(namespace, i, 100 + i) for i in range(n)
+        }
         self.rv = 100 + n
         self.events: asyncio.Queue[bytes] = asyncio.Queue()
         self.fake_seconds = 0.0
@@ -187,10 +191,14 @@ class FakeClient:
     async def close(self) -> None:
         return None
 
-    async def list_all(self, rt: ResourceType, namespace: str | None = None, **_: Any) -> ObjectList:
+    async def list_all(
+        self, rt: ResourceType, namespace: str | None = None, **_: Any
+    ) -> ObjectList:
         return ObjectList(orjson.loads(orjson.dumps(list(self.objects.values()))), str(self.rv))
 
-    async def watch(self, rt: ResourceType, namespace: str | None = None, **_: Any) -> AsyncIterator[WatchEvent]:
+    async def watch(
+        self, rt: ResourceType, namespace: str | None = None, **_: Any
+    ) -> AsyncIterator[WatchEvent]:
         while True:
             line = await self.events.get()
             t = time.perf_counter()
@@ -199,14 +207,31 @@ class FakeClient:
             self.fake_seconds += time.perf_counter() - t
             yield event
 
-    async def patch(self, rt: ResourceType, name: str, body: Any, namespace: str | None = None, *, subresource: str | None = None, **_: Any) -> Any:
+    async def patch(
+        self,
+        rt: ResourceType,
+        name: str,
+        body: Any,
+        namespace: str | None = None,
+        *,
+        subresource: str | None = None,
+        **_: Any,
+    ) -> Any:
         await asyncio.sleep(0)  # the round trip: other tasks run meanwhile
         t = time.perf_counter()
         key = f"{namespace}/{name}"
         current = self.objects[key]
         want = (body.get("metadata") or {}).get("resourceVersion")
         if want is not None and want != current["metadata"]["resourceVersion"]:
-            raise error_from_status(409, {"kind": "Status", "code": 409, "reason": "Conflict", "message": "the object has been modified"})
+            raise error_from_status(
+                409,
+                {
+                    "kind": "Status",
+                    "code": 409,
+                    "reason": "Conflict",
+                    "message": "the object has been modified",
+                },
+            )
         assert subresource == "status"
         self.rv += 1
         new = {**current, "metadata": {**current["metadata"], "resourceVersion": str(self.rv)}}
@@ -222,7 +247,9 @@ class FakeClient:
 # -- rounds ---------------------------------------------------------------------------------
 
 
-async def offline_round(n: int, concurrency: int, profiler: cProfile.Profile | None, r: int) -> tuple[float, float, float]:
+async def offline_round(
+    n: int, concurrency: int, profiler: cProfile.Profile | None, r: int
+) -> tuple[float, float, float]:
     ns = f"offline-{r}"
     manager = build_manager(ns, concurrency)
     fake = FakeClient(ns, n)
@@ -243,16 +270,25 @@ async def create_objects(client: Client, namespace: str, n: int) -> None:
     async def one(i: int) -> None:
         async with sem:
             await client.create(
-                {"apiVersion": BENCH.api_version, "kind": "Bench", "metadata": {"name": f"b{i:05d}", "namespace": namespace}, "spec": {"value": i}}
+                {
+                    "apiVersion": BENCH.api_version,
+                    "kind": "Bench",
+                    "metadata": {"name": f"b{i:05d}", "namespace": namespace},
+                    "spec": {"value": i},
+                }
             )
 
     await asyncio.gather(*(one(i) for i in range(n)))
 
 
-async def server_rounds(args: argparse.Namespace, profiler: cProfile.Profile | None) -> list[tuple[float, float, float]]:
+async def server_rounds(
+    args: argparse.Namespace, profiler: cProfile.Profile | None
+) -> list[tuple[float, float, float]]:
     tmp = Path(tempfile.mkdtemp(prefix="kubewerk-rtprof-"))
     kubeconfig = tmp / "kubeconfig"
-    server = subprocess.Popen([sys.executable, "-c", SERVER, str(kubeconfig)], stdout=subprocess.PIPE, text=True)
+    server = subprocess.Popen(
+        [sys.executable, "-c", SERVER, str(kubeconfig)], stdout=subprocess.PIPE, text=True
+    )
     assert server.stdout is not None
     url = server.stdout.readline().strip()
     os.environ["KUBECONFIG"] = str(kubeconfig)
@@ -262,7 +298,10 @@ async def server_rounds(args: argparse.Namespace, profiler: cProfile.Profile | N
             await client.create(CRD)
             for _ in range(500):
                 crd = await client.get(CRD_RT, CRD["metadata"]["name"])
-                if any(c["type"] == "Established" and c["status"] == "True" for c in (crd.get("status") or {}).get("conditions", [])):
+                if any(
+                    c["type"] == "Established" and c["status"] == "True"
+                    for c in (crd.get("status") or {}).get("conditions", [])
+                ):
                     break
                 await asyncio.sleep(0.02)
             for r in range(args.rounds):
@@ -276,7 +315,10 @@ async def server_rounds(args: argparse.Namespace, profiler: cProfile.Profile | N
                 finally:
                     await manager.stop()
                 out.append((cpu, wall, 0.0))
-                print(f"  round {r + 1}: {cpu / args.n * 1e6:6.1f} us CPU/reconcile, {args.n / wall:,.0f} reconciles/s", flush=True)
+                print(
+                    f"  round {r + 1}: {cpu / args.n * 1e6:6.1f} us CPU/reconcile, {args.n / wall:,.0f} reconciles/s",
+                    flush=True,
+                )
     finally:
         server.terminate()
         with contextlib.suppress(subprocess.TimeoutExpired):
@@ -332,7 +374,9 @@ def report(stats: pstats.Stats, n: int, top: int) -> None:
                 by_area[a] = by_area.get(a, 0.0) + tt * w / weight
         else:
             by_area[area] = by_area.get(area, 0.0) + tt
-    print(f"\ncProfile, own time per reconcile by area (profiled total {total / n * 1e6:.1f} us/reconcile):")
+    print(
+        f"\ncProfile, own time per reconcile by area (profiled total {total / n * 1e6:.1f} us/reconcile):"
+    )
     for area, t in sorted(by_area.items(), key=lambda kv: -kv[1]):
         print(f"  {area:<36} {t / n * 1e6:7.2f} us  {100 * t / total:5.1f} %")
     print(f"\ntop {top} functions by own time:")
@@ -346,7 +390,10 @@ async def amain(args: argparse.Namespace) -> None:
         for r in range(args.rounds):
             cpu, wall, fake = await offline_round(args.n, args.concurrency, profiler, r)
             results.append((cpu, wall, fake))
-            print(f"  round {r + 1}: {cpu / args.n * 1e6:6.1f} us CPU/reconcile (fake client's {fake / args.n * 1e6:.1f} us subtracted)", flush=True)
+            print(
+                f"  round {r + 1}: {cpu / args.n * 1e6:6.1f} us CPU/reconcile (fake client's {fake / args.n * 1e6:.1f} us subtracted)",
+                flush=True,
+            )
     else:
         results = await server_rounds(args, profiler)
     best = min(results)
@@ -363,7 +410,9 @@ async def amain(args: argparse.Namespace) -> None:
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser = argparse.ArgumentParser(
+        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
     parser.add_argument("-n", type=int, default=2000, help="objects (reconciles) per round")
     parser.add_argument("--rounds", type=int, default=5)
     parser.add_argument("--concurrency", type=int, default=16)
@@ -372,7 +421,9 @@ def main() -> None:
     parser.add_argument("--top", type=int, default=25)
     parser.add_argument("--dump", help="write the cProfile stats here")
     parser.add_argument("--timeout", type=float, default=300)
-    parser.add_argument("--loop", choices=("uvloop", "asyncio"), default="uvloop", help="as `kubewerk run` (uvloop)")
+    parser.add_argument(
+        "--loop", choices=("uvloop", "asyncio"), default="uvloop", help="as `kubewerk run` (uvloop)"
+    )
     args = parser.parse_args()
     if args.loop == "uvloop":
         import uvloop

@@ -34,22 +34,46 @@ def make_objects(n: int) -> list[tuple[str, dict[str, Any]]]:
     out = []
     for i in range(n):
         ns, name = f"ns{i % 10}", f"widget-{i:06d}"
-        out.append((f"{PREFIX}{ns}/{name}", {
-            "apiVersion": "example.com/v1", "kind": "Widget",
-            "metadata": {
-                "name": name, "namespace": ns, "uid": f"3f1c9a6e-0000-4000-8000-{i:012d}",
-                "generation": 1, "creationTimestamp": "2026-01-01T00:00:00Z",
-                "labels": {"app": "bench", "tier": f"t{i % 3}", "shard": str(i % 16)},
-                "annotations": {"note": "x" * 200},
-            },
-            "spec": {"replicas": i % 5, "image": "registry.example.com/widget:1.2.3",
-                     "ports": [{"name": "http", "port": 8080}, {"name": "metrics", "port": 9090}],
-                     "env": [{"name": f"VAR_{j}", "value": f"value-{j}"} for j in range(8)]},
-            "status": {"phase": "Ready", "observedGeneration": 1,
-                       "conditions": [{"type": "Ready", "status": "True",
-                                       "lastTransitionTime": "2026-01-01T00:00:00Z",
-                                       "reason": "Ok", "message": "all good"}]},
-        }))
+        out.append(
+            (
+                f"{PREFIX}{ns}/{name}",
+                {
+                    "apiVersion": "example.com/v1",
+                    "kind": "Widget",
+                    "metadata": {
+                        "name": name,
+                        "namespace": ns,
+                        "uid": f"3f1c9a6e-0000-4000-8000-{i:012d}",
+                        "generation": 1,
+                        "creationTimestamp": "2026-01-01T00:00:00Z",
+                        "labels": {"app": "bench", "tier": f"t{i % 3}", "shard": str(i % 16)},
+                        "annotations": {"note": "x" * 200},
+                    },
+                    "spec": {
+                        "replicas": i % 5,
+                        "image": "registry.example.com/widget:1.2.3",
+                        "ports": [
+                            {"name": "http", "port": 8080},
+                            {"name": "metrics", "port": 9090},
+                        ],
+                        "env": [{"name": f"VAR_{j}", "value": f"value-{j}"} for j in range(8)],
+                    },
+                    "status": {
+                        "phase": "Ready",
+                        "observedGeneration": 1,
+                        "conditions": [
+                            {
+                                "type": "Ready",
+                                "status": "True",
+                                "lastTransitionTime": "2026-01-01T00:00:00Z",
+                                "reason": "Ok",
+                                "message": "all good",
+                            }
+                        ],
+                    },
+                },
+            )
+        )
     return out
 
 
@@ -89,8 +113,10 @@ class Raw:
             ex("SELECT value FROM kv WHERE key = ?", (k,)).fetchone()
 
     def list(self) -> None:
-        self.conn.execute("SELECT key, value FROM kv WHERE key >= ? AND key < ? ORDER BY key",
-                          (PREFIX, PREFIX[:-1] + "0")).fetchall()
+        self.conn.execute(
+            "SELECT key, value FROM kv WHERE key >= ? AND key < ? ORDER BY key",
+            (PREFIX, PREFIX[:-1] + "0"),
+        ).fetchall()
 
 
 def run_store(store: Store, objs: list[tuple[str, dict[str, Any]]]) -> dict[str, float]:
@@ -113,8 +139,12 @@ def run_store(store: Store, objs: list[tuple[str, dict[str, Any]]]) -> dict[str,
         items, _, _ = store.list(PREFIX)
         assert len(items) == len(objs)
 
-    return {"create": timed(creates), "update": timed(updates), "get": timed(gets),
-            "list": min(timed(lists) for _ in range(3))}
+    return {
+        "create": timed(creates),
+        "update": timed(updates),
+        "get": timed(gets),
+        "list": min(timed(lists) for _ in range(3)),
+    }
 
 
 def changed_objects(objs: list[tuple[str, dict[str, Any]]]) -> list[tuple[str, dict[str, Any]]]:
@@ -126,16 +156,23 @@ def run_raw(raw: Raw, objs: list[tuple[str, dict[str, Any]]]) -> dict[str, float
     rows = [(k, orjson.dumps(o)) for k, o in objs]
     new_rows = [(k, orjson.dumps(o)) for k, o in changed_objects(objs)]
     keys = [k for k, _ in objs]
-    return {"create": timed(lambda: raw.creates(rows)),
-            "update": timed(lambda: raw.updates(new_rows)),
-            "get": timed(lambda: raw.gets(keys)), "list": min(timed(raw.list) for _ in range(3))}
+    return {
+        "create": timed(lambda: raw.creates(rows)),
+        "update": timed(lambda: raw.updates(new_rows)),
+        "get": timed(lambda: raw.gets(keys)),
+        "list": min(timed(raw.list) for _ in range(3)),
+    }
 
 
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("-n", type=int, default=10_000, help="objects (default 10000)")
-    ap.add_argument("--durable-n", type=int, default=1000,
-                    help="objects for the durable (fsync per commit) comparison; 0 skips it")
+    ap.add_argument(
+        "--durable-n",
+        type=int,
+        default=1000,
+        help="objects for the durable (fsync per commit) comparison; 0 skips it",
+    )
     args = ap.parse_args()
     n = args.n
     objs = make_objects(n)
@@ -156,11 +193,19 @@ def main() -> None:
             dstore.close()
 
     print(f"{n} objects of {size:.0f} bytes (orjson); ratio = store rate / raw sqlite3 rate\n")
-    print(f"{'operation':<22}{'raw sqlite3':>14}{'MemoryStore':>14}{'ratio':>8}"
-          f"{'SQLiteStore':>14}{'ratio':>8}")
+    print(
+        f"{'operation':<22}{'raw sqlite3':>14}{'MemoryStore':>14}{'ratio':>8}"
+        f"{'SQLiteStore':>14}{'ratio':>8}"
+    )
 
-    def row(label: str, op: str, r: dict[str, float], m: dict[str, float] | None,
-            s: dict[str, float], count: int) -> None:
+    def row(
+        label: str,
+        op: str,
+        r: dict[str, float],
+        m: dict[str, float] | None,
+        s: dict[str, float],
+        count: int,
+    ) -> None:
         def fmt(t: float) -> str:
             return f"{t * 1000:.1f} ms" if op == "list" else f"{count / t:,.0f}/s"
 

@@ -68,15 +68,29 @@ def kubectl(kubeconfig: Path) -> KubectlRun:
     if binary is None:
         pytest.skip("kubectl is not installed")
 
-    def run(*args: str, input: str | None = None, check: bool = True, timeout: float = 30,
-            env: dict[str, str] | None = None) -> subprocess.CompletedProcess[str]:
+    def run(
+        *args: str,
+        input: str | None = None,
+        check: bool = True,
+        timeout: float = 30,
+        env: dict[str, str] | None = None,
+    ) -> subprocess.CompletedProcess[str]:
         import os
 
         full_env = {**os.environ, "KUBECONFIG": str(kubeconfig), **(env or {})}
-        proc = subprocess.run([binary, *args], input=input, capture_output=True, text=True,
-                              timeout=timeout, env=full_env, check=False)
+        proc = subprocess.run(
+            [binary, *args],
+            input=input,
+            capture_output=True,
+            text=True,
+            timeout=timeout,
+            env=full_env,
+            check=False,
+        )
         if check and proc.returncode != 0:
-            raise AssertionError(f"kubectl {' '.join(args)} failed ({proc.returncode}):\n{proc.stdout}\n{proc.stderr}")
+            raise AssertionError(
+                f"kubectl {' '.join(args)} failed ({proc.returncode}):\n{proc.stdout}\n{proc.stderr}"
+            )
         return proc
 
     return run

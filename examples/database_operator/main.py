@@ -32,7 +32,11 @@ log = logging.getLogger("database-operator")
 manager = Manager(name="database-operator", leader_election_id="database-operator")
 
 # BackupPolicies indexed by the Database they point at ("namespace/name")
-manager.index(BackupPolicy, "database", lambda p: [f"{p['metadata'].get('namespace')}/{p['spec']['databaseRef']['name']}"])
+manager.index(
+    BackupPolicy,
+    "database",
+    lambda p: [f"{p['metadata'].get('namespace')}/{p['spec']['databaseRef']['name']}"],
+)
 
 dropped: list[str] = []  # what cleanup did (a real operator would call its backend here)
 
@@ -59,20 +63,47 @@ async def reconcile_database(db: Database, ctx: Context) -> Result:
             data["password"] = base64.b64encode(secrets.token_urlsafe(18).encode()).decode()
         current.setdefault("type", "Opaque")
 
-    await ctx.create_or_update(db, {"apiVersion": "v1", "kind": "Secret", "metadata": {"name": secret_name}}, keep_password)
+    await ctx.create_or_update(
+        db, {"apiVersion": "v1", "kind": "Secret", "metadata": {"name": secret_name}}, keep_password
+    )
     port = PORTS[db.spec.engine]
     host = f"{name}.{db.namespace}.svc"
-    settings = {"engine": db.spec.engine, "version": db.spec.version, "host": host, "port": str(port), "storageGB": str(db.spec.storage_gb)}
-    await ctx.create_or_update(db, {"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": f"{name}-settings"}, "data": settings})
+    settings = {
+        "engine": db.spec.engine,
+        "version": db.spec.version,
+        "host": host,
+        "port": str(port),
+        "storageGB": str(db.spec.storage_gb),
+    }
+    await ctx.create_or_update(
+        db,
+        {
+            "apiVersion": "v1",
+            "kind": "ConfigMap",
+            "metadata": {"name": f"{name}-settings"},
+            "data": settings,
+        },
+    )
 
     status = db.status or DatabaseStatus()
     db.status = status
     status.phase = "Ready"
     status.endpoint = f"{host}:{port}"
     status.secret_name = secret_name
-    ctx.set_condition(db, "Ready", True, "Provisioned", f"{db.spec.engine} {db.spec.version} is serving on {status.endpoint}")
+    ctx.set_condition(
+        db,
+        "Ready",
+        True,
+        "Provisioned",
+        f"{db.spec.engine} {db.spec.version} is serving on {status.endpoint}",
+    )
     if await ctx.patch_status(db):
-        ctx.event("Normal", "Provisioned", f"{db.spec.engine} {db.spec.version} ready at {status.endpoint}", action="Provision")
+        ctx.event(
+            "Normal",
+            "Provisioned",
+            f"{db.spec.engine} {db.spec.version} ready at {status.endpoint}",
+            action="Provision",
+        )
     return Result()
 
 
@@ -80,21 +111,37 @@ def policies_for(db: dict[str, Any]) -> list[str]:
     """The BackupPolicies that reference a Database."""
     meta = db["metadata"]
     assert manager.cache is not None
-    return manager.cache.keys_by_index(BackupPolicy, "database", f"{meta.get('namespace')}/{meta['name']}")
+    return manager.cache.keys_by_index(
+        BackupPolicy, "database", f"{meta.get('namespace')}/{meta['name']}"
+    )
 
 
-@manager.reconciler(BackupPolicy, watches=[(Database, policies_for)], predicates=[GENERATION_CHANGED])
+@manager.reconciler(
+    BackupPolicy, watches=[(Database, policies_for)], predicates=[GENERATION_CHANGED]
+)
 async def reconcile_backup_policy(policy: BackupPolicy, ctx: Context) -> Result:
     ref = policy.spec.database_ref.name
     db = await ctx.cache.get(Database, ref, policy.namespace)
     if db is None:
-        ctx.set_condition(policy, "Ready", False, "DatabaseNotFound", f"database {ref} does not exist")
+        ctx.set_condition(
+            policy, "Ready", False, "DatabaseNotFound", f"database {ref} does not exist"
+        )
     elif db.metadata.deletion_timestamp is not None:
-        ctx.set_condition(policy, "Ready", False, "DatabaseDeleting", f"database {ref} is being deleted")
+        ctx.set_condition(
+            policy, "Ready", False, "DatabaseDeleting", f"database {ref} is being deleted"
+        )
     elif not is_condition_true(db, "Ready"):
-        ctx.set_condition(policy, "Ready", False, "DatabaseNotReady", f"database {ref} is not ready yet")
+        ctx.set_condition(
+            policy, "Ready", False, "DatabaseNotReady", f"database {ref} is not ready yet"
+        )
     else:
-        ctx.set_condition(policy, "Ready", True, "Scheduled", f"backing up {ref} on '{policy.spec.schedule}', keeping {policy.spec.retention_days} days")
+        ctx.set_condition(
+            policy,
+            "Ready",
+            True,
+            "Scheduled",
+            f"backing up {ref} on '{policy.spec.schedule}', keeping {policy.spec.retention_days} days",
+        )
     if await ctx.patch_status(policy):
         cond = policy.status.conditions[0] if policy.status and policy.status.conditions else None
         if cond is not None:

@@ -13,7 +13,9 @@ import yaml
 
 DB_PATH = "/apis/demo.kubewerk.dev/v1/namespaces/default/databases"
 CRD_PATH = "/apis/apiextensions.k8s.io/v1/customresourcedefinitions"
-DEMO_CRD = Path(__file__).resolve().parents[2] / "src" / "kubewerk" / "cli" / "demo_data" / "crd.yaml"
+DEMO_CRD = (
+    Path(__file__).resolve().parents[2] / "src" / "kubewerk" / "cli" / "demo_data" / "crd.yaml"
+)
 
 
 class Api:
@@ -26,9 +28,16 @@ class Api:
     async def close(self) -> None:
         await self.session.close()
 
-    async def request(self, method: str, path: str, body: Any = None, *,
-                      content_type: str = "application/json", headers: dict[str, str] | None = None,
-                      raw: bytes | None = None) -> tuple[int, Any]:
+    async def request(
+        self,
+        method: str,
+        path: str,
+        body: Any = None,
+        *,
+        content_type: str = "application/json",
+        headers: dict[str, str] | None = None,
+        raw: bytes | None = None,
+    ) -> tuple[int, Any]:
         hdrs = {"Content-Type": content_type, **(headers or {})}
         data = raw if raw is not None else (orjson.dumps(body) if body is not None else None)
         async with self.session.request(method, self.base + path, data=data, headers=hdrs) as resp:
@@ -49,8 +58,11 @@ class Api:
         return await self.request("PUT", path, body, **kw)
 
     async def patch(self, path: str, body: Any, kind: str = "merge", **kw: Any) -> tuple[int, Any]:
-        ctype = {"merge": "application/merge-patch+json", "json": "application/json-patch+json",
-                 "strategic": "application/strategic-merge-patch+json"}[kind]
+        ctype = {
+            "merge": "application/merge-patch+json",
+            "json": "application/json-patch+json",
+            "strategic": "application/strategic-merge-patch+json",
+        }[kind]
         return await self.request("PATCH", path, body, content_type=ctype, **kw)
 
     async def delete(self, path: str, body: Any = None, **kw: Any) -> tuple[int, Any]:
@@ -104,29 +116,58 @@ class Api:
             await asyncio.sleep(0.01)
 
 
-def database(name: str, engine: str = "postgres", replicas: int | None = 1, **meta: Any) -> dict[str, Any]:
+def database(
+    name: str, engine: str = "postgres", replicas: int | None = 1, **meta: Any
+) -> dict[str, Any]:
     spec: dict[str, Any] = {"engine": engine}
     if replicas is not None:
         spec["replicas"] = replicas
-    return {"apiVersion": "demo.kubewerk.dev/v1", "kind": "Database",
-            "metadata": {"name": name, **meta}, "spec": spec}
+    return {
+        "apiVersion": "demo.kubewerk.dev/v1",
+        "kind": "Database",
+        "metadata": {"name": name, **meta},
+        "spec": spec,
+    }
 
 
 def configmap(name: str, data: dict[str, str] | None = None, **meta: Any) -> dict[str, Any]:
-    return {"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": name, **meta}, "data": data or {}}
+    return {
+        "apiVersion": "v1",
+        "kind": "ConfigMap",
+        "metadata": {"name": name, **meta},
+        "data": data or {},
+    }
 
 
-async def asgi_call(app: Any, method: str, path: str, query: str = "", headers: dict[str, str] | None = None,
-                    body: bytes = b"") -> tuple[int, list[tuple[str, str]], bytes]:
+async def asgi_call(
+    app: Any,
+    method: str,
+    path: str,
+    query: str = "",
+    headers: dict[str, str] | None = None,
+    body: bytes = b"",
+) -> tuple[int, list[tuple[str, str]], bytes]:
     """One request straight into an ASGI app (no HTTP): status, response headers (lower-case
     names, in order, repeated ones kept) and body. Fails on an ASGI protocol slip: no or two
     response starts, body before start, a message after the end, a wrong Content-Length."""
-    raw_headers = [(k.encode("latin-1"), v.encode("utf-8")) for k, v in (headers or {}).items() if v]
+    raw_headers = [
+        (k.encode("latin-1"), v.encode("utf-8")) for k, v in (headers or {}).items() if v
+    ]
     raw_headers.append((b"content-length", str(len(body)).encode()))
-    scope = {"type": "http", "asgi": {"version": "3.0"}, "http_version": "1.1", "method": method,
-             "scheme": "http", "path": path, "raw_path": path.encode("utf-8", "surrogatepass"),
-             "query_string": query.encode(), "headers": raw_headers, "server": ("127.0.0.1", 6443),
-             "client": ("127.0.0.1", 50000), "root_path": ""}
+    scope = {
+        "type": "http",
+        "asgi": {"version": "3.0"},
+        "http_version": "1.1",
+        "method": method,
+        "scheme": "http",
+        "path": path,
+        "raw_path": path.encode("utf-8", "surrogatepass"),
+        "query_string": query.encode(),
+        "headers": raw_headers,
+        "server": ("127.0.0.1", 6443),
+        "client": ("127.0.0.1", 50000),
+        "root_path": "",
+    }
     delivered = False
 
     async def receive() -> dict[str, Any]:

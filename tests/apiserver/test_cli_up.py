@@ -19,8 +19,12 @@ import yaml
 
 def start(*args: str) -> tuple[subprocess.Popen[str], str, str]:
     """Start ``kubewerk up``; return the process, its URL and its banner (read to the end)."""
-    proc = subprocess.Popen([sys.executable, "-m", "kubewerk.cli", "up", *args],
-                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "kubewerk.cli", "up", *args],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
     assert proc.stdout is not None
     banner = ""
     while "press Ctrl-C" not in banner:
@@ -46,7 +50,11 @@ def test_up_serves_writes_kubeconfig_and_stops_on_sigterm(tmp_path: Path) -> Non
         assert time.monotonic() - started < 5
         namespaces = get(url + "/api/v1/namespaces")
         assert isinstance(namespaces, dict)
-        assert {n["metadata"]["name"] for n in namespaces["items"]} >= {"default", "kube-system", "kube-public"}
+        assert {n["metadata"]["name"] for n in namespaces["items"]} >= {
+            "default",
+            "kube-system",
+            "kube-public",
+        }
         config = yaml.safe_load(kubeconfig.read_text())
         assert config["current-context"] == "kubewerk"
         assert config["clusters"][0]["cluster"]["server"] == url
@@ -63,9 +71,18 @@ def test_up_with_sqlite_keeps_objects_across_restarts(tmp_path: Path) -> None:
     kc = str(tmp_path / "kc")
     proc, url, _ = start("--port", "0", "--store", store, "--kubeconfig", kc)
     try:
-        cm = {"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "keep"}, "data": {"a": "b"}}
-        req = urllib.request.Request(url + "/api/v1/namespaces/default/configmaps", data=json.dumps(cm).encode(),
-                                     method="POST", headers={"Content-Type": "application/json"})
+        cm = {
+            "apiVersion": "v1",
+            "kind": "ConfigMap",
+            "metadata": {"name": "keep"},
+            "data": {"a": "b"},
+        }
+        req = urllib.request.Request(
+            url + "/api/v1/namespaces/default/configmaps",
+            data=json.dumps(cm).encode(),
+            method="POST",
+            headers={"Content-Type": "application/json"},
+        )
         with urllib.request.urlopen(req, timeout=5) as resp:
             assert resp.status == 201
     finally:
@@ -82,8 +99,21 @@ def test_up_with_sqlite_keeps_objects_across_restarts(tmp_path: Path) -> None:
 
 
 def test_up_rejects_a_bad_store_with_exit_code_2(tmp_path: Path) -> None:
-    proc = subprocess.run([sys.executable, "-m", "kubewerk.cli", "up", "--store", "etcd://x",
-                           "--kubeconfig", str(tmp_path / "kc")], capture_output=True, text=True, timeout=30)
+    proc = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "kubewerk.cli",
+            "up",
+            "--store",
+            "etcd://x",
+            "--kubeconfig",
+            str(tmp_path / "kc"),
+        ],
+        capture_output=True,
+        text=True,
+        timeout=30,
+    )
     assert proc.returncode == 2
     assert proc.stderr.startswith("kubewerk: error: --store etcd://x:")
     assert "Traceback" not in proc.stderr
@@ -93,8 +123,21 @@ def test_up_reports_a_busy_port(tmp_path: Path) -> None:
     proc, url, _ = start("--port", "0", "--kubeconfig", str(tmp_path / "kc1"))
     try:
         port = url.rsplit(":", 1)[1]
-        second = subprocess.run([sys.executable, "-m", "kubewerk.cli", "up", "--port", port,
-                                 "--kubeconfig", str(tmp_path / "kc2")], capture_output=True, text=True, timeout=30)
+        second = subprocess.run(
+            [
+                sys.executable,
+                "-m",
+                "kubewerk.cli",
+                "up",
+                "--port",
+                port,
+                "--kubeconfig",
+                str(tmp_path / "kc2"),
+            ],
+            capture_output=True,
+            text=True,
+            timeout=30,
+        )
         assert second.returncode == 1
         assert f"cannot listen on 127.0.0.1:{port}" in second.stderr
         assert "Traceback" not in second.stderr
@@ -105,10 +148,27 @@ def test_up_reports_a_busy_port(tmp_path: Path) -> None:
 
 def test_up_refuses_a_non_loopback_host_with_exit_code_2(tmp_path: Path) -> None:
     kubeconfig = tmp_path / "kc"
-    proc = subprocess.run([sys.executable, "-m", "kubewerk.cli", "up", "--host", "0.0.0.0", "--port", "0",
-                           "--kubeconfig", str(kubeconfig)], capture_output=True, text=True, timeout=30)
+    proc = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "kubewerk.cli",
+            "up",
+            "--host",
+            "0.0.0.0",
+            "--port",
+            "0",
+            "--kubeconfig",
+            str(kubeconfig),
+        ],
+        capture_output=True,
+        text=True,
+        timeout=30,
+    )
     assert proc.returncode == 2
-    assert proc.stderr.startswith("kubewerk: error: --host 0.0.0.0: 0.0.0.0 is not a loopback address")
+    assert proc.stderr.startswith(
+        "kubewerk: error: --host 0.0.0.0: 0.0.0.0 is not a loopback address"
+    )
     assert "no authentication" in proc.stderr
     assert "--insecure-bind-non-loopback" in proc.stderr
     assert "Traceback" not in proc.stderr
@@ -117,8 +177,17 @@ def test_up_refuses_a_non_loopback_host_with_exit_code_2(tmp_path: Path) -> None
 
 def test_up_on_0000_with_the_flag_warns_and_points_the_kubeconfig_at_127001(tmp_path: Path) -> None:
     kubeconfig = tmp_path / "new" / "kc"
-    proc, url, banner = start("--host", "0.0.0.0", "--insecure-bind-non-loopback", "--port", "0",
-                              "--kubeconfig", str(kubeconfig), "--allow-host", "dev.example")
+    proc, url, banner = start(
+        "--host",
+        "0.0.0.0",
+        "--insecure-bind-non-loopback",
+        "--port",
+        "0",
+        "--kubeconfig",
+        str(kubeconfig),
+        "--allow-host",
+        "dev.example",
+    )
     try:
         assert url.startswith("http://127.0.0.1:")
         assert "(bound to 0.0.0.0)" in banner
@@ -146,20 +215,43 @@ def test_up_on_0000_with_the_flag_warns_and_points_the_kubeconfig_at_127001(tmp_
 def test_up_rejects_bad_limit_flags_with_exit_code_2(tmp_path: Path) -> None:
     # the argument types are shared by the flags; each kind of value once
     for flag, value in [("--max-header-bytes", "0"), ("--read-header-timeout", "nan")]:
-        proc = subprocess.run([sys.executable, "-m", "kubewerk.cli", "up", flag, value,
-                               "--kubeconfig", str(tmp_path / "kc")], capture_output=True, text=True, timeout=30)
+        proc = subprocess.run(
+            [
+                sys.executable,
+                "-m",
+                "kubewerk.cli",
+                "up",
+                flag,
+                value,
+                "--kubeconfig",
+                str(tmp_path / "kc"),
+            ],
+            capture_output=True,
+            text=True,
+            timeout=30,
+        )
         assert proc.returncode == 2, (flag, proc.stderr)
         assert f"argument {flag}: expected a positive" in proc.stderr
         assert "Traceback" not in proc.stderr
 
 
 def test_up_applies_the_header_limit_and_timeout_flags(tmp_path: Path) -> None:
-    proc, url, _ = start("--port", "0", "--kubeconfig", str(tmp_path / "kc"), "--max-header-bytes", "1024",
-                         "--read-header-timeout", "0.5")
+    proc, url, _ = start(
+        "--port",
+        "0",
+        "--kubeconfig",
+        str(tmp_path / "kc"),
+        "--max-header-bytes",
+        "1024",
+        "--read-header-timeout",
+        "0.5",
+    )
     try:
         port = int(url.rsplit(":", 1)[1])
         with socket.create_connection(("127.0.0.1", port), timeout=5) as sock:
-            sock.sendall(b"GET /version HTTP/1.1\r\nHost: 127.0.0.1\r\nX-Big: " + b"a" * 6000 + b"\r\n\r\n")
+            sock.sendall(
+                b"GET /version HTTP/1.1\r\nHost: 127.0.0.1\r\nX-Big: " + b"a" * 6000 + b"\r\n\r\n"
+            )
             answer = b""
             while chunk := sock.recv(65536):
                 answer += chunk
@@ -176,10 +268,25 @@ def test_up_applies_the_header_limit_and_timeout_flags(tmp_path: Path) -> None:
 def test_up_reports_an_unwritable_kubeconfig_path_without_a_traceback(tmp_path: Path) -> None:
     blocker = tmp_path / "file"
     blocker.write_text("not a directory")
-    proc = subprocess.run([sys.executable, "-m", "kubewerk.cli", "up", "--port", "0",
-                           "--kubeconfig", str(blocker / "kc")], capture_output=True, text=True, timeout=30)
+    proc = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "kubewerk.cli",
+            "up",
+            "--port",
+            "0",
+            "--kubeconfig",
+            str(blocker / "kc"),
+        ],
+        capture_output=True,
+        text=True,
+        timeout=30,
+    )
     assert proc.returncode == 2
-    assert proc.stderr.startswith(f"kubewerk: error: --kubeconfig {blocker / 'kc'}: cannot write it:")
+    assert proc.stderr.startswith(
+        f"kubewerk: error: --kubeconfig {blocker / 'kc'}: cannot write it:"
+    )
     assert "Traceback" not in proc.stderr
 
 
@@ -197,19 +304,40 @@ def test_the_cli_defaults_are_the_servers() -> None:
 
 
 def test_up_passes_the_memory_bounds_on(tmp_path: Path) -> None:
-    proc, url, _ = start("--port", "0", "--kubeconfig", str(tmp_path / "kc"), "--retain-bytes", "4096",
-                         "--watch-backlog-bytes", "8192")
+    proc, url, _ = start(
+        "--port",
+        "0",
+        "--kubeconfig",
+        str(tmp_path / "kc"),
+        "--retain-bytes",
+        "4096",
+        "--watch-backlog-bytes",
+        "8192",
+    )
     try:
         for i in range(20):
-            body = json.dumps({"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": f"c{i}"},
-                               "data": {"k": "x" * 1000}}).encode()
-            req = urllib.request.Request(url + "/api/v1/namespaces/default/configmaps", data=body,
-                                         headers={"Content-Type": "application/json"})
+            body = json.dumps(
+                {
+                    "apiVersion": "v1",
+                    "kind": "ConfigMap",
+                    "metadata": {"name": f"c{i}"},
+                    "data": {"k": "x" * 1000},
+                }
+            ).encode()
+            req = urllib.request.Request(
+                url + "/api/v1/namespaces/default/configmaps",
+                data=body,
+                headers={"Content-Type": "application/json"},
+            )
             with urllib.request.urlopen(req, timeout=5) as resp:
                 assert resp.status == 201
         with urllib.request.urlopen(url + "/metrics", timeout=5) as resp:
             metrics = resp.read().decode()
-        history = [line for line in metrics.splitlines() if line.startswith("kubewerk_storage_history_bytes ")]
+        history = [
+            line
+            for line in metrics.splitlines()
+            if line.startswith("kubewerk_storage_history_bytes ")
+        ]
         assert history and float(history[0].split()[1]) <= 4096, history
     finally:
         proc.send_signal(signal.SIGTERM)

@@ -39,7 +39,9 @@ JSON = dict[str, Any]
 
 async def _install_crd(session: aiohttp.ClientSession, demo_dir: Path) -> None:
     crd = yaml.safe_load((demo_dir / "crd.yaml").read_text())
-    async with session.post("/apis/apiextensions.k8s.io/v1/customresourcedefinitions", json=crd) as resp:
+    async with session.post(
+        "/apis/apiextensions.k8s.io/v1/customresourcedefinitions", json=crd
+    ) as resp:
         assert resp.status == 201, await resp.text()
     for _ in range(500):
         async with session.get(f"/apis/{GROUP_VERSION}") as resp:
@@ -54,14 +56,25 @@ def _path(ns: str, name: str | None = None) -> str:
     return f"{base}/{name}" if name else base
 
 
-async def _watch(session: aiohttp.ClientSession, path: str, rv: str, events: list[JSON],
-                 bookmarks: list[int], target: dict[str, int]) -> None:
+async def _watch(
+    session: aiohttp.ClientSession,
+    path: str,
+    rv: str,
+    events: list[JSON],
+    bookmarks: list[int],
+    target: dict[str, int],
+) -> None:
     """Collect events until the writers are done and the last committed revision arrived.
 
     ``target["rv"]`` is set (by the test) once every writer has finished; bookmarks every
     0.2 s wake the reader up so it can notice that without a further event.
     """
-    params = {"watch": "true", "resourceVersion": rv, "allowWatchBookmarks": "true", "timeoutSeconds": "60"}
+    params = {
+        "watch": "true",
+        "resourceVersion": rv,
+        "allowWatchBookmarks": "true",
+        "timeoutSeconds": "60",
+    }
     async with session.get(path, params=params, timeout=aiohttp.ClientTimeout(total=90)) as resp:
         assert resp.status == 200, await resp.text()
         while True:
@@ -76,12 +89,18 @@ async def _watch(session: aiohttp.ClientSession, path: str, rv: str, events: lis
                 bookmarks.append(int(event["object"]["metadata"]["resourceVersion"]))
                 continue
             # a bookmark promises that nothing at or below its revision is still to come
-            assert not bookmarks or int(event["object"]["metadata"]["resourceVersion"]) > bookmarks[-1]
+            assert (
+                not bookmarks or int(event["object"]["metadata"]["resourceVersion"]) > bookmarks[-1]
+            )
             events.append(event)
 
 
-async def _writer(session: aiohttp.ClientSession, seed: int, keys: list[tuple[str, str]],
-                  committed: dict[tuple[str, str], list[int]]) -> int:
+async def _writer(
+    session: aiohttp.ClientSession,
+    seed: int,
+    keys: list[tuple[str, str]],
+    committed: dict[tuple[str, str], list[int]],
+) -> int:
     """Increment counters with guarded PUTs; record the revision of every success."""
     rng = random.Random(seed)
     conflicts = 0
@@ -95,8 +114,11 @@ async def _writer(session: aiohttp.ClientSession, seed: int, keys: list[tuple[st
             annotations[COUNTER] = str(int(annotations[COUNTER]) + 1)
             if rng.random() < 0.5:
                 await asyncio.sleep(0)  # widen the race window now and then
-            async with session.put(_path(ns, name), data=orjson.dumps(obj),
-                                   headers={"content-type": "application/json"}) as resp:
+            async with session.put(
+                _path(ns, name),
+                data=orjson.dumps(obj),
+                headers={"content-type": "application/json"},
+            ) as resp:
                 body = await resp.json(loads=orjson.loads)
                 if resp.status == 409:
                     assert body["kind"] == "Status" and body["reason"] == "Conflict", body
@@ -124,9 +146,12 @@ async def test_racing_writers_and_watchers(store_kind: str, tmp_path: Path, demo
             await _install_crd(session, demo_dir)
             keys = [(ns, f"db-{i}") for ns in NAMESPACES for i in range(OBJECTS_PER_NS)]
             for ns, name in keys:
-                body = {"apiVersion": GROUP_VERSION, "kind": "Database",
-                        "metadata": {"name": name, "annotations": {COUNTER: "0"}},
-                        "spec": {"engine": "postgres"}}
+                body = {
+                    "apiVersion": GROUP_VERSION,
+                    "kind": "Database",
+                    "metadata": {"name": name, "annotations": {COUNTER: "0"}},
+                    "spec": {"engine": "postgres"},
+                }
                 async with session.post(_path(ns), json=body) as resp:
                     assert resp.status == 201, await resp.text()
 
@@ -134,7 +159,9 @@ async def test_racing_writers_and_watchers(store_kind: str, tmp_path: Path, demo
             async with session.get(f"/apis/{GROUP_VERSION}/databases") as resp:
                 listed = await resp.json(loads=orjson.loads)
             list_rv = listed["metadata"]["resourceVersion"]
-            assert sorted((o["metadata"]["namespace"], o["metadata"]["name"]) for o in listed["items"]) == sorted(keys)
+            assert sorted(
+                (o["metadata"]["namespace"], o["metadata"]["name"]) for o in listed["items"]
+            ) == sorted(keys)
             assert all(o["metadata"]["annotations"][COUNTER] == "0" for o in listed["items"])
 
             total = WRITERS * OPS_PER_WRITER
@@ -147,25 +174,36 @@ async def test_racing_writers_and_watchers(store_kind: str, tmp_path: Path, demo
 
             def start_watcher(i: int) -> asyncio.Task[None]:
                 return asyncio.create_task(
-                    _watch(session, paths[i], list_rv, watch_events[i], bookmarks[i], targets[i]))
+                    _watch(session, paths[i], list_rv, watch_events[i], bookmarks[i], targets[i])
+                )
 
             # watchers 0 and 3 start before the writers, the others while they run: replay
             # from list_rv and live delivery must join without a gap or a repeat
             watchers = {i: start_watcher(i) for i in (0, 3)}
             committed: dict[tuple[str, str], list[int]] = {k: [] for k in keys}
-            writers = [asyncio.create_task(_writer(session, seed, keys, committed)) for seed in range(WRITERS)]
+            writers = [
+                asyncio.create_task(_writer(session, seed, keys, committed))
+                for seed in range(WRITERS)
+            ]
             await asyncio.sleep(0.3)
             watchers.update({i: start_watcher(i) for i in (1, 2, 4)})
             conflicts = await asyncio.wait_for(asyncio.gather(*writers), timeout=60)
             for i, scope in enumerate(scopes):
-                rvs = [rv for (ns, _), v in committed.items() for rv in v if scope is None or ns == scope]
+                rvs = [
+                    rv
+                    for (ns, _), v in committed.items()
+                    for rv in v
+                    if scope is None or ns == scope
+                ]
                 targets[i]["rv"] = max(rvs)
             await asyncio.wait_for(asyncio.gather(*watchers.values()), timeout=30)
 
             # no lost update
             all_rvs = sorted(rv for rvs in committed.values() for rv in rvs)
             assert len(all_rvs) == total
-            assert len(set(all_rvs)) == total, "two successful writes returned the same resourceVersion"
+            assert len(set(all_rvs)) == total, (
+                "two successful writes returned the same resourceVersion"
+            )
             for (ns, name), rvs in committed.items():
                 async with session.get(_path(ns, name)) as resp:
                     final = await resp.json(loads=orjson.loads)
@@ -177,15 +215,23 @@ async def test_racing_writers_and_watchers(store_kind: str, tmp_path: Path, demo
             # every watcher saw every committed revision once, in order
             for i, events in enumerate(watch_events):
                 scope_ns = scopes[i]
-                want = sorted(rv for (ns, _), rvs in committed.items() for rv in rvs
-                              if scope_ns is None or ns == scope_ns)
+                want = sorted(
+                    rv
+                    for (ns, _), rvs in committed.items()
+                    for rv in rvs
+                    if scope_ns is None or ns == scope_ns
+                )
                 got = [int(e["object"]["metadata"]["resourceVersion"]) for e in events]
                 assert all(e["type"] == "MODIFIED" for e in events), {e["type"] for e in events}
-                assert got == want, f"watcher {i} ({paths[i]}): saw {len(got)} events, expected {len(want)}"
+                assert got == want, (
+                    f"watcher {i} ({paths[i]}): saw {len(got)} events, expected {len(want)}"
+                )
                 seen: dict[tuple[str, str], int] = {}
                 for e in events:
                     meta = e["object"]["metadata"]
                     key = (meta["namespace"], meta["name"])
                     counter = int(meta["annotations"][COUNTER])
-                    assert counter == seen.get(key, 0) + 1, f"watcher {i}: {key} jumped to {counter}"
+                    assert counter == seen.get(key, 0) + 1, (
+                        f"watcher {i}: {key} jumped to {counter}"
+                    )
                     seen[key] = counter

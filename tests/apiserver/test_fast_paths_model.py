@@ -27,21 +27,34 @@ BASE = "/apis/demo.kubewerk.dev/v1/namespaces/default/databases"
 TABLE = "application/json;as=Table;v=v1;g=meta.k8s.io"
 
 
-async def call(app: ApiServer, method: str, path: str, body: Any = None,
-               ctype: str = "application/json", accept: str | None = None) -> tuple[int, list[str], Any]:
+async def call(
+    app: ApiServer,
+    method: str,
+    path: str,
+    body: Any = None,
+    ctype: str = "application/json",
+    accept: str | None = None,
+) -> tuple[int, list[str], Any]:
     """Status, Warning headers and decoded body of one request straight into ``app``."""
     path, _, query = path.partition("?")
     headers = {"content-type": ctype, "accept": accept or ""}
-    status, resp_headers, payload = await asgi_call(app, method, path, query, headers,
-                                                    b"" if body is None else orjson.dumps(body))
-    return status, [v for k, v in resp_headers if k == "warning"], orjson.loads(payload) if payload else None
+    status, resp_headers, payload = await asgi_call(
+        app, method, path, query, headers, b"" if body is None else orjson.dumps(body)
+    )
+    return (
+        status,
+        [v for k, v in resp_headers if k == "warning"],
+        orjson.loads(payload) if payload else None,
+    )
 
 
 def normalised(value: Any) -> Any:
     """The answer without what differs by chance between two servers (uids, clock)."""
     if isinstance(value, dict):
-        return {k: ("<x>" if k in ("uid", "creationTimestamp", "lastTransitionTime") else normalised(v))
-                for k, v in value.items()}
+        return {
+            k: ("<x>" if k in ("uid", "creationTimestamp", "lastTransitionTime") else normalised(v))
+            for k, v in value.items()
+        }
     if isinstance(value, (list, tuple)):
         return [normalised(v) for v in value]
     if isinstance(value, str) and len(value) == 36 and value.count("-") == 4:
@@ -54,24 +67,41 @@ async def established(app: ApiServer, generation: int) -> None:
         _, _, crd = await call(app, "GET", CRD_PATH)
         rtype = app.registry.get("demo.kubewerk.dev", "databases")
         conditions = (crd.get("status") or {}).get("conditions") or []
-        if rtype is not None and rtype.crd_generation >= generation and any(
-                c["type"] == "Established" and c["status"] == "True" for c in conditions):
+        if (
+            rtype is not None
+            and rtype.crd_generation >= generation
+            and any(c["type"] == "Established" and c["status"] == "True" for c in conditions)
+        ):
             return
         await asyncio.sleep(0.005)
     raise AssertionError("CRD not established")
 
 
 NAMES = st.sampled_from(["a", "b", "c"])
-SPEC = st.fixed_dictionaries({"engine": st.sampled_from(["postgres", "mysql", "oracle"])},
-                             optional={"replicas": st.sampled_from([1, 3, 5, 3.0, True, -1, "x"]),
-                                       "storage": st.sampled_from(["1Gi", "10Gi", "lots"])})
-STATUS = st.fixed_dictionaries({}, optional={
-    "replicas": st.sampled_from([0, 2, "two"]),
-    "conditions": st.sampled_from([[{"type": "Ready", "status": "True"}],
-                                   [{"type": "Ready", "status": "True"}, {"type": "Ready", "status": "False"}],
-                                   [{"status": "True"}]]),
-    "extra": st.just(1)})
-CRD_CHANGES = st.sampled_from(["default-storage", "rule-on-spec", "transition-rule", "must-change", "root-rule"])
+SPEC = st.fixed_dictionaries(
+    {"engine": st.sampled_from(["postgres", "mysql", "oracle"])},
+    optional={
+        "replicas": st.sampled_from([1, 3, 5, 3.0, True, -1, "x"]),
+        "storage": st.sampled_from(["1Gi", "10Gi", "lots"]),
+    },
+)
+STATUS = st.fixed_dictionaries(
+    {},
+    optional={
+        "replicas": st.sampled_from([0, 2, "two"]),
+        "conditions": st.sampled_from(
+            [
+                [{"type": "Ready", "status": "True"}],
+                [{"type": "Ready", "status": "True"}, {"type": "Ready", "status": "False"}],
+                [{"status": "True"}],
+            ]
+        ),
+        "extra": st.just(1),
+    },
+)
+CRD_CHANGES = st.sampled_from(
+    ["default-storage", "rule-on-spec", "transition-rule", "must-change", "root-rule"]
+)
 
 OPS = st.one_of(
     st.tuples(st.just("create"), NAMES, SPEC),
@@ -95,16 +125,26 @@ def changed_crd(crd: JSON, change: str) -> JSON:
         spec.setdefault("x-kubernetes-validations", []).append({"rule": "self.engine != 'oracle'"})
     elif change == "transition-rule":
         spec.setdefault("x-kubernetes-validations", []).append(
-            {"rule": "!has(oldSelf.replicas) || !has(self.replicas) || self.replicas >= oldSelf.replicas",
-             "message": "replicas may not shrink"})
+            {
+                "rule": "!has(oldSelf.replicas) || !has(self.replicas) || self.replicas >= oldSelf.replicas",
+                "message": "replicas may not shrink",
+            }
+        )
     elif change == "must-change":
         # fails on every update that leaves storage alone, status writes included
         spec.setdefault("x-kubernetes-validations", []).append(
-            {"rule": "!has(oldSelf.storage) || self.storage != oldSelf.storage", "message": "storage must change"})
+            {
+                "rule": "!has(oldSelf.storage) || self.storage != oldSelf.storage",
+                "message": "storage must change",
+            }
+        )
     else:
         schema["x-kubernetes-validations"] = [
-            {"rule": "!has(self.status) || !has(self.status.replicas) || !has(self.spec.replicas) "
-                     "|| self.status.replicas <= self.spec.replicas"}]
+            {
+                "rule": "!has(self.status) || !has(self.status.replicas) || !has(self.spec.replicas) "
+                "|| self.status.replicas <= self.spec.replicas"
+            }
+        ]
     return crd
 
 
@@ -116,7 +156,9 @@ async def run(ops: list[tuple[str, Any, Any]]) -> None:
     servers = (fast, full)
     crd = yaml.safe_load(DEMO_CRD.read_text())
     for app in servers:
-        status, _, body = await call(app, "POST", "/apis/apiextensions.k8s.io/v1/customresourcedefinitions", crd)
+        status, _, body = await call(
+            app, "POST", "/apis/apiextensions.k8s.io/v1/customresourcedefinitions", crd
+        )
         assert status == 201, body
         await established(app, 1)
     try:
@@ -129,21 +171,39 @@ async def run(ops: list[tuple[str, Any, Any]]) -> None:
                     status, _, out = await call(app, "PUT", CRD_PATH, current)
                     if status == 200:
                         await established(app, out["metadata"]["generation"])
-                    answers.append((status, out["metadata"]["generation"] if status == 200 else out))
+                    answers.append(
+                        (status, out["metadata"]["generation"] if status == 200 else out)
+                    )
                 assert answers[0] == answers[1]
                 continue
             for app in servers:
                 path = f"{BASE}/{name}"
                 if op == "create":
-                    answer = await call(app, "POST", BASE, {"apiVersion": "demo.kubewerk.dev/v1", "kind": "Database",
-                                                            "metadata": {"name": name}, "spec": arg})
+                    answer = await call(
+                        app,
+                        "POST",
+                        BASE,
+                        {
+                            "apiVersion": "demo.kubewerk.dev/v1",
+                            "kind": "Database",
+                            "metadata": {"name": name},
+                            "spec": arg,
+                        },
+                    )
                 elif op == "get":
                     answer = await call(app, "GET", path, accept=TABLE if arg else None)
                 elif op == "patch-spec":
-                    answer = await call(app, "PATCH", path, {"spec": arg}, "application/merge-patch+json")
+                    answer = await call(
+                        app, "PATCH", path, {"spec": arg}, "application/merge-patch+json"
+                    )
                 elif op == "patch-status":
-                    answer = await call(app, "PATCH", path + "/status", {"status": arg, "spec": {"replicas": 2.0}},
-                                        "application/merge-patch+json")
+                    answer = await call(
+                        app,
+                        "PATCH",
+                        path + "/status",
+                        {"status": arg, "spec": {"replicas": 2.0}},
+                        "application/merge-patch+json",
+                    )
                 elif op == "put-status":
                     _, _, current = await call(app, "GET", path)
                     if isinstance(current, dict) and current.get("kind") == "Database":
@@ -152,8 +212,13 @@ async def run(ops: list[tuple[str, Any, Any]]) -> None:
                     else:
                         answer = (0, [], None)
                 elif op == "label":
-                    answer = await call(app, "PATCH", path, {"metadata": {"labels": {"tier": arg}}},
-                                        "application/merge-patch+json")
+                    answer = await call(
+                        app,
+                        "PATCH",
+                        path,
+                        {"metadata": {"labels": {"tier": arg}}},
+                        "application/merge-patch+json",
+                    )
                 else:
                     answer = await call(app, "DELETE", path)
                 answers.append(normalised(answer))
@@ -169,14 +234,34 @@ async def run(ops: list[tuple[str, Any, Any]]) -> None:
 @settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(st.lists(OPS, min_size=1, max_size=25))
 # a transition rule that fails on unchanged values, on an object written under it
-@example([("create", "a", {"engine": "postgres", "storage": "1Gi"}), ("crd", "must-change", None),
-          ("patch-spec", "a", {"engine": "postgres", "storage": "10Gi"}), ("patch-status", "a", {"replicas": 0})])
+@example(
+    [
+        ("create", "a", {"engine": "postgres", "storage": "1Gi"}),
+        ("crd", "must-change", None),
+        ("patch-spec", "a", {"engine": "postgres", "storage": "10Gi"}),
+        ("patch-status", "a", {"replicas": 0}),
+    ]
+)
 # a value equal in Python but not in JSON (True == 1) is still validated
-@example([("create", "a", {"engine": "postgres", "replicas": 1}), ("patch-status", "a", {"replicas": 0}),
-          ("patch-spec", "a", {"engine": "postgres", "replicas": True})])
+@example(
+    [
+        ("create", "a", {"engine": "postgres", "replicas": 1}),
+        ("patch-status", "a", {"replicas": 0}),
+        ("patch-spec", "a", {"engine": "postgres", "replicas": True}),
+    ]
+)
 # a root rule across spec and status, and a cached GET across a schema change
-@example([("create", "b", {"engine": "mysql", "replicas": 1}), ("get", "b", False), ("crd", "root-rule", None),
-          ("label", "b", "x"), ("patch-status", "b", {"replicas": 2}), ("crd", "default-storage", None),
-          ("get", "b", False), ("put-status", "b", {"replicas": 0})])
+@example(
+    [
+        ("create", "b", {"engine": "mysql", "replicas": 1}),
+        ("get", "b", False),
+        ("crd", "root-rule", None),
+        ("label", "b", "x"),
+        ("patch-status", "b", {"replicas": 2}),
+        ("crd", "default-storage", None),
+        ("get", "b", False),
+        ("put-status", "b", {"replicas": 0}),
+    ]
+)
 def test_fast_paths_answer_as_the_full_paths(ops: list[tuple[str, Any, Any]]) -> None:
     asyncio.run(run(ops))

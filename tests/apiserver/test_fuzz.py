@@ -39,72 +39,231 @@ from kubewerk.apiserver.storage import open_store
 from tests.apiserver.helpers import asgi_call
 
 JSON = dict[str, Any]
-DEMO_CRD = Path(__file__).resolve().parents[2] / "src" / "kubewerk" / "cli" / "demo_data" / "crd.yaml"
+DEMO_CRD = (
+    Path(__file__).resolve().parents[2] / "src" / "kubewerk" / "cli" / "demo_data" / "crd.yaml"
+)
 
 PREFIXES = [
-    "/api/v1", "/apis/demo.kubewerk.dev/v1", "/apis/demo.kubewerk.dev/v2", "/apis/apiextensions.k8s.io/v1",
-    "/apis/coordination.k8s.io/v1", "/apis/events.k8s.io/v1", "/apis/nope.example.com/v1", "/apis", "/api",
-    "/openapi/v3", "/openapi/v3/apis/demo.kubewerk.dev/v1", "", "/version", "/healthz", "/readyz",
+    "/api/v1",
+    "/apis/demo.kubewerk.dev/v1",
+    "/apis/demo.kubewerk.dev/v2",
+    "/apis/apiextensions.k8s.io/v1",
+    "/apis/coordination.k8s.io/v1",
+    "/apis/events.k8s.io/v1",
+    "/apis/nope.example.com/v1",
+    "/apis",
+    "/api",
+    "/openapi/v3",
+    "/openapi/v3/apis/demo.kubewerk.dev/v1",
+    "",
+    "/version",
+    "/healthz",
+    "/readyz",
 ]
 SEGMENTS = [
-    "namespaces", "default", "kube-system", "nope", "configmaps", "databases", "secrets", "events", "leases",
-    "serviceaccounts", "customresourcedefinitions", "databases.demo.kubewerk.dev", "status", "scale", "finalize",
-    "db1", "cm1", "fuzz", "..", ".", "", "%2F", "%00", "A_B", "x" * 300,
+    "namespaces",
+    "default",
+    "kube-system",
+    "nope",
+    "configmaps",
+    "databases",
+    "secrets",
+    "events",
+    "leases",
+    "serviceaccounts",
+    "customresourcedefinitions",
+    "databases.demo.kubewerk.dev",
+    "status",
+    "scale",
+    "finalize",
+    "db1",
+    "cm1",
+    "fuzz",
+    "..",
+    ".",
+    "",
+    "%2F",
+    "%00",
+    "A_B",
+    "x" * 300,
 ]
 QUERY_KEYS = [
-    "watch", "labelSelector", "fieldSelector", "limit", "continue", "resourceVersion", "resourceVersionMatch",
-    "timeoutSeconds", "dryRun", "fieldValidation", "propagationPolicy", "gracePeriodSeconds", "orphanDependents",
-    "sendInitialEvents", "allowWatchBookmarks", "includeObject", "pretty", "force", "fieldManager",
+    "watch",
+    "labelSelector",
+    "fieldSelector",
+    "limit",
+    "continue",
+    "resourceVersion",
+    "resourceVersionMatch",
+    "timeoutSeconds",
+    "dryRun",
+    "fieldValidation",
+    "propagationPolicy",
+    "gracePeriodSeconds",
+    "orphanDependents",
+    "sendInitialEvents",
+    "allowWatchBookmarks",
+    "includeObject",
+    "pretty",
+    "force",
+    "fieldManager",
 ]
 QUERY_VALUES = [
-    "true", "false", "1", "0", "-1", "10", "All", "Strict", "Warn", "Ignore", "Orphan", "Foreground", "Background",
-    "NotOlderThan", "Exact", "a=b", "a in (b,c)", "!a", "metadata.name=db1", "metadata.namespace!=default",
-    "spec.engine=postgres", "a b", "=", ",", "9999999999", "eyJ2IjoibWV0YS5rOHMuaW8vdjEiLCJydiI6MSwic3RhcnQiOiJhXHUwMDAwIn0",
-    "Object", "None", "Metadata",
+    "true",
+    "false",
+    "1",
+    "0",
+    "-1",
+    "10",
+    "All",
+    "Strict",
+    "Warn",
+    "Ignore",
+    "Orphan",
+    "Foreground",
+    "Background",
+    "NotOlderThan",
+    "Exact",
+    "a=b",
+    "a in (b,c)",
+    "!a",
+    "metadata.name=db1",
+    "metadata.namespace!=default",
+    "spec.engine=postgres",
+    "a b",
+    "=",
+    ",",
+    "9999999999",
+    "eyJ2IjoibWV0YS5rOHMuaW8vdjEiLCJydiI6MSwic3RhcnQiOiJhXHUwMDAwIn0",
+    "Object",
+    "None",
+    "Metadata",
 ]
 CONTENT_TYPES = [
-    "application/json", "application/yaml", "application/merge-patch+json", "application/json-patch+json",
-    "application/strategic-merge-patch+json", "application/apply-patch+yaml", "application/vnd.kubernetes.protobuf",
-    "text/plain", "", "application/json; charset=utf-8", "multipart/form-data", "*/*",
+    "application/json",
+    "application/yaml",
+    "application/merge-patch+json",
+    "application/json-patch+json",
+    "application/strategic-merge-patch+json",
+    "application/apply-patch+yaml",
+    "application/vnd.kubernetes.protobuf",
+    "text/plain",
+    "",
+    "application/json; charset=utf-8",
+    "multipart/form-data",
+    "*/*",
 ]
 ACCEPTS = [
-    "", "application/json", "*/*", "application/json;as=Table;v=v1;g=meta.k8s.io",
+    "",
+    "application/json",
+    "*/*",
+    "application/json;as=Table;v=v1;g=meta.k8s.io",
     "application/json;as=Table;v=v1;g=meta.k8s.io,application/json",
     "application/json;g=apidiscovery.k8s.io;v=v2;as=APIGroupDiscoveryList",
-    "application/vnd.kubernetes.protobuf", "application/yaml", "text/html",
+    "application/vnd.kubernetes.protobuf",
+    "application/yaml",
+    "text/html",
 ]
 
 json_values = st.recursive(
-    st.none() | st.booleans() | st.integers(-(2**63), 2**64 - 1) | st.floats(allow_nan=False) | st.text(max_size=20),
-    lambda children: st.lists(children, max_size=4) | st.dictionaries(st.text(max_size=10), children, max_size=4),
+    st.none()
+    | st.booleans()
+    | st.integers(-(2**63), 2**64 - 1)
+    | st.floats(allow_nan=False)
+    | st.text(max_size=20),
+    lambda children: (
+        st.lists(children, max_size=4) | st.dictionaries(st.text(max_size=10), children, max_size=4)
+    ),
     max_leaves=12,
 )
-names = st.sampled_from(["db1", "cm1", "fuzz", "fuzz-2", "Bad_Name", "", "a" * 260]) | st.text(max_size=12)
-api_versions = st.sampled_from(["v1", "demo.kubewerk.dev/v1", "demo.kubewerk.dev/v2", "apiextensions.k8s.io/v1",
-                                "coordination.k8s.io/v1", "", "nope/v1"])
-kinds = st.sampled_from(["ConfigMap", "Database", "Secret", "Lease", "Namespace", "Event", "CustomResourceDefinition",
-                         "", "Nope"])
-objects = st.fixed_dictionaries(
-    {"apiVersion": api_versions, "kind": kinds,
-     "metadata": st.fixed_dictionaries({"name": names}, optional={
-         "labels": st.dictionaries(st.sampled_from(["a", "app", "b/c", "bad key"]), st.sampled_from(["x", "", "y z"]),
-                                   max_size=2),
-         "resourceVersion": st.sampled_from(["1", "5", "abc", ""]),
-         "finalizers": st.lists(st.sampled_from(["example.com/f", "bad finalizer"]), max_size=2),
-         "namespace": st.sampled_from(["default", "kube-system", "nope"]),
-         "generateName": st.sampled_from(["gen-", "Bad_"]),
-         "ownerReferences": st.just([{"apiVersion": "v1", "kind": "ConfigMap", "name": "cm1", "uid": "u"}]),
-     })},
-    optional={"spec": st.fixed_dictionaries({}, optional={"engine": st.sampled_from(["postgres", "mysql", 3]),
-                                                          "replicas": st.integers(-2, 10)}),
-              "data": st.dictionaries(st.text(max_size=5), st.text(max_size=5), max_size=2),
-              "status": json_values},
+names = st.sampled_from(["db1", "cm1", "fuzz", "fuzz-2", "Bad_Name", "", "a" * 260]) | st.text(
+    max_size=12
 )
-json_patches = st.lists(st.fixed_dictionaries(
-    {"op": st.sampled_from(["add", "remove", "replace", "move", "copy", "test", "bogus"]),
-     "path": st.sampled_from(["/metadata/labels/a", "/spec/engine", "/spec", "/metadata", "", "/", "/x/y/z",
-                              "/metadata/finalizers/-", "/spec/replicas"])},
-    optional={"value": json_values, "from": st.sampled_from(["/spec", "/metadata/name", "/nope"])}), max_size=3)
+api_versions = st.sampled_from(
+    [
+        "v1",
+        "demo.kubewerk.dev/v1",
+        "demo.kubewerk.dev/v2",
+        "apiextensions.k8s.io/v1",
+        "coordination.k8s.io/v1",
+        "",
+        "nope/v1",
+    ]
+)
+kinds = st.sampled_from(
+    [
+        "ConfigMap",
+        "Database",
+        "Secret",
+        "Lease",
+        "Namespace",
+        "Event",
+        "CustomResourceDefinition",
+        "",
+        "Nope",
+    ]
+)
+objects = st.fixed_dictionaries(
+    {
+        "apiVersion": api_versions,
+        "kind": kinds,
+        "metadata": st.fixed_dictionaries(
+            {"name": names},
+            optional={
+                "labels": st.dictionaries(
+                    st.sampled_from(["a", "app", "b/c", "bad key"]),
+                    st.sampled_from(["x", "", "y z"]),
+                    max_size=2,
+                ),
+                "resourceVersion": st.sampled_from(["1", "5", "abc", ""]),
+                "finalizers": st.lists(
+                    st.sampled_from(["example.com/f", "bad finalizer"]), max_size=2
+                ),
+                "namespace": st.sampled_from(["default", "kube-system", "nope"]),
+                "generateName": st.sampled_from(["gen-", "Bad_"]),
+                "ownerReferences": st.just(
+                    [{"apiVersion": "v1", "kind": "ConfigMap", "name": "cm1", "uid": "u"}]
+                ),
+            },
+        ),
+    },
+    optional={
+        "spec": st.fixed_dictionaries(
+            {},
+            optional={
+                "engine": st.sampled_from(["postgres", "mysql", 3]),
+                "replicas": st.integers(-2, 10),
+            },
+        ),
+        "data": st.dictionaries(st.text(max_size=5), st.text(max_size=5), max_size=2),
+        "status": json_values,
+    },
+)
+json_patches = st.lists(
+    st.fixed_dictionaries(
+        {
+            "op": st.sampled_from(["add", "remove", "replace", "move", "copy", "test", "bogus"]),
+            "path": st.sampled_from(
+                [
+                    "/metadata/labels/a",
+                    "/spec/engine",
+                    "/spec",
+                    "/metadata",
+                    "",
+                    "/",
+                    "/x/y/z",
+                    "/metadata/finalizers/-",
+                    "/spec/replicas",
+                ]
+            ),
+        },
+        optional={
+            "value": json_values,
+            "from": st.sampled_from(["/spec", "/metadata/name", "/nope"]),
+        },
+    ),
+    max_size=3,
+)
 
 
 RESOURCES = {
@@ -123,11 +282,26 @@ def resource_paths(draw: st.DrawFn) -> str:
     resource = draw(st.sampled_from(RESOURCES[prefix]))
     path = prefix
     if draw(st.booleans()):
-        path += "/namespaces/" + draw(st.sampled_from(["default", "default", "kube-system", "nope", "after-fuzz"]))
+        path += "/namespaces/" + draw(
+            st.sampled_from(["default", "default", "kube-system", "nope", "after-fuzz"])
+        )
     path += "/" + resource
     if draw(st.integers(0, 3)):
-        path += "/" + draw(st.sampled_from(["db1", "cm1", "fuzz", "fuzz-2", "default", "kube-public",
-                                            "databases.demo.kubewerk.dev", "Bad_Name", "nope"]))
+        path += "/" + draw(
+            st.sampled_from(
+                [
+                    "db1",
+                    "cm1",
+                    "fuzz",
+                    "fuzz-2",
+                    "default",
+                    "kube-public",
+                    "databases.demo.kubewerk.dev",
+                    "Bad_Name",
+                    "nope",
+                ]
+            )
+        )
         if draw(st.integers(0, 2)) == 0:
             path += "/" + draw(st.sampled_from(["status", "scale", "finalize", "nope"]))
     return path
@@ -135,24 +309,41 @@ def resource_paths(draw: st.DrawFn) -> str:
 
 @st.composite
 def requests(draw: st.DrawFn) -> tuple[str, str, str, dict[str, str], bytes]:
-    method = draw(st.sampled_from(["GET", "GET", "POST", "PUT", "PATCH", "DELETE", "HEAD", "OPTIONS", "FOO"]))
+    method = draw(
+        st.sampled_from(["GET", "GET", "POST", "PUT", "PATCH", "DELETE", "HEAD", "OPTIONS", "FOO"])
+    )
     if draw(st.integers(0, 2)):
         path = draw(resource_paths())
     else:
         prefix = draw(st.sampled_from(PREFIXES))
-        segs = draw(st.lists(st.sampled_from(SEGMENTS) | st.text(max_size=8).map(lambda t: quote(t, safe="")),
-                             max_size=6))
+        segs = draw(
+            st.lists(
+                st.sampled_from(SEGMENTS) | st.text(max_size=8).map(lambda t: quote(t, safe="")),
+                max_size=6,
+            )
+        )
         path = prefix + "".join("/" + s for s in segs) + draw(st.sampled_from(["", "", "/"]))
-    params = draw(st.dictionaries(st.sampled_from(QUERY_KEYS),
-                                  st.sampled_from(QUERY_VALUES) | st.text(max_size=10), max_size=4))
+    params = draw(
+        st.dictionaries(
+            st.sampled_from(QUERY_KEYS),
+            st.sampled_from(QUERY_VALUES) | st.text(max_size=10),
+            max_size=4,
+        )
+    )
     if params.get("watch") in ("true", "1"):
         params.setdefault("timeoutSeconds", "1")
     query = urlencode(params)
     kind = draw(st.sampled_from(["none", "object", "object", "json", "patch", "yaml", "garbage"]))
     if draw(st.integers(0, 2)):  # mostly the content type that fits the body and the verb
-        fitting = {"patch": "application/json-patch+json", "yaml": "application/yaml"}.get(kind, "application/json")
+        fitting = {"patch": "application/json-patch+json", "yaml": "application/yaml"}.get(
+            kind, "application/json"
+        )
         if method == "PATCH" and kind in ("object", "json"):
-            fitting = draw(st.sampled_from(["application/merge-patch+json", "application/strategic-merge-patch+json"]))
+            fitting = draw(
+                st.sampled_from(
+                    ["application/merge-patch+json", "application/strategic-merge-patch+json"]
+                )
+            )
         ctype = fitting
     else:
         ctype = draw(st.sampled_from(CONTENT_TYPES) | st.text(max_size=15))
@@ -168,10 +359,18 @@ def requests(draw: st.DrawFn) -> tuple[str, str, str, dict[str, str], bytes]:
     elif kind == "yaml":
         body = yaml.safe_dump(draw(objects)).encode()
     elif kind == "garbage":
-        body = draw(st.binary(max_size=64) | st.sampled_from([
-            b'{"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "big"}, "data": {"a": 1e999}}',
-            b'{"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": 123456789012345678901234567890}}',
-            b'{"a": ' * 200 + b"1" + b"}" * 200, b"[" * 5000, rb'{"metadata": {"name": "\ud800"}}']))
+        body = draw(
+            st.binary(max_size=64)
+            | st.sampled_from(
+                [
+                    b'{"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "big"}, "data": {"a": 1e999}}',
+                    b'{"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": 123456789012345678901234567890}}',
+                    b'{"a": ' * 200 + b"1" + b"}" * 200,
+                    b"[" * 5000,
+                    rb'{"metadata": {"name": "\ud800"}}',
+                ]
+            )
+        )
     else:
         raise AssertionError(kind)
     headers = {"content-type": ctype, "accept": draw(st.sampled_from(ACCEPTS))}
@@ -185,13 +384,24 @@ class Client:
         self.app = app
         self.loop = loop
 
-    def call(self, method: str, path: str, query: str = "", headers: dict[str, str] | None = None,
-             body: bytes = b"") -> tuple[int, dict[str, str], bytes]:
-        return self.loop.run_until_complete(asyncio.wait_for(self._call(method, path, query, headers or {}, body), 20))
+    def call(
+        self,
+        method: str,
+        path: str,
+        query: str = "",
+        headers: dict[str, str] | None = None,
+        body: bytes = b"",
+    ) -> tuple[int, dict[str, str], bytes]:
+        return self.loop.run_until_complete(
+            asyncio.wait_for(self._call(method, path, query, headers or {}, body), 20)
+        )
 
-    async def _call(self, method: str, path: str, query: str, headers: dict[str, str],
-                    body: bytes) -> tuple[int, dict[str, str], bytes]:
-        status, resp_headers, payload = await asgi_call(self.app, method, path, query, headers, body)
+    async def _call(
+        self, method: str, path: str, query: str, headers: dict[str, str], body: bytes
+    ) -> tuple[int, dict[str, str], bytes]:
+        status, resp_headers, payload = await asgi_call(
+            self.app, method, path, query, headers, body
+        )
         return status, dict(resp_headers), payload
 
 
@@ -230,22 +440,42 @@ def client() -> Iterator[Client]:
     app = ApiServer(open_store("memory"), bookmark_interval=0.2)
     c = Client(app, loop)
     crd = yaml.safe_load(DEMO_CRD.read_text())
-    status, _, body = c.call("POST", "/apis/apiextensions.k8s.io/v1/customresourcedefinitions", "",
-                             {"content-type": "application/json"}, orjson.dumps(crd))
+    status, _, body = c.call(
+        "POST",
+        "/apis/apiextensions.k8s.io/v1/customresourcedefinitions",
+        "",
+        {"content-type": "application/json"},
+        orjson.dumps(crd),
+    )
     assert status == 201, body
     for _ in range(200):
         if c.call("GET", "/apis/demo.kubewerk.dev/v1")[0] == 200:
             break
         loop.run_until_complete(asyncio.sleep(0.01))
     seeds = [
-        ("/apis/demo.kubewerk.dev/v1/namespaces/default/databases",
-         {"apiVersion": "demo.kubewerk.dev/v1", "kind": "Database", "metadata": {"name": "db1", "labels": {"a": "x"}},
-          "spec": {"engine": "postgres"}}),
-        ("/api/v1/namespaces/default/configmaps",
-         {"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "cm1"}, "data": {"k": "v"}}),
+        (
+            "/apis/demo.kubewerk.dev/v1/namespaces/default/databases",
+            {
+                "apiVersion": "demo.kubewerk.dev/v1",
+                "kind": "Database",
+                "metadata": {"name": "db1", "labels": {"a": "x"}},
+                "spec": {"engine": "postgres"},
+            },
+        ),
+        (
+            "/api/v1/namespaces/default/configmaps",
+            {
+                "apiVersion": "v1",
+                "kind": "ConfigMap",
+                "metadata": {"name": "cm1"},
+                "data": {"k": "v"},
+            },
+        ),
     ]
     for path, obj in seeds:
-        status, _, body = c.call("POST", path, "", {"content-type": "application/json"}, orjson.dumps(obj))
+        status, _, body = c.call(
+            "POST", path, "", {"content-type": "application/json"}, orjson.dumps(obj)
+        )
         assert status == 201, body
     try:
         yield c
@@ -256,13 +486,20 @@ def client() -> Iterator[Client]:
 
 
 # KUBEWERK_FUZZ_EXAMPLES=20000 for a deeper run by hand; the default keeps the suite fast
-@settings(max_examples=int(os.environ.get("KUBEWERK_FUZZ_EXAMPLES", "400")), deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture,
-                                                                   HealthCheck.too_slow])
+@settings(
+    max_examples=int(os.environ.get("KUBEWERK_FUZZ_EXAMPLES", "400")),
+    deadline=None,
+    suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow],
+)
 @given(req=requests())
-def test_rest_surface_never_fails_badly(client: Client, req: tuple[str, str, str, dict[str, str], bytes]) -> None:
+def test_rest_surface_never_fails_badly(
+    client: Client, req: tuple[str, str, str, dict[str, str], bytes]
+) -> None:
     method, path, query, headers, body = req
     status, resp_headers, payload = client.call(method, path, query, headers, body)
-    event(f"{method if method in ('GET', 'POST', 'PUT', 'PATCH', 'DELETE') else 'other'} -> {status}")
+    event(
+        f"{method if method in ('GET', 'POST', 'PUT', 'PATCH', 'DELETE') else 'other'} -> {status}"
+    )
     check_response(status, resp_headers, payload)
 
 
@@ -272,12 +509,20 @@ def test_server_healthy_after_fuzzing(client: Client) -> None:
     status, _, payload = client.call("GET", "/api/v1/namespaces")
     assert status == 200 and orjson.loads(payload)["kind"] == "NamespaceList"
     status, _, payload = client.call(
-        "POST", "/api/v1/namespaces", "", {"content-type": "application/json"},
-        orjson.dumps({"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": "after-fuzz"}}))
+        "POST",
+        "/api/v1/namespaces",
+        "",
+        {"content-type": "application/json"},
+        orjson.dumps({"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": "after-fuzz"}}),
+    )
     assert status == 201, payload
     status, _, payload = client.call(
-        "POST", "/api/v1/namespaces/after-fuzz/configmaps", "", {"content-type": "application/json"},
-        orjson.dumps({"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "ok"}}))
+        "POST",
+        "/api/v1/namespaces/after-fuzz/configmaps",
+        "",
+        {"content-type": "application/json"},
+        orjson.dumps({"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "ok"}}),
+    )
     assert status == 201, payload
     status, _, payload = client.call("GET", "/api/v1/namespaces/after-fuzz/configmaps/ok")
     assert status == 200 and orjson.loads(payload)["metadata"]["name"] == "ok"

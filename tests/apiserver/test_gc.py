@@ -10,11 +10,15 @@ from tests.apiserver.helpers import DB_PATH, Api, configmap, database
 CM_PATH = "/api/v1/namespaces/default/configmaps"
 
 
-
-
 def owned_by(owner: dict[str, Any], block: bool = False) -> dict[str, Any]:
-    return {"apiVersion": owner["apiVersion"], "kind": owner["kind"], "name": owner["metadata"]["name"],
-            "uid": owner["metadata"]["uid"], "controller": True, "blockOwnerDeletion": block}
+    return {
+        "apiVersion": owner["apiVersion"],
+        "kind": owner["kind"],
+        "name": owner["metadata"]["name"],
+        "uid": owner["metadata"]["uid"],
+        "controller": True,
+        "blockOwnerDeletion": block,
+    }
 
 
 async def test_background_deletes_dependents(api: Api) -> None:
@@ -75,8 +79,12 @@ async def test_foreground_waits_for_blocking_dependents(api: Api) -> None:
 
 
 async def test_dangling_owner_reference_is_collected(api: Api) -> None:
-    ghost = {"apiVersion": "demo.kubewerk.dev/v1", "kind": "Database", "name": "ghost",
-             "uid": "00000000-0000-0000-0000-000000000000"}
+    ghost = {
+        "apiVersion": "demo.kubewerk.dev/v1",
+        "kind": "Database",
+        "name": "ghost",
+        "uid": "00000000-0000-0000-0000-000000000000",
+    }
     status, _ = await api.post(CM_PATH, configmap("orphaned", ownerReferences=[ghost]))
     assert status == 201
     await api.wait_gone(f"{CM_PATH}/orphaned")

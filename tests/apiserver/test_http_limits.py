@@ -25,15 +25,21 @@ from kubewerk.apiserver.server import EmbeddedServer
 HEADER_TIMEOUT = 0.5
 IDLE_TIMEOUT = 0.3
 BODY_TIMEOUT = 0.5
-GO_431 = (b"HTTP/1.1 431 Request Header Fields Too Large\r\nContent-Type: text/plain; charset=utf-8\r\n"
-          b"Connection: close\r\n\r\n431 Request Header Fields Too Large")
+GO_431 = (
+    b"HTTP/1.1 431 Request Header Fields Too Large\r\nContent-Type: text/plain; charset=utf-8\r\n"
+    b"Connection: close\r\n\r\n431 Request Header Fields Too Large"
+)
 
 
 @pytest.fixture
 def server() -> Iterator[EmbeddedServer]:
     """A threaded server with short timeouts and the default 1 MiB header limit."""
-    srv = EmbeddedServer("memory", read_header_timeout=HEADER_TIMEOUT, idle_timeout=IDLE_TIMEOUT,
-                         request_body_timeout=BODY_TIMEOUT).start_in_thread()
+    srv = EmbeddedServer(
+        "memory",
+        read_header_timeout=HEADER_TIMEOUT,
+        idle_timeout=IDLE_TIMEOUT,
+        request_body_timeout=BODY_TIMEOUT,
+    ).start_in_thread()
     try:
         yield srv
     finally:
@@ -128,7 +134,9 @@ def head_of_size(size: int, *, header_len: int = 0) -> bytes:
 
 
 @pytest.mark.skipif(not Path("/proc/self/statm").exists(), reason="needs /proc")
-def test_a_50_mb_header_line_is_answered_431_at_once_and_memory_stays_bounded(server: EmbeddedServer) -> None:
+def test_a_50_mb_header_line_is_answered_431_at_once_and_memory_stays_bounded(
+    server: EmbeddedServer,
+) -> None:
     before = rss_mib()
     sock = connect(server)
 
@@ -183,7 +191,7 @@ def test_the_limit_is_exact_the_limit_plus_gos_slop() -> None:
             # the same head dribbled in small pieces is counted the same way
             head = head_of_size(limit + 1)
             for i in range(0, len(head), 700):
-                sock.sendall(head[i:i + 700])
+                sock.sendall(head[i : i + 700])
             assert read_to_close(sock)[0] == GO_431
 
 
@@ -193,11 +201,15 @@ def test_pipelined_and_fragmented_requests_are_still_served(server: EmbeddedServ
         sock.sendall(get * 3)
         for _ in range(3):
             assert read_response(sock).startswith(b"HTTP/1.1 200 ")
-        body = json.dumps({"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "split"}}).encode()
-        post = (b"POST /api/v1/namespaces/default/configmaps HTTP/1.1\r\nHost: 127.0.0.1\r\n"
-                b"Content-Type: application/json\r\nContent-Length: %d\r\n\r\n" % len(body)) + body
+        body = json.dumps(
+            {"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "split"}}
+        ).encode()
+        post = (
+            b"POST /api/v1/namespaces/default/configmaps HTTP/1.1\r\nHost: 127.0.0.1\r\n"
+            b"Content-Type: application/json\r\nContent-Length: %d\r\n\r\n" % len(body)
+        ) + body
         for i in range(0, len(post), 9):  # the request in small pieces, within the timeouts
-            sock.sendall(post[i:i + 9])
+            sock.sendall(post[i : i + 9])
             time.sleep(0.001)
         assert read_response(sock).startswith(b"HTTP/1.1 201 ")
 
@@ -205,7 +217,9 @@ def test_pipelined_and_fragmented_requests_are_still_served(server: EmbeddedServ
 # -- timeouts --------------------------------------------------------------------------------
 
 
-def test_headers_trickled_byte_by_byte_are_cut_after_the_header_timeout(server: EmbeddedServer) -> None:
+def test_headers_trickled_byte_by_byte_are_cut_after_the_header_timeout(
+    server: EmbeddedServer,
+) -> None:
     sock = connect(server)
     sock.sendall(b"GET /version HTTP/1.1\r\n")
     closed_after = trickle_until_closed(sock, HEADER_TIMEOUT + 2)
@@ -222,14 +236,18 @@ def test_a_head_trickled_behind_a_complete_request_is_cut_too(server: EmbeddedSe
     assert closed_after < HEADER_TIMEOUT + 1
 
 
-def test_a_connection_that_never_sends_is_closed_after_the_header_timeout(server: EmbeddedServer) -> None:
+def test_a_connection_that_never_sends_is_closed_after_the_header_timeout(
+    server: EmbeddedServer,
+) -> None:
     with connect(server) as sock:
         answer, elapsed = read_to_close(sock)
     assert answer == b""  # closed without an answer, as Go's server does
     assert HEADER_TIMEOUT - 0.1 <= elapsed < HEADER_TIMEOUT + 1
 
 
-def test_an_idle_keep_alive_connection_is_closed_after_the_idle_timeout(server: EmbeddedServer) -> None:
+def test_an_idle_keep_alive_connection_is_closed_after_the_idle_timeout(
+    server: EmbeddedServer,
+) -> None:
     with connect(server) as sock:
         sock.sendall(b"GET /version HTTP/1.1\r\nHost: 127.0.0.1\r\n\r\n")
         assert read_response(sock).startswith(b"HTTP/1.1 200 ")
@@ -240,29 +258,46 @@ def test_an_idle_keep_alive_connection_is_closed_after_the_idle_timeout(server: 
 
 def test_a_body_that_stops_arriving_is_answered_504_and_closed(server: EmbeddedServer) -> None:
     with connect(server) as sock:
-        sock.sendall(b"POST /api/v1/namespaces/default/configmaps HTTP/1.1\r\nHost: 127.0.0.1\r\n"
-                     b"Content-Type: application/json\r\nContent-Length: 100\r\n\r\n{\"apiVersion\":")
+        sock.sendall(
+            b"POST /api/v1/namespaces/default/configmaps HTTP/1.1\r\nHost: 127.0.0.1\r\n"
+            b'Content-Type: application/json\r\nContent-Length: 100\r\n\r\n{"apiVersion":'
+        )
         answer, elapsed = read_to_close(sock)
     head, _, body = answer.partition(b"\r\n\r\n")
     assert head.startswith(b"HTTP/1.1 504 Gateway Timeout\r\n")
     assert b"Connection: close" in head
     assert json.loads(body) == {
-        "kind": "Status", "apiVersion": "v1", "metadata": {}, "status": "Failure",
-        "message": "Timeout: request did not complete within the allotted timeout", "reason": "Timeout", "code": 504,
+        "kind": "Status",
+        "apiVersion": "v1",
+        "metadata": {},
+        "status": "Failure",
+        "message": "Timeout: request did not complete within the allotted timeout",
+        "reason": "Timeout",
+        "code": 504,
     }
     assert BODY_TIMEOUT - 0.1 <= elapsed < BODY_TIMEOUT + 1.5
 
 
 def test_a_watch_outlives_every_timeout(server: EmbeddedServer) -> None:
     with connect(server) as watch:
-        watch.sendall(b"GET /api/v1/namespaces/default/configmaps?watch=true HTTP/1.1\r\nHost: 127.0.0.1\r\n\r\n")
+        watch.sendall(
+            b"GET /api/v1/namespaces/default/configmaps?watch=true HTTP/1.1\r\nHost: 127.0.0.1\r\n\r\n"
+        )
         watch.settimeout(5)
         first = watch.recv(65536)
         assert first.startswith(b"HTTP/1.1 200 ")
-        time.sleep(2 * max(HEADER_TIMEOUT, IDLE_TIMEOUT, BODY_TIMEOUT))  # a quiet watch, no bookmarks
-        body = json.dumps({"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "later"}}).encode()
-        req = urllib.request.Request(server.url + "/api/v1/namespaces/default/configmaps", data=body,
-                                     method="POST", headers={"Content-Type": "application/json"})
+        time.sleep(
+            2 * max(HEADER_TIMEOUT, IDLE_TIMEOUT, BODY_TIMEOUT)
+        )  # a quiet watch, no bookmarks
+        body = json.dumps(
+            {"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "later"}}
+        ).encode()
+        req = urllib.request.Request(
+            server.url + "/api/v1/namespaces/default/configmaps",
+            data=body,
+            method="POST",
+            headers={"Content-Type": "application/json"},
+        )
         with urllib.request.urlopen(req, timeout=5) as resp:
             assert resp.status == 201
         seen = first
@@ -296,7 +331,9 @@ def test_connections_over_the_cap_are_refused_at_once() -> None:
 
 
 @pytest.mark.skipif(not Path("/proc/self/limits").exists(), reason="needs /proc")
-def test_idle_sockets_beyond_a_low_soft_descriptor_limit_do_not_lock_clients_out(tmp_path: Path) -> None:
+def test_idle_sockets_beyond_a_low_soft_descriptor_limit_do_not_lock_clients_out(
+    tmp_path: Path,
+) -> None:
     _, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
     if hard != resource.RLIM_INFINITY and hard < 1024:
         pytest.skip("the hard descriptor limit is too low to raise anything")
@@ -304,9 +341,22 @@ def test_idle_sockets_beyond_a_low_soft_descriptor_limit_do_not_lock_clients_out
     def low_soft_limit() -> None:
         resource.setrlimit(resource.RLIMIT_NOFILE, (256, hard))
 
-    proc = subprocess.Popen([sys.executable, "-m", "kubewerk.cli", "up", "--port", "0",
-                             "--kubeconfig", str(tmp_path / "kc")],
-                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, preexec_fn=low_soft_limit)
+    proc = subprocess.Popen(
+        [
+            sys.executable,
+            "-m",
+            "kubewerk.cli",
+            "up",
+            "--port",
+            "0",
+            "--kubeconfig",
+            str(tmp_path / "kc"),
+        ],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        preexec_fn=low_soft_limit,
+    )
     idle: list[socket.socket] = []
     try:
         assert proc.stdout is not None

@@ -34,8 +34,9 @@ def documented_kind() -> types.ModuleType:
     return module
 
 
-async def call(app: ApiServer, method: str, path: str, body: Any = None, query: str = "",
-               accept: str = "") -> tuple[int, list[tuple[str, str]], Any]:
+async def call(
+    app: ApiServer, method: str, path: str, body: Any = None, query: str = "", accept: str = ""
+) -> tuple[int, list[tuple[str, str]], Any]:
     raw = orjson.dumps(body) if body is not None else b""
     headers = {"content-type": "application/json", "accept": accept}
     status, resp_headers, payload = await asgi_call(app, method, path, query, headers, raw)
@@ -63,10 +64,17 @@ def test_every_builtin_kind_has_its_own_strategy_instance() -> None:
 async def test_the_documented_kind_is_served(server: ApiServer) -> None:
     status, _, body = await call(server, "GET", "/apis/scheduling.k8s.io/v1")
     assert status == 200
-    assert [(r["name"], r.get("shortNames")) for r in body["resources"]] == [("priorityclasses", ["pc"])]
+    assert [(r["name"], r.get("shortNames")) for r in body["resources"]] == [
+        ("priorityclasses", ["pc"])
+    ]
 
-    pc = {"apiVersion": "scheduling.k8s.io/v1", "kind": "PriorityClass", "metadata": {"name": "high"},
-          "value": 1000, "colour": "red"}
+    pc = {
+        "apiVersion": "scheduling.k8s.io/v1",
+        "kind": "PriorityClass",
+        "metadata": {"name": "high"},
+        "value": 1000,
+        "colour": "red",
+    }
     status, headers, body = await call(server, "POST", PC_PATH, pc)
     assert status == 201, body
     assert body["preemptionPolicy"] == "PreemptLowerPriority" and "colour" not in body
@@ -75,7 +83,10 @@ async def test_the_documented_kind_is_served(server: ApiServer) -> None:
     body["value"] = 2000
     status, _, out = await call(server, "PUT", f"{PC_PATH}/high", body)
     assert status == 422
-    assert out["message"] == 'PriorityClass.scheduling.k8s.io "high" is invalid: value: Forbidden: may not be changed in an update.'
+    assert (
+        out["message"]
+        == 'PriorityClass.scheduling.k8s.io "high" is invalid: value: Forbidden: may not be changed in an update.'
+    )
     body["value"] = 1000
     body["description"] = "important"
     status, _, out = await call(server, "PUT", f"{PC_PATH}/high", body)
@@ -83,10 +94,17 @@ async def test_the_documented_kind_is_served(server: ApiServer) -> None:
 
     status, _, table = await call(server, "GET", PC_PATH, accept=TABLE)
     assert status == 200
-    assert [c["name"] for c in table["columnDefinitions"]] == ["Name", "Value", "Global-Default", "Age"]
+    assert [c["name"] for c in table["columnDefinitions"]] == [
+        "Name",
+        "Value",
+        "Global-Default",
+        "Age",
+    ]
     assert table["rows"][0]["cells"][:3] == ["high", 1000, False]
 
-    status, _, listed = await call(server, "GET", PC_PATH, query="fieldSelector=metadata.name%3Dhigh")
+    status, _, listed = await call(
+        server, "GET", PC_PATH, query="fieldSelector=metadata.name%3Dhigh"
+    )
     assert status == 200 and [o["metadata"]["name"] for o in listed["items"]] == ["high"]
     status, _, _ = await call(server, "GET", PC_PATH, query="fieldSelector=value%3D1000")
     assert status == 400
@@ -97,21 +115,39 @@ async def test_the_documented_kind_is_served(server: ApiServer) -> None:
     assert schema["required"] == ["value"]
 
     status, _, gone = await call(server, "DELETE", f"{PC_PATH}/high")
-    assert status == 200 and gone["kind"] == "Status" and gone["details"]["kind"] == "priorityclasses"
+    assert (
+        status == 200 and gone["kind"] == "Status" and gone["details"]["kind"] == "priorityclasses"
+    )
 
 
 async def test_a_custom_resource_named_events_has_a_name_column(server: ApiServer) -> None:
     """Only the Event kinds' strategies leave out the Name column, not every plural "events"."""
     crd = {
-        "apiVersion": "apiextensions.k8s.io/v1", "kind": "CustomResourceDefinition",
+        "apiVersion": "apiextensions.k8s.io/v1",
+        "kind": "CustomResourceDefinition",
         "metadata": {"name": "events.audit.kubewerk.dev"},
-        "spec": {"group": "audit.kubewerk.dev", "scope": "Namespaced",
-                 "names": {"plural": "events", "singular": "event", "kind": "AuditEvent"},
-                 "versions": [{"name": "v1", "served": True, "storage": True,
-                               "schema": {"openAPIV3Schema": {"type": "object",
-                                                              "x-kubernetes-preserve-unknown-fields": True}}}]},
+        "spec": {
+            "group": "audit.kubewerk.dev",
+            "scope": "Namespaced",
+            "names": {"plural": "events", "singular": "event", "kind": "AuditEvent"},
+            "versions": [
+                {
+                    "name": "v1",
+                    "served": True,
+                    "storage": True,
+                    "schema": {
+                        "openAPIV3Schema": {
+                            "type": "object",
+                            "x-kubernetes-preserve-unknown-fields": True,
+                        }
+                    },
+                }
+            ],
+        },
     }
-    status, _, body = await call(server, "POST", "/apis/apiextensions.k8s.io/v1/customresourcedefinitions", crd)
+    status, _, body = await call(
+        server, "POST", "/apis/apiextensions.k8s.io/v1/customresourcedefinitions", crd
+    )
     assert status == 201, body
     await server.start()
     path = "/apis/audit.kubewerk.dev/v1/namespaces/default/events"

@@ -44,7 +44,9 @@ def ipv6_loopback_available() -> bool:
 
 
 @pytest.mark.parametrize("host", ["0.0.0.0", "::", "", "192.0.2.7", "[2001:db8::1]"])
-def test_a_non_loopback_host_is_refused_before_anything_is_opened(host: str, tmp_path: Path) -> None:
+def test_a_non_loopback_host_is_refused_before_anything_is_opened(
+    host: str, tmp_path: Path
+) -> None:
     db = tmp_path / "never.db"
     with pytest.raises(ValueError) as err:
         EmbeddedServer(f"sqlite:{db}", host=host)
@@ -55,7 +57,9 @@ def test_a_non_loopback_host_is_refused_before_anything_is_opened(host: str, tmp
     assert not db.exists()
 
 
-def test_a_name_resolving_to_a_non_loopback_address_is_refused(monkeypatch: pytest.MonkeyPatch) -> None:
+def test_a_name_resolving_to_a_non_loopback_address_is_refused(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
     real = socket.getaddrinfo
 
     def fake(host: str, *args: Any, **kwargs: Any) -> Any:
@@ -64,15 +68,22 @@ def test_a_name_resolving_to_a_non_loopback_address_is_refused(monkeypatch: pyte
         return real(host, *args, **kwargs)
 
     monkeypatch.setattr(socket, "getaddrinfo", fake)
-    with pytest.raises(ValueError, match=r"devbox\.example is not a loopback address \(it resolves to 10\.1\.2\.3\)"):
+    with pytest.raises(
+        ValueError,
+        match=r"devbox\.example is not a loopback address \(it resolves to 10\.1\.2\.3\)",
+    ):
         EmbeddedServer(host="devbox.example")
-    srv = EmbeddedServer(host="devbox.example", insecure_bind_non_loopback=True, allowed_hosts=["other.example"])
+    srv = EmbeddedServer(
+        host="devbox.example", insecure_bind_non_loopback=True, allowed_hosts=["other.example"]
+    )
     # a specific address: the server answers requests naming it (and the name it was given as)
     assert srv.allowed_hosts == ("other.example", "10.1.2.3", "devbox.example")
     assert srv.url.startswith("http://devbox.example:")
 
 
-@pytest.mark.parametrize("host", ["127.0.0.1", "127.0.0.2", "::1", "[::1]", "localhost", "::ffff:127.0.0.1"])
+@pytest.mark.parametrize(
+    "host", ["127.0.0.1", "127.0.0.2", "::1", "[::1]", "localhost", "::ffff:127.0.0.1"]
+)
 def test_loopback_hosts_need_no_opt_in(host: str) -> None:
     bind = listen.resolve(host)
     assert bind.is_loopback
@@ -85,9 +96,12 @@ def test_an_unresolvable_host_is_a_value_error() -> None:
 
 
 def test_bound_to_0000_the_url_and_kubeconfig_use_127001_and_every_start_warns(
-        tmp_path: Path, caplog: pytest.LogCaptureFixture) -> None:
+    tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
     caplog.set_level(logging.WARNING, logger="kubewerk.apiserver.server")
-    srv = EmbeddedServer(host="0.0.0.0", insecure_bind_non_loopback=True, allowed_hosts=["dev.example"])
+    srv = EmbeddedServer(
+        host="0.0.0.0", insecure_bind_non_loopback=True, allowed_hosts=["dev.example"]
+    )
     assert srv.allowed_hosts == ("dev.example",)  # a wildcard names no address of its own
     with srv:
         assert srv.url == f"http://127.0.0.1:{srv.port}"
@@ -96,7 +110,9 @@ def test_bound_to_0000_the_url_and_kubeconfig_use_127001_and_every_start_warns(
         path = srv.write_kubeconfig(tmp_path / "kc")
         assert yaml.safe_load(path.read_text())["clusters"][0]["cluster"]["server"] == srv.url
     warnings = [r.getMessage() for r in caplog.records if r.levelno == logging.WARNING]
-    assert any(f"listens on 0.0.0.0:{srv.port}" in w and "NO authentication" in w for w in warnings), warnings
+    assert any(
+        f"listens on 0.0.0.0:{srv.port}" in w and "NO authentication" in w for w in warnings
+    ), warnings
 
 
 def test_a_loopback_server_does_not_warn(caplog: pytest.LogCaptureFixture) -> None:
@@ -114,10 +130,17 @@ def test_bound_to_the_ipv6_wildcard_the_url_uses_ipv6_loopback() -> None:
             assert resp.status == 200
 
 
-@pytest.mark.parametrize(("name", "value"), [
-    ("max_header_bytes", 0), ("read_header_timeout", 0), ("idle_timeout", float("nan")),
-    ("request_body_timeout", float("inf")), ("max_connections", 0), ("idle_timeout", -1),
-])
+@pytest.mark.parametrize(
+    ("name", "value"),
+    [
+        ("max_header_bytes", 0),
+        ("read_header_timeout", 0),
+        ("idle_timeout", float("nan")),
+        ("request_body_timeout", float("inf")),
+        ("max_connections", 0),
+        ("idle_timeout", -1),
+    ],
+)
 def test_bad_limits_are_value_errors(name: str, value: object) -> None:
     with pytest.raises(ValueError, match=name):
         EmbeddedServer(**{name: value})
@@ -145,7 +168,8 @@ def test_an_existing_world_readable_kubeconfig_is_replaced_by_a_private_one(tmp_
 
 
 def test_the_kubeconfig_is_never_readable_by_others_even_while_it_is_written(
-        tmp_path: Path, umask_zero: None, monkeypatch: pytest.MonkeyPatch) -> None:
+    tmp_path: Path, umask_zero: None, monkeypatch: pytest.MonkeyPatch
+) -> None:
     """Every file opened for writing in the kubeconfig's directory is private the moment it
     exists (with umask 0, a file created with the default mode would be 0666 until a chmod)."""
     seen: list[tuple[str, int]] = []
@@ -161,6 +185,7 @@ def test_the_kubeconfig_is_never_readable_by_others_even_while_it_is_written(
             if isinstance(path, str | bytes | os.PathLike):
                 record(path)
             return result
+
         return opened
 
     monkeypatch.setattr(os, "open", spy(os.open))
@@ -184,7 +209,9 @@ def get_status(url: str, host: str) -> int:
 
 
 def test_allowed_hosts_reach_the_host_check() -> None:
-    with EmbeddedServer(host="0.0.0.0", insecure_bind_non_loopback=True, allowed_hosts=["dev.example"]) as srv:
+    with EmbeddedServer(
+        host="0.0.0.0", insecure_bind_non_loopback=True, allowed_hosts=["dev.example"]
+    ) as srv:
         assert get_status(srv.url, f"dev.example:{srv.port}") == 200
         assert get_status(srv.url, f"localhost:{srv.port}") == 200
         assert get_status(srv.url, f"evil.example:{srv.port}") == 403

@@ -36,8 +36,11 @@ def make_store(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[Store
     made: list[Store] = []
 
     def make(**kw: Any) -> Store:
-        s: Store = (MemoryStore(**kw) if request.param == "memory"
-                    else SQLiteStore(tmp_path / f"s{len(made)}.db", **kw))
+        s: Store = (
+            MemoryStore(**kw)
+            if request.param == "memory"
+            else SQLiteStore(tmp_path / f"s{len(made)}.db", **kw)
+        )
         made.append(s)
         return s
 
@@ -47,9 +50,12 @@ def make_store(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[Store
 
 
 def big_cm(i: int, size: int = MiB, name: str = "big") -> dict[str, Any]:
-    return {"apiVersion": "v1", "kind": "ConfigMap",
-            "metadata": {"name": name, "namespace": "default"},
-            "data": {"k": str(i % 10) * size}}
+    return {
+        "apiVersion": "v1",
+        "kind": "ConfigMap",
+        "metadata": {"name": name, "namespace": "default"},
+        "data": {"k": str(i % 10) * size},
+    }
 
 
 # -- history bounded in bytes ----------------------------------------------------------
@@ -159,8 +165,9 @@ RSS_SCRIPT = textwrap.dedent("""
 @pytest.mark.skipif(not Path("/proc/self/statm").exists(), reason="needs /proc (Linux)")
 def test_memory_store_rss_is_bounded_by_the_default_history_bound() -> None:
     """400 updates of a 1 MiB ConfigMap added 401 MiB before; now about the 64 MiB bound."""
-    out = subprocess.run([sys.executable, "-c", RSS_SCRIPT], capture_output=True, text=True,
-                         timeout=120, check=True)
+    out = subprocess.run(
+        [sys.executable, "-c", RSS_SCRIPT], capture_output=True, text=True, timeout=120, check=True
+    )
     grew = float(out.stdout.strip())
     assert grew < DEFAULT_RETAIN_BYTES / MiB + 48, f"RSS grew {grew:.0f} MiB"
 
@@ -188,8 +195,10 @@ def test_sqlite_files_and_directories_are_created_private(tmp_path: Path) -> Non
     store = open_store(f"sqlite:{path}")
     try:
         for i in range(5):
-            store.create(f"/core/secrets/default/s{i}", {"metadata": {"name": f"s{i}"},
-                                                          "data": {"password": "c2VjcmV0"}})
+            store.create(
+                f"/core/secrets/default/s{i}",
+                {"metadata": {"name": f"s{i}"}, "data": {"password": "c2VjcmV0"}},
+            )
         files = sorted(p.name for p in path.parent.iterdir())
         assert "kubewerk.db" in files and "kubewerk.db-wal" in files, files
         for name in files:
@@ -213,7 +222,8 @@ def test_sqlite_store_opened_directly_creates_a_private_file(tmp_path: Path) -> 
 @pytest.mark.skipif(os.name != "posix", reason="POSIX file modes")
 @pytest.mark.usefixtures("open_umask")
 def test_an_existing_shared_file_keeps_its_mode_with_a_warning(
-        tmp_path: Path, caplog: pytest.LogCaptureFixture) -> None:
+    tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
     path = tmp_path / "shared.db"
     SQLiteStore(path).close()
     path.chmod(0o640)
@@ -221,8 +231,10 @@ def test_an_existing_shared_file_keeps_its_mode_with_a_warning(
         store = SQLiteStore(path)
         store.close()
     assert mode(path) == 0o640
-    assert any("shared.db has mode 0640" in r.getMessage() and "chmod 600" in r.getMessage()
-               for r in caplog.records), [r.getMessage() for r in caplog.records]
+    assert any(
+        "shared.db has mode 0640" in r.getMessage() and "chmod 600" in r.getMessage()
+        for r in caplog.records
+    ), [r.getMessage() for r in caplog.records]
     caplog.clear()
     path.chmod(0o600)
     with caplog.at_level(logging.WARNING, logger="kubewerk.apiserver.storage"):

@@ -53,10 +53,15 @@ async def loiterers(port: int) -> list[socket.socket]:
         sock.setblocking(False)
         await loop.sock_connect(sock, ("127.0.0.1", port))
         if 200 <= i < 250:
-            await loop.sock_sendall(sock, f"GET {CMS} HTTP/1.1\r\nHost: 127.0.0.1\r\nX-Slow: ".encode())
+            await loop.sock_sendall(
+                sock, f"GET {CMS} HTTP/1.1\r\nHost: 127.0.0.1\r\nX-Slow: ".encode()
+            )
         elif i >= 250:
-            await loop.sock_sendall(sock, f"POST {CMS} HTTP/1.1\r\nHost: 127.0.0.1\r\n"
-                                          "Content-Type: application/json\r\nContent-Length: 100\r\n\r\n{".encode())
+            await loop.sock_sendall(
+                sock,
+                f"POST {CMS} HTTP/1.1\r\nHost: 127.0.0.1\r\n"
+                "Content-Type: application/json\r\nContent-Length: 100\r\n\r\n{".encode(),
+            )
         socks.append(sock)
     return socks
 
@@ -73,8 +78,11 @@ async def stalled_watch(port: int, rv: str) -> socket.socket:
     sock.setblocking(False)
     loop = asyncio.get_running_loop()
     await loop.sock_connect(sock, ("127.0.0.1", port))
-    await loop.sock_sendall(sock, f"GET {CMS}?watch=1&resourceVersion={rv} HTTP/1.1\r\n"
-                                  f"Host: 127.0.0.1:{port}\r\n\r\n".encode())
+    await loop.sock_sendall(
+        sock,
+        f"GET {CMS}?watch=1&resourceVersion={rv} HTTP/1.1\r\n"
+        f"Host: 127.0.0.1:{port}\r\n\r\n".encode(),
+    )
     return sock
 
 
@@ -123,8 +131,11 @@ async def test_unread_watchers_and_large_objects_keep_the_server_bounded() -> No
             list_times: list[float] = []
             for i in range(n):
                 patch = orjson.dumps({"data": {"k": str(i % 10) * MiB}})
-                async with http.patch(f"{CMS}/big", data=patch,
-                                      headers={"Content-Type": "application/merge-patch+json"}) as r:
+                async with http.patch(
+                    f"{CMS}/big",
+                    data=patch,
+                    headers={"Content-Type": "application/merge-patch+json"},
+                ) as r:
                     assert r.status == 200, await r.text()
                 if i % 10 == 0:
                     t = time.perf_counter()

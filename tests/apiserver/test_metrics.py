@@ -29,7 +29,11 @@ async def scrape(api: Api) -> Samples:
 
 
 def value(samples: Samples, name: str, **labels: str) -> float:
-    found = [v for got, v in samples.get(name, []) if all(got.get(k) == want for k, want in labels.items())]
+    found = [
+        v
+        for got, v in samples.get(name, [])
+        if all(got.get(k) == want for k, want in labels.items())
+    ]
     assert len(found) == 1, (name, labels, samples.get(name))
     return found[0]
 
@@ -48,22 +52,47 @@ async def test_requests_are_counted_with_kube_apiserver_labels(aserver: Embedded
         samples = await scrape(api)
     finally:
         await api.close()
-    common = {"group": "", "version": "v1", "resource": "configmaps", "subresource": "", "component": "apiserver"}
+    common = {
+        "group": "",
+        "version": "v1",
+        "resource": "configmaps",
+        "subresource": "",
+        "component": "apiserver",
+    }
     total = "apiserver_request_total"
-    assert value(samples, total, verb="POST", code="201", scope="namespace", dry_run="", **common) == 1
+    assert (
+        value(samples, total, verb="POST", code="201", scope="namespace", dry_run="", **common) == 1
+    )
     assert value(samples, total, verb="GET", code="200", scope="resource", **common) == 3
     assert value(samples, total, verb="GET", code="404", scope="resource", **common) == 1
     assert value(samples, total, verb="LIST", code="200", scope="namespace", **common) == 1
     assert value(samples, total, verb="PATCH", code="200", dry_run="All", **common) == 1
     assert value(samples, total, verb="DELETECOLLECTION", code="200", **common) == 1
-    assert value(samples, total, verb="GET", code="200", resource="", group="", version="") == 1  # /apis
+    assert (
+        value(samples, total, verb="GET", code="200", resource="", group="", version="") == 1
+    )  # /apis
     # the histogram: kube-apiserver's buckets, cumulative, count equal to the requests
-    buckets = [(labels, v) for labels, v in samples["apiserver_request_duration_seconds_bucket"]
-               if labels["verb"] == "GET" and labels["resource"] == "configmaps"]
-    assert [labels["le"] for labels, _ in buckets] == [*(str(float(b)) for b in REQUEST_BUCKETS), "+Inf"]
+    buckets = [
+        (labels, v)
+        for labels, v in samples["apiserver_request_duration_seconds_bucket"]
+        if labels["verb"] == "GET" and labels["resource"] == "configmaps"
+    ]
+    assert [labels["le"] for labels, _ in buckets] == [
+        *(str(float(b)) for b in REQUEST_BUCKETS),
+        "+Inf",
+    ]
     assert [v for _, v in buckets] == sorted(v for _, v in buckets)
-    assert buckets[-1][1] == 4 == value(samples, "apiserver_request_duration_seconds_count", verb="GET",
-                                        resource="configmaps", scope="resource")
+    assert (
+        buckets[-1][1]
+        == 4
+        == value(
+            samples,
+            "apiserver_request_duration_seconds_count",
+            verb="GET",
+            resource="configmaps",
+            scope="resource",
+        )
+    )
     assert value(samples, "apiserver_storage_objects", resource="configmaps") == 1
     assert value(samples, "apiserver_resource_objects", group="", resource="configmaps") == 1
     assert value(samples, "apiserver_storage_objects", resource="namespaces") == 4
@@ -74,25 +103,40 @@ async def test_requests_are_counted_with_kube_apiserver_labels(aserver: Embedded
 async def test_watches_are_long_running_and_counted_when_they_end(aserver: EmbeddedServer) -> None:
     api = Api(aserver.url)
     try:
-        async with aiohttp.ClientSession() as session, \
-                session.get(aserver.url + CMS + "?watch=true&timeoutSeconds=30") as stream:
+        async with (
+            aiohttp.ClientSession() as session,
+            session.get(aserver.url + CMS + "?watch=true&timeoutSeconds=30") as stream,
+        ):
             assert stream.status == 200
             for _ in range(100):
                 samples = await scrape(api)
-                running = [v for labels, v in samples.get("apiserver_longrunning_requests", [])
-                           if labels["verb"] == "WATCH" and labels["resource"] == "configmaps"]
+                running = [
+                    v
+                    for labels, v in samples.get("apiserver_longrunning_requests", [])
+                    if labels["verb"] == "WATCH" and labels["resource"] == "configmaps"
+                ]
                 if running == [1]:
                     break
                 await asyncio.sleep(0.01)
             assert running == [1]
-            assert value(samples, "apiserver_current_inflight_requests", request_kind="readOnly") == 1  # the scrape
+            assert (
+                value(samples, "apiserver_current_inflight_requests", request_kind="readOnly") == 1
+            )  # the scrape
         for _ in range(100):
             samples = await scrape(api)
-            if not [labels for labels, _ in samples.get("apiserver_longrunning_requests", [])
-                    if labels["verb"] == "WATCH"]:
+            if not [
+                labels
+                for labels, _ in samples.get("apiserver_longrunning_requests", [])
+                if labels["verb"] == "WATCH"
+            ]:
                 break
             await asyncio.sleep(0.01)
-        assert value(samples, "apiserver_request_total", verb="WATCH", resource="configmaps", code="200") == 1
+        assert (
+            value(
+                samples, "apiserver_request_total", verb="WATCH", resource="configmaps", code="200"
+            )
+            == 1
+        )
     finally:
         await api.close()
 
@@ -108,7 +152,10 @@ async def test_compactions_and_history_are_reported() -> None:
             after = await scrape(api)
         finally:
             await api.close()
-    assert value(after, "kubewerk_storage_compactions_total") == value(before, "kubewerk_storage_compactions_total") + 1
+    assert (
+        value(after, "kubewerk_storage_compactions_total")
+        == value(before, "kubewerk_storage_compactions_total") + 1
+    )
     assert value(after, "kubewerk_storage_history_events") == 2
     assert value(after, "kubewerk_storage_compacted_events_total") > 0
     assert value(after, "kubewerk_storage_history_bytes") > 0

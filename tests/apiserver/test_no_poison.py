@@ -32,7 +32,8 @@ CMS = "/api/v1/namespaces/default/configmaps"
 NAMES = ["a", "b", "c"]
 
 leaves = st.one_of(
-    st.none(), st.booleans(),
+    st.none(),
+    st.booleans(),
     st.integers(min_value=-(2**70), max_value=2**70),
     st.sampled_from([2**63 - 1, 2**63, 2**64 - 1, 2**64, -(2**63), -(2**63) - 1, 10**30]),
     st.floats(allow_nan=False, allow_infinity=False),
@@ -41,7 +42,10 @@ leaves = st.one_of(
     st.text(max_size=3).map(lambda s: s * 2000),
 )
 json_values = st.recursive(
-    leaves, lambda inner: st.lists(inner, max_size=3) | st.dictionaries(st.text(max_size=6), inner, max_size=3),
+    leaves,
+    lambda inner: (
+        st.lists(inner, max_size=3) | st.dictionaries(st.text(max_size=6), inner, max_size=3)
+    ),
     max_leaves=30,
 )
 
@@ -58,16 +62,50 @@ def deep_values(draw: st.DrawFn) -> Any:
 
 values = st.one_of(json_values, json_values, deep_values())
 # odd YAML: anchors and aliases, tags, and scalars Go and PyYAML read differently
-yaml_scalars = st.sampled_from([
-    ".nan", ".inf", "-.Inf", "1e400", "0x1F", "0o17", "0777", "09", "22:22", "2001-12-14", "y", "n", "yes", "off",
-    "~", "null", "!!binary aGVsbG8=", "!!str 5", "!mine x", "18446744073709551616", "1_000", "'quoted'",
-    "!!float 1", "!!int 3.5", "!!set {a, b}", "&anchor 1", "*anchor", "[*anchor, *anchor]",
-])
+yaml_scalars = st.sampled_from(
+    [
+        ".nan",
+        ".inf",
+        "-.Inf",
+        "1e400",
+        "0x1F",
+        "0o17",
+        "0777",
+        "09",
+        "22:22",
+        "2001-12-14",
+        "y",
+        "n",
+        "yes",
+        "off",
+        "~",
+        "null",
+        "!!binary aGVsbG8=",
+        "!!str 5",
+        "!mine x",
+        "18446744073709551616",
+        "1_000",
+        "'quoted'",
+        "!!float 1",
+        "!!int 3.5",
+        "!!set {a, b}",
+        "&anchor 1",
+        "*anchor",
+        "[*anchor, *anchor]",
+    ]
+)
 
 
 @st.composite
 def yaml_specs(draw: st.DrawFn) -> str:
-    keys = draw(st.lists(st.sampled_from(["a", "b", "1", "true", "c d", "<<"]), min_size=1, max_size=4, unique=True))
+    keys = draw(
+        st.lists(
+            st.sampled_from(["a", "b", "1", "true", "c d", "<<"]),
+            min_size=1,
+            max_size=4,
+            unique=True,
+        )
+    )
     lines = [f"  {key if key != 'c d' else repr(key)}: {draw(yaml_scalars)}" for key in keys]
     if draw(st.booleans()):
         lines.insert(0, "  anchored: &anchor {k: v}")
@@ -78,11 +116,23 @@ def yaml_specs(draw: st.DrawFn) -> str:
 def writes(draw: st.DrawFn) -> tuple[str, str, str, bytes]:
     """One write: method, path, content type, body."""
     name = draw(st.sampled_from(NAMES))
-    kind = draw(st.sampled_from(["create", "create-yaml", "odd-yaml", "update", "merge", "json-patch", "strategic"]))
+    kind = draw(
+        st.sampled_from(
+            ["create", "create-yaml", "odd-yaml", "update", "merge", "json-patch", "strategic"]
+        )
+    )
     if kind == "strategic":
-        data = draw(st.dictionaries(st.text(max_size=8).filter(lambda k: k.isalnum()), st.text(max_size=20),
-                                    max_size=3))
-        return "PATCH", f"{CMS}/cm", "application/strategic-merge-patch+json", json.dumps({"data": data}).encode()
+        data = draw(
+            st.dictionaries(
+                st.text(max_size=8).filter(lambda k: k.isalnum()), st.text(max_size=20), max_size=3
+            )
+        )
+        return (
+            "PATCH",
+            f"{CMS}/cm",
+            "application/strategic-merge-patch+json",
+            json.dumps({"data": data}).encode(),
+        )
     if kind == "odd-yaml":
         text = f"apiVersion: {GV}\nkind: Thing\nmetadata:\n  name: {name}\n" + draw(yaml_specs())
         return "POST", THINGS, "application/yaml", text.encode()
@@ -95,17 +145,30 @@ def writes(draw: st.DrawFn) -> tuple[str, str, str, bytes]:
     if kind == "update":
         return "PUT", f"{THINGS}/{name}", "application/json", json.dumps(obj).encode()
     if kind == "merge":
-        return "PATCH", f"{THINGS}/{name}", "application/merge-patch+json", json.dumps({"spec": {"v": value}}).encode()
+        return (
+            "PATCH",
+            f"{THINGS}/{name}",
+            "application/merge-patch+json",
+            json.dumps({"spec": {"v": value}}).encode(),
+        )
     ops = [{"op": "add", "path": "/spec/v", "value": value}]
     if draw(st.booleans()):
-        ops.append({"op": "copy", "from": "/spec", "path": "/spec/v" if not isinstance(value, dict) else "/spec/w"})
+        ops.append(
+            {
+                "op": "copy",
+                "from": "/spec",
+                "path": "/spec/v" if not isinstance(value, dict) else "/spec/w",
+            }
+        )
     return "PATCH", f"{THINGS}/{name}", "application/json-patch+json", json.dumps(ops).encode()
 
 
-async def call(app: ApiServer, method: str, path: str, query: str = "", ctype: str = "",
-               body: bytes = b"") -> tuple[int, bytes]:
-    status, _, payload = await asgi_call(app, method, path, query,
-                                         headers={"content-type": ctype, "host": "127.0.0.1"}, body=body)
+async def call(
+    app: ApiServer, method: str, path: str, query: str = "", ctype: str = "", body: bytes = b""
+) -> tuple[int, bytes]:
+    status, _, payload = await asgi_call(
+        app, method, path, query, headers={"content-type": ctype, "host": "127.0.0.1"}, body=body
+    )
     assert status < 500, payload[:400]
     return status, payload
 
@@ -118,10 +181,14 @@ async def assert_readable(app: ApiServer, expected: dict[str, Any]) -> None:
     assert set(listed) == set(expected)
     status, payload = await call(app, "GET", f"/apis/{GV}/things")
     assert status == 200, payload[:400]
-    status, payload = await call(app, "GET", THINGS, "watch=true&resourceVersion=0&timeoutSeconds=5")
+    status, payload = await call(
+        app, "GET", THINGS, "watch=true&resourceVersion=0&timeoutSeconds=5"
+    )
     assert status == 200
-    watched = {event["object"]["metadata"]["name"]: event["object"]
-               for event in map(orjson.loads, payload.splitlines())}
+    watched = {
+        event["object"]["metadata"]["name"]: event["object"]
+        for event in map(orjson.loads, payload.splitlines())
+    }
     assert set(watched) == set(expected)
     for name, obj in expected.items():
         status, payload = await call(app, "GET", f"{THINGS}/{name}")
@@ -134,7 +201,11 @@ def test_no_write_poisons_a_resource(store: str, tmp_path_factory: pytest.TempPa
     @settings(max_examples=25, deadline=None, suppress_health_check=list(HealthCheck))
     @given(st.lists(writes(), min_size=1, max_size=8))
     def run(batch: list[tuple[str, str, str, bytes]]) -> None:
-        spec = "memory" if store == "memory" else f"sqlite:{tmp_path_factory.mktemp('db') / 'db.sqlite'}"
+        spec = (
+            "memory"
+            if store == "memory"
+            else f"sqlite:{tmp_path_factory.mktemp('db') / 'db.sqlite'}"
+        )
         asyncio.run(_run(spec, batch))
 
     run()
@@ -143,14 +214,23 @@ def test_no_write_poisons_a_resource(store: str, tmp_path_factory: pytest.TempPa
 async def _run(spec: str, batch: list[tuple[str, str, str, bytes]]) -> None:
     app = ApiServer(open_store(spec))
     try:
-        status, payload = await call(app, "POST", CRD_PATH, ctype="application/json", body=orjson.dumps(FREE_FORM_CRD))
+        status, payload = await call(
+            app, "POST", CRD_PATH, ctype="application/json", body=orjson.dumps(FREE_FORM_CRD)
+        )
         assert status == 201, payload
         for _ in range(200):
             if (await call(app, "GET", f"/apis/{GV}"))[0] == 200:
                 break
             await asyncio.sleep(0.005)
-        status, payload = await call(app, "POST", CMS, ctype="application/json", body=orjson.dumps(
-            {"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "cm"}}))
+        status, payload = await call(
+            app,
+            "POST",
+            CMS,
+            ctype="application/json",
+            body=orjson.dumps(
+                {"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "cm"}}
+            ),
+        )
         assert status == 201, payload
         expected: dict[str, Any] = {}
         for method, path, ctype, body in batch:
@@ -179,9 +259,11 @@ def test_the_strategies_reach_past_the_limit() -> None:
             node, level = stack.pop()
             if isinstance(node, dict | list):
                 depth = max(depth, level)
-                stack.extend((child, level + 1) for child in (node.values() if isinstance(node, dict) else node))
+                stack.extend(
+                    (child, level + 1)
+                    for child in (node.values() if isinstance(node, dict) else node)
+                )
         depths.add(depth + 2 > decode.MAX_DEPTH)  # object and spec around it
 
     sample()
     assert depths == {True, False}
-

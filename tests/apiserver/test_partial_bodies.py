@@ -14,8 +14,9 @@ CMS = "/api/v1/namespaces/default/configmaps"
 
 
 def configmap_body(name: str) -> bytes:
-    return json.dumps({"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": name},
-                       "data": {"k": "v"}}).encode()
+    return json.dumps(
+        {"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": name}, "data": {"k": "v"}}
+    ).encode()
 
 
 def exists(url: str, name: str) -> bool:
@@ -29,8 +30,10 @@ def exists(url: str, name: str) -> bool:
 
 async def send_partial(srv: EmbeddedServer, body: bytes, declared: int, *, close: bool) -> bytes:
     reader, writer = await asyncio.open_connection("127.0.0.1", srv.port)
-    head = (f"POST {CMS} HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Type: application/json\r\n"
-            f"Content-Length: {declared}\r\n\r\n").encode()
+    head = (
+        f"POST {CMS} HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Type: application/json\r\n"
+        f"Content-Length: {declared}\r\n\r\n"
+    ).encode()
     writer.write(head + body)
     await writer.drain()
     if close:

@@ -13,7 +13,9 @@ from tests.apiserver.helpers import CRD_PATH, DB_PATH, Api, database
 TABLE = "application/json;as=Table;v=v1;g=meta.k8s.io"
 
 
-async def get_raw(api: Api, path: str, headers: dict[str, str] | None = None) -> tuple[int, bytes, list[str]]:
+async def get_raw(
+    api: Api, path: str, headers: dict[str, str] | None = None
+) -> tuple[int, bytes, list[str]]:
     async with api.session.get(api.base + path, headers=headers or {}) as resp:
         return resp.status, await resp.read(), resp.headers.getall("Warning", [])
 
@@ -53,7 +55,9 @@ async def test_a_schema_change_is_seen_by_cached_paths(api: Api) -> None:
         _, body, _ = await get_raw(api, path)
     assert "backup" not in orjson.loads(body)["spec"]
     _, crd = await api.get(f"{CRD_PATH}/databases.demo.kubewerk.dev")
-    props = crd["spec"]["versions"][0]["schema"]["openAPIV3Schema"]["properties"]["spec"]["properties"]
+    props = crd["spec"]["versions"][0]["schema"]["openAPIV3Schema"]["properties"]["spec"][
+        "properties"
+    ]
     props["backup"] = {"type": "string", "default": "daily"}
     status, out = await api.put(f"{CRD_PATH}/databases.demo.kubewerk.dev", crd)
     assert status == 200, out
@@ -73,7 +77,9 @@ async def test_tables_queries_and_warnings_take_the_full_path(api: Api) -> None:
     status, table, _ = await get_raw(api, path, {"Accept": TABLE})
     assert status == 200 and orjson.loads(table)["kind"] == "Table"
     status, body, _ = await get_raw(api, path + "?resourceVersion=999999")
-    assert status == 504 and orjson.loads(body)["reason"] == "Timeout"  # too large resourceVersion: not the cached 200
+    assert (
+        status == 504 and orjson.loads(body)["reason"] == "Timeout"
+    )  # too large resourceVersion: not the cached 200
 
     _, crd = await api.get(f"{CRD_PATH}/databases.demo.kubewerk.dev")
     v1 = crd["spec"]["versions"][0]
@@ -86,9 +92,13 @@ async def test_tables_queries_and_warnings_take_the_full_path(api: Api) -> None:
         if status == 200:
             break
         await asyncio.sleep(0.01)
-    expected = ['299 - "demo.kubewerk.dev/v1beta1 Database is deprecated; use demo.kubewerk.dev/v1 Database"']
+    expected = [
+        '299 - "demo.kubewerk.dev/v1beta1 Database is deprecated; use demo.kubewerk.dev/v1 Database"'
+    ]
     assert warnings == expected
-    status, again, warnings = await get_raw(api, beta)  # served from the cache: same bytes, same warning
+    status, again, warnings = await get_raw(
+        api, beta
+    )  # served from the cache: same bytes, same warning
     assert (status, again, warnings) == (200, body, expected)
     assert orjson.loads(again)["apiVersion"] == "demo.kubewerk.dev/v1beta1"
 
@@ -116,8 +126,12 @@ async def test_the_cache_is_bounded_in_bytes(aserver: EmbeddedServer) -> None:
     cms = "/api/v1/namespaces/default/configmaps"
     reads = aserver.app.reads
     try:
-        big = {"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "big"},
-               "data": {"k": "x" * (readcache.MAX_ENTRY_BYTES + 10)}}
+        big = {
+            "apiVersion": "v1",
+            "kind": "ConfigMap",
+            "metadata": {"name": "big"},
+            "data": {"k": "x" * (readcache.MAX_ENTRY_BYTES + 10)},
+        }
         assert (await api.post(cms, big))[0] == 201
         for _ in range(2):
             assert (await get_raw(api, f"{cms}/big"))[0] == 200
@@ -125,8 +139,17 @@ async def test_the_cache_is_bounded_in_bytes(aserver: EmbeddedServer) -> None:
         value = "y" * (512 * 1024)
         for i in range(80):  # 80 answers of 512 KiB: 40 MiB, over the 32 MiB bound
             name = f"m{i}"
-            assert (await api.post(cms, {"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": name},
-                                         "data": {"k": value}}))[0] == 201
+            assert (
+                await api.post(
+                    cms,
+                    {
+                        "apiVersion": "v1",
+                        "kind": "ConfigMap",
+                        "metadata": {"name": name},
+                        "data": {"k": value},
+                    },
+                )
+            )[0] == 201
             assert (await get_raw(api, f"{cms}/{name}"))[0] == 200
             assert reads.bytes <= readcache.MAX_BYTES
             assert reads.bytes == sum(len(e.payload) for e in reads._entries.values())

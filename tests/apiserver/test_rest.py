@@ -10,8 +10,6 @@ from tests.apiserver.helpers import CRD_PATH, DB_PATH, Api, configmap, database
 CM_PATH = "/api/v1/namespaces/default/configmaps"
 
 
-
-
 async def test_create_sets_system_fields(api: Api) -> None:
     status, obj = await api.post(DB_PATH, {**database("a"), "status": {"replicas": 9}})
     assert status == 201, obj
@@ -53,9 +51,14 @@ async def test_already_exists_and_not_found_messages(api: Api) -> None:
     status, err = await api.get(f"{DB_PATH}/nope")
     assert status == 404
     assert err == {
-        "kind": "Status", "apiVersion": "v1", "metadata": {}, "status": "Failure",
-        "message": 'databases.demo.kubewerk.dev "nope" not found', "reason": "NotFound",
-        "details": {"name": "nope", "group": "demo.kubewerk.dev", "kind": "databases"}, "code": 404,
+        "kind": "Status",
+        "apiVersion": "v1",
+        "metadata": {},
+        "status": "Failure",
+        "message": 'databases.demo.kubewerk.dev "nope" not found',
+        "reason": "NotFound",
+        "details": {"name": "nope", "group": "demo.kubewerk.dev", "kind": "databases"},
+        "code": 404,
     }
     status, err = await api.get(f"{CM_PATH}/nope")
     assert err["message"] == 'configmaps "nope" not found'
@@ -70,9 +73,13 @@ async def test_update_requires_resource_version_for_custom_resources(api: Api) -
         'Database.demo.kubewerk.dev "u" is invalid: metadata.resourceVersion: Invalid value: 0x0: '
         "must be specified for an update"
     )
-    assert err["details"]["causes"] == [{
-        "reason": "FieldValueInvalid", "message": "Invalid value: 0x0: must be specified for an update",
-        "field": "metadata.resourceVersion"}]
+    assert err["details"]["causes"] == [
+        {
+            "reason": "FieldValueInvalid",
+            "message": "Invalid value: 0x0: must be specified for an update",
+            "field": "metadata.resourceVersion",
+        }
+    ]
 
 
 async def test_stale_write_conflicts(api: Api) -> None:
@@ -89,7 +96,9 @@ async def test_stale_write_conflicts(api: Api) -> None:
         "please apply your changes to the latest version and try again"
     )
     # a merge patch carrying a stale resourceVersion conflicts too
-    status, err = await api.patch(f"{DB_PATH}/c", {"metadata": {"resourceVersion": obj["metadata"]["resourceVersion"]}})
+    status, err = await api.patch(
+        f"{DB_PATH}/c", {"metadata": {"resourceVersion": obj["metadata"]["resourceVersion"]}}
+    )
     assert status == 409
 
 
@@ -151,7 +160,9 @@ async def test_finalizers_block_deletion_until_removed(api: Api) -> None:
     assert deleting["metadata"]["deletionGracePeriodSeconds"] == 0
     assert deleting["metadata"]["generation"] == 2
     # no new finalizers while deleting
-    status, err = await api.patch(path, {"metadata": {"finalizers": ["demo.kubewerk.dev/cleanup", "other/x"]}})
+    status, err = await api.patch(
+        path, {"metadata": {"finalizers": ["demo.kubewerk.dev/cleanup", "other/x"]}}
+    )
     assert status == 422
     assert err["message"] == (
         'Database.demo.kubewerk.dev "f" is invalid: metadata.finalizers: Forbidden: no new finalizers can be '
@@ -169,7 +180,12 @@ async def test_delete_answers(api: Api) -> None:
     status, body = await api.delete(f"{DB_PATH}/d")
     assert status == 200
     assert body["kind"] == "Status" and body["status"] == "Success"
-    assert body["details"] == {"name": "d", "group": "demo.kubewerk.dev", "kind": "databases", "uid": obj["metadata"]["uid"]}
+    assert body["details"] == {
+        "name": "d",
+        "group": "demo.kubewerk.dev",
+        "kind": "databases",
+        "uid": obj["metadata"]["uid"],
+    }
     # preconditions
     _, obj = await api.post(DB_PATH, database("p"))
     status, err = await api.delete(f"{DB_PATH}/p", {"preconditions": {"uid": "wrong"}})
@@ -237,23 +253,32 @@ async def test_field_selectors(api: Api) -> None:
     await api.post(DB_PATH, database("y"))
     _, body = await api.get(DB_PATH + "?fieldSelector=metadata.name=x")
     assert [o["metadata"]["name"] for o in body["items"]] == ["x"]
-    _, body = await api.get("/apis/demo.kubewerk.dev/v1/databases?fieldSelector=metadata.namespace!=default")
+    _, body = await api.get(
+        "/apis/demo.kubewerk.dev/v1/databases?fieldSelector=metadata.namespace!=default"
+    )
     assert body["items"] == []
     status, err = await api.get(DB_PATH + "?fieldSelector=spec.engine=postgres")
     assert status == 400
     status, err = await api.get(CM_PATH + "?fieldSelector=data.x=1")
     assert status == 400
-    assert err["message"] == '"data.x" is not a known field selector: only "metadata.name", "metadata.namespace"'
+    assert (
+        err["message"]
+        == '"data.x" is not a known field selector: only "metadata.name", "metadata.namespace"'
+    )
     status, err = await api.get("/api/v1/namespaces/default/secrets?fieldSelector=data.x=1")
     assert (status, err["message"]) == (400, "field label not supported: data.x")
     status, body = await api.get("/api/v1/namespaces?fieldSelector=status.phase=Active")
     assert status == 200 and len(body["items"]) == 4
-    status, _ = await api.get("/api/v1/namespaces/default/events?fieldSelector=involvedObject.name=x")
+    status, _ = await api.get(
+        "/api/v1/namespaces/default/events?fieldSelector=involvedObject.name=x"
+    )
     assert status == 200
 
 
 async def test_namespace_must_exist(api: Api) -> None:
-    status, err = await api.post("/apis/demo.kubewerk.dev/v1/namespaces/missing/databases", database("n"))
+    status, err = await api.post(
+        "/apis/demo.kubewerk.dev/v1/namespaces/missing/databases", database("n")
+    )
     assert status == 404
     assert err["message"] == 'namespaces "missing" not found'
 
@@ -268,7 +293,10 @@ async def test_body_must_match_endpoint(api: Api) -> None:
     body["metadata"]["namespace"] = "kube-system"
     status, err = await api.post(DB_PATH, body)
     assert status == 400
-    assert err["message"] == "the namespace of the provided object does not match the namespace sent on the request"
+    assert (
+        err["message"]
+        == "the namespace of the provided object does not match the namespace sent on the request"
+    )
 
 
 async def test_scale_subresource(api: Api) -> None:
@@ -287,25 +315,37 @@ async def test_scale_subresource(api: Api) -> None:
 async def test_patch_types(api: Api) -> None:
     await api.post(DB_PATH, database("pt"))
     path = f"{DB_PATH}/pt"
-    status, obj = await api.patch(path, [{"op": "add", "path": "/metadata/labels", "value": {"a": "b"}}], kind="json")
+    status, obj = await api.patch(
+        path, [{"op": "add", "path": "/metadata/labels", "value": {"a": "b"}}], kind="json"
+    )
     assert status == 200, obj
     assert obj["metadata"]["labels"] == {"a": "b"}
     status, err = await api.patch(path, {"spec": {"replicas": 2}}, kind="strategic")
     assert status == 415
     assert err["reason"] == "UnsupportedMediaType"
-    status, err = await api.request("PATCH", path, raw=b"x: 1", content_type="application/apply-patch+yaml")
+    status, err = await api.request(
+        "PATCH", path, raw=b"x: 1", content_type="application/apply-patch+yaml"
+    )
     assert status == 415
     assert "server-side apply" in err["message"]
 
 
 async def test_table_output(api: Api) -> None:
     await api.post(DB_PATH, database("t", replicas=3))
-    await api.patch(f"{DB_PATH}/t/status", {"status": {"conditions": [{"type": "Ready", "status": "True"}]}})
+    await api.patch(
+        f"{DB_PATH}/t/status", {"status": {"conditions": [{"type": "Ready", "status": "True"}]}}
+    )
     accept = "application/json;as=Table;v=v1;g=meta.k8s.io,application/json"
     status, tbl = await api.get(DB_PATH, headers={"Accept": accept})
     assert status == 200
     assert tbl["kind"] == "Table"
-    assert [c["name"] for c in tbl["columnDefinitions"]] == ["Name", "Engine", "Replicas", "Ready", "Age"]
+    assert [c["name"] for c in tbl["columnDefinitions"]] == [
+        "Name",
+        "Engine",
+        "Replicas",
+        "Ready",
+        "Age",
+    ]
     cells = tbl["rows"][0]["cells"]
     assert cells[:4] == ["t", "postgres", 3, "True"]
     assert cells[4].endswith("s")
@@ -326,7 +366,10 @@ async def test_discovery(api: Api) -> None:
     assert "databases/status" in by_name and "databases/scale" in by_name
     accept = "application/json;g=apidiscovery.k8s.io;v=v2;as=APIGroupDiscoveryList,application/json"
     async with api.session.get(api.base + "/apis", headers={"Accept": accept}) as resp:
-        assert resp.headers["Content-Type"] == "application/json;g=apidiscovery.k8s.io;v=v2;as=APIGroupDiscoveryList"
+        assert (
+            resp.headers["Content-Type"]
+            == "application/json;g=apidiscovery.k8s.io;v=v2;as=APIGroupDiscoveryList"
+        )
         agg = await resp.json(content_type=None)
     demo = next(i for i in agg["items"] if i["metadata"]["name"] == "demo.kubewerk.dev")
     resource = demo["versions"][0]["resources"][0]
@@ -342,8 +385,12 @@ async def test_openapi_v3(api: Api) -> None:
     url = index["paths"]["apis/demo.kubewerk.dev/v1"]["serverRelativeURL"]
     _, doc = await api.get(url)
     schema = doc["components"]["schemas"]["dev.kubewerk.demo.v1.Database"]
-    assert schema["x-kubernetes-group-version-kind"] == [{"group": "demo.kubewerk.dev", "kind": "Database", "version": "v1"}]
-    patch_op = doc["paths"]["/apis/demo.kubewerk.dev/v1/namespaces/{namespace}/databases/{name}"]["patch"]
+    assert schema["x-kubernetes-group-version-kind"] == [
+        {"group": "demo.kubewerk.dev", "kind": "Database", "version": "v1"}
+    ]
+    patch_op = doc["paths"]["/apis/demo.kubewerk.dev/v1/namespaces/{namespace}/databases/{name}"][
+        "patch"
+    ]
     assert any(p["name"] == "fieldValidation" for p in patch_op["parameters"])
     assert (await api.get("/openapi/v2"))[0] == 404
 
@@ -358,19 +405,25 @@ async def test_crd_status_and_versions(api: Api) -> None:
     assert crd["status"]["storedVersions"] == ["v1"]
     assert crd["status"]["acceptedNames"]["kind"] == "Database"
     # add a served v1beta1: objects are served in either version (conversion None)
-    crd["spec"]["versions"].append({**crd["spec"]["versions"][0], "name": "v1beta1", "storage": False})
+    crd["spec"]["versions"].append(
+        {**crd["spec"]["versions"][0], "name": "v1beta1", "storage": False}
+    )
     status, crd = await api.put(f"{CRD_PATH}/databases.demo.kubewerk.dev", crd)
     assert status == 200, crd
     assert crd["metadata"]["generation"] == 2
     await api.post(DB_PATH, database("v"))
     for _ in range(100):
-        status, obj = await api.get("/apis/demo.kubewerk.dev/v1beta1/namespaces/default/databases/v")
+        status, obj = await api.get(
+            "/apis/demo.kubewerk.dev/v1beta1/namespaces/default/databases/v"
+        )
         if status == 200:
             break
     assert obj["apiVersion"] == "demo.kubewerk.dev/v1beta1"
     body = database("w")
     body["apiVersion"] = "demo.kubewerk.dev/v1beta1"
-    status, created = await api.post("/apis/demo.kubewerk.dev/v1beta1/namespaces/default/databases", body)
+    status, created = await api.post(
+        "/apis/demo.kubewerk.dev/v1beta1/namespaces/default/databases", body
+    )
     assert status == 201, created
     _, stored = await api.get(f"{DB_PATH}/w")
     assert stored["apiVersion"] == "demo.kubewerk.dev/v1"
@@ -452,7 +505,10 @@ async def test_unknown_fields_follow_field_validation(api: Api) -> None:
     assert status == 201 and "color" not in obj["spec"]
     status, err = await api.post(CM_PATH, configmap("u3", {"a": 1}))  # type: ignore[dict-item]
     assert status == 400
-    assert err["message"] == "json: cannot unmarshal number into Go struct field ConfigMap.data of type string"
+    assert (
+        err["message"]
+        == "json: cannot unmarshal number into Go struct field ConfigMap.data of type string"
+    )
 
 
 async def test_schema_validation_and_defaults(api: Api) -> None:
@@ -461,7 +517,9 @@ async def test_schema_validation_and_defaults(api: Api) -> None:
     assert obj["spec"]["replicas"] == 1 and obj["spec"]["storage"] == "1Gi"
     status, err = await api.post(DB_PATH, database("bad", engine="oracle", replicas=30))
     assert status == 422
-    assert err["message"].startswith('Database.demo.kubewerk.dev "bad" is invalid: [spec.engine: Unsupported value: "oracle"')
+    assert err["message"].startswith(
+        'Database.demo.kubewerk.dev "bad" is invalid: [spec.engine: Unsupported value: "oracle"'
+    )
     causes = {(c["field"], c["reason"]) for c in err["details"]["causes"]}
     assert ("spec.engine", "FieldValueNotSupported") in causes
     assert ("spec.replicas", "FieldValueInvalid") in causes
@@ -481,12 +539,22 @@ async def test_schema_validation_and_defaults(api: Api) -> None:
 
 async def test_events_share_storage_between_core_and_events_api(api: Api) -> None:
     new_ev = {
-        "apiVersion": "events.k8s.io/v1", "kind": "Event",
+        "apiVersion": "events.k8s.io/v1",
+        "kind": "Event",
         "metadata": {"name": "db.1"},
         "eventTime": "2026-01-01T00:00:00.000000Z",
-        "regarding": {"apiVersion": "demo.kubewerk.dev/v1", "kind": "Database", "name": "orders", "namespace": "default"},
-        "reason": "Provisioned", "note": "ready to serve", "type": "Normal", "action": "Provision",
-        "reportingController": "demo.kubewerk.dev/operator", "reportingInstance": "op-1",
+        "regarding": {
+            "apiVersion": "demo.kubewerk.dev/v1",
+            "kind": "Database",
+            "name": "orders",
+            "namespace": "default",
+        },
+        "reason": "Provisioned",
+        "note": "ready to serve",
+        "type": "Normal",
+        "action": "Provision",
+        "reportingController": "demo.kubewerk.dev/operator",
+        "reportingInstance": "op-1",
     }
     status, created = await api.post("/apis/events.k8s.io/v1/namespaces/default/events", new_ev)
     assert status == 201, created
@@ -496,9 +564,13 @@ async def test_events_share_storage_between_core_and_events_api(api: Api) -> Non
     assert core["message"] == "ready to serve"
     assert core["involvedObject"]["name"] == "orders"
     assert core["reportingComponent"] == "demo.kubewerk.dev/operator"
-    _, listed = await api.get("/api/v1/namespaces/default/events?fieldSelector=involvedObject.name%3Dorders")
+    _, listed = await api.get(
+        "/api/v1/namespaces/default/events?fieldSelector=involvedObject.name%3Dorders"
+    )
     assert [e["metadata"]["name"] for e in listed["items"]] == ["db.1"]
-    _, listed = await api.get("/apis/events.k8s.io/v1/namespaces/default/events?fieldSelector=regarding.name%3Dorders")
+    _, listed = await api.get(
+        "/apis/events.k8s.io/v1/namespaces/default/events?fieldSelector=regarding.name%3Dorders"
+    )
     assert [e["note"] for e in listed["items"]] == ["ready to serve"]
 
 
@@ -516,14 +588,20 @@ async def test_delete_collection_with_selector(api: Api) -> None:
 async def test_strategic_merge_patch_on_built_ins(api: Api) -> None:
     cm = configmap("smp", {"a": "1"}, finalizers=["x.io/one"])
     await api.post(CM_PATH, cm)
-    status, out = await api.patch(f"{CM_PATH}/smp", {"data": {"b": "2"}, "metadata": {"finalizers": ["x.io/two"]}},
-                                  kind="strategic")
+    status, out = await api.patch(
+        f"{CM_PATH}/smp",
+        {"data": {"b": "2"}, "metadata": {"finalizers": ["x.io/two"]}},
+        kind="strategic",
+    )
     assert status == 200, out
     assert out["data"] == {"a": "1", "b": "2"}
     # finalizers merge (patchStrategy: merge) instead of being replaced; patch items first
     assert out["metadata"]["finalizers"] == ["x.io/two", "x.io/one"]
-    status, out = await api.patch(f"{CM_PATH}/smp", {"metadata": {"$deleteFromPrimitiveList/finalizers": ["x.io/one"]}},
-                                  kind="strategic")
+    status, out = await api.patch(
+        f"{CM_PATH}/smp",
+        {"metadata": {"$deleteFromPrimitiveList/finalizers": ["x.io/one"]}},
+        kind="strategic",
+    )
     assert status == 200, out
     assert out["metadata"]["finalizers"] == ["x.io/two"]
 
@@ -534,24 +612,38 @@ async def test_deprecated_versions_warn(api: Api) -> None:
     crd["spec"]["versions"] = [
         v1,
         {**v1, "name": "v1beta1", "storage": False, "deprecated": True},
-        {**v1, "name": "v1alpha1", "storage": False, "deprecated": True, "deprecationWarning": "v1alpha1 is going away"},
+        {
+            **v1,
+            "name": "v1alpha1",
+            "storage": False,
+            "deprecated": True,
+            "deprecationWarning": "v1alpha1 is going away",
+        },
     ]
     status, body = await api.put(f"{CRD_PATH}/databases.demo.kubewerk.dev", crd)
     assert status == 200, body
     for _ in range(100):
-        async with api.session.get(api.base + "/apis/demo.kubewerk.dev/v1beta1/namespaces/default/databases") as resp:
+        async with api.session.get(
+            api.base + "/apis/demo.kubewerk.dev/v1beta1/namespaces/default/databases"
+        ) as resp:
             if resp.status == 200:
                 assert resp.headers.getall("Warning") == [
-                    '299 - "demo.kubewerk.dev/v1beta1 Database is deprecated; use demo.kubewerk.dev/v1 Database"']
+                    '299 - "demo.kubewerk.dev/v1beta1 Database is deprecated; use demo.kubewerk.dev/v1 Database"'
+                ]
                 break
-    async with api.session.get(api.base + "/apis/demo.kubewerk.dev/v1alpha1/namespaces/default/databases") as resp:
+    async with api.session.get(
+        api.base + "/apis/demo.kubewerk.dev/v1alpha1/namespaces/default/databases"
+    ) as resp:
         assert resp.headers.getall("Warning") == ['299 - "v1alpha1 is going away"']
     async with api.session.get(api.base + DB_PATH) as resp:
         assert "Warning" not in resp.headers
 
 
 async def test_namespace_termination_conditions_and_default_service_account(api: Api) -> None:
-    await api.post("/api/v1/namespaces", {"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": "team-b"}})
+    await api.post(
+        "/api/v1/namespaces",
+        {"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": "team-b"}},
+    )
     for _ in range(200):
         status, _ = await api.get("/api/v1/namespaces/team-b/serviceaccounts/default")
         if status == 200:
@@ -568,22 +660,31 @@ async def test_namespace_termination_conditions_and_default_service_account(api:
             break
         await asyncio.sleep(0.01)
     assert conds["NamespaceContentRemaining"]["message"] == (
-        "Some resources are remaining: configmaps has 1 resource instances")
+        "Some resources are remaining: configmaps has 1 resource instances"
+    )
     assert conds["NamespaceFinalizersRemaining"]["message"] == (
-        "Some content in the namespace has finalizers remaining: x.io/hold in 1 resource instances")
+        "Some content in the namespace has finalizers remaining: x.io/hold in 1 resource instances"
+    )
     await api.patch("/api/v1/namespaces/team-b/configmaps/held", {"metadata": {"finalizers": None}})
     await api.wait_gone("/api/v1/namespaces/team-b")
 
 
 async def test_namespace_finalize_writes_spec_finalizers_only(api: Api) -> None:
     ns_path = "/api/v1/namespaces/team-f"
-    status, ns = await api.post("/api/v1/namespaces", {"apiVersion": "v1", "kind": "Namespace",
-                                                       "metadata": {"name": "team-f"}})
+    status, ns = await api.post(
+        "/api/v1/namespaces",
+        {"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": "team-f"}},
+    )
     assert status == 201, ns
     assert ns["spec"] == {"finalizers": ["kubernetes"]} and ns["status"] == {"phase": "Active"}
     assert ns["metadata"]["labels"] == {"kubernetes.io/metadata.name": "team-f"}
-    body = {"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": "team-f", "labels": {"a": "b"}},
-            "spec": {"finalizers": ["kubernetes", "x.io/hold"]}, "status": {"phase": "Terminating"}}
+    body = {
+        "apiVersion": "v1",
+        "kind": "Namespace",
+        "metadata": {"name": "team-f", "labels": {"a": "b"}},
+        "spec": {"finalizers": ["kubernetes", "x.io/hold"]},
+        "status": {"phase": "Terminating"},
+    }
     status, out = await api.put(f"{ns_path}/finalize", body)
     assert status == 200, out
     assert out["spec"] == {"finalizers": ["kubernetes", "x.io/hold"]}
@@ -600,12 +701,16 @@ async def test_namespace_finalize_writes_spec_finalizers_only(api: Api) -> None:
         await asyncio.sleep(0.01)
     assert ns["spec"] == {"finalizers": ["x.io/hold"]}
     # finalizing with none left completes the deletion
-    status, out = await api.put(f"{ns_path}/finalize", {"apiVersion": "v1", "kind": "Namespace",
-                                                        "metadata": {"name": "team-f"}, "spec": {}})
+    status, out = await api.put(
+        f"{ns_path}/finalize",
+        {"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": "team-f"}, "spec": {}},
+    )
     assert status == 200, out
     assert (await api.get(ns_path))[0] == 404
-    status, out = await api.put("/api/v1/namespaces/nowhere/finalize", {"apiVersion": "v1", "kind": "Namespace",
-                                                                        "metadata": {"name": "nowhere"}})
+    status, out = await api.put(
+        "/api/v1/namespaces/nowhere/finalize",
+        {"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": "nowhere"}},
+    )
     assert status == 404 and out["details"] == {"name": "nowhere", "kind": "namespaces"}, out
     status, _ = await api.put("/api/v1/namespaces/default/configmaps/x/finalize", configmap("x"))
     assert status == 404
@@ -616,7 +721,13 @@ async def test_initial_namespaces(api: Api) -> None:
         status, ns = await api.get(f"/api/v1/namespaces/{name}")
         assert status == 200, ns
         assert list(ns) == ["apiVersion", "kind", "metadata", "spec", "status"]
-        assert list(ns["metadata"]) == ["name", "uid", "creationTimestamp", "labels", "resourceVersion"]
+        assert list(ns["metadata"]) == [
+            "name",
+            "uid",
+            "creationTimestamp",
+            "labels",
+            "resourceVersion",
+        ]
         assert ns["metadata"]["labels"] == {"kubernetes.io/metadata.name": name}
         assert ns["spec"] == {"finalizers": ["kubernetes"]} and ns["status"] == {"phase": "Active"}
 
@@ -638,7 +749,9 @@ async def test_watch_ends_when_its_crd_is_deleted(api: Api) -> None:
 async def test_defaults_apply_on_read_after_the_schema_changes(api: Api) -> None:
     await api.post(DB_PATH, database("old"))
     _, crd = await api.get(f"{CRD_PATH}/databases.demo.kubewerk.dev")
-    spec_props = crd["spec"]["versions"][0]["schema"]["openAPIV3Schema"]["properties"]["spec"]["properties"]
+    spec_props = crd["spec"]["versions"][0]["schema"]["openAPIV3Schema"]["properties"]["spec"][
+        "properties"
+    ]
     spec_props["backup"] = {"type": "string", "default": "daily"}
     status, body = await api.put(f"{CRD_PATH}/databases.demo.kubewerk.dev", crd)
     assert status == 200, body
@@ -673,6 +786,9 @@ async def test_unknown_metadata_fields_of_built_ins_are_dropped(api: Api) -> Non
     body = configmap("meta-extra")
     body["metadata"]["colour"] = "red"
     status, err = await api.post(CM_PATH + "?fieldValidation=Strict", body)
-    assert (status, err["message"]) == (400, 'strict decoding error: unknown field "metadata.colour"')
+    assert (status, err["message"]) == (
+        400,
+        'strict decoding error: unknown field "metadata.colour"',
+    )
     status, obj = await api.post(CM_PATH, body)
     assert status == 201 and "colour" not in obj["metadata"]

@@ -10,8 +10,14 @@ async def test_status_patch_keeps_the_old_spec_bytes(api: Api) -> None:
     status, created = await api.post(DB_PATH, database("typed", replicas=3))
     assert status == 201, created
     path = f"{DB_PATH}/typed/status"
-    status, out = await api.patch(path, {"spec": {"replicas": 3.0, "engine": "mysql"},
-                                         "metadata": {"labels": {"x": "y"}}, "status": {"replicas": 1}})
+    status, out = await api.patch(
+        path,
+        {
+            "spec": {"replicas": 3.0, "engine": "mysql"},
+            "metadata": {"labels": {"x": "y"}},
+            "status": {"replicas": 1},
+        },
+    )
     assert status == 200, out
     assert out["spec"] == created["spec"] and type(out["spec"]["replicas"]) is int
     assert "labels" not in out["metadata"] and out["status"] == {"replicas": 1}
@@ -38,8 +44,21 @@ FREE_CRD = {
         "group": "example.dev",
         "names": {"kind": "Blob", "plural": "blobs"},
         "scope": "Namespaced",
-        "versions": [{"name": "v1", "served": True, "storage": True, "schema": {"openAPIV3Schema": {
-            "type": "object", "properties": {"spec": {"type": "object", "x-kubernetes-preserve-unknown-fields": True}}}}}],
+        "versions": [
+            {
+                "name": "v1",
+                "served": True,
+                "storage": True,
+                "schema": {
+                    "openAPIV3Schema": {
+                        "type": "object",
+                        "properties": {
+                            "spec": {"type": "object", "x-kubernetes-preserve-unknown-fields": True}
+                        },
+                    }
+                },
+            }
+        ],
     },
 }
 
@@ -47,15 +66,27 @@ FREE_CRD = {
 async def test_true_is_not_one(api: Api) -> None:
     """Python counts True == 1; JSON and Kubernetes do not: true replacing 1 is a change
     (written, generation bumped), not a no-op."""
-    status, out = await api.post("/apis/apiextensions.k8s.io/v1/customresourcedefinitions", FREE_CRD)
+    status, out = await api.post(
+        "/apis/apiextensions.k8s.io/v1/customresourcedefinitions", FREE_CRD
+    )
     assert status == 201, out
     await api.wait_established("blobs.example.dev")
     path = "/apis/example.dev/v1/namespaces/default/blobs"
-    status, created = await api.post(path, {"apiVersion": "example.dev/v1", "kind": "Blob",
-                                            "metadata": {"name": "b"}, "spec": {"flag": 1, "n": 3}})
+    status, created = await api.post(
+        path,
+        {
+            "apiVersion": "example.dev/v1",
+            "kind": "Blob",
+            "metadata": {"name": "b"},
+            "spec": {"flag": 1, "n": 3},
+        },
+    )
     assert status == 201, created
     status, same = await api.patch(f"{path}/b", {"spec": {"n": 3}})
-    assert status == 200 and same["metadata"]["resourceVersion"] == created["metadata"]["resourceVersion"]
+    assert (
+        status == 200
+        and same["metadata"]["resourceVersion"] == created["metadata"]["resourceVersion"]
+    )
     status, flipped = await api.patch(f"{path}/b", {"spec": {"flag": True}})
     assert status == 200, flipped
     assert flipped["spec"]["flag"] is True

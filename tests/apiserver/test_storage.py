@@ -74,8 +74,12 @@ def store(make_store: StoreFactory, clock: FakeClock) -> Store:
 
 
 def cm(name: str, ns: str = "default", **data: str) -> dict[str, Any]:
-    return {"apiVersion": "v1", "kind": "ConfigMap",
-            "metadata": {"name": name, "namespace": ns}, "data": dict(data)}
+    return {
+        "apiVersion": "v1",
+        "kind": "ConfigMap",
+        "metadata": {"name": name, "namespace": ns},
+        "data": dict(data),
+    }
 
 
 def key(name: str, ns: str = "default", resource: str = "configmaps") -> str:
@@ -196,21 +200,24 @@ def fill(store: Store, keys: list[str] = KEYS) -> None:
         store.create(k, {"metadata": {"name": k.rsplit("/", 1)[-1]}, "i": i})
 
 
-@pytest.mark.parametrize(("prefix", "expected"), [
-    ("", KEYS),
-    ("/", KEYS),
-    ("/core/", KEYS[:7]),
-    ("/core/configmaps/", KEYS[:5]),
-    ("/core/configmaps/ns1/", ["/core/configmaps/ns1/a"]),
-    ("/core/configmaps/ns1", KEYS[2:4]),
-    ("/core/configmaps/default/", KEYS[:2]),
-    ("/core/configmaps/default/a", KEYS[:1]),
-    ("/core/namespaces/", ["/core/namespaces//default"]),
-    ("/example.com/widgets/", ["/example.com/widgets/default/w"]),
-    ("/example.com/widgets", KEYS[7:9]),
-    ("/o", ["/odd"]),
-    ("/nothing/", []),
-])
+@pytest.mark.parametrize(
+    ("prefix", "expected"),
+    [
+        ("", KEYS),
+        ("/", KEYS),
+        ("/core/", KEYS[:7]),
+        ("/core/configmaps/", KEYS[:5]),
+        ("/core/configmaps/ns1/", ["/core/configmaps/ns1/a"]),
+        ("/core/configmaps/ns1", KEYS[2:4]),
+        ("/core/configmaps/default/", KEYS[:2]),
+        ("/core/configmaps/default/a", KEYS[:1]),
+        ("/core/namespaces/", ["/core/namespaces//default"]),
+        ("/example.com/widgets/", ["/example.com/widgets/default/w"]),
+        ("/example.com/widgets", KEYS[7:9]),
+        ("/o", ["/odd"]),
+        ("/nothing/", []),
+    ],
+)
 def test_list_prefix_in_key_order(store: Store, prefix: str, expected: list[str]) -> None:
     fill(store)
     items, revision, more = store.list(prefix)
@@ -246,24 +253,30 @@ def test_list_pages_with_start_after_and_limit(store: Store) -> None:
 
 
 def test_list_at_old_revision_sees_that_state(store: Store) -> None:
-    store.create(key("a"), cm("a", v="1"))                  # 1
-    store.create(key("b"), cm("b", v="1"))                  # 2
-    store.create(key("c"), cm("c", v="1"))                  # 3
+    store.create(key("a"), cm("a", v="1"))  # 1
+    store.create(key("b"), cm("b", v="1"))  # 2
+    store.create(key("c"), cm("c", v="1"))  # 3
     snap = store.revision
-    store.update(key("b"), cm("b", v="2"))                  # 4
-    store.delete(key("a"))                                  # 5
-    store.create(key("aa"), cm("aa", v="1"))                # 6
-    store.delete(key("c"))                                  # 7
-    store.create(key("c"), cm("c", v="new"))                # 8
-    store.create(key("d", ns="other"), cm("d"))             # 9
+    store.update(key("b"), cm("b", v="2"))  # 4
+    store.delete(key("a"))  # 5
+    store.create(key("aa"), cm("aa", v="1"))  # 6
+    store.delete(key("c"))  # 7
+    store.create(key("c"), cm("c", v="new"))  # 8
+    store.create(key("d", ns="other"), cm("d"))  # 9
 
     items, revision, more = store.list("/core/configmaps/default/", at_revision=snap)
     assert revision == snap and not more
     assert [(k, o["data"]["v"], rv(o)) for k, o in items] == [
-        (key("a"), "1", 1), (key("b"), "1", 2), (key("c"), "1", 3)]
+        (key("a"), "1", 1),
+        (key("b"), "1", 2),
+        (key("c"), "1", 3),
+    ]
     items, _, _ = store.list("/core/configmaps/default/", at_revision=6)
     assert [(k, o["data"]["v"]) for k, o in items] == [
-        (key("aa"), "1"), (key("b"), "2"), (key("c"), "1")]
+        (key("aa"), "1"),
+        (key("b"), "2"),
+        (key("c"), "1"),
+    ]
     assert store.list("/core/", at_revision=0) == ([], 0, False)
     now, revision, _ = store.list("/core/configmaps/")
     assert revision == 9
@@ -285,8 +298,9 @@ def test_paginated_list_reads_later_pages_at_the_first_pages_revision(store: Sto
     seen = keys_of(page1)
     start = page1[-1][0]
     while more:
-        page, revision, more = store.list("/core/configmaps/", at_revision=snap,
-                                          start_after=start, limit=4)
+        page, revision, more = store.list(
+            "/core/configmaps/", at_revision=snap, start_after=start, limit=4
+        )
         assert revision == snap
         assert all(o["data"]["v"] == "old" and rv(o) <= snap for _, o in page)
         seen += keys_of(page)
@@ -317,8 +331,11 @@ def test_events_since(store: Store) -> None:
     gone = store.delete(key("a"))
     evs = store.events_since("", 0)
     assert [(e.type, e.key, e.revision) for e in evs] == [
-        ("ADDED", key("a"), 1), ("ADDED", key("x", resource="secrets"), 2),
-        ("MODIFIED", key("a"), 3), ("DELETED", key("a"), 4)]
+        ("ADDED", key("a"), 1),
+        ("ADDED", key("x", resource="secrets"), 2),
+        ("MODIFIED", key("a"), 3),
+        ("DELETED", key("a"), 4),
+    ]
     assert all(rv(e.obj) == e.revision for e in evs)
     assert evs[0].obj == a and evs[0].prev is None
     assert evs[2].obj == a2 and evs[2].prev == a
@@ -367,8 +384,9 @@ def test_subscribers_see_each_commit_in_order(store: Store) -> None:
     unsub_other()
 
 
-def test_failing_subscriber_does_not_break_the_write(store: Store,
-                                                    caplog: pytest.LogCaptureFixture) -> None:
+def test_failing_subscriber_does_not_break_the_write(
+    store: Store, caplog: pytest.LogCaptureFixture
+) -> None:
     got: list[int] = []
 
     def bad(ev: Event) -> None:
@@ -467,8 +485,9 @@ def test_compact_by_age(make_store: StoreFactory, clock: FakeClock) -> None:
     assert store.count("") == 6
 
 
-def test_compact_by_age_survives_a_clock_going_backwards(make_store: StoreFactory,
-                                                         clock: FakeClock) -> None:
+def test_compact_by_age_survives_a_clock_going_backwards(
+    make_store: StoreFactory, clock: FakeClock
+) -> None:
     store = make_store(retain_events=None, retain_seconds=10.0, clock=clock)
     store.create(key("a"), cm("a"))
     clock.now -= 50  # the wall clock jumps back: commit times stay monotonic
@@ -502,11 +521,18 @@ def test_closed_store_raises(store: Store) -> None:
     store.create(key("a"), cm("a"))
     store.close()
     store.close()  # no-op
-    for call in (lambda: store.get(key("a")), lambda: store.list("/"),
-                 lambda: store.count("/"), lambda: store.create(key("b"), cm("b")),
-                 lambda: store.update(key("a"), cm("a")), lambda: store.delete(key("a")),
-                 lambda: store.events_since("", 0), lambda: store.compact(1),
-                 lambda: store.compact_by_policy(), lambda: store.subscribe(print)):
+    for call in (
+        lambda: store.get(key("a")),
+        lambda: store.list("/"),
+        lambda: store.count("/"),
+        lambda: store.create(key("b"), cm("b")),
+        lambda: store.update(key("a"), cm("a")),
+        lambda: store.delete(key("a")),
+        lambda: store.events_since("", 0),
+        lambda: store.compact(1),
+        lambda: store.compact_by_policy(),
+        lambda: store.subscribe(print),
+    ):
         with pytest.raises(StoreClosed):
             call()
 
@@ -524,8 +550,9 @@ def test_open_store_memory() -> None:
         open_store("memory", retain=3)
 
 
-@pytest.mark.parametrize("spec", ["", "mem", "memory:x", "sqlite", "sqlite:", "etcd:x",
-                                  "postgres://db"])
+@pytest.mark.parametrize(
+    "spec", ["", "mem", "memory:x", "sqlite", "sqlite:", "etcd:x", "postgres://db"]
+)
 def test_open_store_rejects_bad_specs(spec: str) -> None:
     with pytest.raises(ValueError, match=r"store spec|names no file") as exc:
         open_store(spec)
@@ -612,13 +639,13 @@ def test_sqlite_restart_continues_revisions(tmp_path: Path) -> None:
 
 def test_sqlite_compaction_keeps_only_rows_still_needed(tmp_path: Path) -> None:
     s = SQLiteStore(tmp_path / "kw.db")
-    s.create(key("a"), cm("a", v="1"))      # 1: replaced by 4        -> dropped
-    s.create(key("b"), cm("b", v="1"))      # 2: replaced by 6        -> dropped
-    s.create(key("c"), cm("c", v="1"))      # 3: prev of 7 (above C)  -> kept
-    s.update(key("a"), cm("a", v="2"))      # 4: replaced by 5        -> dropped
-    s.update(key("a"), cm("a", v="3"))      # 5: current              -> kept
-    s.delete(key("b"))                      # 6: a deletion           -> dropped
-    s.update(key("c"), cm("c", v="2"))      # 7: above C              -> kept
+    s.create(key("a"), cm("a", v="1"))  # 1: replaced by 4        -> dropped
+    s.create(key("b"), cm("b", v="1"))  # 2: replaced by 6        -> dropped
+    s.create(key("c"), cm("c", v="1"))  # 3: prev of 7 (above C)  -> kept
+    s.update(key("a"), cm("a", v="2"))  # 4: replaced by 5        -> dropped
+    s.update(key("a"), cm("a", v="3"))  # 5: current              -> kept
+    s.delete(key("b"))  # 6: a deletion           -> dropped
+    s.update(key("c"), cm("c", v="2"))  # 7: above C              -> kept
     s.compact(6)
     conn = s._conn
     assert conn is not None
@@ -651,5 +678,7 @@ def test_count_after_a_key(store: Store) -> None:
     assert store.count(prefix) == 3
     assert store.count(prefix, start_after=key("a")) == 2
     assert store.count(prefix, start_after=key("c")) == 0
-    assert store.count(prefix, start_after="/core/") == 3  # a bound below the prefix changes nothing
+    assert (
+        store.count(prefix, start_after="/core/") == 3
+    )  # a bound below the prefix changes nothing
     assert store.count("/core/configmaps/", start_after=key("c")) == 1

@@ -39,8 +39,11 @@ def make_store(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[Store
     made: list[Store] = []
 
     def make(**kw: Any) -> Store:
-        s: Store = (MemoryStore(**kw) if request.param == "memory"
-                    else SQLiteStore(tmp_path / f"s{len(made)}.db", **kw))
+        s: Store = (
+            MemoryStore(**kw)
+            if request.param == "memory"
+            else SQLiteStore(tmp_path / f"s{len(made)}.db", **kw)
+        )
         made.append(s)
         return s
 
@@ -63,8 +66,12 @@ def nested(depth: int) -> Any:
 
 
 def blob(name: str = "b", spec: Any = None) -> dict[str, Any]:
-    return {"apiVersion": "example.dev/v1", "kind": "Blob",
-            "metadata": {"name": name, "namespace": "default"}, "spec": spec if spec is not None else {}}
+    return {
+        "apiVersion": "example.dev/v1",
+        "kind": "Blob",
+        "metadata": {"name": name, "namespace": "default"},
+        "spec": spec if spec is not None else {},
+    }
 
 
 def deep_blob(depth: int) -> dict[str, Any]:
@@ -75,8 +82,8 @@ def deep_blob(depth: int) -> dict[str, Any]:
 UNSTORABLE: dict[str, tuple[dict[str, Any], str]] = {
     "too deep by one": (deep_blob(MAX_STORED_DEPTH + 1), "nested more than 248 levels"),
     "encoder limit": (deep_blob(ENCODER_MAX_DEPTH + 5), "nested more than"),
-    "int above uint64": (blob(spec={"n": 2 ** 64}), "64-bit range"),
-    "int below int64": (blob(spec={"n": -(2 ** 63) - 1}), "64-bit range"),
+    "int above uint64": (blob(spec={"n": 2**64}), "64-bit range"),
+    "int below int64": (blob(spec={"n": -(2**63) - 1}), "64-bit range"),
     "lone surrogate": (blob(spec={"s": "a\ud800b"}), "lone surrogate"),
     "non-string key": (blob(spec={1: "x"}), "JSON cannot represent"),
     "a set": (blob(spec={"s": {1, 2}}), "JSON cannot represent"),
@@ -84,8 +91,13 @@ UNSTORABLE: dict[str, tuple[dict[str, Any], str]] = {
 
 
 def snapshot(store: Store) -> tuple[Any, ...]:
-    return (store.revision, store.get(KEY), store.list("/example.dev/"),
-            store.events_since("", 0), store.stats())
+    return (
+        store.revision,
+        store.get(KEY),
+        store.list("/example.dev/"),
+        store.events_since("", 0),
+        store.stats(),
+    )
 
 
 def test_headroom_literal_matches_the_constant() -> None:
@@ -138,7 +150,9 @@ def test_the_deepest_storable_object_is_written_back_in_every_envelope(store: St
     got = store.get(KEY)
     items, _, _ = store.list("/example.dev/")
     # the deepest envelope the server writes: a watch event carrying a Table row's object
-    orjson.dumps({"type": "ADDED", "object": {"kind": "Table", "rows": [{"cells": [], "object": got}]}})
+    orjson.dumps(
+        {"type": "ADDED", "object": {"kind": "Table", "rows": [{"cells": [], "object": got}]}}
+    )
     orjson.dumps({"kind": "BlobList", "items": [o for _, o in items]})
     orjson.dumps({"type": "ADDED", "object": stored})
     assert got == stored
@@ -192,9 +206,17 @@ def test_sqlite_counts_the_same_after_a_restart(tmp_path: Path) -> None:
     finally:
         s.close()
     # sizes and history are recounted from the file; compaction counters start again
-    assert after == StoreStats(before.revision, before.compacted_revision, before.objects,
-                               before.object_bytes, before.history_events,
-                               before.history_bytes, 0, 0, 0)
+    assert after == StoreStats(
+        before.revision,
+        before.compacted_revision,
+        before.objects,
+        before.object_bytes,
+        before.history_events,
+        before.history_bytes,
+        0,
+        0,
+        0,
+    )
 
 
 # -- over HTTP: a write the server could not read back is refused and leaves no trace ------
@@ -207,9 +229,21 @@ FREE_CRD = {
         "group": "example.dev",
         "names": {"kind": "Blob", "plural": "blobs"},
         "scope": "Namespaced",
-        "versions": [{"name": "v1", "served": True, "storage": True, "schema": {"openAPIV3Schema": {
-            "type": "object",
-            "properties": {"spec": {"type": "object", "x-kubernetes-preserve-unknown-fields": True}}}}}],
+        "versions": [
+            {
+                "name": "v1",
+                "served": True,
+                "storage": True,
+                "schema": {
+                    "openAPIV3Schema": {
+                        "type": "object",
+                        "properties": {
+                            "spec": {"type": "object", "x-kubernetes-preserve-unknown-fields": True}
+                        },
+                    }
+                },
+            }
+        ],
     },
 }
 BLOBS = "/apis/example.dev/v1/namespaces/default/blobs"
@@ -228,8 +262,9 @@ async def served(request: pytest.FixtureRequest, tmp_path: Path) -> Any:
     async with EmbeddedServer(spec, bookmark_interval=0.5) as srv:
         client = Api(srv.url)
         try:
-            status, body = await client.post("/apis/apiextensions.k8s.io/v1/customresourcedefinitions",
-                                             FREE_CRD)
+            status, body = await client.post(
+                "/apis/apiextensions.k8s.io/v1/customresourcedefinitions", FREE_CRD
+            )
             assert status == 201, body
             await client.wait_established("blobs.example.dev")
             yield client
@@ -261,17 +296,24 @@ async def test_unreadable_writes_are_refused_and_the_resource_stays_readable(ser
         ("POST", BLOBS, head % b"deep" + deep_json(300) + b"}}", "application/json"),
         ("POST", BLOBS, head % b"deep2" + deep_json(MAX_STORED_DEPTH) + b"}}", "application/json"),
         # a merge patch adding 300 levels to a stored object
-        ("PATCH", f"{BLOBS}/good", b'{"spec":{"x":' + deep_json(300) + b"}}",
-         "application/merge-patch+json"),
+        (
+            "PATCH",
+            f"{BLOBS}/good",
+            b'{"spec":{"x":' + deep_json(300) + b"}}",
+            "application/merge-patch+json",
+        ),
     ]
     for method, path, raw, ctype in must_refuse:
         status, body = await api.request(method, path, raw=raw, content_type=ctype)
         assert 400 <= status < 600, (method, path, status, body)
     # an integer beyond uint64 from YAML: refused, or stored as something readable
     status, body = await api.request(
-        "POST", BLOBS, raw=b"apiVersion: example.dev/v1\nkind: Blob\nmetadata: {name: big}\n"
-                           b"spec: {count: 123456789012345678901234567890}\n",
-        content_type="application/yaml")
+        "POST",
+        BLOBS,
+        raw=b"apiVersion: example.dev/v1\nkind: Blob\nmetadata: {name: big}\n"
+        b"spec: {count: 123456789012345678901234567890}\n",
+        content_type="application/yaml",
+    )
     names = ["big", "good"] if status == 201 else ["good"]
     status, listed = await api.get(BLOBS)
     assert status == 200, listed
@@ -286,6 +328,7 @@ async def test_unreadable_writes_are_refused_and_the_resource_stays_readable(ser
     assert status == 201, last
     await asyncio.wait_for(watcher, 5)
     assert [(e["type"], e["object"]["metadata"]["name"]) for e in events] == [
-        ("ADDED", n) for n in [*names[:-1], "last"]]
+        ("ADDED", n) for n in [*names[:-1], "last"]
+    ]
     with contextlib.suppress(asyncio.CancelledError):
         watcher.cancel()

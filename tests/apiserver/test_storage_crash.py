@@ -47,13 +47,15 @@ while True:
 """
 
 
-def _run_and_kill(path: Path, mode: str, min_acks: int, max_seconds: float
-                  ) -> list[tuple[int, str, str, int]]:
+def _run_and_kill(
+    path: Path, mode: str, min_acks: int, max_seconds: float
+) -> list[tuple[int, str, str, int]]:
     env = dict(os.environ)
     src = str(Path(__file__).resolve().parents[2] / "src")
     env["PYTHONPATH"] = src + os.pathsep + env.get("PYTHONPATH", "")
-    proc = subprocess.Popen([sys.executable, "-c", CHILD, str(path), mode],
-                            stdout=subprocess.PIPE, env=env, text=True)
+    proc = subprocess.Popen(
+        [sys.executable, "-c", CHILD, str(path), mode], stdout=subprocess.PIPE, env=env, text=True
+    )
     assert proc.stdout is not None
     try:
         assert proc.stdout.readline() == "ready\n"
@@ -84,8 +86,7 @@ def _run_and_kill(path: Path, mode: str, min_acks: int, max_seconds: float
 @pytest.mark.parametrize("mode", ["normal", "durable"])
 def test_acknowledged_writes_survive_sigkill(tmp_path: Path, mode: str) -> None:
     path = tmp_path / "crash.db"
-    acks = _run_and_kill(path, mode, min_acks=1500 if mode == "normal" else 300,
-                         max_seconds=5.0)
+    acks = _run_and_kill(path, mode, min_acks=1500 if mode == "normal" else 300, max_seconds=5.0)
     assert len(acks) >= 50, "the child acknowledged too few writes to test anything"
     assert [a[0] for a in acks] == list(range(1, len(acks) + 1))
 

@@ -38,8 +38,15 @@ KEYS = [
     "/core/configmaps/b/x",
     "/ex.com/widgets//w",
 ]
-PREFIXES = ["", "/core/", "/core/configmaps/", "/core/configmaps/a/",
-            "/core/configmaps/a/x", "/ex.com/", "/none/"]
+PREFIXES = [
+    "",
+    "/core/",
+    "/core/configmaps/",
+    "/core/configmaps/a/",
+    "/core/configmaps/a/x",
+    "/ex.com/",
+    "/none/",
+]
 RETAIN_EVENTS = 12
 RETAIN_SECONDS = 30.0
 
@@ -118,14 +125,19 @@ class StoresVsModel(RuleBasedStateMachine):
         self.clock = Clock()
         self.model = Model()
         self.delivered: dict[str, list[Event]] = {"memory": [], "sqlite": []}
-        self.mem = MemoryStore(retain_events=RETAIN_EVENTS, retain_seconds=RETAIN_SECONDS,
-                               clock=self.clock)
+        self.mem = MemoryStore(
+            retain_events=RETAIN_EVENTS, retain_seconds=RETAIN_SECONDS, clock=self.clock
+        )
         self.mem.subscribe(self.delivered["memory"].append)
         self.sql = self._open_sqlite()
 
     def _open_sqlite(self) -> SQLiteStore:
-        s = SQLiteStore(self.dir / "s.db", retain_events=RETAIN_EVENTS,
-                        retain_seconds=RETAIN_SECONDS, clock=self.clock)
+        s = SQLiteStore(
+            self.dir / "s.db",
+            retain_events=RETAIN_EVENTS,
+            retain_seconds=RETAIN_SECONDS,
+            clock=self.clock,
+        )
         s.subscribe(self.delivered["sqlite"].append)
         return s
 
@@ -159,8 +171,11 @@ class StoresVsModel(RuleBasedStateMachine):
             rec = self.model.write("ADDED", key, obj, self.clock.now)
             assert got == ("ok", rec.obj)
 
-    @rule(key=st.sampled_from(KEYS), v=st.integers(0, 9),
-          expect=st.sampled_from(["none", "current", "stale"]))
+    @rule(
+        key=st.sampled_from(KEYS),
+        v=st.integers(0, 9),
+        expect=st.sampled_from(["none", "current", "stale"]),
+    )
     def update(self, key: str, v: int, expect: str) -> None:
         cur = self.model.state_at(self.model.rev).get(key)
         expected = self._expected(cur, expect)
@@ -209,12 +224,16 @@ class StoresVsModel(RuleBasedStateMachine):
             return m.compacted - 1 - n % 3
         return m.rev + 1 + n % 3  # future
 
-    @rule(prefix=st.sampled_from(PREFIXES),
-          where=st.sampled_from(["now", "kept", "kept", "oldest", "compacted", "future"]),
-          n=st.integers(0, 1000), limit=st.one_of(st.none(), st.integers(1, 4)),
-          start_after=st.one_of(st.none(), st.sampled_from([*KEYS, "/core/configmaps/a/"])))
-    def list(self, prefix: str, where: str, n: int, limit: int | None,
-             start_after: str | None) -> None:
+    @rule(
+        prefix=st.sampled_from(PREFIXES),
+        where=st.sampled_from(["now", "kept", "kept", "oldest", "compacted", "future"]),
+        n=st.integers(0, 1000),
+        limit=st.one_of(st.none(), st.integers(1, 4)),
+        start_after=st.one_of(st.none(), st.sampled_from([*KEYS, "/core/configmaps/a/"])),
+    )
+    def list(
+        self, prefix: str, where: str, n: int, limit: int | None, start_after: str | None
+    ) -> None:
         at = None if where == "now" else self.pick_revision(where, n)
         got = self.both("list", prefix, at_revision=at, start_after=start_after, limit=limit)
         m = self.model
@@ -225,14 +244,19 @@ class StoresVsModel(RuleBasedStateMachine):
         if rev < m.compacted:
             assert got == ("Compacted", (rev, m.compacted))
             return
-        items = sorted((k, o) for k, o in m.state_at(rev).items()
-                       if k.startswith(prefix) and (start_after is None or k > start_after))
+        items = sorted(
+            (k, o)
+            for k, o in m.state_at(rev).items()
+            if k.startswith(prefix) and (start_after is None or k > start_after)
+        )
         more = limit is not None and len(items) > limit
         assert got == ("ok", (items[:limit] if limit else items, rev, more))
 
-    @rule(prefix=st.sampled_from(PREFIXES),
-          where=st.sampled_from(["kept", "oldest", "compacted", "future"]),
-          n=st.integers(0, 1000))
+    @rule(
+        prefix=st.sampled_from(PREFIXES),
+        where=st.sampled_from(["kept", "oldest", "compacted", "future"]),
+        n=st.integers(0, 1000),
+    )
     def events_since(self, prefix: str, where: str, n: int) -> None:
         since = self.pick_revision(where, n)
         got = self.both("events_since", prefix, since)
@@ -240,7 +264,7 @@ class StoresVsModel(RuleBasedStateMachine):
             assert got == ("Compacted", (since, self.model.compacted))
             return
         assert got[0] == "ok"
-        want = [ev_tuple(r) for r in self.model.log[max(since, 0):] if r.key.startswith(prefix)]
+        want = [ev_tuple(r) for r in self.model.log[max(since, 0) :] if r.key.startswith(prefix)]
         assert [ev_tuple(e) for e in got[1]] == want
 
     @rule(prefix=st.sampled_from(PREFIXES))
@@ -250,8 +274,7 @@ class StoresVsModel(RuleBasedStateMachine):
 
     # -- compaction, time, restart ----------------------------------------------------
 
-    @rule(where=st.sampled_from(["kept", "recent", "compacted", "future"]),
-          n=st.integers(0, 1000))
+    @rule(where=st.sampled_from(["kept", "recent", "compacted", "future"]), n=st.integers(0, 1000))
     def compact(self, where: str, n: int) -> None:
         target = self.pick_revision(where, n)
         got = self.both("compact", target)
@@ -299,7 +322,7 @@ class StoresVsModel(RuleBasedStateMachine):
     def oldest_readable_revision_is_complete(self) -> None:
         """The full log above the compacted revision, and the snapshot at it."""
         m = self.model
-        want_events = [ev_tuple(r) for r in m.log[m.compacted:]]
+        want_events = [ev_tuple(r) for r in m.log[m.compacted :]]
         want_items = (sorted(m.state_at(m.compacted).items()), m.compacted, False)
         for s in self.stores:
             assert [ev_tuple(e) for e in s.events_since("", m.compacted)] == want_events
@@ -313,6 +336,9 @@ class StoresVsModel(RuleBasedStateMachine):
 
 
 StoresVsModel.TestCase.settings = settings(
-    max_examples=100, stateful_step_count=50, deadline=None,
-    suppress_health_check=[HealthCheck.too_slow])
+    max_examples=100,
+    stateful_step_count=50,
+    deadline=None,
+    suppress_health_check=[HealthCheck.too_slow],
+)
 test_stores_match_the_model = StoresVsModel.TestCase

@@ -19,7 +19,11 @@ from kubewerk.core.errors import ApiError
 from tests.apiserver.helpers import DEMO_CRD
 
 JSON = dict[str, Any]
-PROMETHEUS = ("crds", "prometheus-operator+prometheus-operator", "monitoring.coreos.com_prometheuses.yaml")
+PROMETHEUS = (
+    "crds",
+    "prometheus-operator+prometheus-operator",
+    "monitoring.coreos.com_prometheuses.yaml",
+)
 
 
 def rtype_of(crd: JSON) -> ServedResource:
@@ -30,12 +34,25 @@ def rtype_of(crd: JSON) -> ServedResource:
     return rtype
 
 
-def admit(adm: SchemaAdmission, rtype: ServedResource, version: str, obj: JSON, old: JSON | None,
-          trusted: bool, validation: str = "Warn") -> tuple[str, Any]:
+def admit(
+    adm: SchemaAdmission,
+    rtype: ServedResource,
+    version: str,
+    obj: JSON,
+    old: JSON | None,
+    trusted: bool,
+    validation: str = "Warn",
+) -> tuple[str, Any]:
     """("ok", (object, warnings)) or ("error", (code, message, causes))."""
-    req = AdmissionRequest("UPDATE" if old is not None else "CREATE", rtype, version, copy.deepcopy(obj),
-                           copy.deepcopy(old) if old is not None else None, validation,  # type: ignore[arg-type]
-                           trusted_old=trusted)
+    req = AdmissionRequest(
+        "UPDATE" if old is not None else "CREATE",
+        rtype,
+        version,
+        copy.deepcopy(obj),
+        copy.deepcopy(old) if old is not None else None,
+        validation,  # type: ignore[arg-type]
+        trusted_old=trusted,
+    )
     try:
         adm.admit(req)
     except ApiError as err:
@@ -83,9 +100,17 @@ def test_demo_database_updates_match_full_admission() -> None:
     crd = yaml.safe_load(DEMO_CRD.read_text())
     rtype = rtype_of(crd)
     adm = SchemaAdmission()
-    old = stored(adm, rtype, "v1", {"apiVersion": "demo.kubewerk.dev/v1", "kind": "Database",
-                                     "metadata": {"name": "d", "namespace": "default"},
-                                     "spec": {"engine": "mysql", "replicas": 3}})
+    old = stored(
+        adm,
+        rtype,
+        "v1",
+        {
+            "apiVersion": "demo.kubewerk.dev/v1",
+            "kind": "Database",
+            "metadata": {"name": "d", "namespace": "default"},
+            "spec": {"engine": "mysql", "replicas": 3},
+        },
+    )
     rng = random.Random(1)
     outcomes = [both(rtype, "v1", new, old)[0] for new in variants(old, rng)]
     assert "ok" in outcomes and "error" in outcomes
@@ -104,8 +129,13 @@ def test_prometheus_status_and_metadata_updates_match_full_admission(corpus_dir:
     for i in range(3):
         body = make_object(rng, i)
         old = stored(adm, rtype, "v1", body)
-        old["status"] = {"availableReplicas": 1, "paused": False, "replicas": 1,
-                         "unavailableReplicas": 0, "updatedReplicas": 1}
+        old["status"] = {
+            "availableReplicas": 1,
+            "paused": False,
+            "replicas": 1,
+            "unavailableReplicas": 0,
+            "updatedReplicas": 1,
+        }
         for new in variants(old, rng):
             both(rtype, "v1", new, old)
 
@@ -118,8 +148,15 @@ RULES_CRD: JSON = {
         "group": "example.dev",
         "names": {"kind": "Thing", "plural": "things"},
         "scope": "Namespaced",
-        "versions": [{"name": "v1", "served": True, "storage": True, "subresources": {"status": {}},
-                      "schema": {"openAPIV3Schema": {}}}],
+        "versions": [
+            {
+                "name": "v1",
+                "served": True,
+                "storage": True,
+                "subresources": {"status": {}},
+                "schema": {"openAPIV3Schema": {}},
+            }
+        ],
     },
 }
 
@@ -130,30 +167,82 @@ def rules_type(root: JSON) -> ServedResource:
     return rtype_of(crd)
 
 
-@pytest.mark.parametrize("root", [
-    # a transition rule in spec fails on every update that leaves spec alone: still reported
-    {"type": "object", "properties": {
-        "spec": {"type": "object", "properties": {"n": {"type": "integer"}},
-                 "x-kubernetes-validations": [{"rule": "self.n != oldSelf.n", "message": "n must change"}]},
-        "status": {"type": "object", "properties": {"m": {"type": "integer"}}}}},
-    # a root rule sees spec and status together
-    {"type": "object", "x-kubernetes-validations": [{"rule": "self.status.m <= self.spec.n"}], "properties": {
-        "spec": {"type": "object", "properties": {"n": {"type": "integer"}}},
-        "status": {"type": "object", "properties": {"m": {"type": "integer"}}}}},
-    # list-map duplicates in status next to an unchanged spec list
-    {"type": "object", "properties": {
-        "spec": {"type": "object", "properties": {"n": {"type": "integer"}, "tags": {
-            "type": "array", "x-kubernetes-list-type": "set", "items": {"type": "string"}}}},
-        "status": {"type": "object", "properties": {"m": {"type": "integer"}, "conds": {
-            "type": "array", "x-kubernetes-list-type": "map", "x-kubernetes-list-map-keys": ["type"],
-            "items": {"type": "object", "required": ["type"], "properties": {"type": {"type": "string"}}}}}}}},
-])
+@pytest.mark.parametrize(
+    "root",
+    [
+        # a transition rule in spec fails on every update that leaves spec alone: still reported
+        {
+            "type": "object",
+            "properties": {
+                "spec": {
+                    "type": "object",
+                    "properties": {"n": {"type": "integer"}},
+                    "x-kubernetes-validations": [
+                        {"rule": "self.n != oldSelf.n", "message": "n must change"}
+                    ],
+                },
+                "status": {"type": "object", "properties": {"m": {"type": "integer"}}},
+            },
+        },
+        # a root rule sees spec and status together
+        {
+            "type": "object",
+            "x-kubernetes-validations": [{"rule": "self.status.m <= self.spec.n"}],
+            "properties": {
+                "spec": {"type": "object", "properties": {"n": {"type": "integer"}}},
+                "status": {"type": "object", "properties": {"m": {"type": "integer"}}},
+            },
+        },
+        # list-map duplicates in status next to an unchanged spec list
+        {
+            "type": "object",
+            "properties": {
+                "spec": {
+                    "type": "object",
+                    "properties": {
+                        "n": {"type": "integer"},
+                        "tags": {
+                            "type": "array",
+                            "x-kubernetes-list-type": "set",
+                            "items": {"type": "string"},
+                        },
+                    },
+                },
+                "status": {
+                    "type": "object",
+                    "properties": {
+                        "m": {"type": "integer"},
+                        "conds": {
+                            "type": "array",
+                            "x-kubernetes-list-type": "map",
+                            "x-kubernetes-list-map-keys": ["type"],
+                            "items": {
+                                "type": "object",
+                                "required": ["type"],
+                                "properties": {"type": {"type": "string"}},
+                            },
+                        },
+                    },
+                },
+            },
+        },
+    ],
+)
 def test_rules_that_see_unchanged_parts_are_still_checked(root: JSON) -> None:
     rtype = rules_type(root)
     adm = SchemaAdmission()
-    old = stored(adm, rtype, "v1", {"apiVersion": "example.dev/v1", "kind": "Thing",
-                                     "metadata": {"name": "t", "namespace": "default"},
-                                     "spec": {"n": 1, "tags": ["a", "b"]}, "status": {"m": 0}})
+    old = stored(
+        adm,
+        rtype,
+        "v1",
+        {
+            "apiVersion": "example.dev/v1",
+            "kind": "Thing",
+            "metadata": {"name": "t", "namespace": "default"},
+            "spec": {"n": 1, "tags": ["a", "b"]},
+            "status": {"m": 0},
+        },
+    )
     outcomes = []
     for status in ({"m": 1}, {"m": 5}, {"m": 1, "conds": [{"type": "A"}, {"type": "A"}]}):
         new = copy.deepcopy(old)

@@ -12,7 +12,10 @@ async def test_watch_without_resource_version_starts_with_current_state(api: Api
     await api.post(DB_PATH, database("a"))
     await api.post(DB_PATH, database("b"))
     events = await api.watch(DB_PATH + "?watch=true", stop_after=2)
-    assert [(e["type"], e["object"]["metadata"]["name"]) for e in events] == [("ADDED", "a"), ("ADDED", "b")]
+    assert [(e["type"], e["object"]["metadata"]["name"]) for e in events] == [
+        ("ADDED", "a"),
+        ("ADDED", "b"),
+    ]
 
 
 async def test_watch_from_resource_version_replays_then_streams(api: Api) -> None:
@@ -30,7 +33,11 @@ async def test_watch_from_resource_version_replays_then_streams(api: Api) -> Non
     events = await api.watch(DB_PATH + f"?watch=1&resourceVersion={rv}", stop_after=4)
     await task
     assert [(e["type"], e["object"]["metadata"]["name"]) for e in events] == [
-        ("MODIFIED", "a"), ("ADDED", "b"), ("DELETED", "a"), ("ADDED", "c")]
+        ("MODIFIED", "a"),
+        ("ADDED", "b"),
+        ("DELETED", "a"),
+        ("ADDED", "c"),
+    ]
     revisions = [int(e["object"]["metadata"]["resourceVersion"]) for e in events]
     assert revisions == sorted(revisions) and len(set(revisions)) == 4
     # the DELETED object carries the deletion's revision
@@ -39,7 +46,10 @@ async def test_watch_from_resource_version_replays_then_streams(api: Api) -> Non
 
 async def test_send_initial_events_ends_with_annotated_bookmark(api: Api) -> None:
     await api.post(DB_PATH, database("a"))
-    path = DB_PATH + "?watch=1&sendInitialEvents=true&resourceVersionMatch=NotOlderThan&allowWatchBookmarks=true"
+    path = (
+        DB_PATH
+        + "?watch=1&sendInitialEvents=true&resourceVersionMatch=NotOlderThan&allowWatchBookmarks=true"
+    )
     events = await api.watch(path, stop_after=2)
     assert events[0]["type"] == "ADDED"
     bookmark = events[1]
@@ -48,7 +58,9 @@ async def test_send_initial_events_ends_with_annotated_bookmark(api: Api) -> Non
     assert bookmark["object"]["kind"] == "Database"
     assert bookmark["object"]["apiVersion"] == "demo.kubewerk.dev/v1"
     # sendInitialEvents without NotOlderThan is invalid
-    status, err = await api.get(DB_PATH + "?watch=1&sendInitialEvents=true&allowWatchBookmarks=true")
+    status, err = await api.get(
+        DB_PATH + "?watch=1&sendInitialEvents=true&allowWatchBookmarks=true"
+    )
     assert status == 422
     assert err["reason"] == "Invalid"
 
@@ -56,12 +68,16 @@ async def test_send_initial_events_ends_with_annotated_bookmark(api: Api) -> Non
 async def test_periodic_bookmarks(api: Api) -> None:
     _, a = await api.post(DB_PATH, database("a"))
     rv = a["metadata"]["resourceVersion"]
-    events = await api.watch(DB_PATH + f"?watch=1&resourceVersion={rv}&allowWatchBookmarks=true", stop_after=1, timeout=3)
+    events = await api.watch(
+        DB_PATH + f"?watch=1&resourceVersion={rv}&allowWatchBookmarks=true", stop_after=1, timeout=3
+    )
     assert events and events[0]["type"] == "BOOKMARK"
     assert int(events[0]["object"]["metadata"]["resourceVersion"]) >= int(rv)
 
 
-async def test_compacted_revision_gives_410_as_error_event(api: Api, aserver: EmbeddedServer) -> None:
+async def test_compacted_revision_gives_410_as_error_event(
+    api: Api, aserver: EmbeddedServer
+) -> None:
     _, a = await api.post(DB_PATH, database("a"))
     rv = a["metadata"]["resourceVersion"]
     await api.patch(f"{DB_PATH}/a", {"spec": {"replicas": 3}})
@@ -93,7 +109,9 @@ async def test_label_selector_transitions(api: Api) -> None:
         await api.patch(f"{DB_PATH}/a", {"metadata": {"labels": {"env": "dev"}}})
 
     task = asyncio.create_task(changes())
-    events = await api.watch(DB_PATH + f"?watch=1&resourceVersion={rv}&labelSelector=env%3Dprod", stop_after=3)
+    events = await api.watch(
+        DB_PATH + f"?watch=1&resourceVersion={rv}&labelSelector=env%3Dprod", stop_after=3
+    )
     await task
     assert [e["type"] for e in events] == ["ADDED", "MODIFIED", "DELETED"]
 
@@ -110,7 +128,9 @@ async def test_watch_table_events(api: Api) -> None:
     await api.post(DB_PATH, database("b"))
     events: list[dict[str, object]] = []
     headers = {"Accept": "application/json;as=Table;v=v1;g=meta.k8s.io"}
-    async with api.session.get(api.base + DB_PATH + "?watch=1&timeoutSeconds=1", headers=headers) as resp:
+    async with api.session.get(
+        api.base + DB_PATH + "?watch=1&timeoutSeconds=1", headers=headers
+    ) as resp:
         import orjson
 
         async for line in resp.content:

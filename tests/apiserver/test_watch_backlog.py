@@ -42,7 +42,9 @@ async def small_bound() -> AsyncIterator[EmbeddedServer]:
         yield srv
 
 
-async def watch_lines(api: Api, path: str, until: Any, timeout: float = 20.0) -> list[dict[str, Any]]:
+async def watch_lines(
+    api: Api, path: str, until: Any, timeout: float = 20.0
+) -> list[dict[str, Any]]:
     """Events of a watch read as they come (lines of any length) until ``until(events)``."""
     events: list[dict[str, Any]] = []
 
@@ -102,7 +104,9 @@ class StalledWatch:
         self.writer.close()
 
 
-async def test_an_unread_watch_is_closed_at_its_byte_bound_alone(small_bound: EmbeddedServer) -> None:
+async def test_an_unread_watch_is_closed_at_its_byte_bound_alone(
+    small_bound: EmbeddedServer,
+) -> None:
     srv = small_bound
     hub = srv.app.hub
     api = Api(srv.url)
@@ -113,8 +117,9 @@ async def test_an_unread_watch_is_closed_at_its_byte_bound_alone(small_bound: Em
         await api.post("/api/v1/namespaces/kube-system/configmaps", configmap("small"))
         stalled = await StalledWatch.open(srv.host, srv.port, f"{CMS}?watch=1&resourceVersion={rv}")
         n = 40
-        fast = asyncio.get_running_loop().create_task(watch_lines(
-            api, f"{CMS}?watch=1&resourceVersion={rv}", lambda evs: len(evs) == n))
+        fast = asyncio.get_running_loop().create_task(
+            watch_lines(api, f"{CMS}?watch=1&resourceVersion={rv}", lambda evs: len(evs) == n)
+        )
         await asyncio.sleep(0.2)
         assert len(hub.watchers) == 2
         list_times: list[float] = []
@@ -122,7 +127,9 @@ async def test_an_unread_watch_is_closed_at_its_byte_bound_alone(small_bound: Em
             status, body = await api.post(CMS, configmap(f"cm{i}", {"k": str(i % 10) * MiB}))
             assert status == 201, body
             # no watcher ever holds more than the bound
-            assert all(w.queued_bytes <= BOUND for w in hub.watchers), [w.queued_bytes for w in hub.watchers]
+            assert all(w.queued_bytes <= BOUND for w in hub.watchers), [
+                w.queued_bytes for w in hub.watchers
+            ]
             t = time.perf_counter()
             status, small = await api.get("/api/v1/namespaces/kube-system/configmaps")
             list_times.append(time.perf_counter() - t)
@@ -141,14 +148,19 @@ async def test_an_unread_watch_is_closed_at_its_byte_bound_alone(small_bound: Em
         assert names == [f"cm{i}" for i in range(len(names))] and len(names) < n
         # re-watching from the last resourceVersion it saw gives the rest
         last_rv = events[-1]["object"]["metadata"]["resourceVersion"] if events else rv
-        rest = await watch_lines(api, f"{CMS}?watch=1&resourceVersion={last_rv}",
-                                 lambda evs: len(evs) == n - len(names))
-        assert [e["object"]["metadata"]["name"] for e in rest] == [f"cm{i}" for i in range(len(names), n)]
+        rest = await watch_lines(
+            api, f"{CMS}?watch=1&resourceVersion={last_rv}", lambda evs: len(evs) == n - len(names)
+        )
+        assert [e["object"]["metadata"]["name"] for e in rest] == [
+            f"cm{i}" for i in range(len(names), n)
+        ]
     finally:
         await api.close()
 
 
-async def test_an_unread_watch_of_the_initial_state_is_closed_too(small_bound: EmbeddedServer) -> None:
+async def test_an_unread_watch_of_the_initial_state_is_closed_too(
+    small_bound: EmbeddedServer,
+) -> None:
     """Stalled while its initial events are written: closed when changes pile up behind them."""
     srv = small_bound
     hub = srv.app.hub
@@ -179,8 +191,9 @@ async def test_a_slow_reader_that_keeps_up_is_not_closed(small_bound: EmbeddedSe
     try:
         _, first = await api.post(CMS, configmap("first"))
         rv = first["metadata"]["resourceVersion"]
-        task = asyncio.get_running_loop().create_task(watch_lines(
-            api, f"{CMS}?watch=1&resourceVersion={rv}", lambda evs: len(evs) == 12))
+        task = asyncio.get_running_loop().create_task(
+            watch_lines(api, f"{CMS}?watch=1&resourceVersion={rv}", lambda evs: len(evs) == 12)
+        )
         await asyncio.sleep(0.1)
         for i in range(12):
             await api.post(CMS, configmap(f"cm{i}", {"k": "x" * (512 * 1024)}))

@@ -17,15 +17,53 @@ def issue(d: Path, ca_name: str, certs: dict[str, str | None]) -> dict[str, Path
     def run(*args: str) -> None:
         subprocess.run(args, cwd=d, check=True, capture_output=True)
 
-    run("openssl", "req", "-x509", *_EC, "-keyout", "ca.key", "-out", "ca.crt", "-days", "1", "-subj", f"/CN={ca_name}")
+    run(
+        "openssl",
+        "req",
+        "-x509",
+        *_EC,
+        "-keyout",
+        "ca.key",
+        "-out",
+        "ca.crt",
+        "-days",
+        "1",
+        "-subj",
+        f"/CN={ca_name}",
+    )
     for name, san in certs.items():
         ext: tuple[str, ...] = ()
         if san is not None:
             (d / f"{name}.ext").write_text(f"subjectAltName={san}\n")
             ext = ("-extfile", f"{name}.ext")
-        run("openssl", "req", *_EC, "-keyout", f"{name}.key", "-out", f"{name}.csr", "-subj", f"/CN={name}")
-        run("openssl", "x509", "-req", "-in", f"{name}.csr", "-CA", "ca.crt", "-CAkey", "ca.key", "-CAcreateserial",
-            "-out", f"{name}.crt", "-days", "1", *ext)
+        run(
+            "openssl",
+            "req",
+            *_EC,
+            "-keyout",
+            f"{name}.key",
+            "-out",
+            f"{name}.csr",
+            "-subj",
+            f"/CN={name}",
+        )
+        run(
+            "openssl",
+            "x509",
+            "-req",
+            "-in",
+            f"{name}.csr",
+            "-CA",
+            "ca.crt",
+            "-CAkey",
+            "ca.key",
+            "-CAcreateserial",
+            "-out",
+            f"{name}.crt",
+            "-days",
+            "1",
+            *ext,
+        )
     return {p.name: p for p in d.iterdir()}
 
 

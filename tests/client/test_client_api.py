@@ -32,12 +32,17 @@ WIDGETS = ResourceType("test.kubewerk.dev", "v1", "Widget", "widgets")
 
 
 def widget(name: str, size: int = 1) -> Widget:
-    return Widget.model_validate({"metadata": {"name": name, "namespace": "default"}, "spec": {"size": size}})
+    return Widget.model_validate(
+        {"metadata": {"name": name, "namespace": "default"}, "spec": {"size": size}}
+    )
 
 
 def test_resource_type_of_model() -> None:
     assert resource_type_of(Widget) == WIDGETS
-    assert WIDGETS.path("ns", "a", "status") == "/apis/test.kubewerk.dev/v1/namespaces/ns/widgets/a/status"
+    assert (
+        WIDGETS.path("ns", "a", "status")
+        == "/apis/test.kubewerk.dev/v1/namespaces/ns/widgets/a/status"
+    )
     assert SECRET.path(None) == "/api/v1/secrets"
 
 
@@ -60,7 +65,14 @@ async def test_typed_and_dynamic_crud(client: Client) -> None:
     st = await client.replace_status(replaced)
     assert st.status is not None and st.status.phase == "Ready"
     assert st.metadata.generation == 2  # status writes never bump generation
-    d = await client.create({"apiVersion": "test.kubewerk.dev/v1", "kind": "Widget", "metadata": {"name": "b"}, "spec": {"size": 1}})
+    d = await client.create(
+        {
+            "apiVersion": "test.kubewerk.dev/v1",
+            "kind": "Widget",
+            "metadata": {"name": "b"},
+            "spec": {"size": 1},
+        }
+    )
     assert d["metadata"]["namespace"] == "default"  # the config's namespace
     await client.delete(Widget, "b", "default")
     with pytest.raises(NotFound) as nf:
@@ -73,25 +85,42 @@ async def test_patches_merge_json_and_guarded_status(client: Client) -> None:
     rv = w.metadata.resource_version
     merged = await client.patch(Widget, "p", {"spec": {"color": "red"}}, "default")
     assert merged.spec.color == "red"
-    jp = await client.patch(Widget, "p", [{"op": "replace", "path": "/spec/size", "value": 9}], "default", type="json")
+    jp = await client.patch(
+        Widget, "p", [{"op": "replace", "path": "/spec/size", "value": 9}], "default", type="json"
+    )
     assert jp.spec.size == 9
-    ok = await client.patch_status(Widget, "p", {"metadata": {"resourceVersion": jp.metadata.resource_version}, "status": {"phase": "A"}}, "default")
+    ok = await client.patch_status(
+        Widget,
+        "p",
+        {"metadata": {"resourceVersion": jp.metadata.resource_version}, "status": {"phase": "A"}},
+        "default",
+    )
     assert ok.status.phase == "A"
     with pytest.raises(Conflict):
-        await client.patch_status(Widget, "p", {"metadata": {"resourceVersion": rv}, "status": {"phase": "B"}}, "default")
+        await client.patch_status(
+            Widget, "p", {"metadata": {"resourceVersion": rv}, "status": {"phase": "B"}}, "default"
+        )
     assert (await client.get(Widget, "p", "default")).status.phase == "A"
 
 
 async def test_pagination_and_iter(client: Client) -> None:
     for i in range(23):
-        await client.create({"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": f"cm-{i:02d}", "labels": {"even": str(i % 2 == 0).lower()}}})
+        await client.create(
+            {
+                "apiVersion": "v1",
+                "kind": "ConfigMap",
+                "metadata": {"name": f"cm-{i:02d}", "labels": {"even": str(i % 2 == 0).lower()}},
+            }
+        )
     page = await client.list(CONFIGMAP, "default", limit=10)
     assert len(page.items) == 10 and page.continue_token
     everything = await client.list_all(CONFIGMAP, "default", page_size=7)
     names = [o["metadata"]["name"] for o in everything.items]
     assert names == sorted(names) and len([n for n in names if n.startswith("cm-")]) == 23
     assert all(o["kind"] == "ConfigMap" for o in everything.items)
-    evens = [o async for o in client.iter(CONFIGMAP, "default", label_selector="even=true", page_size=4)]
+    evens = [
+        o async for o in client.iter(CONFIGMAP, "default", label_selector="even=true", page_size=4)
+    ]
     assert len(evens) == 12
 
 
@@ -100,7 +129,9 @@ async def test_watch_stream_and_bookmarks(client: Client) -> None:
     seen: list[tuple[str, str]] = []
 
     async def consume() -> None:
-        async for ev in client.watch(Widget, "default", resource_version=start.resource_version, timeout_seconds=5):
+        async for ev in client.watch(
+            Widget, "default", resource_version=start.resource_version, timeout_seconds=5
+        ):
             seen.append((ev.type, ev.raw.get("metadata", {}).get("name", "")))
             if ev.type == "DELETED":
                 return
@@ -117,7 +148,9 @@ async def test_watch_stream_and_bookmarks(client: Client) -> None:
     assert "BOOKMARK" in kinds
 
 
-async def test_watch_from_compacted_revision_raises_gone(aserver: EmbeddedServer, client: Client) -> None:
+async def test_watch_from_compacted_revision_raises_gone(
+    aserver: EmbeddedServer, client: Client
+) -> None:
     await client.create(widget("g1"))
     old = (await client.list(Widget, "default")).resource_version
     for i in range(3):
@@ -128,7 +161,9 @@ async def test_watch_from_compacted_revision_raises_gone(aserver: EmbeddedServer
             pass
 
 
-async def test_list_watch_relists_after_410_and_resumes_otherwise(client: Client, monkeypatch: pytest.MonkeyPatch) -> None:
+async def test_list_watch_relists_after_410_and_resumes_otherwise(
+    client: Client, monkeypatch: pytest.MonkeyPatch
+) -> None:
     real_watch = client.watch
     calls: list[str | None] = []
 
@@ -163,7 +198,9 @@ async def test_list_watch_relists_after_410_and_resumes_otherwise(client: Client
 
 
 async def test_unreachable_server_is_one_clear_error() -> None:
-    async with Client.from_url("http://127.0.0.1:9", retry=RetryPolicy(max_retries=2, base=0.01)) as c:
+    async with Client.from_url(
+        "http://127.0.0.1:9", retry=RetryPolicy(max_retries=2, base=0.01)
+    ) as c:
         started = time.monotonic()
         with pytest.raises(ServerUnreachable) as info:
             await c.get(SECRET, "x", "default")
@@ -189,9 +226,22 @@ async def test_retries_429_and_5xx_honouring_retry_after() -> None:
     async def handler(request: web.Request) -> web.Response:
         calls.append(time.monotonic())
         if len(calls) == 1:
-            return web.json_response({"kind": "Status", "status": "Failure", "reason": "TooManyRequests", "code": 429, "message": "slow down"}, status=429, headers={"Retry-After": "1"})
+            return web.json_response(
+                {
+                    "kind": "Status",
+                    "status": "Failure",
+                    "reason": "TooManyRequests",
+                    "code": 429,
+                    "message": "slow down",
+                },
+                status=429,
+                headers={"Retry-After": "1"},
+            )
         if len(calls) == 2:
-            return web.json_response({"kind": "Status", "reason": "ServiceUnavailable", "code": 503, "message": "busy"}, status=503)
+            return web.json_response(
+                {"kind": "Status", "reason": "ServiceUnavailable", "code": 503, "message": "busy"},
+                status=503,
+            )
         return web.json_response({"apiVersion": "v1", "kind": "Secret", "metadata": {"name": "s"}})
 
     runner, url = await _fake_server(handler)
@@ -217,7 +267,15 @@ async def test_write_not_retried_on_500_without_retry_after() -> None:
     async def handler(request: web.Request) -> web.Response:
         nonlocal calls
         calls += 1
-        return web.json_response({"kind": "Status", "reason": "InternalError", "code": 500, "message": "Internal error occurred: boom"}, status=500)
+        return web.json_response(
+            {
+                "kind": "Status",
+                "reason": "InternalError",
+                "code": 500,
+                "message": "Internal error occurred: boom",
+            },
+            status=500,
+        )
 
     runner, url = await _fake_server(handler)
     try:
@@ -234,7 +292,16 @@ async def test_write_not_retried_on_500_without_retry_after() -> None:
 
 async def test_429_error_is_typed_with_retry_after() -> None:
     async def handler(request: web.Request) -> web.Response:
-        return web.json_response({"kind": "Status", "reason": "TooManyRequests", "code": 429, "message": "no", "details": {"retryAfterSeconds": 7}}, status=429)
+        return web.json_response(
+            {
+                "kind": "Status",
+                "reason": "TooManyRequests",
+                "code": 429,
+                "message": "no",
+                "details": {"retryAfterSeconds": 7},
+            },
+            status=429,
+        )
 
     runner, url = await _fake_server(handler)
     try:

@@ -10,10 +10,18 @@ from kubewerk.client import CONFIGMAP, Client, NotFound
 async def test_selectors_with_reserved_characters(client: Client) -> None:
     # selectors with spaces, parentheses, commas and "!" go out percent-encoded
     for name, tier in (("a", "web"), ("b", "db"), ("c", "cache")):
-        await client.create({"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": name, "labels": {"tier": tier}}})
+        await client.create(
+            {
+                "apiVersion": "v1",
+                "kind": "ConfigMap",
+                "metadata": {"name": name, "labels": {"tier": tier}},
+            }
+        )
     got = await client.list(CONFIGMAP, "default", label_selector="tier in (web, db),tier!=db")
     assert [o["metadata"]["name"] for o in got.items] == ["a"]
-    got = await client.list(CONFIGMAP, "default", field_selector="metadata.name!=a", label_selector="tier notin (web)")
+    got = await client.list(
+        CONFIGMAP, "default", field_selector="metadata.name!=a", label_selector="tier notin (web)"
+    )
     assert sorted(o["metadata"]["name"] for o in got.items) == ["b", "c"]
 
 

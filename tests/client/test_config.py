@@ -17,8 +17,21 @@ from kubewerk.client import ConfigError, load_incluster, load_kubeconfig
 from kubewerk.client.config import ExecAuthenticator, TokenFileAuthenticator, load_config
 
 
-def write_config(path: Path, *, clusters: list[dict], users: list[dict], contexts: list[dict], current: str | None = "c1") -> Path:
-    doc = {"apiVersion": "v1", "kind": "Config", "clusters": clusters, "users": users, "contexts": contexts}
+def write_config(
+    path: Path,
+    *,
+    clusters: list[dict],
+    users: list[dict],
+    contexts: list[dict],
+    current: str | None = "c1",
+) -> Path:
+    doc = {
+        "apiVersion": "v1",
+        "kind": "Config",
+        "clusters": clusters,
+        "users": users,
+        "contexts": contexts,
+    }
     if current:
         doc["current-context"] = current
     path.write_text(yaml.safe_dump(doc))
@@ -39,14 +52,65 @@ def pki(tmp_path_factory: pytest.TempPathFactory) -> dict[str, bytes]:
     """A self-signed CA and a client certificate (openssl)."""
     d = tmp_path_factory.mktemp("pki")
     run = lambda *a: subprocess.run(a, cwd=d, check=True, capture_output=True)  # noqa: E731
-    run("openssl", "req", "-x509", "-newkey", "rsa:2048", "-nodes", "-keyout", "ca.key", "-out", "ca.crt", "-days", "1", "-subj", "/CN=test-ca")
-    run("openssl", "req", "-newkey", "rsa:2048", "-nodes", "-keyout", "client.key", "-out", "client.csr", "-subj", "/CN=client")
-    run("openssl", "x509", "-req", "-in", "client.csr", "-CA", "ca.crt", "-CAkey", "ca.key", "-CAcreateserial", "-out", "client.crt", "-days", "1")
+    run(
+        "openssl",
+        "req",
+        "-x509",
+        "-newkey",
+        "rsa:2048",
+        "-nodes",
+        "-keyout",
+        "ca.key",
+        "-out",
+        "ca.crt",
+        "-days",
+        "1",
+        "-subj",
+        "/CN=test-ca",
+    )
+    run(
+        "openssl",
+        "req",
+        "-newkey",
+        "rsa:2048",
+        "-nodes",
+        "-keyout",
+        "client.key",
+        "-out",
+        "client.csr",
+        "-subj",
+        "/CN=client",
+    )
+    run(
+        "openssl",
+        "x509",
+        "-req",
+        "-in",
+        "client.csr",
+        "-CA",
+        "ca.crt",
+        "-CAkey",
+        "ca.key",
+        "-CAcreateserial",
+        "-out",
+        "client.crt",
+        "-days",
+        "1",
+    )
     return {n: (d / n).read_bytes() for n in ("ca.crt", "client.crt", "client.key")}
 
 
 async def test_token_context_namespace_and_ca_data(tmp_path: Path, pki: dict[str, bytes]) -> None:
-    cfg = load_kubeconfig(simple(tmp_path, {"token": "abc"}, {"server": "https://k:6443/", "certificate-authority-data": base64.b64encode(pki["ca.crt"]).decode()}))
+    cfg = load_kubeconfig(
+        simple(
+            tmp_path,
+            {"token": "abc"},
+            {
+                "server": "https://k:6443/",
+                "certificate-authority-data": base64.b64encode(pki["ca.crt"]).decode(),
+            },
+        )
+    )
     assert cfg.server == "https://k:6443"
     assert cfg.namespace == "team"
     assert (await cfg.auth.credentials()).token == "abc"
@@ -54,7 +118,9 @@ async def test_token_context_namespace_and_ca_data(tmp_path: Path, pki: dict[str
     assert isinstance(ctx, ssl.SSLContext) and ctx.verify_mode == ssl.CERT_REQUIRED
 
 
-def test_client_certificate_files_relative_to_kubeconfig(tmp_path: Path, pki: dict[str, bytes]) -> None:
+def test_client_certificate_files_relative_to_kubeconfig(
+    tmp_path: Path, pki: dict[str, bytes]
+) -> None:
     (tmp_path / "certs").mkdir()
     for name, data in pki.items():
         (tmp_path / "certs" / name).write_bytes(data)
@@ -71,12 +137,16 @@ def test_client_certificate_files_relative_to_kubeconfig(tmp_path: Path, pki: di
 
 
 def test_insecure_skip_tls_verify(tmp_path: Path) -> None:
-    cfg = load_kubeconfig(simple(tmp_path, {}, {"server": "https://k:6443", "insecure-skip-tls-verify": True}))
+    cfg = load_kubeconfig(
+        simple(tmp_path, {}, {"server": "https://k:6443", "insecure-skip-tls-verify": True})
+    )
     ctx = cfg.ssl_context()
     assert ctx is not None and ctx.verify_mode == ssl.CERT_NONE and not ctx.check_hostname
 
 
-def test_explicit_context_and_kubeconfig_env_merge(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+def test_explicit_context_and_kubeconfig_env_merge(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     a = write_config(
         tmp_path / "a",
         clusters=[{"name": "k", "cluster": {"server": "http://first:1"}}],
@@ -86,7 +156,10 @@ def test_explicit_context_and_kubeconfig_env_merge(tmp_path: Path, monkeypatch: 
     )
     b = write_config(
         tmp_path / "b",
-        clusters=[{"name": "k", "cluster": {"server": "http://second:1"}}, {"name": "k2", "cluster": {"server": "http://other:2"}}],
+        clusters=[
+            {"name": "k", "cluster": {"server": "http://second:1"}},
+            {"name": "k2", "cluster": {"server": "http://other:2"}},
+        ],
         users=[{"name": "u", "user": {"token": "second"}}],
         contexts=[{"name": "c2", "context": {"cluster": "k2", "user": "u"}}],
         current="c2",
@@ -157,7 +230,11 @@ async def test_exec_plugin_cached_until_expiry(tmp_path: Path) -> None:
 async def test_exec_plugin_expired_credentials_rerun(tmp_path: Path) -> None:
     counter = tmp_path / "count"
     plugin(tmp_path)
-    exec_cfg = {"apiVersion": "client.authentication.k8s.io/v1beta1", "command": str(tmp_path / "bin" / "cred"), "args": [str(counter), "2000-01-01T00:00:00Z"]}
+    exec_cfg = {
+        "apiVersion": "client.authentication.k8s.io/v1beta1",
+        "command": str(tmp_path / "bin" / "cred"),
+        "args": [str(counter), "2000-01-01T00:00:00Z"],
+    }
     cfg = load_kubeconfig(simple(tmp_path, {"exec": exec_cfg}))
     await cfg.auth.credentials()
     await cfg.auth.credentials()
@@ -165,13 +242,30 @@ async def test_exec_plugin_expired_credentials_rerun(tmp_path: Path) -> None:
 
 
 async def test_exec_plugin_failures_are_one_sentence(tmp_path: Path) -> None:
-    cfg = load_kubeconfig(simple(tmp_path, {"exec": {"apiVersion": "client.authentication.k8s.io/v1", "command": "no-such-plugin-xyz", "installHint": "install it"}}))
+    cfg = load_kubeconfig(
+        simple(
+            tmp_path,
+            {
+                "exec": {
+                    "apiVersion": "client.authentication.k8s.io/v1",
+                    "command": "no-such-plugin-xyz",
+                    "installHint": "install it",
+                }
+            },
+        )
+    )
     with pytest.raises(ConfigError, match=r"could not be started.*install it"):
         await cfg.auth.credentials()
     failing = tmp_path / "fail.sh"
     failing.write_text("#!/bin/sh\necho 'boom: no login' >&2\nexit 3\n")
     failing.chmod(0o755)
-    cfg = load_kubeconfig(simple(tmp_path, {"exec": {"apiVersion": "client.authentication.k8s.io/v1", "command": str(failing)}}, name="c2"))
+    cfg = load_kubeconfig(
+        simple(
+            tmp_path,
+            {"exec": {"apiVersion": "client.authentication.k8s.io/v1", "command": str(failing)}},
+            name="c2",
+        )
+    )
     with pytest.raises(ConfigError, match="exited with code 3: boom: no login"):
         await cfg.auth.credentials()
 
@@ -180,16 +274,39 @@ async def test_exec_plugin_failures_are_one_sentence(tmp_path: Path) -> None:
     ("mutate", "message"),
     [
         (lambda d: d.update({"current-context": "nope"}), "context 'nope' not found in kubeconfig"),
-        (lambda d: d["contexts"][0]["context"].update({"cluster": "gone"}), "refers to cluster 'gone'"),
+        (
+            lambda d: d["contexts"][0]["context"].update({"cluster": "gone"}),
+            "refers to cluster 'gone'",
+        ),
         (lambda d: d["contexts"][0]["context"].update({"user": "ghost"}), "refers to user 'ghost'"),
         (lambda d: d["clusters"][0]["cluster"].update({"server": "k:6443"}), "is not an http"),
         (lambda d: d["clusters"][0]["cluster"].pop("server"), "no server URL"),
-        (lambda d: d["clusters"][0]["cluster"].update({"certificate-authority-data": "%%%"}), "not valid base64"),
-        (lambda d: d["clusters"][0]["cluster"].update({"certificate-authority": "/nope/ca.crt"}), "cannot read certificate authority"),
-        (lambda d: d["users"][0]["user"].update({"client-certificate-data": "YQ=="}), "needs a client key"),
-        (lambda d: d["users"][0]["user"].update({"auth-provider": {"name": "gcp"}}), "auth-provider 'gcp' is not supported"),
-        (lambda d: d["users"][0]["user"].update({"tokenFile": "/nope/token"}), "cannot read token file"),
-        (lambda d: d["users"][0]["user"].update({"exec": {"apiVersion": "client.authentication.k8s.io/v1alpha1", "command": "x"}}), "exec apiVersion"),
+        (
+            lambda d: d["clusters"][0]["cluster"].update({"certificate-authority-data": "%%%"}),
+            "not valid base64",
+        ),
+        (
+            lambda d: d["clusters"][0]["cluster"].update({"certificate-authority": "/nope/ca.crt"}),
+            "cannot read certificate authority",
+        ),
+        (
+            lambda d: d["users"][0]["user"].update({"client-certificate-data": "YQ=="}),
+            "needs a client key",
+        ),
+        (
+            lambda d: d["users"][0]["user"].update({"auth-provider": {"name": "gcp"}}),
+            "auth-provider 'gcp' is not supported",
+        ),
+        (
+            lambda d: d["users"][0]["user"].update({"tokenFile": "/nope/token"}),
+            "cannot read token file",
+        ),
+        (
+            lambda d: d["users"][0]["user"].update(
+                {"exec": {"apiVersion": "client.authentication.k8s.io/v1alpha1", "command": "x"}}
+            ),
+            "exec apiVersion",
+        ),
         (lambda d: d.pop("current-context"), "has no current-context"),
     ],
 )
@@ -216,24 +333,40 @@ def test_unreadable_or_malformed_files(tmp_path: Path) -> None:
 
 def test_insecure_with_ca_is_refused(tmp_path: Path) -> None:
     with pytest.raises(ConfigError, match="cannot both be set"):
-        load_kubeconfig(simple(tmp_path, {}, {"server": "https://k", "insecure-skip-tls-verify": True, "certificate-authority-data": "YQ=="}))
+        load_kubeconfig(
+            simple(
+                tmp_path,
+                {},
+                {
+                    "server": "https://k",
+                    "insecure-skip-tls-verify": True,
+                    "certificate-authority-data": "YQ==",
+                },
+            )
+        )
 
 
 async def test_incluster(tmp_path: Path, pki: dict[str, bytes]) -> None:
     (tmp_path / "token").write_text("sa-token")
     (tmp_path / "ca.crt").write_bytes(pki["ca.crt"])
     (tmp_path / "namespace").write_text("ops")
-    cfg = load_incluster(tmp_path, {"KUBERNETES_SERVICE_HOST": "10.0.0.1", "KUBERNETES_SERVICE_PORT": "443"})
+    cfg = load_incluster(
+        tmp_path, {"KUBERNETES_SERVICE_HOST": "10.0.0.1", "KUBERNETES_SERVICE_PORT": "443"}
+    )
     assert cfg.server == "https://10.0.0.1:443"
     assert cfg.namespace == "ops"
     assert (await cfg.auth.credentials()).token == "sa-token"
-    v6 = load_incluster(tmp_path, {"KUBERNETES_SERVICE_HOST": "fd00::1", "KUBERNETES_SERVICE_PORT": "443"})
+    v6 = load_incluster(
+        tmp_path, {"KUBERNETES_SERVICE_HOST": "fd00::1", "KUBERNETES_SERVICE_PORT": "443"}
+    )
     assert v6.server == "https://[fd00::1]:443"
     with pytest.raises(ConfigError, match="not running in a cluster"):
         load_incluster(tmp_path, {})
 
 
-def test_load_config_prefers_explicit_kubeconfig(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+def test_load_config_prefers_explicit_kubeconfig(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     monkeypatch.setenv("KUBERNETES_SERVICE_HOST", "10.0.0.1")
     monkeypatch.setenv("KUBERNETES_SERVICE_PORT", "443")
     cfg = load_config(simple(tmp_path, {"token": "t"}))

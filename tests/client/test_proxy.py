@@ -33,7 +33,15 @@ from kubewerk.core.errors import ApiError
 from tests.client.pki import issue, server_context
 
 NO_RETRY = RetryPolicy(max_retries=0)
-PROXY_VARS = ("HTTP_PROXY", "http_proxy", "HTTPS_PROXY", "https_proxy", "NO_PROXY", "no_proxy", "REQUEST_METHOD")
+PROXY_VARS = (
+    "HTTP_PROXY",
+    "http_proxy",
+    "HTTPS_PROXY",
+    "https_proxy",
+    "NO_PROXY",
+    "no_proxy",
+    "REQUEST_METHOD",
+)
 
 
 @pytest.fixture
@@ -116,7 +124,9 @@ class Proxy(_LoopbackServer):
     ``Proxy-Authorization``. ``hosts`` maps names to loopback ("kube.test" -> 127.0.0.1).
     Counts client connections, tunnels, forwarded requests and 407 answers."""
 
-    def __init__(self, *, auth: str | None = None, ssl_context: ssl.SSLContext | None = None) -> None:
+    def __init__(
+        self, *, auth: str | None = None, ssl_context: ssl.SSLContext | None = None
+    ) -> None:
         super().__init__(ssl_context)
         self.auth = None if auth is None else "Basic " + base64.b64encode(auth.encode()).decode()
         self.hosts = {"kube.test": "127.0.0.1"}
@@ -186,7 +196,11 @@ class Proxy(_LoopbackServer):
                 self.forwarded_headers.append(kept)
                 length = int(next((v for k, v in kept if k.lower() == "content-length"), "0"))
                 body = await reader.readexactly(length)
-                head = f"{method} /{path} HTTP/1.1\r\n" + "".join(f"{k}: {v}\r\n" for k, v in kept) + "\r\n"
+                head = (
+                    f"{method} /{path} HTTP/1.1\r\n"
+                    + "".join(f"{k}: {v}\r\n" for k, v in kept)
+                    + "\r\n"
+                )
                 upstream[1].write(head.encode("latin-1") + body)
                 await upstream[1].drain()
                 self.forwarded += 1
@@ -221,8 +235,11 @@ class TLSFront(_LoopbackServer):
 @pytest.fixture(scope="module")
 def pki(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Path]:
     """A throwaway CA; an API server certificate for DNS:kube.test, a proxy certificate for IP:127.0.0.1."""
-    return issue(tmp_path_factory.mktemp("proxy-tls"), "kubewerk-proxy-test-ca",
-                 {"server": "DNS:kube.test", "proxy": "IP:127.0.0.1"})
+    return issue(
+        tmp_path_factory.mktemp("proxy-tls"),
+        "kubewerk-proxy-test-ca",
+        {"server": "DNS:kube.test", "proxy": "IP:127.0.0.1"},
+    )
 
 
 async def crud_and_watch(client: Client) -> None:
@@ -231,7 +248,9 @@ async def crud_and_watch(client: Client) -> None:
     events: list[tuple[str, str]] = []
 
     async def watch() -> None:
-        async for ev in client.watch(CONFIGMAP, "default", resource_version=start.resource_version, timeout_seconds=10):
+        async for ev in client.watch(
+            CONFIGMAP, "default", resource_version=start.resource_version, timeout_seconds=10
+        ):
             if ev.type == "BOOKMARK":
                 continue
             events.append((ev.type, ev.object["metadata"]["name"]))
@@ -239,11 +258,18 @@ async def crud_and_watch(client: Client) -> None:
                 return
 
     watcher = asyncio.create_task(watch())
-    cm = {"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "via-proxy"}, "data": {"a": "1"}}
+    cm = {
+        "apiVersion": "v1",
+        "kind": "ConfigMap",
+        "metadata": {"name": "via-proxy"},
+        "data": {"a": "1"},
+    }
     created = await client.create(cm)
     assert created["metadata"]["uid"]
     assert (await client.get(CONFIGMAP, "via-proxy", "default"))["data"] == {"a": "1"}
-    assert [o["metadata"]["name"] for o in (await client.list(CONFIGMAP, "default")).items] == ["via-proxy"]
+    assert [o["metadata"]["name"] for o in (await client.list(CONFIGMAP, "default")).items] == [
+        "via-proxy"
+    ]
     patched = await client.patch(CONFIGMAP, "via-proxy", {"data": {"a": "2"}}, "default")
     assert patched["data"] == {"a": "2"}
     await client.delete(CONFIGMAP, "via-proxy", "default")
@@ -294,7 +320,11 @@ def test_no_proxy_matching(spec: str, host: str, port: int, excluded: bool) -> N
 
 
 def test_environment_proxy_selection() -> None:
-    env = {"HTTPS_PROXY": "http://sec.proxy:3128", "HTTP_PROXY": "plain.proxy:8080", "NO_PROXY": ".internal,10.0.0.0/8"}
+    env = {
+        "HTTPS_PROXY": "http://sec.proxy:3128",
+        "HTTP_PROXY": "plain.proxy:8080",
+        "NO_PROXY": ".internal,10.0.0.0/8",
+    }
     ep = EnvironmentProxy.from_environ(env)
     assert ep.proxy_for("https", "kube.example", 443) == ProxyURL("http", "sec.proxy", 3128)
     # a bare host:port is an http proxy
@@ -309,31 +339,46 @@ def test_environment_proxy_selection() -> None:
     only_http = EnvironmentProxy.from_environ({"HTTP_PROXY": "http://p:1"})
     assert only_http.proxy_for("https", "kube.example", 443) is None
     # upper case wins; an empty upper-case value lets the lower-case one through
-    both = EnvironmentProxy.from_environ({"HTTPS_PROXY": "http://upper:1", "https_proxy": "http://lower:2"})
+    both = EnvironmentProxy.from_environ(
+        {"HTTPS_PROXY": "http://upper:1", "https_proxy": "http://lower:2"}
+    )
     assert both.proxy_for("https", "k", 443) == ProxyURL("http", "upper", 1)
-    empty_upper = EnvironmentProxy.from_environ({"HTTPS_PROXY": "", "https_proxy": "http://lower:2", "no_proxy": "k"})
+    empty_upper = EnvironmentProxy.from_environ(
+        {"HTTPS_PROXY": "", "https_proxy": "http://lower:2", "no_proxy": "k"}
+    )
     assert empty_upper.proxy_for("https", "x", 443) == ProxyURL("http", "lower", 2)
     assert empty_upper.proxy_for("https", "k", 443) is None  # no_proxy read too
     # a CGI process ignores HTTP_PROXY (httpoxy), not HTTPS_PROXY
-    cgi = EnvironmentProxy.from_environ({"HTTP_PROXY": "http://p:1", "HTTPS_PROXY": "http://p:1", "REQUEST_METHOD": "GET"})
+    cgi = EnvironmentProxy.from_environ(
+        {"HTTP_PROXY": "http://p:1", "HTTPS_PROXY": "http://p:1", "REQUEST_METHOD": "GET"}
+    )
     assert cgi.proxy_for("http", "kube.example", 80) is None
     assert cgi.proxy_for("https", "kube.example", 443) is not None
     # default ports, user information percent-decoded
-    assert EnvironmentProxy.from_environ({"HTTPS_PROXY": "https://u%40x:p%3Aw@sec"}).proxy_for("https", "k", 443) == ProxyURL(
-        "https", "sec", 443, "u@x", "p:w"
-    )
+    assert EnvironmentProxy.from_environ({"HTTPS_PROXY": "https://u%40x:p%3Aw@sec"}).proxy_for(
+        "https", "k", 443
+    ) == ProxyURL("https", "sec", 443, "u@x", "p:w")
     # a value that is no usable proxy URL is reported where it applies (Go would dial a mangled host)
-    bad = EnvironmentProxy.from_environ({"HTTPS_PROXY": "http://proxy:notaport", "HTTP_PROXY": "ftp://p:21"})
+    bad = EnvironmentProxy.from_environ(
+        {"HTTPS_PROXY": "http://proxy:notaport", "HTTP_PROXY": "ftp://p:21"}
+    )
     with pytest.raises(ConfigError) as info:
         bad.proxy_for("https", "k", 443)
-    assert str(info.value).startswith("the proxy environment variable HTTPS_PROXY 'http://proxy:notaport': Port could not be cast")
-    with pytest.raises(ConfigError, match="HTTP_PROXY 'ftp://p:21': unsupported scheme 'ftp', must be http, https, or socks5"):
+    assert str(info.value).startswith(
+        "the proxy environment variable HTTPS_PROXY 'http://proxy:notaport': Port could not be cast"
+    )
+    with pytest.raises(
+        ConfigError,
+        match="HTTP_PROXY 'ftp://p:21': unsupported scheme 'ftp', must be http, https, or socks5",
+    ):
         bad.proxy_for("http", "k", 80)
     assert bad.proxy_for("https", "localhost", 443) is None
 
 
 def test_socks5_is_refused_with_a_clear_error() -> None:
-    ep = EnvironmentProxy.from_environ({"HTTPS_PROXY": "socks5://127.0.0.1:1080", "NO_PROXY": "skip.me"})
+    ep = EnvironmentProxy.from_environ(
+        {"HTTPS_PROXY": "socks5://127.0.0.1:1080", "NO_PROXY": "skip.me"}
+    )
     with pytest.raises(ConfigError) as info:
         ep.proxy_for("https", "kube.example", 443)
     assert str(info.value) == (
@@ -348,12 +393,16 @@ def test_socks5_is_refused_with_a_clear_error() -> None:
 
 def test_explicit_proxy_url_beats_the_environment_and_covers_loopback() -> None:
     env = {"HTTPS_PROXY": "http://env.proxy:1", "NO_PROXY": "*"}
-    assert select_proxy("http://explicit:3128", "https", "127.0.0.1", 6443, env) == ProxyURL("http", "explicit", 3128)
-    assert select_proxy(None, "https", "kube.example", 443, env) is None  # NO_PROXY=*
-    assert select_proxy(None, "https", "kube.example", 443, {"HTTPS_PROXY": "http://env.proxy:1"}) == ProxyURL(
-        "http", "env.proxy", 1
+    assert select_proxy("http://explicit:3128", "https", "127.0.0.1", 6443, env) == ProxyURL(
+        "http", "explicit", 3128
     )
-    assert str(ProxyURL("http", "p", 1, "me", "secret")) == "http://me:xxxxx@p:1"  # messages never show a password
+    assert select_proxy(None, "https", "kube.example", 443, env) is None  # NO_PROXY=*
+    assert select_proxy(
+        None, "https", "kube.example", 443, {"HTTPS_PROXY": "http://env.proxy:1"}
+    ) == ProxyURL("http", "env.proxy", 1)
+    assert (
+        str(ProxyURL("http", "p", 1, "me", "secret")) == "http://me:xxxxx@p:1"
+    )  # messages never show a password
 
 
 def write_kubeconfig(path: Path, server: str, proxy_url: str | None) -> Path:
@@ -380,11 +429,20 @@ def write_kubeconfig(path: Path, server: str, proxy_url: str | None) -> Path:
 @pytest.mark.parametrize(
     ("proxy_url", "message"),
     [
-        ("ftp://proxy:21", "invalid proxy-url 'ftp://proxy:21': unsupported scheme 'ftp', must be http, https, or socks5"),
-        ("proxy.corp:3128", "invalid proxy-url 'proxy.corp:3128': unsupported scheme 'proxy.corp', must be http, https, or socks5"),
+        (
+            "ftp://proxy:21",
+            "invalid proxy-url 'ftp://proxy:21': unsupported scheme 'ftp', must be http, https, or socks5",
+        ),
+        (
+            "proxy.corp:3128",
+            "invalid proxy-url 'proxy.corp:3128': unsupported scheme 'proxy.corp', must be http, https, or socks5",
+        ),
         ("http://proxy:99999", "invalid proxy-url 'http://proxy:99999': Port out of range 0-65535"),
         ("http://:3128", "invalid proxy-url 'http://:3128': it names no host"),
-        ("http://[::1:3128", "invalid proxy-url 'http://[::1:3128': it is not a valid URL (Invalid IPv6 URL)"),
+        (
+            "http://[::1:3128",
+            "invalid proxy-url 'http://[::1:3128': it is not a valid URL (Invalid IPv6 URL)",
+        ),
         (
             "socks5://proxy:1080",
             "invalid proxy-url 'socks5://proxy:1080': socks5 proxies are not supported by kubewerk (only http and https proxies are)",
@@ -399,33 +457,46 @@ def test_invalid_proxy_url_in_kubeconfig(tmp_path: Path, proxy_url: str, message
 
 
 def test_proxy_url_is_read_from_kubeconfig(tmp_path: Path) -> None:
-    path = write_kubeconfig(tmp_path / "config", "https://kube.example", "http://user:pw@proxy.corp:3128")
+    path = write_kubeconfig(
+        tmp_path / "config", "https://kube.example", "http://user:pw@proxy.corp:3128"
+    )
     assert load_kubeconfig(path).proxy_url == "http://user:pw@proxy.corp:3128"
-    assert load_kubeconfig(write_kubeconfig(tmp_path / "c2", "https://kube.example", None)).proxy_url is None
+    assert (
+        load_kubeconfig(write_kubeconfig(tmp_path / "c2", "https://kube.example", None)).proxy_url
+        is None
+    )
 
 
 # -- through a real proxy ---------------------------------------------------------------------
 
 
-async def test_http_server_through_proxy_url_forwards_in_absolute_form(aserver: EmbeddedServer) -> None:
+async def test_http_server_through_proxy_url_forwards_in_absolute_form(
+    aserver: EmbeddedServer,
+) -> None:
     async with Proxy() as proxy:
         # proxy-url applies to a loopback server too (client-go's http.ProxyURL)
         cfg = ClientConfig(server=aserver.url, proxy_url=proxy.url())
         async with Client(cfg, retry=NO_RETRY) as client:
             await crud_and_watch(client)
         assert proxy.forwarded >= 7 and proxy.tunnels == 0
-        assert all(line.split(" ")[1].startswith(f"{aserver.url}/api/v1/") for line in proxy.request_lines), proxy.request_lines
+        assert all(
+            line.split(" ")[1].startswith(f"{aserver.url}/api/v1/") for line in proxy.request_lines
+        ), proxy.request_lines
         assert proxy.proxy_auth_seen == [None] * len(proxy.request_lines)
         # keep-alive to the proxy: the watch took one connection, the rest shared one
         assert proxy.connections == 2
 
 
-async def test_https_server_through_env_proxy_tunnels(aserver: EmbeddedServer, pki: dict[str, Path], monkeypatch: pytest.MonkeyPatch) -> None:
+async def test_https_server_through_env_proxy_tunnels(
+    aserver: EmbeddedServer, pki: dict[str, Path], monkeypatch: pytest.MonkeyPatch
+) -> None:
     async with TLSFront(server_context(pki, "server"), aserver.port) as front, Proxy() as proxy:
         monkeypatch.setenv("HTTPS_PROXY", proxy.url())
         monkeypatch.setenv("NO_PROXY", "example.org,10.0.0.0/8")
         # kube.test resolves nowhere but in the proxy: only a tunnel can reach it
-        cfg = ClientConfig(server=f"https://kube.test:{front.port}", ca_pem=pki["ca.crt"].read_bytes())
+        cfg = ClientConfig(
+            server=f"https://kube.test:{front.port}", ca_pem=pki["ca.crt"].read_bytes()
+        )
         async with Client(cfg, retry=NO_RETRY) as client:
             await crud_and_watch(client)
             for _ in range(3):
@@ -443,7 +514,9 @@ async def test_https_server_through_env_proxy_tunnels(aserver: EmbeddedServer, p
         assert proxy.forwarded == 0
 
 
-async def test_env_proxy_is_not_used_for_loopback_or_no_proxy(aserver: EmbeddedServer, monkeypatch: pytest.MonkeyPatch) -> None:
+async def test_env_proxy_is_not_used_for_loopback_or_no_proxy(
+    aserver: EmbeddedServer, monkeypatch: pytest.MonkeyPatch
+) -> None:
     async with Proxy() as proxy:
         monkeypatch.setenv("HTTP_PROXY", proxy.url())
         async with Client.from_url(aserver.url, retry=NO_RETRY) as client:  # 127.0.0.1
@@ -453,7 +526,9 @@ async def test_env_proxy_is_not_used_for_loopback_or_no_proxy(aserver: EmbeddedS
         async with Client.from_url(f"http://kube.test:{aserver.port}", retry=NO_RETRY) as client:
             await client.list(CONFIGMAP, "default")
         assert proxy.forwarded == 1
-        assert proxy.request_lines == [f"GET http://kube.test:{aserver.port}/api/v1/namespaces/default/configmaps HTTP/1.1"]
+        assert proxy.request_lines == [
+            f"GET http://kube.test:{aserver.port}/api/v1/namespaces/default/configmaps HTTP/1.1"
+        ]
         assert dict(proxy.forwarded_headers[0])["Host"] == f"kube.test:{aserver.port}"
         monkeypatch.setenv("NO_PROXY", "kube.test")
         async with Client.from_url(f"http://kube.test:{aserver.port}", retry=NO_RETRY) as client:
@@ -462,7 +537,9 @@ async def test_env_proxy_is_not_used_for_loopback_or_no_proxy(aserver: EmbeddedS
         assert proxy.forwarded == 1
 
 
-async def test_proxy_url_beats_the_environment(aserver: EmbeddedServer, monkeypatch: pytest.MonkeyPatch) -> None:
+async def test_proxy_url_beats_the_environment(
+    aserver: EmbeddedServer, monkeypatch: pytest.MonkeyPatch
+) -> None:
     async with Proxy() as env_proxy, Proxy() as explicit:
         monkeypatch.setenv("HTTP_PROXY", env_proxy.url())
         cfg = ClientConfig(server=f"http://kube.test:{aserver.port}", proxy_url=explicit.url())
@@ -472,11 +549,16 @@ async def test_proxy_url_beats_the_environment(aserver: EmbeddedServer, monkeypa
 
 
 async def test_proxy_authentication(aserver: EmbeddedServer, pki: dict[str, Path]) -> None:
-    async with TLSFront(server_context(pki, "server"), aserver.port) as front, Proxy(auth="al@ice:p:w d") as proxy:
+    async with (
+        TLSFront(server_context(pki, "server"), aserver.port) as front,
+        Proxy(auth="al@ice:p:w d") as proxy,
+    ):
         https_server = f"https://kube.test:{front.port}"
         ca = pki["ca.crt"].read_bytes()
         # no credentials: CONNECT refused with 407, reported once (retrying cannot help)
-        async with Client(ClientConfig(server=https_server, ca_pem=ca, proxy_url=proxy.url())) as client:
+        async with Client(
+            ClientConfig(server=https_server, ca_pem=ca, proxy_url=proxy.url())
+        ) as client:
             with pytest.raises(ServerUnreachable) as info:
                 await client.list(CONFIGMAP, "default")
         assert info.value.why == (
@@ -485,7 +567,9 @@ async def test_proxy_authentication(aserver: EmbeddedServer, pki: dict[str, Path
         assert proxy.refused == 1
         # wrong password
         wrong = proxy.url(userinfo="al%40ice:nope")
-        async with Client(ClientConfig(server=https_server, ca_pem=ca, proxy_url=wrong), retry=NO_RETRY) as client:
+        async with Client(
+            ClientConfig(server=https_server, ca_pem=ca, proxy_url=wrong), retry=NO_RETRY
+        ) as client:
             with pytest.raises(ServerUnreachable) as info:
                 await client.list(CONFIGMAP, "default")
         # the message names the proxy with its user, never the password
@@ -495,37 +579,55 @@ async def test_proxy_authentication(aserver: EmbeddedServer, pki: dict[str, Path
         )
         # right credentials (percent-encoded in the URL): tunnel and forwarding both work
         right = proxy.url(userinfo="al%40ice:p%3Aw%20d")
-        async with Client(ClientConfig(server=https_server, ca_pem=ca, proxy_url=right), retry=NO_RETRY) as client:
+        async with Client(
+            ClientConfig(server=https_server, ca_pem=ca, proxy_url=right), retry=NO_RETRY
+        ) as client:
             await crud_and_watch(client)
-        async with Client(ClientConfig(server=aserver.url, proxy_url=right), retry=NO_RETRY) as client:
+        async with Client(
+            ClientConfig(server=aserver.url, proxy_url=right), retry=NO_RETRY
+        ) as client:
             await client.list(CONFIGMAP, "default")
         expected = "Basic " + base64.b64encode(b"al@ice:p:w d").decode()
         assert proxy.proxy_auth_seen[-1] == expected and proxy.forwarded == 1
         # an http server behind a proxy that wants credentials: the 407 is the answer
-        async with Client(ClientConfig(server=aserver.url, proxy_url=proxy.url()), retry=NO_RETRY) as client:
+        async with Client(
+            ClientConfig(server=aserver.url, proxy_url=proxy.url()), retry=NO_RETRY
+        ) as client:
             with pytest.raises(ApiError) as api_info:
                 await client.list(CONFIGMAP, "default")
         assert api_info.value.code == 407
 
 
-async def test_https_proxy_with_tls_to_the_proxy(aserver: EmbeddedServer, pki: dict[str, Path]) -> None:
+async def test_https_proxy_with_tls_to_the_proxy(
+    aserver: EmbeddedServer, pki: dict[str, Path]
+) -> None:
     await scenario_https_proxy(aserver.port, pki)
 
 
 async def scenario_https_proxy(backend_port: int, pki: dict[str, Path]) -> None:
-    async with TLSFront(server_context(pki, "server"), backend_port) as front, Proxy(ssl_context=server_context(pki, "proxy")) as proxy:
+    async with (
+        TLSFront(server_context(pki, "server"), backend_port) as front,
+        Proxy(ssl_context=server_context(pki, "proxy")) as proxy,
+    ):
         ca = pki["ca.crt"].read_bytes()
         # TLS to the proxy (verified, as Go does, with the cluster's CA) and TLS to the server inside it
-        cfg = ClientConfig(server=f"https://kube.test:{front.port}", ca_pem=ca, proxy_url=proxy.url("https"))
+        cfg = ClientConfig(
+            server=f"https://kube.test:{front.port}", ca_pem=ca, proxy_url=proxy.url("https")
+        )
         async with Client(cfg, retry=NO_RETRY) as client:
             for _ in range(3):
                 assert (await client.list(CONFIGMAP, "default")).items == []
         assert proxy.tunnels == front.connections == 1
         # a proxy certificate the trust store does not vouch for
-        async with Client(ClientConfig(server=f"http://kube.test:{backend_port}", proxy_url=proxy.url("https")), retry=NO_RETRY) as client:
+        async with Client(
+            ClientConfig(server=f"http://kube.test:{backend_port}", proxy_url=proxy.url("https")),
+            retry=NO_RETRY,
+        ) as client:
             with pytest.raises(ServerUnreachable) as info:
                 await client.list(CONFIGMAP, "default")
-        assert info.value.why.startswith(f"proxy https://127.0.0.1:{proxy.port}: TLS certificate verification failed (")
+        assert info.value.why.startswith(
+            f"proxy https://127.0.0.1:{proxy.port}: TLS certificate verification failed ("
+        )
 
 
 def test_tunnels_under_uvloop(pki: dict[str, Path]) -> None:
@@ -540,7 +642,10 @@ async def test_unreachable_and_silent_proxies() -> None:
     with socket.socket() as sock:
         sock.bind(("127.0.0.1", 0))
         dead = sock.getsockname()[1]  # bound, never listening: refused
-    async with Client(ClientConfig(server="https://kube.test", proxy_url=f"http://127.0.0.1:{dead}"), retry=NO_RETRY) as client:
+    async with Client(
+        ClientConfig(server="https://kube.test", proxy_url=f"http://127.0.0.1:{dead}"),
+        retry=NO_RETRY,
+    ) as client:
         with pytest.raises(ServerUnreachable) as info:
             await client.list(CONFIGMAP, "default")
     assert str(info.value) == (
@@ -552,7 +657,9 @@ async def test_unreachable_and_silent_proxies() -> None:
 
     async def silent(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
         try:
-            heard.append(await reader.read())  # never answers CONNECT; returns when the client gives up
+            heard.append(
+                await reader.read()
+            )  # never answers CONNECT; returns when the client gives up
         finally:
             writer.close()
             hung_up.set()
@@ -572,7 +679,9 @@ async def test_unreachable_and_silent_proxies() -> None:
         await server.wait_closed()
 
 
-async def test_socks5_environment_proxy_fails_the_request_clearly(monkeypatch: pytest.MonkeyPatch) -> None:
+async def test_socks5_environment_proxy_fails_the_request_clearly(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
     monkeypatch.setenv("HTTPS_PROXY", "socks5://127.0.0.1:1080")
     async with Client(ClientConfig(server="https://kube.test"), retry=NO_RETRY) as client:
         with pytest.raises(ConfigError, match="socks5 proxies are not supported by kubewerk"):

@@ -46,7 +46,13 @@ Handler = Callable[["Conn"], Awaitable[None]]
 class Conn:
     """One accepted connection of :class:`RawServer`, with request reading helpers."""
 
-    def __init__(self, server: RawServer, reader: asyncio.StreamReader, writer: asyncio.StreamWriter, number: int) -> None:
+    def __init__(
+        self,
+        server: RawServer,
+        reader: asyncio.StreamReader,
+        writer: asyncio.StreamWriter,
+        number: int,
+    ) -> None:
         self.server = server
         self.reader = reader
         self.writer = writer
@@ -120,9 +126,21 @@ class RawServer:
             writer.close()
 
 
-def answer(body: Any = None, *, status: str = "200 OK", headers: tuple[str, ...] = (), raw: bytes | None = None) -> bytes:
+def answer(
+    body: Any = None,
+    *,
+    status: str = "200 OK",
+    headers: tuple[str, ...] = (),
+    raw: bytes | None = None,
+) -> bytes:
     """A Content-Length response carrying ``body`` as JSON (or ``raw`` bytes)."""
-    data = raw if raw is not None else orjson.dumps(body if body is not None else {"kind": "Secret", "metadata": {"name": "s"}})
+    data = (
+        raw
+        if raw is not None
+        else orjson.dumps(
+            body if body is not None else {"kind": "Secret", "metadata": {"name": "s"}}
+        )
+    )
     head = f"HTTP/1.1 {status}\r\nContent-Type: application/json\r\nContent-Length: {len(data)}\r\n"
     head += "".join(f"{h}\r\n" for h in headers)
     return head.encode() + b"\r\n" + data
@@ -140,7 +158,14 @@ async def keep_answering(conn: Conn) -> None:
 async def test_keep_alive_reuses_one_connection_and_lifo(aserver: EmbeddedServer) -> None:
     async with Client.from_url(aserver.url) as c:
         for i in range(20):
-            await c.create({"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": f"cm{i}"}, "data": {"i": str(i)}})
+            await c.create(
+                {
+                    "apiVersion": "v1",
+                    "kind": "ConfigMap",
+                    "metadata": {"name": f"cm{i}"},
+                    "data": {"i": str(i)},
+                }
+            )
         pool = c._pool
         assert pool is not None and pool.open_count == 1 and pool.idle_count == 1
         got = await asyncio.gather(*(c.get(CONFIGMAP, f"cm{i}", "default") for i in range(20)))
@@ -154,7 +179,12 @@ async def test_keep_alive_reuses_one_connection_and_lifo(aserver: EmbeddedServer
 
 async def test_pool_limit_two_against_the_embedded_server(aserver: EmbeddedServer) -> None:
     async with Client.from_url(aserver.url, connection_limit=2) as c:
-        await asyncio.gather(*(c.create({"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": f"p{i}"}}) for i in range(30)))
+        await asyncio.gather(
+            *(
+                c.create({"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": f"p{i}"}})
+                for i in range(30)
+            )
+        )
         assert c._pool is not None and c._pool.open_count == 2
         assert len((await c.list(CONFIGMAP, "default")).items) >= 30
 
@@ -166,7 +196,9 @@ async def test_closed_client_reopens_and_close_closes_pooled_connections() -> No
         await c.close()
         await asyncio.sleep(0.05)
         assert srv.active == 0 and srv.closed_by_client == 1  # the pooled connection was closed
-        assert (await c.get(SECRET, "s", "default"))["metadata"]["name"] == "s"  # as before: reopens
+        assert (await c.get(SECRET, "s", "default"))["metadata"][
+            "name"
+        ] == "s"  # as before: reopens
         await c.close()
 
 
@@ -199,7 +231,10 @@ async def test_idle_close_race_resends_once_even_a_patch() -> None:
         await conn.send(answer())
         await conn.read_request()
 
-    async with RawServer(answer_once_then_close) as srv, Client.from_url(srv.url(), retry=NO_RETRY) as c:
+    async with (
+        RawServer(answer_once_then_close) as srv,
+        Client.from_url(srv.url(), retry=NO_RETRY) as c,
+    ):
         await c.get(SECRET, "s", "default")
         got = await c.patch(SECRET, "s", {"data": {}}, "default")
         assert got["metadata"]["name"] == "s"
@@ -214,7 +249,10 @@ async def test_late_close_before_answer_resends_reads_only() -> None:
         if await conn.read_request() is not None:
             await asyncio.sleep(0.3)  # longer than the idle-close window: maybe processed
 
-    async with RawServer(answer_once_then_close_late) as srv, Client.from_url(srv.url(), retry=NO_RETRY) as c:
+    async with (
+        RawServer(answer_once_then_close_late) as srv,
+        Client.from_url(srv.url(), retry=NO_RETRY) as c,
+    ):
         await c.get(SECRET, "s", "default")
         with pytest.raises(ServerUnreachable) as info:
             await c.patch(SECRET, "s", {"data": {}}, "default")
@@ -242,7 +280,9 @@ async def test_connection_close_answer_is_honoured() -> None:
 async def test_http10_body_until_eof() -> None:
     async def http10(conn: Conn) -> None:
         await conn.read_request()
-        await conn.send(b'HTTP/1.0 200 OK\r\nContent-Type: application/json\r\n\r\n{"kind": "Secret", "metadata": {"name": "eof"}}')
+        await conn.send(
+            b'HTTP/1.0 200 OK\r\nContent-Type: application/json\r\n\r\n{"kind": "Secret", "metadata": {"name": "eof"}}'
+        )
 
     async with RawServer(http10) as srv, Client.from_url(srv.url(), retry=NO_RETRY) as c:
         assert (await c.get(SECRET, "s", "default"))["metadata"]["name"] == "eof"
@@ -275,7 +315,13 @@ def chunked(data: bytes, sizes: list[int]) -> bytes:
 
 
 async def test_chunked_bodies_in_odd_splits() -> None:
-    body = orjson.dumps({"kind": "Secret", "metadata": {"name": "chunky"}, "data": {f"k{i}": "x" * i for i in range(60)}})
+    body = orjson.dumps(
+        {
+            "kind": "Secret",
+            "metadata": {"name": "chunky"},
+            "data": {f"k{i}": "x" * i for i in range(60)},
+        }
+    )
 
     async def dribble(conn: Conn) -> None:
         while await conn.read_request() is not None:
@@ -301,15 +347,24 @@ async def test_gzip_body_is_decoded_other_encodings_refused() -> None:
         while (req := await conn.read_request()) is not None:
             assert "accept-encoding" not in req[1]  # we never ask for compression
             if req[0].startswith("GET /api/v1/namespaces/default/secrets/br"):
-                await conn.send(answer(raw=b"\x0b\x02\x80{}\x03", headers=("Content-Encoding: br",)))
+                await conn.send(
+                    answer(raw=b"\x0b\x02\x80{}\x03", headers=("Content-Encoding: br",))
+                )
             else:
-                await conn.send(answer(raw=gzip.compress(orjson.dumps(doc)), headers=("Content-Encoding: gzip",)))
+                await conn.send(
+                    answer(
+                        raw=gzip.compress(orjson.dumps(doc)), headers=("Content-Encoding: gzip",)
+                    )
+                )
 
     async with RawServer(zipped) as srv, Client.from_url(srv.url(), retry=NO_RETRY) as c:
         assert await c.get(SECRET, "s", "default") == doc
         with pytest.raises(ServerUnreachable) as info:
             await c.get(SECRET, "br", "default")
-        assert info.value.why == "the server answered with Content-Encoding 'br', which kubewerk does not decode (it sends no Accept-Encoding)"
+        assert (
+            info.value.why
+            == "the server answered with Content-Encoding 'br', which kubewerk does not decode (it sends no Accept-Encoding)"
+        )
 
 
 async def test_malformed_answer_is_a_clear_error_and_the_connection_dropped() -> None:
@@ -317,11 +372,16 @@ async def test_malformed_answer_is_a_clear_error_and_the_connection_dropped() ->
         while await conn.read_request() is not None:
             await conn.send(b"HTTP/1.1 abc OK\r\n\r\n")
 
-    async with RawServer(garbage) as srv, Client.from_url(srv.url(), retry=RetryPolicy(max_retries=2, base=0.01)) as c:
+    async with (
+        RawServer(garbage) as srv,
+        Client.from_url(srv.url(), retry=RetryPolicy(max_retries=2, base=0.01)) as c,
+    ):
         with pytest.raises(ServerUnreachable) as info:
             await c.get(SECRET, "s", "default")
         assert info.value.why.startswith("malformed HTTP response (")
-        assert len(srv.requests) == 3 and srv.connections == 3  # reads retried, each on a new connection
+        assert (
+            len(srv.requests) == 3 and srv.connections == 3
+        )  # reads retried, each on a new connection
         with pytest.raises(ServerUnreachable):
             await c.create({"apiVersion": "v1", "kind": "Secret", "metadata": {"name": "s"}})
         assert len(srv.requests) == 4  # writes are not
@@ -336,7 +396,9 @@ async def test_answer_without_request_and_trailing_garbage_drop_the_connection()
     async with RawServer(extra) as srv, Client.from_url(srv.url(), retry=NO_RETRY) as c:
         for _ in range(3):
             await c.get(SECRET, "s", "default")
-        assert srv.connections == 3  # a connection that sent two answers to one request is not reused
+        assert (
+            srv.connections == 3
+        )  # a connection that sent two answers to one request is not reused
 
 
 # -- failures to connect, time limits -----------------------------------------------
@@ -346,13 +408,19 @@ async def test_refused_and_stalled() -> None:
     async with Client.from_url("http://127.0.0.1:9", retry=NO_RETRY) as c:
         with pytest.raises(ServerUnreachable) as info:
             await c.get(SECRET, "s", "default")
-        assert str(info.value) == "cannot reach the API server at http://127.0.0.1:9: connection refused"
+        assert (
+            str(info.value)
+            == "cannot reach the API server at http://127.0.0.1:9: connection refused"
+        )
 
     async def stall(conn: Conn) -> None:
         await conn.read_request()
         await asyncio.sleep(5)
 
-    async with RawServer(stall) as srv, Client.from_url(srv.url(), retry=NO_RETRY, timeout=0.3) as c:
+    async with (
+        RawServer(stall) as srv,
+        Client.from_url(srv.url(), retry=NO_RETRY, timeout=0.3) as c,
+    ):
         loop = asyncio.get_running_loop()
         started = loop.time()
         with pytest.raises(ServerUnreachable) as info:
@@ -392,7 +460,10 @@ async def test_pool_limit_two_with_many_concurrent_requests() -> None:
             await asyncio.sleep(0.01)
             await conn.send(answer())
 
-    async with RawServer(slow) as srv, Client.from_url(srv.url(), retry=NO_RETRY, connection_limit=2) as c:
+    async with (
+        RawServer(slow) as srv,
+        Client.from_url(srv.url(), retry=NO_RETRY, connection_limit=2) as c,
+    ):
         results = await asyncio.gather(*(c.get(SECRET, "s", "default") for _ in range(40)))
         assert len(results) == 40 and srv.max_active == 2 and srv.connections == 2
         # cancelled waiters give their turn on
@@ -409,7 +480,19 @@ async def test_pool_limit_two_with_many_concurrent_requests() -> None:
 
 
 def event(name: str, rv: int) -> bytes:
-    return orjson.dumps({"type": "ADDED", "object": {"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": name, "resourceVersion": str(rv)}}}) + b"\n"
+    return (
+        orjson.dumps(
+            {
+                "type": "ADDED",
+                "object": {
+                    "apiVersion": "v1",
+                    "kind": "ConfigMap",
+                    "metadata": {"name": name, "resourceVersion": str(rv)},
+                },
+            }
+        )
+        + b"\n"
+    )
 
 
 async def endless_watch(conn: Conn) -> None:
@@ -417,7 +500,9 @@ async def endless_watch(conn: Conn) -> None:
         if "watch=1" not in req[0]:
             await conn.send(answer())
             continue
-        await conn.send(b"HTTP/1.1 200 OK\r\nContent-Type: application/json\r\nTransfer-Encoding: chunked\r\n\r\n")
+        await conn.send(
+            b"HTTP/1.1 200 OK\r\nContent-Type: application/json\r\nTransfer-Encoding: chunked\r\n\r\n"
+        )
         i = 0
         while True:  # never ends; events split across chunks
             await conn.send(chunked(event(f"cm{i}", i), [5, 11, 1000])[:-5])
@@ -505,14 +590,19 @@ async def test_watch_stream_backpressure() -> None:
 async def test_stream_reads_stop_at_the_deadline() -> None:
     async def headers_then_nothing(conn: Conn) -> None:
         await conn.read_request()
-        await conn.send(b"HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n" + chunked(event("a", 1), [100])[:-5])
+        await conn.send(
+            b"HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n"
+            + chunked(event("a", 1), [100])[:-5]
+        )
         await asyncio.sleep(5)
 
     async with RawServer(headers_then_nothing) as srv:
         pool = ConnectionPool("127.0.0.1", srv.port)
         loop = asyncio.get_running_loop()
         started = loop.time()
-        resp = await pool.stream(b"GET /w HTTP/1.1\r\nHost: x\r\n\r\n", connect_timeout=1, deadline=started + 0.3)
+        resp = await pool.stream(
+            b"GET /w HTTP/1.1\r\nHost: x\r\n\r\n", connect_timeout=1, deadline=started + 0.3
+        )
         assert resp.status == 200 and resp.headers.get("transfer-ENCODING") == "chunked"
         assert await resp.read_chunk() == event("a", 1)
         with pytest.raises(TimeoutError):
@@ -529,8 +619,11 @@ async def test_stream_reads_stop_at_the_deadline() -> None:
 @pytest.fixture(scope="module")
 def pki(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Path]:
     """A throwaway CA; a server certificate for DNS:kube.test only; two client certificates."""
-    return issue(tmp_path_factory.mktemp("tls"), "kubewerk-test-ca",
-                 {"server": "DNS:kube.test", "alice": None, "bob": None})
+    return issue(
+        tmp_path_factory.mktemp("tls"),
+        "kubewerk-test-ca",
+        {"server": "DNS:kube.test", "alice": None, "bob": None},
+    )
 
 
 def server_tls(pki: dict[str, Path], *, require_client_cert: bool = False) -> ssl.SSLContext:
@@ -555,11 +648,18 @@ async def scenario_tls(pki: dict[str, Path]) -> None:
                 await c.get(SECRET, "s", "default")
             assert info.value.why.startswith("TLS certificate verification failed (")
             assert "127.0.0.1" in info.value.why  # the name that did not match
-        async with Client(ClientConfig(server=srv.url("https")), retry=NO_RETRY) as c:  # system CAs only
+        async with Client(
+            ClientConfig(server=srv.url("https")), retry=NO_RETRY
+        ) as c:  # system CAs only
             with pytest.raises(ServerUnreachable) as info:
                 await c.get(SECRET, "s", "default")
-            assert info.value.why.startswith("TLS certificate verification failed (") and "certificate" in info.value.why
-        async with Client(ClientConfig(server=srv.url("https"), insecure=True), retry=NO_RETRY) as c:
+            assert (
+                info.value.why.startswith("TLS certificate verification failed (")
+                and "certificate" in info.value.why
+            )
+        async with Client(
+            ClientConfig(server=srv.url("https"), insecure=True), retry=NO_RETRY
+        ) as c:
             assert (await c.get(SECRET, "s", "default"))["metadata"]["name"] == "s"
 
 
@@ -569,14 +669,21 @@ async def test_tls_with_a_private_ca_and_tls_server_name(pki: dict[str, Path]) -
 
 async def test_tls_to_a_plain_http_port(pki: dict[str, Path]) -> None:
     async def plain_http(conn: Conn) -> None:  # answers the ClientHello as a bad request
-        await conn.send(b"HTTP/1.1 400 Bad Request\r\nContent-Length: 0\r\nConnection: close\r\n\r\n")
+        await conn.send(
+            b"HTTP/1.1 400 Bad Request\r\nContent-Length: 0\r\nConnection: close\r\n\r\n"
+        )
 
     async with RawServer(plain_http) as srv:
-        cfg = ClientConfig(server=srv.url("https"), ca_pem=pki["ca.crt"].read_bytes(), tls_server_name="kube.test")
+        cfg = ClientConfig(
+            server=srv.url("https"), ca_pem=pki["ca.crt"].read_bytes(), tls_server_name="kube.test"
+        )
         async with Client(cfg, retry=NO_RETRY, timeout=5) as c:
             with pytest.raises(ServerUnreachable) as info:
                 await c.get(SECRET, "s", "default")
-            assert info.value.why.startswith("TLS handshake failed (") and "wrong version number" in info.value.why
+            assert (
+                info.value.why.startswith("TLS handshake failed (")
+                and "wrong version number" in info.value.why
+            )
 
 
 class ThreadedTLSServer:
@@ -638,7 +745,14 @@ class ThreadedTLSServer:
                         return
                     buf += data
                 head, _, buf = buf.partition(b"\r\n\r\n")
-                length = next((int(line.split(b":")[1]) for line in head.split(b"\r\n") if line.lower().startswith(b"content-length:")), 0)
+                length = next(
+                    (
+                        int(line.split(b":")[1])
+                        for line in head.split(b"\r\n")
+                        if line.lower().startswith(b"content-length:")
+                    ),
+                    0,
+                )
                 while len(buf) < length:
                     buf += tls.recv(65536)
                 buf = buf[length:]
@@ -658,10 +772,15 @@ class RotatingCert(Authenticator):
         self.who = "alice"
 
     async def credentials(self) -> Credentials:
-        return Credentials(client_cert_pem=self.pki[f"{self.who}.crt"].read_bytes(), client_key_pem=self.pki[f"{self.who}.key"].read_bytes())
+        return Credentials(
+            client_cert_pem=self.pki[f"{self.who}.crt"].read_bytes(),
+            client_key_pem=self.pki[f"{self.who}.key"].read_bytes(),
+        )
 
 
-async def test_client_certificates_required_and_rotated(pki: dict[str, Path], monkeypatch: pytest.MonkeyPatch) -> None:
+async def test_client_certificates_required_and_rotated(
+    pki: dict[str, Path], monkeypatch: pytest.MonkeyPatch
+) -> None:
     ca = pki["ca.crt"].read_bytes()
     pools: list[ConnectionPool] = []
 
@@ -671,13 +790,21 @@ async def test_client_certificates_required_and_rotated(pki: dict[str, Path], mo
             pools.append(self)
 
     with ThreadedTLSServer(server_tls(pki, require_client_cert=True)) as srv:
-        async with Client(ClientConfig(server=srv.url(), ca_pem=ca, tls_server_name="kube.test"), retry=NO_RETRY) as c:
+        async with Client(
+            ClientConfig(server=srv.url(), ca_pem=ca, tls_server_name="kube.test"), retry=NO_RETRY
+        ) as c:
             with pytest.raises(ServerUnreachable) as info:
                 await c.get(SECRET, "s", "default")
-            assert info.value.why.startswith("TLS handshake failed (") and "certificate required" in info.value.why
+            assert (
+                info.value.why.startswith("TLS handshake failed (")
+                and "certificate required" in info.value.why
+            )
         static = ClientConfig(
-            server=srv.url(), ca_pem=ca, tls_server_name="kube.test",
-            client_cert_pem=pki["alice.crt"].read_bytes(), client_key_pem=pki["alice.key"].read_bytes(),
+            server=srv.url(),
+            ca_pem=ca,
+            tls_server_name="kube.test",
+            client_cert_pem=pki["alice.crt"].read_bytes(),
+            client_key_pem=pki["alice.key"].read_bytes(),
         )
         async with Client(static, retry=NO_RETRY) as c:
             await c.get(SECRET, "s", "default")
@@ -727,11 +854,23 @@ def test_request_targets() -> None:
     from kubewerk.client.client import _Origin
 
     o = _Origin.parse("https://k.example:6443/prefix/")
-    assert (o.host, o.port, o.authority, o.base_path) == ("k.example", 6443, "k.example:6443", "/prefix")
-    assert Client._target(o, "/api/v1/namespaces/a/configmaps/system:x", {"fieldManager": "kw", "labelSelector": "a in (b, c)"}) == (
+    assert (o.host, o.port, o.authority, o.base_path) == (
+        "k.example",
+        6443,
+        "k.example:6443",
+        "/prefix",
+    )
+    assert Client._target(
+        o,
+        "/api/v1/namespaces/a/configmaps/system:x",
+        {"fieldManager": "kw", "labelSelector": "a in (b, c)"},
+    ) == (
         "/prefix/api/v1/namespaces/a/configmaps/system:x?fieldManager=kw&labelSelector=a%20in%20%28b%2C%20c%29"
     )
-    assert Client._target(o, "/api/v1/namespaces/a/configmaps/50%", None) == "/prefix/api/v1/namespaces/a/configmaps/50%25"
+    assert (
+        Client._target(o, "/api/v1/namespaces/a/configmaps/50%", None)
+        == "/prefix/api/v1/namespaces/a/configmaps/50%25"
+    )
     assert Client._target(o, "/version?x=1%2F", {"y": "2"}) == "/prefix/version?x=1%2F&y=2"
     v6 = _Origin.parse("http://[::1]:8080")
     assert (v6.host, v6.port, v6.authority, v6.base_path) == ("::1", 8080, "[::1]:8080", "")
@@ -744,14 +883,21 @@ def test_request_targets() -> None:
 async def test_head_answer_has_no_body_and_repeated_headers() -> None:
     async def head(conn: Conn) -> None:
         while await conn.read_request() is not None:
-            await conn.send(b'HTTP/1.1 200 OK\r\nContent-Length: 100\r\nWarning: 299 - "one"\r\nwarning: 299 - "two"\r\n\r\n')
+            await conn.send(
+                b'HTTP/1.1 200 OK\r\nContent-Length: 100\r\nWarning: 299 - "one"\r\nwarning: 299 - "two"\r\n\r\n'
+            )
 
     async with RawServer(head) as srv:
         pool = ConnectionPool("127.0.0.1", srv.port)
         for _ in range(2):
-            resp = await pool.request(b"HEAD / HTTP/1.1\r\nHost: x\r\n\r\n", safe=True, head=True, timeout=5)
+            resp = await pool.request(
+                b"HEAD / HTTP/1.1\r\nHost: x\r\n\r\n", safe=True, head=True, timeout=5
+            )
             assert resp.status == 200 and resp.body == b""
-            assert resp.headers.get_all("WARNING") == ['299 - "one"', '299 - "two"'] and "content-length" in resp.headers
+            assert (
+                resp.headers.get_all("WARNING") == ['299 - "one"', '299 - "two"']
+                and "content-length" in resp.headers
+            )
         assert srv.connections == 2  # the parser cannot skip a HEAD body: never reused
         await pool.close()
 
@@ -760,7 +906,13 @@ async def test_gzip_watch_stream() -> None:
     async def zipped_watch(conn: Conn) -> None:
         await conn.read_request()
         data = gzip.compress(event("a", 1) + event("b", 2))
-        await conn.send(b"HTTP/1.1 200 OK\r\nContent-Encoding: gzip\r\nTransfer-Encoding: chunked\r\n\r\n" + chunked(data, [7, 13]))
+        await conn.send(
+            b"HTTP/1.1 200 OK\r\nContent-Encoding: gzip\r\nTransfer-Encoding: chunked\r\n\r\n"
+            + chunked(data, [7, 13])
+        )
 
     async with RawServer(zipped_watch) as srv, Client.from_url(srv.url(), retry=NO_RETRY) as c:
-        assert [ev.raw["metadata"]["name"] async for ev in c.watch(CONFIGMAP, "default")] == ["a", "b"]
+        assert [ev.raw["metadata"]["name"] async for ev in c.watch(CONFIGMAP, "default")] == [
+            "a",
+            "b",
+        ]

@@ -61,7 +61,9 @@ def test_name_tuples() -> None:
     gvr = GroupVersionResource("", "v1", "configmaps")
     assert gvr.api_version == "v1"
     assert gvr.group_resource == "configmaps"
-    assert GroupVersionResource("example.com", "v1", "widgets").group_resource == "widgets.example.com"
+    assert (
+        GroupVersionResource("example.com", "v1", "widgets").group_resource == "widgets.example.com"
+    )
 
 
 def test_object_keys() -> None:

@@ -24,8 +24,15 @@ def test_a_copy_is_equal_and_shares_no_container(copy: Any) -> None:
     assert result == original
     result["a"]["k"].append(3)
     result["l"][0]["d"]["new"] = 1
-    assert original == {"a": {"k": [1, 2]}, "b": {"k": [1, 2]}, "n": None, "f": 1.5, "t": True, "s": "x",
-                        "l": [{"d": {}}]}
+    assert original == {
+        "a": {"k": [1, 2]},
+        "b": {"k": [1, 2]},
+        "n": None,
+        "f": 1.5,
+        "t": True,
+        "s": "x",
+        "l": [{"d": {}}],
+    }
     assert result["b"] == {"k": [1, 2]}  # a value reached twice is copied twice
 
 

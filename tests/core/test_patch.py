@@ -367,7 +367,11 @@ _INDEX_5 = "Unable to access invalid index: 5: invalid index referenced"
             [{"op": "copy", "from": "/a/5", "path": "/b"}],
             f"error in copy for from: '/a/5': {_INDEX_5}",
         ),
-        ({"a": 1}, [{"op": "copy", "from": "/a"}], "copy operation failed to decode path: missing value"),
+        (
+            {"a": 1},
+            [{"op": "copy", "from": "/a"}],
+            "copy operation failed to decode path: missing value",
+        ),
         (
             {"a": 1},
             [{"op": "copy", "from": "/a", "path": "/x/y"}],

@@ -64,21 +64,30 @@ def test_scalars_as_go_yaml_reads_them(text: str, value: Any) -> None:
 
 def test_mapping_keys_become_strings() -> None:
     assert read("1: a\ntrue: b\nn: c\n1.5: d\n0.000001: e\n") == {
-        "1": "a", "true": "b", "false": "c", "1.5": "d", "1e-06": "e"
+        "1": "a",
+        "true": "b",
+        "false": "c",
+        "1.5": "d",
+        "1e-06": "e",
     }
-    for text, message in (("~: a\n", "unsupported map key of type: <nil>"),
-                          ("[1]: a\n", "yaml: invalid map key: []interface {}"),
-                          ("{a: 1}: a\n", "yaml: invalid map key: map[string]interface {}")):
+    for text, message in (
+        ("~: a\n", "unsupported map key of type: <nil>"),
+        ("[1]: a\n", "yaml: invalid map key: []interface {}"),
+        ("{a: 1}: a\n", "yaml: invalid map key: map[string]interface {}"),
+    ):
         with pytest.raises(GoYAMLError, match=message.replace("[", r"\[").replace("{", r"\{")):
             read(text)
 
 
-@pytest.mark.parametrize(("text", "message"), [
-    ("v: .nan\n", "json: unsupported value: NaN"),
-    ("v: -.Inf\n", "json: unsupported value: -Inf"),
-    ("v: !!bool maybe\n", "yaml: cannot decode !!str `maybe` as a !!bool"),
-    ("v: !!binary '!!'\n", "yaml: !!binary value contains invalid base64 data"),
-])
+@pytest.mark.parametrize(
+    ("text", "message"),
+    [
+        ("v: .nan\n", "json: unsupported value: NaN"),
+        ("v: -.Inf\n", "json: unsupported value: -Inf"),
+        ("v: !!bool maybe\n", "yaml: cannot decode !!str `maybe` as a !!bool"),
+        ("v: !!binary '!!'\n", "yaml: !!binary value contains invalid base64 data"),
+    ],
+)
 def test_refused_values_say_go_yaml_words_and_their_line(text: str, message: str) -> None:
     with pytest.raises(GoYAMLError) as info:
         read("a: 1\n" + text)
@@ -96,7 +105,9 @@ def test_aliases_are_independent_copies() -> None:
     assert value["d"]["x"] == [1] and value["e"]["x"] == [1]
 
 
-@pytest.mark.parametrize("text", ["a: &s {me: *s}\n", "a: &s [*s]\n", "a: &s {<<: *s}\n", "a: &s\n  b:\n    <<: *s\n"])
+@pytest.mark.parametrize(
+    "text", ["a: &s {me: *s}\n", "a: &s [*s]\n", "a: &s {<<: *s}\n", "a: &s\n  b:\n    <<: *s\n"]
+)
 def test_an_anchor_that_contains_itself_is_refused(text: str) -> None:
     node = compose_document(text)
     assert node is not None
@@ -125,9 +136,16 @@ def test_excessive_aliasing_is_refused_before_anything_is_expanded() -> None:
 
 
 def test_may_have_aliases_never_misses_one() -> None:
-    for text in ("a: &x 1\nb: *x\n", "[&x 1, *x]", '{"a":&x 1, "b":*x}', "- &x 1\n- *x\n",
-                 "? &k a\n: *k\n", "&x a: 1\n*x : 2\n", "a:\n  &x\n  b: 1\nc:\n\t*x\n",
-                 "\ufeff&x a: *x"):
+    for text in (
+        "a: &x 1\nb: *x\n",
+        "[&x 1, *x]",
+        '{"a":&x 1, "b":*x}',
+        "- &x 1\n- *x\n",
+        "? &k a\n: *k\n",
+        "&x a: 1\n*x : 2\n",
+        "a:\n  &x\n  b: 1\nc:\n\t*x\n",
+        "\ufeff&x a: *x",
+    ):
         assert may_have_aliases(text), text
     for text in ("a: b && c\nd: '*emphasis*'\n", "a: x\n", "a: '&x'\nb: '*'\n", "p: .*\nq: a&b\n"):
         assert not may_have_aliases(text), text

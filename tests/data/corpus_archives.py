@@ -130,10 +130,18 @@ def pack(corpus: Path, archive_dir: Path = ARCHIVE_DIR) -> dict[str, int]:
 
 def main(argv: Sequence[str] | None = None) -> int:
     """Command line: repack the archives from a corpus directory and print their sizes."""
-    ap = argparse.ArgumentParser(prog="python -m tests.data.corpus_archives", description=__doc__,
-                                 formatter_class=argparse.RawDescriptionHelpFormatter)
-    ap.add_argument("--from", dest="corpus", type=Path, default=SHARED_CORPUS,
-                    help="corpus directory holding crds/ and crd-history/ (default: %(default)s)")
+    ap = argparse.ArgumentParser(
+        prog="python -m tests.data.corpus_archives",
+        description=__doc__,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
+    ap.add_argument(
+        "--from",
+        dest="corpus",
+        type=Path,
+        default=SHARED_CORPUS,
+        help="corpus directory holding crds/ and crd-history/ (default: %(default)s)",
+    )
     args = ap.parse_args(argv)
     if not (args.corpus / "crds").is_dir() or not (args.corpus / "crd-history").is_dir():
         print(f"error: {args.corpus} has no crds/ and crd-history/ folders", file=sys.stderr)

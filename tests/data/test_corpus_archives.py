@@ -20,14 +20,20 @@ from .corpus_archives import (
     unpack,
 )
 
-SOURCE_LINE = re.compile(r"# SOURCE: github\.com/(?P<owner>[\w.-]+)/(?P<repo>[\w.-]+) \S+ @ [0-9a-f]{12}\n")
+SOURCE_LINE = re.compile(
+    r"# SOURCE: github\.com/(?P<owner>[\w.-]+)/(?P<repo>[\w.-]+) \S+ @ [0-9a-f]{12}\n"
+)
 LICENSES = ARCHIVE_DIR / "LICENSES.md"
 
 
 def corpus_files(root: Path) -> list[str]:
     """Paths (relative, POSIX) of every file under ``root``'s crds/ and crd-history/."""
-    return sorted(p.relative_to(root).as_posix()
-                  for part in PARTS for p in (root / part).rglob("*") if p.is_file())
+    return sorted(
+        p.relative_to(root).as_posix()
+        for part in PARTS
+        for p in (root / part).rglob("*")
+        if p.is_file()
+    )
 
 
 def test_whole_corpus_is_in_the_repository(corpus_dir: Path) -> None:
@@ -58,8 +64,12 @@ def test_every_file_names_its_source_and_every_project_its_licence(corpus_dir: P
     for project in projects():
         owner, repo = project.split("+")
         assert f"https://github.com/{owner}/{repo}" in licences, project
-    assert (ARCHIVE_DIR / "LICENSE-Apache-2.0.txt").read_text(encoding="utf-8").lstrip().startswith(
-        "Apache License\n")
+    assert (
+        (ARCHIVE_DIR / "LICENSE-Apache-2.0.txt")
+        .read_text(encoding="utf-8")
+        .lstrip()
+        .startswith("Apache License\n")
+    )
 
 
 def test_packing_reproduces_the_committed_archive(corpus_dir: Path) -> None:
@@ -98,8 +108,11 @@ def test_unpack_refuses_a_member_outside_its_project(tmp_path: Path, name: str) 
 
 
 def test_unpack_lays_out_a_corpus(tmp_path: Path) -> None:
-    folder = _archive(tmp_path, "a+b", {"crds/a+b/x.yaml": b"x\n",
-                                        "crd-history/a+b/g_p/2024-01-01_0.yaml": b"h\n"})
+    folder = _archive(
+        tmp_path,
+        "a+b",
+        {"crds/a+b/x.yaml": b"x\n", "crd-history/a+b/g_p/2024-01-01_0.yaml": b"h\n"},
+    )
     root = unpack(folder, tmp_path / "out")
     assert corpus_files(root) == ["crd-history/a+b/g_p/2024-01-01_0.yaml", "crds/a+b/x.yaml"]
     assert (root / "crds/a+b/x.yaml").read_bytes() == b"x\n"

@@ -91,9 +91,13 @@ class LineReader:
         """Block until kubectl (started with ``-v=6``) has its watch open on the server."""
         with self._stderr_changed:
             ok = self._stderr_changed.wait_for(
-                lambda: any("watch=true" in line and "200 OK" in line for line in self.stderr), timeout=timeout)
+                lambda: any("watch=true" in line and "200 OK" in line for line in self.stderr),
+                timeout=timeout,
+            )
         if not ok:
-            pytest.fail(f"kubectl did not start watching within {timeout}s: {''.join(self.stderr)[-2000:]}")
+            pytest.fail(
+                f"kubectl did not start watching within {timeout}s: {''.join(self.stderr)[-2000:]}"
+            )
 
     def wait_for(self, predicate: Callable[[str], bool], timeout: float = 10.0) -> str:
         """The next line satisfying ``predicate`` (earlier lines are kept in ``seen``)."""
@@ -130,8 +134,13 @@ def kubectl_popen(kubeconfig: Path, tmp_path: Path) -> Iterator[Callable[..., Li
         import os
 
         env = {**os.environ, "KUBECONFIG": str(kubeconfig)}
-        proc = subprocess.Popen([binary, f"--cache-dir={tmp_path / 'kube-cache'}", *args],
-                                stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env)
+        proc = subprocess.Popen(
+            [binary, f"--cache-dir={tmp_path / 'kube-cache'}", *args],
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            text=True,
+            env=env,
+        )
         reader = LineReader(proc)
         started.append(reader)
         return reader

@@ -34,9 +34,22 @@ class Operator:
         env = {**os.environ, "KUBECONFIG": str(self.kubeconfig), "PYTHONUNBUFFERED": "1"}
         with self.log.open("a") as out:
             self.proc = subprocess.Popen(
-                [sys.executable, "-m", "kopf", "run", "--standalone", "--namespace", "default", "--verbose",
-                 str(OPERATOR)],
-                stdout=out, stderr=subprocess.STDOUT, env=env, cwd=self.log.parent)
+                [
+                    sys.executable,
+                    "-m",
+                    "kopf",
+                    "run",
+                    "--standalone",
+                    "--namespace",
+                    "default",
+                    "--verbose",
+                    str(OPERATOR),
+                ],
+                stdout=out,
+                stderr=subprocess.STDOUT,
+                env=env,
+                cwd=self.log.parent,
+            )
 
     def stop(self) -> None:
         if self.proc is None:
@@ -65,8 +78,12 @@ def get_json(kc: KubectlRun, *args: str) -> Any:
 
 
 def test_kopf_operator_handles_create_update_delete(kc: KubectlRun, operator: Operator) -> None:
-    manifest = {"apiVersion": "demo.kubewerk.dev/v1", "kind": "Database", "metadata": {"name": "alpha"},
-                "spec": {"engine": "postgres", "version": "16", "replicas": 2}}
+    manifest = {
+        "apiVersion": "demo.kubewerk.dev/v1",
+        "kind": "Database",
+        "metadata": {"name": "alpha"},
+        "spec": {"engine": "postgres", "version": "16", "replicas": 2},
+    }
     kc("apply", "-f", "-", input=yaml.safe_dump(manifest))
 
     # create: the handler writes the ConfigMap and the status (kopf needs a moment to start)
@@ -79,14 +96,28 @@ def test_kopf_operator_handles_create_update_delete(kc: KubectlRun, operator: Op
     cm = get_json(kc, "cm", "alpha-config")
     assert cm["data"] == {"engine": "postgres", "version": "16", "replicas": "2"}
     ref = cm["metadata"]["ownerReferences"][0]
-    assert (ref["kind"], ref["name"], ref["uid"], ref["controller"]) == ("Database", "alpha", db["metadata"]["uid"], True)
+    assert (ref["kind"], ref["name"], ref["uid"], ref["controller"]) == (
+        "Database",
+        "alpha",
+        db["metadata"]["uid"],
+        True,
+    )
     # kopf.info() posted a core/v1 Event about the object
     events = get_json(kc, "events", "--field-selector", "involvedObject.name=alpha")["items"]
-    assert any(e["reason"] == "Provisioned" and e["involvedObject"]["uid"] == db["metadata"]["uid"] for e in events)
+    assert any(
+        e["reason"] == "Provisioned" and e["involvedObject"]["uid"] == db["metadata"]["uid"]
+        for e in events
+    )
 
     # update of the spec: the ConfigMap and the status follow
     kc("patch", "db", "alpha", "--type=merge", "-p", '{"spec":{"replicas":3,"version":"17"}}')
-    kc("wait", "--for=jsonpath={.data.replicas}=3", "configmap/alpha-config", "--timeout=20s", timeout=30)
+    kc(
+        "wait",
+        "--for=jsonpath={.data.replicas}=3",
+        "configmap/alpha-config",
+        "--timeout=20s",
+        timeout=30,
+    )
     assert get_json(kc, "cm", "alpha-config")["data"]["version"] == "17"
     kc("wait", "--for=jsonpath={.status.replicas}=3", "db/alpha", "--timeout=20s", timeout=30)
     db = get_json(kc, "db", "alpha")
@@ -98,7 +129,13 @@ def test_kopf_operator_handles_create_update_delete(kc: KubectlRun, operator: Op
     operator.stop()
     kc("patch", "db", "alpha", "--type=merge", "-p", '{"spec":{"replicas":4}}')
     operator.start()
-    kc("wait", "--for=jsonpath={.data.replicas}=4", "configmap/alpha-config", "--timeout=30s", timeout=40)
+    kc(
+        "wait",
+        "--for=jsonpath={.data.replicas}=4",
+        "configmap/alpha-config",
+        "--timeout=30s",
+        timeout=40,
+    )
     kc("wait", "--for=jsonpath={.status.replicas}=4", "db/alpha", "--timeout=20s", timeout=30)
 
     # delete: kubectl waits while kopf's finalizer holds the object and the handler runs

@@ -36,8 +36,11 @@ def user_meta(obj: dict[str, Any]) -> dict[str, Any]:
 def test_kubectl_sends_protobuf_and_takes_json(kc: KubectlRun) -> None:
     out = kc("-v=8", "create", "configmap", "seen", "--from-literal=a=b")
     assert out.stdout.strip() == "configmap/seen created"
-    request = out.stderr[out.stderr.index('"Request" verb="POST"'):] if '"Request" verb="POST"' in out.stderr \
-        else out.stderr[out.stderr.index("POST "):]
+    request = (
+        out.stderr[out.stderr.index('"Request" verb="POST"') :]
+        if '"Request" verb="POST"' in out.stderr
+        else out.stderr[out.stderr.index("POST ") :]
+    )
     assert "Content-Type: application/vnd.kubernetes.protobuf" in request
     assert "Accept: application/vnd.kubernetes.protobuf,application/json" in request
     assert "Content-Type: application/json" in request  # the answer kubectl accepted
@@ -48,8 +51,15 @@ def test_create_configmap(kc: KubectlRun, tmp_path: Path) -> None:
     blob.write_bytes(bytes(range(256)))
     notes = tmp_path / "notes.txt"
     notes.write_text("line 1\nline 2 — ü\n")
-    out = kc("create", "configmap", "app-config", "--from-literal=mode=fast", "--from-literal=empty=",
-             f"--from-file=blob={blob}", f"--from-file={notes}")
+    out = kc(
+        "create",
+        "configmap",
+        "app-config",
+        "--from-literal=mode=fast",
+        "--from-literal=empty=",
+        f"--from-file=blob={blob}",
+        f"--from-file={notes}",
+    )
     assert out.stdout.strip() == "configmap/app-config created"
     cm = get_json(kc, "cm", "app-config")
     assert cm["apiVersion"] == "v1" and cm["kind"] == "ConfigMap"
@@ -72,20 +82,38 @@ def test_create_configmap(kc: KubectlRun, tmp_path: Path) -> None:
 
 
 def test_create_secrets(kc: KubectlRun) -> None:
-    kc("create", "secret", "generic", "creds", "--from-literal=user=admin", "--from-literal=pass=pässwörd")
+    kc(
+        "create",
+        "secret",
+        "generic",
+        "creds",
+        "--from-literal=user=admin",
+        "--from-literal=pass=pässwörd",
+    )
     secret = get_json(kc, "secret", "creds")
     assert user_meta(secret) == {"name": "creds", "namespace": "default"}
     assert secret["type"] == "Opaque"
-    assert secret["data"] == {"user": base64.b64encode(b"admin").decode(),
-                              "pass": base64.b64encode("pässwörd".encode()).decode()}
+    assert secret["data"] == {
+        "user": base64.b64encode(b"admin").decode(),
+        "pass": base64.b64encode("pässwörd".encode()).decode(),
+    }
 
     kc("create", "secret", "generic", "typed", "--type=example.com/token", "--from-literal=t=x")
     assert get_json(kc, "secret", "typed")["type"] == "example.com/token"
 
-    kc("create", "secret", "docker-registry", "reg", "--docker-server=r.example.com", "--docker-username=u",
-       "--docker-password=p")
+    kc(
+        "create",
+        "secret",
+        "docker-registry",
+        "reg",
+        "--docker-server=r.example.com",
+        "--docker-username=u",
+        "--docker-password=p",
+    )
     reg = get_json(kc, "secret", "reg")
-    assert reg["type"] == "kubernetes.io/dockerconfigjson" and list(reg["data"]) == [".dockerconfigjson"]
+    assert reg["type"] == "kubernetes.io/dockerconfigjson" and list(reg["data"]) == [
+        ".dockerconfigjson"
+    ]
     config = json.loads(base64.b64decode(reg["data"][".dockerconfigjson"]))
     assert config["auths"]["r.example.com"]["username"] == "u"
     assert config["auths"]["r.example.com"]["auth"] == base64.b64encode(b"u:p").decode()
@@ -97,7 +125,10 @@ def test_create_namespace_and_service_account(kc: KubectlRun) -> None:
     assert user_meta(ns) == {"name": "team-b", "labels": {"kubernetes.io/metadata.name": "team-b"}}
     assert ns["spec"] == {"finalizers": ["kubernetes"]} and ns["status"] == {"phase": "Active"}
 
-    assert kc("create", "serviceaccount", "bot", "-n", "team-b").stdout.strip() == "serviceaccount/bot created"
+    assert (
+        kc("create", "serviceaccount", "bot", "-n", "team-b").stdout.strip()
+        == "serviceaccount/bot created"
+    )
     sa = get_json(kc, "sa", "bot", "-n", "team-b")
     assert user_meta(sa) == {"name": "bot", "namespace": "team-b"}
     assert set(sa) == {"apiVersion", "kind", "metadata"}
@@ -110,4 +141,7 @@ def test_create_namespace_and_service_account(kc: KubectlRun) -> None:
     kc("delete", "ns", "team-b", "--wait=false")
     late = kc("create", "configmap", "late", "-n", "team-b", check=False)
     assert late.returncode != 0  # terminating, or already gone (nothing held it)
-    assert "because it is being terminated" in late.stderr or 'namespaces "team-b" not found' in late.stderr
+    assert (
+        "because it is being terminated" in late.stderr
+        or 'namespaces "team-b" not found' in late.stderr
+    )

@@ -282,9 +282,11 @@ def test_sarif_help_links_point_at_documented_anchors(bad_crd: Path) -> None:
         headings = re.findall(r"^#+ (.+)$", text, re.M)
         return {re.sub(r"[^a-z0-9 -]", "", h.lower()).replace(" ", "-") for h in headings}
 
-    runs = [run_cli(["lint", str(bad_crd), "--format", "sarif"]),
-            run_cli(["compat", str(bad_crd), str(bad_crd), "--format", "sarif"]),
-            run_cli(["validate", "--crd", str(bad_crd), str(bad_crd), "--format", "sarif"])]
+    runs = [
+        run_cli(["lint", str(bad_crd), "--format", "sarif"]),
+        run_cli(["compat", str(bad_crd), str(bad_crd), "--format", "sarif"]),
+        run_cli(["validate", "--crd", str(bad_crd), str(bad_crd), "--format", "sarif"]),
+    ]
     for _, out, _ in runs:
         for rule in json.loads(out)["runs"][0]["tool"]["driver"]["rules"]:
             page, _, anchor = rule["helpUri"].split("/blob/main/")[1].partition("#")

@@ -48,8 +48,16 @@ def test_a_manifest_reads_as_the_server_reads_it() -> None:
     spec = doc.data["spec"]
     assert spec["port"] == "22:22" and spec["date"] == "2001-12-14"  # no base-60, no dates
     assert spec["enabled"] is True and spec["false"] is False  # go-yaml's y / n (key "off" too)
-    assert spec["mode"] == 511 and spec["big"] == 9.223372036854776e18 and spec["huge"] == "1" + "0" * 400
-    assert spec["bin"] == "hello" and spec["set"] == {"a": None, "b": None} and spec["custom"] == "value"
+    assert (
+        spec["mode"] == 511
+        and spec["big"] == 9.223372036854776e18
+        and spec["huge"] == "1" + "0" * 400
+    )
+    assert (
+        spec["bin"] == "hello"
+        and spec["set"] == {"a": None, "b": None}
+        and spec["custom"] == "value"
+    )
     assert spec["1"] == "one" and spec["true"] is True
     assert spec["merged"] == {"app": "w", "tier": "web"}
     spec["copy"]["app"] = "changed"  # aliases are copies
@@ -66,11 +74,15 @@ def test_a_manifest_reads_as_the_server_reads_it() -> None:
         ("a: 1\nv: !!bool maybe\n", "cannot decode !!str `maybe` as a !!bool", 2),
     ],
 )
-def test_documents_a_cluster_refuses_are_refused_with_file_and_line(text: str, message: str, line: int) -> None:
+def test_documents_a_cluster_refuses_are_refused_with_file_and_line(
+    text: str, message: str, line: int
+) -> None:
     with pytest.raises(InputError) as info:
         parse(_source(text))
     assert info.value.file == "m.yaml" and info.value.line == line
-    assert message in str(info.value) and str(info.value).startswith(f"m.yaml:{line}: invalid YAML: ")
+    assert message in str(info.value) and str(info.value).startswith(
+        f"m.yaml:{line}: invalid YAML: "
+    )
     with pytest.raises(DecodeError, match=re.escape(message)):
         yaml_value(text.encode())
 

@@ -51,8 +51,13 @@ class StatusV1(KubeModel):
     ready: bool | None = None
 
 
-class AppV1alpha1(Resource[SpecV1alpha1, StatusV1], group=GROUP, version="v1alpha1",
-                  deprecated=True, deprecation_warning="conv.test.kubewerk.dev/v1alpha1 App is deprecated"):
+class AppV1alpha1(
+    Resource[SpecV1alpha1, StatusV1],
+    group=GROUP,
+    version="v1alpha1",
+    deprecated=True,
+    deprecation_warning="conv.test.kubewerk.dev/v1alpha1 App is deprecated",
+):
     """App, first version."""
 
 
@@ -76,7 +81,9 @@ def _keep_lost(src: AppV1) -> dict[str, str] | None:
     return annotations or None
 
 
-def _restore_lost(annotations: dict[str, str] | None) -> tuple[dict[str, Any], dict[str, str] | None]:
+def _restore_lost(
+    annotations: dict[str, str] | None,
+) -> tuple[dict[str, Any], dict[str, str] | None]:
     rest = dict(annotations or {})
     lost = orjson.loads(rest.pop(LOST)) if LOST in rest else {}
     return lost, (rest or None)
@@ -108,14 +115,23 @@ def v1_to_alpha(src: AppV1) -> AppV1alpha1:
 
 @converter
 def beta_to_v1(src: AppV1beta1) -> AppV1:
-    return AppV1(spec=SpecV1(image=ImageRef(repository=src.spec.repository, tag=src.spec.tag),
-                             replicas=src.spec.replicas), status=src.status)
+    return AppV1(
+        spec=SpecV1(
+            image=ImageRef(repository=src.spec.repository, tag=src.spec.tag),
+            replicas=src.spec.replicas,
+        ),
+        status=src.status,
+    )
 
 
 @converter
 def v1_to_beta(src: AppV1) -> AppV1beta1:
-    return AppV1beta1(spec=SpecV1beta1(repository=src.spec.image.repository, tag=src.spec.image.tag,
-                                       replicas=src.spec.replicas), status=src.status)
+    return AppV1beta1(
+        spec=SpecV1beta1(
+            repository=src.spec.image.repository, tag=src.spec.image.tag, replicas=src.spec.replicas
+        ),
+        status=src.status,
+    )
 
 
 def alpha_obj() -> dict[str, Any]:
@@ -137,8 +153,18 @@ def test_crd_lists_every_version_in_priority_order() -> None:
     assert versions[2]["deprecated"] is True
     assert versions[2]["deprecationWarning"] == "conv.test.kubewerk.dev/v1alpha1 App is deprecated"
     assert "deprecated" not in versions[0]
-    assert versions[0]["schema"]["openAPIV3Schema"]["properties"]["spec"]["properties"]["image"]["type"] == "object"
-    assert versions[2]["schema"]["openAPIV3Schema"]["properties"]["spec"]["properties"]["image"]["type"] == "string"
+    assert (
+        versions[0]["schema"]["openAPIV3Schema"]["properties"]["spec"]["properties"]["image"][
+            "type"
+        ]
+        == "object"
+    )
+    assert (
+        versions[2]["schema"]["openAPIV3Schema"]["properties"]["spec"]["properties"]["image"][
+            "type"
+        ]
+        == "string"
+    )
     assert crd == crd_for(AppV1, AppV1beta1, AppV1alpha1)
 
 
@@ -154,10 +180,14 @@ def test_spoke_to_hub_to_spoke_is_lossless() -> None:
 
 
 def test_fields_only_the_hub_has_survive_via_annotations() -> None:
-    v1 = AppV1.from_dict({
-        "apiVersion": f"{GROUP}/v1", "kind": "App", "metadata": {"name": "web"},
-        "spec": {"image": {"repository": "nginx", "tag": "1.27"}, "paused": True},
-    })
+    v1 = AppV1.from_dict(
+        {
+            "apiVersion": f"{GROUP}/v1",
+            "kind": "App",
+            "metadata": {"name": "web"},
+            "spec": {"image": {"repository": "nginx", "tag": "1.27"}, "paused": True},
+        }
+    )
     alpha = convert(v1, f"{GROUP}/v1alpha1")
     assert LOST in (alpha.metadata.annotations or {})
     again = convert(alpha, AppV1)
@@ -195,7 +225,9 @@ def test_conversion_errors() -> None:
     class Lonely(Resource[SpecV1alpha1, None], group=GROUP, kind="Lonely", version="v1"):
         pass
 
-    class LonelyV2(Resource[SpecV1alpha1, None], group=GROUP, kind="Lonely", version="v2", storage=True):
+    class LonelyV2(
+        Resource[SpecV1alpha1, None], group=GROUP, kind="Lonely", version="v2", storage=True
+    ):
         pass
 
     with pytest.raises(ConversionError, match="no converter registered from Lonely"):
@@ -238,8 +270,14 @@ def test_multi_version_crd_needs_one_storage_version() -> None:
     with pytest.raises(ModelDefinitionError, match="exactly one of the versions"):
         crd_for(Dup)
 
-    class DupV3(Resource[SpecV1alpha1, None], group=GROUP, kind="Dup", version="v3", plural="dupz",
-                storage=True):
+    class DupV3(
+        Resource[SpecV1alpha1, None],
+        group=GROUP,
+        kind="Dup",
+        version="v3",
+        plural="dupz",
+        storage=True,
+    ):
         pass
 
     with pytest.raises(ModelDefinitionError, match="plural 'dups' differs"):

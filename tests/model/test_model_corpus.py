@@ -83,23 +83,41 @@ SCALED_OBJECT = {
             "scalingModifiers": {"formula": "a + b", "target": "10", "metricType": "AverageValue"},
         },
         "triggers": [
-            {"type": "prometheus", "name": "a",
-             "metadata": {"serverAddress": "http://prometheus:9090", "threshold": "100",
-                          "query": "sum(rate(http_requests_total[2m]))"},
-             "authenticationRef": {"name": "prom-auth", "kind": "ClusterTriggerAuthentication"}},
-            {"type": "cpu", "name": "b", "metricType": "Utilization", "metadata": {"value": "60"},
-             "useCachedMetrics": False},
+            {
+                "type": "prometheus",
+                "name": "a",
+                "metadata": {
+                    "serverAddress": "http://prometheus:9090",
+                    "threshold": "100",
+                    "query": "sum(rate(http_requests_total[2m]))",
+                },
+                "authenticationRef": {"name": "prom-auth", "kind": "ClusterTriggerAuthentication"},
+            },
+            {
+                "type": "cpu",
+                "name": "b",
+                "metricType": "Utilization",
+                "metadata": {"value": "60"},
+                "useCachedMetrics": False,
+            },
         ],
     },
     "status": {
         "scaleTargetKind": "apps/v1.Deployment",
-        "scaleTargetGVKR": {"group": "apps", "version": "v1", "kind": "Deployment", "resource": "deployments"},
+        "scaleTargetGVKR": {
+            "group": "apps",
+            "version": "v1",
+            "kind": "Deployment",
+            "resource": "deployments",
+        },
         "originalReplicaCount": 2,
         "lastActiveTime": "2024-05-01T10:00:05Z",
         "externalMetricNames": ["s0-prometheus"],
         "health": {"s0-prometheus": {"numberOfFailures": 0, "status": "Happy"}},
         "triggersActivity": {"s0-prometheus": {"isActive": True}},
-        "conditions": [{"type": "Ready", "status": "True", "reason": "ScaledObjectReady", "message": "ok"}],
+        "conditions": [
+            {"type": "Ready", "status": "True", "reason": "ScaledObjectReady", "message": "ok"}
+        ],
         "hpaName": "keda-hpa-web",
     },
 }
@@ -107,7 +125,10 @@ SCALED_OBJECT = {
 SCALED_OBJECT_INVALID: dict[str, Mutation] = {
     "no triggers": _set("spec.triggers", []),
     "min above max (CEL)": _set("spec.minReplicaCount", 30),
-    "min above default max (CEL)": lambda o: (o["spec"].pop("maxReplicaCount"), o["spec"].update(minReplicaCount=101)),
+    "min above default max (CEL)": lambda o: (
+        o["spec"].pop("maxReplicaCount"),
+        o["spec"].update(minReplicaCount=101),
+    ),
     "polling interval 0": _set("spec.pollingInterval", 0),
     "negative cooldown": _set("spec.cooldownPeriod", -1),
     "bad fallback behavior": _set("spec.fallback.behavior", "sometimes"),
@@ -117,9 +138,15 @@ SCALED_OBJECT_INVALID: dict[str, Mutation] = {
     "trigger without metadata": _del("spec.triggers.1.metadata"),
     "trigger type empty": _set("spec.triggers.0.type", ""),
     "bad auth kind": _set("spec.triggers.0.authenticationRef.kind", "Secret"),
-    "tolerance not a quantity": _set("spec.advanced.horizontalPodAutoscalerConfig.behavior.scaleDown.tolerance", "5 percent"),
-    "tolerance a float": _set("spec.advanced.horizontalPodAutoscalerConfig.behavior.scaleDown.tolerance", 0.5),
-    "policy without period": _del("spec.advanced.horizontalPodAutoscalerConfig.behavior.scaleDown.policies.0.periodSeconds"),
+    "tolerance not a quantity": _set(
+        "spec.advanced.horizontalPodAutoscalerConfig.behavior.scaleDown.tolerance", "5 percent"
+    ),
+    "tolerance a float": _set(
+        "spec.advanced.horizontalPodAutoscalerConfig.behavior.scaleDown.tolerance", 0.5
+    ),
+    "policy without period": _del(
+        "spec.advanced.horizontalPodAutoscalerConfig.behavior.scaleDown.policies.0.periodSeconds"
+    ),
     "metric type": _set("spec.advanced.scalingModifiers.metricType", "Utilization"),
     "string replicas": _set("spec.maxReplicaCount", "20"),
     "status condition without type": _del("status.conditions.0.type"),
@@ -145,32 +172,59 @@ EXTERNAL_SECRET = {
                 "metadata": {"labels": {"app": "db"}},
                 "data": {"url": "postgres://{{ .user }}:{{ .password }}@db"},
                 "templateFrom": [
-                    {"configMap": {"name": "tmpl", "items": [{"key": "config.yaml", "templateAs": "Values"}]},
-                     "target": "Data"}
+                    {
+                        "configMap": {
+                            "name": "tmpl",
+                            "items": [{"key": "config.yaml", "templateAs": "Values"}],
+                        },
+                        "target": "Data",
+                    }
                 ],
             },
         },
         "data": [
-            {"secretKey": "password", "remoteRef": {"key": "db/creds", "property": "password",
-                                                    "decodingStrategy": "None"}},
-            {"secretKey": "token",
-             "remoteRef": {"key": "token"},
-             "sourceRef": {"generatorRef": {"kind": "Password", "name": "pw-gen"}}},
+            {
+                "secretKey": "password",
+                "remoteRef": {
+                    "key": "db/creds",
+                    "property": "password",
+                    "decodingStrategy": "None",
+                },
+            },
+            {
+                "secretKey": "token",
+                "remoteRef": {"key": "token"},
+                "sourceRef": {"generatorRef": {"kind": "Password", "name": "pw-gen"}},
+            },
         ],
         "dataFrom": [
             {"extract": {"key": "db/extra", "conversionStrategy": "Default"}},
-            {"find": {"path": "db/", "name": {"regexp": "^db-.*"}, "tags": {"env": "prod"}},
-             "rewrite": [{"regexp": {"source": "db-(.*)", "target": "$1"}},
-                         {"merge": {"into": "all", "strategy": "JSON"}}]},
+            {
+                "find": {"path": "db/", "name": {"regexp": "^db-.*"}, "tags": {"env": "prod"}},
+                "rewrite": [
+                    {"regexp": {"source": "db-(.*)", "target": "$1"}},
+                    {"merge": {"into": "all", "strategy": "JSON"}},
+                ],
+            },
         ],
-        "syncWindows": {"kind": "allow", "windows": [{"schedule": "0 22 * * 1-5", "duration": "8h"}]},
+        "syncWindows": {
+            "kind": "allow",
+            "windows": [{"schedule": "0 22 * * 1-5", "duration": "8h"}],
+        },
     },
     "status": {
         "binding": {"name": "db-credentials"},
         "refreshTime": "2024-05-01T10:00:00Z",
         "syncedResourceVersion": "1-abc",
-        "conditions": [{"type": "Ready", "status": "True", "reason": "SecretSynced",
-                        "message": "ok", "lastTransitionTime": "2024-05-01T10:00:00Z"}],
+        "conditions": [
+            {
+                "type": "Ready",
+                "status": "True",
+                "reason": "SecretSynced",
+                "message": "ok",
+                "lastTransitionTime": "2024-05-01T10:00:00Z",
+            }
+        ],
     },
 }
 
@@ -180,7 +234,8 @@ EXTERNAL_SECRET_INVALID: dict[str, Mutation] = {
     "no remote ref": _del("spec.data.0.remoteRef"),
     "remote ref without key": _del("spec.data.0.remoteRef.key"),
     "source ref with two alternatives": _set(
-        "spec.data.1.sourceRef", {"generatorRef": {"kind": "Password", "name": "g"}, "storeRef": {"name": "s"}}
+        "spec.data.1.sourceRef",
+        {"generatorRef": {"kind": "Password", "name": "g"}, "storeRef": {"name": "s"}},
     ),
     "empty source ref": _set("spec.data.1.sourceRef", {}),
     "unknown generator": _set("spec.data.1.sourceRef.generatorRef.kind", "Dice"),
@@ -189,8 +244,10 @@ EXTERNAL_SECRET_INVALID: dict[str, Mutation] = {
     "refresh policy": _set("spec.refreshPolicy", "Always"),
     "creation policy": _set("spec.target.creationPolicy", "Adopt"),
     "engine version": _set("spec.target.template.engineVersion", "v1"),
-    "rewrite with two ops": _set("spec.dataFrom.1.rewrite.0", {"regexp": {"source": "a", "target": "b"},
-                                                              "transform": {"template": "x"}}),
+    "rewrite with two ops": _set(
+        "spec.dataFrom.1.rewrite.0",
+        {"regexp": {"source": "a", "target": "b"}, "transform": {"template": "x"}},
+    ),
     "regexp without target": _del("spec.dataFrom.1.rewrite.0.regexp.target"),
     "sync window schedule": _set("spec.syncWindows.windows.0.schedule", "every day"),
     "no sync windows": _set("spec.syncWindows.windows", []),
@@ -228,8 +285,16 @@ GIT_REPOSITORY = {
             "url": "http://source-controller/gitrepository/flux-system/podinfo/abc.tar.gz",
             "metadata": {"org.opencontainers.image.source": "x"},
         },
-        "conditions": [{"type": "Ready", "status": "True", "reason": "Succeeded", "message": "stored",
-                        "lastTransitionTime": "2024-05-01T10:00:00Z", "observedGeneration": 1}],
+        "conditions": [
+            {
+                "type": "Ready",
+                "status": "True",
+                "reason": "Succeeded",
+                "message": "stored",
+                "lastTransitionTime": "2024-05-01T10:00:00Z",
+                "observedGeneration": 1,
+            }
+        ],
     },
 }
 
@@ -255,9 +320,13 @@ GIT_REPOSITORY_INVALID: dict[str, Mutation] = {
 SAMPLES: dict[str, tuple[dict[str, Any], dict[str, Mutation]]] = {
     "kedacore+keda/keda.sh_scaledobjects.yaml": (SCALED_OBJECT, SCALED_OBJECT_INVALID),
     "external-secrets+external-secrets/external-secrets.io_externalsecrets.yaml": (
-        EXTERNAL_SECRET, EXTERNAL_SECRET_INVALID),
+        EXTERNAL_SECRET,
+        EXTERNAL_SECRET_INVALID,
+    ),
     "fluxcd+source-controller/source.toolkit.fluxcd.io_gitrepositories.yaml": (
-        GIT_REPOSITORY, GIT_REPOSITORY_INVALID),
+        GIT_REPOSITORY,
+        GIT_REPOSITORY_INVALID,
+    ),
 }
 
 
@@ -288,8 +357,11 @@ def schema_differences(ours: Any, upstream: Any, path: str = "") -> list[str]:
                 out.extend(schema_differences(ours[key], upstream[key], f"{path}.{key}"))
         return out
     if isinstance(ours, list) and isinstance(upstream, list) and len(ours) == len(upstream):
-        return [d for i, (a, b) in enumerate(zip(ours, upstream, strict=True))
-                for d in schema_differences(a, b, f"{path}[{i}]")]
+        return [
+            d
+            for i, (a, b) in enumerate(zip(ours, upstream, strict=True))
+            for d in schema_differences(a, b, f"{path}[{i}]")
+        ]
     return [] if ours == upstream else [f"{path}: {ours!r} != {upstream!r}"]
 
 
@@ -313,7 +385,9 @@ def test_generated_version_matches_upstream(corpus_dir: Path, rel: str) -> None:
 def test_same_verdicts_as_upstream(corpus_dir: Path, rel: str) -> None:
     model, version = REMODELLED[rel]
     ours = compile_schema(crd_for(model)["spec"]["versions"][0]["schema"]["openAPIV3Schema"])
-    theirs = compile_schema(_upstream_version(corpus_dir, rel, version)["schema"]["openAPIV3Schema"])
+    theirs = compile_schema(
+        _upstream_version(corpus_dir, rel, version)["schema"]["openAPIV3Schema"]
+    )
     valid, mutations = SAMPLES[rel]
 
     def verdict(schema: Any, obj: dict[str, Any]) -> tuple[list[str], dict[str, Any], list[str]]:
@@ -349,10 +423,15 @@ def test_models_round_trip_and_reject_like_the_schema(rel: str) -> None:
     assert parsed.to_dict() == valid
     assert parsed.api_errors() == []
     # the model's own parse rejects what it can see without CEL and object-size rules
-    python_only_blind = {"min above max (CEL)", "min above default max (CEL)",
-                         "service account without cloud provider (CEL)",
-                         "service account without provider (CEL)",
-                         "source ref with two alternatives", "empty source ref", "rewrite with two ops"}
+    python_only_blind = {
+        "min above max (CEL)",
+        "min above default max (CEL)",
+        "service account without cloud provider (CEL)",
+        "service account without provider (CEL)",
+        "source ref with two alternatives",
+        "empty source ref",
+        "rewrite with two ops",
+    }
     for name, mutate in mutations.items():
         obj = copy.deepcopy(valid)
         mutate(obj)

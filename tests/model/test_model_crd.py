@@ -69,21 +69,28 @@ def test_yaml_is_stable_and_round_trips() -> None:
 
 
 def test_crds_for_groups_versions_by_kind() -> None:
-    crds = crds_for([test_model_conversion.AppV1, test_model_conversion.AppV1alpha1,
-                     test_model_resource.Gadget])
-    assert [c["metadata"]["name"] for c in crds] == ["apps.conv.test.kubewerk.dev",
-                                                     "gadgets.res.test.kubewerk.dev"]
+    crds = crds_for(
+        [test_model_conversion.AppV1, test_model_conversion.AppV1alpha1, test_model_resource.Gadget]
+    )
+    assert [c["metadata"]["name"] for c in crds] == [
+        "apps.conv.test.kubewerk.dev",
+        "gadgets.res.test.kubewerk.dev",
+    ]
     assert [v["name"] for v in crds[0]["spec"]["versions"]] == ["v1", "v1alpha1"]
 
 
-def test_cli_writes_one_file_per_kind(tmp_path: Path, capsys: pytest.CaptureFixture[str],
-                                      monkeypatch: pytest.MonkeyPatch) -> None:
+def test_cli_writes_one_file_per_kind(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
     monkeypatch.chdir(TESTS_DIR)
     out = tmp_path / "crds"
     assert main(["gen", "crd", "model.corpus_models", "-o", str(out)]) == 0
     names = sorted(p.name for p in out.iterdir())
-    assert names == ["external-secrets.io_externalsecrets.yaml", "keda.sh_scaledobjects.yaml",
-                     "source.toolkit.fluxcd.io_gitrepositories.yaml"]
+    assert names == [
+        "external-secrets.io_externalsecrets.yaml",
+        "keda.sh_scaledobjects.yaml",
+        "source.toolkit.fluxcd.io_gitrepositories.yaml",
+    ]
     written = (out / "keda.sh_scaledobjects.yaml").read_text()
     assert written == crd_yaml(corpus_models.ScaledObject)
     capsys.readouterr()
@@ -101,8 +108,9 @@ def test_cli_writes_one_file_per_kind(tmp_path: Path, capsys: pytest.CaptureFixt
         ("json", "defines no kubewerk resource classes"),
     ],
 )
-def test_cli_usage_errors(target: str, message: str, capsys: pytest.CaptureFixture[str],
-                          monkeypatch: pytest.MonkeyPatch) -> None:
+def test_cli_usage_errors(
+    target: str, message: str, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
     monkeypatch.chdir(TESTS_DIR)
     assert main(["gen", "crd", target]) == 2
     err = capsys.readouterr().err
@@ -116,9 +124,22 @@ def test_cli_output_is_byte_identical_across_processes(tmp_path: Path) -> None:
     for seed in ("1", "2"):
         env = {**os.environ, "PYTHONHASHSEED": seed}
         proc = subprocess.run(
-            [sys.executable, "-m", "kubewerk.cli", "gen", "crd", "model.corpus_models",
-             "-o", str(tmp_path / seed)],
-            cwd=TESTS_DIR, env=env, capture_output=True, text=True, timeout=60, check=False,
+            [
+                sys.executable,
+                "-m",
+                "kubewerk.cli",
+                "gen",
+                "crd",
+                "model.corpus_models",
+                "-o",
+                str(tmp_path / seed),
+            ],
+            cwd=TESTS_DIR,
+            env=env,
+            capture_output=True,
+            text=True,
+            timeout=60,
+            check=False,
         )
         assert proc.returncode == 0, proc.stderr
         outputs.append({p.name: p.read_bytes() for p in (tmp_path / seed).iterdir()})
@@ -131,8 +152,12 @@ def test_optional_old_self_rule_is_accepted_and_ratchets() -> None:
     from kubewerk.model import KubeModel, Rule
 
     class RatchetSpec(KubeModel):
-        level: Annotated[int, Rule("!oldSelf.hasValue() || self >= oldSelf.value()",
-                                   optional_old_self=True)] | None = None
+        level: (
+            Annotated[
+                int, Rule("!oldSelf.hasValue() || self >= oldSelf.value()", optional_old_self=True)
+            ]
+            | None
+        ) = None
 
     class Ratchet(Resource[RatchetSpec, None], group="crd.test.kubewerk.dev"):
         pass
@@ -141,10 +166,12 @@ def test_optional_old_self_rule_is_accepted_and_ratchets() -> None:
     level = version["schema"]["openAPIV3Schema"]["properties"]["spec"]["properties"]["level"]
     assert level["x-kubernetes-validations"][0]["optionalOldSelf"] is True
     assert validate_crd(crd_for(Ratchet)) == []
-    low = Ratchet.from_dict({"apiVersion": "crd.test.kubewerk.dev/v1", "kind": "Ratchet",
-                             "spec": {"level": 1}})
-    high = Ratchet.from_dict({"apiVersion": "crd.test.kubewerk.dev/v1", "kind": "Ratchet",
-                              "spec": {"level": 5}})
+    low = Ratchet.from_dict(
+        {"apiVersion": "crd.test.kubewerk.dev/v1", "kind": "Ratchet", "spec": {"level": 1}}
+    )
+    high = Ratchet.from_dict(
+        {"apiVersion": "crd.test.kubewerk.dev/v1", "kind": "Ratchet", "spec": {"level": 5}}
+    )
     assert high.api_errors(old=low) == [] and low.api_errors() == []
     assert [e.field for e in low.api_errors(old=high)] == ["spec.level"]
 
@@ -185,8 +212,9 @@ class MovedV1(Resource[PlainSpec, None], group=CONV_GROUP, kind="Moved", storage
     """The current shape."""
 
 
-class MovedV1alpha1(Resource[OldSpec, None], group=CONV_GROUP, kind="Moved", version="v1alpha1",
-                    served=False):
+class MovedV1alpha1(
+    Resource[OldSpec, None], group=CONV_GROUP, kind="Moved", version="v1alpha1", served=False
+):
     """A retired shape, no longer served."""
 
 
@@ -210,9 +238,9 @@ def test_versions_that_differ_only_in_descriptions_need_no_conversion() -> None:
 
 
 def test_versions_with_different_schemas_convert_through_the_webhook_given() -> None:
-    assert crd_for(test_model_conversion.AppV1)["spec"]["conversion"]["webhook"]["clientConfig"] == {
-        "service": {"name": "webhook-service", "namespace": "system", "path": "/convert"}
-    }
+    assert crd_for(test_model_conversion.AppV1)["spec"]["conversion"]["webhook"][
+        "clientConfig"
+    ] == {"service": {"name": "webhook-service", "namespace": "system", "path": "/convert"}}
     webhook = ConversionWebhook(namespace="ops", name="apps-webhook", path="/", port=8443)
     crd = crd_for(test_model_conversion.AppV1, webhook=webhook)
     assert crd["spec"]["conversion"] == {
@@ -226,8 +254,9 @@ def test_versions_with_different_schemas_convert_through_the_webhook_given() -> 
     }
     assert [e.message() for e in validate_crd(crd)] == []
     assert "conversion" not in crd_for(SameV1, webhook=webhook)["spec"]
-    [apps, gadgets] = crds_for([test_model_conversion.AppV1, test_model_resource.Gadget],
-                               webhook=webhook)
+    [apps, gadgets] = crds_for(
+        [test_model_conversion.AppV1, test_model_resource.Gadget], webhook=webhook
+    )
     assert apps["spec"]["conversion"] == crd["spec"]["conversion"]
     assert "conversion" not in gadgets["spec"]
 

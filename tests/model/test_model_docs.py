@@ -83,7 +83,10 @@ def test_gen_crd_of_the_multi_version_example_passes_lint(
 def test_gen_crd_names_the_conversion_service_given(
     versions: ModuleType, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    assert main(["gen", "crd", MODULE, "--conversion-webhook", "ops/widgets-webhook:9443/convert"]) == 0
+    assert (
+        main(["gen", "crd", MODULE, "--conversion-webhook", "ops/widgets-webhook:9443/convert"])
+        == 0
+    )
     crd = yaml.safe_load(capsys.readouterr().out)
     assert crd["spec"]["conversion"]["webhook"]["clientConfig"] == {
         "service": {"name": "widgets-webhook", "namespace": "ops", "path": "/convert", "port": 9443}
@@ -154,6 +157,8 @@ def _resolves(dotted: str) -> bool:
 
 
 def test_every_kubewerk_name_in_the_doc_exists() -> None:
-    names = set(re.findall(r"\bkubewerk(?:\.[A-Za-z_][A-Za-z0-9_]*)+", DOC.read_text(encoding="utf-8")))
+    names = set(
+        re.findall(r"\bkubewerk(?:\.[A-Za-z_][A-Za-z0-9_]*)+", DOC.read_text(encoding="utf-8"))
+    )
     assert "kubewerk.core.errors.FieldError" in names
     assert sorted(name for name in names if not _resolves(name)) == []

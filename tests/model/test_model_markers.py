@@ -52,9 +52,19 @@ class Template(Resource[dict[str, Any], None], group=GROUP, kind="Template"):
     """An embedded, typed object."""
 
 
-class MarkedSpec(KubeModel, rules=[ExactlyOneOf("image", "source_ref"), AtMostOneOf("cpu", "memory"),
-                                   Rule("self.replicas <= self.maxReplicas", message="too many",
-                                        reason="FieldValueForbidden", field_path=".replicas")]):
+class MarkedSpec(
+    KubeModel,
+    rules=[
+        ExactlyOneOf("image", "source_ref"),
+        AtMostOneOf("cpu", "memory"),
+        Rule(
+            "self.replicas <= self.maxReplicas",
+            message="too many",
+            reason="FieldValueForbidden",
+            field_path=".replicas",
+        ),
+    ],
+):
     """Everything at once."""
 
     replicas: Annotated[int, Field(ge=0, le=10), PrinterColumn("Replicas", priority=1)] = 1
@@ -82,7 +92,9 @@ class MarkedSpec(KubeModel, rules=[ExactlyOneOf("image", "source_ref"), AtMostOn
     tags: Annotated[list[str], ListType.SET, Field(min_length=1, max_length=5)] | None = None
     args: Annotated[list[str], ListType.ATOMIC] | None = None
     labels: Annotated[dict[str, str], MapType.ATOMIC, Field(max_length=3)] | None = None
-    owner: Annotated[str, Selectable, Rule("self != ''", message_expression="'bad: ' + self")] | None = None
+    owner: (
+        Annotated[str, Selectable, Rule("self != ''", message_expression="'bad: ' + self")] | None
+    ) = None
     frozen_ref: Annotated[str, Immutable(message="frozenRef cannot change")] | None = None
     checked: Annotated[int, Rule("self >= oldSelf", optional_old_self=False)] | None = None
 
@@ -92,10 +104,16 @@ class MarkedStatus(KubeModel):
     selector: str | None = None
 
 
-class Marked(Resource[MarkedSpec, MarkedStatus], group=GROUP, categories=["all"],
-             scale=Scale(label_selector_path=".status.selector"),
-             printer_columns=[PrinterColumn("Age", json_path=".metadata.creationTimestamp", type="date")],
-             selectable_fields=[".spec.name"], deprecated=True, deprecation_warning="use v2"):
+class Marked(
+    Resource[MarkedSpec, MarkedStatus],
+    group=GROUP,
+    categories=["all"],
+    scale=Scale(label_selector_path=".status.selector"),
+    printer_columns=[PrinterColumn("Age", json_path=".metadata.creationTimestamp", type="date")],
+    selectable_fields=[".spec.name"],
+    deprecated=True,
+    deprecation_warning="use v2",
+):
     """A kind that uses every marker."""
 
 
@@ -117,11 +135,20 @@ def prop(spec: dict[str, Any], name: str) -> dict[str, Any]:
 
 def test_bounds_and_defaults(spec: dict[str, Any]) -> None:
     assert prop(spec, "replicas") == {
-        "default": 1, "description": "Desired replicas.", "maximum": 10, "minimum": 0, "type": "integer"
+        "default": 1,
+        "description": "Desired replicas.",
+        "maximum": 10,
+        "minimum": 0,
+        "type": "integer",
     }
     assert prop(spec, "maxReplicas") == {
-        "default": 10, "exclusiveMaximum": True, "exclusiveMinimum": True, "maximum": 100,
-        "minimum": 0, "multipleOf": 2, "type": "integer"
+        "default": 10,
+        "exclusiveMaximum": True,
+        "exclusiveMinimum": True,
+        "maximum": 100,
+        "minimum": 0,
+        "multipleOf": 2,
+        "type": "integer",
     }
 
 
@@ -132,8 +159,12 @@ def test_lengths_pattern_required(spec: dict[str, Any]) -> None:
     tags = prop(spec, "tags")
     assert (tags["minItems"], tags["maxItems"], tags["x-kubernetes-list-type"]) == (1, 5, "set")
     labels = prop(spec, "labels")
-    assert labels == {"additionalProperties": {"type": "string"}, "maxProperties": 3,
-                      "type": "object", "x-kubernetes-map-type": "atomic"}
+    assert labels == {
+        "additionalProperties": {"type": "string"},
+        "maxProperties": 3,
+        "type": "object",
+        "x-kubernetes-map-type": "atomic",
+    }
 
 
 def test_enums_formats_and_types(spec: dict[str, Any]) -> None:
@@ -150,17 +181,22 @@ def test_enums_formats_and_types(spec: dict[str, Any]) -> None:
 def test_nullable_int_or_string_quantity(spec: dict[str, Any]) -> None:
     assert prop(spec, "nickname") == {"nullable": True, "type": "string"}
     assert prop(spec, "port") == {
-        "anyOf": [{"type": "integer"}, {"type": "string"}], "x-kubernetes-int-or-string": True
+        "anyOf": [{"type": "integer"}, {"type": "string"}],
+        "x-kubernetes-int-or-string": True,
     }
     cpu = prop(spec, "cpu")
     assert cpu["x-kubernetes-int-or-string"] is True and cpu["pattern"].startswith("^(\\+|-)?")
 
 
 def test_preserve_unknown_and_embedded(spec: dict[str, Any]) -> None:
-    assert prop(spec, "freeForm") == {"type": "object", "x-kubernetes-preserve-unknown-fields": True}
+    assert prop(spec, "freeForm") == {
+        "type": "object",
+        "x-kubernetes-preserve-unknown-fields": True,
+    }
     assert prop(spec, "anything") == {"x-kubernetes-preserve-unknown-fields": True}
     assert prop(spec, "embedded") == {
-        "type": "object", "x-kubernetes-embedded-resource": True,
+        "type": "object",
+        "x-kubernetes-embedded-resource": True,
         "x-kubernetes-preserve-unknown-fields": True,
     }
     template = prop(spec, "template")
@@ -181,14 +217,24 @@ def test_list_types(spec: dict[str, Any]) -> None:
 
 def test_cel_rules_immutable_and_one_of(spec: dict[str, Any]) -> None:
     assert spec["x-kubernetes-validations"] == [
-        {"message": "exactly one of the fields in [image sourceRef] must be set",
-         "rule": "[has(self.image),has(self.sourceRef)].filter(x,x==true).size() == 1"},
-        {"message": "at most one of the fields in [cpu memory] may be set",
-         "rule": "[has(self.cpu),has(self.memory)].filter(x,x==true).size() <= 1"},
-        {"fieldPath": ".replicas", "message": "too many", "reason": "FieldValueForbidden",
-         "rule": "self.replicas <= self.maxReplicas"},
-        {"message": "frozenRef cannot change",
-         "rule": "has(self.frozenRef) == has(oldSelf.frozenRef)"},
+        {
+            "message": "exactly one of the fields in [image sourceRef] must be set",
+            "rule": "[has(self.image),has(self.sourceRef)].filter(x,x==true).size() == 1",
+        },
+        {
+            "message": "at most one of the fields in [cpu memory] may be set",
+            "rule": "[has(self.cpu),has(self.memory)].filter(x,x==true).size() <= 1",
+        },
+        {
+            "fieldPath": ".replicas",
+            "message": "too many",
+            "reason": "FieldValueForbidden",
+            "rule": "self.replicas <= self.maxReplicas",
+        },
+        {
+            "message": "frozenRef cannot change",
+            "rule": "has(self.frozenRef) == has(oldSelf.frozenRef)",
+        },
     ]
     assert prop(spec, "name")["x-kubernetes-validations"] == [
         {"message": "Value is immutable", "rule": "self == oldSelf"}
@@ -209,8 +255,11 @@ def test_version_level_markers(crd: dict[str, Any]) -> None:
         {"jsonPath": ".metadata.creationTimestamp", "name": "Age", "type": "date"},
     ]
     assert version["subresources"] == {
-        "scale": {"labelSelectorPath": ".status.selector", "specReplicasPath": ".spec.replicas",
-                  "statusReplicasPath": ".status.replicas"},
+        "scale": {
+            "labelSelectorPath": ".status.selector",
+            "specReplicasPath": ".spec.replicas",
+            "statusReplicasPath": ".status.replicas",
+        },
         "status": {},
     }
     assert version["selectableFields"] == [{"jsonPath": ".spec.owner"}, {"jsonPath": ".spec.name"}]
@@ -236,22 +285,37 @@ def _refused(match: str, body: dict[str, Any], **keywords: Any) -> None:
 @pytest.mark.parametrize(
     ("annotation", "match"),
     [
-        (Annotated[int, Field(min_length=1)], r"Bad\.f: min_length applies to strings, lists and maps, not integer"),
+        (
+            Annotated[int, Field(min_length=1)],
+            r"Bad\.f: min_length applies to strings, lists and maps, not integer",
+        ),
         (Annotated[int, Field(pattern="x")], r"Bad\.f: pattern applies to strings, not integer"),
         (Annotated[str, Field(ge=1)], r"Bad\.f: Ge applies to integers and numbers, not string"),
         (Annotated[str, ListType.SET], r"Bad\.f: ListType applies to lists, not string"),
         (Annotated[list[Port], ListType.SET], r"Bad\.f: ListType.SET needs scalar items"),
         (Annotated[list[Port], ListType.MAP], r"Bad\.f: ListType.MAP needs ListMapKeys"),
-        (Annotated[list[str], ListMapKeys("x")], r"Bad\.f: ListType.MAP needs items that are objects"),
+        (
+            Annotated[list[str], ListMapKeys("x")],
+            r"Bad\.f: ListType.MAP needs items that are objects",
+        ),
         (Annotated[list[Port], ListMapKeys("nope")], r"Bad\.f: list map key 'nope' is not a field"),
-        (Annotated[list[Port], ListType.ATOMIC, ListMapKeys("name")], r"Bad\.f: ListMapKeys needs ListType.MAP"),
+        (
+            Annotated[list[Port], ListType.ATOMIC, ListMapKeys("name")],
+            r"Bad\.f: ListMapKeys needs ListType.MAP",
+        ),
         (Annotated[str, MapType.ATOMIC], r"Bad\.f: MapType applies to maps and objects"),
         (Annotated[str, Nullable], r"Bad\.f: Nullable needs a type that admits None"),
         (Annotated[list[str], Format("uri")], r"Bad\.f: Format applies to strings and numbers"),
         (Annotated[str, EmbeddedResource], r"Bad\.f: EmbeddedResource applies to"),
-        (Annotated[int, PreserveUnknownFields], r"Bad\.f: PreserveUnknownFields applies to objects"),
+        (
+            Annotated[int, PreserveUnknownFields],
+            r"Bad\.f: PreserveUnknownFields applies to objects",
+        ),
         (Annotated[Port, PreserveUnknownFields], r"Bad\.f: PreserveUnknownFields on a model field"),
-        (Annotated[list[int], Selectable], r"Bad\.f: Selectable applies to string, integer and boolean"),
+        (
+            Annotated[list[int], Selectable],
+            r"Bad\.f: Selectable applies to string, integer and boolean",
+        ),
         (Annotated[dict[str, Any], PrinterColumn("X")], r"Bad\.f: PrinterColumn applies to"),
         (int | list[str], r"Bad\.f: the union int \| list cannot be expressed"),
         (Port | Color, r"Bad\.f: the union Port \| Color cannot be expressed"),
@@ -269,9 +333,14 @@ def test_transition_rules_need_correlatable_places() -> None:
     class Item(KubeModel):
         name: Annotated[str, Immutable()]
 
-    _refused(r"Bad\.f: transition rules .* not allowed inside items of a list",
-             {"__annotations__": {"f": list[Item]}})
-    _refused(r"Bad\.f: transition rules", {"__annotations__": {"f": Annotated[list[Item], ListType.ATOMIC]}})
+    _refused(
+        r"Bad\.f: transition rules .* not allowed inside items of a list",
+        {"__annotations__": {"f": list[Item]}},
+    )
+    _refused(
+        r"Bad\.f: transition rules",
+        {"__annotations__": {"f": Annotated[list[Item], ListType.ATOMIC]}},
+    )
 
     class Ok(KubeModel):  # inside a list-map the items correlate by key
         f: Annotated[list[Item], ListMapKeys("name")]
@@ -284,23 +353,32 @@ def test_list_map_keys_must_be_required_scalars() -> None:
         name: str | None = None
         sub: Port
 
-    _refused(r"Bad\.f: list map key 'name' must be required or have a default",
-             {"__annotations__": {"f": Annotated[list[Item], ListMapKeys("name")]}})
-    _refused(r"Bad\.f: list map key 'sub' must be a scalar field",
-             {"__annotations__": {"f": Annotated[list[Item], ListMapKeys("sub")]}})
+    _refused(
+        r"Bad\.f: list map key 'name' must be required or have a default",
+        {"__annotations__": {"f": Annotated[list[Item], ListMapKeys("name")]}},
+    )
+    _refused(
+        r"Bad\.f: list map key 'sub' must be a scalar field",
+        {"__annotations__": {"f": Annotated[list[Item], ListMapKeys("sub")]}},
+    )
 
 
 def test_one_of_groups_name_optional_fields() -> None:
-    _refused(r"Bad: ExactlyOneOf names 'c', which is not a field",
-             {"__annotations__": {"a": int | None, "b": int | None}, "a": None, "b": None},
-             rules=[ExactlyOneOf("a", "c")])
-    _refused(r"Bad: AtMostOneOf: field 'a' is required",
-             {"__annotations__": {"a": int, "b": int | None}, "b": None},
-             rules=[AtMostOneOf("a", "b")])
+    _refused(
+        r"Bad: ExactlyOneOf names 'c', which is not a field",
+        {"__annotations__": {"a": int | None, "b": int | None}, "a": None, "b": None},
+        rules=[ExactlyOneOf("a", "c")],
+    )
+    _refused(
+        r"Bad: AtMostOneOf: field 'a' is required",
+        {"__annotations__": {"a": int, "b": int | None}, "b": None},
+        rules=[AtMostOneOf("a", "b")],
+    )
 
 
 def test_recursive_models_are_refused() -> None:
     with pytest.raises(ModelDefinitionError, match=r"Node: recursive types cannot be expressed"):
+
         class Node(KubeModel):
             children: list[Node] | None = None
 
@@ -322,8 +400,10 @@ def test_printer_column_and_selectable_are_refused_in_lists() -> None:
     class Item(KubeModel):
         name: Annotated[str, Selectable]
 
-    _refused(r"Bad\.f: a selectable field cannot be inside a list item",
-             {"__annotations__": {"f": list[Item] | None}, "f": None})
+    _refused(
+        r"Bad\.f: a selectable field cannot be inside a list item",
+        {"__annotations__": {"f": list[Item] | None}, "f": None},
+    )
 
 
 def test_int32_alias_has_format() -> None:
@@ -332,18 +412,36 @@ def test_int32_alias_has_format() -> None:
 
     from kubewerk.model._schemagen import model_fragment
 
-    assert model_fragment(WithFormat).schema["properties"]["count"] == {"format": "int32", "type": "integer"}
+    assert model_fragment(WithFormat).schema["properties"]["count"] == {
+        "format": "int32",
+        "type": "integer",
+    }
 
 
 # ---------------------------------------------------------------- the marker units
 
 
 FIELD_MARKERS: list[Any] = [
-    Field(ge=1).metadata[0], Field(gt=1).metadata[0], Field(le=1).metadata[0],
-    Field(lt=1).metadata[0], Field(multiple_of=2).metadata[0], Field(min_length=1).metadata[0],
-    Field(max_length=1).metadata[0], Field(pattern="x").metadata[0], Format("uri"), Title("t"),
-    Nullable, PreserveUnknownFields, EmbeddedResource, Selectable, ListType.SET, ListMapKeys("k"),
-    MapType.ATOMIC, Rule("self > 0"), Immutable(), PrinterColumn("P"),
+    Field(ge=1).metadata[0],
+    Field(gt=1).metadata[0],
+    Field(le=1).metadata[0],
+    Field(lt=1).metadata[0],
+    Field(multiple_of=2).metadata[0],
+    Field(min_length=1).metadata[0],
+    Field(max_length=1).metadata[0],
+    Field(pattern="x").metadata[0],
+    Format("uri"),
+    Title("t"),
+    Nullable,
+    PreserveUnknownFields,
+    EmbeddedResource,
+    Selectable,
+    ListType.SET,
+    ListMapKeys("k"),
+    MapType.ATOMIC,
+    Rule("self > 0"),
+    Immutable(),
+    PrinterColumn("P"),
 ]
 
 
@@ -373,6 +471,11 @@ def test_a_new_marker_is_one_unit_plus_registration() -> None:
 
     from kubewerk.model._schemagen import model_fragment
 
-    assert model_fragment(WithExample).schema["properties"]["name"] == {"example": "web-1", "type": "string"}
-    _refused(r"Bad\.f: Example applies to strings, not integer",
-             {"__annotations__": {"f": Annotated[int, Example("x")]}})
+    assert model_fragment(WithExample).schema["properties"]["name"] == {
+        "example": "web-1",
+        "type": "string",
+    }
+    _refused(
+        r"Bad\.f: Example applies to strings, not integer",
+        {"__annotations__": {"f": Annotated[int, Example("x")]}},
+    )

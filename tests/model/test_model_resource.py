@@ -65,7 +65,9 @@ class Gateway(Resource[LockSpec, None], group="res.test.kubewerk.dev", version="
     pass
 
 
-class IngressClassV1alpha1(Resource[LockSpec, None], group="res.test.kubewerk.dev", version="v1alpha1"):
+class IngressClassV1alpha1(
+    Resource[LockSpec, None], group="res.test.kubewerk.dev", version="v1alpha1"
+):
     pass
 
 
@@ -84,7 +86,13 @@ def sample() -> dict[str, Any]:
             "annotations": {"a.example.com/x": "1"},
             "finalizers": ["res.test.kubewerk.dev/cleanup"],
             "ownerReferences": [
-                {"apiVersion": "v1", "kind": "ConfigMap", "name": "cm", "uid": "u1", "controller": True}
+                {
+                    "apiVersion": "v1",
+                    "kind": "ConfigMap",
+                    "name": "cm",
+                    "uid": "u1",
+                    "controller": True,
+                }
             ],
             "managedFields": [
                 {
@@ -153,7 +161,13 @@ def test_json_names_and_version_order() -> None:
     assert json_name("apiVersion") == "apiVersion"
     versions = ["v1alpha1", "v2", "v1beta1", "foo", "v1", "v1beta2", "v10"]
     assert sorted(versions, key=version_priority_key) == [
-        "v10", "v2", "v1", "v1beta2", "v1beta1", "v1alpha1", "foo"
+        "v10",
+        "v2",
+        "v1",
+        "v1beta2",
+        "v1beta1",
+        "v1alpha1",
+        "foo",
     ]
 
 
@@ -209,14 +223,16 @@ def test_parse_errors_have_kubernetes_paths() -> None:
         Gadget.from_dict(obj)
     messages = [e.message() for e in info.value.errors]
     assert messages == [
-        "metadata.labels[app]: Invalid value: 1: metadata.labels[app] in body must be of type string: \"integer\"",
+        'metadata.labels[app]: Invalid value: 1: metadata.labels[app] in body must be of type string: "integer"',
         "spec.size: Invalid value: 11: spec.size in body should be less than or equal to 10",
         'spec.color: Unsupported value: "blue": supported values: "red", "green"',
         'spec.containerPort: Invalid value: "8080": spec.containerPort in body must be of type integer: "string"',
         'status.conditions[0].status: Unsupported value: "Maybe": supported values: "True", "False", "Unknown"',
         "status.conditions[0].reason: Required value",
     ]
-    assert str(info.value).startswith('Gadget.res.test.kubewerk.dev "g1" is invalid: [metadata.labels[app]')
+    assert str(info.value).startswith(
+        'Gadget.res.test.kubewerk.dev "g1" is invalid: [metadata.labels[app]'
+    )
 
 
 def test_type_errors_name_the_json_type_the_api_server_names() -> None:
@@ -243,8 +259,13 @@ def test_scalars_are_strict_like_the_api_server() -> None:
         GadgetStatus.model_validate({"conditions": [], "observedGeneration": True})
     # timestamps and enums still parse from their JSON forms
     cond = Condition.model_validate(
-        {"type": "Ready", "status": "False", "reason": "R", "message": "m",
-         "lastTransitionTime": "2024-01-02T03:04:05Z"}
+        {
+            "type": "Ready",
+            "status": "False",
+            "reason": "R",
+            "message": "m",
+            "lastTransitionTime": "2024-01-02T03:04:05Z",
+        }
     )
     assert cond.last_transition_time.year == 2024
 
@@ -261,9 +282,22 @@ def test_condition_constraints_and_helper() -> None:
     cond = Condition.make("Ready", True, "Reconciled", "done", observed_generation=3)
     assert cond.status == "True" and cond.last_transition_time.microsecond == 0
     dumped = cond.to_dict()
-    assert set(dumped) == {"type", "status", "reason", "message", "lastTransitionTime", "observedGeneration"}
-    for bad in ({"type": "not valid!"}, {"reason": ""}, {"reason": "1abc"}, {"message": "x" * 32769},
-                {"observedGeneration": -1}, {"type": "x" * 317}):
+    assert set(dumped) == {
+        "type",
+        "status",
+        "reason",
+        "message",
+        "lastTransitionTime",
+        "observedGeneration",
+    }
+    for bad in (
+        {"type": "not valid!"},
+        {"reason": ""},
+        {"reason": "1abc"},
+        {"message": "x" * 32769},
+        {"observedGeneration": -1},
+        {"type": "x" * 317},
+    ):
         with pytest.raises(ValidationError):
             Condition.model_validate({**dumped, **bad})
     schema = crd_for(Gadget)["spec"]["versions"][0]["schema"]["openAPIV3Schema"]
@@ -277,7 +311,9 @@ def test_condition_constraints_and_helper() -> None:
     assert item["properties"]["type"]["maxLength"] == 316
     assert item["properties"]["observedGeneration"] == {
         "description": "The .metadata.generation the condition was set based upon.",
-        "format": "int64", "minimum": 0, "type": "integer",
+        "format": "int64",
+        "minimum": 0,
+        "type": "integer",
     }
 
 
@@ -289,11 +325,21 @@ def test_kinds_without_status_and_without_spec() -> None:
     props = version["schema"]["openAPIV3Schema"]["properties"]
     assert "status" not in props and "spec" in props
 
-    lock = Lock.from_dict({"apiVersion": "res.test.kubewerk.dev/v1", "kind": "Lock",
-                           "metadata": {"name": "l"}, "data": {"k": "v"}})
+    lock = Lock.from_dict(
+        {
+            "apiVersion": "res.test.kubewerk.dev/v1",
+            "kind": "Lock",
+            "metadata": {"name": "l"},
+            "data": {"k": "v"},
+        }
+    )
     assert lock.spec is None and lock.data == {"k": "v"}
-    assert lock.to_dict() == {"apiVersion": "res.test.kubewerk.dev/v1", "kind": "Lock",
-                              "metadata": {"name": "l"}, "data": {"k": "v"}}
+    assert lock.to_dict() == {
+        "apiVersion": "res.test.kubewerk.dev/v1",
+        "kind": "Lock",
+        "metadata": {"name": "l"},
+        "data": {"k": "v"},
+    }
     schema = crd_for(Lock)["spec"]["versions"][0]["schema"]["openAPIV3Schema"]
     assert set(schema["properties"]) == {"apiVersion", "kind", "metadata", "data"}
     assert schema["properties"]["data"]["description"] == "Arbitrary data."
@@ -313,18 +359,27 @@ def test_optional_spec_may_be_left_out_but_required_spec_may_not() -> None:
 
 def test_bad_kind_keywords_fail_at_class_creation() -> None:
     with pytest.raises(ModelDefinitionError, match="group"):
+
         class NoDot(Resource[LockSpec, None], group="nodot"):
             pass
+
     with pytest.raises(ModelDefinitionError, match="version"):
+
         class BadVersion(Resource[LockSpec, None], group="a.example.com", version="V1"):
             pass
+
     with pytest.raises(ModelDefinitionError, match="status_subresource"):
+
         class NoStatus(Resource[LockSpec, None], group="a.example.com", status_subresource=True):
             pass
+
     with pytest.raises(ModelDefinitionError, match="short name"):
+
         class BadShort(Resource[LockSpec, None], group="a.example.com", short_names=["Bad_"]):
             pass
+
     with pytest.raises(ModelDefinitionError, match="needs group"):
+
         class NoGroup(Resource[LockSpec, None], version="v1"):
             pass
 
@@ -332,8 +387,7 @@ def test_bad_kind_keywords_fail_at_class_creation() -> None:
 def test_attribute_docstrings_are_read_from_the_class_source() -> None:
     from kubewerk.model._docstrings import attribute_docstrings
 
-    class Documented(Resource[None, None],
-                     group="res.test.kubewerk.dev", kind="Documented"):
+    class Documented(Resource[None, None], group="res.test.kubewerk.dev", kind="Documented"):
         """The class docstring is not a field's."""
 
         plain: int | None = None
@@ -372,5 +426,9 @@ def test_api_errors_leaves_an_old_object_given_as_a_dict_as_it_was() -> None:
     new = Defaulted.from_dict({**old, "spec": {"image": "b"}})
     [error] = new.api_errors(old=old)
     assert error.field == "spec.image"
-    assert old == {"apiVersion": "res.test.kubewerk.dev/v1", "kind": "Defaulted", "spec": {"image": "a"}}
+    assert old == {
+        "apiVersion": "res.test.kubewerk.dev/v1",
+        "kind": "Defaulted",
+        "spec": {"image": "a"},
+    }
     assert Defaulted.from_dict(old).api_errors(old=old) == []

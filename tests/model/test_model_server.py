@@ -36,15 +36,22 @@ VALID: dict[str, Any] = {
         "maxReplicas": 10,
         "port": "http",
         "cpu": "500m",
-        "ports": [{"name": "http", "number": 80}, {"name": "http", "protocol": "UDP", "number": 80}],
+        "ports": [
+            {"name": "http", "number": 80},
+            {"name": "http", "protocol": "UDP", "number": 80},
+        ],
         "tags": ["a", "b"],
         "labels": {"k": "v"},
         "owner": "team-a",
         "frozenRef": "abc",
         "checked": 3,
         "embedded": {"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "x"}},
-        "template": {"apiVersion": f"{GROUP}/v1", "kind": "Template", "metadata": {"name": "t"},
-                     "spec": {"a": 1}},
+        "template": {
+            "apiVersion": f"{GROUP}/v1",
+            "kind": "Template",
+            "metadata": {"name": "t"},
+            "spec": {"a": 1},
+        },
         "freeForm": {"anything": [1, {"goes": True}]},
         "nickname": None,
     },
@@ -84,12 +91,18 @@ CREATE_CASES: dict[str, tuple[Callable[[dict[str, Any]], None], str]] = {
     "int-or-string": (_with(port=1.5), "spec.port"),
     "quantity pattern": (_with(cpu="lots"), "spec.cpu"),
     "embedded resource": (_with(embedded={"metadata": {"name": "x"}}), "spec.embedded"),
-    "typed embedded resource": (_with(template={"apiVersion": f"{GROUP}/v1", "metadata": {}}),
-                                "spec.template.kind: Required value"),
-    "typed embedded resource kind": (_with(template={"apiVersion": "v1", "kind": "Pod"}),
-                                     'spec.template.kind: Unsupported value: "Pod"'),
-    "list-map keys unique": (_with(ports=[{"name": "a", "number": 1}, {"name": "a", "number": 2}]),
-                             "Duplicate value"),
+    "typed embedded resource": (
+        _with(template={"apiVersion": f"{GROUP}/v1", "metadata": {}}),
+        "spec.template.kind: Required value",
+    ),
+    "typed embedded resource kind": (
+        _with(template={"apiVersion": "v1", "kind": "Pod"}),
+        'spec.template.kind: Unsupported value: "Pod"',
+    ),
+    "list-map keys unique": (
+        _with(ports=[{"name": "a", "number": 1}, {"name": "a", "number": 2}]),
+        "Duplicate value",
+    ),
     "list-map key required": (_with(ports=[{"number": 1}]), "spec.ports[0].name: Required value"),
     "set items unique": (_with(tags=["a", "a"]), "Duplicate value"),
     "minItems": (_with(tags=[]), "spec.tags"),
@@ -190,12 +203,14 @@ async def test_transition_marker_is_enforced_on_update(api: Api, case: str) -> N
 async def test_printer_columns_selectable_fields_and_subresources(api: Api) -> None:
     status, body = await api.post(BASE, VALID)
     assert status == 201, body
-    status, other = await api.post(BASE, {**_named(VALID, "other"),
-                                          "spec": {**VALID["spec"], "owner": "team-b"}})
+    status, other = await api.post(
+        BASE, {**_named(VALID, "other"), "spec": {**VALID["spec"], "owner": "team-b"}}
+    )
     assert status == 201, other
 
     status, table = await api.get(
-        BASE, headers={"Accept": "application/json;as=Table;v=v1;g=meta.k8s.io"})
+        BASE, headers={"Accept": "application/json;as=Table;v=v1;g=meta.k8s.io"}
+    )
     assert status == 200, table
     names = [c["name"] for c in table["columnDefinitions"]]
     assert names[:1] == ["Name"] and {"Replicas", "Ready", "Age"} <= set(names)

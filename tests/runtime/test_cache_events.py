@@ -10,7 +10,12 @@ from kubewerk.runtime import Cache, EventRecorder, Scope
 
 
 def cm(name: str, ns: str, labels: dict[str, str] | None = None) -> dict[str, Any]:
-    return {"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": name, "namespace": ns, "labels": labels or {}}, "data": {"k": name}}
+    return {
+        "apiVersion": "v1",
+        "kind": "ConfigMap",
+        "metadata": {"name": name, "namespace": ns, "labels": labels or {}},
+        "data": {"k": name},
+    }
 
 
 class Recorder:
@@ -29,10 +34,17 @@ class Recorder:
 
 async def test_cache_scopes_indexes_and_resync(kube_client: Client, wait_for) -> None:  # type: ignore[no-untyped-def]
     for ns in ("a", "b", "c"):
-        await kube_client.create({"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": ns}})
+        await kube_client.create(
+            {"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": ns}}
+        )
         await kube_client.create(cm(f"{ns}-1", ns, {"app": "x"}))
         await kube_client.create(cm(f"{ns}-2", ns, {"app": "y"}))
-    cache = Cache(kube_client, namespaces=["a", "b"], by_kind={CONFIGMAP: Scope(label_selector="app=x")}, resync_period=0.3)
+    cache = Cache(
+        kube_client,
+        namespaces=["a", "b"],
+        by_kind={CONFIGMAP: Scope(label_selector="app=x")},
+        resync_period=0.3,
+    )
     inf = cache.informer(CONFIGMAP)
     inf.add_indexer("data", lambda o: [o.get("data", {}).get("k", "")])
     seen = Recorder()
@@ -77,7 +89,10 @@ async def test_event_recorder_series_on_the_server(kube_client: Client, wait_for
         events = await wait_for(written, 5)
         flapping = next(e for e in events if e["reason"] == "Flapping")
         assert flapping["series"]["count"] == 2  # the second occurrence starts the series
-        assert flapping["regarding"]["name"] == "subject" and flapping["reportingController"] == "tester"
+        assert (
+            flapping["regarding"]["name"] == "subject"
+            and flapping["reportingController"] == "tester"
+        )
         assert flapping["reportingInstance"] == "tester-1" and flapping["action"] == "Reconcile"
         await rec.flush()  # later counts are written on flush / refresh / finish
         got = await kube_client.get(EVENT, flapping["metadata"]["name"], "default")

@@ -18,7 +18,11 @@ REPO = Path(__file__).resolve().parents[2]
 
 async def spawn(*args: str, env: dict[str, str] | None = None) -> asyncio.subprocess.Process:
     return await asyncio.create_subprocess_exec(
-        sys.executable, "-m", "kubewerk.cli", "run", *args,
+        sys.executable,
+        "-m",
+        "kubewerk.cli",
+        "run",
+        *args,
         cwd=REPO,
         env={**os.environ, **(env or {})},
         stdout=asyncio.subprocess.PIPE,
@@ -26,12 +30,21 @@ async def spawn(*args: str, env: dict[str, str] | None = None) -> asyncio.subpro
     )
 
 
-async def test_killed_mid_reconcile_then_restarted_converges(kube_client: Client, kube_kubeconfig: Path, install_crds, wait_for) -> None:  # type: ignore[no-untyped-def]
+async def test_killed_mid_reconcile_then_restarted_converges(
+    kube_client: Client, kube_kubeconfig: Path, install_crds, wait_for
+) -> None:  # type: ignore[no-untyped-def]
     await install_crds(Widget)
     await kube_client.create(widget("victim", 2))
     await kube_client.create(widget("bystander", 1))
     target = "tests.runtime.widget_operator:manager"
-    proc = await spawn(target, "--kubeconfig", str(kube_kubeconfig), "--probe-address", "0", env={"WIDGET_BLOCK": "victim"})
+    proc = await spawn(
+        target,
+        "--kubeconfig",
+        str(kube_kubeconfig),
+        "--probe-address",
+        "0",
+        env={"WIDGET_BLOCK": "victim"},
+    )
     try:
         await wait_for(lambda: converged(kube_client, "bystander", 1), 40)
 
@@ -67,10 +80,16 @@ async def test_invalid_kubeconfig_is_one_line_exit_2(tmp_path: Path) -> None:
     _out, err = await asyncio.wait_for(proc.communicate(), 30)
     text = err.decode().strip()
     assert proc.returncode == 2
-    assert text == "kubewerk: error: context 'nowhere' not found in kubeconfig (known contexts: none)"
+    assert (
+        text == "kubewerk: error: context 'nowhere' not found in kubeconfig (known contexts: none)"
+    )
     proc = await spawn("tests.runtime.widget_operator:nothing", "--kubeconfig", str(bad))
     _, err = await asyncio.wait_for(proc.communicate(), 30)
-    assert proc.returncode == 2 and "has no attribute 'nothing'" in err.decode() and "Traceback" not in err.decode()
+    assert (
+        proc.returncode == 2
+        and "has no attribute 'nothing'" in err.decode()
+        and "Traceback" not in err.decode()
+    )
 
 
 async def test_unreachable_server_is_one_line_exit_1(tmp_path: Path) -> None:
@@ -81,20 +100,32 @@ async def test_unreachable_server_is_one_line_exit_1(tmp_path: Path) -> None:
         "users: [{name: u, user: {}}]\n"
         "contexts: [{name: c, context: {cluster: k, user: u}}]\n"
     )
-    proc = await spawn("tests.runtime.widget_operator:manager", "--kubeconfig", str(cfg), "--probe-address", "0")
+    proc = await spawn(
+        "tests.runtime.widget_operator:manager", "--kubeconfig", str(cfg), "--probe-address", "0"
+    )
     _, err = await asyncio.wait_for(proc.communicate(), 30)
     lines = [line for line in err.decode().splitlines() if line.startswith("kubewerk: error:")]
     assert proc.returncode == 1
-    assert lines == ["kubewerk: error: cannot reach the API server at http://127.0.0.1:9: connection refused"]
+    assert lines == [
+        "kubewerk: error: cannot reach the API server at http://127.0.0.1:9: connection refused"
+    ]
     assert "Traceback" not in err.decode()
 
 
 async def test_missing_crd_is_one_line_exit_1(kube_kubeconfig: Path) -> None:
-    proc = await spawn("tests.runtime.widget_operator:manager", "--kubeconfig", str(kube_kubeconfig), "--probe-address", "0")
+    proc = await spawn(
+        "tests.runtime.widget_operator:manager",
+        "--kubeconfig",
+        str(kube_kubeconfig),
+        "--probe-address",
+        "0",
+    )
     _, err = await asyncio.wait_for(proc.communicate(), 30)
     lines = [line for line in err.decode().splitlines() if line.startswith("kubewerk: error:")]
     assert proc.returncode == 1
-    assert lines == ['kubewerk: error: no matches for kind "Widget" in version "test.kubewerk.dev/v1" (controller widget: is the CRD installed?)']
+    assert lines == [
+        'kubewerk: error: no matches for kind "Widget" in version "test.kubewerk.dev/v1" (controller widget: is the CRD installed?)'
+    ]
     assert "Traceback" not in err.decode()
 
 
@@ -102,9 +133,15 @@ async def test_probe_address_in_use_is_one_line_exit_2(kube_kubeconfig: Path) ->
     with socket.create_server(("127.0.0.1", 0)) as taken:
         port = taken.getsockname()[1]
         proc = await spawn(
-            "tests.runtime.widget_operator:manager", "--kubeconfig", str(kube_kubeconfig),
-            "--probe-address", f"127.0.0.1:{port}",
+            "tests.runtime.widget_operator:manager",
+            "--kubeconfig",
+            str(kube_kubeconfig),
+            "--probe-address",
+            f"127.0.0.1:{port}",
         )
         _, err = await asyncio.wait_for(proc.communicate(), 30)
     assert proc.returncode == 2, err.decode()
-    assert err.decode().strip() == f"kubewerk: error: cannot serve probes on 127.0.0.1:{port}: Address already in use"
+    assert (
+        err.decode().strip()
+        == f"kubewerk: error: cannot serve probes on 127.0.0.1:{port}: Address already in use"
+    )

@@ -19,9 +19,21 @@ class FakeClient:
     def __init__(self) -> None:
         self.patches: list[tuple[str, Any, str | None, str | None]] = []
 
-    async def patch(self, rt: ResourceType, name: str, body: Any, namespace: str | None = None, *, subresource: str | None = None) -> Any:
+    async def patch(
+        self,
+        rt: ResourceType,
+        name: str,
+        body: Any,
+        namespace: str | None = None,
+        *,
+        subresource: str | None = None,
+    ) -> Any:
         self.patches.append((name, body, namespace, subresource))
-        written = {"apiVersion": "example.dev/v1", "kind": "Widget", "metadata": {"name": name, "namespace": namespace, "resourceVersion": "8"}}
+        written = {
+            "apiVersion": "example.dev/v1",
+            "kind": "Widget",
+            "metadata": {"name": name, "namespace": namespace, "resourceVersion": "8"},
+        }
         if isinstance(body.get("status"), dict):
             written["status"] = body["status"]
         return written
@@ -37,7 +49,12 @@ def context(status: Any, *, raw: bool = True) -> tuple[Context, FakeClient, dict
     ctrl.client = client  # type: ignore[assignment]
     ctrl.cache = None  # type: ignore[assignment]
     ctrl.recorder = None  # type: ignore[assignment]
-    obj: dict[str, Any] = {"apiVersion": "example.dev/v1", "kind": "Widget", "metadata": {"name": "w", "namespace": "ns", "resourceVersion": "7"}, "spec": {"a": 1}}
+    obj: dict[str, Any] = {
+        "apiVersion": "example.dev/v1",
+        "kind": "Widget",
+        "metadata": {"name": "w", "namespace": "ns", "resourceVersion": "7"},
+        "spec": {"a": 1},
+    }
     if status is not None:
         obj["status"] = status
     stored = orjson.dumps(obj)

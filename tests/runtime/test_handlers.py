@@ -56,7 +56,10 @@ def queued(ctrl: Controller[Any]) -> list[str]:
 async def test_predicates_run_in_order_and_stop_at_the_first_refusal() -> None:
     calls: list[str] = []
     ctrl = controller()
-    handler = _EnqueueFor(ctrl, [Recording("a", True, calls), Recording("b", False, calls), Recording("c", True, calls)])
+    handler = _EnqueueFor(
+        ctrl,
+        [Recording("a", True, calls), Recording("b", False, calls), Recording("c", True, calls)],
+    )
     handler.on_add(obj())
     handler.on_update(obj(), obj())
     handler.on_delete(obj())
@@ -82,8 +85,16 @@ async def test_owner_handler_enqueues_old_and_new_controller() -> None:
     ctrl = controller()
     handler = _EnqueueOwner(ctrl, [])
 
-    def child(owner: str, controller: bool = True, api_version: str = "example.dev/v2") -> dict[str, Any]:
-        ref = {"apiVersion": api_version, "kind": "Widget", "name": owner, "uid": "u", "controller": controller}
+    def child(
+        owner: str, controller: bool = True, api_version: str = "example.dev/v2"
+    ) -> dict[str, Any]:
+        ref = {
+            "apiVersion": api_version,
+            "kind": "Widget",
+            "name": owner,
+            "uid": "u",
+            "controller": controller,
+        }
         return obj("child", ownerReferences=[ref])
 
     handler.on_add(child("w1"))
@@ -101,7 +112,13 @@ async def test_owner_handler_skips_a_reference_whose_api_version_does_not_parse(
     handler = _EnqueueOwner(ctrl, [])
 
     def child(owner: str, api_version: str) -> dict[str, Any]:
-        ref = {"apiVersion": api_version, "kind": "ConfigMap", "name": owner, "uid": "u", "controller": True}
+        ref = {
+            "apiVersion": api_version,
+            "kind": "ConfigMap",
+            "name": owner,
+            "uid": "u",
+            "controller": True,
+        }
         return obj("child", ownerReferences=[ref])
 
     handler.on_add(child("bad", "x/y/v1"))

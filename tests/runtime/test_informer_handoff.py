@@ -34,7 +34,9 @@ class Vandal:
 
 
 async def test_handlers_cannot_corrupt_the_store(kube_client: Client, wait_for) -> None:  # type: ignore[no-untyped-def]
-    await kube_client.create({"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "x"}, "data": {"k": "1"}})
+    await kube_client.create(
+        {"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "x"}, "data": {"k": "1"}}
+    )
     cache = Cache(kube_client, namespaces=["default"])
     inf = cache.informer(CONFIGMAP)
     first, second = Vandal(), Vandal()

@@ -63,7 +63,6 @@ async def test_use_client_is_the_callers_to_close(kube_server: EmbeddedServer) -
     await client.close()
 
 
-
 async def test_an_unusable_probe_address_fails_start_before_anything_runs(
     kube_server: EmbeddedServer,
 ) -> None:
@@ -72,7 +71,9 @@ async def test_an_unusable_probe_address_fails_start_before_anything_runs(
         mgr = Manager(probe_host="127.0.0.1", probe_port=port)
         client = CountingClient.from_url(kube_server.url)
         mgr.use_client(client)
-        with pytest.raises(ConfigError, match=f"^cannot serve probes on 127.0.0.1:{port}: Address already in use$"):
+        with pytest.raises(
+            ConfigError, match=f"^cannot serve probes on 127.0.0.1:{port}: Address already in use$"
+        ):
             await mgr.start()
         assert not mgr.running and client.closes == 0
     await mgr.start()  # the address is free again: the same manager starts

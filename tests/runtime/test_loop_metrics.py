@@ -16,13 +16,33 @@ from kubewerk.runtime.metrics import (
     Metrics,
 )
 
-AMOUNTS = [0.0, 1e-9, 1e-8, 1e-8 * (1 + 1e-12), 0.004, 0.005, 0.0050001, 0.3, 1.0, 59.9, 60.0, 61.0, math.inf, math.nan, 7e3]
+AMOUNTS = [
+    0.0,
+    1e-9,
+    1e-8,
+    1e-8 * (1 + 1e-12),
+    0.004,
+    0.005,
+    0.0050001,
+    0.3,
+    1.0,
+    59.9,
+    60.0,
+    61.0,
+    math.inf,
+    math.nan,
+    7e3,
+]
 
 
 def _exposition(registry: CollectorRegistry) -> tuple[list[str], list[str]]:
     """(lines without ``_created`` samples, names of the ``_created`` samples)."""
     lines = generate_latest(registry).decode().splitlines()
-    created = [line.split()[0] for line in lines if "_created{" in line or line.split()[0].endswith("_created")]
+    created = [
+        line.split()[0]
+        for line in lines
+        if "_created{" in line or line.split()[0].endswith("_created")
+    ]
     rest = [line for line in lines if line.split()[0] not in created]
     return rest, created
 
@@ -31,7 +51,9 @@ def _exposition(registry: CollectorRegistry) -> tuple[list[str], list[str]]:
 def test_histogram_exposition_matches_prometheus_client(buckets: tuple[float, ...]) -> None:
     stock_reg, loop_reg = CollectorRegistry(), CollectorRegistry()
     stock = Histogram("h_seconds", "help text", ["controller"], buckets=buckets, registry=stock_reg)
-    loop = LoopHistogram("h_seconds", "help text", ["controller"], buckets=buckets, registry=loop_reg)
+    loop = LoopHistogram(
+        "h_seconds", "help text", ["controller"], buckets=buckets, registry=loop_reg
+    )
     for family in (stock, loop):
         for i, amount in enumerate(AMOUNTS):
             family.labels("a" if i % 3 else "b").observe(amount)
@@ -55,7 +77,9 @@ def test_counter_exposition_matches_prometheus_client() -> None:
     loop_lines, loop_created = _exposition(loop_reg)
     assert loop_lines == stock_lines
     assert loop_created == stock_created and len(loop_created) == 3
-    assert loop_reg.get_sample_value("things_total", {"controller": "a", "result": "success"}) == 3.5
+    assert (
+        loop_reg.get_sample_value("things_total", {"controller": "a", "result": "success"}) == 3.5
+    )
 
 
 def test_loop_metrics_refuse_what_prometheus_client_refuses() -> None:
@@ -76,7 +100,14 @@ def test_loop_metrics_refuse_what_prometheus_client_refuses() -> None:
 
 def test_every_family_keeps_its_name_and_type() -> None:
     m = Metrics(process=False)
-    for family in (m.reconcile_total, m.reconcile_errors, m.terminal_errors, m.reconcile_panics, m.wq_adds, m.wq_retries):
+    for family in (
+        m.reconcile_total,
+        m.reconcile_errors,
+        m.terminal_errors,
+        m.reconcile_panics,
+        m.wq_adds,
+        m.wq_retries,
+    ):
         assert isinstance(family, Counter)
     for hist in (m.reconcile_time, m.wq_latency, m.wq_work):
         assert isinstance(hist, Histogram)

@@ -15,7 +15,12 @@ from tests.runtime.widget_operator import FINALIZER, Knobs, build
 
 
 def widget(name: str, size: int = 1) -> dict[str, Any]:
-    return {"apiVersion": "test.kubewerk.dev/v1", "kind": "Widget", "metadata": {"name": name, "namespace": "default"}, "spec": {"size": size}}
+    return {
+        "apiVersion": "test.kubewerk.dev/v1",
+        "kind": "Widget",
+        "metadata": {"name": name, "namespace": "default"},
+        "spec": {"size": size},
+    }
 
 
 async def converged(client: Client, name: str, size: int) -> bool:
@@ -24,10 +29,16 @@ async def converged(client: Client, name: str, size: int) -> bool:
         return False
     cond = get_condition(w, "Ready")
     cm = await client.get(CONFIGMAP, f"{name}-config", "default")
-    return bool(cond and cond["observedGeneration"] == w.metadata.generation and cm["data"]["size"] == str(size))
+    return bool(
+        cond
+        and cond["observedGeneration"] == w.metadata.generation
+        and cm["data"]["size"] == str(size)
+    )
 
 
-async def test_converges_updates_and_reports(kube_client: Client, install_crds, run_manager, wait_for) -> None:  # type: ignore[no-untyped-def]
+async def test_converges_updates_and_reports(
+    kube_client: Client, install_crds, run_manager, wait_for
+) -> None:  # type: ignore[no-untyped-def]
     await install_crds(Widget)
     for i in range(20):
         await kube_client.create(widget(f"w{i}", i % 3 + 1))
@@ -36,7 +47,9 @@ async def test_converges_updates_and_reports(kube_client: Client, install_crds, 
     # owner references, finalizer, events
     cm = await kube_client.get(CONFIGMAP, "w0-config", "default")
     ref = cm["metadata"]["ownerReferences"][0]
-    assert ref["kind"] == "Widget" and ref["controller"] is True and ref["blockOwnerDeletion"] is True
+    assert (
+        ref["kind"] == "Widget" and ref["controller"] is True and ref["blockOwnerDeletion"] is True
+    )
     w0 = await kube_client.get(Widget, "w0", "default")
     assert w0.metadata.finalizers == [FINALIZER]
     # updates flow through
@@ -46,7 +59,11 @@ async def test_converges_updates_and_reports(kube_client: Client, install_crds, 
     await kube_client.patch(CONFIGMAP, "w1-config", {"data": {"size": "tampered"}}, "default")
     await wait_for(lambda: converged(kube_client, "w1", 2), 10)
     events = await wait_for(lambda: events_for(kube_client, "w0"), 10)
-    assert {"reason": "Reconciled", "reportingController": "widget", "type": "Normal"}.items() <= events[0].items()
+    assert {
+        "reason": "Reconciled",
+        "reportingController": "widget",
+        "type": "Normal",
+    }.items() <= events[0].items()
     # probes and metrics over HTTP
     assert mgr.probe_address is not None
     base = f"http://127.0.0.1:{mgr.probe_address[1]}"
@@ -79,7 +96,9 @@ async def events_for(client: Client, name: str) -> list[dict[str, Any]]:
     ]
 
 
-async def test_deletion_with_finalizer_and_garbage_collection(kube_client: Client, install_crds, run_manager, wait_for) -> None:  # type: ignore[no-untyped-def]
+async def test_deletion_with_finalizer_and_garbage_collection(
+    kube_client: Client, install_crds, run_manager, wait_for
+) -> None:  # type: ignore[no-untyped-def]
     await install_crds(Widget)
     knobs = Knobs()
     knobs.fail_cleanup.add("stuck")
@@ -101,7 +120,11 @@ async def test_deletion_with_finalizer_and_garbage_collection(kube_client: Clien
         w = await kube_client.get(Widget, "stuck", "default")
         cond = get_condition(w, "Ready")
         events = await events_for(kube_client, "stuck")
-        return bool(cond and cond["reason"] == "CleanupFailed" and any(e["reason"] == "CleanupFailed" and e["type"] == "Warning" for e in events))
+        return bool(
+            cond
+            and cond["reason"] == "CleanupFailed"
+            and any(e["reason"] == "CleanupFailed" and e["type"] == "Warning" for e in events)
+        )
 
     await wait_for(reported, 10)
     w = await kube_client.get(Widget, "stuck", "default")
@@ -119,7 +142,9 @@ async def absent(client: Client, kind: Any, name: str) -> bool:
     return False
 
 
-async def test_concurrent_writers_cause_409s_but_no_lost_status(kube_client: Client, install_crds, run_manager, wait_for) -> None:  # type: ignore[no-untyped-def]
+async def test_concurrent_writers_cause_409s_but_no_lost_status(
+    kube_client: Client, install_crds, run_manager, wait_for
+) -> None:  # type: ignore[no-untyped-def]
     await install_crds(Widget)
     knobs = Knobs()
     knobs.delay = 0.02  # widen the window between reading and writing status
@@ -136,7 +161,11 @@ async def test_concurrent_writers_cause_409s_but_no_lost_status(kube_client: Cli
     final = (await kube_client.get(Widget, "hot", "default")).spec.size
     await wait_for(lambda: converged(kube_client, "hot", final), 15)
     text = mgr.metrics.exposition().decode()
-    requeues = next(float(x.split()[-1]) for x in text.splitlines() if x.startswith('controller_runtime_reconcile_total{controller="widget",result="requeue"}'))
+    requeues = next(
+        float(x.split()[-1])
+        for x in text.splitlines()
+        if x.startswith('controller_runtime_reconcile_total{controller="widget",result="requeue"}')
+    )
     assert requeues >= 1  # 409s happened and were retried, not counted as errors, never lost
 
 
@@ -186,9 +215,17 @@ async def test_server_restart_under_the_operator(tmp_path, wait_for, caplog) -> 
             await srv.stop()
 
 
-async def test_leader_election_one_active_and_failover(kube_client: Client, install_crds, run_manager, wait_for) -> None:  # type: ignore[no-untyped-def]
+async def test_leader_election_one_active_and_failover(
+    kube_client: Client, install_crds, run_manager, wait_for
+) -> None:  # type: ignore[no-untyped-def]
     await install_crds(Widget)
-    opts = {"leader_election": True, "leader_election_id": "widget-op", "lease_duration": 2.0, "renew_deadline": 1.5, "retry_period": 0.25}
+    opts = {
+        "leader_election": True,
+        "leader_election_id": "widget-op",
+        "lease_duration": 2.0,
+        "renew_deadline": 1.5,
+        "retry_period": 0.25,
+    }
     a_knobs, b_knobs = Knobs(), Knobs()
     a: Manager = await run_manager(build(a_knobs, identity="a", **opts))
     b: Manager = await run_manager(build(b_knobs, identity="b", **opts))
@@ -200,9 +237,14 @@ async def test_leader_election_one_active_and_failover(kube_client: Client, inst
     await kube_client.create(widget("le", 1))
     await wait_for(lambda: converged(kube_client, "le", 1), 10)
     assert leader_knobs.reconciled and not standby_knobs.reconciled
-    lease = await kube_client.get(__import__("kubewerk.client", fromlist=["LEASE"]).LEASE, "widget-op", "default")
+    lease = await kube_client.get(
+        __import__("kubewerk.client", fromlist=["LEASE"]).LEASE, "widget-op", "default"
+    )
     assert lease["spec"]["holderIdentity"] == leader.identity
-    assert 'leader_election_master_status{name="widget-op"} 1.0' in leader.metrics.exposition().decode()
+    assert (
+        'leader_election_master_status{name="widget-op"} 1.0'
+        in leader.metrics.exposition().decode()
+    )
 
     # crash the leader (no release): the standby takes over within the lease duration
     assert leader.elector is not None
@@ -218,9 +260,17 @@ async def test_leader_election_one_active_and_failover(kube_client: Client, inst
     assert "le" in standby_knobs.reconciled
 
 
-async def test_graceful_stop_releases_the_lease(kube_client: Client, install_crds, run_manager, wait_for) -> None:  # type: ignore[no-untyped-def]
+async def test_graceful_stop_releases_the_lease(
+    kube_client: Client, install_crds, run_manager, wait_for
+) -> None:  # type: ignore[no-untyped-def]
     await install_crds(Widget)
-    opts = {"leader_election": True, "leader_election_id": "rel", "lease_duration": 15.0, "renew_deadline": 10.0, "retry_period": 0.25}
+    opts = {
+        "leader_election": True,
+        "leader_election_id": "rel",
+        "lease_duration": 15.0,
+        "renew_deadline": 10.0,
+        "retry_period": 0.25,
+    }
     a: Manager = await run_manager(build(identity="a", **opts))
     await wait_for(lambda: a.is_leader, 10)
     b: Manager = await run_manager(build(identity="b", **opts))
@@ -234,7 +284,9 @@ async def test_graceful_stop_releases_the_lease(kube_client: Client, install_crd
 
 
 @pytest.mark.parametrize("typed", [True, False])
-async def test_reconcile_exception_never_kills_the_worker(kube_client: Client, install_crds, run_manager, wait_for, typed: bool) -> None:  # type: ignore[no-untyped-def]
+async def test_reconcile_exception_never_kills_the_worker(
+    kube_client: Client, install_crds, run_manager, wait_for, typed: bool
+) -> None:  # type: ignore[no-untyped-def]
     from kubewerk.client import ResourceType
     from kubewerk.runtime import Result, TerminalError
 
@@ -265,5 +317,9 @@ async def test_reconcile_exception_never_kills_the_worker(kube_client: Client, i
     assert attempts["terminal"] == 1  # not retried
     text = mgr.metrics.exposition().decode()
     assert 'controller_runtime_terminal_reconcile_errors_total{controller="widget"} 1.0' in text
-    errors = next(float(x.split()[-1]) for x in text.splitlines() if x.startswith('controller_runtime_reconcile_errors_total{controller="widget"}'))
+    errors = next(
+        float(x.split()[-1])
+        for x in text.splitlines()
+        if x.startswith('controller_runtime_reconcile_errors_total{controller="widget"}')
+    )
     assert errors >= 4

@@ -31,8 +31,21 @@ from kubewerk.runtime.leaderelection import Observed
 from tests.client.models import Widget
 
 
-def obj(gen: int = 1, labels: dict[str, str] | None = None, ann: dict[str, str] | None = None, rv: str = "1") -> dict:
-    return {"metadata": {"name": "a", "generation": gen, "labels": labels or {}, "annotations": ann or {}, "resourceVersion": rv}}
+def obj(
+    gen: int = 1,
+    labels: dict[str, str] | None = None,
+    ann: dict[str, str] | None = None,
+    rv: str = "1",
+) -> dict:
+    return {
+        "metadata": {
+            "name": "a",
+            "generation": gen,
+            "labels": labels or {},
+            "annotations": ann or {},
+            "resourceVersion": rv,
+        }
+    }
 
 
 def test_builtin_predicates() -> None:
@@ -66,10 +79,19 @@ def test_conditions_transition_semantics_on_dicts() -> None:
     t2 = datetime(2026, 1, 2, tzinfo=UTC)
     assert set_condition(o, "Ready", False, "Creating", "creating", now=t1)
     c = get_condition(o, "Ready")
-    assert c == {"type": "Ready", "status": "False", "lastTransitionTime": "2026-01-01T00:00:00Z", "reason": "Creating", "message": "creating", "observedGeneration": 3}
+    assert c == {
+        "type": "Ready",
+        "status": "False",
+        "lastTransitionTime": "2026-01-01T00:00:00Z",
+        "reason": "Creating",
+        "message": "creating",
+        "observedGeneration": 3,
+    }
     assert not set_condition(o, "Ready", False, "Creating", "creating", now=t2)  # no change
     assert set_condition(o, "Ready", False, "Waiting", "still", now=t2)
-    assert get_condition(o, "Ready")["lastTransitionTime"] == "2026-01-01T00:00:00Z"  # status unchanged
+    assert (
+        get_condition(o, "Ready")["lastTransitionTime"] == "2026-01-01T00:00:00Z"
+    )  # status unchanged
     assert set_condition(o, "Ready", True, "Done", now=t2)
     assert get_condition(o, "Ready")["lastTransitionTime"] == "2026-01-02T00:00:00Z"
     assert is_condition_true(o, "Ready")
@@ -79,7 +101,9 @@ def test_conditions_transition_semantics_on_dicts() -> None:
 
 
 def test_conditions_on_typed_models() -> None:
-    w = Widget.model_validate({"metadata": {"name": "w", "generation": 2}, "spec": {}, "status": {}})
+    w = Widget.model_validate(
+        {"metadata": {"name": "w", "generation": 2}, "spec": {}, "status": {}}
+    )
     assert set_condition(w, "Ready", True, "Up", "all good")
     assert w.status is not None and w.status.conditions is not None
     assert w.status.conditions[0].observed_generation == 2
@@ -103,7 +127,16 @@ def test_controller_reference_rules() -> None:
     set_controller_reference(owner(), child)
     set_controller_reference(owner(), child)  # idempotent
     refs = child["metadata"]["ownerReferences"]
-    assert refs == [{"apiVersion": "example.com/v1", "kind": "Database", "name": "db", "uid": "u1", "controller": True, "blockOwnerDeletion": True}]
+    assert refs == [
+        {
+            "apiVersion": "example.com/v1",
+            "kind": "Database",
+            "name": "db",
+            "uid": "u1",
+            "controller": True,
+            "blockOwnerDeletion": True,
+        }
+    ]
     assert controller_of(child)["uid"] == "u1"
     with pytest.raises(AlreadyOwnedError):
         set_controller_reference(owner("u2", "other"), child)
@@ -113,17 +146,27 @@ def test_controller_reference_rules() -> None:
         set_controller_reference(owner(), {"metadata": {"name": "c", "namespace": "elsewhere"}})
     with pytest.raises(ValueError, match="cluster-scoped"):
         set_controller_reference(owner(), {"metadata": {"name": "c"}})
-    set_controller_reference(owner(ns=None), {"metadata": {"name": "c", "namespace": "x"}})  # cluster-scoped owner is fine
+    set_controller_reference(
+        owner(ns=None), {"metadata": {"name": "c", "namespace": "x"}}
+    )  # cluster-scoped owner is fine
     with pytest.raises(ValueError, match="uid"):
-        set_controller_reference({"apiVersion": "v1", "kind": "X", "metadata": {"name": "n"}}, child)
+        set_controller_reference(
+            {"apiVersion": "v1", "kind": "X", "metadata": {"name": "n"}}, child
+        )
 
 
 def test_owner_reference_with_an_unparseable_api_version_is_no_match() -> None:
     # controller-runtime's referSameObject: a reference whose apiVersion does not parse
     # is not the same owner, so setting the owner adds a reference beside it
-    child: dict = {"metadata": {"name": "c", "namespace": "default", "ownerReferences": [
-        {"apiVersion": "example.com/v1/x", "kind": "Database", "name": "db", "uid": "u0"},
-    ]}}
+    child: dict = {
+        "metadata": {
+            "name": "c",
+            "namespace": "default",
+            "ownerReferences": [
+                {"apiVersion": "example.com/v1/x", "kind": "Database", "name": "db", "uid": "u0"},
+            ],
+        }
+    }
     odd = {**owner("u2"), "apiVersion": "example.com/v1/y"}
     set_owner_reference(odd, child)  # not read as group "example.com/v1" twice
     assert [r["uid"] for r in child["metadata"]["ownerReferences"]] == ["u0", "u2"]
@@ -146,7 +189,14 @@ def event(reason: str = "Created", name: str = "db", action: str = "Reconcile") 
         "action": action,
         "reason": reason,
         "reportingController": "ctl",
-        "regarding": {"apiVersion": "v1", "kind": "X", "name": name, "namespace": "default", "uid": "u", "resourceVersion": "1"},
+        "regarding": {
+            "apiVersion": "v1",
+            "kind": "X",
+            "name": name,
+            "namespace": "default",
+            "uid": "u",
+            "resourceVersion": "1",
+        },
         "note": "n",
     }
 
@@ -175,7 +225,9 @@ def test_lease_decisions() -> None:
     obs = Observed()
     free = LeaderRecord()
     write, rec, _ = decide(free, obs, "me", 100.0, 1e9, 15)
-    assert write and rec.holder == "me" and rec.transitions == 1 and rec.lease_duration_seconds == 15
+    assert (
+        write and rec.holder == "me" and rec.transitions == 1 and rec.lease_duration_seconds == 15
+    )
     other = LeaderRecord("them", 15, "t0", "t0", 4)
     obs = Observed()
     write, _, why = decide(other, obs, "me", 100.0, 1e9, 15)

@@ -69,7 +69,9 @@ def test_every_documented_fixture_is_registered(tmp_path: Path) -> None:
     result = pytest_in(tmp_path, "--fixtures")
     registered = {
         m.group(1)
-        for m in re.finditer(r"^([a-z_]+)(?: \[.*?\])? -- .*kubewerk[/\\]testing[/\\]", result.stdout, re.M)
+        for m in re.finditer(
+            r"^([a-z_]+)(?: \[.*?\])? -- .*kubewerk[/\\]testing[/\\]", result.stdout, re.M
+        )
     }
     assert registered == set(plugin.FIXTURES), result.stdout
 

@@ -43,7 +43,10 @@ def test_token_bucket_burst_then_rate() -> None:
 
 def test_max_of_and_default_controller_limiter() -> None:
     now = [0.0]
-    rl = MaxOfRateLimiter(ItemExponentialFailureRateLimiter(0.005, 1000), BucketRateLimiter(10, 1, clock=lambda: now[0]))
+    rl = MaxOfRateLimiter(
+        ItemExponentialFailureRateLimiter(0.005, 1000),
+        BucketRateLimiter(10, 1, clock=lambda: now[0]),
+    )
     assert rl.when("a") == 0.005
     assert rl.when("b") == pytest.approx(0.1)  # bucket dominates
     assert rl.num_requeues("a") == 1
@@ -159,7 +162,9 @@ async def test_drain_timeout_reports_false() -> None:
 
 async def test_queue_metrics_use_controller_runtime_names() -> None:
     m = Metrics(process=False)
-    q: WorkQueue[str] = WorkQueue("widgets", ItemExponentialFailureRateLimiter(0.001, 1), m.queue_metrics("widgets"))
+    q: WorkQueue[str] = WorkQueue(
+        "widgets", ItemExponentialFailureRateLimiter(0.001, 1), m.queue_metrics("widgets")
+    )
     m.watch_queue(q)  # type: ignore[arg-type]
     q.add("a")
     q.add("b")
@@ -170,7 +175,9 @@ async def test_queue_metrics_use_controller_runtime_names() -> None:
     assert 'workqueue_depth{controller="widgets",name="widgets",priority=""} 1.0' in text
     assert 'workqueue_adds_total{controller="widgets",name="widgets"} 2.0' in text
     assert 'workqueue_unfinished_work_seconds{controller="widgets",name="widgets"}' in text
-    line = next(x for x in text.splitlines() if x.startswith("workqueue_longest_running_processor_seconds{"))
+    line = next(
+        x for x in text.splitlines() if x.startswith("workqueue_longest_running_processor_seconds{")
+    )
     assert float(line.split()[-1]) >= 0.009
     q.done(item)
     q.add_rate_limited("c")

@@ -24,7 +24,11 @@ class FakeInformer:
     def __init__(self) -> None:
         self.rt = WIDGET
         self.stored = orjson.dumps(
-            {"apiVersion": "example.dev/v1", "kind": "Widget", "metadata": {"name": "w", "namespace": "ns"}}
+            {
+                "apiVersion": "example.dev/v1",
+                "kind": "Widget",
+                "metadata": {"name": "w", "namespace": "ns"},
+            }
         )
 
     def add_handler(self, handler: Any) -> None:
@@ -78,7 +82,14 @@ def conflict() -> Conflict:
     return Conflict(409, "Conflict", "the object has been modified", None)
 
 
-SUCCESS = {"success": 1.0, "error": 0.0, "requeue": 0.0, "errors": 0.0, "terminal": 0.0, "panics": 0.0}
+SUCCESS = {
+    "success": 1.0,
+    "error": 0.0,
+    "requeue": 0.0,
+    "errors": 0.0,
+    "terminal": 0.0,
+    "panics": 0.0,
+}
 ERROR = {**SUCCESS, "success": 0.0, "error": 1.0, "errors": 1.0}
 PANIC = {**ERROR, "panics": 1.0}
 
@@ -127,7 +138,14 @@ async def test_success_and_timeout_are_not_panics() -> None:
 
 def test_panic_classes_are_programming_errors_only() -> None:
     # errors a reconcile reports on purpose (and the API errors it meets) are not panics
-    for exc in (RuntimeError(), ValueError(), OSError(), TimeoutError(), conflict(), TerminalError()):
+    for exc in (
+        RuntimeError(),
+        ValueError(),
+        OSError(),
+        TimeoutError(),
+        conflict(),
+        TerminalError(),
+    ):
         assert not isinstance(exc, PANIC_EXCEPTIONS)
     for exc in (KeyError("k"), IndexError(), UnboundLocalError()):
         assert isinstance(exc, PANIC_EXCEPTIONS)

@@ -53,14 +53,24 @@ WIDGET_CRD = {
     "metadata": {"name": "widgets.docs.kubewerk.dev"},
     "spec": {
         "group": "docs.kubewerk.dev",
-        "names": {"kind": "Widget", "plural": "widgets", "singular": "widget", "listKind": "WidgetList"},
+        "names": {
+            "kind": "Widget",
+            "plural": "widgets",
+            "singular": "widget",
+            "listKind": "WidgetList",
+        },
         "scope": "Namespaced",
         "versions": [
             {
                 "name": "v1",
                 "served": True,
                 "storage": True,
-                "schema": {"openAPIV3Schema": {"type": "object", "x-kubernetes-preserve-unknown-fields": True}},
+                "schema": {
+                    "openAPIV3Schema": {
+                        "type": "object",
+                        "x-kubernetes-preserve-unknown-fields": True,
+                    }
+                },
             }
         ],
     },
@@ -72,21 +82,34 @@ async def test_strategic_merge_and_apply_on_the_embedded_server(
 ) -> None:
     # "Strategic merge patches ... work on built-in kinds ... on the embedded server"
     await kube_client.create(
-        {"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "c", "namespace": "default"}, "data": {"a": "1"}}
+        {
+            "apiVersion": "v1",
+            "kind": "ConfigMap",
+            "metadata": {"name": "c", "namespace": "default"},
+            "data": {"a": "1"},
+        }
     )
-    patched = await kube_client.patch(CONFIGMAP, "c", {"data": {"b": "2"}}, "default", type="strategic")
+    patched = await kube_client.patch(
+        CONFIGMAP, "c", {"data": {"b": "2"}}, "default", type="strategic"
+    )
     assert patched["data"] == {"a": "1", "b": "2"}
     # "... a custom resource answers 415"
     await install_crds(WIDGET_CRD)  # type: ignore[operator]
     await kube_client.create(
-        {"apiVersion": "docs.kubewerk.dev/v1", "kind": "Widget", "metadata": {"name": "w", "namespace": "default"}}
+        {
+            "apiVersion": "docs.kubewerk.dev/v1",
+            "kind": "Widget",
+            "metadata": {"name": "w", "namespace": "default"},
+        }
     )
     with pytest.raises(ApiError) as strategic:
         await kube_client.patch(WIDGET, "w", {"spec": {"a": 1}}, "default", type="strategic")
     assert strategic.value.code == 415
     # "Not done yet: server-side apply ... the embedded server answers 415"
     with pytest.raises(ApiError) as apply:
-        await kube_client.patch(CONFIGMAP, "c", {"apiVersion": "v1", "kind": "ConfigMap"}, "default", type="apply")
+        await kube_client.patch(
+            CONFIGMAP, "c", {"apiVersion": "v1", "kind": "ConfigMap"}, "default", type="apply"
+        )
     assert apply.value.code == 415
     not_done = DOC.split("## Not done yet", 1)[1]
     assert re.search(r"Server-side apply:.*?embedded server answers 415", not_done, re.S)

@@ -14,7 +14,14 @@ def _widget(status: dict[str, Any] | None = None) -> Widget:
     data: dict[str, Any] = {
         "apiVersion": "test.kubewerk.dev/v1",
         "kind": "Widget",
-        "metadata": {"name": "w", "namespace": "default", "uid": "u", "resourceVersion": "3", "generation": 2, "labels": {"a": "b"}},
+        "metadata": {
+            "name": "w",
+            "namespace": "default",
+            "uid": "u",
+            "resourceVersion": "3",
+            "generation": 2,
+            "labels": {"a": "b"},
+        },
         "spec": {"size": 3},
     }
     if status is not None:

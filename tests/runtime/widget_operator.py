@@ -44,7 +44,12 @@ def build(knobs: Knobs | None = None, **manager_options: Any) -> Manager:
             await asyncio.sleep(3600)  # simulate a reconcile that never finishes
         await ctx.create_or_update(
             w,
-            {"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": f"{w.name}-config"}, "data": {"size": str(w.spec.size)}},
+            {
+                "apiVersion": "v1",
+                "kind": "ConfigMap",
+                "metadata": {"name": f"{w.name}-config"},
+                "data": {"size": str(w.spec.size)},
+            },
         )
         if k.delay:
             await asyncio.sleep(k.delay)

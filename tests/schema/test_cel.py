@@ -393,12 +393,17 @@ def test_compile_errors_raise_schema_error() -> None:
 def test_passing_values_are_remembered_and_failures_never() -> None:
     """Rules that read only ``self`` are not re-run on a value they passed before; a
     failing or erroring value is evaluated (and reported) every time."""
-    cs = compile_schema(_rule_schema("self.n > 0 && self.kind != 'bad'", {
-        "n": {"type": "integer"}, "kind": {"type": "string"}}))
+    cs = compile_schema(
+        _rule_schema(
+            "self.n > 0 && self.kind != 'bad'",
+            {"n": {"type": "integer"}, "kind": {"type": "string"}},
+        )
+    )
     for _ in range(3):
         assert cs.validate({"spec": {"n": 1, "kind": "ok"}}) == []
         assert messages(cs.validate({"spec": {"n": 0, "kind": "ok"}})) == [
-            "spec: Invalid value: \"object\": failed rule: self.n > 0 && self.kind != 'bad'"]
+            "spec: Invalid value: \"object\": failed rule: self.n > 0 && self.kind != 'bad'"
+        ]
         assert len(cs.validate({"spec": {"n": 1, "kind": "bad"}})) == 1
     erroring = compile_schema(_rule_schema("self.a.b > 0"))
     for _ in range(2):
@@ -419,20 +424,44 @@ def test_remembered_values_are_told_apart_exactly() -> None:
     assert _memo_key("x" * 257) is None and _memo_key({str(i): i for i in range(9)}) is None
 
 
-_MEMO_VALUES = st.one_of(st.integers(-3, 3), st.sampled_from([0.0, -0.0, 1.0, 1.5, float("nan")]),
-                         st.booleans(), st.sampled_from(["", "0", "1", "a", "é"]), st.none())
+_MEMO_VALUES = st.one_of(
+    st.integers(-3, 3),
+    st.sampled_from([0.0, -0.0, 1.0, 1.5, float("nan")]),
+    st.booleans(),
+    st.sampled_from(["", "0", "1", "a", "é"]),
+    st.none(),
+)
 
 
 @settings(max_examples=300, deadline=None)
-@given(st.lists(st.fixed_dictionaries({}, optional={"x": _MEMO_VALUES, "y": _MEMO_VALUES}), min_size=1, max_size=12))
+@given(
+    st.lists(
+        st.fixed_dictionaries({}, optional={"x": _MEMO_VALUES, "y": _MEMO_VALUES}),
+        min_size=1,
+        max_size=12,
+    )
+)
 def test_remembered_outcomes_equal_fresh_evaluation(specs: list[dict[str, Any]]) -> None:
     """One schema validating a run of objects (so rules remember what passed) answers
     exactly as a freshly compiled schema does for each object alone."""
-    rules = ["!has(self.x) || string(self.x) != '0'", "!has(self.x) || type(self.x) != int || self.x < 2",
-             "!has(self.y) || self.y != true", "!has(self.x) || !has(self.y) || self.x != self.y"]
-    schema = {"type": "object", "properties": {"spec": {
-        "type": "object", "x-kubernetes-preserve-unknown-fields": True,
-        "x-kubernetes-validations": [{"rule": r} for r in rules]}}}
+    rules = [
+        "!has(self.x) || string(self.x) != '0'",
+        "!has(self.x) || type(self.x) != int || self.x < 2",
+        "!has(self.y) || self.y != true",
+        "!has(self.x) || !has(self.y) || self.x != self.y",
+    ]
+    schema = {
+        "type": "object",
+        "properties": {
+            "spec": {
+                "type": "object",
+                "x-kubernetes-preserve-unknown-fields": True,
+                "x-kubernetes-validations": [{"rule": r} for r in rules],
+            }
+        },
+    }
     shared = compile_schema(schema)
     for spec in specs:
-        assert messages(shared.validate({"spec": spec})) == messages(compile_schema(schema).validate({"spec": spec}))
+        assert messages(shared.validate({"spec": spec})) == messages(
+            compile_schema(schema).validate({"spec": spec})
+        )

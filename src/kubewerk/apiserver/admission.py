@@ -87,8 +87,11 @@ class Admission:
             if value is None:
                 continue
             if not isinstance(value, dict) or any(not isinstance(v, str) for v in value.values()):
-                bad = value if not isinstance(value, dict) else next(
-                    v for v in value.values() if not isinstance(v, str))
+                bad = (
+                    value
+                    if not isinstance(value, dict)
+                    else next(v for v in value.values() if not isinstance(v, str))
+                )
                 raise ApiError.bad_request(
                     f"json: cannot unmarshal {unmarshal_kind(bad)} into Go struct field {req.rtype.kind}.{field_name} of type "
                     + ("string" if isinstance(value, dict) else "map[string]string")

@@ -51,7 +51,9 @@ class Request:
 
     __slots__ = ("body", "headers", "labels", "method", "path", "query")
 
-    def __init__(self, method: str, path: str, query: dict[str, str], headers: dict[str, str], body: bytes) -> None:
+    def __init__(
+        self, method: str, path: str, query: dict[str, str], headers: dict[str, str], body: bytes
+    ) -> None:
         self.method = method
         self.path = path
         self.query = query
@@ -113,8 +115,16 @@ class ApiServer:
         assert namespaces is not None
         for name in INITIAL_NAMESPACES:
             if self.store.get(namespaces.key("", name)) is None:
-                self.api.create(Target(namespaces, namespaces.storage_version, None),
-                                {"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": name}, "spec": {}}, {})
+                self.api.create(
+                    Target(namespaces, namespaces.storage_version, None),
+                    {
+                        "apiVersion": "v1",
+                        "kind": "Namespace",
+                        "metadata": {"name": name},
+                        "spec": {},
+                    },
+                    {},
+                )
         self.controllers.bootstrap()
 
     async def start(self) -> None:
@@ -163,8 +173,12 @@ class ApiServer:
             host = next((value for name, value in scope["headers"] if name == b"host"), None)
             if not hosts.allows(host):
                 assert host is not None
-                await self._send_json(send, 403, ApiError(403, "Forbidden", hosts.refusal(host), {}).to_status())
-                self.metrics.record(non_resource_labels(scope["method"]), 403, time.perf_counter() - started)
+                await self._send_json(
+                    send, 403, ApiError(403, "Forbidden", hosts.refusal(host), {}).to_status()
+                )
+                self.metrics.record(
+                    non_resource_labels(scope["method"]), 403, time.perf_counter() - started
+                )
                 return
         method = scope["method"]
         if method == "GET" and not self.log_requests and not scope.get("query_string"):
@@ -187,7 +201,14 @@ class ApiServer:
             self.metrics.record(req.labels, status, elapsed)
             if self.log_requests:
                 q = scope.get("query_string", b"").decode()
-                log.info("%s %s%s %d %.1fms", method, scope["path"], "?" + q if q else "", status, elapsed * 1000)
+                log.info(
+                    "%s %s%s %d %.1fms",
+                    method,
+                    scope["path"],
+                    "?" + q if q else "",
+                    status,
+                    elapsed * 1000,
+                )
 
     async def _lifespan(self, receive: Receive, send: Send) -> None:
         while True:
@@ -202,7 +223,9 @@ class ApiServer:
 
     async def _handle(self, req: Request, scope: AsgiScope, receive: Receive, send: Send) -> int:
         # ASGI servers hand header names over lowercased
-        headers = req.headers = {k.decode("latin-1"): v.decode("latin-1") for k, v in scope["headers"]}
+        headers = req.headers = {
+            k.decode("latin-1"): v.decode("latin-1") for k, v in scope["headers"]
+        }
         raw_query = scope.get("query_string", b"")
         if raw_query:
             req.query = dict(parse_qsl(raw_query.decode("latin-1"), keep_blank_values=True))
@@ -246,21 +269,38 @@ class ApiServer:
                 break
         return b"".join(chunks)
 
-    async def _send_json(self, send: Send, status: int, body: Any, warnings: list[str] | None = None,
-                         content_type: bytes = b"application/json") -> None:
+    async def _send_json(
+        self,
+        send: Send,
+        status: int,
+        body: Any,
+        warnings: list[str] | None = None,
+        content_type: bytes = b"application/json",
+    ) -> None:
         payload = orjson.dumps(body)
-        await self._send_payload(send, status, payload, json_headers(payload, warnings, content_type))
+        await self._send_payload(
+            send, status, payload, json_headers(payload, warnings, content_type)
+        )
 
     @staticmethod
-    async def _send_payload(send: Send, status: int, payload: bytes, headers: list[tuple[bytes, bytes]]) -> None:
+    async def _send_payload(
+        send: Send, status: int, payload: bytes, headers: list[tuple[bytes, bytes]]
+    ) -> None:
         await send({"type": "http.response.start", "status": status, "headers": headers})
         await send({"type": "http.response.body", "body": payload})
 
     async def _send_text(self, send: Send, status: int, text: str) -> None:
         payload = text.encode()
-        await send({"type": "http.response.start", "status": status,
-                    "headers": [(b"content-type", b"text/plain; charset=utf-8"),
-                                (b"content-length", str(len(payload)).encode())]})
+        await send(
+            {
+                "type": "http.response.start",
+                "status": status,
+                "headers": [
+                    (b"content-type", b"text/plain; charset=utf-8"),
+                    (b"content-length", str(len(payload)).encode()),
+                ],
+            }
+        )
         await send({"type": "http.response.body", "body": payload})
 
     # -- routing -----------------------------------------------------------------
@@ -269,7 +309,11 @@ class ApiServer:
         path = req.path
         stripped = path.strip("/")
         # unquote is the identity without a "%": skip it on the hot path
-        parts = ([unquote(p) for p in stripped.split("/")] if "%" in stripped else stripped.split("/")) if stripped else []
+        parts = (
+            ([unquote(p) for p in stripped.split("/")] if "%" in stripped else stripped.split("/"))
+            if stripped
+            else []
+        )
         if not parts:
             await self._send_json(send, 200, {"paths": discovery.root_paths(self.registry)})
             return 200
@@ -277,11 +321,23 @@ class ApiServer:
         is_resource = (head == "api" and len(parts) > 2) or (head == "apis" and len(parts) > 3)
         if not is_resource and req.method not in ("GET", "HEAD"):
             # discovery, OpenAPI, /version and the probes are read-only
-            raise ApiError(405, "MethodNotAllowed", "the server does not allow this method on the requested resource", {})
+            raise ApiError(
+                405,
+                "MethodNotAllowed",
+                "the server does not allow this method on the requested resource",
+                {},
+            )
         if head == "metrics" and len(parts) == 1:
             payload = self.metrics.render()
-            await self._send_payload(send, 200, payload, [(b"content-type", CONTENT_TYPE.encode()),
-                                                          (b"content-length", str(len(payload)).encode())])
+            await self._send_payload(
+                send,
+                200,
+                payload,
+                [
+                    (b"content-type", CONTENT_TYPE.encode()),
+                    (b"content-length", str(len(payload)).encode()),
+                ],
+            )
             return 200
         if head in ("healthz", "livez", "readyz"):
             await self._send_text(send, 200, "ok")
@@ -328,8 +384,11 @@ class ApiServer:
             return 200
         if legacy:
             host = req.headers.get("host", "127.0.0.1")
-            body = {"kind": "APIVersions", "versions": ["v1"],
-                    "serverAddressByClientCIDRs": [{"clientCIDR": "0.0.0.0/0", "serverAddress": host}]}
+            body = {
+                "kind": "APIVersions",
+                "versions": ["v1"],
+                "serverAddressByClientCIDRs": [{"clientCIDR": "0.0.0.0/0", "serverAddress": host}],
+            }
         else:
             body = discovery.api_group_list(self.registry)
         await self._send_json(send, 200, body)
@@ -357,15 +416,25 @@ class ApiServer:
             if rtype is not None and rtype.namespaced:
                 if len(segs) > 5:
                     raise ApiError.not_found_path()
-                return Target(rtype, version, segs[1], segs[3] if len(segs) > 3 else None,
-                              segs[4] if len(segs) > 4 else None)
+                return Target(
+                    rtype,
+                    version,
+                    segs[1],
+                    segs[3] if len(segs) > 3 else None,
+                    segs[4] if len(segs) > 4 else None,
+                )
         rtype = reg.lookup(group, version, segs[0])
         if rtype is None or len(segs) > 3:
             raise ApiError.not_found_path()
         if rtype.namespaced and len(segs) > 1:
             raise ApiError.not_found_path()
-        return Target(rtype, version, None, segs[1] if len(segs) > 1 else None,
-                      segs[2] if len(segs) > 2 else None)
+        return Target(
+            rtype,
+            version,
+            None,
+            segs[1] if len(segs) > 1 else None,
+            segs[2] if len(segs) > 2 else None,
+        )
 
     def _decode(self, req: Request, target: Target | None = None) -> JSON:
         """The request body as a JSON object: JSON, YAML, or Kubernetes protobuf.
@@ -381,8 +450,11 @@ class ApiServer:
                 return protobuf.decode_delete_options(req.body)
             rtype = target.rtype
             if not rtype.builtin or (target.api_version, rtype.kind) not in protobuf.KINDS:
-                what = ("custom resources accept JSON and YAML only" if not rtype.builtin else
-                        f"kubewerk does not decode protobuf {rtype.kind} bodies; send JSON or YAML")
+                what = (
+                    "custom resources accept JSON and YAML only"
+                    if not rtype.builtin
+                    else f"kubewerk does not decode protobuf {rtype.kind} bodies; send JSON or YAML"
+                )
                 raise ApiError.unsupported_media_type(
                     "the body of the request was in an unknown format - accepted media types include: "
                     f"application/json, application/yaml ({what})"
@@ -395,22 +467,32 @@ class ApiServer:
             raise ApiError.unsupported_media_type(
                 "the body of the request was in an unknown format - accepted media types include: "
                 "application/json, application/yaml"
-                + ("" if target is not None and not target.rtype.builtin else ", application/vnd.kubernetes.protobuf")
+                + (
+                    ""
+                    if target is not None and not target.rtype.builtin
+                    else ", application/vnd.kubernetes.protobuf"
+                )
             )
         if not req.body.strip():
             raise ApiError.bad_request("the body of the request was empty")
         try:
-            data = decode.yaml_value(req.body) if ctype == "application/yaml" else decode.json_value(req.body)
+            data = (
+                decode.yaml_value(req.body)
+                if ctype == "application/yaml"
+                else decode.json_value(req.body)
+            )
         except decode.TooDeep as exc:
             raise ApiError.bad_request(str(exc)) from None
         except decode.DecodeError as exc:
             if ctype == "application/yaml":
                 raise ApiError.bad_request(f"error converting YAML to JSON: {exc}") from None
-            raise ApiError.bad_request(f"couldn't get version/kind; json parse error: {exc}") from None
+            raise ApiError.bad_request(
+                f"couldn't get version/kind; json parse error: {exc}"
+            ) from None
         if not isinstance(data, dict):
             raise ApiError.bad_request(
                 "couldn't get version/kind; json parse error: json: cannot unmarshal "
-                f"{unmarshal_kind(data)} into Go value of type struct {{ APIVersion string \"json:\\\"apiVersion,omitempty\\\"\"; Kind string \"json:\\\"kind,omitempty\\\"\" }}"
+                f'{unmarshal_kind(data)} into Go value of type struct {{ APIVersion string "json:\\"apiVersion,omitempty\\""; Kind string "json:\\"kind,omitempty\\"" }}'
             )
         return data
 
@@ -422,8 +504,9 @@ class ApiServer:
         except decode.DecodeError as exc:
             raise ApiError.bad_request(str(exc)) from None
 
-    async def _resource(self, req: Request, group: str, version: str, segs: list[str],
-                        receive: Receive, send: Send) -> int:
+    async def _resource(
+        self, req: Request, group: str, version: str, segs: list[str], receive: Receive, send: Send
+    ) -> int:
         target = self._resolve(group, version, segs)
         rtype = target.rtype
         deprecation = rtype.deprecated.get(version)
@@ -432,8 +515,10 @@ class ApiServer:
         if sub is not None:
             if target.name is None:
                 raise ApiError.not_found_path()
-            valid = (sub == "status" and rtype.status_subresource) or (sub == "scale" and rtype.scale is not None) or (
-                sub in rtype.strategy.subresources
+            valid = (
+                (sub == "status" and rtype.status_subresource)
+                or (sub == "scale" and rtype.scale is not None)
+                or (sub in rtype.strategy.subresources)
             )
             if not valid:
                 raise ApiError.not_found_path()
@@ -443,7 +528,9 @@ class ApiServer:
         watching = method == "GET" and req.query.get("watch", "").lower() in ("true", "1")
         req.labels = labels = _resource_labels(req, target, watching)
         if watching:
-            stream = WatchStream(self.hub, api, target, req.query, req.accept, self.bookmark_interval)
+            stream = WatchStream(
+                self.hub, api, target, req.query, req.accept, self.bookmark_interval
+            )
             stream.open()
             # a watch is long-running: counted there, not among the in-flight requests
             metrics = self.metrics
@@ -459,24 +546,40 @@ class ApiServer:
             if target.name is None:
                 items, list_meta = api.list(target, req.query)
                 if wants_table(req.accept):
-                    body = table.to_table(rtype, version, items, list_meta, req.query.get("includeObject", ""))
+                    body = table.to_table(
+                        rtype, version, items, list_meta, req.query.get("includeObject", "")
+                    )
                 else:
-                    body = {"kind": rtype.list_kind, "apiVersion": target.api_version,
-                            "metadata": list_meta, "items": items}
+                    body = {
+                        "kind": rtype.list_kind,
+                        "apiVersion": target.api_version,
+                        "metadata": list_meta,
+                        "items": items,
+                    }
                 await self._send_json(send, 200, body, notes)
                 return 200
             result = api.get_scale(target) if sub == "scale" else api.get(target, req.query)
             if wants_table(req.accept) and sub is None:
-                result.body = table.to_table(rtype, version, [result.body],
-                                             {"resourceVersion": result.body["metadata"].get("resourceVersion", "")},
-                                             req.query.get("includeObject", ""))
+                result.body = table.to_table(
+                    rtype,
+                    version,
+                    [result.body],
+                    {"resourceVersion": result.body["metadata"].get("resourceVersion", "")},
+                    req.query.get("includeObject", ""),
+                )
             elif sub is None and not req.query and self.reads.enabled:
                 # answered as usual, and remembered for the next plain GET of this path
                 payload = orjson.dumps(result.body)
                 headers = json_headers(payload, notes)
                 assert target.name is not None
-                self.reads.remember(req.path, rtype, rtype.key(target.namespace or "", target.name), headers, payload,
-                                    labels)
+                self.reads.remember(
+                    req.path,
+                    rtype,
+                    rtype.key(target.namespace or "", target.name),
+                    headers,
+                    payload,
+                    labels,
+                )
                 await self._send_payload(send, 200, payload, headers)
                 return 200
         elif method == "POST":
@@ -495,14 +598,21 @@ class ApiServer:
             result = api.patch(target, req.body, req.content_type, req.query)
         elif method == "DELETE":
             if sub is not None:
-                raise ApiError.method_not_supported(f"{rtype.resource}/{sub}", rtype.group, "delete")
+                raise ApiError.method_not_supported(
+                    f"{rtype.resource}/{sub}", rtype.group, "delete"
+                )
             opts = self._delete_options(req)
             if target.name is None:
                 result = api.delete_collection(target, opts, req.query)
             else:
                 result = api.delete(target, opts, req.query)
         else:
-            raise ApiError(405, "MethodNotAllowed", f"the server does not allow this method on the requested resource ({method})", {})
+            raise ApiError(
+                405,
+                "MethodNotAllowed",
+                f"the server does not allow this method on the requested resource ({method})",
+                {},
+            )
         await self._send_json(send, result.status, result.body, notes + result.warnings)
         return result.status
 
@@ -525,10 +635,24 @@ def _resource_labels(req: Request, target: Target, watching: bool) -> RequestLab
         verb = "APPLY"
     else:
         verb = _VERBS.get(method, method)
-    scope = "resource" if target.name is not None else "namespace" if target.namespace is not None else "cluster"
+    scope = (
+        "resource"
+        if target.name is not None
+        else "namespace"
+        if target.namespace is not None
+        else "cluster"
+    )
     dry = req.query.get("dryRun", "")
-    return (verb, "All" if dry == "All" else "", rtype.group, target.version, rtype.resource,
-            target.subresource or "", scope, "apiserver")
+    return (
+        verb,
+        "All" if dry == "All" else "",
+        rtype.group,
+        target.version,
+        rtype.resource,
+        target.subresource or "",
+        scope,
+        "apiserver",
+    )
 
 
 __all__ = ["ApiServer", "ServedResource"]

@@ -41,9 +41,18 @@ NS_PREFIX = "/core/namespaces/"
 
 def _condition(ctype: str, status: str, reason: str, message: str, old: list[JSON]) -> JSON:
     prev = next((c for c in old if c.get("type") == ctype), None)
-    when = prev["lastTransitionTime"] if prev and prev.get("status") == status and prev.get("lastTransitionTime") else (
-        metautil.now_rfc3339())
-    return {"type": ctype, "status": status, "lastTransitionTime": when, "reason": reason, "message": message}
+    when = (
+        prev["lastTransitionTime"]
+        if prev and prev.get("status") == status and prev.get("lastTransitionTime")
+        else (metautil.now_rfc3339())
+    )
+    return {
+        "type": ctype,
+        "status": status,
+        "lastTransitionTime": when,
+        "reason": reason,
+        "message": message,
+    }
 
 
 class Controllers:
@@ -124,8 +133,9 @@ class Controllers:
             self._enqueue("namespace", key)
         if meta.get("ownerReferences"):
             self._enqueue("gc", key)
-        if meta.get("deletionTimestamp") and (FOREGROUND in (meta.get("finalizers") or []) or ORPHAN in (
-                meta.get("finalizers") or [])):
+        if meta.get("deletionTimestamp") and (
+            FOREGROUND in (meta.get("finalizers") or []) or ORPHAN in (meta.get("finalizers") or [])
+        ):
             self._enqueue("owner", key)
 
     @staticmethod
@@ -236,25 +246,47 @@ class Controllers:
             elif set(other.short_names) & set(names.get("shortNames") or []):
                 conflict = f'"{sorted(set(other.short_names) & set(names.get("shortNames") or []))[0]}" is already in use'
         versions = spec.get("versions") or []
-        storage = next((v.get("name") for v in versions if isinstance(v, dict) and v.get("storage")), None)
+        storage = next(
+            (v.get("name") for v in versions if isinstance(v, dict) and v.get("storage")), None
+        )
         stored = list(status.get("storedVersions") or [])
         if storage and storage not in stored:
             stored.append(storage)
         if conflict:
             conditions = [
                 _condition("NamesAccepted", "False", "AlreadyInUse", conflict, old_conditions),
-                _condition("Established", "False", "NotAccepted", "not all names are accepted", old_conditions),
+                _condition(
+                    "Established",
+                    "False",
+                    "NotAccepted",
+                    "not all names are accepted",
+                    old_conditions,
+                ),
             ]
             accepted = status.get("acceptedNames") or {"plural": "", "kind": ""}
         else:
-            established_before = any(c.get("type") == "Established" and c.get("status") == "True" for c in old_conditions)
+            established_before = any(
+                c.get("type") == "Established" and c.get("status") == "True" for c in old_conditions
+            )
             conditions = [
-                _condition("NamesAccepted", "True", "NoConflicts", "no conflicts found", old_conditions),
-                _condition("Established", "True", "InitialNamesAccepted", "the initial names have been accepted",
-                           old_conditions) if not established_before else next(
-                    c for c in old_conditions if c.get("type") == "Established"),
+                _condition(
+                    "NamesAccepted", "True", "NoConflicts", "no conflicts found", old_conditions
+                ),
+                _condition(
+                    "Established",
+                    "True",
+                    "InitialNamesAccepted",
+                    "the initial names have been accepted",
+                    old_conditions,
+                )
+                if not established_before
+                else next(c for c in old_conditions if c.get("type") == "Established"),
             ]
-            accepted = {k: v for k, v in names.items() if k in ("plural", "singular", "shortNames", "kind", "listKind", "categories")}
+            accepted = {
+                k: v
+                for k, v in names.items()
+                if k in ("plural", "singular", "shortNames", "kind", "listKind", "categories")
+            }
         new_status = {"conditions": conditions, "acceptedNames": accepted, "storedVersions": stored}
         if new_status != status:
             new = copy_json(crd)
@@ -277,8 +309,15 @@ class Controllers:
         if not any(c.get("type") == "Terminating" for c in old_conditions):
             new = copy_json(crd)
             conds = [c for c in old_conditions if c.get("type") != "Terminating"]
-            conds.append(_condition("Terminating", "True", "InstanceDeletionInProgress",
-                                    "CustomResource deletion is in progress", old_conditions))
+            conds.append(
+                _condition(
+                    "Terminating",
+                    "True",
+                    "InstanceDeletionInProgress",
+                    "CustomResource deletion is in progress",
+                    old_conditions,
+                )
+            )
             new.setdefault("status", {})["conditions"] = conds
             self._write(key, new)
             crd = self.store.get(key) or crd
@@ -287,7 +326,9 @@ class Controllers:
         remaining, _, _ = self.store.list(prefix)
         if remaining:
             return  # retried when the last instance goes (its DELETED event requeues the CRD)
-        finalizers = [f for f in crd["metadata"].get("finalizers") or [] if f != CRD_CLEANUP_FINALIZER]
+        finalizers = [
+            f for f in crd["metadata"].get("finalizers") or [] if f != CRD_CLEANUP_FINALIZER
+        ]
         if finalizers != (crd["metadata"].get("finalizers") or []):
             new = copy_json(crd)
             new["metadata"]["finalizers"] = finalizers
@@ -342,7 +383,8 @@ class Controllers:
                     continue
                 new = copy_json(dep)
                 new["metadata"]["ownerReferences"] = [
-                    r for r in new["metadata"].get("ownerReferences") or [] if r.get("uid") != uid]
+                    r for r in new["metadata"].get("ownerReferences") or [] if r.get("uid") != uid
+                ]
                 if not new["metadata"]["ownerReferences"]:
                     del new["metadata"]["ownerReferences"]
                 self._write(dep_key, new)
@@ -357,12 +399,16 @@ class Controllers:
                 if dep is None:
                     continue
                 dep_meta = dep.get("metadata") or {}
-                ref: JSON = next((r for r in dep_meta.get("ownerReferences") or [] if r.get("uid") == uid), {})
+                ref: JSON = next(
+                    (r for r in dep_meta.get("ownerReferences") or [] if r.get("uid") == uid), {}
+                )
                 if ref.get("blockOwnerDeletion"):
                     blocking = True
                 if not dep_meta.get("deletionTimestamp"):
                     # the dependent goes too, unless another owner still holds it
-                    others = [r for r in dep_meta.get("ownerReferences") or [] if r.get("uid") != uid]
+                    others = [
+                        r for r in dep_meta.get("ownerReferences") or [] if r.get("uid") != uid
+                    ]
                     if others and any(self._owner_state(r) == "solid" for r in others):
                         new = copy_json(dep)
                         new["metadata"]["ownerReferences"] = others
@@ -371,16 +417,27 @@ class Controllers:
                     self._delete(dep_key, "Foreground")
             if blocking:
                 # wait: each blocking dependent's DELETED event requeues this owner
-                still = [d for d in dependents if self.store.get(d) is not None and any(
-                    r.get("uid") == uid and r.get("blockOwnerDeletion")
-                    for r in (self.store.get(d) or {}).get("metadata", {}).get("ownerReferences") or [])]
+                still = [
+                    d
+                    for d in dependents
+                    if self.store.get(d) is not None
+                    and any(
+                        r.get("uid") == uid and r.get("blockOwnerDeletion")
+                        for r in (self.store.get(d) or {})
+                        .get("metadata", {})
+                        .get("ownerReferences")
+                        or []
+                    )
+                ]
                 if still:
                     return
             owner = self.store.get(key)
             if owner is None:
                 return
             new = copy_json(owner)
-            new["metadata"]["finalizers"] = [f for f in new["metadata"].get("finalizers") or [] if f != FOREGROUND]
+            new["metadata"]["finalizers"] = [
+                f for f in new["metadata"].get("finalizers") or [] if f != FOREGROUND
+            ]
             self._write(key, new)
 
     # -- namespaces ----------------------------------------------------------------
@@ -410,16 +467,23 @@ class Controllers:
                 if self.store.get(item_key) is None:
                     continue
                 counts[rtype.qualified] = counts.get(rtype.qualified, 0) + 1
-                for finalizer in (self.store.get(item_key) or {}).get("metadata", {}).get("finalizers") or []:
+                for finalizer in (self.store.get(item_key) or {}).get("metadata", {}).get(
+                    "finalizers"
+                ) or []:
                     finalizer_counts[finalizer] = finalizer_counts.get(finalizer, 0) + 1
         ns = self.store.get(key)
         if ns is None:
             return
         new = copy_json(ns)
         new.setdefault("status", {})["conditions"] = self._namespace_conditions(
-            ns.get("status", {}).get("conditions") or [], counts, finalizer_counts)
+            ns.get("status", {}).get("conditions") or [], counts, finalizer_counts
+        )
         if not counts:
-            finalizers = [f for f in (ns.get("spec") or {}).get("finalizers") or [] if f != NAMESPACE_FINALIZER]
+            finalizers = [
+                f
+                for f in (ns.get("spec") or {}).get("finalizers") or []
+                if f != NAMESPACE_FINALIZER
+            ]
             new.setdefault("spec", {})["finalizers"] = finalizers
             if not finalizers:
                 new["spec"].pop("finalizers")
@@ -428,31 +492,58 @@ class Controllers:
         # otherwise each DELETED event in this namespace requeues it
 
     @staticmethod
-    def _namespace_conditions(old: list[JSON], counts: dict[str, int], finalizers: dict[str, int]) -> list[JSON]:
+    def _namespace_conditions(
+        old: list[JSON], counts: dict[str, int], finalizers: dict[str, int]
+    ) -> list[JSON]:
         """The conditions the namespace controller reports while a namespace terminates."""
         if counts:
-            remaining = ", ".join(f"{r} has {n} resource instances" for r, n in sorted(counts.items()))
+            remaining = ", ".join(
+                f"{r} has {n} resource instances" for r, n in sorted(counts.items())
+            )
             content = ("True", "SomeResourcesRemain", f"Some resources are remaining: {remaining}")
         else:
             content = ("False", "ContentRemoved", "All content successfully removed")
         if finalizers:
-            listed = ", ".join(f"{f} in {n} resource instances" for f, n in sorted(finalizers.items()))
-            held = ("True", "SomeFinalizersRemain", f"Some content in the namespace has finalizers remaining: {listed}")
+            listed = ", ".join(
+                f"{f} in {n} resource instances" for f, n in sorted(finalizers.items())
+            )
+            held = (
+                "True",
+                "SomeFinalizersRemain",
+                f"Some content in the namespace has finalizers remaining: {listed}",
+            )
         else:
             held = ("False", "ContentHasNoFinalizers", "All content-preserving finalizers finished")
         wanted = [
-            ("NamespaceDeletionDiscoveryFailure", "False", "ResourcesDiscovered", "All resources successfully discovered"),
-            ("NamespaceDeletionGroupVersionParsingFailure", "False", "ParsedGroupVersions",
-             "All legacy kube types successfully parsed"),
-            ("NamespaceDeletionContentFailure", "False", "ContentDeleted",
-             "All content successfully deleted, may be waiting on finalization"),
+            (
+                "NamespaceDeletionDiscoveryFailure",
+                "False",
+                "ResourcesDiscovered",
+                "All resources successfully discovered",
+            ),
+            (
+                "NamespaceDeletionGroupVersionParsingFailure",
+                "False",
+                "ParsedGroupVersions",
+                "All legacy kube types successfully parsed",
+            ),
+            (
+                "NamespaceDeletionContentFailure",
+                "False",
+                "ContentDeleted",
+                "All content successfully deleted, may be waiting on finalization",
+            ),
             ("NamespaceContentRemaining", *content),
             ("NamespaceFinalizersRemaining", *held),
         ]
         out = []
         for ctype, status, reason, message in wanted:
             prev = next((c for c in old if c.get("type") == ctype), None)
-            if prev and (prev.get("status"), prev.get("reason"), prev.get("message")) == (status, reason, message):
+            if prev and (prev.get("status"), prev.get("reason"), prev.get("message")) == (
+                status,
+                reason,
+                message,
+            ):
                 out.append(prev)
             else:
                 out.append(_condition(ctype, status, reason, message, old))
@@ -465,8 +556,17 @@ class Controllers:
             return
         target = Target(rtype, rtype.storage_version, namespace)
         try:
-            self.api.create(target, {"apiVersion": "v1", "kind": "ServiceAccount",
-                                     "metadata": {"name": "default", "namespace": namespace}}, {})
+            self.api.create(
+                target,
+                {
+                    "apiVersion": "v1",
+                    "kind": "ServiceAccount",
+                    "metadata": {"name": "default", "namespace": namespace},
+                },
+                {},
+            )
         except ApiError as exc:
             if exc.code != 409:
-                log.warning("create of the default ServiceAccount in %s failed: %s", namespace, exc.message)
+                log.warning(
+                    "create of the default ServiceAccount in %s failed: %s", namespace, exc.message
+                )

@@ -60,11 +60,14 @@ class TooDeep(DecodeError):
 
 
 def too_deep(what: str) -> TooDeep:
-    return TooDeep(f"{what} nests deeper than {MAX_DEPTH} levels of objects and arrays "
-                   f"(the embedded server's limit; Kubernetes allows 10000)")
+    return TooDeep(
+        f"{what} nests deeper than {MAX_DEPTH} levels of objects and arrays "
+        f"(the embedded server's limit; Kubernetes allows 10000)"
+    )
 
 
 # -- JSON -------------------------------------------------------------------------------
+
 
 def json_value(body: bytes, what: str = "the object") -> Any:
     """``body`` as a JSON value within the limits; raises ``DecodeError``.
@@ -79,9 +82,11 @@ def json_value(body: bytes, what: str = "the object") -> Any:
         if "depth" in exc.msg:
             raise too_deep(what) from None
         if "infinity" in exc.msg:
-            number = re.match(rb"[-+0-9.eE]*", body[exc.pos:])
+            number = re.match(rb"[-+0-9.eE]*", body[exc.pos :])
             literal = number.group().decode() if number else ""
-            raise DecodeError(f"json: cannot unmarshal number {literal} into Go value of type float64") from None
+            raise DecodeError(
+                f"json: cannot unmarshal number {literal} into Go value of type float64"
+            ) from None
         raise DecodeError(str(exc)) from None
     if body.count(b"{") + body.count(b"[") > MAX_DEPTH:
         check_depth(value, what)
@@ -94,20 +99,35 @@ def _int64_or_float(value: Any) -> Any:
     """Integers outside int64 as float64, as Go's decoder with PreserveInts leaves them
     (orjson keeps integers up to 2**64 - 1; larger ones already arrive as floats)."""
     stack: list[Any] = [value]
-    if isinstance(value, int) and not isinstance(value, bool) and not INT64_MIN <= value <= INT64_MAX:
+    if (
+        isinstance(value, int)
+        and not isinstance(value, bool)
+        and not INT64_MIN <= value <= INT64_MAX
+    ):
         return float(value)
     while stack:
         node = stack.pop()
-        items = node.items() if isinstance(node, dict) else enumerate(node) if isinstance(node, list) else ()
+        items = (
+            node.items()
+            if isinstance(node, dict)
+            else enumerate(node)
+            if isinstance(node, list)
+            else ()
+        )
         for key, item in items:
             if isinstance(item, dict | list):
                 stack.append(item)
-            elif isinstance(item, int) and not isinstance(item, bool) and not INT64_MIN <= item <= INT64_MAX:
+            elif (
+                isinstance(item, int)
+                and not isinstance(item, bool)
+                and not INT64_MIN <= item <= INT64_MAX
+            ):
                 node[key] = float(item)
     return value
 
 
 # -- depth ------------------------------------------------------------------------------
+
 
 def check_depth(value: Any, what: str = "the object") -> None:
     """Raise ``TooDeep`` when ``value`` nests more than ``MAX_DEPTH`` containers.
@@ -129,6 +149,7 @@ def check_depth(value: Any, what: str = "the object") -> None:
 
 
 # -- YAML -------------------------------------------------------------------------------
+
 
 def yaml_value(body: bytes, what: str = "the object") -> Any:
     """``body`` (one YAML document) as a JSON value within the limits, read by
@@ -154,6 +175,7 @@ def yaml_value(body: bytes, what: str = "the object") -> Any:
 
 
 # -- query parameters -------------------------------------------------------------------
+
 
 def query_int64(text: str) -> int:
     """A query parameter read as metav1's conversions read an int64 (``strconv.ParseInt(s,
@@ -195,18 +217,24 @@ def delete_options(body: dict[str, Any] | None, query: dict[str, str]) -> dict[s
             if expected is None or value is None:
                 continue
             python_type, go_type = expected
-            wrong = not isinstance(value, python_type) or (python_type is int and isinstance(value, bool))
+            wrong = not isinstance(value, python_type) or (
+                python_type is int and isinstance(value, bool)
+            )
             if name == "dryRun" and not wrong:
                 wrong = not all(isinstance(item, str) for item in value)
             if wrong:
                 raise _unmarshal_error(value, f"DeleteOptions.{name}", go_type)
             if name == "gracePeriodSeconds" and not INT64_MIN <= value <= INT64_MAX:
-                raise DecodeError(f"json: cannot unmarshal number {value} into Go struct field "
-                                  f"DeleteOptions.gracePeriodSeconds of type int64")
+                raise DecodeError(
+                    f"json: cannot unmarshal number {value} into Go struct field "
+                    f"DeleteOptions.gracePeriodSeconds of type int64"
+                )
             if name == "preconditions":
                 for field, field_type in _PRECONDITION_FIELDS.items():
                     if value.get(field) is not None and not isinstance(value[field], str):
-                        raise _unmarshal_error(value[field], f"DeleteOptions.preconditions.{field}", field_type)
+                        raise _unmarshal_error(
+                            value[field], f"DeleteOptions.preconditions.{field}", field_type
+                        )
         return body
     options: dict[str, Any] = {}
     if "gracePeriodSeconds" in query:
@@ -220,4 +248,6 @@ def delete_options(body: dict[str, Any] | None, query: dict[str, str]) -> dict[s
 
 
 def _unmarshal_error(value: Any, field: str, go_type: str) -> DecodeError:
-    return DecodeError(f"json: cannot unmarshal {unmarshal_kind(value)} into Go struct field {field} of type {go_type}")
+    return DecodeError(
+        f"json: cannot unmarshal {unmarshal_kind(value)} into Go struct field {field} of type {go_type}"
+    )

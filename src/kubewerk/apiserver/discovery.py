@@ -101,17 +101,43 @@ def resource_list(registry: Registry, group: str, version: str) -> JSON | None:
             entry["categories"] = list(t.categories)
         resources.append(entry)
         if t.status_subresource:
-            resources.append({"name": f"{t.resource}/status", "singularName": "", "namespaced": t.namespaced,
-                              "kind": t.kind, "verbs": ["get", "patch", "update"]})
+            resources.append(
+                {
+                    "name": f"{t.resource}/status",
+                    "singularName": "",
+                    "namespaced": t.namespaced,
+                    "kind": t.kind,
+                    "verbs": ["get", "patch", "update"],
+                }
+            )
         if t.scale is not None:
-            resources.append({"name": f"{t.resource}/scale", "singularName": "", "namespaced": t.namespaced,
-                              "group": "autoscaling", "version": "v1", "kind": "Scale",
-                              "verbs": ["get", "patch", "update"]})
+            resources.append(
+                {
+                    "name": f"{t.resource}/scale",
+                    "singularName": "",
+                    "namespaced": t.namespaced,
+                    "group": "autoscaling",
+                    "version": "v1",
+                    "kind": "Scale",
+                    "verbs": ["get", "patch", "update"],
+                }
+            )
         for sub, verbs in t.strategy.subresources.items():
-            resources.append({"name": f"{t.resource}/{sub}", "singularName": "", "namespaced": t.namespaced,
-                              "kind": t.kind, "verbs": list(verbs)})
-    return {"kind": "APIResourceList", "apiVersion": "v1", "groupVersion": format_api_version(group, version),
-            "resources": resources}
+            resources.append(
+                {
+                    "name": f"{t.resource}/{sub}",
+                    "singularName": "",
+                    "namespaced": t.namespaced,
+                    "kind": t.kind,
+                    "verbs": list(verbs),
+                }
+            )
+    return {
+        "kind": "APIResourceList",
+        "apiVersion": "v1",
+        "groupVersion": format_api_version(group, version),
+        "resources": resources,
+    }
 
 
 # -- aggregated discovery ---------------------------------------------------------
@@ -131,8 +157,12 @@ def negotiate_aggregated(accept: str) -> str | None:
                 params[k.strip().lower()] = v.strip()
         if media in ("application/json", "*/*") and not params:
             return None
-        if (media == "application/json" and params.get("g") == "apidiscovery.k8s.io"
-                and params.get("as") == "APIGroupDiscoveryList" and params.get("v") in _AGG_VERSIONS):
+        if (
+            media == "application/json"
+            and params.get("g") == "apidiscovery.k8s.io"
+            and params.get("as") == "APIGroupDiscoveryList"
+            and params.get("v") in _AGG_VERSIONS
+        ):
             return params["v"]
     return None
 
@@ -151,11 +181,21 @@ def _aggregated_resource(t: ServedResource, version: str) -> JSON:
         entry["categories"] = list(t.categories)
     subs: list[JSON] = []
     if t.status_subresource:
-        subs.append({"subresource": "status", "responseKind": {"group": t.group, "version": version, "kind": t.kind},
-                     "verbs": ["get", "patch", "update"]})
+        subs.append(
+            {
+                "subresource": "status",
+                "responseKind": {"group": t.group, "version": version, "kind": t.kind},
+                "verbs": ["get", "patch", "update"],
+            }
+        )
     if t.scale is not None:
-        subs.append({"subresource": "scale", "responseKind": {"group": "autoscaling", "version": "v1", "kind": "Scale"},
-                     "verbs": ["get", "patch", "update"]})
+        subs.append(
+            {
+                "subresource": "scale",
+                "responseKind": {"group": "autoscaling", "version": "v1", "kind": "Scale"},
+                "verbs": ["get", "patch", "update"],
+            }
+        )
     if subs:
         entry["subresources"] = subs
     return entry
@@ -171,8 +211,15 @@ def aggregated(registry: Registry, legacy: bool, agg_version: str) -> tuple[JSON
         for v in _group_versions(types):
             resources = [_aggregated_resource(t, v) for t in types if v in t.versions]
             versions.append({"version": v, "resources": resources, "freshness": "Current"})
-        meta: JSON = {"name": group, "creationTimestamp": None} if group else {"creationTimestamp": None}
+        meta: JSON = (
+            {"name": group, "creationTimestamp": None} if group else {"creationTimestamp": None}
+        )
         items.append({"metadata": meta, "versions": versions})
-    body = {"kind": "APIGroupDiscoveryList", "apiVersion": _AGG_VERSIONS[agg_version], "metadata": {}, "items": items}
+    body = {
+        "kind": "APIGroupDiscoveryList",
+        "apiVersion": _AGG_VERSIONS[agg_version],
+        "metadata": {},
+        "items": items,
+    }
     ctype = f"application/json;g=apidiscovery.k8s.io;v={agg_version};as=APIGroupDiscoveryList"
     return body, ctype

@@ -66,9 +66,11 @@ class HostPolicy:
     def refusal(self, host: bytes) -> str:
         """The message a refused request gets."""
         shown = host.decode("latin-1")[:256]
-        return (f'the Host "{shown}" is not allowed: without authentication the embedded API server '
-                "answers only loopback names and addresses (localhost, 127.0.0.1, [::1]); "
-                "allow more with `kubewerk up --allow-host NAME`")
+        return (
+            f'the Host "{shown}" is not allowed: without authentication the embedded API server '
+            "answers only loopback names and addresses (localhost, 127.0.0.1, [::1]); "
+            "allow more with `kubewerk up --allow-host NAME`"
+        )
 
 
 def _host_part(text: str) -> str | None:
@@ -80,7 +82,7 @@ def _host_part(text: str) -> str | None:
         end = text.find("]")
         if end < 0:
             return None
-        rest = text[end + 1:]
+        rest = text[end + 1 :]
         if rest and not (rest.startswith(":") and rest[1:].isdigit()):
             return None
         return text[: end + 1]

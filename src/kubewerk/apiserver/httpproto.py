@@ -80,7 +80,12 @@ _BODY_TIMED_OUT = (
 
 
 def _positive_seconds(name: str, value: float) -> float:
-    if isinstance(value, bool) or not isinstance(value, int | float) or not math.isfinite(value) or value <= 0:
+    if (
+        isinstance(value, bool)
+        or not isinstance(value, int | float)
+        or not math.isfinite(value)
+        or value <= 0
+    ):
         raise ValueError(f"{name} must be a positive number of seconds, not {value!r}")
     return float(value)
 
@@ -100,14 +105,21 @@ class HttpLimits:
     max_connections: int | None = None
 
     def __post_init__(self) -> None:
-        if isinstance(self.max_header_bytes, bool) or not isinstance(self.max_header_bytes, int) \
-                or self.max_header_bytes <= 0:
-            raise ValueError(f"max_header_bytes must be a positive number of bytes, not {self.max_header_bytes!r}")
+        if (
+            isinstance(self.max_header_bytes, bool)
+            or not isinstance(self.max_header_bytes, int)
+            or self.max_header_bytes <= 0
+        ):
+            raise ValueError(
+                f"max_header_bytes must be a positive number of bytes, not {self.max_header_bytes!r}"
+            )
         for name in ("read_header_timeout", "idle_timeout", "request_body_timeout"):
             object.__setattr__(self, name, _positive_seconds(name, getattr(self, name)))
         cap = self.max_connections
         if cap is not None and (isinstance(cap, bool) or not isinstance(cap, int) or cap <= 0):
-            raise ValueError(f"max_connections must be a positive number of connections, not {cap!r}")
+            raise ValueError(
+                f"max_connections must be a positive number of connections, not {cap!r}"
+            )
 
     @property
     def max_head_bytes(self) -> int:
@@ -124,8 +136,13 @@ class LimitedHttpToolsProtocol(HttpToolsProtocol):
 
     limits: ClassVar[HttpLimits] = HttpLimits()
 
-    def __init__(self, config: Config, server_state: ServerState, app_state: dict[str, Any],
-                 _loop: asyncio.AbstractEventLoop | None = None) -> None:
+    def __init__(
+        self,
+        config: Config,
+        server_state: ServerState,
+        app_state: dict[str, Any],
+        _loop: asyncio.AbstractEventLoop | None = None,
+    ) -> None:
         super().__init__(config, server_state, app_state, _loop)
         limits = self.limits
         self.timeout_keep_alive = limits.idle_timeout  # type: ignore[assignment]  # uvicorn types it int
@@ -151,7 +168,9 @@ class LimitedHttpToolsProtocol(HttpToolsProtocol):
             transport.close()
             return
         super().connection_made(transport)
-        self._head_timer = self.loop.call_later(self.limits.read_header_timeout, self._head_timed_out)
+        self._head_timer = self.loop.call_later(
+            self.limits.read_header_timeout, self._head_timed_out
+        )
 
     def connection_lost(self, exc: Exception | None) -> None:
         self._cancel_timers()
@@ -196,9 +215,13 @@ class LimitedHttpToolsProtocol(HttpToolsProtocol):
         # part of a head arrived (a following request's first bytes behind a body that ended in
         # the same chunk go uncounted; the idle timer bounds that connection instead)
         if self._head_bytes and self._head_timer is None and not self._responding():
-            self._head_timer = self.loop.call_later(self.limits.read_header_timeout, self._head_timed_out)
+            self._head_timer = self.loop.call_later(
+                self.limits.read_header_timeout, self._head_timed_out
+            )
         if self._in_body and self._body_timer is None:
-            self._body_timer = self.loop.call_later(self.limits.request_body_timeout, self._body_timed_out)
+            self._body_timer = self.loop.call_later(
+                self.limits.request_body_timeout, self._body_timed_out
+            )
 
     # -- parser callbacks ----------------------------------------------------------------
 

@@ -64,7 +64,9 @@ def resolve(host: str) -> BindAddress:
     try:
         infos = socket.getaddrinfo(literal, None, type=socket.SOCK_STREAM)
     except (socket.gaierror, UnicodeError) as exc:
-        raise ValueError(f"host {host!r} does not resolve: {getattr(exc, 'strerror', None) or exc}") from None
+        raise ValueError(
+            f"host {host!r} does not resolve: {getattr(exc, 'strerror', None) or exc}"
+        ) from None
     for wanted in (socket.AF_INET, socket.AF_INET6):
         for family, _, _, _, sockaddr in infos:
             if family == wanted:
@@ -91,7 +93,9 @@ def check_bind(bind: BindAddress, *, allowed: bool, opt_in: str) -> None:
 
 def exposure_warning(bind: BindAddress, port: int) -> str:
     """The warning for a server listening on a non-loopback address without authentication."""
-    where = f"[{bind.address}]:{port}" if bind.family == socket.AF_INET6 else f"{bind.address}:{port}"
+    where = (
+        f"[{bind.address}]:{port}" if bind.family == socket.AF_INET6 else f"{bind.address}:{port}"
+    )
     return (
         f"the API server listens on {where}, which is not loopback, and has NO authentication: "
         "anyone who can reach this port can read and write every object, Secrets included"

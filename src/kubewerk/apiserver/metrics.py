@@ -43,9 +43,41 @@ if TYPE_CHECKING:
     from kubewerk.apiserver.watch import WatchHub
 
 # kube-apiserver's apiserver_request_duration_seconds buckets
-REQUEST_BUCKETS = (0.005, 0.025, 0.05, 0.1, 0.2, 0.4, 0.6, 0.8, 1.0, 1.25, 1.5, 2, 3, 4, 5, 6, 8, 10, 15,
-                   20, 30, 45, 60)
-REQUEST_LABELS = ("verb", "dry_run", "group", "version", "resource", "subresource", "scope", "component")
+REQUEST_BUCKETS = (
+    0.005,
+    0.025,
+    0.05,
+    0.1,
+    0.2,
+    0.4,
+    0.6,
+    0.8,
+    1.0,
+    1.25,
+    1.5,
+    2,
+    3,
+    4,
+    5,
+    6,
+    8,
+    10,
+    15,
+    20,
+    30,
+    45,
+    60,
+)
+REQUEST_LABELS = (
+    "verb",
+    "dry_run",
+    "group",
+    "version",
+    "resource",
+    "subresource",
+    "scope",
+    "component",
+)
 CONTENT_TYPE = "text/plain; version=0.0.4; charset=utf-8"
 
 # verb, dry_run, group, version, resource, subresource, scope, component
@@ -92,7 +124,9 @@ class ApiMetrics:
 class _Exposition(Collector):
     """Builds the families from the counters and from the store, registry and hub at scrape."""
 
-    def __init__(self, metrics: ApiMetrics, store: Store, registry: Registry, hub: WatchHub) -> None:
+    def __init__(
+        self, metrics: ApiMetrics, store: Store, registry: Registry, hub: WatchHub
+    ) -> None:
         self.metrics = metrics
         self.store = store
         self.registry = registry
@@ -104,19 +138,25 @@ class _Exposition(Collector):
         yield from self._objects()
         yield from self._storage()
 
-    def _requests(self) -> Iterator[CounterMetricFamily | GaugeMetricFamily | HistogramMetricFamily]:
+    def _requests(
+        self,
+    ) -> Iterator[CounterMetricFamily | GaugeMetricFamily | HistogramMetricFamily]:
         m = self.metrics
-        total = CounterMetricFamily("apiserver_request_total",
-                                    "Counter of apiserver requests broken out for each verb, dry run value, group, "
-                                    "version, resource, scope, component, and HTTP response code.",
-                                    labels=(*REQUEST_LABELS, "code"))
+        total = CounterMetricFamily(
+            "apiserver_request_total",
+            "Counter of apiserver requests broken out for each verb, dry run value, group, "
+            "version, resource, scope, component, and HTTP response code.",
+            labels=(*REQUEST_LABELS, "code"),
+        )
         for (labels, code), count in list(m.requests.items()):
             total.add_metric((*labels, str(code)), count)
         yield total
-        duration = HistogramMetricFamily("apiserver_request_duration_seconds",
-                                         "Response latency distribution in seconds for each verb, dry run value, "
-                                         "group, version, resource, subresource, scope and component.",
-                                         labels=REQUEST_LABELS)
+        duration = HistogramMetricFamily(
+            "apiserver_request_duration_seconds",
+            "Response latency distribution in seconds for each verb, dry run value, "
+            "group, version, resource, subresource, scope and component.",
+            labels=REQUEST_LABELS,
+        )
         for labels, (counts, total_seconds) in list(m.durations.items()):
             cumulative, buckets = 0, []
             for bound, count in zip((*REQUEST_BUCKETS, float("inf")), counts, strict=True):
@@ -124,16 +164,21 @@ class _Exposition(Collector):
                 buckets.append((floatToGoString(bound), cumulative))  # type: ignore[no-untyped-call]
             duration.add_metric(labels, buckets, total_seconds[0])
         yield duration
-        inflight = GaugeMetricFamily("apiserver_current_inflight_requests",
-                                     "Maximal number of currently used inflight request limit of this apiserver "
-                                     "per request kind in last second.", labels=("request_kind",))
+        inflight = GaugeMetricFamily(
+            "apiserver_current_inflight_requests",
+            "Maximal number of currently used inflight request limit of this apiserver "
+            "per request kind in last second.",
+            labels=("request_kind",),
+        )
         for kind, count in m.inflight.items():
             inflight.add_metric((kind,), count)
         yield inflight
-        longrunning = GaugeMetricFamily("apiserver_longrunning_requests",
-                                        "Gauge of all active long-running apiserver requests broken out by verb, "
-                                        "group, version, resource, scope and component.",
-                                        labels=REQUEST_LABELS)
+        longrunning = GaugeMetricFamily(
+            "apiserver_longrunning_requests",
+            "Gauge of all active long-running apiserver requests broken out by verb, "
+            "group, version, resource, scope and component.",
+            labels=REQUEST_LABELS,
+        )
         for labels, count in list(m.longrunning.items()):
             if count:
                 longrunning.add_metric(labels, count)
@@ -141,26 +186,41 @@ class _Exposition(Collector):
 
     def _watches(self) -> Iterator[CounterMetricFamily | GaugeMetricFamily]:
         stats = self.hub.stats()
-        terminated = CounterMetricFamily("apiserver_terminated_watchers_total",
-                                         "Counter of watchers closed due to unresponsiveness broken by resource type.",
-                                         labels=("group", "resource"))
+        terminated = CounterMetricFamily(
+            "apiserver_terminated_watchers_total",
+            "Counter of watchers closed due to unresponsiveness broken by resource type.",
+            labels=("group", "resource"),
+        )
         for (group, resource), count in sorted(stats.terminated.items()):
             terminated.add_metric((group, resource), count)
         yield terminated
-        yield _gauge("kubewerk_watch_queued_events", "Events queued for watchers, not yet written.",
-                     stats.queued_events)
-        yield _gauge("kubewerk_watch_queued_bytes", "Encoded bytes queued for watchers, not yet written.",
-                     stats.queued_bytes)
-        yield _gauge("kubewerk_watch_encoded_cache_bytes",
-                     "Bytes of watch-event encodings shared between watchers.", stats.encoded_cache_bytes)
+        yield _gauge(
+            "kubewerk_watch_queued_events",
+            "Events queued for watchers, not yet written.",
+            stats.queued_events,
+        )
+        yield _gauge(
+            "kubewerk_watch_queued_bytes",
+            "Encoded bytes queued for watchers, not yet written.",
+            stats.queued_bytes,
+        )
+        yield _gauge(
+            "kubewerk_watch_encoded_cache_bytes",
+            "Bytes of watch-event encodings shared between watchers.",
+            stats.encoded_cache_bytes,
+        )
 
     def _objects(self) -> Iterator[GaugeMetricFamily]:
-        storage_objects = GaugeMetricFamily("apiserver_storage_objects",
-                                            "Number of stored objects at the time of last check split by kind.",
-                                            labels=("resource",))
-        resource_objects = GaugeMetricFamily("apiserver_resource_objects",
-                                             "Number of stored objects at the time of last check split by kind.",
-                                             labels=("group", "resource"))
+        storage_objects = GaugeMetricFamily(
+            "apiserver_storage_objects",
+            "Number of stored objects at the time of last check split by kind.",
+            labels=("resource",),
+        )
+        resource_objects = GaugeMetricFamily(
+            "apiserver_resource_objects",
+            "Number of stored objects at the time of last check split by kind.",
+            labels=("group", "resource"),
+        )
         seen: set[tuple[str, str]] = set()
         for rtype in self.registry.all():
             key = (rtype.group, rtype.resource)
@@ -176,17 +236,31 @@ class _Exposition(Collector):
     def _storage(self) -> Iterator[CounterMetricFamily | GaugeMetricFamily]:
         stats = self.store.stats()
         yield _gauge("kubewerk_storage_revision", "The newest committed revision.", stats.revision)
-        yield _gauge("kubewerk_storage_object_bytes", "Encoded size of the objects stored now.", stats.object_bytes)
-        yield _gauge("kubewerk_storage_history_events", "Changes the history holds for watches and paginated lists.",
-                     stats.history_events)
-        yield _gauge("kubewerk_storage_history_bytes", "Encoded size of the objects the history holds.",
-                     stats.history_bytes)
-        compactions = CounterMetricFamily("kubewerk_storage_compactions",
-                                          "Compactions that dropped history since the store was opened.")
+        yield _gauge(
+            "kubewerk_storage_object_bytes",
+            "Encoded size of the objects stored now.",
+            stats.object_bytes,
+        )
+        yield _gauge(
+            "kubewerk_storage_history_events",
+            "Changes the history holds for watches and paginated lists.",
+            stats.history_events,
+        )
+        yield _gauge(
+            "kubewerk_storage_history_bytes",
+            "Encoded size of the objects the history holds.",
+            stats.history_bytes,
+        )
+        compactions = CounterMetricFamily(
+            "kubewerk_storage_compactions",
+            "Compactions that dropped history since the store was opened.",
+        )
         compactions.add_metric((), stats.compactions)
         yield compactions
-        compacted = CounterMetricFamily("kubewerk_storage_compacted_events",
-                                        "Changes dropped from the history by compaction since the store was opened.")
+        compacted = CounterMetricFamily(
+            "kubewerk_storage_compacted_events",
+            "Changes dropped from the history by compaction since the store was opened.",
+        )
         compacted.add_metric((), stats.compacted_events)
         yield compacted
 

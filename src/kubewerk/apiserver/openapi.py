@@ -30,28 +30,62 @@ OBJECT_META_SCHEMA: JSON = {
     "users must create.",
     "type": "object",
     "properties": {
-        "annotations": {**_STR_MAP, "description": "Annotations is an unstructured key value map stored with a "
-                        "resource that may be set by external tools to store and retrieve arbitrary metadata."},
-        "creationTimestamp": {"type": "string", "format": "date-time", "description": "CreationTimestamp is a "
-                              "timestamp representing the server time when this object was created."},
-        "deletionGracePeriodSeconds": {"type": "integer", "format": "int64", "description": "Number of seconds "
-                                       "allowed for this object to gracefully terminate."},
-        "deletionTimestamp": {"type": "string", "format": "date-time", "description": "DeletionTimestamp is RFC "
-                              "3339 date and time at which this resource will be deleted."},
-        "finalizers": {"type": "array", "items": {"type": "string", "default": ""},
-                       "x-kubernetes-list-type": "set", "x-kubernetes-patch-strategy": "merge",
-                       "description": "Must be empty before the object is deleted from the registry."},
-        "generateName": {**_STR, "description": "GenerateName is an optional prefix, used by the server, to "
-                         "generate a unique name ONLY IF the Name field has not been provided."},
-        "generation": {"type": "integer", "format": "int64", "description": "A sequence number representing a "
-                       "specific generation of the desired state."},
-        "labels": {**_STR_MAP, "description": "Map of string keys and values that can be used to organize and "
-                   "categorize (scope and select) objects."},
-        "managedFields": {"type": "array", "items": {"type": "object", "x-kubernetes-preserve-unknown-fields": True},
-                          "description": "ManagedFields maps workflow-id and version to the set of fields that are "
-                          "managed by that workflow."},
+        "annotations": {
+            **_STR_MAP,
+            "description": "Annotations is an unstructured key value map stored with a "
+            "resource that may be set by external tools to store and retrieve arbitrary metadata.",
+        },
+        "creationTimestamp": {
+            "type": "string",
+            "format": "date-time",
+            "description": "CreationTimestamp is a "
+            "timestamp representing the server time when this object was created.",
+        },
+        "deletionGracePeriodSeconds": {
+            "type": "integer",
+            "format": "int64",
+            "description": "Number of seconds allowed for this object to gracefully terminate.",
+        },
+        "deletionTimestamp": {
+            "type": "string",
+            "format": "date-time",
+            "description": "DeletionTimestamp is RFC "
+            "3339 date and time at which this resource will be deleted.",
+        },
+        "finalizers": {
+            "type": "array",
+            "items": {"type": "string", "default": ""},
+            "x-kubernetes-list-type": "set",
+            "x-kubernetes-patch-strategy": "merge",
+            "description": "Must be empty before the object is deleted from the registry.",
+        },
+        "generateName": {
+            **_STR,
+            "description": "GenerateName is an optional prefix, used by the server, to "
+            "generate a unique name ONLY IF the Name field has not been provided.",
+        },
+        "generation": {
+            "type": "integer",
+            "format": "int64",
+            "description": "A sequence number representing a "
+            "specific generation of the desired state.",
+        },
+        "labels": {
+            **_STR_MAP,
+            "description": "Map of string keys and values that can be used to organize and "
+            "categorize (scope and select) objects.",
+        },
+        "managedFields": {
+            "type": "array",
+            "items": {"type": "object", "x-kubernetes-preserve-unknown-fields": True},
+            "description": "ManagedFields maps workflow-id and version to the set of fields that are "
+            "managed by that workflow.",
+        },
         "name": {**_STR, "description": "Name must be unique within a namespace."},
-        "namespace": {**_STR, "description": "Namespace defines the space within which each name must be unique."},
+        "namespace": {
+            **_STR,
+            "description": "Namespace defines the space within which each name must be unique.",
+        },
         "ownerReferences": {
             "type": "array",
             "x-kubernetes-list-map-keys": ["uid"],
@@ -65,22 +99,36 @@ OBJECT_META_SCHEMA: JSON = {
                 "description": "OwnerReference contains enough information to let you identify an owning object.",
                 "properties": {
                     "apiVersion": {**_STR, "description": "API version of the referent."},
-                    "blockOwnerDeletion": {"type": "boolean", "description": "If true, AND if the owner has the "
-                                           "\"foregroundDeletion\" finalizer, then the owner cannot be deleted "
-                                           "from the key-value store until this reference is removed."},
-                    "controller": {"type": "boolean", "description": "If true, this reference points to the "
-                                   "managing controller."},
+                    "blockOwnerDeletion": {
+                        "type": "boolean",
+                        "description": "If true, AND if the owner has the "
+                        '"foregroundDeletion" finalizer, then the owner cannot be deleted '
+                        "from the key-value store until this reference is removed.",
+                    },
+                    "controller": {
+                        "type": "boolean",
+                        "description": "If true, this reference points to the managing controller.",
+                    },
                     "kind": {**_STR, "description": "Kind of the referent."},
                     "name": {**_STR, "description": "Name of the referent."},
                     "uid": {**_STR, "description": "UID of the referent."},
                 },
             },
         },
-        "resourceVersion": {**_STR, "description": "An opaque value that represents the internal version of this "
-                            "object that can be used by clients to determine when objects have changed."},
-        "selfLink": {**_STR, "description": "Deprecated: selfLink is a legacy read-only field that is no longer "
-                     "populated by the system."},
-        "uid": {**_STR, "description": "UID is the unique in time and space value for this object."},
+        "resourceVersion": {
+            **_STR,
+            "description": "An opaque value that represents the internal version of this "
+            "object that can be used by clients to determine when objects have changed.",
+        },
+        "selfLink": {
+            **_STR,
+            "description": "Deprecated: selfLink is a legacy read-only field that is no longer "
+            "populated by the system.",
+        },
+        "uid": {
+            **_STR,
+            "description": "UID is the unique in time and space value for this object.",
+        },
     },
 }
 
@@ -104,47 +152,86 @@ def _gv_path(group: str, version: str) -> str:
 
 
 def _kind_schema(rtype: ServedResource, version: str) -> JSON:
-    base = rtype.schemas.get(version) or {"type": "object", "x-kubernetes-preserve-unknown-fields": True}
+    base = rtype.schemas.get(version) or {
+        "type": "object",
+        "x-kubernetes-preserve-unknown-fields": True,
+    }
     schema: JSON = copy_tree(base)
     props = schema.setdefault("properties", {})
-    props["apiVersion"] = {"type": "string", "description": "APIVersion defines the versioned schema of this "
-                           "representation of an object. Servers should convert recognized schemas to the latest "
-                           "internal value, and may reject unrecognized values."}
-    props["kind"] = {"type": "string", "description": "Kind is a string value representing the REST resource this "
-                     "object represents. Servers may infer this from the endpoint the client submits requests to."}
-    props["metadata"] = {"allOf": [{"$ref": _REF + OBJECT_META}], "description": "Standard object's metadata. More "
-                         "info: https://git.k8s.io/community/contributors/devel/sig-architecture/"
-                         "api-conventions.md#metadata"}
+    props["apiVersion"] = {
+        "type": "string",
+        "description": "APIVersion defines the versioned schema of this "
+        "representation of an object. Servers should convert recognized schemas to the latest "
+        "internal value, and may reject unrecognized values.",
+    }
+    props["kind"] = {
+        "type": "string",
+        "description": "Kind is a string value representing the REST resource this "
+        "object represents. Servers may infer this from the endpoint the client submits requests to.",
+    }
+    props["metadata"] = {
+        "allOf": [{"$ref": _REF + OBJECT_META}],
+        "description": "Standard object's metadata. More "
+        "info: https://git.k8s.io/community/contributors/devel/sig-architecture/"
+        "api-conventions.md#metadata",
+    }
     schema.setdefault("type", "object")
-    schema["x-kubernetes-group-version-kind"] = [{"group": rtype.group, "kind": rtype.kind, "version": version}]
+    schema["x-kubernetes-group-version-kind"] = [
+        {"group": rtype.group, "kind": rtype.kind, "version": version}
+    ]
     return schema
 
 
 _PARAM_FIELD_VALIDATION = {
-    "name": "fieldValidation", "in": "query", "schema": {"type": "string", "uniqueItems": True},
+    "name": "fieldValidation",
+    "in": "query",
+    "schema": {"type": "string", "uniqueItems": True},
     "description": "fieldValidation instructs the server on how to handle objects in the request (POST/PUT/PATCH) "
     "containing unknown or duplicate fields. Valid values are: - Ignore - Warn - Strict",
 }
-_PARAM_DRY_RUN = {"name": "dryRun", "in": "query", "schema": {"type": "string", "uniqueItems": True},
-                  "description": "When present, indicates that modifications should not be persisted."}
-_PARAM_FIELD_MANAGER = {"name": "fieldManager", "in": "query", "schema": {"type": "string", "uniqueItems": True}}
+_PARAM_DRY_RUN = {
+    "name": "dryRun",
+    "in": "query",
+    "schema": {"type": "string", "uniqueItems": True},
+    "description": "When present, indicates that modifications should not be persisted.",
+}
+_PARAM_FIELD_MANAGER = {
+    "name": "fieldManager",
+    "in": "query",
+    "schema": {"type": "string", "uniqueItems": True},
+}
 
 
-def _operation(action: str, rtype: ServedResource, version: str, ref: str, params: list[JSON], body: bool) -> JSON:
+def _operation(
+    action: str, rtype: ServedResource, version: str, ref: str, params: list[JSON], body: bool
+) -> JSON:
     op: JSON = {
         "operationId": f"{action}{rtype.kind}",
         "parameters": params,
-        "responses": {"200": {"description": "OK", "content": {"application/json": {"schema": {"$ref": ref}}}}},
+        "responses": {
+            "200": {"description": "OK", "content": {"application/json": {"schema": {"$ref": ref}}}}
+        },
         "x-kubernetes-action": action,
-        "x-kubernetes-group-version-kind": {"group": rtype.group, "kind": rtype.kind, "version": version},
+        "x-kubernetes-group-version-kind": {
+            "group": rtype.group,
+            "kind": rtype.kind,
+            "version": version,
+        },
     }
     if body:
         types = ["application/json", "application/yaml"]
         if action == "patch":
-            types = ["application/json-patch+json", "application/merge-patch+json", "application/apply-patch+yaml"]
+            types = [
+                "application/json-patch+json",
+                "application/merge-patch+json",
+                "application/apply-patch+yaml",
+            ]
             if rtype.strategic_kind:
                 types.append("application/strategic-merge-patch+json")
-        op["requestBody"] = {"content": {t: {"schema": {"$ref": ref}} for t in types}, "required": True}
+        op["requestBody"] = {
+            "content": {t: {"schema": {"$ref": ref}} for t in types},
+            "required": True,
+        }
     return op
 
 
@@ -168,7 +255,11 @@ def document(registry: Registry, gv: str) -> JSON | None:
         name = schema_name(t, version)
         schemas[name] = _kind_schema(t, version)
         ref = _REF + name
-        base = f"{prefix}/namespaces/{{namespace}}/{t.resource}" if t.namespaced else f"{prefix}/{t.resource}"
+        base = (
+            f"{prefix}/namespaces/{{namespace}}/{t.resource}"
+            if t.namespaced
+            else f"{prefix}/{t.resource}"
+        )
         paths[base] = {
             "get": _operation("list", t, version, ref, [], False),
             "post": _operation("post", t, version, ref, write, True),
@@ -197,6 +288,10 @@ def index(registry: Registry) -> JSON:
         for version in sorted({v for t in types for v in t.versions}):
             gv = _gv_path(group, version)
             doc = document(registry, gv)
-            digest = hashlib.sha512(orjson.dumps(doc, option=orjson.OPT_SORT_KEYS)).hexdigest()[:64].upper()
+            digest = (
+                hashlib.sha512(orjson.dumps(doc, option=orjson.OPT_SORT_KEYS))
+                .hexdigest()[:64]
+                .upper()
+            )
             paths[gv] = {"serverRelativeURL": f"/openapi/v3/{gv}?hash={digest}"}
     return {"paths": paths}

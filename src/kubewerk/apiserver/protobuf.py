@@ -193,7 +193,9 @@ def _string_field(name: str, mode: str = "omitempty", go: str = "") -> Field:
     return Field(name, "string", mode, go_name=go)
 
 
-def _message_field(name: str, message: str, mode: str = "always", repeated: bool = False, go: str = "") -> Field:
+def _message_field(
+    name: str, message: str, mode: str = "always", repeated: bool = False, go: str = ""
+) -> Field:
     return Field(name, "message", mode, message=message, repeated=repeated, go_name=go)
 
 
@@ -204,100 +206,234 @@ MESSAGES: dict[str, Message] = {
     m.name: m
     for m in (
         # k8s.io/apimachinery/pkg/runtime
-        Message("Unknown", ((1, _message_field("typeMeta", "TypeMeta")), (2, Field("raw", "bytes", "always")),
-                            (3, _string_field("contentEncoding", "always")), (4, _string_field("contentType", "always")))),
-        Message("TypeMeta", ((1, _string_field("apiVersion", go="APIVersion")), (2, _string_field("kind")))),
+        Message(
+            "Unknown",
+            (
+                (1, _message_field("typeMeta", "TypeMeta")),
+                (2, Field("raw", "bytes", "always")),
+                (3, _string_field("contentEncoding", "always")),
+                (4, _string_field("contentType", "always")),
+            ),
+        ),
+        Message(
+            "TypeMeta",
+            ((1, _string_field("apiVersion", go="APIVersion")), (2, _string_field("kind"))),
+        ),
         # k8s.io/apimachinery/pkg/apis/meta/v1
-        Message("Timestamp", ((1, Field("seconds", "int64", "always")), (2, Field("nanos", "int32", "always")))),
-        Message("ObjectMeta", (
-            (1, _string_field("name")), (2, _string_field("generateName")), (3, _string_field("namespace")), (4, _string_field("selfLink")),
-            (5, _string_field("uid", go="UID")), (6, _string_field("resourceVersion")), (7, Field("generation", "int64")),
-            (8, Field("creationTimestamp", "time", "omitzero")),
-            (9, Field("deletionTimestamp", "time", "pointer")),
-            (10, Field("deletionGracePeriodSeconds", "int64", "pointer")),
-            (11, Field("labels", "map_str")), (12, Field("annotations", "map_str")),
-            (13, _message_field("ownerReferences", "OwnerReference", "omitempty", repeated=True)),
-            (14, Field("finalizers", "string", repeated=True)),
-            (17, _message_field("managedFields", "ManagedFieldsEntry", "omitempty", repeated=True)),
-        )),
-        Message("OwnerReference", (
-            (5, _string_field("apiVersion", "always", go="APIVersion")), (1, _string_field("kind", "always")),
-            (3, _string_field("name", "always")), (4, _string_field("uid", "always", go="UID")),
-            (6, Field("controller", "bool", "pointer")), (7, Field("blockOwnerDeletion", "bool", "pointer")),
-        )),
-        Message("ManagedFieldsEntry", (
-            (1, _string_field("manager")), (2, _string_field("operation")), (3, _string_field("apiVersion", go="APIVersion")),
-            (4, Field("time", "time", "pointer")), (6, _string_field("fieldsType")),
-            (7, Field("fieldsV1", "fieldsv1", "pointer")), (8, _string_field("subresource")),
-        )),
+        Message(
+            "Timestamp",
+            ((1, Field("seconds", "int64", "always")), (2, Field("nanos", "int32", "always"))),
+        ),
+        Message(
+            "ObjectMeta",
+            (
+                (1, _string_field("name")),
+                (2, _string_field("generateName")),
+                (3, _string_field("namespace")),
+                (4, _string_field("selfLink")),
+                (5, _string_field("uid", go="UID")),
+                (6, _string_field("resourceVersion")),
+                (7, Field("generation", "int64")),
+                (8, Field("creationTimestamp", "time", "omitzero")),
+                (9, Field("deletionTimestamp", "time", "pointer")),
+                (10, Field("deletionGracePeriodSeconds", "int64", "pointer")),
+                (11, Field("labels", "map_str")),
+                (12, Field("annotations", "map_str")),
+                (
+                    13,
+                    _message_field("ownerReferences", "OwnerReference", "omitempty", repeated=True),
+                ),
+                (14, Field("finalizers", "string", repeated=True)),
+                (
+                    17,
+                    _message_field(
+                        "managedFields", "ManagedFieldsEntry", "omitempty", repeated=True
+                    ),
+                ),
+            ),
+        ),
+        Message(
+            "OwnerReference",
+            (
+                (5, _string_field("apiVersion", "always", go="APIVersion")),
+                (1, _string_field("kind", "always")),
+                (3, _string_field("name", "always")),
+                (4, _string_field("uid", "always", go="UID")),
+                (6, Field("controller", "bool", "pointer")),
+                (7, Field("blockOwnerDeletion", "bool", "pointer")),
+            ),
+        ),
+        Message(
+            "ManagedFieldsEntry",
+            (
+                (1, _string_field("manager")),
+                (2, _string_field("operation")),
+                (3, _string_field("apiVersion", go="APIVersion")),
+                (4, Field("time", "time", "pointer")),
+                (6, _string_field("fieldsType")),
+                (7, Field("fieldsV1", "fieldsv1", "pointer")),
+                (8, _string_field("subresource")),
+            ),
+        ),
         Message("FieldsV1", ((1, Field("Raw", "bytes", "always")),)),
-        Message("DeleteOptions", (
-            (1, Field("gracePeriodSeconds", "int64", "pointer")),
-            (2, _message_field("preconditions", "Preconditions", "pointer")),
-            (3, Field("orphanDependents", "bool", "pointer")),
-            (4, _string_field("propagationPolicy", "pointer")),
-            (5, Field("dryRun", "string", repeated=True)),
-            (6, Field("ignoreStoreReadErrorWithClusterBreakingPotential", "bool", "pointer")),
-        )),
-        Message("Preconditions", ((1, _string_field("uid", "pointer", go="UID")), (2, _string_field("resourceVersion", "pointer")))),
+        Message(
+            "DeleteOptions",
+            (
+                (1, Field("gracePeriodSeconds", "int64", "pointer")),
+                (2, _message_field("preconditions", "Preconditions", "pointer")),
+                (3, Field("orphanDependents", "bool", "pointer")),
+                (4, _string_field("propagationPolicy", "pointer")),
+                (5, Field("dryRun", "string", repeated=True)),
+                (6, Field("ignoreStoreReadErrorWithClusterBreakingPotential", "bool", "pointer")),
+            ),
+        ),
+        Message(
+            "Preconditions",
+            (
+                (1, _string_field("uid", "pointer", go="UID")),
+                (2, _string_field("resourceVersion", "pointer")),
+            ),
+        ),
         # k8s.io/api/core/v1
-        Message("ConfigMap", (
-            (1, _META), (4, Field("immutable", "bool", "pointer")),
-            (2, Field("data", "map_str")), (3, Field("binaryData", "map_bytes")),
-        )),
-        Message("Secret", (
-            (1, _META), (5, Field("immutable", "bool", "pointer")), (2, Field("data", "map_bytes")),
-            (4, Field("stringData", "map_str")), (3, _string_field("type")),
-        )),
-        Message("Namespace", ((1, _META), (2, _message_field("spec", "NamespaceSpec")), (3, _message_field("status", "NamespaceStatus")))),
+        Message(
+            "ConfigMap",
+            (
+                (1, _META),
+                (4, Field("immutable", "bool", "pointer")),
+                (2, Field("data", "map_str")),
+                (3, Field("binaryData", "map_bytes")),
+            ),
+        ),
+        Message(
+            "Secret",
+            (
+                (1, _META),
+                (5, Field("immutable", "bool", "pointer")),
+                (2, Field("data", "map_bytes")),
+                (4, Field("stringData", "map_str")),
+                (3, _string_field("type")),
+            ),
+        ),
+        Message(
+            "Namespace",
+            (
+                (1, _META),
+                (2, _message_field("spec", "NamespaceSpec")),
+                (3, _message_field("status", "NamespaceStatus")),
+            ),
+        ),
         Message("NamespaceSpec", ((1, Field("finalizers", "string", repeated=True)),)),
-        Message("NamespaceStatus", ((1, _string_field("phase")), (2, _message_field("conditions", "NamespaceCondition", "omitempty", repeated=True)))),
-        Message("NamespaceCondition", (
-            (1, _string_field("type", "always")), (2, _string_field("status", "always")), (4, Field("lastTransitionTime", "time")),
-            (5, _string_field("reason")), (6, _string_field("message")),
-        )),
-        Message("ServiceAccount", (
-            (1, _META), (2, _message_field("secrets", _OBJECT_REFERENCE, "omitempty", repeated=True)),
-            (3, _message_field("imagePullSecrets", "LocalObjectReference", "omitempty", repeated=True)),
-            (4, Field("automountServiceAccountToken", "bool", "pointer")),
-        )),
-        Message(_OBJECT_REFERENCE, (
-            (1, _string_field("kind")), (2, _string_field("namespace")), (3, _string_field("name")), (4, _string_field("uid", go="UID")),
-            (5, _string_field("apiVersion", go="APIVersion")), (6, _string_field("resourceVersion")), (7, _string_field("fieldPath")),
-        )),
+        Message(
+            "NamespaceStatus",
+            (
+                (1, _string_field("phase")),
+                (2, _message_field("conditions", "NamespaceCondition", "omitempty", repeated=True)),
+            ),
+        ),
+        Message(
+            "NamespaceCondition",
+            (
+                (1, _string_field("type", "always")),
+                (2, _string_field("status", "always")),
+                (4, Field("lastTransitionTime", "time")),
+                (5, _string_field("reason")),
+                (6, _string_field("message")),
+            ),
+        ),
+        Message(
+            "ServiceAccount",
+            (
+                (1, _META),
+                (2, _message_field("secrets", _OBJECT_REFERENCE, "omitempty", repeated=True)),
+                (
+                    3,
+                    _message_field(
+                        "imagePullSecrets", "LocalObjectReference", "omitempty", repeated=True
+                    ),
+                ),
+                (4, Field("automountServiceAccountToken", "bool", "pointer")),
+            ),
+        ),
+        Message(
+            _OBJECT_REFERENCE,
+            (
+                (1, _string_field("kind")),
+                (2, _string_field("namespace")),
+                (3, _string_field("name")),
+                (4, _string_field("uid", go="UID")),
+                (5, _string_field("apiVersion", go="APIVersion")),
+                (6, _string_field("resourceVersion")),
+                (7, _string_field("fieldPath")),
+            ),
+        ),
         Message("LocalObjectReference", ((1, _string_field("name")),)),
-        Message("Event", (
-            (1, _META), (2, _message_field("involvedObject", _OBJECT_REFERENCE)), (3, _string_field("reason")), (4, _string_field("message")),
-            (5, _message_field("source", "EventSource")), (6, Field("firstTimestamp", "time")),
-            (7, Field("lastTimestamp", "time")), (8, Field("count", "int32")), (9, _string_field("type")),
-            (10, Field("eventTime", "microtime")), (11, _message_field("series", "EventSeries", "pointer")),
-            (12, _string_field("action")), (13, _message_field("related", _OBJECT_REFERENCE, "pointer")),
-            (14, _string_field("reportingComponent", "always", go="ReportingController")),
-            (15, _string_field("reportingInstance", "always")),
-        )),
+        Message(
+            "Event",
+            (
+                (1, _META),
+                (2, _message_field("involvedObject", _OBJECT_REFERENCE)),
+                (3, _string_field("reason")),
+                (4, _string_field("message")),
+                (5, _message_field("source", "EventSource")),
+                (6, Field("firstTimestamp", "time")),
+                (7, Field("lastTimestamp", "time")),
+                (8, Field("count", "int32")),
+                (9, _string_field("type")),
+                (10, Field("eventTime", "microtime")),
+                (11, _message_field("series", "EventSeries", "pointer")),
+                (12, _string_field("action")),
+                (13, _message_field("related", _OBJECT_REFERENCE, "pointer")),
+                (14, _string_field("reportingComponent", "always", go="ReportingController")),
+                (15, _string_field("reportingInstance", "always")),
+            ),
+        ),
         Message("EventSource", ((1, _string_field("component")), (2, _string_field("host")))),
-        Message("EventSeries", ((1, Field("count", "int32")), (2, Field("lastObservedTime", "microtime")))),
+        Message(
+            "EventSeries",
+            ((1, Field("count", "int32")), (2, Field("lastObservedTime", "microtime"))),
+        ),
         # k8s.io/api/events/v1 (Go type names repeat core's; the table keys are ours)
-        Message("events.Event", (
-            (1, _META), (2, Field("eventTime", "microtime", "always")),
-            (3, _message_field("series", "events.EventSeries", "pointer")), (4, _string_field("reportingController")),
-            (5, _string_field("reportingInstance")), (6, _string_field("action")), (7, _string_field("reason")),
-            (8, _message_field("regarding", _OBJECT_REFERENCE)), (9, _message_field("related", _OBJECT_REFERENCE, "pointer")),
-            (10, _string_field("note")), (11, _string_field("type")), (12, _message_field("deprecatedSource", "EventSource")),
-            (13, Field("deprecatedFirstTimestamp", "time")), (14, Field("deprecatedLastTimestamp", "time")),
-            (15, Field("deprecatedCount", "int32")),
-        )),
-        Message("events.EventSeries", (
-            (1, Field("count", "int32", "always")), (2, Field("lastObservedTime", "microtime", "always")),
-        )),
+        Message(
+            "events.Event",
+            (
+                (1, _META),
+                (2, Field("eventTime", "microtime", "always")),
+                (3, _message_field("series", "events.EventSeries", "pointer")),
+                (4, _string_field("reportingController")),
+                (5, _string_field("reportingInstance")),
+                (6, _string_field("action")),
+                (7, _string_field("reason")),
+                (8, _message_field("regarding", _OBJECT_REFERENCE)),
+                (9, _message_field("related", _OBJECT_REFERENCE, "pointer")),
+                (10, _string_field("note")),
+                (11, _string_field("type")),
+                (12, _message_field("deprecatedSource", "EventSource")),
+                (13, Field("deprecatedFirstTimestamp", "time")),
+                (14, Field("deprecatedLastTimestamp", "time")),
+                (15, Field("deprecatedCount", "int32")),
+            ),
+        ),
+        Message(
+            "events.EventSeries",
+            (
+                (1, Field("count", "int32", "always")),
+                (2, Field("lastObservedTime", "microtime", "always")),
+            ),
+        ),
         # k8s.io/api/coordination/v1
         Message("Lease", ((1, _META), (2, _message_field("spec", "LeaseSpec")))),
-        Message("LeaseSpec", (
-            (1, _string_field("holderIdentity", "pointer")), (2, Field("leaseDurationSeconds", "int32", "pointer")),
-            (3, Field("acquireTime", "microtime", "pointer")), (4, Field("renewTime", "microtime", "pointer")),
-            (5, Field("leaseTransitions", "int32", "pointer")), (6, _string_field("strategy", "pointer")),
-            (7, _string_field("preferredHolder", "pointer")),
-        )),
+        Message(
+            "LeaseSpec",
+            (
+                (1, _string_field("holderIdentity", "pointer")),
+                (2, Field("leaseDurationSeconds", "int32", "pointer")),
+                (3, Field("acquireTime", "microtime", "pointer")),
+                (4, Field("renewTime", "microtime", "pointer")),
+                (5, Field("leaseTransitions", "int32", "pointer")),
+                (6, _string_field("strategy", "pointer")),
+                (7, _string_field("preferredHolder", "pointer")),
+            ),
+        ),
     )
 }
 _NUMBERS: dict[str, dict[int, Field]] = {name: m.by_number() for name, m in MESSAGES.items()}
@@ -326,8 +462,10 @@ def _text(raw: bytes) -> str:
     try:
         return raw.decode()
     except UnicodeDecodeError:
-        return "".join("\ufffd" if 0xDC80 <= ord(c) <= 0xDCFF else c
-                       for c in raw.decode("utf-8", "surrogateescape"))
+        return "".join(
+            "\ufffd" if 0xDC80 <= ord(c) <= 0xDCFF else c
+            for c in raw.decode("utf-8", "surrogateescape")
+        )
 
 
 def _timestamp(data: bytes) -> tuple[int, int]:
@@ -340,8 +478,10 @@ def _format_time(seconds: int, micros: int | None) -> str:
         moment = _EPOCH + datetime.timedelta(seconds=seconds)
     except OverflowError:
         raise ProtobufError(f"timestamp {seconds} is outside the years 1 to 9999") from None
-    text = (f"{moment.year:04d}-{moment.month:02d}-{moment.day:02d}"
-            f"T{moment.hour:02d}:{moment.minute:02d}:{moment.second:02d}")
+    text = (
+        f"{moment.year:04d}-{moment.month:02d}-{moment.day:02d}"
+        f"T{moment.hour:02d}:{moment.minute:02d}:{moment.second:02d}"
+    )
     return text + (f".{micros:06d}Z" if micros is not None else "Z")
 
 
@@ -414,7 +554,13 @@ def _fields(msg: Message, data: bytes, start: int, stop: int) -> dict[str, Any]:
         kind = field.kind
         if field.wire == VARINT:
             raw, pos = read_varint(data, pos, stop)
-            value: Any = raw != 0 if kind == "bool" else _as_int32(raw) if kind == "int32" else _as_int64(raw)
+            value: Any = (
+                raw != 0
+                if kind == "bool"
+                else _as_int32(raw)
+                if kind == "int32"
+                else _as_int64(raw)
+            )
             values[field.name] = value
             continue
         a, b = read_length(data, pos, stop)
@@ -472,7 +618,9 @@ def _to_json(msg: Message, values: dict[str, Any]) -> JSON:
                     try:
                         out[field.name] = orjson.loads(raw)
                     except orjson.JSONDecodeError:
-                        raise ProtobufError(f"invalid JSON in {field.name}: {_text(raw)[:64]!r}") from None
+                        raise ProtobufError(
+                            f"invalid JSON in {field.name}: {_text(raw)[:64]!r}"
+                        ) from None
             continue
         if kind == "message":
             if mode == "pointer" and not present:
@@ -481,13 +629,19 @@ def _to_json(msg: Message, values: dict[str, Any]) -> JSON:
             continue
         if mode == "pointer":
             if present:
-                out[field.name] = base64.b64encode(value).decode() if isinstance(value, bytes) else value
+                out[field.name] = (
+                    base64.b64encode(value).decode() if isinstance(value, bytes) else value
+                )
             continue
-        zero: Any = "" if kind == "string" else False if kind == "bool" else b"" if kind == "bytes" else 0
+        zero: Any = (
+            "" if kind == "string" else False if kind == "bool" else b"" if kind == "bytes" else 0
+        )
         if value is None:
             value = zero
         if mode == "always" or value != zero:
-            out[field.name] = base64.b64encode(value).decode() if isinstance(value, bytes) else value
+            out[field.name] = (
+                base64.b64encode(value).decode() if isinstance(value, bytes) else value
+            )
     return out
 
 
@@ -520,17 +674,23 @@ def decode_envelope(body: bytes) -> Envelope:
     if not body:
         raise ProtobufError("empty data")
     if not body.startswith(MAGIC):
-        raise ProtobufError("provided data does not appear to be a protobuf message, expected prefix "
-                            f"[{' '.join(str(b) for b in MAGIC)}]")
+        raise ProtobufError(
+            "provided data does not appear to be a protobuf message, expected prefix "
+            f"[{' '.join(str(b) for b in MAGIC)}]"
+        )
     if len(body) == len(MAGIC):
         raise ProtobufError("empty body")
     values = _fields(MESSAGES["Unknown"], body, len(MAGIC), len(body))
     type_meta = values.get("typeMeta", b"")
     tm = _fields(MESSAGES["TypeMeta"], type_meta, 0, len(type_meta))
-    return Envelope(str(tm.get("apiVersion", "")), str(tm.get("kind", "")), bytes(values.get("raw", b"")))
+    return Envelope(
+        str(tm.get("apiVersion", "")), str(tm.get("kind", "")), bytes(values.get("raw", b""))
+    )
 
 
-def _with_defaults(env: Envelope, default_api_version: str, default_kind: str) -> tuple[str, str, str]:
+def _with_defaults(
+    env: Envelope, default_api_version: str, default_kind: str
+) -> tuple[str, str, str]:
     """(apiVersion, version, kind) after the serializer's ``copyKindDefaults``."""
     group, version = split_api_version(env.api_version)
     kind = env.kind or default_kind

@@ -34,8 +34,16 @@ MAX_ENTRY_BYTES = 1024 * 1024  # larger answers are encoded each time (transfer 
 class _Entry:
     __slots__ = ("headers", "labels", "obj", "payload", "rtype", "store_key", "type_key")
 
-    def __init__(self, type_key: tuple[str, str], rtype: ServedResource, store_key: str, obj: JSON,
-                 headers: list[tuple[bytes, bytes]], payload: bytes, labels: RequestLabels) -> None:
+    def __init__(
+        self,
+        type_key: tuple[str, str],
+        rtype: ServedResource,
+        store_key: str,
+        obj: JSON,
+        headers: list[tuple[bytes, bytes]],
+        payload: bytes,
+        labels: RequestLabels,
+    ) -> None:
         self.type_key = type_key
         self.rtype = rtype
         self.store_key = store_key
@@ -73,8 +81,10 @@ class ReadCache:
                     return None
             elif (name == b"content-length" and value != b"0") or name == b"transfer-encoding":
                 return None
-        if (self._store.get(entry.store_key) is not entry.obj
-                or self._types.get(*entry.type_key) is not entry.rtype):
+        if (
+            self._store.get(entry.store_key) is not entry.obj
+            or self._types.get(*entry.type_key) is not entry.rtype
+        ):
             self._forget(path)
             return None
         return entry
@@ -84,8 +94,15 @@ class ReadCache:
         if entry is not None:
             self.bytes -= len(entry.payload)
 
-    def remember(self, path: str, rtype: ServedResource, store_key: str,
-                 headers: list[tuple[bytes, bytes]], payload: bytes, labels: RequestLabels) -> None:
+    def remember(
+        self,
+        path: str,
+        rtype: ServedResource,
+        store_key: str,
+        headers: list[tuple[bytes, bytes]],
+        payload: bytes,
+        labels: RequestLabels,
+    ) -> None:
         """Keep the answer just encoded for ``path`` from the object now at ``store_key``."""
         if not self.enabled:
             return
@@ -99,5 +116,7 @@ class ReadCache:
         entries = self._entries
         while entries and (len(entries) >= MAX_ENTRIES or self.bytes + size > MAX_BYTES):
             self._forget(next(iter(entries)))
-        entries[path] = _Entry((rtype.group, rtype.resource), rtype, store_key, obj, headers, payload, labels)
+        entries[path] = _Entry(
+            (rtype.group, rtype.resource), rtype, store_key, obj, headers, payload, labels
+        )
         self.bytes += size

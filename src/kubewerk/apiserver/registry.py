@@ -124,6 +124,8 @@ class Registry:
     def groups(self) -> dict[str, list[ServedResource]]:
         """Types by group name, in a stable order (core first, then by name)."""
         out: dict[str, list[ServedResource]] = {}
-        for rtype in sorted(self._types.values(), key=lambda r: (r.group != "", r.group, r.resource)):
+        for rtype in sorted(
+            self._types.values(), key=lambda r: (r.group != "", r.group, r.resource)
+        ):
             out.setdefault(rtype.group, []).append(rtype)
         return out

@@ -15,11 +15,14 @@ _TABLE_MARK = "as=table"
 
 def warning_header(text: str) -> bytes:
     """A ``Warning`` header value as kube-apiserver writes it (code 299, agent ``-``)."""
-    return ('299 - "' + text.replace("\\", "\\\\").replace('"', '\\"') + '"').encode("utf-8", "replace")
+    return ('299 - "' + text.replace("\\", "\\\\").replace('"', '\\"') + '"').encode(
+        "utf-8", "replace"
+    )
 
 
-def json_headers(payload: bytes, warnings: list[str] | None = None,
-                 content_type: bytes = b"application/json") -> list[tuple[bytes, bytes]]:
+def json_headers(
+    payload: bytes, warnings: list[str] | None = None, content_type: bytes = b"application/json"
+) -> list[tuple[bytes, bytes]]:
     """Content type, length and one ``Warning`` header per warning for a complete body."""
     headers = [(b"content-type", content_type), (b"content-length", str(len(payload)).encode())]
     headers.extend((b"warning", warning_header(w)) for w in warnings or [])

@@ -57,9 +57,17 @@ def parse_resource_version(text: str) -> int:
 
 def too_large_resource_version(requested: int, current: int) -> ApiError:
     """504 for a read at a revision the server has not reached (the cacher's answer)."""
-    return ApiError(504, "Timeout", f"Too large resource version: {requested}, current: {current}",
-                    {"causes": [{"reason": "ResourceVersionTooLarge", "message": "Too large resource version"}],
-                     "retryAfterSeconds": 1})
+    return ApiError(
+        504,
+        "Timeout",
+        f"Too large resource version: {requested}, current: {current}",
+        {
+            "causes": [
+                {"reason": "ResourceVersionTooLarge", "message": "Too large resource version"}
+            ],
+            "retryAfterSeconds": 1,
+        },
+    )
 
 
 @dataclass(slots=True)
@@ -94,7 +102,9 @@ def dry_run(query: dict[str, str], body: JSON | None = None) -> bool:
         return False
     for value in values.split(","):
         if value != "All":
-            raise ApiError.bad_request(f'Invalid dry run value: unsupported dry run value "{value}"')
+            raise ApiError.bad_request(
+                f'Invalid dry run value: unsupported dry run value "{value}"'
+            )
     return True
 
 
@@ -107,7 +117,7 @@ def field_validation(query: dict[str, str]) -> FieldValidation:
     if value == "Ignore":
         return "Ignore"
     raise ApiError.bad_request(
-        f"fieldValidation: Unsupported value: {value!r}: supported values: \"Ignore\", \"Strict\", \"Warn\"".replace(
+        f'fieldValidation: Unsupported value: {value!r}: supported values: "Ignore", "Strict", "Warn"'.replace(
             f"{value!r}", f'"{value}"'
         )
     )
@@ -147,7 +157,9 @@ def make_filter(target: Target, query: dict[str, str]) -> Filter:
             raise ApiError.bad_request(str(exc)) from None
 
     def match(obj: JSON) -> bool:
-        if label_sel is not None and not label_sel.matches((obj.get("metadata") or {}).get("labels") or {}):
+        if label_sel is not None and not label_sel.matches(
+            (obj.get("metadata") or {}).get("labels") or {}
+        ):
             return False
         return field_sel is None or field_set is None or field_sel.matches(field_set(obj))
 
@@ -185,7 +197,11 @@ class ResourceApi:
         """Whether the custom resource stored at ``key`` with this resourceVersion was
         written by this server after admission in ``target``'s version and schema (so it
         is defaulted, pruned and valid there)."""
-        return self._defaulted.get(key) == (resource_version, target.version, target.rtype.crd_generation)
+        return self._defaulted.get(key) == (
+            resource_version,
+            target.version,
+            target.rtype.crd_generation,
+        )
 
     def _note_defaulted(self, target: Target, key: str, stored: JSON) -> None:
         if not target.rtype.builtin:
@@ -197,7 +213,9 @@ class ResourceApi:
             self._defaulted.pop(ev.key, None)
 
     def _not_found(self, target: Target, name: str | None = None) -> ApiError:
-        return ApiError.not_found(target.rtype.resource, target.rtype.group, name or target.name or "")
+        return ApiError.not_found(
+            target.rtype.resource, target.rtype.group, name or target.name or ""
+        )
 
     def target_for_key(self, key: str) -> Target | None:
         """The object stored at ``key``, addressed in its type's storage version (None if
@@ -232,9 +250,13 @@ class ResourceApi:
                     "name": target.name or "",
                     **({"group": target.rtype.group} if target.rtype.group else {}),
                     "kind": target.rtype.resource,
-                    "causes": [{"reason": "NamespaceTerminating",
-                                "message": f"namespace {target.namespace} is being terminated",
-                                "field": "metadata.namespace"}],
+                    "causes": [
+                        {
+                            "reason": "NamespaceTerminating",
+                            "message": f"namespace {target.namespace} is being terminated",
+                            "field": "metadata.namespace",
+                        }
+                    ],
                 },
             )
 
@@ -250,9 +272,13 @@ class ResourceApi:
             if not api_version:
                 body["apiVersion"] = api_version = target.api_version
         if not kind:
-            raise ApiError.bad_request(f"Object 'Kind' is missing in '{orjson.dumps(body).decode()[:1024]}'")
+            raise ApiError.bad_request(
+                f"Object 'Kind' is missing in '{orjson.dumps(body).decode()[:1024]}'"
+            )
         if not api_version:
-            raise ApiError.bad_request(f"Object 'apiVersion' is missing in '{orjson.dumps(body).decode()[:1024]}'")
+            raise ApiError.bad_request(
+                f"Object 'apiVersion' is missing in '{orjson.dumps(body).decode()[:1024]}'"
+            )
         if api_version != target.api_version:
             raise ApiError.bad_request(
                 f"the API version in the data ({api_version}) does not match the expected API version ({target.api_version})"
@@ -262,9 +288,12 @@ class ResourceApi:
                 # customResourceValidator.ValidateTypeMeta: 422 on kind
                 raw_meta = body.get("metadata")
                 name = raw_meta.get("name") if isinstance(raw_meta, dict) else None
-                raise ApiError.invalid(rtype.kind, rtype.group, name if isinstance(name, str) else "", [
-                    FieldError.invalid("kind", kind, f"must be {rtype.kind}")
-                ])
+                raise ApiError.invalid(
+                    rtype.kind,
+                    rtype.group,
+                    name if isinstance(name, str) else "",
+                    [FieldError.invalid("kind", kind, f"must be {rtype.kind}")],
+                )
             raise ApiError.bad_request(
                 f"the kind in the data ({kind}) does not match the expected kind ({rtype.kind})"
             )
@@ -278,8 +307,15 @@ class ResourceApi:
                 f'{kind} in version "{target.version}" cannot be handled as a {rtype.kind}: {type_error}'
             )
 
-    def _admit(self, op: str, target: Target, obj: JSON, old: JSON | None,
-               query: dict[str, str], trusted_old: bool = False) -> list[str]:
+    def _admit(
+        self,
+        op: str,
+        target: Target,
+        obj: JSON,
+        old: JSON | None,
+        query: dict[str, str],
+        trusted_old: bool = False,
+    ) -> list[str]:
         req = AdmissionRequest(
             operation="CREATE" if op == "CREATE" else "UPDATE",
             rtype=target.rtype,
@@ -323,23 +359,39 @@ class ResourceApi:
         start_after: str | None = None
         if cont:
             if rv_text and rv_text != "0":
-                raise ApiError.bad_request("specifying resource version is not allowed when using continue")
+                raise ApiError.bad_request(
+                    "specifying resource version is not allowed when using continue"
+                )
             at_revision, start_after = self._decode_continue(cont, prefix)
         elif rv_match and not rv_text:
             raise self._invalid_list_options(
-                [FieldError.forbidden("resourceVersionMatch", "resourceVersionMatch is forbidden unless resourceVersion is provided")]
+                [
+                    FieldError.forbidden(
+                        "resourceVersionMatch",
+                        "resourceVersionMatch is forbidden unless resourceVersion is provided",
+                    )
+                ]
             )
         elif rv_text:
             rv = parse_resource_version(rv_text)
             if rv_match == "Exact":
                 if rv == 0:
                     raise self._invalid_list_options(
-                        [FieldError.forbidden("resourceVersionMatch", 'resourceVersionMatch "exact" is forbidden for resourceVersion "0"')]
+                        [
+                            FieldError.forbidden(
+                                "resourceVersionMatch",
+                                'resourceVersionMatch "exact" is forbidden for resourceVersion "0"',
+                            )
+                        ]
                     )
                 at_revision = rv
             elif rv_match not in ("", "NotOlderThan"):
                 raise self._invalid_list_options(
-                    [FieldError.not_supported("resourceVersionMatch", rv_match, ["Exact", "NotOlderThan"])]
+                    [
+                        FieldError.not_supported(
+                            "resourceVersionMatch", rv_match, ["Exact", "NotOlderThan"]
+                        )
+                    ]
                 )
             elif rv > self.store.revision:
                 raise too_large_resource_version(rv, self.store.revision)
@@ -352,8 +404,10 @@ class ResourceApi:
             chunk_size = min(max(want * 2, 64), _MAX_CHUNK) if want else None
             try:
                 page, revision, more = self.store.list(
-                    prefix, at_revision=at_revision if at_revision is not None else None,
-                    start_after=last_key, limit=chunk_size,
+                    prefix,
+                    at_revision=at_revision if at_revision is not None else None,
+                    start_after=last_key,
+                    limit=chunk_size,
                 )
             except Compacted:
                 raise ApiError.expired(
@@ -362,7 +416,8 @@ class ResourceApi:
                     "in this response to retrieve the remainder of the results. Continuing with the provided "
                     "token results in an inconsistent list - objects that were created, modified, or deleted "
                     "between the time the first chunk was returned and now may show up in the list."
-                    if cont else f"too old resource version: {at_revision} ({self.store.compacted_revision})"
+                    if cont
+                    else f"too old resource version: {at_revision} ({self.store.compacted_revision})"
                 ) from None
             except FutureRevision:
                 raise too_large_resource_version(at_revision or 0, self.store.revision) from None
@@ -401,7 +456,7 @@ class ResourceApi:
 
     @staticmethod
     def _encode_continue(revision: int, last_key: str, prefix: str) -> str:
-        token = {"v": "meta.k8s.io/v1", "rv": revision, "start": last_key[len(prefix):] + "\x00"}
+        token = {"v": "meta.k8s.io/v1", "rv": revision, "start": last_key[len(prefix) :] + "\x00"}
         return base64.urlsafe_b64encode(orjson.dumps(token)).decode().rstrip("=")
 
     @staticmethod
@@ -410,14 +465,29 @@ class ResourceApi:
             padded = token + "=" * (-len(token) % 4)
             data = orjson.loads(base64.urlsafe_b64decode(padded))
             if data.get("v") != "meta.k8s.io/v1":
-                raise ValueError("continue key is not valid: incorrect encoded start resourceVersion (version meta.k8s.io/v1)")
+                raise ValueError(
+                    "continue key is not valid: incorrect encoded start resourceVersion (version meta.k8s.io/v1)"
+                )
             rv = int(data["rv"])
             start = str(data["start"])
             if rv <= 0 or not start.endswith("\x00"):
-                raise ValueError("continue key is not valid: incorrect encoded start resourceVersion (version meta.k8s.io/v1)")
+                raise ValueError(
+                    "continue key is not valid: incorrect encoded start resourceVersion (version meta.k8s.io/v1)"
+                )
             return rv, prefix + start[:-1]
-        except (ValueError, KeyError, TypeError, AttributeError, binascii.Error, orjson.JSONDecodeError) as exc:
-            message = str(exc) if str(exc).startswith("continue key") else "continue key is not valid: " + str(exc)
+        except (
+            ValueError,
+            KeyError,
+            TypeError,
+            AttributeError,
+            binascii.Error,
+            orjson.JSONDecodeError,
+        ) as exc:
+            message = (
+                str(exc)
+                if str(exc).startswith("continue key")
+                else "continue key is not valid: " + str(exc)
+            )
             raise ApiError.bad_request(message) from None
 
     # -- create ------------------------------------------------------------------
@@ -426,7 +496,9 @@ class ResourceApi:
         """Create from ``body``, which the caller hands over (it is changed in place)."""
         rtype = target.rtype
         if target.subresource:
-            raise ApiError.method_not_supported(rtype.resource + "/" + target.subresource, rtype.group, "create")
+            raise ApiError.method_not_supported(
+                rtype.resource + "/" + target.subresource, rtype.group, "create"
+            )
         self._check_body_identity(target, body)
         obj = body  # freshly decoded for this request: ours to change
         meta = obj.setdefault("metadata", {})
@@ -455,15 +527,24 @@ class ResourceApi:
         # system fields (rest.FillObjectMetaSystemFields / BeforeCreate)
         meta["uid"] = metautil.new_uid()
         meta["creationTimestamp"] = metautil.now_rfc3339()
-        for key in ("deletionTimestamp", "deletionGracePeriodSeconds", "resourceVersion", "selfLink", "managedFields"):
+        for key in (
+            "deletionTimestamp",
+            "deletionGracePeriodSeconds",
+            "resourceVersion",
+            "selfLink",
+            "managedFields",
+        ):
             meta.pop(key, None)
         _omit_empty_meta(meta)
         rtype.strategy.prepare_for_create(obj)
         warnings = self._admit("CREATE", target, obj, None, query)
         if not meta.get("name"):
-            raise ApiError.invalid(rtype.kind, rtype.group, "", [
-                FieldError.required("metadata.name", "name or generateName is required")
-            ])
+            raise ApiError.invalid(
+                rtype.kind,
+                rtype.group,
+                "",
+                [FieldError.required("metadata.name", "name or generateName is required")],
+            )
         obj = rtype.strategy.to_storage(obj)
         meta = obj["metadata"]
         key = rtype.key(meta.get("namespace", "") if rtype.namespaced else "", meta["name"])
@@ -498,14 +579,29 @@ class ResourceApi:
             )
         rv_text = meta.get("resourceVersion")
         if not rv_text and not rtype.strategy.allow_unconditional_update:
-            raise ApiError.invalid(rtype.kind, rtype.group, target.name or "", [
-                FieldError.invalid("metadata.resourceVersion", GoText("0x0"), "must be specified for an update")
-            ])
+            raise ApiError.invalid(
+                rtype.kind,
+                rtype.group,
+                target.name or "",
+                [
+                    FieldError.invalid(
+                        "metadata.resourceVersion", GoText("0x0"), "must be specified for an update"
+                    )
+                ],
+            )
         key, current = self._get_stored(target)
         return self._apply_update(target, key, current, copy_json(body), query, rv_text)
 
-    def _apply_update(self, target: Target, key: str, current: JSON, new: JSON,
-                      query: dict[str, str], rv_text: Any, served: JSON | None = None) -> RestResponse:
+    def _apply_update(
+        self,
+        target: Target,
+        key: str,
+        current: JSON,
+        new: JSON,
+        query: dict[str, str],
+        rv_text: Any,
+        served: JSON | None = None,
+    ) -> RestResponse:
         """The shared tail of PUT and PATCH: system fields, status rules, admission, write.
 
         ``served`` is ``current`` as served in the target version, when the caller has it.
@@ -523,10 +619,18 @@ class ResourceApi:
         old_meta = current.get("metadata") or {}
         if meta.get("uid") and meta["uid"] != old_meta.get("uid"):
             raise ApiError.conflict(
-                rtype.resource, rtype.group, target.name or "",
+                rtype.resource,
+                rtype.group,
+                target.name or "",
                 f"Precondition failed: UID in precondition: {meta['uid']}, UID in object meta: {old_meta.get('uid')}",
             )
-        for k in ("uid", "creationTimestamp", "deletionTimestamp", "deletionGracePeriodSeconds", "generation"):
+        for k in (
+            "uid",
+            "creationTimestamp",
+            "deletionTimestamp",
+            "deletionGracePeriodSeconds",
+            "generation",
+        ):
             if k in old_meta:
                 meta[k] = old_meta[k]
             else:
@@ -556,7 +660,9 @@ class ResourceApi:
         new["metadata"]["resourceVersion"] = current["metadata"]["resourceVersion"]
         # the stored object was admitted by this server under this very schema: the
         # parts of the update equal to it need no defaulting, pruning or validation
-        trusted = not rtype.builtin and self._admitted_here(target, key, current["metadata"]["resourceVersion"])
+        trusted = not rtype.builtin and self._admitted_here(
+            target, key, current["metadata"]["resourceVersion"]
+        )
         warnings = self._admit("UPDATE", target, new, old_served, query, trusted)
         new["metadata"].pop("resourceVersion", None)
         new = rtype.strategy.to_storage(new)
@@ -587,7 +693,11 @@ class ResourceApi:
         when the encoded object is the same); values compare as ``json_equal`` does."""
         cur_meta = current.get("metadata") or {}
         own_meta = new.get("metadata")
-        if type(own_meta) is dict and "resourceVersion" in cur_meta and "resourceVersion" not in own_meta:
+        if (
+            type(own_meta) is dict
+            and "resourceVersion" in cur_meta
+            and "resourceVersion" not in own_meta
+        ):
             # the same question as one C-level comparison: lend new the current resourceVersion
             own_meta["resourceVersion"] = cur_meta["resourceVersion"]
             try:
@@ -644,7 +754,9 @@ class ResourceApi:
 
     # -- patch -------------------------------------------------------------------
 
-    def patch(self, target: Target, patch_body: bytes, content_type: str, query: dict[str, str]) -> RestResponse:
+    def patch(
+        self, target: Target, patch_body: bytes, content_type: str, query: dict[str, str]
+    ) -> RestResponse:
         from kubewerk.core import patch as patchlib
 
         rtype = target.rtype
@@ -693,7 +805,9 @@ class ResourceApi:
             rv_text = rv_text if patch_rv else None
         return self._apply_update(target, key, current, patched, query, rv_text, served)
 
-    def _run_patch(self, target: Target, media: str, doc: JSON, patch_doc: Any, patchlib: Any) -> Any:
+    def _run_patch(
+        self, target: Target, media: str, doc: JSON, patch_doc: Any, patchlib: Any
+    ) -> Any:
         try:
             if media == "application/json-patch+json":
                 if not isinstance(patch_doc, list):
@@ -705,12 +819,16 @@ class ResourceApi:
                 decode.check_depth(patched, "the patched object")
                 return patched
             if not isinstance(patch_doc, dict):
-                raise ApiError.bad_request("json: cannot unmarshal non-object into Go value of type map[string]interface {}")
+                raise ApiError.bad_request(
+                    "json: cannot unmarshal non-object into Go value of type map[string]interface {}"
+                )
             if media == "application/merge-patch+json":
                 return patchlib.merge_patch(doc, patch_doc, copy=copy_json)
             from kubewerk.core import strategic
 
-            return strategic.strategic_merge_patch(doc, patch_doc, target.rtype.strategic_kind or "")
+            return strategic.strategic_merge_patch(
+                doc, patch_doc, target.rtype.strategic_kind or ""
+            )
         except ApiError:
             raise
         except decode.DecodeError as exc:
@@ -736,7 +854,11 @@ class ResourceApi:
         return {
             "kind": "Scale",
             "apiVersion": "autoscaling/v1",
-            "metadata": {k: meta[k] for k in ("name", "namespace", "uid", "resourceVersion", "creationTimestamp") if k in meta},
+            "metadata": {
+                k: meta[k]
+                for k in ("name", "namespace", "uid", "resourceVersion", "creationTimestamp")
+                if k in meta
+            },
             "spec": {"replicas": spec_vals[0]} if spec_vals else {},
             "status": status,
         }
@@ -750,9 +872,16 @@ class ResourceApi:
         assert rtype.scale is not None
         replicas = (body.get("spec") or {}).get("replicas")
         if not isinstance(replicas, int) or isinstance(replicas, bool) or replicas < 0:
-            raise ApiError.invalid("Scale", "autoscaling", target.name or "", [
-                FieldError.invalid("spec.replicas", replicas, "must be greater than or equal to 0")
-            ])
+            raise ApiError.invalid(
+                "Scale",
+                "autoscaling",
+                target.name or "",
+                [
+                    FieldError.invalid(
+                        "spec.replicas", replicas, "must be greater than or equal to 0"
+                    )
+                ],
+            )
         key, current = self._get_stored(target)
         rv = (body.get("metadata") or {}).get("resourceVersion")
         new = copy_json(self.serve(target, current))
@@ -775,21 +904,32 @@ class ResourceApi:
         pre = options.get("preconditions") or {}
         if pre.get("uid") and pre["uid"] != meta.get("uid"):
             raise ApiError.conflict(
-                rtype.resource, rtype.group, target.name or "",
+                rtype.resource,
+                rtype.group,
+                target.name or "",
                 f"Precondition failed: UID in precondition: {pre['uid']}, UID in object meta: {meta.get('uid')}",
             )
         if pre.get("resourceVersion") and pre["resourceVersion"] != meta.get("resourceVersion"):
             raise ApiError.conflict(
-                rtype.resource, rtype.group, target.name or "",
+                rtype.resource,
+                rtype.group,
+                target.name or "",
                 f"Precondition failed: ResourceVersion in precondition: {pre['resourceVersion']}, "
                 f"ResourceVersion in object meta: {meta.get('resourceVersion')}",
             )
         policy = options.get("propagationPolicy") or ""
         orphan = options.get("orphanDependents")
         if policy and policy not in ("Orphan", "Background", "Foreground"):
-            raise ApiError.invalid("DeleteOptions", "meta.k8s.io", "", [
-                FieldError.not_supported("propagationPolicy", policy, ["Background", "Foreground", "Orphan"])
-            ])
+            raise ApiError.invalid(
+                "DeleteOptions",
+                "meta.k8s.io",
+                "",
+                [
+                    FieldError.not_supported(
+                        "propagationPolicy", policy, ["Background", "Foreground", "Orphan"]
+                    )
+                ],
+            )
         if not policy and orphan is not None:
             policy = "Orphan" if orphan else "Background"
         is_dry = dry_run(query, options)
@@ -840,11 +980,21 @@ class ResourceApi:
             details["group"] = rtype.group
         details["kind"] = rtype.resource
         details["uid"] = deleted["metadata"].get("uid", "")
-        return {"kind": "Status", "apiVersion": "v1", "metadata": {}, "status": "Success", "details": details}
+        return {
+            "kind": "Status",
+            "apiVersion": "v1",
+            "metadata": {},
+            "status": "Success",
+            "details": details,
+        }
 
-    def delete_collection(self, target: Target, options: JSON, query: dict[str, str]) -> RestResponse:
+    def delete_collection(
+        self, target: Target, options: JSON, query: dict[str, str]
+    ) -> RestResponse:
         rtype = target.rtype
-        items, _ = self.list(target, {k: v for k, v in query.items() if k not in ("limit", "continue")})
+        items, _ = self.list(
+            target, {k: v for k, v in query.items() if k not in ("limit", "continue")}
+        )
         deleted: builtins.list[JSON] = []
         for item in items:
             name = item["metadata"]["name"]
@@ -857,12 +1007,15 @@ class ResourceApi:
                     continue
                 raise
             deleted.append(res.body if res.body.get("kind") != "Status" else item)
-        return RestResponse(200, {
-            "kind": rtype.list_kind,
-            "apiVersion": target.api_version,
-            "metadata": {"resourceVersion": str(self.store.revision)},
-            "items": deleted,
-        })
+        return RestResponse(
+            200,
+            {
+                "kind": rtype.list_kind,
+                "apiVersion": target.api_version,
+                "metadata": {"resourceVersion": str(self.store.revision)},
+                "items": deleted,
+            },
+        )
 
 
 def _with_status_of(new: JSON, old: JSON) -> JSON:
@@ -902,8 +1055,15 @@ def _omit_empty_meta(meta: JSON) -> None:
             del meta[key]
 
 
-_META_STRINGS = ("name", "generateName", "namespace", "uid", "resourceVersion", "creationTimestamp",
-                 "deletionTimestamp")
+_META_STRINGS = (
+    "name",
+    "generateName",
+    "namespace",
+    "uid",
+    "resourceVersion",
+    "creationTimestamp",
+    "deletionTimestamp",
+)
 
 
 def _meta_type_error(meta: JSON) -> str | None:
@@ -912,6 +1072,7 @@ def _meta_type_error(meta: JSON) -> str | None:
     Worded as encoding/json's UnmarshalTypeError (``json: cannot unmarshal string into
     Go struct field ObjectMeta.metadata.labels of type map[string]string``).
     """
+
     def wrong(value: Any, path: str, go_type: str) -> str:
         return f"json: cannot unmarshal {unmarshal_kind(value)} into Go struct field ObjectMeta.metadata.{path} of type {go_type}"
 
@@ -951,6 +1112,8 @@ def _patch_sets_resource_version(media: str, patch_doc: Any) -> bool:
             isinstance(op, dict) and str(op.get("path", "")).startswith("/metadata/resourceVersion")
             for op in patch_doc
         )
-    return isinstance(patch_doc, dict) and isinstance(patch_doc.get("metadata"), dict) and (
-        "resourceVersion" in patch_doc["metadata"]
+    return (
+        isinstance(patch_doc, dict)
+        and isinstance(patch_doc.get("metadata"), dict)
+        and ("resourceVersion" in patch_doc["metadata"])
     )

@@ -21,6 +21,7 @@ from kubewerk.schema import CompiledSchema, SchemaError, compile_schema
 
 JSON = dict[str, Any]
 
+
 def _anywhere(schema: Any, found: Callable[[JSON], bool]) -> bool:
     """Whether ``found`` holds for ``schema`` or any object nested in it."""
     if isinstance(schema, dict):
@@ -38,8 +39,12 @@ _TYPE_META = ("apiVersion", "kind", "metadata")
 
 
 def _transition_rule(node: JSON) -> bool:
-    return any(not isinstance(rule, dict) or rule.get("optionalOldSelf") or "oldSelf" in str(rule.get("rule", ""))
-               for rule in node.get("x-kubernetes-validations") or ())
+    return any(
+        not isinstance(rule, dict)
+        or rule.get("optionalOldSelf")
+        or "oldSelf" in str(rule.get("rule", ""))
+        for rule in node.get("x-kubernetes-validations") or ()
+    )
 
 
 def _reads_old_self(schema: Any) -> bool:
@@ -55,8 +60,12 @@ def _skippable(schema: JSON) -> frozenset[str]:
     if schema.get("x-kubernetes-validations") or not isinstance(props, dict):
         return frozenset()
     return frozenset(
-        k for k, sub in props.items()
-        if k not in _TYPE_META and isinstance(sub, dict) and sub.get("type") == "object" and not _reads_old_self(sub)
+        k
+        for k, sub in props.items()
+        if k not in _TYPE_META
+        and isinstance(sub, dict)
+        and sub.get("type") == "object"
+        and not _reads_old_self(sub)
     )
 
 
@@ -98,7 +107,9 @@ class SchemaAdmission(Admission):
             try:
                 compiled = compile_schema(schema)
             except SchemaError as exc:  # accepted CRDs compile; keep serving if one does not
-                raise ApiError.internal(f"the schema of {rtype.qualified}/{version} does not compile: {exc}") from None
+                raise ApiError.internal(
+                    f"the schema of {rtype.qualified}/{version} does not compile: {exc}"
+                ) from None
             hit = (compiled, _has_defaults(schema))
             if len(self._cache) > 4096:
                 self._cache.clear()
@@ -130,8 +141,9 @@ class SchemaAdmission(Admission):
         if errors:
             raise ApiError.invalid(rtype.kind, rtype.group, _name(req.obj), errors)
 
-    def _for_update(self, rtype: ServedResource, version: str, compiled: CompiledSchema,
-                    obj: JSON, old: JSON) -> CompiledSchema:
+    def _for_update(
+        self, rtype: ServedResource, version: str, compiled: CompiledSchema, obj: JSON, old: JSON
+    ) -> CompiledSchema:
         """``compiled``, or a variant without the properties this update leaves unchanged."""
         schema = rtype.schemas[version]
         schema_key = (rtype.crd_uid, rtype.crd_generation, version, id(schema))
@@ -143,7 +155,9 @@ class SchemaAdmission(Admission):
         if not candidates:
             return compiled
         # equal as JSON text, not as Python values (True == 1 == 1.0 in Python, not in JSON)
-        same = frozenset(k for k in candidates if k in obj and k in old and json_same_text(obj[k], old[k]))
+        same = frozenset(
+            k for k in candidates if k in obj and k in old and json_same_text(obj[k], old[k])
+        )
         if not same:
             return compiled
         key = (*schema_key, same)

@@ -60,7 +60,12 @@ def kubeconfig_text(url: str, context: str = "kubewerk", namespace: str = "defau
         "kind": "Config",
         "clusters": [{"name": context, "cluster": {"server": url}}],
         "users": [{"name": context, "user": {}}],
-        "contexts": [{"name": context, "context": {"cluster": context, "user": context, "namespace": namespace}}],
+        "contexts": [
+            {
+                "name": context,
+                "context": {"cluster": context, "user": context, "namespace": namespace},
+            }
+        ],
         "current-context": context,
         "preferences": {},
     }
@@ -132,16 +137,26 @@ class EmbeddedServer:
     ) -> None:
         # everything that can refuse the arguments runs before the store is opened
         self.bind = listen.resolve(host)
-        listen.check_bind(self.bind, allowed=insecure_bind_non_loopback,
-                          opt_in="insecure_bind_non_loopback=True")
-        self.limits = HttpLimits(max_header_bytes=max_header_bytes, read_header_timeout=read_header_timeout,
-                                 idle_timeout=idle_timeout, request_body_timeout=request_body_timeout,
-                                 max_connections=max_connections)
+        listen.check_bind(
+            self.bind, allowed=insecure_bind_non_loopback, opt_in="insecure_bind_non_loopback=True"
+        )
+        self.limits = HttpLimits(
+            max_header_bytes=max_header_bytes,
+            read_header_timeout=read_header_timeout,
+            idle_timeout=idle_timeout,
+            request_body_timeout=request_body_timeout,
+            max_connections=max_connections,
+        )
         self.allowed_hosts = _allowed_hosts(self.bind, allowed_hosts)
         self.store = open_store(store, **store_policy) if isinstance(store, str) else store
         self._owns_store = isinstance(store, str)
-        self.app = ApiServer(self.store, log_requests=log_requests, bookmark_interval=bookmark_interval,
-                             allowed_hosts=self.allowed_hosts, watch_backlog_bytes=watch_backlog_bytes)
+        self.app = ApiServer(
+            self.store,
+            log_requests=log_requests,
+            bookmark_interval=bookmark_interval,
+            allowed_hosts=self.allowed_hosts,
+            watch_backlog_bytes=watch_backlog_bytes,
+        )
         self.host = host
         self.port = port
         self.effective_limits = self.limits  # with the connection cap filled in once started
@@ -201,13 +216,17 @@ class EmbeddedServer:
             log_config=None,
             access_log=False,
             timeout_graceful_shutdown=2,
-            timeout_keep_alive=max(1, int(limits.idle_timeout)),  # the protocol uses the exact value
+            timeout_keep_alive=max(
+                1, int(limits.idle_timeout)
+            ),  # the protocol uses the exact value
             backlog=2048,
             proxy_headers=False,  # no proxy in front; skip X-Forwarded-* handling per request
         )
         self._server = uvicorn.Server(config)
         self._server.install_signal_handlers = lambda: None  # the caller owns signals
-        self._serve_task = asyncio.get_running_loop().create_task(self._server.serve(sockets=[sock]))
+        self._serve_task = asyncio.get_running_loop().create_task(
+            self._server.serve(sockets=[sock])
+        )
         while not self._server.started:
             if self._serve_task.done():
                 self._serve_task.result()
@@ -234,8 +253,12 @@ class EmbeddedServer:
         await self.start()
         return self
 
-    async def __aexit__(self, exc_type: type[BaseException] | None, exc: BaseException | None,
-                        tb: TracebackType | None) -> None:
+    async def __aexit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        tb: TracebackType | None,
+    ) -> None:
         await self.stop()
 
     # -- thread ----------------------------------------------------------------------
@@ -278,8 +301,12 @@ class EmbeddedServer:
     def __enter__(self) -> EmbeddedServer:
         return self.start_in_thread()
 
-    def __exit__(self, exc_type: type[BaseException] | None, exc: BaseException | None,
-                 tb: TracebackType | None) -> None:
+    def __exit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        tb: TracebackType | None,
+    ) -> None:
         self.stop_thread()
 
 

@@ -92,8 +92,14 @@ class Strategy:
     name_column: ClassVar[bool] = True
     """Tables start with the Name column."""
 
-    def __init__(self, *, columns: Sequence[PrinterColumn] = (), cells: Callable[[JSON], list[Any]] | None = None,
-                 field_key: str = "", stored_field_key: str | None = None) -> None:
+    def __init__(
+        self,
+        *,
+        columns: Sequence[PrinterColumn] = (),
+        cells: Callable[[JSON], list[Any]] | None = None,
+        field_key: str = "",
+        stored_field_key: str | None = None,
+    ) -> None:
         self._columns = tuple(columns)
         self._cells = cells
         self._field_key = field_key
@@ -156,8 +162,10 @@ class Strategy:
     def field_selector(self, version: str) -> FieldSelection:
         """Field label conversion and field set for selectors on ``version``."""
         key, stored = self._field_key, self._stored_field_key
-        return FieldSelection(lambda label: convert_builtin_field_label(key, label),
-                              lambda obj: builtin_field_set(stored, obj))
+        return FieldSelection(
+            lambda label: convert_builtin_field_label(key, label),
+            lambda obj: builtin_field_set(stored, obj),
+        )
 
     def columns(self, version: str) -> Sequence[PrinterColumn]:
         """The Table columns after Name."""

@@ -30,8 +30,15 @@ def column_definitions(rtype: ServedResource, version: str) -> list[JSON]:
     strategy = rtype.strategy
     defs: list[JSON] = [dict(_NAME_COLUMN)] if strategy.name_column else []
     for col in strategy.columns(version):
-        defs.append({"name": col.name, "type": "string" if col.type == "date" else col.type,
-                     "format": col.format, "description": col.description, "priority": col.priority})
+        defs.append(
+            {
+                "name": col.name,
+                "type": "string" if col.type == "date" else col.type,
+                "format": col.format,
+                "description": col.description,
+                "priority": col.priority,
+            }
+        )
     return defs
 
 
@@ -45,12 +52,22 @@ def row(rtype: ServedResource, version: str, obj: JSON, include_object: str, now
     if mode == "Object":
         out["object"] = obj
     elif mode == "Metadata":
-        out["object"] = {"kind": "PartialObjectMetadata", "apiVersion": "meta.k8s.io/v1", "metadata": meta}
+        out["object"] = {
+            "kind": "PartialObjectMetadata",
+            "apiVersion": "meta.k8s.io/v1",
+            "metadata": meta,
+        }
     return out
 
 
-def to_table(rtype: ServedResource, version: str, items: list[JSON], list_meta: JSON,
-             include_object: str = "", headers: bool = True) -> JSON:
+def to_table(
+    rtype: ServedResource,
+    version: str,
+    items: list[JSON],
+    list_meta: JSON,
+    include_object: str = "",
+    headers: bool = True,
+) -> JSON:
     """A Table of ``items`` (already in the served version)."""
     now = time.time()
     return {

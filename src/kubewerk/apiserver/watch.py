@@ -124,12 +124,26 @@ class Watcher:
     queue and calls ``on_overflow``.
     """
 
-    __slots__ = ("closed", "match", "max_backlog_bytes", "on_overflow", "overflowed", "prefix",
-                 "queue", "queued_bytes", "sending", "wakeup")
+    __slots__ = (
+        "closed",
+        "match",
+        "max_backlog_bytes",
+        "on_overflow",
+        "overflowed",
+        "prefix",
+        "queue",
+        "queued_bytes",
+        "sending",
+        "wakeup",
+    )
 
-    def __init__(self, prefix: str, match: Callable[[JSON], bool] | None,
-                 max_backlog_bytes: int = DEFAULT_MAX_BACKLOG_BYTES,
-                 on_overflow: Callable[[Watcher], None] | None = None) -> None:
+    def __init__(
+        self,
+        prefix: str,
+        match: Callable[[JSON], bool] | None,
+        max_backlog_bytes: int = DEFAULT_MAX_BACKLOG_BYTES,
+        on_overflow: Callable[[Watcher], None] | None = None,
+    ) -> None:
         self.prefix = prefix
         self.match = match
         self.max_backlog_bytes = max_backlog_bytes
@@ -163,9 +177,13 @@ class Watcher:
         backlog, self.queued_bytes = self.queued_bytes, 0
         if self.on_overflow is not None:
             self.on_overflow(self)
-        log.info("closing watcher of %s: the client is not reading and %d bytes of events "
-                 "are waiting (limit %d); it will re-watch from its last resourceVersion",
-                 self.prefix, backlog, self.max_backlog_bytes)
+        log.info(
+            "closing watcher of %s: the client is not reading and %d bytes of events "
+            "are waiting (limit %d); it will re-watch from its last resourceVersion",
+            self.prefix,
+            backlog,
+            self.max_backlog_bytes,
+        )
 
     def offer(self, ev: Event, shared: WatchEvent | None = None) -> None:
         """Translate a storage event through the selectors (ADDED/DELETED on transitions).
@@ -229,8 +247,12 @@ class WatchHub:
     encodings shared between watchers (see the module docstring).
     """
 
-    def __init__(self, store: Store, max_backlog_bytes: int = DEFAULT_MAX_BACKLOG_BYTES,
-                 encoded_cache_bytes: int = DEFAULT_ENCODED_CACHE_BYTES) -> None:
+    def __init__(
+        self,
+        store: Store,
+        max_backlog_bytes: int = DEFAULT_MAX_BACKLOG_BYTES,
+        encoded_cache_bytes: int = DEFAULT_ENCODED_CACHE_BYTES,
+    ) -> None:
         if max_backlog_bytes < 0 or encoded_cache_bytes < 0:
             raise ValueError("watch backlog and cache bounds must not be negative")
         self.store = store
@@ -299,15 +321,29 @@ def _check_watch_options(query: dict[str, str]) -> None:
     errors: list[FieldError] = []
     if send_initial_raw is not None:
         if rv_match != "NotOlderThan":
-            errors.append(FieldError.forbidden(
-                "resourceVersionMatch",
-                "sendInitialEvents requires setting resourceVersionMatch to NotOlderThan"))
-        if send_initial_raw.lower() == "true" and query.get("allowWatchBookmarks", "").lower() != "true":
-            errors.append(FieldError.forbidden(
-                "allowWatchBookmarks", "sendInitialEvents requires setting allowWatchBookmarks to true"))
+            errors.append(
+                FieldError.forbidden(
+                    "resourceVersionMatch",
+                    "sendInitialEvents requires setting resourceVersionMatch to NotOlderThan",
+                )
+            )
+        if (
+            send_initial_raw.lower() == "true"
+            and query.get("allowWatchBookmarks", "").lower() != "true"
+        ):
+            errors.append(
+                FieldError.forbidden(
+                    "allowWatchBookmarks",
+                    "sendInitialEvents requires setting allowWatchBookmarks to true",
+                )
+            )
     elif rv_match:
-        errors.append(FieldError.forbidden(
-            "resourceVersionMatch", "resourceVersionMatch is forbidden for watch unless sendInitialEvents is provided"))
+        errors.append(
+            FieldError.forbidden(
+                "resourceVersionMatch",
+                "resourceVersionMatch is forbidden for watch unless sendInitialEvents is provided",
+            )
+        )
     if errors:
         raise ApiError.invalid("ListOptions", "meta.k8s.io", "", errors)
 
@@ -337,13 +373,22 @@ class WatchStream:
     per served version and shared by every stream that sends them unchanged.
     """
 
-    def __init__(self, hub: WatchHub, api: ResourceApi, target: Target, query: dict[str, str],
-                 accept: str, bookmark_interval: float) -> None:
+    def __init__(
+        self,
+        hub: WatchHub,
+        api: ResourceApi,
+        target: Target,
+        query: dict[str, str],
+        accept: str,
+        bookmark_interval: float,
+    ) -> None:
         rtype = target.rtype
         query = dict(query)
         if target.name is not None:
             name_sel = f"metadata.name={target.name}"
-            query["fieldSelector"] = f"{query['fieldSelector']},{name_sel}" if query.get("fieldSelector") else name_sel
+            query["fieldSelector"] = (
+                f"{query['fieldSelector']},{name_sel}" if query.get("fieldSelector") else name_sel
+            )
             target = Target(rtype, target.version, target.namespace, None)
         self.hub = hub
         self.api = api
@@ -376,7 +421,8 @@ class WatchStream:
                 self.error_event = too_large_resource_version(rv, revision).to_status()
             else:
                 self.initial = collections.deque(
-                    WatchEvent("ADDED", o) for _, o in items if match is None or match(o))
+                    WatchEvent("ADDED", o) for _, o in items if match is None or match(o)
+                )
                 self.initial_end_rev = revision if self.send_initial else None
         elif rv is not None:
             if rv > store.revision:
@@ -387,7 +433,8 @@ class WatchStream:
                         watcher.offer(ev)
                 except Compacted as exc:
                     self.error_event = ApiError.expired(
-                        f"too old resource version: {rv} ({exc.compacted})").to_status()
+                        f"too old resource version: {rv} ({exc.compacted})"
+                    ).to_status()
         if self.error_event is None:
             self.hub.register(watcher)
 
@@ -409,9 +456,14 @@ class WatchStream:
                 self.hub.encoded.add(ev, line)
             return line
         obj = self.api.serve(target, ev.obj)
-        rows = table.to_table(target.rtype, target.version, [obj],
-                              {"resourceVersion": obj["metadata"].get("resourceVersion", "")},
-                              self.include_object, headers=self._first_table)
+        rows = table.to_table(
+            target.rtype,
+            target.version,
+            [obj],
+            {"resourceVersion": obj["metadata"].get("resourceVersion", "")},
+            self.include_object,
+            headers=self._first_table,
+        )
         self._first_table = False
         return orjson.dumps({"type": ev.type, "object": rows}) + b"\n"
 
@@ -421,8 +473,19 @@ class WatchStream:
         if initial_end:
             meta["annotations"] = {INITIAL_EVENTS_END: "true"}
         target = self.target
-        return orjson.dumps({"type": "BOOKMARK", "object": {
-            "kind": target.rtype.kind, "apiVersion": target.api_version, "metadata": meta}}) + b"\n"
+        return (
+            orjson.dumps(
+                {
+                    "type": "BOOKMARK",
+                    "object": {
+                        "kind": target.rtype.kind,
+                        "apiVersion": target.api_version,
+                        "metadata": meta,
+                    },
+                }
+            )
+            + b"\n"
+        )
 
     async def run(self, receive: Receive, send: Send, warnings: list[str]) -> None:
         """Send the answer: status and headers, the initial events, then changes until the end."""
@@ -430,9 +493,13 @@ class WatchStream:
         headers.extend((b"warning", warning_header(w)) for w in warnings)
         await send({"type": "http.response.start", "status": 200, "headers": headers})
         if self.error_event is not None:
-            await send({"type": "http.response.body",
-                        "body": orjson.dumps({"type": "ERROR", "object": self.error_event}) + b"\n",
-                        "more_body": True})
+            await send(
+                {
+                    "type": "http.response.body",
+                    "body": orjson.dumps({"type": "ERROR", "object": self.error_event}) + b"\n",
+                    "more_body": True,
+                }
+            )
             await send({"type": "http.response.body", "body": b""})
             return
         watcher = self.watcher
@@ -473,8 +540,9 @@ class WatchStream:
 
         try:
             initial = self.initial
-            for chunk in _chunks(encode(initial.popleft()) for _ in range(len(initial))
-                                 if not watcher.closed):
+            for chunk in _chunks(
+                encode(initial.popleft()) for _ in range(len(initial)) if not watcher.closed
+            ):
                 await self._write(send, chunk)
             initial.clear()  # left over when the watcher was closed meanwhile
             if self.initial_end_rev is not None and not watcher.closed:

@@ -27,11 +27,18 @@ def register(sub: Any) -> None:
         description="A two-minute tour: starts the embedded API server, installs the Database CRD, creates "
         "two objects, and shows them with the real kubectl (or over HTTP when kubectl is missing).",
     )
-    parser.add_argument("--keep", action="store_true",
-                        help="keep the server running afterwards (Ctrl-C stops it)")
-    parser.add_argument("--port", type=int, default=0, help="port to listen on (default: a free one)")
-    parser.add_argument("--kubeconfig", default=str(DEMO_KUBECONFIG), metavar="PATH",
-                        help=f"where to write the kubeconfig (default: {DEMO_KUBECONFIG})")
+    parser.add_argument(
+        "--keep", action="store_true", help="keep the server running afterwards (Ctrl-C stops it)"
+    )
+    parser.add_argument(
+        "--port", type=int, default=0, help="port to listen on (default: a free one)"
+    )
+    parser.add_argument(
+        "--kubeconfig",
+        default=str(DEMO_KUBECONFIG),
+        metavar="PATH",
+        help=f"where to write the kubeconfig (default: {DEMO_KUBECONFIG})",
+    )
     parser.set_defaults(func=run)
 
 
@@ -45,9 +52,13 @@ class _Http:
     def __init__(self, base: str) -> None:
         self.base = base
 
-    def call(self, method: str, path: str, body: Any = None, ctype: str = "application/json") -> Any:
+    def call(
+        self, method: str, path: str, body: Any = None, ctype: str = "application/json"
+    ) -> Any:
         data = json.dumps(body).encode() if body is not None else None
-        req = urllib.request.Request(self.base + path, data=data, method=method, headers={"Content-Type": ctype})
+        req = urllib.request.Request(
+            self.base + path, data=data, method=method, headers={"Content-Type": ctype}
+        )
         try:
             with urllib.request.urlopen(req, timeout=10) as resp:
                 return json.loads(resp.read())
@@ -62,7 +73,9 @@ def run(args: argparse.Namespace) -> int:
     server = EmbeddedServer("memory", port=args.port).start_in_thread()
     try:
         path = server.write_kubeconfig(args.kubeconfig)
-        print(f"==> embedded API server on {server.url} (ready in {(time.perf_counter() - started) * 1000:.0f} ms)")
+        print(
+            f"==> embedded API server on {server.url} (ready in {(time.perf_counter() - started) * 1000:.0f} ms)"
+        )
         print(f"==> kubeconfig: {path}  (export KUBECONFIG={path.resolve()})")
         kubectl = shutil.which("kubectl")
         if kubectl:
@@ -87,7 +100,9 @@ def _with_kubectl(kubectl: str, kubeconfig: Path) -> None:
 
     def k(*argv: str, stdin: str | None = None) -> None:
         print(f"\n$ kubectl {' '.join(argv)}", flush=True)
-        proc = subprocess.run([kubectl, *argv], input=stdin, text=True, env=env, capture_output=True, timeout=60)
+        proc = subprocess.run(
+            [kubectl, *argv], input=stdin, text=True, env=env, capture_output=True, timeout=60
+        )
         sys.stdout.write(proc.stdout)
         sys.stdout.write(proc.stderr)
         sys.stdout.flush()
@@ -97,8 +112,15 @@ def _with_kubectl(kubectl: str, kubeconfig: Path) -> None:
     k("wait", "--for=condition=Established", "crd/databases.demo.kubewerk.dev", "--timeout=10s")
     k("apply", "-f", "-", stdin=_data("databases.yaml"))
     k("get", "databases")
-    k("patch", "database", "orders", "--subresource=status", "--type=merge",
-      "-p", '{"status":{"replicas":3,"conditions":[{"type":"Ready","status":"True","reason":"Demo"}]}}')
+    k(
+        "patch",
+        "database",
+        "orders",
+        "--subresource=status",
+        "--type=merge",
+        "-p",
+        '{"status":{"replicas":3,"conditions":[{"type":"Ready","status":"True","reason":"Demo"}]}}',
+    )
     k("get", "db", "-l", "team=checkout")
     k("get", "database", "orders", "-o", "yaml")
     print("\n# the schema rejects what a real cluster rejects:")
@@ -115,9 +137,14 @@ def _with_http(http: _Http) -> None:
     crd = yaml.safe_load(_data("crd.yaml"))
     http.call("POST", "/apis/apiextensions.k8s.io/v1/customresourcedefinitions", crd)
     for _ in range(200):
-        got = http.call("GET", "/apis/apiextensions.k8s.io/v1/customresourcedefinitions/databases.demo.kubewerk.dev")
-        if any(c.get("type") == "Established" and c.get("status") == "True"
-               for c in (got.get("status") or {}).get("conditions") or []):
+        got = http.call(
+            "GET",
+            "/apis/apiextensions.k8s.io/v1/customresourcedefinitions/databases.demo.kubewerk.dev",
+        )
+        if any(
+            c.get("type") == "Established" and c.get("status") == "True"
+            for c in (got.get("status") or {}).get("conditions") or []
+        ):
             break
         time.sleep(0.01)
     for doc in yaml.safe_load_all(_data("databases.yaml")):
@@ -126,5 +153,10 @@ def _with_http(http: _Http) -> None:
     print("\nNAME       ENGINE     REPLICAS")
     for item in listed.get("items", []):
         spec = item.get("spec", {})
-        print(f"{item['metadata']['name']:<10} {spec.get('engine', ''):<10} {spec.get('replicas', '')}")
-    show("GET databases/orders", http.call("GET", "/apis/demo.kubewerk.dev/v1/namespaces/default/databases/orders"))
+        print(
+            f"{item['metadata']['name']:<10} {spec.get('engine', ''):<10} {spec.get('replicas', '')}"
+        )
+    show(
+        "GET databases/orders",
+        http.call("GET", "/apis/demo.kubewerk.dev/v1/namespaces/default/databases/orders"),
+    )

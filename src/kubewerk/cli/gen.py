@@ -65,7 +65,9 @@ def _import(module_name: str) -> Any:
         return importlib.import_module(module_name)
     except ModuleNotFoundError as exc:
         if exc.name and module_name.startswith(exc.name):
-            raise UsageError(f"cannot import module {module_name!r}: no module named {exc.name!r}") from None
+            raise UsageError(
+                f"cannot import module {module_name!r}: no module named {exc.name!r}"
+            ) from None
         raise UsageError(f"cannot import module {module_name!r}: {exc}") from None
     except Exception as exc:
         # the module exists but fails to import: show the cause in one line

@@ -33,12 +33,25 @@ def register(subparsers: Any) -> None:
     p.add_argument("target", metavar="MODULE:MANAGER", help="e.g. myoperator.main:manager")
     p.add_argument("--kubeconfig", help="kubeconfig file (default: $KUBECONFIG or ~/.kube/config)")
     p.add_argument("--context", help="kubeconfig context (default: the current context)")
-    p.add_argument("--namespace", "-n", action="append", dest="namespaces", metavar="NS",
-                   help="watch only this namespace (repeatable; default: all namespaces)")
-    p.add_argument("--probe-address", metavar="HOST:PORT",
-                   help="address for /healthz, /readyz and /metrics (default :8081; 0 disables)")
-    p.add_argument("--leader-elect", action="store_true", default=None,
-                   help="run controllers only while holding a Lease")
+    p.add_argument(
+        "--namespace",
+        "-n",
+        action="append",
+        dest="namespaces",
+        metavar="NS",
+        help="watch only this namespace (repeatable; default: all namespaces)",
+    )
+    p.add_argument(
+        "--probe-address",
+        metavar="HOST:PORT",
+        help="address for /healthz, /readyz and /metrics (default :8081; 0 disables)",
+    )
+    p.add_argument(
+        "--leader-elect",
+        action="store_true",
+        default=None,
+        help="run controllers only while holding a Lease",
+    )
     p.add_argument("--leader-election-id", metavar="NAME", help="the Lease name")
     p.add_argument("--leader-election-namespace", metavar="NS", help="the Lease namespace")
     p.add_argument("--log-level", default="info", choices=["debug", "info", "warning", "error"])
@@ -87,7 +100,9 @@ def _apply_options(mgr: Any, args: argparse.Namespace) -> None:
             try:
                 mgr.probe_port = int(port)
             except ValueError:
-                raise UsageError(f"--probe-address {args.probe_address!r} must be HOST:PORT") from None
+                raise UsageError(
+                    f"--probe-address {args.probe_address!r} must be HOST:PORT"
+                ) from None
             mgr.probe_host = host or "0.0.0.0"
     if args.leader_elect:
         mgr.leader_election = True
@@ -124,7 +139,9 @@ def run(args: argparse.Namespace) -> int:
         print(f"kubewerk: error: {exc}", file=sys.stderr)
         return 1
     except ApiError as exc:
-        print(f"kubewerk: error: the API server refused the operator: {exc.message}", file=sys.stderr)
+        print(
+            f"kubewerk: error: the API server refused the operator: {exc.message}", file=sys.stderr
+        )
         return 1
     except (LeaderElectionLost, CacheSyncTimeout, KindNotServed) as exc:
         print(f"kubewerk: error: {exc}", file=sys.stderr)

@@ -30,7 +30,9 @@ def _positive_int(text: str) -> int:
     try:
         value = int(text)
     except ValueError:
-        raise argparse.ArgumentTypeError(f"expected a positive whole number, not {text!r}") from None
+        raise argparse.ArgumentTypeError(
+            f"expected a positive whole number, not {text!r}"
+        ) from None
     if value <= 0:
         raise argparse.ArgumentTypeError(f"expected a positive whole number, not {text!r}")
     return value
@@ -40,7 +42,9 @@ def _positive_seconds(text: str) -> float:
     try:
         value = float(text)
     except ValueError:
-        raise argparse.ArgumentTypeError(f"expected a positive number of seconds, not {text!r}") from None
+        raise argparse.ArgumentTypeError(
+            f"expected a positive number of seconds, not {text!r}"
+        ) from None
     if not math.isfinite(value) or value <= 0:
         raise argparse.ArgumentTypeError(f"expected a positive number of seconds, not {text!r}")
     return value
@@ -53,46 +57,115 @@ def register(sub: Any) -> None:
         description="Run the embedded Kubernetes-compatible API server and write a kubeconfig "
         "(context 'kubewerk') that kubectl and any Kubernetes client can use. Stops on Ctrl-C / SIGTERM.",
     )
-    parser.add_argument("--store", default="memory", metavar="memory|sqlite:PATH",
-                        help="where objects live: 'memory' (default) or 'sqlite:PATH' (durable, survives restarts)")
-    parser.add_argument("--host", default="127.0.0.1",
-                        help="address to listen on (default: 127.0.0.1); a non-loopback address needs "
-                        f"{INSECURE_BIND_FLAG}")
-    parser.add_argument("--port", type=int, default=8001, help="port to listen on (default: 8001; 0 picks a free one)")
-    parser.add_argument("--kubeconfig", default=str(DEFAULT_KUBECONFIG), metavar="PATH",
-                        help=f"where to write the kubeconfig (default: {DEFAULT_KUBECONFIG})")
+    parser.add_argument(
+        "--store",
+        default="memory",
+        metavar="memory|sqlite:PATH",
+        help="where objects live: 'memory' (default) or 'sqlite:PATH' (durable, survives restarts)",
+    )
+    parser.add_argument(
+        "--host",
+        default="127.0.0.1",
+        help="address to listen on (default: 127.0.0.1); a non-loopback address needs "
+        f"{INSECURE_BIND_FLAG}",
+    )
+    parser.add_argument(
+        "--port",
+        type=int,
+        default=8001,
+        help="port to listen on (default: 8001; 0 picks a free one)",
+    )
+    parser.add_argument(
+        "--kubeconfig",
+        default=str(DEFAULT_KUBECONFIG),
+        metavar="PATH",
+        help=f"where to write the kubeconfig (default: {DEFAULT_KUBECONFIG})",
+    )
     parser.add_argument("-v", "--verbose", action="store_true", help="log every request")
-    parser.add_argument("--retain-events", type=int, default=100_000, metavar="N",
-                        help="keep at least the last N changes for watches and paginated lists (default: 100000)")
-    parser.add_argument("--retain-seconds", type=float, default=3600.0, metavar="S",
-                        help="keep changes for at least S seconds (default: 3600)")
-    parser.add_argument("--retain-bytes", type=_positive_int, default=DEFAULT_RETAIN_BYTES, metavar="BYTES",
-                        help="compact the change history as soon as it holds more than BYTES of encoded "
-                        f"objects (default: {DEFAULT_RETAIN_BYTES}, 64 MiB)")
-    parser.add_argument("--watch-backlog-bytes", type=_positive_int, default=DEFAULT_MAX_BACKLOG_BYTES,
-                        metavar="BYTES", help="close a watch whose client is not reading while more than BYTES "
-                        f"of its events wait (default: {DEFAULT_MAX_BACKLOG_BYTES}, 16 MiB; the client re-watches)")
-    parser.add_argument(INSECURE_BIND_FLAG, action="store_true",
-                        help="allow --host to be a non-loopback address although the server has no "
-                        "authentication: anyone who can reach the port can read and write everything")
-    parser.add_argument("--allow-host", action="append", default=[], metavar="NAME",
-                        help="also answer requests whose Host header names NAME (besides localhost and "
-                        "loopback addresses); repeatable")
-    parser.add_argument("--max-header-bytes", type=_positive_int, default=DEFAULT_MAX_HEADER_BYTES,
-                        metavar="BYTES", help="largest request line and headers; larger ones are answered "
-                        f"431 (default: {DEFAULT_MAX_HEADER_BYTES}, as kube-apiserver; Go adds 4096 bytes of slop)")
-    parser.add_argument("--read-header-timeout", type=_positive_seconds, default=DEFAULT_READ_HEADER_TIMEOUT,
-                        metavar="S", help="close a connection whose request headers are not complete S seconds "
-                        f"after it opened or the request began (default: {DEFAULT_READ_HEADER_TIMEOUT:g})")
-    parser.add_argument("--idle-timeout", type=_positive_seconds, default=DEFAULT_IDLE_TIMEOUT, metavar="S",
-                        help="close a keep-alive connection idle between requests for S seconds "
-                        f"(default: {DEFAULT_IDLE_TIMEOUT:g})")
-    parser.add_argument("--request-body-timeout", type=_positive_seconds, default=DEFAULT_REQUEST_BODY_TIMEOUT,
-                        metavar="S", help="answer 504 and close when a request body is not complete S seconds "
-                        f"after its headers (default: {DEFAULT_REQUEST_BODY_TIMEOUT:g})")
-    parser.add_argument("--max-connections", type=_positive_int, default=None, metavar="N",
-                        help="refuse (503, closed at once) connections beyond N open ones "
-                        "(default: the open-file limit less 128)")
+    parser.add_argument(
+        "--retain-events",
+        type=int,
+        default=100_000,
+        metavar="N",
+        help="keep at least the last N changes for watches and paginated lists (default: 100000)",
+    )
+    parser.add_argument(
+        "--retain-seconds",
+        type=float,
+        default=3600.0,
+        metavar="S",
+        help="keep changes for at least S seconds (default: 3600)",
+    )
+    parser.add_argument(
+        "--retain-bytes",
+        type=_positive_int,
+        default=DEFAULT_RETAIN_BYTES,
+        metavar="BYTES",
+        help="compact the change history as soon as it holds more than BYTES of encoded "
+        f"objects (default: {DEFAULT_RETAIN_BYTES}, 64 MiB)",
+    )
+    parser.add_argument(
+        "--watch-backlog-bytes",
+        type=_positive_int,
+        default=DEFAULT_MAX_BACKLOG_BYTES,
+        metavar="BYTES",
+        help="close a watch whose client is not reading while more than BYTES "
+        f"of its events wait (default: {DEFAULT_MAX_BACKLOG_BYTES}, 16 MiB; the client re-watches)",
+    )
+    parser.add_argument(
+        INSECURE_BIND_FLAG,
+        action="store_true",
+        help="allow --host to be a non-loopback address although the server has no "
+        "authentication: anyone who can reach the port can read and write everything",
+    )
+    parser.add_argument(
+        "--allow-host",
+        action="append",
+        default=[],
+        metavar="NAME",
+        help="also answer requests whose Host header names NAME (besides localhost and "
+        "loopback addresses); repeatable",
+    )
+    parser.add_argument(
+        "--max-header-bytes",
+        type=_positive_int,
+        default=DEFAULT_MAX_HEADER_BYTES,
+        metavar="BYTES",
+        help="largest request line and headers; larger ones are answered "
+        f"431 (default: {DEFAULT_MAX_HEADER_BYTES}, as kube-apiserver; Go adds 4096 bytes of slop)",
+    )
+    parser.add_argument(
+        "--read-header-timeout",
+        type=_positive_seconds,
+        default=DEFAULT_READ_HEADER_TIMEOUT,
+        metavar="S",
+        help="close a connection whose request headers are not complete S seconds "
+        f"after it opened or the request began (default: {DEFAULT_READ_HEADER_TIMEOUT:g})",
+    )
+    parser.add_argument(
+        "--idle-timeout",
+        type=_positive_seconds,
+        default=DEFAULT_IDLE_TIMEOUT,
+        metavar="S",
+        help="close a keep-alive connection idle between requests for S seconds "
+        f"(default: {DEFAULT_IDLE_TIMEOUT:g})",
+    )
+    parser.add_argument(
+        "--request-body-timeout",
+        type=_positive_seconds,
+        default=DEFAULT_REQUEST_BODY_TIMEOUT,
+        metavar="S",
+        help="answer 504 and close when a request body is not complete S seconds "
+        f"after its headers (default: {DEFAULT_REQUEST_BODY_TIMEOUT:g})",
+    )
+    parser.add_argument(
+        "--max-connections",
+        type=_positive_int,
+        default=None,
+        metavar="N",
+        help="refuse (503, closed at once) connections beyond N open ones "
+        "(default: the open-file limit less 128)",
+    )
     parser.set_defaults(func=run)
 
 
@@ -101,8 +174,11 @@ def run(args: argparse.Namespace) -> int:
     from kubewerk.apiserver.server import EmbeddedServer, new_event_loop
     from kubewerk.apiserver.storage import StorageError
 
-    logging.basicConfig(level=logging.INFO if args.verbose else logging.WARNING,
-                        format="%(asctime)s %(levelname)s %(name)s: %(message)s", stream=sys.stderr)
+    logging.basicConfig(
+        level=logging.INFO if args.verbose else logging.WARNING,
+        format="%(asctime)s %(levelname)s %(name)s: %(message)s",
+        stream=sys.stderr,
+    )
     if not (0 <= args.port <= 65535):
         raise UsageError(f"--port must be between 0 and 65535, not {args.port}")
     started = time.perf_counter()
@@ -115,14 +191,23 @@ def run(args: argparse.Namespace) -> int:
         if not name or any(c.isspace() or c in "/?#@" for c in name):
             raise UsageError(f"--allow-host {name!r}: not a host name or address")
     try:
-        server = EmbeddedServer(args.store, host=args.host, port=args.port, log_requests=args.verbose,
-                                retain_events=args.retain_events, retain_seconds=args.retain_seconds,
-                                retain_bytes=args.retain_bytes, watch_backlog_bytes=args.watch_backlog_bytes,
-                                insecure_bind_non_loopback=args.insecure_bind_non_loopback,
-                                allowed_hosts=args.allow_host, max_header_bytes=args.max_header_bytes,
-                                read_header_timeout=args.read_header_timeout, idle_timeout=args.idle_timeout,
-                                request_body_timeout=args.request_body_timeout,
-                                max_connections=args.max_connections)
+        server = EmbeddedServer(
+            args.store,
+            host=args.host,
+            port=args.port,
+            log_requests=args.verbose,
+            retain_events=args.retain_events,
+            retain_seconds=args.retain_seconds,
+            retain_bytes=args.retain_bytes,
+            watch_backlog_bytes=args.watch_backlog_bytes,
+            insecure_bind_non_loopback=args.insecure_bind_non_loopback,
+            allowed_hosts=args.allow_host,
+            max_header_bytes=args.max_header_bytes,
+            read_header_timeout=args.read_header_timeout,
+            idle_timeout=args.idle_timeout,
+            request_body_timeout=args.request_body_timeout,
+            max_connections=args.max_connections,
+        )
     except (ValueError, StorageError) as exc:
         raise UsageError(f"--store {args.store}: {exc}") from None
 
@@ -134,22 +219,29 @@ def run(args: argparse.Namespace) -> int:
         try:
             await server.start()
         except OSError as exc:
-            print(f"kubewerk: error: cannot listen on {args.host}:{args.port}: {exc.strerror or exc}", file=sys.stderr)
+            print(
+                f"kubewerk: error: cannot listen on {args.host}:{args.port}: {exc.strerror or exc}",
+                file=sys.stderr,
+            )
             return 1
         for sig in (signal.SIGINT, signal.SIGTERM):
             loop.add_signal_handler(sig, stop.set)
         try:
             path = server.write_kubeconfig(args.kubeconfig)
         except OSError as exc:
-            print(f"kubewerk: error: --kubeconfig {args.kubeconfig}: cannot write it: {exc.strerror or exc}",
-                  file=sys.stderr)
+            print(
+                f"kubewerk: error: --kubeconfig {args.kubeconfig}: cannot write it: {exc.strerror or exc}",
+                file=sys.stderr,
+            )
             await server.stop()
             return 2
         elapsed = (time.perf_counter() - started) * 1000
         where = server.url
         if server.bind.is_wildcard:
             where += f" (bound to {server.bind.address})"
-        print(f"kubewerk API server listening on {where} (store: {args.store}, ready in {elapsed:.0f} ms)")
+        print(
+            f"kubewerk API server listening on {where} (store: {args.store}, ready in {elapsed:.0f} ms)"
+        )
         print(f"kubeconfig written to {path} (context: kubewerk)")
         print("use it with:")
         print(f"  export KUBECONFIG={path.resolve()}")

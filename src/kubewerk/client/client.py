@@ -145,7 +145,9 @@ class _Origin:
         if port is None:
             port = 443 if parts.scheme == "https" else 80
         base = quote(parts.path.rstrip("/"), safe=_PATH_SAFE + "%")
-        return cls(server, parts.scheme, parts.hostname, port, parts.netloc.rpartition("@")[2], base)
+        return cls(
+            server, parts.scheme, parts.hostname, port, parts.netloc.rpartition("@")[2], base
+        )
 
 
 def _check_header(what: str, value: str) -> str:
@@ -220,12 +222,16 @@ class Client:
     # -- construction -------------------------------------------------------------------
 
     @classmethod
-    def from_kubeconfig(cls, path: str | None = None, context: str | None = None, **kwargs: Any) -> Client:
+    def from_kubeconfig(
+        cls, path: str | None = None, context: str | None = None, **kwargs: Any
+    ) -> Client:
         """A client for a kubeconfig context (default chain and current context when not given)."""
         return cls(load_kubeconfig(path, context), **kwargs)
 
     @classmethod
-    def from_environment(cls, kubeconfig: str | None = None, context: str | None = None, **kwargs: Any) -> Client:
+    def from_environment(
+        cls, kubeconfig: str | None = None, context: str | None = None, **kwargs: Any
+    ) -> Client:
         """Explicit kubeconfig, else in-cluster config in a pod, else the default kubeconfig."""
         return cls(load_config(kubeconfig, context), **kwargs)
 
@@ -315,7 +321,15 @@ class Client:
             return f"{origin.base_path}{path}?{_query(params)}"
         return origin.base_path + path
 
-    def _wire(self, method: str, target: str, origin: _Origin, creds: Credentials, data: bytes | None, content_type: str) -> bytes:
+    def _wire(
+        self,
+        method: str,
+        target: str,
+        origin: _Origin,
+        creds: Credentials,
+        data: bytes | None,
+        content_type: str,
+    ) -> bytes:
         """The serialised request: request line, headers, body."""
         ua, basic, for_origin, prefix = self._prefix
         if ua != self.user_agent or basic != self.config.basic or for_origin is not origin:
@@ -361,11 +375,17 @@ class Client:
         while True:
             creds = await self.config.auth.credentials()
             pool = self._pool
-            if pool is None or creds.client_cert_pem != self._pool_cert or origin is not self._pool_origin:
+            if (
+                pool is None
+                or creds.client_cert_pem != self._pool_cert
+                or origin is not self._pool_origin
+            ):
                 pool = await self._get_pool(creds, origin)
             wire = self._wire(method, target, origin, creds, data, content_type)
             try:
-                resp = await pool.request(wire, safe=safe, head=method == "HEAD", timeout=self.timeout)
+                resp = await pool.request(
+                    wire, safe=safe, head=method == "HEAD", timeout=self.timeout
+                )
             except ConnectError as exc:
                 # nothing was sent: safe to retry for every verb (unless it cannot help:
                 # a proxy that refused the tunnel with a 4xx)
@@ -396,7 +416,11 @@ class Client:
                 wait = _retry_after(resp_headers)
                 retryable = safe or status in (429, 503) or wait is not None
                 if retryable:
-                    delay = min(wait, policy.max_retry_after) if wait is not None else policy.delay(attempt)
+                    delay = (
+                        min(wait, policy.max_retry_after)
+                        if wait is not None
+                        else policy.delay(attempt)
+                    )
                     log.debug("%s %s: HTTP %d, retrying in %.2fs", method, path, status, delay)
                     await asyncio.sleep(delay)
                     attempt += 1
@@ -437,7 +461,9 @@ class Client:
             name = str(res.get("name", ""))
             if "/" in name:
                 continue
-            rt = ResourceType(group, version, str(res.get("kind")), name, bool(res.get("namespaced")))
+            rt = ResourceType(
+                group, version, str(res.get("kind")), name, bool(res.get("namespaced"))
+            )
             self._discovery[(api_version, rt.kind)] = rt
         self._discovered_groups.add(api_version)
 
@@ -453,7 +479,9 @@ class Client:
             raise ValueError("the object needs apiVersion and kind")
         return await self.resolve(str(api_version), str(kind))
 
-    def _namespace_for(self, rt: ResourceType, namespace: str | None, obj: Mapping[str, Any] | None = None) -> str | None:
+    def _namespace_for(
+        self, rt: ResourceType, namespace: str | None, obj: Mapping[str, Any] | None = None
+    ) -> str | None:
         if not rt.namespaced:
             return None
         if namespace:
@@ -475,7 +503,9 @@ class Client:
     @overload
     async def get(self, kind: type[M], name: str, namespace: str | None = None) -> M: ...
     @overload
-    async def get(self, kind: ResourceType, name: str, namespace: str | None = None) -> dict[str, Any]: ...
+    async def get(
+        self, kind: ResourceType, name: str, namespace: str | None = None
+    ) -> dict[str, Any]: ...
     async def get(self, kind: Kind, name: str, namespace: str | None = None) -> Any:
         """Read one object; raises NotFound when it does not exist."""
         rt = resource_type_of(kind)
@@ -506,7 +536,9 @@ class Client:
             params["continue"] = continue_token
         if resource_version is not None:
             params["resourceVersion"] = resource_version
-        data = await self.request("GET", rt.path(namespace if rt.namespaced else None), params=params)
+        data = await self.request(
+            "GET", rt.path(namespace if rt.namespaced else None), params=params
+        )
         meta = data.get("metadata") or {}
         items = data.get("items") or []
         if is_model_class(kind):
@@ -589,10 +621,31 @@ class Client:
         return params
 
     @overload
-    async def create(self, obj: M, namespace: str | None = None, *, dry_run: bool = False, field_manager: str | None = None) -> M: ...
+    async def create(
+        self,
+        obj: M,
+        namespace: str | None = None,
+        *,
+        dry_run: bool = False,
+        field_manager: str | None = None,
+    ) -> M: ...
     @overload
-    async def create(self, obj: dict[str, Any], namespace: str | None = None, *, dry_run: bool = False, field_manager: str | None = None) -> dict[str, Any]: ...
-    async def create(self, obj: Any, namespace: str | None = None, *, dry_run: bool = False, field_manager: str | None = None) -> Any:
+    async def create(
+        self,
+        obj: dict[str, Any],
+        namespace: str | None = None,
+        *,
+        dry_run: bool = False,
+        field_manager: str | None = None,
+    ) -> dict[str, Any]: ...
+    async def create(
+        self,
+        obj: Any,
+        namespace: str | None = None,
+        *,
+        dry_run: bool = False,
+        field_manager: str | None = None,
+    ) -> Any:
         """Create an object (dict or model instance); returns the server's copy in the same form."""
         kind, rt, body = await self._prepare(obj)
         data = await self.request(
@@ -614,10 +667,31 @@ class Client:
         return kind, rt, body
 
     @overload
-    async def replace(self, obj: M, *, subresource: str | None = None, dry_run: bool = False, field_manager: str | None = None) -> M: ...
+    async def replace(
+        self,
+        obj: M,
+        *,
+        subresource: str | None = None,
+        dry_run: bool = False,
+        field_manager: str | None = None,
+    ) -> M: ...
     @overload
-    async def replace(self, obj: dict[str, Any], *, subresource: str | None = None, dry_run: bool = False, field_manager: str | None = None) -> dict[str, Any]: ...
-    async def replace(self, obj: Any, *, subresource: str | None = None, dry_run: bool = False, field_manager: str | None = None) -> Any:
+    async def replace(
+        self,
+        obj: dict[str, Any],
+        *,
+        subresource: str | None = None,
+        dry_run: bool = False,
+        field_manager: str | None = None,
+    ) -> dict[str, Any]: ...
+    async def replace(
+        self,
+        obj: Any,
+        *,
+        subresource: str | None = None,
+        dry_run: bool = False,
+        field_manager: str | None = None,
+    ) -> Any:
         """PUT the object (guarded by its ``metadata.resourceVersion`` when set: a stale one raises Conflict)."""
         kind, rt, body = await self._prepare(obj)
         name = str(body.get("metadata", {}).get("name", ""))
@@ -636,9 +710,33 @@ class Client:
         return await self.replace(obj, subresource="status", field_manager=field_manager)
 
     @overload
-    async def patch(self, kind: type[M], name: str, patch: Any, namespace: str | None = None, *, type: PatchType = "merge", subresource: str | None = None, field_manager: str | None = None, force: bool = False, dry_run: bool = False) -> M: ...
+    async def patch(
+        self,
+        kind: type[M],
+        name: str,
+        patch: Any,
+        namespace: str | None = None,
+        *,
+        type: PatchType = "merge",
+        subresource: str | None = None,
+        field_manager: str | None = None,
+        force: bool = False,
+        dry_run: bool = False,
+    ) -> M: ...
     @overload
-    async def patch(self, kind: ResourceType, name: str, patch: Any, namespace: str | None = None, *, type: PatchType = "merge", subresource: str | None = None, field_manager: str | None = None, force: bool = False, dry_run: bool = False) -> dict[str, Any]: ...
+    async def patch(
+        self,
+        kind: ResourceType,
+        name: str,
+        patch: Any,
+        namespace: str | None = None,
+        *,
+        type: PatchType = "merge",
+        subresource: str | None = None,
+        field_manager: str | None = None,
+        force: bool = False,
+        dry_run: bool = False,
+    ) -> dict[str, Any]: ...
     async def patch(
         self,
         kind: Kind,
@@ -670,18 +768,45 @@ class Client:
         )
         return self._decode(kind, data)
 
-    async def patch_status(self, kind: Kind, name: str, patch: Any, namespace: str | None = None, *, type: PatchType = "merge", field_manager: str | None = None) -> Any:
+    async def patch_status(
+        self,
+        kind: Kind,
+        name: str,
+        patch: Any,
+        namespace: str | None = None,
+        *,
+        type: PatchType = "merge",
+        field_manager: str | None = None,
+    ) -> Any:
         """Patch the ``/status`` subresource."""
-        return await self.patch(kind, name, patch, namespace, type=type, subresource="status", field_manager=field_manager)
+        return await self.patch(
+            kind,
+            name,
+            patch,
+            namespace,
+            type=type,
+            subresource="status",
+            field_manager=field_manager,
+        )
 
-    async def apply(self, obj: Any, *, field_manager: str | None = None, force: bool = False, subresource: str | None = None) -> Any:
+    async def apply(
+        self,
+        obj: Any,
+        *,
+        field_manager: str | None = None,
+        force: bool = False,
+        subresource: str | None = None,
+    ) -> Any:
         """Server-side apply of a full intent (dict or model)."""
         kind, rt, body = await self._prepare(obj)
         name = str(body.get("metadata", {}).get("name", ""))
         data = await self.request(
             "PATCH",
             rt.path(self._namespace_for(rt, None, body), name, subresource),
-            params={"fieldManager": field_manager or self.field_manager, **({"force": "true"} if force else {})},
+            params={
+                "fieldManager": field_manager or self.field_manager,
+                **({"force": "true"} if force else {}),
+            },
             body=body,
             content_type=CONTENT_TYPES["apply"],
         )
@@ -710,7 +835,9 @@ class Client:
             body["preconditions"] = dict(preconditions)
         if dry_run:
             body["dryRun"] = ["All"]
-        data = await self.request("DELETE", rt.path(self._namespace_for(rt, namespace), name), body=body)
+        data = await self.request(
+            "DELETE", rt.path(self._namespace_for(rt, namespace), name), body=body
+        )
         return data if isinstance(data, dict) else None
 
     # -- watch --------------------------------------------------------------------------
@@ -751,7 +878,11 @@ class Client:
         pool = await self._get_pool(creds, origin)
         wire = self._wire("GET", target, origin, creds, None, "")
         # the whole stream ends by timeoutSeconds + 60 s; connecting takes at most self.timeout
-        deadline = None if timeout_seconds is None else asyncio.get_running_loop().time() + timeout_seconds + 60
+        deadline = (
+            None
+            if timeout_seconds is None
+            else asyncio.get_running_loop().time() + timeout_seconds + 60
+        )
         try:
             resp = await pool.stream(wire, connect_timeout=self.timeout, deadline=deadline)
         except (TimeoutError, TransportError) as exc:
@@ -812,5 +943,7 @@ def _why(exc: BaseException, pool: ConnectionPool) -> str:
     if isinstance(exc, TransportError):
         return exc.why
     if isinstance(exc, TimeoutError):
-        return "timed out" if pool.proxy is None else f"timed out (through proxy {pool.proxy.display})"
+        return (
+            "timed out" if pool.proxy is None else f"timed out (through proxy {pool.proxy.display})"
+        )
     return str(exc) or type(exc).__name__

@@ -129,7 +129,9 @@ class ExecAuthenticator(Authenticator):
     async def credentials(self) -> Credentials:
         async with self._lock:
             cached = self._cached
-            if cached is not None and (cached.expires_at is None or cached.expires_at > time.time() + 10):
+            if cached is not None and (
+                cached.expires_at is None or cached.expires_at > time.time() + 10
+            ):
                 return cached
             self._cached = await self._run()
             return self._cached
@@ -183,7 +185,9 @@ class ExecAuthenticator(Authenticator):
                 f"exec credential plugin {cfg.command!r} printed something that is not JSON"
             ) from None
         if not isinstance(doc, dict) or doc.get("kind") != "ExecCredential":
-            raise ConfigError(f"exec credential plugin {cfg.command!r} did not print an ExecCredential")
+            raise ConfigError(
+                f"exec credential plugin {cfg.command!r} did not print an ExecCredential"
+            )
         if doc.get("apiVersion") != cfg.api_version:
             raise ConfigError(
                 f"exec credential plugin {cfg.command!r} answered apiVersion "
@@ -260,7 +264,9 @@ class ClientConfig:
                     cadata=self.ca_pem.decode() if self.ca_pem else None
                 )
             except (ssl.SSLError, ValueError) as exc:
-                raise ConfigError(f"{self._where()}certificate authority data is not valid PEM: {exc}") from None
+                raise ConfigError(
+                    f"{self._where()}certificate authority data is not valid PEM: {exc}"
+                ) from None
         cert = self.client_cert_pem
         key = self.client_key_pem
         if extra is not None and extra.client_cert_pem and extra.client_key_pem:
@@ -284,7 +290,9 @@ def _load_cert_chain(ctx: ssl.SSLContext, cert: bytes, key: bytes, where: str) -
         try:
             ctx.load_cert_chain(str(cert_path), str(key_path))
         except ssl.SSLError as exc:
-            raise ConfigError(f"{where}client certificate or key is not valid: {exc.reason or exc}") from None
+            raise ConfigError(
+                f"{where}client certificate or key is not valid: {exc.reason or exc}"
+            ) from None
 
 
 def _b64(value: str, what: str, where: str) -> bytes:
@@ -336,7 +344,9 @@ def _load_docs(paths: list[Path], explicit: bool) -> list[tuple[Path, dict[str, 
     return docs
 
 
-def _named(docs: list[tuple[Path, dict[str, Any]]], section: str, inner: str) -> dict[str, tuple[Path, dict[str, Any]]]:
+def _named(
+    docs: list[tuple[Path, dict[str, Any]]], section: str, inner: str
+) -> dict[str, tuple[Path, dict[str, Any]]]:
     out: dict[str, tuple[Path, dict[str, Any]]] = {}
     for path, doc in docs:
         entries = doc.get(section) or []
@@ -347,7 +357,9 @@ def _named(docs: list[tuple[Path, dict[str, Any]]], section: str, inner: str) ->
                 raise ConfigError(f"kubeconfig {path}: every entry of {section} needs a name")
             body = entry.get(inner) or {}
             if not isinstance(body, dict):
-                raise ConfigError(f"kubeconfig {path}: {section} {entry['name']!r} has no {inner} mapping")
+                raise ConfigError(
+                    f"kubeconfig {path}: {section} {entry['name']!r} has no {inner} mapping"
+                )
             out.setdefault(entry["name"], (path, body))  # first file wins
     return out
 
@@ -364,7 +376,8 @@ def load_kubeconfig(
     docs = _load_docs(paths, explicit)
     if not docs:
         raise ConfigError(
-            "no kubeconfig found (looked at " + ", ".join(str(p) for p in paths)
+            "no kubeconfig found (looked at "
+            + ", ".join(str(p) for p in paths)
             + "); pass --kubeconfig or set KUBECONFIG"
         )
     current = context
@@ -385,14 +398,18 @@ def load_kubeconfig(
     ctx_path, ctx = contexts[current]
     cluster_name = ctx.get("cluster")
     if not cluster_name or cluster_name not in clusters:
-        raise ConfigError(f"context {current!r} refers to cluster {cluster_name!r}, which is not defined")
+        raise ConfigError(
+            f"context {current!r} refers to cluster {cluster_name!r}, which is not defined"
+        )
     cluster_path, cluster = clusters[cluster_name]
     user_name = ctx.get("user")
     user: dict[str, Any] = {}
     user_path = ctx_path
     if user_name:
         if user_name not in users:
-            raise ConfigError(f"context {current!r} refers to user {user_name!r}, which is not defined")
+            raise ConfigError(
+                f"context {current!r} refers to user {user_name!r}, which is not defined"
+            )
         user_path, user = users[user_name]
     where = f"kubeconfig {cluster_path} cluster {cluster_name!r}: "
     server = cluster.get("server")
@@ -408,13 +425,19 @@ def load_kubeconfig(
     )
     base = cluster_path.parent
     if cluster.get("certificate-authority-data"):
-        cfg.ca_pem = _b64(str(cluster["certificate-authority-data"]), "certificate-authority-data", where)
+        cfg.ca_pem = _b64(
+            str(cluster["certificate-authority-data"]), "certificate-authority-data", where
+        )
     elif cluster.get("certificate-authority"):
-        cfg.ca_pem = _read_file(base, str(cluster["certificate-authority"]), "certificate authority", where)
+        cfg.ca_pem = _read_file(
+            base, str(cluster["certificate-authority"]), "certificate authority", where
+        )
     cfg.insecure = bool(cluster.get("insecure-skip-tls-verify", False))
     if cfg.insecure and cfg.ca_pem is not None:
         # clientcmd refuses this combination
-        raise ConfigError(f"{where}certificate-authority and insecure-skip-tls-verify cannot both be set")
+        raise ConfigError(
+            f"{where}certificate-authority and insecure-skip-tls-verify cannot both be set"
+        )
     cfg.tls_server_name = cluster.get("tls-server-name") or None
     cfg.proxy_url = _proxy_url(cluster.get("proxy-url"), where)
     _apply_user(cfg, user, user_path, str(user_name or ""), cluster)
@@ -435,13 +458,19 @@ def _proxy_url(value: Any, where: str) -> str | None:
     return value
 
 
-def _apply_user(cfg: ClientConfig, user: Mapping[str, Any], path: Path, name: str, cluster: Mapping[str, Any]) -> None:
+def _apply_user(
+    cfg: ClientConfig, user: Mapping[str, Any], path: Path, name: str, cluster: Mapping[str, Any]
+) -> None:
     where = f"kubeconfig {path} user {name!r}: "
     base = path.parent
     if user.get("client-certificate-data"):
-        cfg.client_cert_pem = _b64(str(user["client-certificate-data"]), "client-certificate-data", where)
+        cfg.client_cert_pem = _b64(
+            str(user["client-certificate-data"]), "client-certificate-data", where
+        )
     elif user.get("client-certificate"):
-        cfg.client_cert_pem = _read_file(base, str(user["client-certificate"]), "client certificate", where)
+        cfg.client_cert_pem = _read_file(
+            base, str(user["client-certificate"]), "client certificate", where
+        )
     if user.get("client-key-data"):
         cfg.client_key_pem = _b64(str(user["client-key-data"]), "client-key-data", where)
     elif user.get("client-key"):
@@ -466,7 +495,9 @@ def _apply_user(cfg: ClientConfig, user: Mapping[str, Any], path: Path, name: st
         auth._read()  # fail early with a clear message
         cfg.auth = auth
     elif user.get("exec"):
-        cfg.auth = ExecAuthenticator(_exec_config(user["exec"], base, where), _cluster_info(cluster))
+        cfg.auth = ExecAuthenticator(
+            _exec_config(user["exec"], base, where), _cluster_info(cluster)
+        )
     elif user.get("username"):
         cfg.basic = (str(user["username"]), str(user.get("password", "")))
 
@@ -482,7 +513,9 @@ def _exec_config(raw: Any, base: Path, where: str) -> ExecConfig:
         "client.authentication.k8s.io/v1",
         "client.authentication.k8s.io/v1beta1",
     ):
-        raise ConfigError(f"{where}exec apiVersion {api_version!r} is not supported (use client.authentication.k8s.io/v1)")
+        raise ConfigError(
+            f"{where}exec apiVersion {api_version!r} is not supported (use client.authentication.k8s.io/v1)"
+        )
     env: dict[str, str] = {}
     for item in raw.get("env") or []:
         if not isinstance(item, dict) or "name" not in item:
@@ -512,7 +545,9 @@ def _cluster_info(cluster: Mapping[str, Any]) -> dict[str, Any]:
     return info
 
 
-def load_incluster(sa_dir: Path = SERVICE_ACCOUNT_DIR, environ: Mapping[str, str] | None = None) -> ClientConfig:
+def load_incluster(
+    sa_dir: Path = SERVICE_ACCOUNT_DIR, environ: Mapping[str, str] | None = None
+) -> ClientConfig:
     """Config for a pod: the API server from the environment, the mounted service account."""
     env = os.environ if environ is None else environ
     host = env.get("KUBERNETES_SERVICE_HOST")
@@ -538,9 +573,16 @@ def load_incluster(sa_dir: Path = SERVICE_ACCOUNT_DIR, environ: Mapping[str, str
     return cfg
 
 
-def load_config(kubeconfig: str | os.PathLike[str] | None = None, context: str | None = None) -> ClientConfig:
+def load_config(
+    kubeconfig: str | os.PathLike[str] | None = None, context: str | None = None
+) -> ClientConfig:
     """The usual order: an explicit kubeconfig; else in-cluster when in a pod; else the default kubeconfig chain."""
-    if kubeconfig is None and context is None and os.environ.get("KUBERNETES_SERVICE_HOST") and not os.environ.get("KUBECONFIG"):
+    if (
+        kubeconfig is None
+        and context is None
+        and os.environ.get("KUBERNETES_SERVICE_HOST")
+        and not os.environ.get("KUBECONFIG")
+    ):
         try:
             return load_incluster()
         except ConfigError:

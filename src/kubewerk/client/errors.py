@@ -208,5 +208,9 @@ def error_from_status(code: int, body: Any, fallback_message: str = "") -> ApiEr
         details = None
     cls = _BY_REASON.get(reason) or _BY_CODE.get(code) or StatusError
     if not reason:
-        reason = {v: k for k, v in _BY_REASON.items()}.get(cls, "Unknown") if cls is not StatusError else "Unknown"
+        reason = (
+            {v: k for k, v in _BY_REASON.items()}.get(cls, "Unknown")
+            if cls is not StatusError
+            else "Unknown"
+        )
     return cls(code, reason, message, details)

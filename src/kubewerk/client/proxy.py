@@ -40,7 +40,9 @@ __all__ = ["EnvironmentProxy", "NoProxy", "ProxyURL", "parse_proxy_url", "select
 
 _DEFAULT_PORTS = {"http": 80, "https": 443, "socks5": 1080}
 _PROXY_SCHEMES = frozenset(_DEFAULT_PORTS)
-SOCKS5_UNSUPPORTED = "socks5 proxies are not supported by kubewerk (only http and https proxies are)"
+SOCKS5_UNSUPPORTED = (
+    "socks5 proxies are not supported by kubewerk (only http and https proxies are)"
+)
 
 IPAddress = ipaddress.IPv4Address | ipaddress.IPv6Address
 IPNetwork = ipaddress.IPv4Network | ipaddress.IPv6Network
@@ -156,7 +158,9 @@ def _idna(host: str) -> str:
     if host.isascii():
         return host
     try:
-        return ".".join(label.encode("idna").decode("ascii") if label else label for label in host.split("."))
+        return ".".join(
+            label.encode("idna").decode("ascii") if label else label for label in host.split(".")
+        )
     except UnicodeError:
         return host
 

@@ -41,7 +41,9 @@ class ResourceType:
         """``plural.group`` as Kubernetes prints it in messages."""
         return qualified(self.plural, self.group)
 
-    def path(self, namespace: str | None = None, name: str | None = None, subresource: str | None = None) -> str:
+    def path(
+        self, namespace: str | None = None, name: str | None = None, subresource: str | None = None
+    ) -> str:
         """The URL path: collection (name None), object, or object subresource."""
         base = f"/apis/{self.group}/{self.version}" if self.group else f"/api/{self.version}"
         if self.namespaced and namespace:
@@ -67,7 +69,9 @@ class ResourceModel(Protocol):
     @classmethod
     def model_validate(cls, obj: Any) -> Any: ...
 
-    def model_dump(self, *, mode: str = ..., by_alias: bool = ..., exclude_none: bool = ...) -> dict[str, Any]: ...
+    def model_dump(
+        self, *, mode: str = ..., by_alias: bool = ..., exclude_none: bool = ...
+    ) -> dict[str, Any]: ...
 
 
 M = TypeVar("M", bound=ResourceModel)
@@ -106,7 +110,9 @@ def resource_type_of(kind: Any) -> ResourceType:
         info = getattr(kind, "__kube__", None)
         if info is not None and hasattr(info, "plural"):
             # a kubewerk.model.Resource subclass: its KindInfo says everything
-            rt = ResourceType(info.group, info.version, info.kind, info.plural, info.scope == "Namespaced")
+            rt = ResourceType(
+                info.group, info.version, info.kind, info.plural, info.scope == "Namespaced"
+            )
             _MODEL_TYPES[kind] = rt
             return rt
         group = _class_attr(kind, "group", "__group__")
@@ -171,11 +177,28 @@ STATEFULSET = ResourceType("apps", "v1", "StatefulSet", "statefulsets")
 JOB = ResourceType("batch", "v1", "Job", "jobs")
 LEASE = ResourceType("coordination.k8s.io", "v1", "Lease", "leases")
 EVENT = ResourceType("events.k8s.io", "v1", "Event", "events")
-CRD = ResourceType("apiextensions.k8s.io", "v1", "CustomResourceDefinition", "customresourcedefinitions", namespaced=False)
+CRD = ResourceType(
+    "apiextensions.k8s.io",
+    "v1",
+    "CustomResourceDefinition",
+    "customresourcedefinitions",
+    namespaced=False,
+)
 
 BUILTINS: dict[tuple[str, str], ResourceType] = {
     (rt.api_version, rt.kind): rt
-    for rt in (SECRET, CONFIGMAP, SERVICE, POD, SERVICEACCOUNT, NAMESPACE, DEPLOYMENT,
-               STATEFULSET, JOB, LEASE, EVENT, CRD)
+    for rt in (
+        SECRET,
+        CONFIGMAP,
+        SERVICE,
+        POD,
+        SERVICEACCOUNT,
+        NAMESPACE,
+        DEPLOYMENT,
+        STATEFULSET,
+        JOB,
+        LEASE,
+        EVENT,
+        CRD,
+    )
 }
-

@@ -256,7 +256,9 @@ class _Connection(asyncio.Protocol):
         else:
             why = "the server closed the connection"
         self._fail(
-            ServerDisconnected(why, before_response=not self._got_data, elapsed=self._loop.time() - self._sent_at)
+            ServerDisconnected(
+                why, before_response=not self._got_data, elapsed=self._loop.time() - self._sent_at
+            )
         )
 
     # -- httptools callbacks ---------------------------------------------------------------
@@ -274,7 +276,11 @@ class _Connection(asyncio.Protocol):
             return
         self._header_bytes += len(name) + len(value)
         if self._header_bytes > MAX_HEADER_BYTES:
-            self._fail(MalformedResponse(f"malformed HTTP response (headers larger than {MAX_HEADER_BYTES} bytes)"))
+            self._fail(
+                MalformedResponse(
+                    f"malformed HTTP response (headers larger than {MAX_HEADER_BYTES} bytes)"
+                )
+            )
             return
         self._headers.append((name, value))
 
@@ -322,7 +328,9 @@ class _Connection(asyncio.Protocol):
             try:
                 body = self._decoder.decompress(body)
             except zlib.error as exc:
-                self._fail(MalformedResponse(f"malformed HTTP response (bad compressed body: {exc})"))
+                self._fail(
+                    MalformedResponse(f"malformed HTTP response (bad compressed body: {exc})")
+                )
                 return
             if not body:
                 return
@@ -346,7 +354,9 @@ class _Connection(asyncio.Protocol):
             try:
                 rest = self._decoder.flush()
             except zlib.error as exc:
-                self._fail(MalformedResponse(f"malformed HTTP response (bad compressed body: {exc})"))
+                self._fail(
+                    MalformedResponse(f"malformed HTTP response (bad compressed body: {exc})")
+                )
                 return
             if rest:
                 self._body.append(rest)
@@ -358,7 +368,12 @@ class _Connection(asyncio.Protocol):
     def usable(self, now: float, idle_timeout: float) -> bool:
         """Whether this idle connection may carry another request."""
         t = self._transport
-        return not self.broken and t is not None and not t.is_closing() and now - self.idle_since < idle_timeout
+        return (
+            not self.broken
+            and t is not None
+            and not t.is_closing()
+            and now - self.idle_since < idle_timeout
+        )
 
     def send(self, data: bytes, *, head: bool, stream: bool) -> asyncio.Future[None]:
         """Write one request. The returned future resolves (always with None) when the
@@ -366,7 +381,9 @@ class _Connection(asyncio.Protocol):
         failure (then ``error`` is set)."""
         transport = self._transport
         if transport is None or transport.is_closing() or self.broken:
-            raise ServerDisconnected("the server closed the connection", before_response=True, elapsed=0.0)
+            raise ServerDisconnected(
+                "the server closed the connection", before_response=True, elapsed=0.0
+            )
         self._busy = True
         self._head = head
         self._stream = stream
@@ -491,7 +508,9 @@ class _TunnelSetup(asyncio.Protocol):
                 self._transport.pause_reading()
         elif len(self._buffer) > MAX_CONNECT_HEAD:
             self.head.set_exception(
-                ConnectError(f"proxy {self._proxy} answered CONNECT with headers larger than {MAX_CONNECT_HEAD} bytes")
+                ConnectError(
+                    f"proxy {self._proxy} answered CONNECT with headers larger than {MAX_CONNECT_HEAD} bytes"
+                )
             )
 
     def eof_received(self) -> bool | None:
@@ -499,8 +518,16 @@ class _TunnelSetup(asyncio.Protocol):
 
     def connection_lost(self, exc: Exception | None) -> None:
         if not self.head.done():
-            why = "closed the connection" if exc is None else _os_reason(exc) if isinstance(exc, OSError) else str(exc)
-            self.head.set_exception(ConnectError(f"proxy {self._proxy} {why} before answering CONNECT"))
+            why = (
+                "closed the connection"
+                if exc is None
+                else _os_reason(exc)
+                if isinstance(exc, OSError)
+                else str(exc)
+            )
+            self.head.set_exception(
+                ConnectError(f"proxy {self._proxy} {why} before answering CONNECT")
+            )
 
 
 def _connect_status(head: bytes, proxy: str) -> tuple[int, str]:
@@ -509,9 +536,10 @@ def _connect_status(head: bytes, proxy: str) -> tuple[int, str]:
     version, _, rest = line.partition(" ")
     code, _, _reason = rest.partition(" ")
     if not version.startswith("HTTP/1.") or len(code) != 3 or not code.isdigit():
-        raise ConnectError(f"proxy {proxy} answered CONNECT with something that is not HTTP/1.x ({line[:60]!r})")
+        raise ConnectError(
+            f"proxy {proxy} answered CONNECT with something that is not HTTP/1.x ({line[:60]!r})"
+        )
     return int(code), rest.strip()
-
 
 
 class StreamingResponse:
@@ -622,7 +650,11 @@ class ConnectionPool:
             auth_line = f"Proxy-Authorization: {auth}\r\n" if auth else ""
             if ssl_context is not None:
                 target = _host_port(host, port)
-                self._connect_head = f"CONNECT {target} HTTP/1.1\r\nHost: {target}\r\n{auth_line}\r\n".encode("latin-1")
+                self._connect_head = (
+                    f"CONNECT {target} HTTP/1.1\r\nHost: {target}\r\n{auth_line}\r\n".encode(
+                        "latin-1"
+                    )
+                )
             else:
                 origin = authority or _host_port(host, port)
                 self._forward = (f"http://{origin}".encode("latin-1"), auth_line.encode("latin-1"))
@@ -634,7 +666,9 @@ class ConnectionPool:
 
     # -- public ------------------------------------------------------------------------------
 
-    async def request(self, data: bytes, *, safe: bool, head: bool = False, timeout: float | None = None) -> Response:
+    async def request(
+        self, data: bytes, *, safe: bool, head: bool = False, timeout: float | None = None
+    ) -> Response:
         """Send ``data`` (a serialised request) and return the complete answer.
 
         ``safe``: the method is safe to send twice (GET, HEAD). ``timeout`` bounds the
@@ -657,7 +691,9 @@ class ConnectionPool:
                     self._conns.discard(conn)
                     if not (reused and self._resend(exc, safe)):
                         raise
-                    log.debug("reused connection closed before the answer (%s); resending once", exc.why)
+                    log.debug(
+                        "reused connection closed before the answer (%s); resending once", exc.why
+                    )
                     conn = await self._connect_in_slot(self.connect_timeout)
                     await self._exchange(conn, data, head=head, stream=False)
             except BaseException:
@@ -668,7 +704,9 @@ class ConnectionPool:
             self._release(conn)
             return response
 
-    async def stream(self, data: bytes, *, connect_timeout: float | None, deadline: float | None) -> StreamingResponse:
+    async def stream(
+        self, data: bytes, *, connect_timeout: float | None, deadline: float | None
+    ) -> StreamingResponse:
         """Send ``data`` (a safe request) and return once the answer's headers are in;
         the body is read from the returned :class:`StreamingResponse`, which must be
         closed. ``deadline`` (loop time) bounds the headers and every body read."""
@@ -821,7 +859,9 @@ class ConnectionPool:
         ctx = self.ssl_context
         try:
             if ctx is None:
-                _, conn = await loop.create_connection(lambda: _Connection(loop), self.host, self.port)
+                _, conn = await loop.create_connection(
+                    lambda: _Connection(loop), self.host, self.port
+                )
             else:
                 _, conn = await loop.create_connection(
                     lambda: _Connection(loop),
@@ -847,17 +887,27 @@ class ConnectionPool:
         try:
             if connect_head is None:
                 _, conn = await loop.create_connection(
-                    lambda: _Connection(loop), proxy.host, proxy.port, ssl=proxy_ssl, server_hostname=tls_name
+                    lambda: _Connection(loop),
+                    proxy.host,
+                    proxy.port,
+                    ssl=proxy_ssl,
+                    server_hostname=tls_name,
                 )
                 self._conns.add(conn)
                 return conn
             raw, setup = await loop.create_connection(
-                lambda: _TunnelSetup(loop, proxy.display), proxy.host, proxy.port, ssl=proxy_ssl, server_hostname=tls_name
+                lambda: _TunnelSetup(loop, proxy.display),
+                proxy.host,
+                proxy.port,
+                ssl=proxy_ssl,
+                server_hostname=tls_name,
             )
         except ssl.SSLError as exc:
             raise ConnectError(f"proxy {proxy.display}: {_tls_reason(exc)}") from None
         except OSError as exc:
-            raise ConnectError(f"cannot connect to proxy {proxy.display}: {_os_reason(exc)}") from None
+            raise ConnectError(
+                f"cannot connect to proxy {proxy.display}: {_os_reason(exc)}"
+            ) from None
         transport = raw
         try:
             transport.write(connect_head)
@@ -865,9 +915,13 @@ class ConnectionPool:
             code, status = _connect_status(head, proxy.display)
             if not 200 <= code < 300:
                 target = _host_port(self.host, self.port)
-                raise ConnectError(f"proxy {proxy.display} refused CONNECT {target}: {status}", retry=code >= 500)
+                raise ConnectError(
+                    f"proxy {proxy.display} refused CONNECT {target}: {status}", retry=code >= 500
+                )
             if setup.extra:
-                raise ConnectError(f"proxy {proxy.display} sent bytes after its CONNECT answer before the TLS handshake")
+                raise ConnectError(
+                    f"proxy {proxy.display} sent bytes after its CONNECT answer before the TLS handshake"
+                )
             conn = _Connection(loop)
             assert self.ssl_context is not None
             tls = await loop.start_tls(
@@ -878,12 +932,16 @@ class ConnectionPool:
             raise ConnectError(_tls_reason(exc)) from None
         except OSError as exc:
             transport.abort()
-            raise ConnectError(f"tunnel through proxy {proxy.display} failed: {_os_reason(exc)}") from None
+            raise ConnectError(
+                f"tunnel through proxy {proxy.display} failed: {_os_reason(exc)}"
+            ) from None
         except BaseException:
             transport.abort()
             raise
         if tls is None:  # the transport closed during the handshake
-            raise ConnectError(f"tunnel through proxy {proxy.display} closed during the TLS handshake")
+            raise ConnectError(
+                f"tunnel through proxy {proxy.display} closed during the TLS handshake"
+            )
         conn.connection_made(tls)
         self._conns.add(conn)
         return conn

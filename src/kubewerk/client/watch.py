@@ -71,7 +71,11 @@ async def list_watch(
         if rv is None:
             try:
                 page = await client.list_all(
-                    rt, namespace, label_selector=label_selector, field_selector=field_selector, page_size=page_size
+                    rt,
+                    namespace,
+                    label_selector=label_selector,
+                    field_selector=field_selector,
+                    page_size=page_size,
                 )
             except (ServerUnreachable, ApiError) as exc:
                 wait = delay.next()
@@ -106,7 +110,13 @@ async def list_watch(
             rv = None
         except ServerUnreachable as exc:
             wait = delay.next()
-            log.warning("watch %s interrupted (%s); resuming from %s in %.1fs", rt.group_resource, exc.why, rv, wait)
+            log.warning(
+                "watch %s interrupted (%s); resuming from %s in %.1fs",
+                rt.group_resource,
+                exc.why,
+                rv,
+                wait,
+            )
             await asyncio.sleep(wait)
         except ApiError as exc:
             wait = delay.next()

@@ -119,7 +119,9 @@ class FieldError:
     @staticmethod
     def too_long(field: str, max_length: int) -> FieldError:
         unit = "byte" if max_length == 1 else "bytes"
-        detail = f"may not be more than {max_length} {unit}" if max_length >= 0 else "value is too long"
+        detail = (
+            f"may not be more than {max_length} {unit}" if max_length >= 0 else "value is too long"
+        )
         return FieldError("FieldValueTooLong", field, detail)
 
     @staticmethod
@@ -251,7 +253,9 @@ class ApiError(Exception):
         return cls(415, "UnsupportedMediaType", message)
 
     @classmethod
-    def too_large(cls, message: str = "the server has received too large of a request body") -> ApiError:
+    def too_large(
+        cls, message: str = "the server has received too large of a request body"
+    ) -> ApiError:
         return cls(413, "RequestEntityTooLarge", message)
 
     @classmethod

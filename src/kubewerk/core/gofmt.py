@@ -245,9 +245,17 @@ def _strict_equal(a: Any, b: Any) -> bool:
     if ta is bool or tb is bool:
         return ta is tb and a == b
     if ta is dict:
-        return tb is dict and len(a) == len(b) and all(k in b and _strict_equal(v, b[k]) for k, v in a.items())
+        return (
+            tb is dict
+            and len(a) == len(b)
+            and all(k in b and _strict_equal(v, b[k]) for k, v in a.items())
+        )
     if ta is list:
-        return tb is list and len(a) == len(b) and all(_strict_equal(x, y) for x, y in zip(a, b, strict=True))
+        return (
+            tb is list
+            and len(a) == len(b)
+            and all(_strict_equal(x, y) for x, y in zip(a, b, strict=True))
+        )
     return bool(a == b)
 
 

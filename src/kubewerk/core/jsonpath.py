@@ -104,8 +104,12 @@ def parse(path: str) -> list[_Step]:
                     else:
                         value = float(raw) if "." in raw else int(raw)
                 steps.append(
-                    _Step("filter", filter_path=_parse_simple_fields(m.group(1)),
-                          filter_op=m.group(2) or "exists", filter_value=value)
+                    _Step(
+                        "filter",
+                        filter_path=_parse_simple_fields(m.group(1)),
+                        filter_op=m.group(2) or "exists",
+                        filter_value=value,
+                    )
                 )
             elif inner[:1] in "'\"" and inner[-1:] == inner[:1]:
                 steps.append(_Step("field", name=inner[1:-1]))
@@ -113,7 +117,9 @@ def parse(path: str) -> list[_Step]:
                 try:
                     steps.append(_Step("index", index=int(inner)))
                 except ValueError:
-                    raise ValueError(f"invalid JSONPath {path!r}: bad subscript [{inner}]") from None
+                    raise ValueError(
+                        f"invalid JSONPath {path!r}: bad subscript [{inner}]"
+                    ) from None
             continue
         # a leading bare field name ("spec.replicas")
         j = i
@@ -148,11 +154,17 @@ def _filter_match(item: Any, step: _Step) -> bool:
         return found
     if not found:
         return False
-    if isinstance(step.filter_value, int | float) and not isinstance(value, bool) and isinstance(value, int | float):
+    if (
+        isinstance(step.filter_value, int | float)
+        and not isinstance(value, bool)
+        and isinstance(value, int | float)
+    ):
         equal = float(value) == float(step.filter_value)
     else:
         equal = value == step.filter_value or (
-            isinstance(step.filter_value, str) and not isinstance(value, str) and str(value) == step.filter_value
+            isinstance(step.filter_value, str)
+            and not isinstance(value, str)
+            and str(value) == step.filter_value
         )
     return equal if step.filter_op == "==" else not equal
 
@@ -178,7 +190,13 @@ def evaluate(path: str | list[_Step], doc: Any) -> list[Any]:
             elif step.kind == "recurse":
                 nxt.extend(_descend(value))
             elif step.kind == "filter":
-                items = value if isinstance(value, list) else list(value.values()) if isinstance(value, dict) else []
+                items = (
+                    value
+                    if isinstance(value, list)
+                    else list(value.values())
+                    if isinstance(value, dict)
+                    else []
+                )
                 nxt.extend(item for item in items if _filter_match(item, step))
         current = nxt
     return current

@@ -59,7 +59,7 @@ class _RandomBytes:
                 self._pool = os.urandom(4096)
                 pos = 0
             self._pos = pos + 16
-            return self._pool[pos:pos + 16]
+            return self._pool[pos : pos + 16]
 
 
 _random_bytes = _RandomBytes()

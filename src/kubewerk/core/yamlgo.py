@@ -93,12 +93,24 @@ class GoYAMLError(ValueError):
 # no base-60 numbers, Go's float syntax, integers in the forms strconv.ParseInt(s, 0, 64)
 # reads once underscores are dropped, and y/Y/n/N as booleans.
 _GO_INT = re.compile(r"^[-+]?(?:0b[01_]+|0o[0-7_]+|0x[0-9a-fA-F_]+|[0-9][0-9_]*)$")
-_GO_FLOAT = re.compile(r"^(?:[-+]?(?:\.[0-9]+|[0-9]+(?:\.[0-9]*)?)(?:[eE][-+]?[0-9]+)?"
-                       r"|[-+]?\.(?:inf|Inf|INF)|\.(?:nan|NaN|NAN))$")
-_GO_BOOL = re.compile(r"^(?:y|Y|yes|Yes|YES|n|N|no|No|NO|true|True|TRUE|false|False|FALSE"
-                      r"|on|On|ON|off|Off|OFF)$")
-_BOOL_VALUES = {"y": True, "yes": True, "true": True, "on": True,
-                "n": False, "no": False, "false": False, "off": False}
+_GO_FLOAT = re.compile(
+    r"^(?:[-+]?(?:\.[0-9]+|[0-9]+(?:\.[0-9]*)?)(?:[eE][-+]?[0-9]+)?"
+    r"|[-+]?\.(?:inf|Inf|INF)|\.(?:nan|NaN|NAN))$"
+)
+_GO_BOOL = re.compile(
+    r"^(?:y|Y|yes|Yes|YES|n|N|no|No|NO|true|True|TRUE|false|False|FALSE"
+    r"|on|On|ON|off|Off|OFF)$"
+)
+_BOOL_VALUES = {
+    "y": True,
+    "yes": True,
+    "true": True,
+    "on": True,
+    "n": False,
+    "no": False,
+    "false": False,
+    "off": False,
+}
 
 
 def _bool_value(text: str) -> bool:
@@ -161,13 +173,19 @@ def _key_string(key: Any) -> str:
         return _go_float32_text(key)
     if key is None:
         raise GoYAMLError("unsupported map key of type: <nil>")
-    raise GoYAMLError(f"yaml: invalid map key: {'[]interface {}' if isinstance(key, list) else 'map[string]interface {}'}")
+    raise GoYAMLError(
+        f"yaml: invalid map key: {'[]interface {}' if isinstance(key, list) else 'map[string]interface {}'}"
+    )
 
 
 def _go_float32_text(value: float) -> str:
     """``strconv.FormatFloat(value, 'g', -1, 32)``: the shortest digits that read back as
     the same float32, in exponent form when the exponent is below -4 or at least 6."""
-    single = struct.unpack("f", struct.pack("f", value))[0] if abs(value) <= 3.4028234663852886e38 else value
+    single = (
+        struct.unpack("f", struct.pack("f", value))[0]
+        if abs(value) <= 3.4028234663852886e38
+        else value
+    )
     for precision in range(1, 10):
         text = f"{single:.{precision}e}"
         if struct.unpack("f", struct.pack("f", float(text)))[0] == single:
@@ -177,7 +195,11 @@ def _go_float32_text(value: float) -> str:
     mantissa = mantissa.rstrip("0").rstrip(".") if "." in mantissa else mantissa
     if exponent < -4 or exponent >= 6:
         return f"{mantissa}e{'-' if exponent < 0 else '+'}{abs(exponent):02d}"
-    return f"{float(text):f}".rstrip("0").rstrip(".") if "." in f"{float(text):f}" else f"{float(text):f}"
+    return (
+        f"{float(text):f}".rstrip("0").rstrip(".")
+        if "." in f"{float(text):f}"
+        else f"{float(text):f}"
+    )
 
 
 # -- the loader: go-yaml's resolvers, and constructors for what the fast build leaves -----
@@ -259,6 +281,7 @@ GoYAMLLoader.add_constructor(None, _construct_any)
 
 
 # -- composing ----------------------------------------------------------------------------
+
 
 def compose_documents(stream: str | bytes) -> Iterator[Node]:
     """The node tree of every document in ``stream``, in order (marks kept), as
@@ -346,8 +369,10 @@ def check_aliases(root: Node) -> bool:
         stack[-1] = (node, children, index + 1)
         child = children[index]
         if id(child) in on_path:
-            raise GoYAMLError(f"yaml: anchor '{getattr(child, 'anchor', None) or '?'}' value contains itself",
-                              child.start_mark.line + 1)
+            raise GoYAMLError(
+                f"yaml: anchor '{getattr(child, 'anchor', None) or '?'}' value contains itself",
+                child.start_mark.line + 1,
+            )
         if id(child) in seen:
             alias_edges.add((id(node), index))
             alias_targets.append(child)
@@ -360,7 +385,11 @@ def check_aliases(root: Node) -> bool:
     expanded = _expanded_sizes(root, alias_edges)
     decode_count = 1 + expanded[id(root)]  # the document node, then everything under it
     alias_count = sum(expanded[id(target)] for target in alias_targets)
-    if alias_count > 100 and decode_count > 1000 and alias_count / decode_count > _allowed_alias_ratio(decode_count):
+    if (
+        alias_count > 100
+        and decode_count > 1000
+        and alias_count / decode_count > _allowed_alias_ratio(decode_count)
+    ):
         raise GoYAMLError("yaml: document contains excessive aliasing")
     return True
 
@@ -374,7 +403,8 @@ def _has_repeated_nodes(root: Node) -> bool:
     while stack:
         node = stack.pop()
         children = (
-            node.value if type(node) is SequenceNode
+            node.value
+            if type(node) is SequenceNode
             else [part for pair in node.value for part in pair]
         )
         for child in children:
@@ -399,8 +429,10 @@ def _expanded_sizes(root: Node, alias_edges: set[tuple[int, int]]) -> dict[int, 
             continue
         children = _children(node)
         if children_done:
-            sizes[key] = 1 + sum(sizes[id(child)] + ((key, index) in alias_edges)
-                                 for index, child in enumerate(children))
+            sizes[key] = 1 + sum(
+                sizes[id(child)] + ((key, index) in alias_edges)
+                for index, child in enumerate(children)
+            )
             continue
         stack.append((node, True))
         stack.extend((child, False) for child in children if id(child) not in sizes)
@@ -424,6 +456,7 @@ def _allowed_alias_ratio(decode_count: int) -> float:
 
 
 # -- values ---------------------------------------------------------------------------------
+
 
 class _Unusual(Exception):
     """A node the fast build leaves to the loader's constructors (merge keys, a standard

@@ -57,7 +57,9 @@ CHECKS: dict[str, Check] = {
             "with conversion or identical schemas (info)",
         ),
         Check(
-            "field-removed", ERROR, "a property removed (warning where unknown fields are preserved)"
+            "field-removed",
+            ERROR,
+            "a property removed (warning where unknown fields are preserved)",
         ),
         Check("field-added", INFO, "a new optional property"),
         Check("type-changed", ERROR, "a property's type changed (integer to number: warning)"),
@@ -73,11 +75,15 @@ CHECKS: dict[str, Check] = {
             "maximum/maxLength/maxItems/maxProperties added or lowered, minimum/... added or "
             "raised (error); bounds loosened (info)",
         ),
-        Check("pattern-changed", ERROR, "pattern added (error) or changed (warning); removed (info)"),
+        Check(
+            "pattern-changed", ERROR, "pattern added (error) or changed (warning); removed (info)"
+        ),
         Check("format-changed", WARNING, "format added or changed"),
         Check("default-changed", WARNING, "default added, changed or removed"),
         Check("nullable-removed", ERROR, "nullable: true removed"),
-        Check("list-type-changed", ERROR, "x-kubernetes-list-type, list-map-keys or map-type changed"),
+        Check(
+            "list-type-changed", ERROR, "x-kubernetes-list-type, list-map-keys or map-type changed"
+        ),
         Check(
             "preserve-unknown-fields-removed",
             ERROR,
@@ -194,7 +200,10 @@ class _SchemaDiff:
                 f"{where} widened from {ot} to {nt}: typed clients decoding an integer break",
             )
         elif ot in ("integer", "string") and nt == "int-or-string":
-            sev, why = WARNING, f"{where} widened from {ot} to {nt}: typed clients decoding a {ot} break"
+            sev, why = (
+                WARNING,
+                f"{where} widened from {ot} to {nt}: typed clients decoding a {ot} break",
+            )
         else:
             sev, why = (
                 ERROR,

@@ -168,7 +168,9 @@ def _document_value(source: Source, node: Node, may_alias: bool) -> Any:
             check_aliases(node)
         return node_value(node)
     except GoYAMLError as exc:
-        raise InputError(source.name, exc.line, f"invalid YAML: {str(exc).removeprefix('yaml: ')}") from None
+        raise InputError(
+            source.name, exc.line, f"invalid YAML: {str(exc).removeprefix('yaml: ')}"
+        ) from None
     except RecursionError:
         line = node.start_mark.line + 1
         raise InputError(source.name, line, "document nests too deeply") from None

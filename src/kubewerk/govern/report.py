@@ -99,8 +99,11 @@ def _fingerprint(f: Finding) -> str:
 
 # where each command's rules are documented: lint rules have an anchor each in
 # docs/lint-rules.md; compat's checks and validate's findings are tables in docs/govern.md
-HELP_PAGES = {"lint": "docs/lint-rules.md#{rule}", "compat": "docs/govern.md#compat",
-              "validate": "docs/govern.md#validate"}
+HELP_PAGES = {
+    "lint": "docs/lint-rules.md#{rule}",
+    "compat": "docs/govern.md#compat",
+    "validate": "docs/govern.md#validate",
+}
 
 
 def render_sarif(

@@ -59,7 +59,9 @@ class CRDIndex:
             self.groups.add(view.group)
             for v in view.versions:
                 if v.served:
-                    self.by_gvk.setdefault(GroupVersionKind(view.group, v.name, view.kind), (view, doc.data))
+                    self.by_gvk.setdefault(
+                        GroupVersionKind(view.group, v.name, view.kind), (view, doc.data)
+                    )
 
     def compiled(self, key: GroupVersionKind) -> CompiledSchema:
         if key not in self._compiled:

@@ -123,13 +123,17 @@ def _field_error(model: type[BaseModel], err: ErrorDetails) -> FieldError:
             path, value, f"{where} in body should be greater than or equal to {ctx.get('ge')}"
         )
     if kind == "greater_than":
-        return FieldError.invalid(path, value, f"{where} in body should be greater than {ctx.get('gt')}")
+        return FieldError.invalid(
+            path, value, f"{where} in body should be greater than {ctx.get('gt')}"
+        )
     if kind == "less_than_equal":
         return FieldError.invalid(
             path, value, f"{where} in body should be less than or equal to {ctx.get('le')}"
         )
     if kind == "less_than":
-        return FieldError.invalid(path, value, f"{where} in body should be less than {ctx.get('lt')}")
+        return FieldError.invalid(
+            path, value, f"{where} in body should be less than {ctx.get('lt')}"
+        )
     if kind == "multiple_of":
         return FieldError.invalid(
             path, value, f"{where} in body should be a multiple of {ctx.get('multiple_of')}"
@@ -141,7 +145,9 @@ def _field_error(model: type[BaseModel], err: ErrorDetails) -> FieldError:
     if kind == "string_too_long":
         return FieldError.too_long(path, int(ctx.get("max_length", -1)))
     if kind == "string_pattern_mismatch":
-        return FieldError.invalid(path, value, f"{where} in body should match '{ctx.get('pattern')}'")
+        return FieldError.invalid(
+            path, value, f"{where} in body should match '{ctx.get('pattern')}'"
+        )
     if kind == "too_short":
         unit = "properties" if isinstance(value, Mapping) else "items"
         return FieldError.invalid(

@@ -244,8 +244,13 @@ def _default_json(value: Any) -> Any:
     return to_jsonable_python(value, by_alias=True)
 
 
-def _object_rule(cls: type, rule: Rule | ExactlyOneOf | AtMostOneOf, props: dict[str, Any],
-                 names: dict[str, str], required: list[str]) -> dict[str, Any]:
+def _object_rule(
+    cls: type,
+    rule: Rule | ExactlyOneOf | AtMostOneOf,
+    props: dict[str, Any],
+    names: dict[str, str],
+    required: list[str],
+) -> dict[str, Any]:
     where = cls.__name__
     if isinstance(rule, Rule):
         return rule.to_schema()
@@ -339,7 +344,9 @@ def _object_fragment(cls: type[BaseModel], *, skip: frozenset[str] = frozenset()
     map_type = getattr(cls, "__kube_map_type__", None)
     if map_type is not None:
         schema["x-kubernetes-map-type"] = map_type.value
-    rules = [_object_rule(cls, r, props, names, required) for r in getattr(cls, "__kube_rules__", ())]
+    rules = [
+        _object_rule(cls, r, props, names, required) for r in getattr(cls, "__kube_rules__", ())
+    ]
     for r in getattr(cls, "__kube_rules__", ()):
         if isinstance(r, Rule) and r.is_transition:
             frag.transitions.append("")
@@ -402,7 +409,9 @@ def resource_fragment(cls: type[BaseModel]) -> Fragment:
     props["apiVersion"] = {"type": "string", "description": _ROOT_DESCRIPTIONS["apiVersion"]}
     props["kind"] = {"type": "string", "description": _ROOT_DESCRIPTIONS["kind"]}
     props["metadata"] = {"type": "object"}
-    required = [r for r in schema.get("required", []) if r not in ("apiVersion", "kind", "metadata")]
+    required = [
+        r for r in schema.get("required", []) if r not in ("apiVersion", "kind", "metadata")
+    ]
     if required:
         schema["required"] = required
     else:

@@ -243,4 +243,3 @@ class KubeModel(BaseModel):
                 yield name, getattr(self, name)
         if self.__pydantic_extra__:
             yield from self.__pydantic_extra__.items()
-

@@ -111,7 +111,9 @@ def _step(obj: AnyResource, target: type[AnyResource]) -> AnyResource:
         )
     out = func(obj)
     if not isinstance(out, target):
-        raise ConversionError(f"{getattr(func, '__name__', func)!r} returned {type(out).__name__}, not {target.__name__}")
+        raise ConversionError(
+            f"{getattr(func, '__name__', func)!r} returned {type(out).__name__}, not {target.__name__}"
+        )
     return _carry_metadata(obj, out)
 
 

@@ -95,7 +95,11 @@ class ConversionWebhook:
 
     def to_schema(self) -> dict[str, Any]:
         """The ``spec.conversion`` of a CRD that converts through this service."""
-        service: dict[str, Any] = {"name": self.name, "namespace": self.namespace, "path": self.path}
+        service: dict[str, Any] = {
+            "name": self.name,
+            "namespace": self.namespace,
+            "path": self.path,
+        }
         if self.port is not None:
             service["port"] = self.port
         return {
@@ -236,7 +240,10 @@ def crd_for(*models: type[AnyResource], webhook: ConversionWebhook | None = None
     # no shared sub-dicts, only JSON types
     result: dict[str, Any] = copy_json(crd)
     if _schemas_differ(result["spec"]["versions"]):
-        result["spec"] = {"conversion": (webhook or ConversionWebhook()).to_schema(), **result["spec"]}
+        result["spec"] = {
+            "conversion": (webhook or ConversionWebhook()).to_schema(),
+            **result["spec"],
+        }
     return result
 
 

@@ -108,9 +108,7 @@ class LabelSelector(KubeModel, map_type=MapType.ATOMIC):
     """A label selector (metav1.LabelSelector): ``matchLabels`` and ``matchExpressions``."""
 
     match_labels: dict[str, str] | None = None
-    match_expressions: (
-        Annotated[list[LabelSelectorRequirement], ListType.ATOMIC] | None
-    ) = None
+    match_expressions: Annotated[list[LabelSelectorRequirement], ListType.ATOMIC] | None = None
 
 
 CONDITION_TYPE_PATTERN = (
@@ -134,9 +132,7 @@ class Condition(KubeModel):
     """The .metadata.generation the condition was set based upon."""
     last_transition_time: datetime
     """When the condition last changed from one status to another."""
-    reason: Annotated[
-        str, Field(min_length=1, max_length=1024, pattern=CONDITION_REASON_PATTERN)
-    ]
+    reason: Annotated[str, Field(min_length=1, max_length=1024, pattern=CONDITION_REASON_PATTERN)]
     """Programmatic identifier (CamelCase) for the condition's last transition."""
     message: Annotated[str, Field(max_length=32768)]
     """Human-readable details about the transition; may be empty."""

@@ -251,7 +251,7 @@ class Resource(KubeModel, Generic[SpecT, StatusT]):
         }
         if given and "group" not in given and cls.__kube__ is None:
             raise ModelDefinitionError(
-                f"{cls.__name__}: a resource needs group= (e.g. group=\"example.com\")"
+                f'{cls.__name__}: a resource needs group= (e.g. group="example.com")'
             )
         cls.__kube_pending__ = given or None
         super().__init_subclass__(**kwargs)
@@ -332,7 +332,9 @@ class Resource(KubeModel, Generic[SpecT, StatusT]):
                 f"{where}: version {version!r} must be a DNS-1035 label, e.g. v1 or v1beta1"
             )
         if not _KIND.fullmatch(kind):
-            raise ModelDefinitionError(f"{where}: kind {kind!r} must be an alphanumeric CamelCase name")
+            raise ModelDefinitionError(
+                f"{where}: kind {kind!r} must be an alphanumeric CamelCase name"
+            )
         for label, value in (("plural", plural), ("singular", singular)):
             if is_dns1035_label(value):
                 raise ModelDefinitionError(
@@ -348,7 +350,9 @@ class Resource(KubeModel, Generic[SpecT, StatusT]):
                 )
         categories = tuple(base.get("categories", ()))
         if scope not in ("Namespaced", "Cluster"):
-            raise ModelDefinitionError(f"{where}: scope must be 'Namespaced' or 'Cluster', not {scope!r}")
+            raise ModelDefinitionError(
+                f"{where}: scope must be 'Namespaced' or 'Cluster', not {scope!r}"
+            )
         status_ann = cls.__pydantic_fields__["status"].annotation
         has_status = not all(
             _is_none_type(a) for a in (typing.get_args(status_ann) or (status_ann,))
@@ -422,7 +426,9 @@ class Resource(KubeModel, Generic[SpecT, StatusT]):
             )
         return _schema_compiler(cls)
 
-    def api_errors(self, old: Resource[Any, Any] | dict[str, Any] | None = None) -> list[FieldError]:
+    def api_errors(
+        self, old: Resource[Any, Any] | dict[str, Any] | None = None
+    ) -> list[FieldError]:
         """The schema and CEL-rule errors the API server would answer for this object.
 
         The object is dumped, defaulted and validated against the generated CRD schema

@@ -1,14 +1,14 @@
 """kubewerk's controller runtime: informers, work queue, controllers, manager.
 
-    from kubewerk.runtime import Manager, Context, Result, GENERATION_CHANGED
+from kubewerk.runtime import Manager, Context, Result, GENERATION_CHANGED
 
-    mgr = Manager()
+mgr = Manager()
 
-    @mgr.reconciler(Database, owns=[SECRET, CONFIGMAP], predicates=[GENERATION_CHANGED])
-    async def reconcile(db: Database, ctx: Context) -> Result:
-        ...
+@mgr.reconciler(Database, owns=[SECRET, CONFIGMAP], predicates=[GENERATION_CHANGED])
+async def reconcile(db: Database, ctx: Context) -> Result:
+    ...
 
-    asyncio.run(mgr.run_until_signal())   # or: kubewerk run mymodule:mgr
+asyncio.run(mgr.run_until_signal())   # or: kubewerk run mymodule:mgr
 """
 
 from kubewerk.core.gvk import object_key, split_key

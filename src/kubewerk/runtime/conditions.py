@@ -111,7 +111,11 @@ def set_condition(
                 cond["status"] = text
                 cond["lastTransitionTime"] = _stamp(when)
                 changed = True
-            for key, value in (("reason", reason), ("message", message), ("observedGeneration", gen)):
+            for key, value in (
+                ("reason", reason),
+                ("message", message),
+                ("observedGeneration", gen),
+            ):
                 if value is None:
                     continue
                 if cond.get(key) != value:

@@ -117,7 +117,9 @@ class TerminalError(Exception):
 class ObjectLogger(logging.LoggerAdapter[logging.Logger]):
     """Prefixes every message with ``[controller namespace/name]`` and passes the context as ``extra``."""
 
-    def process(self, msg: Any, kwargs: MutableMapping[str, Any]) -> tuple[Any, MutableMapping[str, Any]]:
+    def process(
+        self, msg: Any, kwargs: MutableMapping[str, Any]
+    ) -> tuple[Any, MutableMapping[str, Any]]:
         extra = dict(self.extra or {})
         kwargs["extra"] = {**extra, **kwargs.get("extra", {})}
         return f"[{extra.get('controller')} {extra.get('object')}] {msg}", kwargs
@@ -193,7 +195,11 @@ class Context:
         if self._log is None:
             self._log = ObjectLogger(
                 logging.getLogger(f"kubewerk.controller.{self.controller.name}"),
-                {"controller": self.controller.name, "object": self.key, "reconcileID": self.reconcile_id},
+                {
+                    "controller": self.controller.name,
+                    "object": self.key,
+                    "reconcileID": self.reconcile_id,
+                },
             )
         return self._log
 
@@ -206,14 +212,32 @@ class Context:
 
     # -- events -------------------------------------------------------------------------
 
-    def event(self, type: EventType, reason: str, note: str = "", *, action: str = "Reconcile", regarding: Any = None, related: Any = None) -> None:
+    def event(
+        self,
+        type: EventType,
+        reason: str,
+        note: str = "",
+        *,
+        action: str = "Reconcile",
+        regarding: Any = None,
+        related: Any = None,
+    ) -> None:
         """Record an Event about the reconciled object (or ``regarding``); never blocks."""
-        self.recorder.event(regarding if regarding is not None else self._snapshot, type, reason, note, action=action, related=related)
+        self.recorder.event(
+            regarding if regarding is not None else self._snapshot,
+            type,
+            reason,
+            note,
+            action=action,
+            related=related,
+        )
 
     # -- conditions ---------------------------------------------------------------------
 
     @staticmethod
-    def set_condition(obj: Any, type: str, status: bool | _conditions.Status, reason: str, message: str = "") -> bool:
+    def set_condition(
+        obj: Any, type: str, status: bool | _conditions.Status, reason: str, message: str = ""
+    ) -> bool:
         """:func:`kubewerk.runtime.conditions.set_condition` (observedGeneration from the object)."""
         return _conditions.set_condition(obj, type, status, reason, message)
 
@@ -249,7 +273,9 @@ class Context:
             status_patch = new_status
         rv = (snapshot.get("metadata") or {}).get("resourceVersion")
         body = {"metadata": {"resourceVersion": rv}, "status": status_patch}
-        written = await self.client.patch(self.controller.rt, self.name, body, self.namespace, subresource="status")
+        written = await self.client.patch(
+            self.controller.rt, self.name, body, self.namespace, subresource="status"
+        )
         self._refresh(obj, written)
         return True
 
@@ -429,7 +455,9 @@ class _EnqueueOwner(_Enqueue):
                 continue
             if ref.get("kind") != self.kind or _group_of(ref) != self.group:
                 continue
-            return join_key(meta.get("namespace") if self.ctrl.rt.namespaced else None, str(ref["name"]))
+            return join_key(
+                meta.get("namespace") if self.ctrl.rt.namespaced else None, str(ref["name"])
+            )
         return None
 
     def _enqueue(self, obj: Obj) -> None:
@@ -471,7 +499,9 @@ def _to_key(item: Any) -> str:
 class _EnqueueMapped(_Enqueue):
     """Enqueues the keys a mapping function returns for the object."""
 
-    def __init__(self, ctrl: Controller[Any], mapper: Mapper, predicates: Sequence[Predicate]) -> None:
+    def __init__(
+        self, ctrl: Controller[Any], mapper: Mapper, predicates: Sequence[Predicate]
+    ) -> None:
         super().__init__(ctrl, predicates)
         self.mapper = mapper
 
@@ -530,7 +560,10 @@ class Controller(Generic[T]):
         self.queue = WorkQueue(self.name, self._rate_limiter, metrics.queue_metrics(self.name))
         metrics.watch_queue(self.queue)  # type: ignore[arg-type]
         metrics.max_concurrent.labels(self.name).set(self.max_concurrent_reconciles)
-        self._total = {r: metrics.reconcile_total.labels(self.name, r) for r in (RESULT_SUCCESS, RESULT_ERROR, RESULT_REQUEUE, RESULT_REQUEUE_AFTER)}
+        self._total = {
+            r: metrics.reconcile_total.labels(self.name, r)
+            for r in (RESULT_SUCCESS, RESULT_ERROR, RESULT_REQUEUE, RESULT_REQUEUE_AFTER)
+        }
         self._success = self._total[RESULT_SUCCESS]
         self._errors = metrics.reconcile_errors.labels(self.name)
         self._terminal = metrics.terminal_errors.labels(self.name)
@@ -565,13 +598,17 @@ class Controller(Generic[T]):
         if not self._bound:
             raise RuntimeError(f"controller {self.name} is not bound to a manager")
         for i in range(self.max_concurrent_reconciles):
-            self._workers.append(asyncio.create_task(self._worker(), name=f"{self.name} worker {i}"))
+            self._workers.append(
+                asyncio.create_task(self._worker(), name=f"{self.name} worker {i}")
+            )
 
     async def stop(self, grace: float = 30.0) -> None:
         """Stop taking work, let in-flight reconciles finish (up to ``grace`` seconds), then cancel."""
         drained = await self.queue.shutdown_with_drain(grace)
         if not drained:
-            log.warning("controller %s: reconciles still running after %.0fs; cancelling", self.name, grace)
+            log.warning(
+                "controller %s: reconciles still running after %.0fs; cancelling", self.name, grace
+            )
         for t in self._workers:
             t.cancel()
         for t in self._workers:

@@ -126,7 +126,9 @@ class SeriesCache:
         body["series"] = {"count": cached.count, "lastObservedTime": micro_time(cached.last)}
         return body
 
-    def due(self, now: float, finish_after: float, refresh_every: float, flush_all: bool = False) -> list[tuple[str, dict[str, Any]]]:
+    def due(
+        self, now: float, finish_after: float, refresh_every: float, flush_all: bool = False
+    ) -> list[tuple[str, dict[str, Any]]]:
         """Series writes that are due; finished series and stale singletons leave the cache."""
         out: list[tuple[str, dict[str, Any]]] = []
         for key, cached in list(self.events.items()):
@@ -147,7 +149,9 @@ class SeriesCache:
         cached = self.events.get(self.key(event))
         if cached is not None:
             meta = event.get("metadata") or {}
-            cached.event.setdefault("metadata", {})["name"] = meta.get("name", cached.event.get("metadata", {}).get("name"))
+            cached.event.setdefault("metadata", {})["name"] = meta.get(
+                "name", cached.event.get("metadata", {}).get("name")
+            )
 
 
 class EventRecorder:
@@ -175,7 +179,15 @@ class EventRecorder:
         self._ticker: asyncio.Task[None] | None = None
         self.written: int = 0
 
-    def build(self, regarding: Any, type: EventType, reason: str, note: str, action: str, related: Any = None) -> dict[str, Any]:
+    def build(
+        self,
+        regarding: Any,
+        type: EventType,
+        reason: str,
+        note: str,
+        action: str,
+        related: Any = None,
+    ) -> dict[str, Any]:
         """The Event object for one occurrence (not yet de-duplicated)."""
         ref = object_reference(regarding)
         now = self.clock()
@@ -199,7 +211,16 @@ class EventRecorder:
             event["related"] = object_reference(related)
         return event
 
-    def event(self, regarding: Any, type: EventType, reason: str, note: str = "", *, action: str = "Reconcile", related: Any = None) -> None:
+    def event(
+        self,
+        regarding: Any,
+        type: EventType,
+        reason: str,
+        note: str = "",
+        *,
+        action: str = "Reconcile",
+        related: Any = None,
+    ) -> None:
         """Record one occurrence (non-blocking)."""
         if type not in ("Normal", "Warning"):
             raise ValueError(f"event type must be Normal or Warning, not {type!r}")
@@ -210,7 +231,12 @@ class EventRecorder:
         try:
             self._queue.put_nowait(todo)
         except asyncio.QueueFull:
-            log.warning("event queue full; dropping %s event %s for %s", type, reason, event["regarding"].get("name"))
+            log.warning(
+                "event queue full; dropping %s event %s for %s",
+                type,
+                reason,
+                event["regarding"].get("name"),
+            )
 
     def start(self) -> None:
         """Start the background writer and the series timer."""
@@ -226,7 +252,9 @@ class EventRecorder:
                 await self._ticker
             self._ticker = None
         if flush:
-            for todo in self.cache.due(self.clock(), self.finish_after, self.refresh_every, flush_all=True):
+            for todo in self.cache.due(
+                self.clock(), self.finish_after, self.refresh_every, flush_all=True
+            ):
                 with contextlib.suppress(asyncio.QueueFull):
                     self._queue.put_nowait(todo)
         if self._task is not None:
@@ -239,7 +267,9 @@ class EventRecorder:
 
     async def flush(self) -> None:
         """Write every series whose count changed since it was last written, and wait for the queue."""
-        for todo in self.cache.due(self.clock(), self.finish_after, self.refresh_every, flush_all=True):
+        for todo in self.cache.due(
+            self.clock(), self.finish_after, self.refresh_every, flush_all=True
+        ):
             await self._queue.put(todo)
         if self._task is None:
             while not self._queue.empty():
@@ -280,7 +310,9 @@ class EventRecorder:
                         )
                     except NotFound:
                         fresh = dict(event)
-                        fresh["metadata"] = {k: v for k, v in event["metadata"].items() if k != "resourceVersion"}
+                        fresh["metadata"] = {
+                            k: v for k, v in event["metadata"].items() if k != "resourceVersion"
+                        }
                         written = await self.client.create(fresh)
                 else:
                     written = await self.client.create(event)
@@ -290,5 +322,10 @@ class EventRecorder:
             except ServerUnreachable:
                 await asyncio.sleep(0.5 * (attempt + 1))
             except ApiError as exc:
-                log.warning("server rejected event %s/%s: %s", event["reason"], event["regarding"].get("name"), exc)
+                log.warning(
+                    "server rejected event %s/%s: %s",
+                    event["reason"],
+                    event["regarding"].get("name"),
+                    exc,
+                )
                 return

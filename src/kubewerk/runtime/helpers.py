@@ -45,7 +45,9 @@ def _meta(obj: Any) -> dict[str, Any]:
     return meta
 
 
-def owner_reference(owner: Any, *, controller: bool = False, block_owner_deletion: bool = True) -> dict[str, Any]:
+def owner_reference(
+    owner: Any, *, controller: bool = False, block_owner_deletion: bool = True
+) -> dict[str, Any]:
     """An ownerReference pointing at ``owner`` (which must carry apiVersion, kind, name and uid)."""
     data = _data(owner)
     meta = data.get("metadata") or {}
@@ -58,8 +60,15 @@ def owner_reference(owner: Any, *, controller: bool = False, block_owner_deletio
         else:
             raise ValueError("owner needs apiVersion and kind")
     if not meta.get("uid") or not meta.get("name"):
-        raise ValueError("owner needs metadata.name and metadata.uid (use the object read from the API)")
-    ref: dict[str, Any] = {"apiVersion": api_version, "kind": kind, "name": meta["name"], "uid": meta["uid"]}
+        raise ValueError(
+            "owner needs metadata.name and metadata.uid (use the object read from the API)"
+        )
+    ref: dict[str, Any] = {
+        "apiVersion": api_version,
+        "kind": kind,
+        "name": meta["name"],
+        "uid": meta["uid"],
+    }
     if controller:
         ref["controller"] = True
     if block_owner_deletion:
@@ -73,7 +82,9 @@ def _check_scopes(owner: Any, child: Any) -> None:
     if owner_ns and not child_ns:
         raise ValueError("a cluster-scoped object cannot be owned by a namespaced one")
     if owner_ns and child_ns and owner_ns != child_ns:
-        raise ValueError(f"cross-namespace owner references are not allowed ({owner_ns} owns {child_ns})")
+        raise ValueError(
+            f"cross-namespace owner references are not allowed ({owner_ns} owns {child_ns})"
+        )
 
 
 def set_controller_reference(owner: Any, child: Any, *, block_owner_deletion: bool = True) -> None:
@@ -101,7 +112,10 @@ def _owner_refs(child: Any) -> list[dict[str, Any]]:
         return list(_meta(child).get("ownerReferences") or [])
     meta = getattr(child, "metadata", None)
     refs = getattr(meta, "owner_references", None) or []
-    return [r if isinstance(r, dict) else r.model_dump(mode="json", by_alias=True, exclude_none=True) for r in refs]
+    return [
+        r if isinstance(r, dict) else r.model_dump(mode="json", by_alias=True, exclude_none=True)
+        for r in refs
+    ]
 
 
 def _same_owner(a: Mapping[str, Any], b: Mapping[str, Any]) -> bool:
@@ -206,7 +220,9 @@ async def create_or_patch(
     return await _create_or_write(client, obj, mutate, current, patch=True)
 
 
-async def _run(mutate: Callable[[dict[str, Any]], Awaitable[None] | None], obj: dict[str, Any]) -> None:
+async def _run(
+    mutate: Callable[[dict[str, Any]], Awaitable[None] | None], obj: dict[str, Any]
+) -> None:
     result = mutate(obj)
     if result is not None:
         await result
@@ -253,7 +269,9 @@ async def _create_or_write(
     diff = merge_patch_diff(body_before, body_after)
     if diff:
         result = await client.patch(rt, name, diff, namespace)
-    status_diff = merge_patch_diff({"status": before.get("status")}, {"status": after.get("status")})
+    status_diff = merge_patch_diff(
+        {"status": before.get("status")}, {"status": after.get("status")}
+    )
     if status_diff:
         result = await client.patch(rt, name, status_diff, namespace, subresource="status")
     return result, OperationResult.UPDATED

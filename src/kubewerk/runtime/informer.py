@@ -85,7 +85,9 @@ class Informer:
     ) -> None:
         self.client = client
         self.rt = rt
-        self.namespaces: tuple[str | None, ...] = tuple(namespaces) if namespaces and rt.namespaced else (None,)
+        self.namespaces: tuple[str | None, ...] = (
+            tuple(namespaces) if namespaces and rt.namespaced else (None,)
+        )
         self.label_selector = label_selector
         self.field_selector = field_selector
         self.resync_period = resync_period
@@ -271,7 +273,12 @@ class Informer:
 
     async def run(self) -> None:
         """List-watch every scoped namespace until cancelled (plus the resync timer)."""
-        tasks = [asyncio.create_task(self._run_one(ns), name=f"informer {self.rt.group_resource} {ns or '*'}") for ns in self.namespaces]
+        tasks = [
+            asyncio.create_task(
+                self._run_one(ns), name=f"informer {self.rt.group_resource} {ns or '*'}"
+            )
+            for ns in self.namespaces
+        ]
         if self.resync_period:
             tasks.append(asyncio.create_task(self._resync_loop(self.resync_period)))
         self._tasks = tasks
@@ -345,7 +352,9 @@ class Cache:
     ) -> None:
         self.client = client
         self.default_scope = Scope(tuple(namespaces) if namespaces else None)
-        self.by_kind: dict[ResourceType, Scope] = {resource_type_of(k): v for k, v in (by_kind or {}).items()}
+        self.by_kind: dict[ResourceType, Scope] = {
+            resource_type_of(k): v for k, v in (by_kind or {}).items()
+        }
         self.resync_period = resync_period
         self.transform = transform
         self._informers: dict[ResourceType, Informer] = {}
@@ -358,7 +367,9 @@ class Cache:
         inf = self._informers.get(rt)
         if inf is None:
             scope = self.by_kind.get(rt, self.default_scope)
-            namespaces = scope.namespaces if scope.namespaces is not None else self.default_scope.namespaces
+            namespaces = (
+                scope.namespaces if scope.namespaces is not None else self.default_scope.namespaces
+            )
             inf = Informer(
                 self.client,
                 rt,
@@ -428,7 +439,9 @@ class Cache:
             return None
         return kind.model_validate(obj) if is_model_class(kind) else obj
 
-    async def list(self, kind: Any, namespace: str | None = None, label_selector: str | None = None) -> list[Any]:
+    async def list(
+        self, kind: Any, namespace: str | None = None, label_selector: str | None = None
+    ) -> list[Any]:
         """Cached objects of a kind (typed when ``kind`` is a model class)."""
         inf = self.informer(kind)
         if not inf.has_synced:

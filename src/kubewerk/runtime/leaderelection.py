@@ -114,7 +114,9 @@ def decide(
         return False, current, f"lease is held by {current.holder} and has not yet expired"
     stamp = micro_time(now_wall)
     if am_leader:
-        record = LeaderRecord(identity, int(lease_duration), current.acquire_time or stamp, stamp, current.transitions)
+        record = LeaderRecord(
+            identity, int(lease_duration), current.acquire_time or stamp, stamp, current.transitions
+        )
     else:
         record = LeaderRecord(identity, int(lease_duration), stamp, stamp, current.transitions + 1)
     return True, record, "acquire" if not am_leader else "renew"
@@ -180,7 +182,11 @@ class LeaderElector:
             obs = self.observed
             assert obs.record is not None
             if obs.time + obs.record.lease_duration_seconds > now_mono:
-                record = replace(obs.record, renew_time=micro_time(now_wall), lease_duration_seconds=int(self.lease_duration))
+                record = replace(
+                    obs.record,
+                    renew_time=micro_time(now_wall),
+                    lease_duration_seconds=int(self.lease_duration),
+                )
                 if await self._update(record):
                     return True
         try:
@@ -207,7 +213,9 @@ class LeaderElector:
         current = LeaderRecord.from_lease(lease)
         self._lease_rv = str(lease["metadata"].get("resourceVersion", ""))
         self._note_leader(current.holder)
-        write, record, reason = decide(current, self.observed, self.identity, now_mono, now_wall, self.lease_duration)
+        write, record, reason = decide(
+            current, self.observed, self.identity, now_mono, now_wall, self.lease_duration
+        )
         if not write:
             log.debug("%s", reason)
             return False
@@ -228,7 +236,11 @@ class LeaderElector:
         body = {
             "apiVersion": LEASE.api_version,
             "kind": "Lease",
-            "metadata": {"name": self.name, "namespace": self.namespace, "resourceVersion": self._lease_rv},
+            "metadata": {
+                "name": self.name,
+                "namespace": self.namespace,
+                "resourceVersion": self._lease_rv,
+            },
             "spec": record.spec(),
         }
         try:
@@ -271,7 +283,13 @@ class LeaderElector:
                     break
                 await asyncio.sleep(min(self.retry_period, max(0.0, deadline - time.monotonic())))
             if not renewed:
-                log.error("%s failed to renew lease %s/%s within %.1fs", self.identity, self.namespace, self.name, self.renew_deadline)
+                log.error(
+                    "%s failed to renew lease %s/%s within %.1fs",
+                    self.identity,
+                    self.namespace,
+                    self.name,
+                    self.renew_deadline,
+                )
                 self._set_leader(False)
                 return
             await asyncio.sleep(self.retry_period)
@@ -298,7 +316,9 @@ class LeaderElector:
             leading: asyncio.Task[None] = asyncio.create_task(lead(), name=f"leader {self.name}")
             renewing = asyncio.create_task(self.renew_until_lost(), name=f"renew {self.name}")
             try:
-                done, _ = await asyncio.wait({leading, renewing}, return_when=asyncio.FIRST_COMPLETED)
+                done, _ = await asyncio.wait(
+                    {leading, renewing}, return_when=asyncio.FIRST_COMPLETED
+                )
             finally:
                 for t in (leading, renewing):
                     if not t.done():

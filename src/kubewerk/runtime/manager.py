@@ -129,7 +129,15 @@ def _probe_server(app: Any, host: str, port: int) -> Any:
         def capture_signals(self) -> Iterator[None]:
             yield
 
-    config = uvicorn.Config(app, host=host, port=port, log_level="warning", lifespan="off", access_log=False, interface="asgi3")
+    config = uvicorn.Config(
+        app,
+        host=host,
+        port=port,
+        log_level="warning",
+        lifespan="off",
+        access_log=False,
+        interface="asgi3",
+    )
     return ProbeServer(config)
 
 
@@ -204,7 +212,9 @@ class Manager:
     def add(self, controller: Controller[Any]) -> None:
         """Add a controller (before :meth:`start`)."""
         if any(c.name == controller.name for c in self.controllers):
-            raise ValueError(f"a controller named {controller.name!r} already exists; name it with .named()")
+            raise ValueError(
+                f"a controller named {controller.name!r} already exists; name it with .named()"
+            )
         if self._started:
             raise RuntimeError("add controllers before starting the manager")
         self.controllers.append(controller)
@@ -227,8 +237,8 @@ class Manager:
     ) -> Callable[[Reconciler[T]], Reconciler[T]]:
         """Register a reconcile function in one line::
 
-            @mgr.reconciler(Database, owns=[SECRET, CONFIGMAP])
-            async def reconcile(db: Database, ctx: Context) -> Result: ...
+        @mgr.reconciler(Database, owns=[SECRET, CONFIGMAP])
+        async def reconcile(db: Database, ctx: Context) -> Result: ...
         """
 
         def register(fn: Reconciler[T]) -> Reconciler[T]:
@@ -300,7 +310,12 @@ class Manager:
 
     # -- probes -------------------------------------------------------------------------
 
-    async def _asgi(self, scope: dict[str, Any], receive: Callable[[], Awaitable[Any]], send: Callable[[Any], Awaitable[None]]) -> None:
+    async def _asgi(
+        self,
+        scope: dict[str, Any],
+        receive: Callable[[], Awaitable[Any]],
+        send: Callable[[Any], Awaitable[None]],
+    ) -> None:
         if scope["type"] != "http":
             return
         path = scope.get("path", "")
@@ -318,14 +333,23 @@ class Manager:
             body = self.metrics.exposition()
             content_type = CONTENT_TYPE_LATEST.encode()
         else:
-            await send({"type": "http.response.start", "status": 404, "headers": [(b"content-type", content_type)]})
+            await send(
+                {
+                    "type": "http.response.start",
+                    "status": 404,
+                    "headers": [(b"content-type", content_type)],
+                }
+            )
             await send({"type": "http.response.body", "body": b"not found"})
             return
         await send(
             {
                 "type": "http.response.start",
                 "status": 200 if ok else 503,
-                "headers": [(b"content-type", content_type), (b"content-length", str(len(body)).encode())],
+                "headers": [
+                    (b"content-type", content_type),
+                    (b"content-length", str(len(body)).encode()),
+                ],
             }
         )
         await send({"type": "http.response.body", "body": body})
@@ -346,7 +370,9 @@ class Manager:
         except OSError as exc:
             sock.close()
             why = exc.strerror or str(exc)
-            raise ConfigError(f"cannot serve probes on {self.probe_host}:{self.probe_port}: {why}") from None
+            raise ConfigError(
+                f"cannot serve probes on {self.probe_host}:{self.probe_port}: {why}"
+            ) from None
         return sock
 
     async def _start_probes(self, sock: socket.socket | None) -> None:
@@ -392,7 +418,12 @@ class Manager:
             if self._own_client:
                 await client.close()
             raise
-        self.cache = Cache(client, namespaces=self.namespaces, by_kind=self.by_kind, resync_period=self.resync_period)
+        self.cache = Cache(
+            client,
+            namespaces=self.namespaces,
+            by_kind=self.by_kind,
+            resync_period=self.resync_period,
+        )
         for kind, index_name, index_fn in self._indexes:
             self.cache.informer(kind).add_indexer(index_name, index_fn)
         for ctrl in self.controllers:
@@ -437,7 +468,9 @@ class Manager:
                 try:
                     await client.resolve(rt.api_version, rt.kind)
                 except NotFound as exc:
-                    raise KindNotServed(f"{exc.message} (controller {ctrl.name}: is the CRD installed?)") from None
+                    raise KindNotServed(
+                        f"{exc.message} (controller {ctrl.name}: is the CRD installed?)"
+                    ) from None
 
     def _start_controllers(self) -> None:
         for ctrl in self.controllers:
@@ -469,7 +502,9 @@ class Manager:
         await asyncio.shield(self._stop_task)
 
     async def _shutdown(self) -> None:
-        await asyncio.gather(*(c.stop(self.graceful_shutdown_timeout) for c in self.controllers if c.running))
+        await asyncio.gather(
+            *(c.stop(self.graceful_shutdown_timeout) for c in self.controllers if c.running)
+        )
         for t in self._runnable_tasks:
             t.cancel()
         for t in self._runnable_tasks:

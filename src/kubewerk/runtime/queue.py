@@ -97,7 +97,9 @@ class BucketRateLimiter:
     tokens a second, at most ``burst`` stored; each call reserves one token and returns
     how long to wait for it. Not per item: ``forget`` and ``num_requeues`` are no-ops."""
 
-    def __init__(self, qps: float = 10.0, burst: int = 100, clock: Callable[[], float] = time.monotonic) -> None:
+    def __init__(
+        self, qps: float = 10.0, burst: int = 100, clock: Callable[[], float] = time.monotonic
+    ) -> None:
         self.qps = qps
         self.burst = burst
         self._clock = clock
@@ -139,7 +141,9 @@ class MaxOfRateLimiter:
 
 def default_controller_rate_limiter() -> MaxOfRateLimiter:
     """controller-runtime's default: max(5 ms → 1,000 s per-item backoff, 10 qps / 100 burst bucket)."""
-    return MaxOfRateLimiter(ItemExponentialFailureRateLimiter(0.005, 1000.0), BucketRateLimiter(10.0, 100))
+    return MaxOfRateLimiter(
+        ItemExponentialFailureRateLimiter(0.005, 1000.0), BucketRateLimiter(10.0, 100)
+    )
 
 
 class QueueMetrics(Protocol):

@@ -48,6 +48,7 @@ if TYPE_CHECKING:
 ROOT_FIELD: Final = "<nil>"
 """How ``field.Path(nil).String()`` prints: the field of errors about the whole object."""
 
+
 def field_of(name: str) -> str:
     """kube-openapi name → field path as the apiserver reports it."""
     if not name or name == ".":
@@ -584,7 +585,9 @@ class Validator:
                 )
             )
 
-    def _check_property_count(self, data: dict[str, Any], name: str, errs: list[FieldError]) -> None:
+    def _check_property_count(
+        self, data: dict[str, Any], name: str, errs: list[FieldError]
+    ) -> None:
         """``minProperties`` / ``maxProperties``."""
         n = len(data)
         if self.min_properties is not None and n < self.min_properties:

@@ -64,7 +64,13 @@ async def install_crds(client: Client, *models: Any, timeout: float = 10.0) -> l
         name = crd["metadata"]["name"]
         try:
             current = await client.get(CRD, name)
-            crd = {**crd, "metadata": {**crd["metadata"], "resourceVersion": current["metadata"]["resourceVersion"]}}
+            crd = {
+                **crd,
+                "metadata": {
+                    **crd["metadata"],
+                    "resourceVersion": current["metadata"]["resourceVersion"],
+                },
+            }
             await client.replace(crd)
         except NotFound:
             await client.create(crd)

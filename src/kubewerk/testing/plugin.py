@@ -18,7 +18,14 @@ import pytest
 
 from kubewerk.testing.helpers import wait_for as _wait_for
 
-FIXTURES = ("kube_server", "kube_client", "kube_kubeconfig", "install_crds", "run_manager", "wait_for")
+FIXTURES = (
+    "kube_server",
+    "kube_client",
+    "kube_kubeconfig",
+    "install_crds",
+    "run_manager",
+    "wait_for",
+)
 """Every fixture the plugin registers."""
 
 if importlib.util.find_spec("pytest_asyncio") is not None:
@@ -45,4 +52,12 @@ def wait_for() -> Callable[..., Awaitable[Any]]:
     return _wait_for
 
 
-__all__ = ["FIXTURES", "install_crds", "kube_client", "kube_kubeconfig", "kube_server", "run_manager", "wait_for"]
+__all__ = [
+    "FIXTURES",
+    "install_crds",
+    "kube_client",
+    "kube_kubeconfig",
+    "kube_server",
+    "run_manager",
+    "wait_for",
+]

@@ -42,9 +42,12 @@ def core() -> client.CoreV1Api:
 def configure(settings: kopf.OperatorSettings, **_: Any) -> None:
     settings.peering.standalone = True
     settings.persistence.finalizer = FINALIZER
-    settings.persistence.progress_storage = kopf.AnnotationsProgressStorage(prefix="db-operator.demo.kubewerk.dev")
+    settings.persistence.progress_storage = kopf.AnnotationsProgressStorage(
+        prefix="db-operator.demo.kubewerk.dev"
+    )
     settings.persistence.diffbase_storage = kopf.AnnotationsDiffBaseStorage(
-        prefix="db-operator.demo.kubewerk.dev", key="last-handled-configuration")
+        prefix="db-operator.demo.kubewerk.dev", key="last-handled-configuration"
+    )
     settings.posting.enabled = True  # kopf.info() and handler outcomes become core/v1 Events
     # stream the initial list (sendInitialEvents=true) instead of list+watch
     settings.watching.initial_streaming = True
@@ -57,24 +60,49 @@ def configure(settings: kopf.OperatorSettings, **_: Any) -> None:
 
 
 def config_map_data(spec: dict[str, Any]) -> dict[str, str]:
-    return {"engine": str(spec.get("engine", "")), "version": str(spec.get("version", "")),
-            "replicas": str(spec.get("replicas", 1))}
+    return {
+        "engine": str(spec.get("engine", "")),
+        "version": str(spec.get("version", "")),
+        "replicas": str(spec.get("replicas", 1)),
+    }
 
 
 def ready_status(spec: kopf.Spec, generation: int, message: str) -> dict[str, Any]:
     """Only fields the CRD's status schema declares (anything else would be pruned)."""
     now = datetime.datetime.now(datetime.UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
-    return {"replicas": int(spec.get("replicas", 1)),
-            "conditions": [{"type": "Ready", "status": "True", "reason": "Reconciled",
-                            "message": f"{message} (generation {generation})", "lastTransitionTime": now}]}
+    return {
+        "replicas": int(spec.get("replicas", 1)),
+        "conditions": [
+            {
+                "type": "Ready",
+                "status": "True",
+                "reason": "Reconciled",
+                "message": f"{message} (generation {generation})",
+                "lastTransitionTime": now,
+            }
+        ],
+    }
 
 
 @kopf.on.create(GROUP, VERSION, PLURAL)
-def create_fn(spec: kopf.Spec, name: str, namespace: str, meta: kopf.Meta, body: kopf.Body,
-              patch: kopf.Patch, **_: Any) -> None:
-    cm: dict[str, Any] = {"apiVersion": "v1", "kind": "ConfigMap",
-                          "metadata": {"name": f"{name}-config", "labels": {"app.kubernetes.io/managed-by": "db-operator"}},
-                          "data": config_map_data(dict(spec))}
+def create_fn(
+    spec: kopf.Spec,
+    name: str,
+    namespace: str,
+    meta: kopf.Meta,
+    body: kopf.Body,
+    patch: kopf.Patch,
+    **_: Any,
+) -> None:
+    cm: dict[str, Any] = {
+        "apiVersion": "v1",
+        "kind": "ConfigMap",
+        "metadata": {
+            "name": f"{name}-config",
+            "labels": {"app.kubernetes.io/managed-by": "db-operator"},
+        },
+        "data": config_map_data(dict(spec)),
+    }
     kopf.adopt(cm, owner=body)
     try:
         core().create_namespaced_config_map(namespace, cm)
@@ -87,10 +115,15 @@ def create_fn(spec: kopf.Spec, name: str, namespace: str, meta: kopf.Meta, body:
 
 
 @kopf.on.update(GROUP, VERSION, PLURAL, field="spec")
-def update_fn(spec: kopf.Spec, name: str, namespace: str, meta: kopf.Meta, patch: kopf.Patch,
-              **_: Any) -> None:
-    core().patch_namespaced_config_map(f"{name}-config", namespace, {"data": config_map_data(dict(spec))},
-                                       _content_type="application/merge-patch+json")
+def update_fn(
+    spec: kopf.Spec, name: str, namespace: str, meta: kopf.Meta, patch: kopf.Patch, **_: Any
+) -> None:
+    core().patch_namespaced_config_map(
+        f"{name}-config",
+        namespace,
+        {"data": config_map_data(dict(spec))},
+        _content_type="application/merge-patch+json",
+    )
     patch.status.update(ready_status(spec, int(meta.get("generation", 1)), "config map updated"))
 
 
@@ -101,12 +134,20 @@ def delete_fn(name: str, namespace: str, **_: Any) -> None:
     except ApiException as exc:
         if exc.status != 404:
             raise
-    journal = {"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": JOURNAL},
-               "data": {f"deleted.{name}": "true"}}
+    journal = {
+        "apiVersion": "v1",
+        "kind": "ConfigMap",
+        "metadata": {"name": JOURNAL},
+        "data": {f"deleted.{name}": "true"},
+    }
     try:
         core().create_namespaced_config_map(namespace, journal)
     except ApiException as exc:
         if exc.status != 409:
             raise
-        core().patch_namespaced_config_map(JOURNAL, namespace, {"data": journal["data"]},
-                                           _content_type="application/merge-patch+json")
+        core().patch_namespaced_config_map(
+            JOURNAL,
+            namespace,
+            {"data": journal["data"]},
+            _content_type="application/merge-patch+json",
+        )

@@ -46,7 +46,11 @@ class CustomResourceDefinitionStrategy(Strategy):
     def prepare_for_create(self, obj: JSON) -> None:
         obj["metadata"]["generation"] = 1
         obj.pop("status", None)
-        obj["status"] = {"conditions": [], "acceptedNames": {"plural": "", "kind": ""}, "storedVersions": []}
+        obj["status"] = {
+            "conditions": [],
+            "acceptedNames": {"plural": "", "kind": ""},
+            "storedVersions": [],
+        }
 
     def default(self, obj: JSON) -> None:
         default_crd(obj)
@@ -64,18 +68,29 @@ class CustomResourceDefinitionStrategy(Strategy):
 
 def resource_type() -> ServedResource:
     return ServedResource(
-        group="apiextensions.k8s.io", resource="customresourcedefinitions",
-        kind="CustomResourceDefinition", list_kind="CustomResourceDefinitionList",
-        singular="customresourcedefinition", namespaced=False, versions=["v1"],
-        storage_version="v1", short_names=["crd", "crds"], categories=["api-extensions"],
+        group="apiextensions.k8s.io",
+        resource="customresourcedefinitions",
+        kind="CustomResourceDefinition",
+        list_kind="CustomResourceDefinitionList",
+        singular="customresourcedefinition",
+        namespaced=False,
+        versions=["v1"],
+        storage_version="v1",
+        short_names=["crd", "crds"],
+        categories=["api-extensions"],
         status_subresource=True,
         strategy=CustomResourceDefinitionStrategy(
             columns=[PrinterColumn("Created At", "date", ".metadata.creationTimestamp")],
             cells=lambda o: [o.get("metadata", {}).get("creationTimestamp", "")],
         ),
-        schemas={"v1": object_schema(
-            "CustomResourceDefinition represents a resource that should be exposed on the API server.", {
-                "spec": {"type": "object", "x-kubernetes-preserve-unknown-fields": True},
-                "status": {"type": "object", "x-kubernetes-preserve-unknown-fields": True},
-            }, ["spec"])},
+        schemas={
+            "v1": object_schema(
+                "CustomResourceDefinition represents a resource that should be exposed on the API server.",
+                {
+                    "spec": {"type": "object", "x-kubernetes-preserve-unknown-fields": True},
+                    "status": {"type": "object", "x-kubernetes-preserve-unknown-fields": True},
+                },
+                ["spec"],
+            )
+        },
     )

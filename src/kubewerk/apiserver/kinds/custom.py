@@ -38,14 +38,22 @@ class CustomResourceStrategy(Strategy):
     prunes_unknown_fields: ClassVar[bool] = False  # the structural schema prunes
     allow_unconditional_update: ClassVar[bool] = False
 
-    def __init__(self, *, storage_api_version: str, namespaced: bool, status_subresource: bool,
-                 columns: dict[str, list[PrinterColumn]], selectable_fields: dict[str, list[str]]) -> None:
+    def __init__(
+        self,
+        *,
+        storage_api_version: str,
+        namespaced: bool,
+        status_subresource: bool,
+        columns: dict[str, list[PrinterColumn]],
+        selectable_fields: dict[str, list[str]],
+    ) -> None:
         super().__init__()
         self._storage_api_version = storage_api_version
         self._namespaced = namespaced
         self._status_subresource = status_subresource
         self._columns_of = {
-            version: tuple(_described(c) for c in (cols or [_AGE])) for version, cols in columns.items()
+            version: tuple(_described(c) for c in (cols or [_AGE]))
+            for version, cols in columns.items()
         }
         self._selectable = selectable_fields
 
@@ -62,7 +70,9 @@ class CustomResourceStrategy(Strategy):
 
     def warnings(self, obj: JSON, old: JSON | None) -> Sequence[str]:
         meta = obj.get("metadata") or {}
-        old_finalizers = ((old.get("metadata") or {}).get("finalizers")) if old is not None else None
+        old_finalizers = (
+            ((old.get("metadata") or {}).get("finalizers")) if old is not None else None
+        )
         return validation.finalizer_warnings(meta.get("finalizers") or [], old_finalizers)
 
     def to_storage(self, obj: JSON) -> JSON:
@@ -79,8 +89,13 @@ class CustomResourceStrategy(Strategy):
         namespaced = self._namespaced
         selectable = self._selectable.get(version, [])
         return FieldSelection(
-            lambda label: convert_custom_field_label(label, namespaced=namespaced, selectable_fields=selectable),
-            lambda obj: custom_resource_field_set(obj, namespaced=namespaced, selectable_fields=selectable))
+            lambda label: convert_custom_field_label(
+                label, namespaced=namespaced, selectable_fields=selectable
+            ),
+            lambda obj: custom_resource_field_set(
+                obj, namespaced=namespaced, selectable_fields=selectable
+            ),
+        )
 
     def columns(self, version: str) -> Sequence[PrinterColumn]:
         return self._columns_of.get(version) or (_described(_AGE),)
@@ -90,9 +105,14 @@ def _described(col: PrinterColumn) -> PrinterColumn:
     """``col`` with apiextensions' default description when the CRD gives none."""
     if col.description:
         return col
-    return PrinterColumn(col.name, col.type, col.json_path,
-                         f"Custom resource definition column (in JSONPath format): {col.json_path}",
-                         col.format, col.priority)
+    return PrinterColumn(
+        col.name,
+        col.type,
+        col.json_path,
+        f"Custom resource definition column (in JSONPath format): {col.json_path}",
+        col.format,
+        col.priority,
+    )
 
 
 def crd_to_type(crd: JSON) -> ServedResource | None:
@@ -119,21 +139,35 @@ def crd_to_type(crd: JSON) -> ServedResource | None:
             status_sub = True
         if isinstance(subs.get("scale"), dict) and scale is None:
             sc = subs["scale"]
-            scale = ScaleSpec(sc.get("specReplicasPath", ".spec.replicas"), sc.get("statusReplicasPath", ".status.replicas"),
-                              sc.get("labelSelectorPath"))
+            scale = ScaleSpec(
+                sc.get("specReplicasPath", ".spec.replicas"),
+                sc.get("statusReplicasPath", ".status.replicas"),
+                sc.get("labelSelectorPath"),
+            )
         printer[v["name"]] = [
-            PrinterColumn(c.get("name", ""), c.get("type", "string"), c.get("jsonPath", ""),
-                          c.get("description", ""), c.get("format", ""), int(c.get("priority", 0) or 0))
-            for c in v.get("additionalPrinterColumns") or [] if isinstance(c, dict)
+            PrinterColumn(
+                c.get("name", ""),
+                c.get("type", "string"),
+                c.get("jsonPath", ""),
+                c.get("description", ""),
+                c.get("format", ""),
+                int(c.get("priority", 0) or 0),
+            )
+            for c in v.get("additionalPrinterColumns") or []
+            if isinstance(c, dict)
         ]
-        selectable[v["name"]] = [str(f.get("jsonPath", "")).lstrip(".") for f in v.get("selectableFields") or []
-                                 if isinstance(f, dict)]
+        selectable[v["name"]] = [
+            str(f.get("jsonPath", "")).lstrip(".")
+            for f in v.get("selectableFields") or []
+            if isinstance(f, dict)
+        ]
         schema = (v.get("schema") or {}).get("openAPIV3Schema")
         if isinstance(schema, dict):
             schemas[v["name"]] = schema
         if v.get("deprecated"):
             deprecated[v["name"]] = v.get("deprecationWarning") or default_deprecation_warning(
-                v["name"], group, kind, versions)
+                v["name"], group, kind, versions
+            )
     meta = crd.get("metadata") or {}
     return ServedResource(
         group=group,
@@ -157,7 +191,10 @@ def crd_to_type(crd: JSON) -> ServedResource | None:
         crd_generation=int(meta.get("generation", 0) or 0),
         strategy=CustomResourceStrategy(
             storage_api_version=format_api_version(group, storage),
-            namespaced=namespaced, status_subresource=status_sub, columns=printer, selectable_fields=selectable,
+            namespaced=namespaced,
+            status_subresource=status_sub,
+            columns=printer,
+            selectable_fields=selectable,
         ),
     )
 
@@ -166,8 +203,13 @@ def default_deprecation_warning(version: str, group: str, kind: str, versions: l
     """apiextensions' default warning for a deprecated version: ``G/V K is deprecated``,
     plus ``; use G/V2 K`` naming the newest served, non-deprecated, newer version."""
     message = f"{group}/{version} {kind} is deprecated"
-    newer = [v["name"] for v in versions if v.get("served") and not v.get("deprecated")
-             and version_priority(v["name"]) < version_priority(version)]
+    newer = [
+        v["name"]
+        for v in versions
+        if v.get("served")
+        and not v.get("deprecated")
+        and version_priority(v["name"]) < version_priority(version)
+    ]
     if newer:
         message += f"; use {group}/{sorted_versions(newer)[0]} {kind}"
     return message

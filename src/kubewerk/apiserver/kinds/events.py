@@ -91,9 +91,17 @@ class EventsV1Strategy(EventStrategy):
         return event_from_core(obj)
 
 
-_SOURCE: JSON = {"type": "object", "properties": {"component": {"type": "string"}, "host": {"type": "string"}}}
-_SERIES: JSON = {"type": "object", "properties": {"count": {"type": "integer"},
-                                                  "lastObservedTime": {"type": "string", "format": "date-time"}}}
+_SOURCE: JSON = {
+    "type": "object",
+    "properties": {"component": {"type": "string"}, "host": {"type": "string"}},
+}
+_SERIES: JSON = {
+    "type": "object",
+    "properties": {
+        "count": {"type": "integer"},
+        "lastObservedTime": {"type": "string", "format": "date-time"},
+    },
+}
 _TIME: JSON = {"type": "string", "format": "date-time"}
 _INT32: JSON = {"type": "integer", "format": "int32"}
 _STRING: JSON = {"type": "string"}
@@ -101,57 +109,97 @@ _STRING: JSON = {"type": "string"}
 
 def core_resource_type() -> ServedResource:
     return ServedResource(
-        group="", resource="events", kind="Event", list_kind="EventList",
-        singular="event", namespaced=True, versions=["v1"], storage_version="v1",
-        short_names=["ev"], strategic_kind="Event",
+        group="",
+        resource="events",
+        kind="Event",
+        list_kind="EventList",
+        singular="event",
+        namespaced=True,
+        versions=["v1"],
+        storage_version="v1",
+        short_names=["ev"],
+        strategic_kind="Event",
         strategy=EventStrategy(
-            columns=_COLUMNS, field_key="v1/Event",
-            cells=lambda o: [_last_seen_cell(o), o.get("type", ""), o.get("reason", ""), _object_cell(o),
-                             o.get("message", "")],
+            columns=_COLUMNS,
+            field_key="v1/Event",
+            cells=lambda o: [
+                _last_seen_cell(o),
+                o.get("type", ""),
+                o.get("reason", ""),
+                _object_cell(o),
+                o.get("message", ""),
+            ],
         ),
-        schemas={"v1": object_schema("Event is a report of an event somewhere in the cluster.", {
-            "involvedObject": OBJECT_REFERENCE,
-            "reason": _STRING,
-            "message": _STRING,
-            "type": _STRING,
-            "count": _INT32,
-            "firstTimestamp": _TIME,
-            "lastTimestamp": _TIME,
-            "eventTime": _TIME,
-            "source": _SOURCE,
-            "reportingComponent": _STRING,
-            "reportingInstance": _STRING,
-            "action": _STRING,
-            "related": OBJECT_REFERENCE,
-            "series": _SERIES,
-        }, ["metadata", "involvedObject"])},
+        schemas={
+            "v1": object_schema(
+                "Event is a report of an event somewhere in the cluster.",
+                {
+                    "involvedObject": OBJECT_REFERENCE,
+                    "reason": _STRING,
+                    "message": _STRING,
+                    "type": _STRING,
+                    "count": _INT32,
+                    "firstTimestamp": _TIME,
+                    "lastTimestamp": _TIME,
+                    "eventTime": _TIME,
+                    "source": _SOURCE,
+                    "reportingComponent": _STRING,
+                    "reportingInstance": _STRING,
+                    "action": _STRING,
+                    "related": OBJECT_REFERENCE,
+                    "series": _SERIES,
+                },
+                ["metadata", "involvedObject"],
+            )
+        },
     )
 
 
 def events_v1_resource_type() -> ServedResource:
     return ServedResource(
-        group="events.k8s.io", resource="events", kind="Event", list_kind="EventList",
-        singular="event", namespaced=True, versions=["v1"], storage_version="v1",
-        short_names=["ev"], strategic_kind="events.k8s.io/Event", storage_group="",
+        group="events.k8s.io",
+        resource="events",
+        kind="Event",
+        list_kind="EventList",
+        singular="event",
+        namespaced=True,
+        versions=["v1"],
+        storage_version="v1",
+        short_names=["ev"],
+        strategic_kind="events.k8s.io/Event",
+        storage_group="",
         strategy=EventsV1Strategy(
-            columns=_COLUMNS, field_key="events.k8s.io/v1/Event", stored_field_key="v1/Event",
-            cells=lambda o: [_last_seen_cell(o), o.get("type", ""), o.get("reason", ""), _object_cell(o),
-                             o.get("note", "")],
+            columns=_COLUMNS,
+            field_key="events.k8s.io/v1/Event",
+            stored_field_key="v1/Event",
+            cells=lambda o: [
+                _last_seen_cell(o),
+                o.get("type", ""),
+                o.get("reason", ""),
+                _object_cell(o),
+                o.get("note", ""),
+            ],
         ),
-        schemas={"v1": object_schema("Event is a report of an event somewhere in the cluster.", {
-            "regarding": OBJECT_REFERENCE,
-            "related": OBJECT_REFERENCE,
-            "reason": _STRING,
-            "note": _STRING,
-            "type": _STRING,
-            "action": _STRING,
-            "eventTime": _TIME,
-            "reportingController": _STRING,
-            "reportingInstance": _STRING,
-            "series": _SERIES,
-            "deprecatedSource": _SOURCE,
-            "deprecatedFirstTimestamp": _TIME,
-            "deprecatedLastTimestamp": _TIME,
-            "deprecatedCount": _INT32,
-        }, ["eventTime"])},
+        schemas={
+            "v1": object_schema(
+                "Event is a report of an event somewhere in the cluster.",
+                {
+                    "regarding": OBJECT_REFERENCE,
+                    "related": OBJECT_REFERENCE,
+                    "reason": _STRING,
+                    "note": _STRING,
+                    "type": _STRING,
+                    "action": _STRING,
+                    "eventTime": _TIME,
+                    "reportingController": _STRING,
+                    "reportingInstance": _STRING,
+                    "series": _SERIES,
+                    "deprecatedSource": _SOURCE,
+                    "deprecatedFirstTimestamp": _TIME,
+                    "deprecatedLastTimestamp": _TIME,
+                    "deprecatedCount": _INT32,
+                },
+                ["eventTime"],
+            )
+        },
     )

@@ -10,22 +10,36 @@ from kubewerk.core.meta import age
 
 def resource_type() -> ServedResource:
     return ServedResource(
-        group="coordination.k8s.io", resource="leases", kind="Lease", list_kind="LeaseList",
-        singular="lease", namespaced=True, versions=["v1"], storage_version="v1",
+        group="coordination.k8s.io",
+        resource="leases",
+        kind="Lease",
+        list_kind="LeaseList",
+        singular="lease",
+        namespaced=True,
+        versions=["v1"],
+        storage_version="v1",
         strategic_kind="Lease",
         strategy=Strategy(
             columns=[PrinterColumn("Holder", "string", ".spec.holderIdentity"), AGE],
             cells=lambda o: [(o.get("spec") or {}).get("holderIdentity", ""), age(o)],
         ),
-        schemas={"v1": object_schema("Lease defines a lease concept.", {
-            "spec": {"type": "object", "properties": {
-                "holderIdentity": {"type": "string"},
-                "leaseDurationSeconds": {"type": "integer", "format": "int32"},
-                "acquireTime": {"type": "string", "format": "date-time"},
-                "renewTime": {"type": "string", "format": "date-time"},
-                "leaseTransitions": {"type": "integer", "format": "int32"},
-                "strategy": {"type": "string"},
-                "preferredHolder": {"type": "string"},
-            }},
-        })},
+        schemas={
+            "v1": object_schema(
+                "Lease defines a lease concept.",
+                {
+                    "spec": {
+                        "type": "object",
+                        "properties": {
+                            "holderIdentity": {"type": "string"},
+                            "leaseDurationSeconds": {"type": "integer", "format": "int32"},
+                            "acquireTime": {"type": "string", "format": "date-time"},
+                            "renewTime": {"type": "string", "format": "date-time"},
+                            "leaseTransitions": {"type": "integer", "format": "int32"},
+                            "strategy": {"type": "string"},
+                            "preferredHolder": {"type": "string"},
+                        },
+                    },
+                },
+            )
+        },
     )

@@ -56,18 +56,44 @@ class NamespaceStrategy(Strategy):
 
 def resource_type() -> ServedResource:
     return ServedResource(
-        group="", resource="namespaces", kind="Namespace", list_kind="NamespaceList",
-        singular="namespace", namespaced=False, versions=["v1"], storage_version="v1",
-        short_names=["ns"], status_subresource=True, strategic_kind="Namespace",
+        group="",
+        resource="namespaces",
+        kind="Namespace",
+        list_kind="NamespaceList",
+        singular="namespace",
+        namespaced=False,
+        versions=["v1"],
+        storage_version="v1",
+        short_names=["ns"],
+        status_subresource=True,
+        strategic_kind="Namespace",
         return_deleted_object=True,
         strategy=NamespaceStrategy(
-            columns=[PrinterColumn("Status", "string", ".status.phase", "The status of the namespace"), AGE],
+            columns=[
+                PrinterColumn("Status", "string", ".status.phase", "The status of the namespace"),
+                AGE,
+            ],
             cells=lambda o: [(o.get("status") or {}).get("phase", ""), age(o)],
             field_key="v1/Namespace",
         ),
-        schemas={"v1": object_schema("Namespace provides a scope for Names.", {
-            "spec": {"type": "object", "properties": {"finalizers": {"type": "array", "items": {"type": "string"}}}},
-            "status": {"type": "object", "properties": {"phase": {"type": "string"},
-                                                        "conditions": {"type": "array", "items": {"type": "object"}}}},
-        })},
+        schemas={
+            "v1": object_schema(
+                "Namespace provides a scope for Names.",
+                {
+                    "spec": {
+                        "type": "object",
+                        "properties": {
+                            "finalizers": {"type": "array", "items": {"type": "string"}}
+                        },
+                    },
+                    "status": {
+                        "type": "object",
+                        "properties": {
+                            "phase": {"type": "string"},
+                            "conditions": {"type": "array", "items": {"type": "object"}},
+                        },
+                    },
+                },
+            )
+        },
     )

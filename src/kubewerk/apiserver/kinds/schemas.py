@@ -21,21 +21,35 @@ BYTES_MAP: JSON = {"type": "object", "additionalProperties": {"type": "string", 
 OBJECT_REFERENCE: JSON = {
     "type": "object",
     "description": "A reference to an object.",
-    "properties": {k: {"type": "string"} for k in ("apiVersion", "kind", "name", "namespace", "uid",
-                                                   "resourceVersion", "fieldPath")},
+    "properties": {
+        k: {"type": "string"}
+        for k in ("apiVersion", "kind", "name", "namespace", "uid", "resourceVersion", "fieldPath")
+    },
 }
 """``corev1.ObjectReference``."""
 
 
-def object_schema(description: str, props: dict[str, JSON], required: list[str] | None = None) -> JSON:
+def object_schema(
+    description: str, props: dict[str, JSON], required: list[str] | None = None
+) -> JSON:
     """A top-level kind's schema: ``apiVersion``, ``kind``, ``metadata`` and ``props``."""
     schema: JSON = {
         "description": description,
         "type": "object",
         "properties": {
-            "apiVersion": {"type": "string", "description": "APIVersion defines the versioned schema of this representation of an object."},
-            "kind": {"type": "string", "description": "Kind is a string value representing the REST resource this object represents."},
-            "metadata": {"allOf": [_OBJECT_META_REF], "default": {}, "description": "Standard object's metadata."},
+            "apiVersion": {
+                "type": "string",
+                "description": "APIVersion defines the versioned schema of this representation of an object.",
+            },
+            "kind": {
+                "type": "string",
+                "description": "Kind is a string value representing the REST resource this object represents.",
+            },
+            "metadata": {
+                "allOf": [_OBJECT_META_REF],
+                "default": {},
+                "description": "Standard object's metadata.",
+            },
             **props,
         },
     }

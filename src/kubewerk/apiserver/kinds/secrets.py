@@ -38,18 +38,33 @@ class SecretStrategy(Strategy):
 
 def resource_type() -> ServedResource:
     return ServedResource(
-        group="", resource="secrets", kind="Secret", list_kind="SecretList",
-        singular="secret", namespaced=True, versions=["v1"], storage_version="v1",
+        group="",
+        resource="secrets",
+        kind="Secret",
+        list_kind="SecretList",
+        singular="secret",
+        namespaced=True,
+        versions=["v1"],
+        storage_version="v1",
         strategic_kind="Secret",
         strategy=SecretStrategy(
-            columns=[PrinterColumn("Type", "string", ".type"), PrinterColumn("Data", "string", ".data"), AGE],
+            columns=[
+                PrinterColumn("Type", "string", ".type"),
+                PrinterColumn("Data", "string", ".data"),
+                AGE,
+            ],
             cells=lambda o: [o.get("type", ""), len(o.get("data") or {}), age(o)],
             field_key="v1/Secret",
         ),
-        schemas={"v1": object_schema("Secret holds secret data of a certain type.", {
-            "data": BYTES_MAP,
-            "stringData": STRING_MAP,
-            "type": {"type": "string"},
-            "immutable": {"type": "boolean"},
-        })},
+        schemas={
+            "v1": object_schema(
+                "Secret holds secret data of a certain type.",
+                {
+                    "data": BYTES_MAP,
+                    "stringData": STRING_MAP,
+                    "type": {"type": "string"},
+                    "immutable": {"type": "boolean"},
+                },
+            )
+        },
     )

@@ -10,16 +10,32 @@ from kubewerk.core.meta import age
 
 def resource_type() -> ServedResource:
     return ServedResource(
-        group="", resource="serviceaccounts", kind="ServiceAccount", list_kind="ServiceAccountList",
-        singular="serviceaccount", namespaced=True, versions=["v1"], storage_version="v1",
-        short_names=["sa"], strategic_kind="ServiceAccount", return_deleted_object=True,
+        group="",
+        resource="serviceaccounts",
+        kind="ServiceAccount",
+        list_kind="ServiceAccountList",
+        singular="serviceaccount",
+        namespaced=True,
+        versions=["v1"],
+        storage_version="v1",
+        short_names=["sa"],
+        strategic_kind="ServiceAccount",
+        return_deleted_object=True,
         strategy=Strategy(
             columns=[PrinterColumn("Secrets", "string", ".secrets"), AGE],
             cells=lambda o: [len(o.get("secrets") or []), age(o)],
         ),
-        schemas={"v1": object_schema("ServiceAccount binds together a name, a principal and secrets.", {
-            "secrets": {"type": "array", "items": OBJECT_REFERENCE},
-            "imagePullSecrets": {"type": "array", "items": {"type": "object", "properties": {"name": {"type": "string"}}}},
-            "automountServiceAccountToken": {"type": "boolean"},
-        })},
+        schemas={
+            "v1": object_schema(
+                "ServiceAccount binds together a name, a principal and secrets.",
+                {
+                    "secrets": {"type": "array", "items": OBJECT_REFERENCE},
+                    "imagePullSecrets": {
+                        "type": "array",
+                        "items": {"type": "object", "properties": {"name": {"type": "string"}}},
+                    },
+                    "automountServiceAccountToken": {"type": "boolean"},
+                },
+            )
+        },
     )

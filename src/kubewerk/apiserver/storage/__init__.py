@@ -88,7 +88,8 @@ def open_store(spec: str, **policy: Any) -> Store:
             _make_private_dirs(path.parent)
         except OSError as e:
             raise StoreOpenError(
-                f"cannot open SQLite store {path}: cannot create its directory: {e}") from e
+                f"cannot open SQLite store {path}: cannot create its directory: {e}"
+            ) from e
         return _construct(SQLiteStore, spec, policy, path)
     raise ValueError(f"unknown store spec {spec!r}: {_SPEC_HELP}")
 

@@ -73,9 +73,7 @@ def check_read_revision(requested: int, compacted: int, current: int) -> None:
     if requested < compacted:
         raise Compacted(requested, compacted)
     if requested > current:
-        raise FutureRevision(
-            f"revision {requested} is newer than the current revision {current}"
-        )
+        raise FutureRevision(f"revision {requested} is newer than the current revision {current}")
 
 
 def merge_snapshot(
@@ -93,8 +91,11 @@ def merge_snapshot(
     """
     lower = start_after if start_after is not None and start_after >= prefix else None
     revived = sorted(
-        ((k, v) for k, v in changed.items()
-         if v is not None and k.startswith(prefix) and (lower is None or k > lower)),
+        (
+            (k, v)
+            for k, v in changed.items()
+            if v is not None and k.startswith(prefix) and (lower is None or k > lower)
+        ),
         key=itemgetter(0),
     )
     kept = ((k, v) for k, v in current if k not in changed)
@@ -156,9 +157,8 @@ class Fanout:
                     try:
                         fn(ev)
                     except Exception:
-                        log.exception("storage subscriber %r failed on revision %d",
-                                      fn, ev.revision)
+                        log.exception(
+                            "storage subscriber %r failed on revision %d", fn, ev.revision
+                        )
         finally:
             self._delivering = False
-
-

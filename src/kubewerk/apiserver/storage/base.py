@@ -156,9 +156,14 @@ class Store(Protocol):
         The memory store returns the stored dict itself (no copy): never mutate it.
         """
 
-    def list(self, prefix: str, *, at_revision: int | None = None,
-             start_after: str | None = None, limit: int | None = None
-             ) -> tuple[list[tuple[str, JSON]], int, bool]:
+    def list(
+        self,
+        prefix: str,
+        *,
+        at_revision: int | None = None,
+        start_after: str | None = None,
+        limit: int | None = None,
+    ) -> tuple[list[tuple[str, JSON]], int, bool]:
         """Objects under ``prefix`` in key order as of ``at_revision`` (default: now).
 
         Returns ``(items, revision, more)``: the page (keys > ``start_after``, at most

@@ -59,11 +59,12 @@ def encode_storable(key: str, obj: JSON) -> tuple[bytes, int]:
 def _cause(encoder_message: str) -> str:
     """A user-facing reason for an orjson encode error."""
     if "Recursion limit" in encoder_message:
-        return (f"it is nested more than {MAX_STORED_DEPTH} levels deep, too deep to be "
-                "written back in a list or watch")
+        return (
+            f"it is nested more than {MAX_STORED_DEPTH} levels deep, too deep to be "
+            "written back in a list or watch"
+        )
     if "Integer exceeds" in encoder_message:
-        return ("it holds an integer outside the 64-bit range "
-                f"[{-(2 ** 63)}, {2 ** 64 - 1}]")
+        return f"it holds an integer outside the 64-bit range [{-(2**63)}, {2**64 - 1}]"
     if "surrogates" in encoder_message:
         return "it holds a string that is not valid Unicode (a lone surrogate)"
     return f"it holds a value JSON cannot represent ({encoder_message})"

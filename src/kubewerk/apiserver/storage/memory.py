@@ -151,9 +151,14 @@ class MemoryStore:
             raise StoreClosed()
         return self._data.get(key)
 
-    def list(self, prefix: str, *, at_revision: int | None = None,
-             start_after: str | None = None, limit: int | None = None
-             ) -> tuple[builtins.list[tuple[str, JSON]], int, bool]:
+    def list(
+        self,
+        prefix: str,
+        *,
+        at_revision: int | None = None,
+        start_after: str | None = None,
+        limit: int | None = None,
+    ) -> tuple[builtins.list[tuple[str, JSON]], int, bool]:
         """Objects under ``prefix`` in key order as of ``at_revision``; see ``Store.list``.
 
         Cost: O(page) for the current revision; for an older revision add O(events since
@@ -180,9 +185,11 @@ class MemoryStore:
                 if ev.key not in changed and ev.key.startswith(prefix):
                     changed[ev.key] = ev.prev
             keys = self._current_keys(
-                prefix, lower, None if limit is None else limit + 1 + len(changed))
+                prefix, lower, None if limit is None else limit + 1 + len(changed)
+            )
             page, more = merge_snapshot(
-                prefix, start_after, limit, ((k, data[k]) for k in keys), changed)
+                prefix, start_after, limit, ((k, data[k]) for k in keys), changed
+            )
             return page, at, more
 
     def count(self, prefix: str, *, start_after: str | None = None) -> int:
@@ -212,7 +219,7 @@ class MemoryStore:
                 raise Compacted(revision, self._compacted)
             if revision >= self._rev:
                 return []
-            tail = self._log[revision - self._compacted:]
+            tail = self._log[revision - self._compacted :]
             if not prefix:
                 return tail
             return [ev for ev in tail if ev.key.startswith(prefix)]
@@ -314,7 +321,8 @@ class MemoryStore:
             self._check_open()
             if revision > self._rev:
                 raise FutureRevision(
-                    f"cannot compact to revision {revision}: current revision is {self._rev}")
+                    f"cannot compact to revision {revision}: current revision is {self._rev}"
+                )
             n = revision - self._compacted
             if n > 0:
                 self._drop_oldest(n)
@@ -337,11 +345,16 @@ class MemoryStore:
         """Current sizes and compaction counters (kept up to date by every write)."""
         with self._lock:
             return StoreStats(
-                revision=self._rev, compacted_revision=self._compacted,
-                objects=len(self._data), object_bytes=self._object_bytes,
-                history_events=len(self._log), history_bytes=self._history_bytes,
-                compactions=self._compactions, compacted_events=self._compacted_events,
-                compacted_bytes=self._compacted_bytes)
+                revision=self._rev,
+                compacted_revision=self._compacted,
+                objects=len(self._data),
+                object_bytes=self._object_bytes,
+                history_events=len(self._log),
+                history_bytes=self._history_bytes,
+                compactions=self._compactions,
+                compacted_events=self._compacted_events,
+                compacted_bytes=self._compacted_bytes,
+            )
 
     def close(self) -> None:
         """Drop all state; later calls raise ``StoreClosed`` (closing again is a no-op)."""

@@ -100,8 +100,7 @@ _loads = orjson.loads
 _dumps = orjson.dumps
 
 
-def _range_sql(col: str, prefix: str, lower: str | None = None
-               ) -> tuple[str, list[object]]:
+def _range_sql(col: str, prefix: str, lower: str | None = None) -> tuple[str, list[object]]:
     """A ``WHERE`` fragment selecting ``col`` under ``prefix`` (and above ``lower``)."""
     params: list[object]
     if lower is None:
@@ -145,7 +144,11 @@ def _warn_if_shared(path: str) -> None:
             log.warning(
                 "SQLite store file %s has mode %04o: other users may read it, and it holds "
                 "every stored object, Secrets included; kubewerk leaves an existing file's "
-                "mode as it is (chmod 600 %s to make it private)", name, mode, name)
+                "mode as it is (chmod 600 %s to make it private)",
+                name,
+                mode,
+                name,
+            )
 
 
 class SQLiteStore:
@@ -187,8 +190,9 @@ class SQLiteStore:
         if self.path not in ("", ":memory:"):
             _create_private(self.path)
         try:
-            conn = sqlite3.connect(self.path, isolation_level=None,
-                                   check_same_thread=False, timeout=0.5)
+            conn = sqlite3.connect(
+                self.path, isolation_level=None, check_same_thread=False, timeout=0.5
+            )
         except sqlite3.Error as e:
             raise StoreOpenError(f"cannot open SQLite store {self.path}: {e}") from e
         try:
@@ -201,8 +205,8 @@ class SQLiteStore:
             msg = str(e)
             if "locked" in msg or "busy" in msg:
                 raise StoreOpenError(
-                    f"cannot open SQLite store {self.path}: it is in use by another "
-                    f"process ({msg})") from e
+                    f"cannot open SQLite store {self.path}: it is in use by another process ({msg})"
+                ) from e
             raise StoreOpenError(f"cannot open SQLite store {self.path}: {msg}") from e
         self._conn = conn
 
@@ -211,35 +215,42 @@ class SQLiteStore:
         mode = conn.execute("PRAGMA journal_mode=WAL").fetchone()[0]
         if str(mode).lower() != "wal" and self.path != ":memory:":
             raise StoreOpenError(
-                f"cannot open SQLite store {self.path}: WAL journal mode unavailable ({mode})")
+                f"cannot open SQLite store {self.path}: WAL journal mode unavailable ({mode})"
+            )
         conn.execute(f"PRAGMA synchronous={'FULL' if self.durable else 'NORMAL'}")
         conn.execute("BEGIN IMMEDIATE")
         try:
-            tables = {r[0] for r in conn.execute(
-                "SELECT name FROM sqlite_master WHERE type = 'table'")}
+            tables = {
+                r[0] for r in conn.execute("SELECT name FROM sqlite_master WHERE type = 'table'")
+            }
             if not tables:
                 for stmt in _SCHEMA:
                     conn.execute(stmt)
-                conn.executemany("INSERT INTO kubewerk_meta(name, value) VALUES (?, ?)",
-                                 [("schema_version", SCHEMA_VERSION), ("compacted", 0)])
+                conn.executemany(
+                    "INSERT INTO kubewerk_meta(name, value) VALUES (?, ?)",
+                    [("schema_version", SCHEMA_VERSION), ("compacted", 0)],
+                )
             elif not {"kubewerk_meta", "kv", "log"} <= tables:
                 raise StoreOpenError(
                     f"cannot open SQLite store {self.path}: it is an SQLite database but not "
-                    f"a kubewerk store (tables: {', '.join(sorted(tables))})")
+                    f"a kubewerk store (tables: {', '.join(sorted(tables))})"
+                )
             meta = dict(conn.execute("SELECT name, value FROM kubewerk_meta").fetchall())
             if meta.get("schema_version") != SCHEMA_VERSION:
                 raise StoreOpenError(
                     f"cannot open SQLite store {self.path}: schema version "
-                    f"{meta.get('schema_version')!r} is not the supported {SCHEMA_VERSION}")
+                    f"{meta.get('schema_version')!r} is not the supported {SCHEMA_VERSION}"
+                )
             compacted = int(meta["compacted"])
-            newest = conn.execute(
-                "SELECT rev, ts FROM log ORDER BY rev DESC LIMIT 1").fetchone()
+            newest = conn.execute("SELECT rev, ts FROM log ORDER BY rev DESC LIMIT 1").fetchone()
             # length() of a BLOB reads the record header, not the value
             self._objects, self._object_bytes = conn.execute(
-                f"SELECT count(*), coalesce(sum(length(log.value)), 0) FROM {_CURRENT}").fetchone()
+                f"SELECT count(*), coalesce(sum(length(log.value)), 0) FROM {_CURRENT}"
+            ).fetchone()
             self._history_events, self._history_bytes = conn.execute(
                 "SELECT count(*), coalesce(sum(length(value)), 0) FROM log WHERE rev > ?",
-                (compacted,)).fetchone()
+                (compacted,),
+            ).fetchone()
             conn.execute("COMMIT")
         except BaseException:
             if conn.in_transaction:
@@ -264,13 +275,21 @@ class SQLiteStore:
     def get(self, key: str) -> JSON | None:
         """The current object at ``key`` (freshly decoded), or None."""
         with self._lock:
-            row = self._connection().execute(
-                f"SELECT log.value FROM {_CURRENT} WHERE kv.key = ?", (key,)).fetchone()
+            row = (
+                self._connection()
+                .execute(f"SELECT log.value FROM {_CURRENT} WHERE kv.key = ?", (key,))
+                .fetchone()
+            )
         return None if row is None else _loads(row[0])
 
-    def list(self, prefix: str, *, at_revision: int | None = None,
-             start_after: str | None = None, limit: int | None = None
-             ) -> tuple[builtins.list[tuple[str, JSON]], int, bool]:
+    def list(
+        self,
+        prefix: str,
+        *,
+        at_revision: int | None = None,
+        start_after: str | None = None,
+        limit: int | None = None,
+    ) -> tuple[builtins.list[tuple[str, JSON]], int, bool]:
         """Objects under ``prefix`` in key order as of ``at_revision``; see ``Store.list``.
 
         Cost: one index range scan of the page for the current revision; for an older
@@ -289,14 +308,19 @@ class SQLiteStore:
                 # each key written since `at`: its value then is the version its first
                 # write after `at` replaced (kept by compaction, see the module docstring)
                 lwhere, lparams = _range_sql("key", prefix)
-                changed = dict(conn.execute(
-                    "SELECT f.key, p.value FROM (SELECT key, prev_rev, min(rev) FROM log"
-                    f" WHERE rev > ? AND {lwhere} GROUP BY key) AS f"
-                    " LEFT JOIN log AS p ON p.rev = f.prev_rev", [at, *lparams]).fetchall())
+                changed = dict(
+                    conn.execute(
+                        "SELECT f.key, p.value FROM (SELECT key, prev_rev, min(rev) FROM log"
+                        f" WHERE rev > ? AND {lwhere} GROUP BY key) AS f"
+                        " LEFT JOIN log AS p ON p.rev = f.prev_rev",
+                        [at, *lparams],
+                    ).fetchall()
+                )
             n = -1 if limit is None else limit + 1 + len(changed)
             rows: builtins.list[tuple[str, bytes]] = conn.execute(
-                f"SELECT kv.key, log.value FROM {_CURRENT} WHERE {where}"
-                " ORDER BY kv.key LIMIT ?", [*params, n]).fetchall()
+                f"SELECT kv.key, log.value FROM {_CURRENT} WHERE {where} ORDER BY kv.key LIMIT ?",
+                [*params, n],
+            ).fetchall()
         if changed:
             page, more = merge_snapshot(prefix, start_after, limit, rows, changed)
         else:
@@ -309,7 +333,11 @@ class SQLiteStore:
         lower = start_after if start_after is not None and start_after >= prefix else None
         where, params = _range_sql("key", prefix, lower)
         with self._lock:
-            row = self._connection().execute(f"SELECT count(*) FROM kv WHERE {where}", params).fetchone()
+            row = (
+                self._connection()
+                .execute(f"SELECT count(*) FROM kv WHERE {where}", params)
+                .fetchone()
+            )
         return int(row[0])
 
     def events_since(self, prefix: str, revision: int) -> builtins.list[Event]:
@@ -328,9 +356,13 @@ class SQLiteStore:
             rows = conn.execute(
                 "SELECT l.rev, l.type, l.key, l.value, p.value FROM log AS l"
                 " LEFT JOIN log AS p ON p.rev = l.prev_rev"
-                f" WHERE l.rev > ? AND {where} ORDER BY l.rev", [revision, *params]).fetchall()
-        return [Event(_TYPES[t], k, rev, _loads(v), None if p is None else _loads(p), len(v))
-                for rev, t, k, v, p in rows]
+                f" WHERE l.rev > ? AND {where} ORDER BY l.rev",
+                [revision, *params],
+            ).fetchall()
+        return [
+            Event(_TYPES[t], k, rev, _loads(v), None if p is None else _loads(p), len(v))
+            for rev, t, k, v, p in rows
+        ]
 
     # -- writes ------------------------------------------------------------------------
 
@@ -341,12 +373,15 @@ class SQLiteStore:
             rev = self._rev + 1
             new = stamp(obj, rev)
             wrapped, size = encode_storable(key, new)
-            blob = memoryview(wrapped)[EMBED_HEADROOM:EMBED_HEADROOM + size]
+            blob = memoryview(wrapped)[EMBED_HEADROOM : EMBED_HEADROOM + size]
             try:
                 with self._transaction(conn) as now:
                     conn.execute("INSERT INTO kv(key, rev) VALUES (?, ?)", (key, rev))
-                    conn.execute("INSERT INTO log(rev, ts, type, key, value, prev_rev)"
-                                 " VALUES (?, ?, 0, ?, ?, NULL)", (rev, now, key, blob))
+                    conn.execute(
+                        "INSERT INTO log(rev, ts, type, key, value, prev_rev)"
+                        " VALUES (?, ?, 0, ?, ?, NULL)",
+                        (rev, now, key, blob),
+                    )
             except sqlite3.IntegrityError as e:
                 if "kv.key" in str(e):
                     raise KeyExists(f"key {key!r} already exists") from None
@@ -369,11 +404,14 @@ class SQLiteStore:
             rev = self._rev + 1
             new = stamp(obj, rev)
             wrapped, size = encode_storable(key, new)
-            blob = memoryview(wrapped)[EMBED_HEADROOM:EMBED_HEADROOM + size]
+            blob = memoryview(wrapped)[EMBED_HEADROOM : EMBED_HEADROOM + size]
             with self._transaction(conn) as now:
                 conn.execute("UPDATE kv SET rev = ? WHERE key = ?", (rev, key))
-                conn.execute("INSERT INTO log(rev, ts, type, key, value, prev_rev)"
-                             " VALUES (?, ?, 1, ?, ?, ?)", (rev, now, key, blob, prev_rev))
+                conn.execute(
+                    "INSERT INTO log(rev, ts, type, key, value, prev_rev)"
+                    " VALUES (?, ?, 1, ?, ?, ?)",
+                    (rev, now, key, blob, prev_rev),
+                )
             self._rev = rev
             self._object_bytes += size - len(prev_blob)
             self._logged(size)
@@ -394,9 +432,11 @@ class SQLiteStore:
             blob = _dumps(last)
             with self._transaction(conn) as now:
                 conn.execute("DELETE FROM kv WHERE key = ?", (key,))
-                conn.execute("INSERT INTO log(rev, ts, type, key, value, prev_rev)"
-                             " VALUES (?, ?, 2, ?, ?, ?)",
-                             (rev, now, key, blob, prev_rev))
+                conn.execute(
+                    "INSERT INTO log(rev, ts, type, key, value, prev_rev)"
+                    " VALUES (?, ?, 2, ?, ?, ?)",
+                    (rev, now, key, blob, prev_rev),
+                )
             self._rev = rev
             self._objects -= 1
             self._object_bytes -= len(prev_blob)
@@ -424,21 +464,27 @@ class SQLiteStore:
             conn = self._connection()
             if revision > self._rev:
                 raise FutureRevision(
-                    f"cannot compact to revision {revision}: current revision is {self._rev}")
+                    f"cannot compact to revision {revision}: current revision is {self._rev}"
+                )
             if revision <= self._compacted:
                 return
             old = self._compacted
             with self._transaction(conn, timed=False):
                 events, nbytes = conn.execute(
                     "SELECT count(*), coalesce(sum(length(value)), 0) FROM log"
-                    " WHERE rev > ? AND rev <= ?", (old, revision)).fetchone()
+                    " WHERE rev > ? AND rev <= ?",
+                    (old, revision),
+                ).fetchone()
                 conn.execute(
                     "DELETE FROM log WHERE rev <= ?1"
                     " AND rev NOT IN (SELECT rev FROM kv WHERE rev <= ?1)"
                     " AND rev NOT IN (SELECT prev_rev FROM log"
-                    "                 WHERE rev > ?1 AND prev_rev <= ?1)", (revision,))
-                conn.execute("UPDATE kubewerk_meta SET value = ? WHERE name = 'compacted'",
-                             (revision,))
+                    "                 WHERE rev > ?1 AND prev_rev <= ?1)",
+                    (revision,),
+                )
+                conn.execute(
+                    "UPDATE kubewerk_meta SET value = ? WHERE name = 'compacted'", (revision,)
+                )
             self._compacted = revision
             self._history_events -= events
             self._history_bytes -= nbytes
@@ -474,11 +520,16 @@ class SQLiteStore:
         """Current sizes and compaction counters (counted at open, kept up by every write)."""
         with self._lock:
             return StoreStats(
-                revision=self._rev, compacted_revision=self._compacted,
-                objects=self._objects, object_bytes=self._object_bytes,
-                history_events=self._history_events, history_bytes=self._history_bytes,
-                compactions=self._compactions, compacted_events=self._compacted_events,
-                compacted_bytes=self._compacted_bytes)
+                revision=self._rev,
+                compacted_revision=self._compacted,
+                objects=self._objects,
+                object_bytes=self._object_bytes,
+                history_events=self._history_events,
+                history_bytes=self._history_bytes,
+                compactions=self._compactions,
+                compacted_events=self._compacted_events,
+                compacted_bytes=self._compacted_bytes,
+            )
 
     def close(self) -> None:
         """Close the file (checkpointing the WAL); later calls raise ``StoreClosed``.
@@ -513,8 +564,9 @@ class SQLiteStore:
         excess = self._history_bytes - (limit - limit // 16)
         conn = self._connection()
         target, dropped = self._compacted, 0
-        rows = conn.execute("SELECT rev, length(value) FROM log WHERE rev > ? ORDER BY rev",
-                            (self._compacted,))
+        rows = conn.execute(
+            "SELECT rev, length(value) FROM log WHERE rev > ? ORDER BY rev", (self._compacted,)
+        )
         for rev, n in rows:
             target, dropped = rev, dropped + n
             if dropped >= excess:
@@ -523,14 +575,15 @@ class SQLiteStore:
         try:
             self.compact(target)
         except StorageError:
-            log.exception("compaction of SQLite store %s to revision %d failed",
-                          self.path, target)
+            log.exception("compaction of SQLite store %s to revision %d failed", self.path, target)
 
-    def _current_for_write(self, conn: sqlite3.Connection, key: str,
-                           expected_revision: int | None) -> tuple[int, bytes]:
+    def _current_for_write(
+        self, conn: sqlite3.Connection, key: str, expected_revision: int | None
+    ) -> tuple[int, bytes]:
         """The key's current revision and bytes; raises for a missing key or conflict."""
-        row = conn.execute(f"SELECT kv.rev, log.value FROM {_CURRENT} WHERE kv.key = ?",
-                           (key,)).fetchone()
+        row = conn.execute(
+            f"SELECT kv.rev, log.value FROM {_CURRENT} WHERE kv.key = ?", (key,)
+        ).fetchone()
         if row is None:
             raise KeyNotFound(f"key {key!r} not found")
         if expected_revision is not None and row[0] != expected_revision:
@@ -539,8 +592,7 @@ class SQLiteStore:
         return int(row[0]), blob
 
     @contextmanager
-    def _transaction(self, conn: sqlite3.Connection, *, timed: bool = True
-                     ) -> Iterator[float]:
+    def _transaction(self, conn: sqlite3.Connection, *, timed: bool = True) -> Iterator[float]:
         """One write transaction; yields its commit time (monotonic across commits)."""
         now = self._last_time
         if timed:
