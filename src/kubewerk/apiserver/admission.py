@@ -93,7 +93,8 @@ class Admission:
                     else next(v for v in value.values() if not isinstance(v, str))
                 )
                 raise ApiError.bad_request(
-                    f"json: cannot unmarshal {unmarshal_kind(bad)} into Go struct field {req.rtype.kind}.{field_name} of type "
+                    f"json: cannot unmarshal {unmarshal_kind(bad)} into Go "
+                    f"struct field {req.rtype.kind}.{field_name} of type "
                     + ("string" if isinstance(value, dict) else "map[string]string")
                 )
 

@@ -456,8 +456,8 @@ class ApiServer:
                     else f"kubewerk does not decode protobuf {rtype.kind} bodies; send JSON or YAML"
                 )
                 raise ApiError.unsupported_media_type(
-                    "the body of the request was in an unknown format - accepted media types include: "
-                    f"application/json, application/yaml ({what})"
+                    "the body of the request was in an unknown format - accepted "
+                    f"media types include: application/json, application/yaml ({what})"
                 )
             return protobuf.decode_object(req.body, target.api_version, rtype.kind)
         # kube-apiserver reads an absent Content-Type as JSON and refuses every type it does
@@ -492,12 +492,14 @@ class ApiServer:
         if not isinstance(data, dict):
             raise ApiError.bad_request(
                 "couldn't get version/kind; json parse error: json: cannot unmarshal "
-                f'{unmarshal_kind(data)} into Go value of type struct {{ APIVersion string "json:\\"apiVersion,omitempty\\""; Kind string "json:\\"kind,omitempty\\"" }}'
+                f"{unmarshal_kind(data)} into Go value of type struct {{ APIVersion string "
+                '"json:\\"apiVersion,omitempty\\""; Kind string "json:\\"kind,omitempty\\"" }'
             )
         return data
 
     def _delete_options(self, req: Request) -> JSON:
-        """DeleteOptions from the body when there is one, else from the query (as kube-apiserver)."""
+        """DeleteOptions from the body when there is one, else from the query (as
+        kube-apiserver)."""
         body = self._decode(req) if req.body.strip() else None
         try:
             return decode.delete_options(body, req.query)

@@ -244,7 +244,10 @@ class Controllers:
             elif other.resource == names.get("plural"):
                 conflict = f'"{names.get("plural")}" is already in use'
             elif set(other.short_names) & set(names.get("shortNames") or []):
-                conflict = f'"{sorted(set(other.short_names) & set(names.get("shortNames") or []))[0]}" is already in use'
+                conflict = (
+                    f'"{sorted(set(other.short_names) & set(names.get("shortNames") or []))[0]}" '
+                    "is already in use"
+                )
         versions = spec.get("versions") or []
         storage = next(
             (v.get("name") for v in versions if isinstance(v, dict) and v.get("storage")), None

@@ -249,5 +249,6 @@ def delete_options(body: dict[str, Any] | None, query: dict[str, str]) -> dict[s
 
 def _unmarshal_error(value: Any, field: str, go_type: str) -> DecodeError:
     return DecodeError(
-        f"json: cannot unmarshal {unmarshal_kind(value)} into Go struct field {field} of type {go_type}"
+        f"json: cannot unmarshal {unmarshal_kind(value)} "
+        f"into Go struct field {field} of type {go_type}"
     )

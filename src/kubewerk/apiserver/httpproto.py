@@ -111,7 +111,8 @@ class HttpLimits:
             or self.max_header_bytes <= 0
         ):
             raise ValueError(
-                f"max_header_bytes must be a positive number of bytes, not {self.max_header_bytes!r}"
+                "max_header_bytes must be a positive number "
+                f"of bytes, not {self.max_header_bytes!r}"
             )
         for name in ("read_header_timeout", "idle_timeout", "request_body_timeout"):
             object.__setattr__(self, name, _positive_seconds(name, getattr(self, name)))
@@ -298,7 +299,8 @@ class LimitedHttpToolsProtocol(HttpToolsProtocol):
 
 
 def protocol_class(limits: HttpLimits) -> type[LimitedHttpToolsProtocol]:
-    """A ``LimitedHttpToolsProtocol`` subclass bound to ``limits``, for ``uvicorn.Config(http=...)``."""
+    """A ``LimitedHttpToolsProtocol`` subclass bound to ``limits``, for
+    ``uvicorn.Config(http=...)``."""
 
     class BoundHttpToolsProtocol(LimitedHttpToolsProtocol):
         pass

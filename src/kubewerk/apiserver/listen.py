@@ -78,10 +78,10 @@ def refusal(bind: BindAddress, opt_in: str) -> str:
     """Why binding ``bind`` without authentication is refused, and how to insist (``opt_in``)."""
     resolved = "" if bind.address == bind.host else f" (it resolves to {bind.address})"
     return (
-        f"{bind.host or '0.0.0.0'} is not a loopback address{resolved}, and the embedded API server "
-        "has no authentication: anyone who can reach the port could read and write every object, "
-        "Secrets included. Keep the default 127.0.0.1 (reach it from elsewhere through an SSH tunnel), "
-        f"or pass {opt_in} if you mean it"
+        f"{bind.host or '0.0.0.0'} is not a loopback address{resolved}, and the embedded API "
+        "server has no authentication: anyone who can reach the port could read and write every "
+        "object, Secrets included. Keep the default 127.0.0.1 (reach it from elsewhere through an "
+        f"SSH tunnel), or pass {opt_in} if you mean it"
     )
 
 

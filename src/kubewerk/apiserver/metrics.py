@@ -3,12 +3,12 @@
 Families (Prometheus text format, served at ``GET /metrics``):
 
 - ``apiserver_request_total{verb,dry_run,group,version,resource,subresource,scope,component,code}``
-  and ``apiserver_request_duration_seconds{verb,dry_run,group,version,resource,subresource,scope,component}``
-  with kube-apiserver's buckets. ``verb`` is kube's: GET, LIST, WATCH, POST, PUT, PATCH,
-  APPLY, DELETE, DELETECOLLECTION; ``scope`` is resource, namespace or cluster;
-  ``component`` is ``apiserver``. Requests outside the resource API (discovery, OpenAPI,
-  probes, ``/metrics``) are counted with the HTTP method as verb and empty resource labels.
-  A watch is counted when its stream ends, with the stream's whole duration.
+  and ``apiserver_request_duration_seconds{...}`` (the same labels but ``code``) with
+  kube-apiserver's buckets. ``verb`` is kube's: GET, LIST, WATCH, POST, PUT, PATCH, APPLY,
+  DELETE, DELETECOLLECTION; ``scope`` is resource, namespace or cluster; ``component`` is
+  ``apiserver``. Requests outside the resource API (discovery, OpenAPI, probes,
+  ``/metrics``) are counted with the HTTP method as verb and empty resource labels. A
+  watch is counted when its stream ends, with the stream's whole duration.
 - ``apiserver_current_inflight_requests{request_kind}`` (``readOnly``/``mutating``,
   watches excluded) and ``apiserver_longrunning_requests{...}`` (open watches).
 - ``apiserver_terminated_watchers_total{group,resource}``: watchers closed because their

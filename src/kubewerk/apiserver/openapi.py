@@ -26,8 +26,8 @@ _STR = {"type": "string"}
 _STR_MAP = {"type": "object", "additionalProperties": {"type": "string", "default": ""}}
 
 OBJECT_META_SCHEMA: JSON = {
-    "description": "ObjectMeta is metadata that all persisted resources must have, which includes all objects "
-    "users must create.",
+    "description": "ObjectMeta is metadata that all persisted "
+    "resources must have, which includes all objects users must create.",
     "type": "object",
     "properties": {
         "annotations": {
@@ -78,8 +78,8 @@ OBJECT_META_SCHEMA: JSON = {
         "managedFields": {
             "type": "array",
             "items": {"type": "object", "x-kubernetes-preserve-unknown-fields": True},
-            "description": "ManagedFields maps workflow-id and version to the set of fields that are "
-            "managed by that workflow.",
+            "description": "ManagedFields maps workflow-id and version "
+            "to the set of fields that are managed by that workflow.",
         },
         "name": {**_STR, "description": "Name must be unique within a namespace."},
         "namespace": {
@@ -96,7 +96,8 @@ OBJECT_META_SCHEMA: JSON = {
             "items": {
                 "type": "object",
                 "required": ["apiVersion", "kind", "name", "uid"],
-                "description": "OwnerReference contains enough information to let you identify an owning object.",
+                "description": "OwnerReference contains enough "
+                "information to let you identify an owning object.",
                 "properties": {
                     "apiVersion": {**_STR, "description": "API version of the referent."},
                     "blockOwnerDeletion": {
@@ -166,8 +167,8 @@ def _kind_schema(rtype: ServedResource, version: str) -> JSON:
     }
     props["kind"] = {
         "type": "string",
-        "description": "Kind is a string value representing the REST resource this "
-        "object represents. Servers may infer this from the endpoint the client submits requests to.",
+        "description": "Kind is a string value representing the REST resource this object "
+        "represents. Servers may infer this from the endpoint the client submits requests to.",
     }
     props["metadata"] = {
         "allOf": [{"$ref": _REF + OBJECT_META}],
@@ -186,8 +187,9 @@ _PARAM_FIELD_VALIDATION = {
     "name": "fieldValidation",
     "in": "query",
     "schema": {"type": "string", "uniqueItems": True},
-    "description": "fieldValidation instructs the server on how to handle objects in the request (POST/PUT/PATCH) "
-    "containing unknown or duplicate fields. Valid values are: - Ignore - Warn - Strict",
+    "description": "fieldValidation instructs the server on how to "
+    "handle objects in the request (POST/PUT/PATCH) containing unknown "
+    "or duplicate fields. Valid values are: - Ignore - Warn - Strict",
 }
 _PARAM_DRY_RUN = {
     "name": "dryRun",

@@ -729,14 +729,16 @@ def decode_object(body: bytes, api_version: str, kind: str) -> JSON:
         env = decode_envelope(body)
     except ProtobufError as exc:
         raise ApiError.bad_request(
-            f"the object provided is unrecognized (must be of type {kind}): {exc} ({_summary(body)})"
+            "the object provided is unrecognized (must be "
+            f"of type {kind}): {exc} ({_summary(body)})"
         ) from None
     actual_api_version, version, actual_kind = _with_defaults(env, api_version, kind)
     prefix = f"{actual_kind} in version {_go_quote(version)} cannot be handled as a {kind}"
     table = KINDS.get((actual_api_version, actual_kind))
     if table is None:
         raise ApiError.bad_request(
-            f"{prefix}: no kind {_go_quote(actual_kind)} is registered for version {_go_quote(actual_api_version)}"
+            f"{prefix}: no kind {_go_quote(actual_kind)} is "
+            f"registered for version {_go_quote(actual_api_version)}"
         )
     try:
         obj = decode_message(table, env.raw)

@@ -117,9 +117,10 @@ def field_validation(query: dict[str, str]) -> FieldValidation:
     if value == "Ignore":
         return "Ignore"
     raise ApiError.bad_request(
-        f'fieldValidation: Unsupported value: {value!r}: supported values: "Ignore", "Strict", "Warn"'.replace(
-            f"{value!r}", f'"{value}"'
-        )
+        (
+            f"fieldValidation: Unsupported value: {value!r}: "
+            'supported values: "Ignore", "Strict", "Warn"'
+        ).replace(f"{value!r}", f'"{value}"')
     )
 
 
@@ -244,8 +245,8 @@ class ResourceApi:
             raise ApiError(
                 403,
                 "Forbidden",
-                f'{target.rtype.qualified} "{target.name or ""}" is forbidden: unable to create new content in namespace '
-                f"{target.namespace} because it is being terminated",
+                f'{target.rtype.qualified} "{target.name or ""}" is forbidden: unable to create '
+                f"new content in namespace {target.namespace} because it is being terminated",
                 {
                     "name": target.name or "",
                     **({"group": target.rtype.group} if target.rtype.group else {}),
@@ -281,7 +282,8 @@ class ResourceApi:
             )
         if api_version != target.api_version:
             raise ApiError.bad_request(
-                f"the API version in the data ({api_version}) does not match the expected API version ({target.api_version})"
+                f"the API version in the data ({api_version}) does not "
+                f"match the expected API version ({target.api_version})"
             )
         if kind != rtype.kind:
             if not rtype.builtin:
@@ -304,7 +306,8 @@ class ResourceApi:
         if type_error:
             # the body's apiVersion is the target's here (checked above)
             raise ApiError.bad_request(
-                f'{kind} in version "{target.version}" cannot be handled as a {rtype.kind}: {type_error}'
+                f'{kind} in version "{target.version}" cannot '
+                f"be handled as a {rtype.kind}: {type_error}"
             )
 
     def _admit(
@@ -411,13 +414,16 @@ class ResourceApi:
                 )
             except Compacted:
                 raise ApiError.expired(
-                    "The provided continue parameter is too old to display a consistent list result. "
-                    "You can start a new list without the continue parameter, or use the continue token "
-                    "in this response to retrieve the remainder of the results. Continuing with the provided "
-                    "token results in an inconsistent list - objects that were created, modified, or deleted "
-                    "between the time the first chunk was returned and now may show up in the list."
+                    "The provided continue parameter is too old to display a consistent list "
+                    "result. You can start a new list without the continue parameter, or use the "
+                    "continue token in this response to retrieve the remainder of the results. "
+                    "Continuing with the provided token results in an inconsistent list - objects "
+                    "that were created, modified, or deleted between the time the first chunk was "
+                    "returned and now may show up in the list."
                     if cont
-                    else f"too old resource version: {at_revision} ({self.store.compacted_revision})"
+                    else (
+                        f"too old resource version: {at_revision} ({self.store.compacted_revision})"
+                    )
                 ) from None
             except FutureRevision:
                 raise too_large_resource_version(at_revision or 0, self.store.revision) from None
@@ -466,13 +472,15 @@ class ResourceApi:
             data = orjson.loads(base64.urlsafe_b64decode(padded))
             if data.get("v") != "meta.k8s.io/v1":
                 raise ValueError(
-                    "continue key is not valid: incorrect encoded start resourceVersion (version meta.k8s.io/v1)"
+                    "continue key is not valid: incorrect encoded "
+                    "start resourceVersion (version meta.k8s.io/v1)"
                 )
             rv = int(data["rv"])
             start = str(data["start"])
             if rv <= 0 or not start.endswith("\x00"):
                 raise ValueError(
-                    "continue key is not valid: incorrect encoded start resourceVersion (version meta.k8s.io/v1)"
+                    "continue key is not valid: incorrect encoded "
+                    "start resourceVersion (version meta.k8s.io/v1)"
                 )
             return rv, prefix + start[:-1]
         except (
@@ -506,7 +514,8 @@ class ResourceApi:
             body_ns = meta.get("namespace")
             if body_ns and body_ns != target.namespace:
                 raise ApiError.bad_request(
-                    "the namespace of the provided object does not match the namespace sent on the request"
+                    "the namespace of the provided object does "
+                    "not match the namespace sent on the request"
                 )
             meta["namespace"] = target.namespace
         elif rtype.namespaced:
@@ -571,11 +580,13 @@ class ResourceApi:
         meta = body.get("metadata") or {}
         if meta.get("name") and meta["name"] != target.name:
             raise ApiError.bad_request(
-                f"the name of the object ({meta['name']}) does not match the name on the URL ({target.name})"
+                f"the name of the object ({meta['name']}) does "
+                f"not match the name on the URL ({target.name})"
             )
         if rtype.namespaced and meta.get("namespace") and meta["namespace"] != target.namespace:
             raise ApiError.bad_request(
-                "the namespace of the provided object does not match the namespace sent on the request"
+                "the namespace of the provided object does "
+                "not match the namespace sent on the request"
             )
         rv_text = meta.get("resourceVersion")
         if not rv_text and not rtype.strategy.allow_unconditional_update:
@@ -622,7 +633,8 @@ class ResourceApi:
                 rtype.resource,
                 rtype.group,
                 target.name or "",
-                f"Precondition failed: UID in precondition: {meta['uid']}, UID in object meta: {old_meta.get('uid')}",
+                "Precondition failed: UID in precondition: "
+                f"{meta['uid']}, UID in object meta: {old_meta.get('uid')}",
             )
         for k in (
             "uid",
@@ -763,8 +775,9 @@ class ResourceApi:
         media = content_type.split(";")[0].strip().lower()
         if media == "application/apply-patch+yaml":
             raise ApiError.unsupported_media_type(
-                "server-side apply (application/apply-patch+yaml) is not supported by kubewerk yet; "
-                "use client-side apply (kubectl apply without --server-side), or a merge or JSON patch"
+                "server-side apply (application/apply-patch+yaml) is not "
+                "supported by kubewerk yet; use client-side apply (kubectl "
+                "apply without --server-side), or a merge or JSON patch"
             )
         allowed = ["application/json-patch+json", "application/merge-patch+json"]
         if rtype.strategic_kind:
@@ -796,7 +809,8 @@ class ResourceApi:
             raise ApiError.bad_request("the patched object has no metadata")
         if meta.get("name") != target.name:
             raise ApiError.bad_request(
-                f"the name of the object ({meta.get('name')}) does not match the name on the URL ({target.name})"
+                f"the name of the object ({meta.get('name')}) does "
+                f"not match the name on the URL ({target.name})"
             )
         rv_text = meta.get("resourceVersion")
         if rv_text == current["metadata"]["resourceVersion"]:
@@ -820,7 +834,8 @@ class ResourceApi:
                 return patched
             if not isinstance(patch_doc, dict):
                 raise ApiError.bad_request(
-                    "json: cannot unmarshal non-object into Go value of type map[string]interface {}"
+                    "json: cannot unmarshal non-object into "
+                    "Go value of type map[string]interface {}"
                 )
             if media == "application/merge-patch+json":
                 return patchlib.merge_patch(doc, patch_doc, copy=copy_json)
@@ -907,7 +922,8 @@ class ResourceApi:
                 rtype.resource,
                 rtype.group,
                 target.name or "",
-                f"Precondition failed: UID in precondition: {pre['uid']}, UID in object meta: {meta.get('uid')}",
+                "Precondition failed: UID in precondition: "
+                f"{pre['uid']}, UID in object meta: {meta.get('uid')}",
             )
         if pre.get("resourceVersion") and pre["resourceVersion"] != meta.get("resourceVersion"):
             raise ApiError.conflict(
@@ -1074,7 +1090,10 @@ def _meta_type_error(meta: JSON) -> str | None:
     """
 
     def wrong(value: Any, path: str, go_type: str) -> str:
-        return f"json: cannot unmarshal {unmarshal_kind(value)} into Go struct field ObjectMeta.metadata.{path} of type {go_type}"
+        return (
+            f"json: cannot unmarshal {unmarshal_kind(value)} into Go "
+            f"struct field ObjectMeta.metadata.{path} of type {go_type}"
+        )
 
     for key in _META_STRINGS:
         value = meta.get(key)

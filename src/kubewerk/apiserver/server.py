@@ -110,11 +110,12 @@ class EmbeddedServer:
     true (the server has no authentication); otherwise ``ValueError`` says why, before
     anything is opened. ``allowed_hosts`` names the extra ``Host`` header values the API
     answers besides loopback ones (``"*"``: every one); the bound address, and the name it
-    was given as, are added when it is a specific non-loopback one. Connection bounds: ``max_header_bytes`` (431 beyond it plus Go's
-    4 KiB slop), ``read_header_timeout``, ``idle_timeout``, ``request_body_timeout``
-    (seconds) and ``max_connections`` (``None``: the descriptor limit less a reserve).
-    ``watch_backlog_bytes`` bounds each watcher's undelivered events; ``store_policy``
-    (``retain_events``, ``retain_seconds``, ``retain_bytes``) goes to ``open_store``.
+    was given as, are added when it is a specific non-loopback one. Connection bounds:
+    ``max_header_bytes`` (431 beyond it plus Go's 4 KiB slop), ``read_header_timeout``,
+    ``idle_timeout``, ``request_body_timeout`` (seconds) and ``max_connections``
+    (``None``: the descriptor limit less a reserve). ``watch_backlog_bytes`` bounds each
+    watcher's undelivered events; ``store_policy`` (``retain_events``, ``retain_seconds``,
+    ``retain_bytes``) goes to ``open_store``.
     """
 
     def __init__(
@@ -168,7 +169,8 @@ class EmbeddedServer:
 
     @property
     def url(self) -> str:
-        """The URL a client on this machine uses: never a wildcard (0.0.0.0 becomes 127.0.0.1, :: ::1)."""
+        """The URL a client on this machine uses: never a wildcard (0.0.0.0 becomes
+        127.0.0.1, :: ::1)."""
         host = self.bind.client_host()
         host = f"[{host}]" if ":" in host else host
         return f"http://{host}:{self.port}"
@@ -311,7 +313,8 @@ class EmbeddedServer:
 
 
 def _allowed_hosts(bind: listen.BindAddress, extra: Iterable[str]) -> tuple[str, ...]:
-    """``extra`` plus, for a specific non-loopback bind, its address and the name it was given as."""
+    """``extra`` plus, for a specific non-loopback bind, its address and the name it was
+    given as."""
     if isinstance(extra, str):
         raise TypeError("allowed_hosts must be an iterable of host names, not one string")
     names = [str(name) for name in extra]

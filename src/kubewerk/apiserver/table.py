@@ -18,9 +18,10 @@ _NAME_COLUMN = {
     "name": "Name",
     "type": "string",
     "format": "name",
-    "description": "Name must be unique within a namespace. Is required when creating resources, although some "
-    "resources may allow a client to request the generation of an appropriate name automatically. Name is primarily "
-    "intended for creation idempotence and configuration definition. Cannot be updated. More info: "
+    "description": "Name must be unique within a namespace. Is required when creating resources, "
+    "although some resources may allow a client to request the generation of an appropriate name "
+    "automatically. Name is primarily intended for creation idempotence and configuration "
+    "definition. Cannot be updated. More info: "
     "https://kubernetes.io/docs/concepts/overview/working-with-objects/names#names",
     "priority": 0,
 }

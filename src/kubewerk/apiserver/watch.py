@@ -315,7 +315,8 @@ class WatchHub:
 
 
 def _check_watch_options(query: dict[str, str]) -> None:
-    """422 for the combinations of ``sendInitialEvents``/``resourceVersionMatch`` Kubernetes forbids."""
+    """422 for the combinations of ``sendInitialEvents``/``resourceVersionMatch``
+    Kubernetes forbids."""
     rv_match = query.get("resourceVersionMatch", "")
     send_initial_raw = query.get("sendInitialEvents")
     errors: list[FieldError] = []

@@ -23,9 +23,11 @@ DEMO_KUBECONFIG = Path(".kubewerk") / "demo-kubeconfig"
 def register(sub: Any) -> None:
     parser: argparse.ArgumentParser = sub.add_parser(
         "demo",
-        help="start the embedded API server, apply a sample CRD and objects, show them with kubectl",
-        description="A two-minute tour: starts the embedded API server, installs the Database CRD, creates "
-        "two objects, and shows them with the real kubectl (or over HTTP when kubectl is missing).",
+        help="start the embedded API server, apply a "
+        "sample CRD and objects, show them with kubectl",
+        description="A two-minute tour: starts the embedded API server, "
+        "installs the Database CRD, creates two objects, and shows them "
+        "with the real kubectl (or over HTTP when kubectl is missing).",
     )
     parser.add_argument(
         "--keep", action="store_true", help="keep the server running afterwards (Ctrl-C stops it)"
@@ -74,7 +76,8 @@ def run(args: argparse.Namespace) -> int:
     try:
         path = server.write_kubeconfig(args.kubeconfig)
         print(
-            f"==> embedded API server on {server.url} (ready in {(time.perf_counter() - started) * 1000:.0f} ms)"
+            f"==> embedded API server on {server.url} (ready in "
+            f"{(time.perf_counter() - started) * 1000:.0f} ms)"
         )
         print(f"==> kubeconfig: {path}  (export KUBECONFIG={path.resolve()})")
         kubectl = shutil.which("kubectl")
@@ -154,7 +157,8 @@ def _with_http(http: _Http) -> None:
     for item in listed.get("items", []):
         spec = item.get("spec", {})
         print(
-            f"{item['metadata']['name']:<10} {spec.get('engine', ''):<10} {spec.get('replicas', '')}"
+            f"{item['metadata']['name']:<10} "
+            f"{spec.get('engine', ''):<10} {spec.get('replicas', '')}"
         )
     show(
         "GET databases/orders",

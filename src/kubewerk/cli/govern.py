@@ -37,7 +37,8 @@ def _common(p: argparse.ArgumentParser) -> None:
         "--fail-on",
         choices=FAIL_LEVELS,
         default=None,
-        help="lowest severity that makes the exit code 1 (default: the config's failOn, else error)",
+        help="lowest severity that makes the exit code "
+        "1 (default: the config's failOn, else error)",
     )
     p.add_argument(
         "--config", metavar="FILE", help="config file: severities, disabled rules, suppressions"
@@ -190,7 +191,8 @@ def _emit(
 def _warn_unused(unused: Sequence[SuppressRule]) -> None:
     for s in unused:
         print(
-            f"kubewerk: note: {s.source}: suppression of {s.rule} for {s.crd} {s.path} matched nothing",
+            f"kubewerk: note: {s.source}: suppression of "
+            f"{s.rule} for {s.crd} {s.path} matched nothing",
             file=sys.stderr,
         )
 

@@ -54,8 +54,9 @@ def register(sub: Any) -> None:
     parser: argparse.ArgumentParser = sub.add_parser(
         "up",
         help="run the embedded Kubernetes API server",
-        description="Run the embedded Kubernetes-compatible API server and write a kubeconfig "
-        "(context 'kubewerk') that kubectl and any Kubernetes client can use. Stops on Ctrl-C / SIGTERM.",
+        description="Run the embedded Kubernetes-compatible API server "
+        "and write a kubeconfig (context 'kubewerk') that kubectl and "
+        "any Kubernetes client can use. Stops on Ctrl-C / SIGTERM.",
     )
     parser.add_argument(
         "--store",
@@ -230,7 +231,8 @@ def run(args: argparse.Namespace) -> int:
             path = server.write_kubeconfig(args.kubeconfig)
         except OSError as exc:
             print(
-                f"kubewerk: error: --kubeconfig {args.kubeconfig}: cannot write it: {exc.strerror or exc}",
+                f"kubewerk: error: --kubeconfig {args.kubeconfig}: "
+                f"cannot write it: {exc.strerror or exc}",
                 file=sys.stderr,
             )
             await server.stop()
@@ -240,7 +242,8 @@ def run(args: argparse.Namespace) -> int:
         if server.bind.is_wildcard:
             where += f" (bound to {server.bind.address})"
         print(
-            f"kubewerk API server listening on {where} (store: {args.store}, ready in {elapsed:.0f} ms)"
+            f"kubewerk API server listening on {where} "
+            f"(store: {args.store}, ready in {elapsed:.0f} ms)"
         )
         print(f"kubeconfig written to {path} (context: kubewerk)")
         print("use it with:")

@@ -75,7 +75,8 @@ Kind = ResourceType | type[ResourceModel]
 
 @dataclass(slots=True)
 class ObjectList:
-    """One page (or all pages) of a list: items plus the list's resourceVersion and continue token."""
+    """One page (or all pages) of a list: items plus the list's resourceVersion and
+    continue token."""
 
     items: list[Any]
     resource_version: str
@@ -99,7 +100,8 @@ class WatchEvent:
 
 @dataclass(slots=True)
 class RetryPolicy:
-    """How often and how long to retry: ``max_retries`` attempts after the first, backoff doubling from ``base`` to ``cap``."""
+    """How often and how long to retry: ``max_retries`` attempts after the first,
+    backoff doubling from ``base`` to ``cap``."""
 
     max_retries: int = 5
     base: float = 0.1
@@ -348,7 +350,10 @@ class Client:
         if creds.token:
             head += f"Authorization: Bearer {_check_header('the bearer token', creds.token)}\r\n"
         if data is not None:
-            head += f"Content-Type: {_check_header('the content type', content_type)}\r\nContent-Length: {len(data)}\r\n\r\n"
+            head += (
+                f"Content-Type: {_check_header('the content type', content_type)}\r\n"
+                f"Content-Length: {len(data)}\r\n\r\n"
+            )
             return head.encode() + data
         if method not in _BODYLESS_METHODS:
             head += "Content-Length: 0\r\n"
@@ -523,7 +528,8 @@ class Client:
         continue_token: str | None = None,
         resource_version: str | None = None,
     ) -> ObjectList:
-        """One list call (one page when ``limit`` is set). ``namespace=None`` lists all namespaces."""
+        """One list call (one page when ``limit`` is set). ``namespace=None`` lists all
+        namespaces."""
         rt = resource_type_of(kind)
         params: dict[str, str] = {}
         if label_selector:
@@ -564,7 +570,8 @@ class Client:
         field_selector: str | None = None,
         page_size: int = 500,
     ) -> ObjectList:
-        """Every item, following ``continue`` tokens; a 410 mid-way restarts the list from scratch."""
+        """Every item, following ``continue`` tokens; a 410 mid-way restarts the list
+        from scratch."""
         for _ in range(5):
             items: list[Any] = []
             token: str | None = None
@@ -692,7 +699,8 @@ class Client:
         dry_run: bool = False,
         field_manager: str | None = None,
     ) -> Any:
-        """PUT the object (guarded by its ``metadata.resourceVersion`` when set: a stale one raises Conflict)."""
+        """PUT the object (guarded by its ``metadata.resourceVersion`` when set: a stale
+        one raises Conflict)."""
         kind, rt, body = await self._prepare(obj)
         name = str(body.get("metadata", {}).get("name", ""))
         if not name:

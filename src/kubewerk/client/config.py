@@ -40,7 +40,8 @@ from kubewerk.client.proxy import parse_proxy_url
 
 SERVICE_ACCOUNT_DIR = Path("/var/run/secrets/kubernetes.io/serviceaccount")
 TOKEN_FILE_REREAD_SECONDS = 60.0
-"""How long a token read from a file is trusted before the file is checked again (client-go: 1 min)."""
+"""How long a token read from a file is trusted before the file is checked again
+(client-go: 1 min)."""
 
 
 @dataclass
@@ -199,11 +200,13 @@ class ExecAuthenticator(Authenticator):
         key = status.get("clientKeyData")
         if not token and not (cert and key):
             raise ConfigError(
-                f"exec credential plugin {cfg.command!r} returned neither a token nor a client certificate"
+                f"exec credential plugin {cfg.command!r} returned "
+                "neither a token nor a client certificate"
             )
         if bool(cert) != bool(key):
             raise ConfigError(
-                f"exec credential plugin {cfg.command!r} returned a client certificate without its key (or the reverse)"
+                f"exec credential plugin {cfg.command!r} returned a "
+                "client certificate without its key (or the reverse)"
             )
         expires_at = None
         if status.get("expirationTimestamp"):
@@ -481,7 +484,8 @@ def _apply_user(
     if user.get("auth-provider"):
         provider = (user.get("auth-provider") or {}).get("name", "?")
         raise ConfigError(
-            f"{where}auth-provider {provider!r} is not supported (it was removed from client-go); use an exec plugin"
+            f"{where}auth-provider {provider!r} is not supported "
+            "(it was removed from client-go); use an exec plugin"
         )
     if len([m for m in methods if m != "tokenFile" or not user.get("token")]) > 1:
         raise ConfigError(f"{where}more than one authentication method ({', '.join(methods)})")
@@ -514,7 +518,8 @@ def _exec_config(raw: Any, base: Path, where: str) -> ExecConfig:
         "client.authentication.k8s.io/v1beta1",
     ):
         raise ConfigError(
-            f"{where}exec apiVersion {api_version!r} is not supported (use client.authentication.k8s.io/v1)"
+            f"{where}exec apiVersion {api_version!r} is not "
+            "supported (use client.authentication.k8s.io/v1)"
         )
     env: dict[str, str] = {}
     for item in raw.get("env") or []:
@@ -554,7 +559,8 @@ def load_incluster(
     port = env.get("KUBERNETES_SERVICE_PORT")
     if not host or not port:
         raise ConfigError(
-            "not running in a cluster: KUBERNETES_SERVICE_HOST and KUBERNETES_SERVICE_PORT are not set"
+            "not running in a cluster: KUBERNETES_SERVICE_HOST "
+            "and KUBERNETES_SERVICE_PORT are not set"
         )
     if ":" in host and not host.startswith("["):
         host = f"[{host}]"  # IPv6
@@ -576,7 +582,8 @@ def load_incluster(
 def load_config(
     kubeconfig: str | os.PathLike[str] | None = None, context: str | None = None
 ) -> ClientConfig:
-    """The usual order: an explicit kubeconfig; else in-cluster when in a pod; else the default kubeconfig chain."""
+    """The usual order: an explicit kubeconfig; else in-cluster when in a pod; else the
+    default kubeconfig chain."""
     if (
         kubeconfig is None
         and context is None

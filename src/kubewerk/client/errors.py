@@ -66,7 +66,8 @@ class Cause:
 
 
 class _Typed(ApiError):
-    """Base of the typed errors: an ``ApiError`` that also exposes ``causes`` and ``retry_after``."""
+    """Base of the typed errors: an ``ApiError`` that also exposes ``causes`` and
+    ``retry_after``."""
 
     @property
     def causes(self) -> list[Cause]:

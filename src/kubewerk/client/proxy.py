@@ -62,7 +62,8 @@ class ProxyURL:
 
     @property
     def authorization(self) -> str | None:
-        """The ``Proxy-Authorization`` value (``Basic`` with user:password) when the URL names a user."""
+        """The ``Proxy-Authorization`` value (``Basic`` with user:password) when the URL
+        names a user."""
         if self.username is None:
             return None
         token = base64.b64encode(f"{self.username}:{self.password or ''}".encode()).decode("ascii")
@@ -141,7 +142,8 @@ def _split_host_port(text: str) -> tuple[str, str] | None:
 
 
 def _parse_ip(text: str) -> IPAddress | None:
-    """The IP address ``text`` spells (IPv4-mapped IPv6 reduced to IPv4, as Go compares), else None."""
+    """The IP address ``text`` spells (IPv4-mapped IPv6 reduced to IPv4, as Go
+    compares), else None."""
     if "%" in text:  # Go's ParseIP takes no zone
         return None
     try:
@@ -154,7 +156,8 @@ def _parse_ip(text: str) -> IPAddress | None:
 
 
 def _idna(host: str) -> str:
-    """A host name's ASCII (punycode) form, label by label; unchanged when already ASCII or not encodable."""
+    """A host name's ASCII (punycode) form, label by label; unchanged when already ASCII
+    or not encodable."""
     if host.isascii():
         return host
     try:

@@ -135,7 +135,8 @@ class Headers:
         return default
 
     def get_all(self, name: str) -> list[str]:
-        """Every value of ``name`` (any case), in arrival order (repeated ``Warning`` headers, say)."""
+        """Every value of ``name`` (any case), in arrival order (repeated ``Warning``
+        headers, say)."""
         key = name.lower().encode("latin-1")
         return [v.decode("latin-1") for k, v in self._raw if k.lower() == key]
 
@@ -305,8 +306,9 @@ class _Connection(asyncio.Protocol):
                 elif coding and coding != b"identity":
                     self._fail(
                         MalformedResponse(
-                            f"the server answered with Content-Encoding {value.strip().decode('latin-1')!r}, "
-                            "which kubewerk does not decode (it sends no Accept-Encoding)"
+                            "the server answered with Content-Encoding "
+                            f"{value.strip().decode('latin-1')!r}, which kubewerk "
+                            "does not decode (it sends no Accept-Encoding)"
                         )
                     )
                     return
@@ -428,7 +430,8 @@ class _Connection(asyncio.Protocol):
         return data
 
     def body_waiter(self) -> asyncio.Future[None]:
-        """A future woken (with None) when more body arrives, the body ends, or the connection fails."""
+        """A future woken (with None) when more body arrives, the body ends, or the
+        connection fails."""
         waiter = self._waiter = self._loop.create_future()
         return waiter
 
@@ -509,7 +512,8 @@ class _TunnelSetup(asyncio.Protocol):
         elif len(self._buffer) > MAX_CONNECT_HEAD:
             self.head.set_exception(
                 ConnectError(
-                    f"proxy {self._proxy} answered CONNECT with headers larger than {MAX_CONNECT_HEAD} bytes"
+                    f"proxy {self._proxy} answered CONNECT with "
+                    f"headers larger than {MAX_CONNECT_HEAD} bytes"
                 )
             )
 
@@ -920,7 +924,8 @@ class ConnectionPool:
                 )
             if setup.extra:
                 raise ConnectError(
-                    f"proxy {proxy.display} sent bytes after its CONNECT answer before the TLS handshake"
+                    f"proxy {proxy.display} sent bytes after "
+                    "its CONNECT answer before the TLS handshake"
                 )
             conn = _Connection(loop)
             assert self.ssl_context is not None
@@ -963,7 +968,8 @@ class ConnectionPool:
         self._idle.append(conn)
 
     def _free_slot(self, conn: _Connection | None) -> None:
-        """A slot is no longer used by ``conn`` (closed): hand it to the first waiter, else free it."""
+        """A slot is no longer used by ``conn`` (closed): hand it to the first waiter,
+        else free it."""
         if conn is not None:
             self._conns.discard(conn)
         waiters = self._waiters

@@ -441,13 +441,15 @@ def json_patch(doc: Any, ops: Any) -> Any:
     for op in ops:
         if op is not None and not isinstance(op, dict):
             raise PatchError.bad_request_text(
-                f"json: cannot unmarshal {unmarshal_kind(op)} into Go value of type jsonpatch.Operation"
+                f"json: cannot unmarshal {unmarshal_kind(op)} "
+                "into Go value of type jsonpatch.Operation"
             )
     if len(ops) > MAX_JSON_PATCH_OPERATIONS:
         raise PatchError.too_many_operations(len(ops))
     if not isinstance(doc, (dict, list)):
         raise PatchError.cannot_apply(
-            f"json: cannot unmarshal {unmarshal_kind(doc)} into Go value of type jsonpatch.partialDoc"
+            f"json: cannot unmarshal {unmarshal_kind(doc)} "
+            "into Go value of type jsonpatch.partialDoc"
         )
     root = copy_tree(doc)
     budget = _CopyBudget()

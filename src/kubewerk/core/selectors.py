@@ -890,7 +890,8 @@ def convert_builtin_field_label(key: str, label: str) -> str:
         if label in _META_NAMESPACED:
             return label
         raise FieldLabelError(
-            f'{go_quote(label)} is not a known field selector: only "metadata.name", "metadata.namespace"'
+            f"{go_quote(label)} is not a known field selector: "
+            'only "metadata.name", "metadata.namespace"'
         )
     mapped = table.get(label)
     if mapped is None:

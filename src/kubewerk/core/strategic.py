@@ -571,7 +571,8 @@ def _validate_set_order(patch_list: list[Any], order: list[Any], merge_key: str)
         si += 1
     if pi < len(non_delete) and si >= len(order):
         raise _Fail(
-            f"The order in patch list:\n{go_sprint(patch_list)}\n doesn't match {_SET_ORDER} list:\n{go_sprint(order)}\n"
+            f"The order in patch list:\n{go_sprint(patch_list)}\n "
+            f"doesn't match {_SET_ORDER} list:\n{go_sprint(order)}\n"
         )
 
 
@@ -709,7 +710,10 @@ def apply_strategic_patch(
     if patch is None:
         return dict(copy_tree(doc))
     if not isinstance(patch, dict):
-        text = f"json: cannot unmarshal {unmarshal_kind(patch)} into Go value of type map[string]interface {{}}"
+        text = (
+            f"json: cannot unmarshal {unmarshal_kind(patch)} "
+            "into Go value of type map[string]interface {}"
+        )
         raise StrategicPatchError(400, "BadRequest", text, text, 400)
     try:
         return _merge_map(copy_tree(dict(doc)), copy_tree(patch), schema)

@@ -421,13 +421,14 @@ def finalizer_warnings(
         if "/" not in name and name not in _STANDARD_FINALIZERS:
             if "." in name:
                 out.append(
-                    f"metadata.finalizers: {quoted}: prefer a domain-qualified finalizer name including "
-                    "a path (/) to avoid accidental conflicts with other finalizer writers"
+                    f"metadata.finalizers: {quoted}: prefer a "
+                    "domain-qualified finalizer name including a path (/) to "
+                    "avoid accidental conflicts with other finalizer writers"
                 )
             else:
                 out.append(
-                    f"metadata.finalizers: {quoted}: prefer a domain-qualified finalizer name to avoid "
-                    "accidental conflicts with other finalizer writers"
+                    f"metadata.finalizers: {quoted}: prefer a domain-qualified finalizer "
+                    "name to avoid accidental conflicts with other finalizer writers"
                 )
     return out
 
@@ -573,7 +574,8 @@ def validate_object_meta_update(new: Mapping[str, Any], old: Mapping[str, Any]) 
             errs.append(
                 FieldError.forbidden(
                     "metadata.finalizers",
-                    f"no new finalizers can be added if the object is being deleted, found new finalizers {shown}",
+                    "no new finalizers can be added if the object "
+                    f"is being deleted, found new finalizers {shown}",
                 )
             )
     rv = _str(new.get("resourceVersion"))

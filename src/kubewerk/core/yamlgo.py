@@ -174,7 +174,8 @@ def _key_string(key: Any) -> str:
     if key is None:
         raise GoYAMLError("unsupported map key of type: <nil>")
     raise GoYAMLError(
-        f"yaml: invalid map key: {'[]interface {}' if isinstance(key, list) else 'map[string]interface {}'}"
+        "yaml: invalid map key: "
+        f"{'[]interface {}' if isinstance(key, list) else 'map[string]interface {}'}"
     )
 
 

@@ -207,7 +207,8 @@ class _SchemaDiff:
         else:
             sev, why = (
                 ERROR,
-                f"{where} changed type from {ot or 'any'} to {nt or 'any'}: stored objects and clients using the old type break",
+                f"{where} changed type from {ot or 'any'} to {nt or 'any'}: "
+                "stored objects and clients using the old type break",
             )
         self.emit("type-changed", sev, why, (*loc, "type"), field)
 
@@ -222,7 +223,8 @@ class _SchemaDiff:
             self.emit(
                 "enum-changed",
                 ERROR,
-                f"{where} is now restricted to an enum ({values}): existing values outside it are rejected on the next update",
+                f"{where} is now restricted to an enum ({values}): "
+                "existing values outside it are rejected on the next update",
                 (*loc, "enum"),
                 field,
             )
@@ -233,7 +235,8 @@ class _SchemaDiff:
             self.emit(
                 "enum-changed",
                 ERROR,
-                f"{where} no longer accepts {', '.join(map(repr, removed))}: objects using them fail validation on update",
+                f"{where} no longer accepts {', '.join(map(repr, removed))}: "
+                "objects using them fail validation on update",
                 (*loc, "enum"),
                 field,
             )
@@ -241,7 +244,8 @@ class _SchemaDiff:
             self.emit(
                 "enum-changed",
                 INFO,
-                f"{where} accepts new value(s) {', '.join(map(repr, added))} (clients switching over the enum may need updating)",
+                f"{where} accepts new value(s) {', '.join(map(repr, added))} "
+                "(clients switching over the enum may need updating)",
                 (*loc, "enum"),
                 field,
             )
@@ -267,7 +271,8 @@ class _SchemaDiff:
                 self.emit(
                     "bounds-changed",
                     ERROR,
-                    f"{where}: {key}: {nv} added: existing values beyond it fail validation on update",
+                    f"{where}: {key}: {nv} added: existing "
+                    "values beyond it fail validation on update",
                     (*loc, key),
                     field,
                 )
@@ -275,7 +280,8 @@ class _SchemaDiff:
                 self.emit(
                     "bounds-changed",
                     ERROR,
-                    f"{where}: {key} tightened from {ov} to {nv}: existing values beyond it fail validation on update",
+                    f"{where}: {key} tightened from {ov} to {nv}: "
+                    "existing values beyond it fail validation on update",
                     (*loc, key),
                     field,
                 )
@@ -306,7 +312,8 @@ class _SchemaDiff:
                 self.emit(
                     "pattern-changed",
                     ERROR,
-                    f"{where}: pattern {np_!r} added: existing values that do not match fail validation on update",
+                    f"{where}: pattern {np_!r} added: existing values "
+                    "that do not match fail validation on update",
                     (*loc, "pattern"),
                     field,
                 )
@@ -316,7 +323,8 @@ class _SchemaDiff:
                 self.emit(
                     "pattern-changed",
                     WARNING,
-                    f"{where}: pattern changed from {op!r} to {np_!r}: values valid before may be rejected",
+                    f"{where}: pattern changed from {op!r} to "
+                    f"{np_!r}: values valid before may be rejected",
                     (*loc, "pattern"),
                     field,
                 )
@@ -341,7 +349,8 @@ class _SchemaDiff:
                 self.emit(
                     "default-changed",
                     WARNING,
-                    f"{where}: default {nd!r} added: stored objects that omit it read back with it (defaults apply on read)",
+                    f"{where}: default {nd!r} added: stored objects that "
+                    "omit it read back with it (defaults apply on read)",
                     (*loc, "default"),
                     field,
                 )
@@ -357,7 +366,8 @@ class _SchemaDiff:
                 self.emit(
                     "default-changed",
                     WARNING,
-                    f"{where}: default changed from {od!r} to {nd!r}: stored objects that omit it change meaning",
+                    f"{where}: default changed from {od!r} to {nd!r}: "
+                    "stored objects that omit it change meaning",
                     (*loc, "default"),
                     field,
                 )
@@ -365,7 +375,8 @@ class _SchemaDiff:
             self.emit(
                 "nullable-removed",
                 ERROR,
-                f"{where} is no longer nullable: objects holding null fail validation (or lose the field)",
+                f"{where} is no longer nullable: objects holding "
+                "null fail validation (or lose the field)",
                 loc,
                 field,
             )
@@ -383,7 +394,8 @@ class _SchemaDiff:
             self.emit(
                 "list-type-changed",
                 ERROR,
-                f"{where}: x-kubernetes-list-type changed from {olt} to {nlt}: server-side apply merges it differently (and may reject existing duplicates)",
+                f"{where}: x-kubernetes-list-type changed from {olt} to {nlt}: server-side "
+                "apply merges it differently (and may reject existing duplicates)",
                 (*loc, "x-kubernetes-list-type"),
                 field,
             )
@@ -392,7 +404,8 @@ class _SchemaDiff:
             self.emit(
                 "list-type-changed",
                 ERROR,
-                f"{where}: x-kubernetes-list-map-keys changed from {ok} to {nk}: entries are matched by different keys",
+                f"{where}: x-kubernetes-list-map-keys changed from "
+                f"{ok} to {nk}: entries are matched by different keys",
                 (*loc, "x-kubernetes-list-map-keys"),
                 field,
             )
@@ -401,7 +414,8 @@ class _SchemaDiff:
             self.emit(
                 "list-type-changed",
                 WARNING,
-                f"{where}: x-kubernetes-map-type changed from {om or 'granular'} to {nm or 'granular'}",
+                f"{where}: x-kubernetes-map-type changed from "
+                f"{om or 'granular'} to {nm or 'granular'}",
                 (*loc, "x-kubernetes-map-type"),
                 field,
             )
@@ -412,7 +426,8 @@ class _SchemaDiff:
             self.emit(
                 "preserve-unknown-fields-removed",
                 ERROR,
-                f"{where}: x-kubernetes-preserve-unknown-fields removed: undeclared fields stored so far are pruned on the next write",
+                f"{where}: x-kubernetes-preserve-unknown-fields removed: "
+                "undeclared fields stored so far are pruned on the next write",
                 loc,
                 field,
             )
@@ -422,7 +437,8 @@ class _SchemaDiff:
             self.emit(
                 "type-changed",
                 ERROR,
-                f"{where}: x-kubernetes-embedded-resource changed: apiVersion/kind/metadata handling of the value changes",
+                f"{where}: x-kubernetes-embedded-resource changed: "
+                "apiVersion/kind/metadata handling of the value changes",
                 loc,
                 field,
             )
@@ -474,7 +490,8 @@ class _SchemaDiff:
                 self.emit(
                     "field-removed",
                     WARNING,
-                    f"{path} removed from the schema; its parent preserves unknown fields, so stored values are kept but no longer validated",
+                    f"{path} removed from the schema; its parent preserves unknown "
+                    "fields, so stored values are kept but no longer validated",
                     (*loc, "properties"),
                     path,
                 )
@@ -482,7 +499,8 @@ class _SchemaDiff:
                 self.emit(
                     "field-removed",
                     ERROR,
-                    f"{path} removed: stored values are pruned and clients that set or read it break",
+                    f"{path} removed: stored values are pruned "
+                    "and clients that set or read it break",
                     (*loc, "properties"),
                     path,
                 )
@@ -507,7 +525,8 @@ class _SchemaDiff:
                 self.emit(
                     "required-added",
                     WARNING,
-                    f"{path} is now required; it has a default, so objects and clients that omit it get {sub['default']!r}",
+                    f"{path} is now required; it has a default, so objects "
+                    f"and clients that omit it get {sub['default']!r}",
                     (*loc, "required"),
                     path,
                 )
@@ -515,7 +534,8 @@ class _SchemaDiff:
                 self.emit(
                     "required-added",
                     ERROR,
-                    f"{path} is now required: existing objects without it fail validation on update and clients that omit it are rejected",
+                    f"{path} is now required: existing objects without it fail "
+                    "validation on update and clients that omit it are rejected",
                     (*loc, "required"),
                     path,
                 )
@@ -550,7 +570,8 @@ def _scope_and_names(old: CRDView, new: CRDView, emit: Emit) -> None:
             Change(
                 "scope-changed",
                 ERROR,
-                f"scope changed from {old.scope} to {new.scope}: every existing object and client URL breaks",
+                f"scope changed from {old.scope} to {new.scope}: "
+                "every existing object and client URL breaks",
                 ("spec", "scope"),
             )
         )
@@ -570,7 +591,8 @@ def _scope_and_names(old: CRDView, new: CRDView, emit: Emit) -> None:
                 Change(
                     "names-changed",
                     ERROR,
-                    f"{label} changed from {ov} to {nv}: this is a different resource to every client",
+                    f"{label} changed from {ov} to {nv}: this "
+                    "is a different resource to every client",
                     loc,
                 )
             )
@@ -583,7 +605,8 @@ def _scope_and_names(old: CRDView, new: CRDView, emit: Emit) -> None:
                 Change(
                     "names-changed",
                     WARNING,
-                    f"short name(s) {', '.join(map(str, gone))} removed: kubectl commands and scripts using them break",
+                    f"short name(s) {', '.join(map(str, gone))} removed: "
+                    "kubectl commands and scripts using them break",
                     ("spec", "names"),
                 )
             )
@@ -605,7 +628,8 @@ def _versions_removed(old: CRDView, new: CRDView, emit: Emit) -> None:
                         ERROR,
                         f"version {ov.name} removed: clients using it break{why}"
                         + (
-                            " (the API server refuses to drop a version still listed in status.storedVersions)"
+                            " (the API server refuses to drop a version "
+                            "still listed in status.storedVersions)"
                             if is_stored
                             else ""
                         ),
@@ -648,7 +672,9 @@ def _storage_version(old: CRDView, new: CRDView, emit: Emit) -> None:
                 Change(
                     "storage-version-changed",
                     ERROR,
-                    f"storage version changed from {old_storage.name} to {new_storage.name} with conversion None and different schemas: objects stored as {old_storage.name} are served as {new_storage.name} unchanged",
+                    f"storage version changed from {old_storage.name} to {new_storage.name} "
+                    "with conversion None and different schemas: objects stored as "
+                    f"{old_storage.name} are served as {new_storage.name} unchanged",
                     (*new_storage.location, "storage"),
                     "",
                     (new_storage.name,),
@@ -659,7 +685,9 @@ def _storage_version(old: CRDView, new: CRDView, emit: Emit) -> None:
                 Change(
                     "storage-version-changed",
                     INFO,
-                    f"storage version changed from {old_storage.name} to {new_storage.name}: migrate stored objects before removing {old_storage.name} from status.storedVersions",
+                    f"storage version changed from {old_storage.name} to "
+                    f"{new_storage.name}: migrate stored objects before "
+                    f"removing {old_storage.name} from status.storedVersions",
                     (*new_storage.location, "storage"),
                     "",
                     (new_storage.name,),
@@ -676,7 +704,8 @@ def compare_version(ov: VersionView, nv: VersionView, emit: Emit) -> None:
             Change(
                 "subresource-changed",
                 ERROR,
-                f"version {nv.name}: status subresource removed: clients writing /status break and status becomes writable with the main resource",
+                f"version {nv.name}: status subresource removed: clients writing "
+                "/status break and status becomes writable with the main resource",
                 nv.subresources_location,
                 "",
                 versions,
@@ -687,7 +716,8 @@ def compare_version(ov: VersionView, nv: VersionView, emit: Emit) -> None:
             Change(
                 "subresource-changed",
                 WARNING,
-                f"version {nv.name}: status subresource added: status changes sent with the main resource are ignored from now on; clients must write /status",
+                f"version {nv.name}: status subresource added: status changes sent with "
+                "the main resource are ignored from now on; clients must write /status",
                 (*nv.subresources_location, "status"),
                 "",
                 versions,
@@ -699,7 +729,8 @@ def compare_version(ov: VersionView, nv: VersionView, emit: Emit) -> None:
             Change(
                 "subresource-changed",
                 ERROR,
-                f"version {nv.name}: scale subresource {what}: autoscalers and kubectl scale using it break",
+                f"version {nv.name}: scale subresource {what}: "
+                "autoscalers and kubectl scale using it break",
                 nv.subresources_location,
                 "",
                 versions,

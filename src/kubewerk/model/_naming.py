@@ -7,7 +7,8 @@ from typing import Final
 
 __all__ = ["guess_plural", "json_name", "kind_from_class_name", "version_priority_key"]
 
-# kinds whose lower-cased form is already plural (as in apimachinery's meta.UnsafeGuessKindToResource)
+# kinds whose lower-cased form is already plural (as in apimachinery's
+# meta.UnsafeGuessKindToResource)
 _UNPLURALIZED: Final = ("endpoints",)
 _VOWELS: Final = frozenset("aeiou")
 

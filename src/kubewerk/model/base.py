@@ -126,7 +126,8 @@ class KubeModel(BaseModel):
             bad = [r for r in rules if not isinstance(r, Rule | ExactlyOneOf | AtMostOneOf)]
             if bad:
                 raise ModelDefinitionError(
-                    f"{cls.__name__}: rules= takes Rule, ExactlyOneOf or AtMostOneOf, got {bad[0]!r}"
+                    f"{cls.__name__}: rules= takes Rule, "
+                    f"ExactlyOneOf or AtMostOneOf, got {bad[0]!r}"
                 )
             cls.__kube_rules__ = tuple(rules)
         if preserve_unknown_fields is not None:

@@ -65,7 +65,8 @@ def converter(func: Callable[[Any], R]) -> Callable[[Any], R]:
     source, target = src.kind_info(), dst.kind_info()
     if (source.group, source.kind) != (target.group, target.kind):
         raise TypeError(
-            f"{func.__name__}: converts {source.kind}.{source.group} to {target.kind}.{target.group}"
+            f"{func.__name__}: converts {source.kind}.{source.group} "
+            f"to {target.kind}.{target.group}"
         )
     if source.version == target.version:
         raise TypeError(f"{func.__name__}: source and target are both {source.version}")
@@ -112,7 +113,8 @@ def _step(obj: AnyResource, target: type[AnyResource]) -> AnyResource:
     out = func(obj)
     if not isinstance(out, target):
         raise ConversionError(
-            f"{getattr(func, '__name__', func)!r} returned {type(out).__name__}, not {target.__name__}"
+            f"{getattr(func, '__name__', func)!r} returned "
+            f"{type(out).__name__}, not {target.__name__}"
         )
     return _carry_metadata(obj, out)
 

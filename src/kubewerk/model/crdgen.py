@@ -140,7 +140,8 @@ def _version_entry(model: type[AnyResource], info: KindInfo, storage: bool) -> d
     if selectable:
         if len(selectable) > 8:
             raise ModelDefinitionError(
-                f"{model.__name__}: Kubernetes allows at most 8 selectable fields, got {len(selectable)}"
+                f"{model.__name__}: Kubernetes allows at most "
+                f"8 selectable fields, got {len(selectable)}"
             )
         entry["selectableFields"] = [{"jsonPath": p} for p in dict.fromkeys(selectable)]
     subresources: dict[str, Any] = {}
@@ -188,7 +189,8 @@ def _collect(models: tuple[type[AnyResource], ...]) -> list[type[AnyResource]]:
             )
         if info.version in seen and seen[info.version] is not model:
             raise ModelDefinitionError(
-                f"{model.__name__}: version {info.version} is also defined by {seen[info.version].__name__}"
+                f"{model.__name__}: version {info.version} is "
+                f"also defined by {seen[info.version].__name__}"
             )
         seen[info.version] = model
     return sorted(seen.values(), key=lambda m: version_priority_key(m.kind_info().version))

@@ -89,7 +89,8 @@ failures it reports on purpose. They are errors too (logged, counted, retried)."
 
 @dataclass(frozen=True, slots=True)
 class Result:
-    """What a reconcile asks for next: nothing (done), a retry with backoff, or a retry after a delay."""
+    """What a reconcile asks for next: nothing (done), a retry with backoff, or a retry
+    after a delay."""
 
     requeue: bool = False
     requeue_after: float | None = None
@@ -115,7 +116,8 @@ class TerminalError(Exception):
 
 
 class ObjectLogger(logging.LoggerAdapter[logging.Logger]):
-    """Prefixes every message with ``[controller namespace/name]`` and passes the context as ``extra``."""
+    """Prefixes every message with ``[controller namespace/name]`` and passes the
+    context as ``extra``."""
 
     def process(
         self, msg: Any, kwargs: MutableMapping[str, Any]
@@ -238,7 +240,8 @@ class Context:
     def set_condition(
         obj: Any, type: str, status: bool | _conditions.Status, reason: str, message: str = ""
     ) -> bool:
-        """:func:`kubewerk.runtime.conditions.set_condition` (observedGeneration from the object)."""
+        """:func:`kubewerk.runtime.conditions.set_condition` (observedGeneration from
+        the object)."""
         return _conditions.set_condition(obj, type, status, reason, message)
 
     # -- guarded writes -----------------------------------------------------------------
@@ -441,7 +444,8 @@ class _EnqueueFor(_Enqueue):
 
 
 class _EnqueueOwner(_Enqueue):
-    """Enqueues the owner named by the object's controller ownerReference (old and new owner on updates)."""
+    """Enqueues the owner named by the object's controller ownerReference (old and new
+    owner on updates)."""
 
     def __init__(self, ctrl: Controller[Any], predicates: Sequence[Predicate]) -> None:
         super().__init__(ctrl, predicates)
@@ -603,7 +607,8 @@ class Controller(Generic[T]):
             )
 
     async def stop(self, grace: float = 30.0) -> None:
-        """Stop taking work, let in-flight reconciles finish (up to ``grace`` seconds), then cancel."""
+        """Stop taking work, let in-flight reconciles finish (up to ``grace`` seconds),
+        then cancel."""
         drained = await self.queue.shutdown_with_drain(grace)
         if not drained:
             log.warning(

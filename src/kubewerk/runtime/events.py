@@ -45,7 +45,8 @@ def micro_time(epoch: float) -> str:
 
 
 def object_reference(obj: Any) -> dict[str, Any]:
-    """The ObjectReference (apiVersion, kind, namespace, name, uid, resourceVersion) of an object."""
+    """The ObjectReference (apiVersion, kind, namespace, name, uid, resourceVersion) of
+    an object."""
     data = obj if isinstance(obj, Mapping) else to_dict(obj)
     meta = data.get("metadata") or {}
     ref: dict[str, Any] = {}
@@ -266,7 +267,8 @@ class EventRecorder:
             self._task = None
 
     async def flush(self) -> None:
-        """Write every series whose count changed since it was last written, and wait for the queue."""
+        """Write every series whose count changed since it was last written, and wait
+        for the queue."""
         for todo in self.cache.due(
             self.clock(), self.finish_after, self.refresh_every, flush_all=True
         ):

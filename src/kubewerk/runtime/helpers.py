@@ -95,7 +95,8 @@ def set_controller_reference(owner: Any, child: Any, *, block_owner_deletion: bo
     for existing in refs:
         if existing.get("controller") and existing.get("uid") != ref["uid"]:
             raise AlreadyOwnedError(
-                f"object is already owned by another {existing.get('kind')} controller {existing.get('name')}"
+                "object is already owned by another "
+                f"{existing.get('kind')} controller {existing.get('name')}"
             )
     _upsert_ref(child, refs, ref)
 

@@ -269,7 +269,8 @@ class LeaderElector:
             await asyncio.sleep(self.retry_period * random.uniform(1.0, JITTER_FACTOR))
 
     async def renew_until_lost(self) -> None:
-        """Renew every retry period; return when a renewal could not succeed within the renew deadline."""
+        """Renew every retry period; return when a renewal could not succeed within the
+        renew deadline."""
         while True:
             deadline = time.monotonic() + self.renew_deadline
             renewed = False

@@ -538,7 +538,8 @@ class Manager:
         await self._stopped.wait()
 
     async def run(self) -> None:
-        """Start, run until stopped, shut down; raises :class:`LeaderElectionLost` if the Lease was lost."""
+        """Start, run until stopped, shut down; raises :class:`LeaderElectionLost` if
+        the Lease was lost."""
         await self.start()
         try:
             await self.wait()

@@ -140,7 +140,8 @@ class MaxOfRateLimiter:
 
 
 def default_controller_rate_limiter() -> MaxOfRateLimiter:
-    """controller-runtime's default: max(5 ms → 1,000 s per-item backoff, 10 qps / 100 burst bucket)."""
+    """controller-runtime's default: max(5 ms → 1,000 s per-item backoff, 10 qps / 100
+    burst bucket)."""
     return MaxOfRateLimiter(
         ItemExponentialFailureRateLimiter(0.005, 1000.0), BucketRateLimiter(10.0, 100)
     )
@@ -194,7 +195,8 @@ class WorkQueue(Generic[T]):
             self.metrics.add(len(self._queue))
 
     def add_after(self, item: T, delay: float) -> None:
-        """Queue the item after ``delay`` seconds (at once when ``delay <= 0``); the earliest pending time wins."""
+        """Queue the item after ``delay`` seconds (at once when ``delay <= 0``); the
+        earliest pending time wins."""
         if self._shutting_down:
             return
         if delay <= 0:
@@ -312,7 +314,8 @@ class WorkQueue(Generic[T]):
         return self._clock() - min(self._processing.values())
 
     def shutdown(self) -> None:
-        """Stop accepting items, cancel delayed adds, and make :meth:`get` raise :class:`ShutDown`."""
+        """Stop accepting items, cancel delayed adds, and make :meth:`get` raise
+        :class:`ShutDown`."""
         self._shutting_down = True
         for _, handle in self._waiting.values():
             handle.cancel()

@@ -123,7 +123,8 @@ class _OpenAPIWalk:
             errs.append(
                 FieldError.forbidden(
                     f"{path}.uniqueItems",
-                    "uniqueItems cannot be set to true since the runtime complexity becomes quadratic",
+                    "uniqueItems cannot be set to true since "
+                    "the runtime complexity becomes quadratic",
                 )
             )
         addl = schema.get("additionalProperties")
@@ -448,7 +449,8 @@ def map_list_keys_errors(schema: dict[str, Any], path: str) -> list[FieldError]:
                 errs.append(
                     FieldError.required(
                         f"{path}.items.properties[{k}].default",
-                        "this property is in x-kubernetes-list-map-keys, so it must have a default or be a required property",
+                        "this property is in x-kubernetes-list-map-keys, so "
+                        "it must have a default or be a required property",
                     )
                 )
             if prop.get("nullable") is True:

@@ -173,7 +173,8 @@ def _status_root_errors(schema: dict[str, Any], path: str) -> list[FieldError]:
                     FieldError.invalid(
                         f"{path}.type",
                         schema.get("type"),
-                        'only "object" is allowed as the type at the root of the schema if the status subresource is enabled',
+                        'only "object" is allowed as the type at the root '
+                        "of the schema if the status subresource is enabled",
                     )
                 ]
             continue
@@ -182,8 +183,8 @@ def _status_root_errors(schema: dict[str, Any], path: str) -> list[FieldError]:
                 FieldError.invalid(
                     path,
                     schema,
-                    f"only [{' '.join(ALLOWED_AT_ROOT_WITH_STATUS)}] fields are allowed at the root of the schema "
-                    "if the status subresource is enabled",
+                    f"only [{' '.join(ALLOWED_AT_ROOT_WITH_STATUS)}] fields are allowed "
+                    "at the root of the schema if the status subresource is enabled",
                 )
             ]
     return []

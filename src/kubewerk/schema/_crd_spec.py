@@ -128,9 +128,9 @@ def validate_stored_versions(stored: list[Any], versions: list[dict[str, Any]]) 
             FieldError.invalid(
                 f"{path}[{i}]",
                 v,
-                f"missing from spec.versions; {v} was previously a storage version, and must remain in "
-                f"spec.versions until a storage migration ensures no data remains persisted in {v} and "
-                f"removes {v} from status.storedVersions",
+                f"missing from spec.versions; {v} was previously a storage version, and "
+                "must remain in spec.versions until a storage migration ensures no data "
+                f"remains persisted in {v} and removes {v} from status.storedVersions",
             )
         )
     return errs
@@ -164,8 +164,9 @@ def validate_api_approval(
         except ValueError:
             pass
         return "invalid", (
-            f'protected groups must have approval annotation "{API_APPROVAL_ANNOTATION}" with either a URL '
-            'or a reason starting with "unapproved", see https://github.com/kubernetes/enhancements/pull/1111'
+            "protected groups must have approval annotation "
+            f'"{API_APPROVAL_ANNOTATION}" with either a URL or a reason starting with '
+            '"unapproved", see https://github.com/kubernetes/enhancements/pull/1111'
         )
 
     new_state, reason = state(meta)
@@ -389,7 +390,8 @@ def _validate_version(
                         FieldError.invalid(
                             f"{vpath}.deprecationWarning",
                             w,
-                            f"must only contain printable UTF-8 characters; non-printable character found at index {len(w[:idx].encode())}",
+                            "must only contain printable UTF-8 characters; non-printable "
+                            f"character found at index {len(w[:idx].encode())}",
                         )
                     )
                     break
@@ -515,7 +517,8 @@ def _validate_selectable(fields: list[Any], schema: Any, path: str) -> list[Fiel
                 FieldError.invalid(
                     ip,
                     jp,
-                    "must point to a field of type string, boolean or integer. Enum string fields and strings with formats are allowed.",
+                    "must point to a field of type string, boolean or integer. "
+                    "Enum string fields and strings with formats are allowed.",
                 )
             )
         if norm in seen:

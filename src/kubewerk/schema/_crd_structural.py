@@ -145,14 +145,16 @@ def validate_structural(
             errs.append(
                 FieldError.forbidden(
                     mpath,
-                    "must not specify anything other than name and generateName, but metadata is implicitly specified",
+                    "must not specify anything other than name and "
+                    "generateName, but metadata is implicitly specified",
                 )
             )
     if s.embedded and not s.preserve_unknown and not s.properties:
         errs.append(
             FieldError.required(
                 join_path(path, "properties"),
-                "must not be empty if x-kubernetes-embedded-resource is true without x-kubernetes-preserve-unknown-fields",
+                "must not be empty if x-kubernetes-embedded-resource "
+                "is true without x-kubernetes-preserve-unknown-fields",
             )
         )
 
@@ -244,7 +246,8 @@ def _validate_value_validation(
                 FieldError.invalid(
                     join_path(path, "pattern"),
                     pattern,
-                    f"must be a valid regular expression, but isn't: {go_regexp_error(pattern, exc)}",
+                    "must be a valid regular expression, but "
+                    f"isn't: {go_regexp_error(pattern, exc)}",
                 )
             )
 

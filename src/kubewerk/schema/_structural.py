@@ -454,9 +454,9 @@ def dns1035_label_errors(value: str) -> list[str]:
         errs.append("must be no more than 63 characters")
     if not _DNS1035.match(value):
         errs.append(
-            "a DNS-1035 label must consist of lower case alphanumeric characters or '-', start with "
-            "an alphabetic character, and end with an alphanumeric character (e.g. 'my-name',  or "
-            "'abc-123', regex used for validation is '[a-z]([-a-z0-9]*[a-z0-9])?')"
+            "a DNS-1035 label must consist of lower case alphanumeric characters or '-', start "
+            "with an alphabetic character, and end with an alphanumeric character (e.g. "
+            "'my-name',  or 'abc-123', regex used for validation is '[a-z]([-a-z0-9]*[a-z0-9])?')"
         )
     return errs
 
@@ -547,9 +547,10 @@ def dns1123_subdomain_errors(value: str) -> list[str]:
         errs.append("must be no more than 253 characters")
     if not _DNS1123_SUBDOMAIN.match(value):
         errs.append(
-            "a lowercase RFC 1123 subdomain must consist of lower case alphanumeric characters, '-' "
-            "or '.', and must start and end with an alphanumeric character (e.g. 'example.com', regex "
-            "used for validation is '[a-z0-9]([-a-z0-9]*[a-z0-9])?(\\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*')"
+            "a lowercase RFC 1123 subdomain must consist of lower case alphanumeric characters, "
+            "'-' or '.', and must start and end with an alphanumeric character (e.g. "
+            "'example.com', regex used for validation is "
+            "'[a-z0-9]([-a-z0-9]*[a-z0-9])?(\\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*')"
         )
     return errs
 
@@ -561,8 +562,8 @@ def dns1123_label_errors(value: str) -> list[str]:
         errs.append("must be no more than 63 characters")
     if not _DNS1123_LABEL.match(value):
         errs.append(
-            "a lowercase RFC 1123 label must consist of lower case alphanumeric characters or '-', and "
-            "must start and end with an alphanumeric character (e.g. 'my-name',  or '123-abc', regex "
-            "used for validation is '[a-z0-9]([-a-z0-9]*[a-z0-9])?')"
+            "a lowercase RFC 1123 label must consist of lower case alphanumeric characters "
+            "or '-', and must start and end with an alphanumeric character (e.g. 'my-name',  "
+            "or '123-abc', regex used for validation is '[a-z0-9]([-a-z0-9]*[a-z0-9])?')"
         )
     return errs

@@ -526,7 +526,8 @@ class Validator:
                         FieldError.invalid(
                             field,
                             float(mult),
-                            f"factor MultipleOf declared for {name} must be positive: {go_float_v(float(mult))}",
+                            f"factor MultipleOf declared for {name} must "
+                            f"be positive: {go_float_v(float(mult))}",
                         )
                     )
                 else:

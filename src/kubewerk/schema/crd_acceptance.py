@@ -87,7 +87,8 @@ def validate_crd(crd: dict[str, Any], old: dict[str, Any] | None = None) -> list
             FieldError.invalid(
                 "spec.preserveUnknownFields",
                 True,
-                "cannot set to true, set x-kubernetes-preserve-unknown-fields to true in spec.versions[*].schema instead",
+                "cannot set to true, set x-kubernetes-preserve-unknown-fields "
+                "to true in spec.versions[*].schema instead",
             )
         )
     return errs

@@ -85,7 +85,8 @@ def resource_type() -> ServedResource:
         ),
         schemas={
             "v1": object_schema(
-                "CustomResourceDefinition represents a resource that should be exposed on the API server.",
+                "CustomResourceDefinition represents a resource "
+                "that should be exposed on the API server.",
                 {
                     "spec": {"type": "object", "x-kubernetes-preserve-unknown-fields": True},
                     "status": {"type": "object", "x-kubernetes-preserve-unknown-fields": True},

@@ -39,11 +39,13 @@ def object_schema(
         "properties": {
             "apiVersion": {
                 "type": "string",
-                "description": "APIVersion defines the versioned schema of this representation of an object.",
+                "description": "APIVersion defines the versioned "
+                "schema of this representation of an object.",
             },
             "kind": {
                 "type": "string",
-                "description": "Kind is a string value representing the REST resource this object represents.",
+                "description": "Kind is a string value representing "
+                "the REST resource this object represents.",
             },
             "metadata": {
                 "allOf": [_OBJECT_META_REF],

@@ -9,9 +9,9 @@ Layout: ``_data`` maps key -> current object. Keys are also kept sorted per *buc
 key up to its third ``/`` (``/<group>/<resource>/``), each bucket a ``SortedList`` (a
 list of short sorted sublists), so inserting or removing a key costs O(log n) whatever
 the resource's size (a flat sorted list would move half its pointers per insert: ~30 µs
-at 50,000 objects), and a list of one resource or namespace is a bisect plus a slice. The log is a list of ``Event`` whose
-index is ``revision - compacted_revision - 1`` (revisions are dense), with a parallel
-list of commit times for age-based compaction.
+at 50,000 objects), and a list of one resource or namespace is a bisect plus a slice.
+The log is a list of ``Event`` whose index is ``revision - compacted_revision - 1``
+(revisions are dense), with a parallel list of commit times for age-based compaction.
 
 Memory bounds: every committed object passes the storage boundary (``boundary``), which
 also gives its encoded size. The history (the log) is bounded in those bytes by

@@ -27,6 +27,8 @@ class VersionDiscipline(Rule):
         "versions with different schemas and conversion None (error); a pre-release storage "
         "version beside a GA one (warning); deprecated versions without a warning (info)"
     )
+    # a backslash ending a line below joins it with the next: the example (and
+    # docs/lint-rules.md) keeps each schema on one line
     example = Example(
         Where.CRD_SPEC,
         bad="""\
@@ -34,22 +36,26 @@ versions:
 - name: v1beta1
   served: true
   storage: false
-  schema: {openAPIV3Schema: {type: object, properties: {spec: {type: object, properties: {size: {type: string}}}}}}
+  schema: {openAPIV3Schema: {type: object, properties: {spec: {type: object, \
+properties: {size: {type: string}}}}}}
 - name: v1
   served: true
   storage: true
-  schema: {openAPIV3Schema: {type: object, properties: {spec: {type: object, properties: {replicas: {type: integer}}}}}}
+  schema: {openAPIV3Schema: {type: object, properties: {spec: {type: object, \
+properties: {replicas: {type: integer}}}}}}
 """,
         good="""\
 versions:
 - name: v1beta1
   served: true
   storage: false
-  schema: {openAPIV3Schema: {type: object, properties: {spec: {type: object, properties: {size: {type: string}}}}}}
+  schema: {openAPIV3Schema: {type: object, properties: {spec: {type: object, \
+properties: {size: {type: string}}}}}}
 - name: v1
   served: true
   storage: true
-  schema: {openAPIV3Schema: {type: object, properties: {spec: {type: object, properties: {replicas: {type: integer}}}}}}
+  schema: {openAPIV3Schema: {type: object, properties: {spec: {type: object, \
+properties: {replicas: {type: integer}}}}}}
 conversion:
   strategy: Webhook
   webhook:

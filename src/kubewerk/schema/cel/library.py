@@ -270,7 +270,8 @@ def quantity(s: str) -> dict[str, Any]:
     v = parse_quantity(s)
     if v is None:
         raise CelError(
-            "quantities must match the regular expression '^([+-]?[0-9.]+)([eEinumkKMGTP]*[-+]?[0-9]*)$'"
+            "quantities must match the regular expression "
+            "'^([+-]?[0-9.]+)([eEinumkKMGTP]*[-+]?[0-9]*)$'"
         )
     return _tagged_quantity(v)
 
@@ -339,7 +340,8 @@ def ip(s: str) -> dict[str, Any]:
         if "%" in s:
             raise CelError(f"IP address with zone value is not allowed: {s}")
         raise CelError(
-            f"IP Address {s!r} parse error during conversion from string: ParseAddr({s!r}): unable to parse IP"
+            f"IP Address {s!r} parse error during conversion "
+            f"from string: ParseAddr({s!r}): unable to parse IP"
         )
     return _tagged("ip", v=str(addr))
 
@@ -408,7 +410,8 @@ def cidr(s: str) -> dict[str, Any]:
     parsed = _parse_cidr(s)
     if parsed is None:
         raise CelError(
-            f"network address {s!r} parse error during conversion from string: netip.ParsePrefix({s!r}): bad prefix"
+            f"network address {s!r} parse error during conversion "
+            f"from string: netip.ParsePrefix({s!r}): bad prefix"
         )
     return _tagged("cidr", v=f"{parsed[0]}/{parsed[1]}")
 
@@ -502,7 +505,8 @@ def semver(s: str, normalize: bool = False) -> dict[str, Any]:
     v = _semver(s, normalize)
     if v is None:
         raise CelError(
-            f"Semver {s!r} parse error during conversion from string: Invalid character(s) found in version"
+            f"Semver {s!r} parse error during conversion from "
+            "string: Invalid character(s) found in version"
         )
     return _tagged("semver", v=v)
 
@@ -569,10 +573,10 @@ def _qualified_name_errors(value: str) -> list[str]:
             errs.extend("prefix part " + m for m in dns1123_subdomain_errors(prefix))
     elif len(parts) != 1:
         return [
-            "a qualified name must consist of alphanumeric characters, '-', '_' or '.', and must start and end "
-            "with an alphanumeric character (e.g. 'MyName',  or 'my.name',  or '123-abc', regex used for "
-            "validation is '([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9]') with an optional DNS subdomain prefix "
-            "and '/' (e.g. 'example.com/MyName')"
+            "a qualified name must consist of alphanumeric characters, '-', '_' or '.', and must "
+            "start and end with an alphanumeric character (e.g. 'MyName',  or 'my.name',  or "
+            "'123-abc', regex used for validation is '([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9]') "
+            "with an optional DNS subdomain prefix and '/' (e.g. 'example.com/MyName')"
         ]
     if not name:
         errs.append("name part must be non-empty")
@@ -580,9 +584,9 @@ def _qualified_name_errors(value: str) -> list[str]:
         errs.append("name part must be no more than 63 characters")
     if name and not _QUALIFIED_NAME.match(name):
         errs.append(
-            "name part must consist of alphanumeric characters, '-', '_' or '.', and must start and end with an "
-            "alphanumeric character (e.g. 'MyName',  or 'my.name',  or '123-abc', regex used for validation is "
-            "'([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9]')"
+            "name part must consist of alphanumeric characters, '-', '_' or '.', and must start "
+            "and end with an alphanumeric character (e.g. 'MyName',  or 'my.name',  or "
+            "'123-abc', regex used for validation is '([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9]')"
         )
     return errs
 
@@ -593,9 +597,10 @@ def _label_value_errors(value: str) -> list[str]:
         errs.append("must be no more than 63 characters")
     if not _LABEL_VALUE.match(value):
         errs.append(
-            "a valid label must be an empty string or consist of alphanumeric characters, '-', '_' or '.', and "
-            "must start and end with an alphanumeric character (e.g. 'MyValue',  or 'my_value',  or '12345', "
-            "regex used for validation is '(([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9])?')"
+            "a valid label must be an empty string or consist of alphanumeric characters, '-', '_' "
+            "or '.', and must start and end with an alphanumeric character (e.g. 'MyValue',  or "
+            "'my_value',  or '12345', regex used for validation is "
+            "'(([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9])?')"
         )
     return errs
 

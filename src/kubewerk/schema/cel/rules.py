@@ -316,7 +316,8 @@ def check_node_rules(
                     FieldError.invalid(
                         f"{rp}.rule",
                         text,
-                        f"oldSelf cannot be used on the uncorrelatable portion of the schema within {old_self_forbidden}",
+                        "oldSelf cannot be used on the uncorrelatable "
+                        f"portion of the schema within {old_self_forbidden}",
                     )
                 )
         elif rule.get("optionalOldSelf") is not None:
@@ -402,7 +403,8 @@ class _NodeRules:
         self.passed: dict[tuple[Any, ...], bool] | None = None
 
     def narrow(self) -> None:
-        """Set ``raw_fields`` and ``passed`` from the compiled rules (call once they are all added)."""
+        """Set ``raw_fields`` and ``passed`` from the compiled rules (call once they are
+        all added)."""
         if not any(cr.uses_old for cr in self.rules):
             self.passed = {}
         names: set[str] = set()
@@ -674,7 +676,8 @@ def _eval_rules(
                     FieldError.invalid(
                         path,
                         bad,
-                        f"'operation cancelled: actual cost limit exceeded': call cost exceeds limit for rule: {_rule_text(cr.rule)}",
+                        "'operation cancelled: actual cost limit exceeded': call "
+                        f"cost exceeds limit for rule: {_rule_text(cr.rule)}",
                     )
                 )
             else:
