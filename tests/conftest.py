@@ -89,7 +89,8 @@ def kubectl(kubeconfig: Path) -> KubectlRun:
         )
         if check and proc.returncode != 0:
             raise AssertionError(
-                f"kubectl {' '.join(args)} failed ({proc.returncode}):\n{proc.stdout}\n{proc.stderr}"
+                f"kubectl {' '.join(args)} failed "
+                f"({proc.returncode}):\n{proc.stdout}\n{proc.stderr}"
             )
         return proc
 

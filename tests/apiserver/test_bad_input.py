@@ -40,9 +40,9 @@ GV = "demo.kubewerk.dev/v1"
 DBS = f"/apis/{GV}/namespaces/default/databases"
 CMS = "/api/v1/namespaces/default/configmaps"
 SUBDOMAIN_MSG = (
-    "a lowercase RFC 1123 subdomain must consist of lower case alphanumeric characters, '-' or '.', "
-    "and must start and end with an alphanumeric character (e.g. 'example.com', regex used for "
-    "validation is '[a-z0-9]([-a-z0-9]*[a-z0-9])?(\\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*')"
+    "a lowercase RFC 1123 subdomain must consist of lower case alphanumeric characters, '-' or "
+    "'.', and must start and end with an alphanumeric character (e.g. 'example.com', regex "
+    "used for validation is '[a-z0-9]([-a-z0-9]*[a-z0-9])?(\\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*')"
 )
 
 
@@ -281,7 +281,8 @@ async def test_wrong_kind_for_custom_resource(api: Api) -> None:
         DBS,
         422,
         "Invalid",
-        'Database.demo.kubewerk.dev "db3" is invalid: kind: Invalid value: "Table": must be Database',
+        'Database.demo.kubewerk.dev "db3" is invalid: '
+        'kind: Invalid value: "Table": must be Database',
         body=body,
     )
     assert err["details"]["causes"] == [
@@ -306,7 +307,8 @@ async def test_invalid_custom_resource_names(api: Api) -> None:
         assert causes and all(c["field"] == "metadata.name" for c in causes), causes
         if len(name) < 254:
             assert err["message"] == (
-                f'Database.demo.kubewerk.dev "{name}" is invalid: metadata.name: Invalid value: "{name}": {SUBDOMAIN_MSG}'
+                f'Database.demo.kubewerk.dev "{name}" is invalid: '
+                f'metadata.name: Invalid value: "{name}": {SUBDOMAIN_MSG}'
             )
         else:
             assert "must be no more than 253 " in err["message"]

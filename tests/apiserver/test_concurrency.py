@@ -123,8 +123,9 @@ async def _writer(
                 if resp.status == 409:
                     assert body["kind"] == "Status" and body["reason"] == "Conflict", body
                     assert body["message"] == (
-                        f'Operation cannot be fulfilled on databases.demo.kubewerk.dev "{name}": the object '
-                        "has been modified; please apply your changes to the latest version and try again"
+                        "Operation cannot be fulfilled on databases.demo.kubewerk.dev "
+                        f'"{name}": the object has been modified; please apply your '
+                        "changes to the latest version and try again"
                     )
                     conflicts += 1
                     continue

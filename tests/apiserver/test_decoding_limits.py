@@ -164,7 +164,10 @@ async def test_modest_aliases_are_expanded_into_independent_copies(api: Api) -> 
 
 
 async def test_an_anchor_that_contains_itself_is_refused(api: Api) -> None:
-    doc = b"apiVersion: limits.kubewerk.dev/v1\nkind: Thing\nmetadata: {name: loop}\nspec: &s {me: *s}\n"
+    doc = (
+        b"apiVersion: limits.kubewerk.dev/v1\nkind: Thing\n"
+        b"metadata: {name: loop}\nspec: &s {me: *s}\n"
+    )
     await fails(
         api, "POST", THINGS, 400, "value contains itself", raw=doc, content_type="application/yaml"
     )
@@ -316,7 +319,10 @@ async def test_nan_and_infinity_are_refused(api: Api) -> None:
             raw=doc,
             content_type="application/yaml",
         )
-    raw = b'{"apiVersion": "limits.kubewerk.dev/v1", "kind": "Thing", "metadata": {"name": "inf"}, "spec": {"v": 1e400}}'
+    raw = (
+        b'{"apiVersion": "limits.kubewerk.dev/v1", "kind": "Thing", '
+        b'"metadata": {"name": "inf"}, "spec": {"v": 1e400}}'
+    )
     await fails(api, "POST", THINGS, 400, "cannot unmarshal number 1e400", raw=raw)
     await fails(
         api,
@@ -511,7 +517,8 @@ async def test_delete_options_are_type_checked(api: Api) -> None:
         "DELETE",
         f"{THINGS}/seed",
         400,
-        "json: cannot unmarshal string into Go struct field DeleteOptions.gracePeriodSeconds of type int64",
+        "json: cannot unmarshal string into Go struct field "
+        "DeleteOptions.gracePeriodSeconds of type int64",
         body={"gracePeriodSeconds": "abc"},
     )
     await fails(

@@ -126,7 +126,8 @@ def changed_crd(crd: JSON, change: str) -> JSON:
     elif change == "transition-rule":
         spec.setdefault("x-kubernetes-validations", []).append(
             {
-                "rule": "!has(oldSelf.replicas) || !has(self.replicas) || self.replicas >= oldSelf.replicas",
+                "rule": "!has(oldSelf.replicas) || !has(self.replicas) "
+                "|| self.replicas >= oldSelf.replicas",
                 "message": "replicas may not shrink",
             }
         )
@@ -141,8 +142,8 @@ def changed_crd(crd: JSON, change: str) -> JSON:
     else:
         schema["x-kubernetes-validations"] = [
             {
-                "rule": "!has(self.status) || !has(self.status.replicas) || !has(self.spec.replicas) "
-                "|| self.status.replicas <= self.spec.replicas"
+                "rule": "!has(self.status) || !has(self.status.replicas) || "
+                "!has(self.spec.replicas) || self.status.replicas <= self.spec.replicas"
             }
         ]
     return crd

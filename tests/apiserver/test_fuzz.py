@@ -363,8 +363,10 @@ def requests(draw: st.DrawFn) -> tuple[str, str, str, dict[str, str], bytes]:
             st.binary(max_size=64)
             | st.sampled_from(
                 [
-                    b'{"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "big"}, "data": {"a": 1e999}}',
-                    b'{"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": 123456789012345678901234567890}}',
+                    b'{"apiVersion": "v1", "kind": "ConfigMap", '
+                    b'"metadata": {"name": "big"}, "data": {"a": 1e999}}',
+                    b'{"apiVersion": "v1", "kind": "ConfigMap", '
+                    b'"metadata": {"name": 123456789012345678901234567890}}',
                     b'{"a": ' * 200 + b"1" + b"}" * 200,
                     b"[" * 5000,
                     rb'{"metadata": {"name": "\ud800"}}',

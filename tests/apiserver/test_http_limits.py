@@ -111,7 +111,8 @@ def rss_mib() -> float:
 
 
 def head_of_size(size: int, *, header_len: int = 0) -> bytes:
-    """A GET /version head of exactly ``size`` bytes: one filler header, or many of ``header_len``."""
+    """A GET /version head of exactly ``size`` bytes: one filler header, or many of
+    ``header_len``."""
     start = b"GET /version HTTP/1.1\r\nHost: 127.0.0.1\r\n"
     end = b"\r\n"
     room = size - len(start) - len(end)
@@ -281,7 +282,8 @@ def test_a_body_that_stops_arriving_is_answered_504_and_closed(server: EmbeddedS
 def test_a_watch_outlives_every_timeout(server: EmbeddedServer) -> None:
     with connect(server) as watch:
         watch.sendall(
-            b"GET /api/v1/namespaces/default/configmaps?watch=true HTTP/1.1\r\nHost: 127.0.0.1\r\n\r\n"
+            b"GET /api/v1/namespaces/default/configmaps?watch=true HTTP/1.1\r\n"
+            b"Host: 127.0.0.1\r\n\r\n"
         )
         watch.settimeout(5)
         first = watch.recv(65536)

@@ -83,9 +83,9 @@ async def test_the_documented_kind_is_served(server: ApiServer) -> None:
     body["value"] = 2000
     status, _, out = await call(server, "PUT", f"{PC_PATH}/high", body)
     assert status == 422
-    assert (
-        out["message"]
-        == 'PriorityClass.scheduling.k8s.io "high" is invalid: value: Forbidden: may not be changed in an update.'
+    assert out["message"] == (
+        'PriorityClass.scheduling.k8s.io "high" is invalid: '
+        "value: Forbidden: may not be changed in an update."
     )
     body["value"] = 1000
     body["description"] = "important"

@@ -617,21 +617,24 @@ def test_error_messages() -> None:
         == "the object provided is unrecognized (must be of type ConfigMap): empty body (6b387300)"
     )
     assert _bad(b"k8s\x00\x0a\x05\x0a") == (
-        "the object provided is unrecognized (must be of type ConfigMap): unexpected EOF (6b3873000a050a)"
+        "the object provided is unrecognized (must be of "
+        "type ConfigMap): unexpected EOF (6b3873000a050a)"
     )
     assert _bad(b"\x01" * 40).endswith(f"({'01' * 30} ...)")
     assert _bad(envelope("v1", "ConfigMap", ld(2, ld(1, "k")[:-1]))) == (
         'ConfigMap in version "v1" cannot be handled as a ConfigMap: unexpected EOF'
     )
     assert _bad(envelope("v1", "Pod", b"")) == (
-        'Pod in version "v1" cannot be handled as a ConfigMap: no kind "Pod" is registered for version "v1"'
+        'Pod in version "v1" cannot be handled as a ConfigMap: '
+        'no kind "Pod" is registered for version "v1"'
     )
     assert _bad(
         envelope("coordination.k8s.io/v1", "Lease", ld(2, vi(1, 1))),
         "coordination.k8s.io/v1",
         "Lease",
     ) == (
-        'Lease in version "v1" cannot be handled as a Lease: proto: wrong wireType = 0 for field HolderIdentity'
+        'Lease in version "v1" cannot be handled as a Lease: '
+        "proto: wrong wireType = 0 for field HolderIdentity"
     )
 
 

@@ -93,7 +93,8 @@ async def test_tables_queries_and_warnings_take_the_full_path(api: Api) -> None:
             break
         await asyncio.sleep(0.01)
     expected = [
-        '299 - "demo.kubewerk.dev/v1beta1 Database is deprecated; use demo.kubewerk.dev/v1 Database"'
+        '299 - "demo.kubewerk.dev/v1beta1 Database is '
+        'deprecated; use demo.kubewerk.dev/v1 Database"'
     ]
     assert warnings == expected
     status, again, warnings = await get_raw(

@@ -92,8 +92,8 @@ async def test_stale_write_conflicts(api: Api) -> None:
     assert status == 409
     assert err["reason"] == "Conflict"
     assert err["message"] == (
-        'Operation cannot be fulfilled on databases.demo.kubewerk.dev "c": the object has been modified; '
-        "please apply your changes to the latest version and try again"
+        'Operation cannot be fulfilled on databases.demo.kubewerk.dev "c": the object '
+        "has been modified; please apply your changes to the latest version and try again"
     )
     # a merge patch carrying a stale resourceVersion conflicts too
     status, err = await api.patch(
@@ -165,8 +165,9 @@ async def test_finalizers_block_deletion_until_removed(api: Api) -> None:
     )
     assert status == 422
     assert err["message"] == (
-        'Database.demo.kubewerk.dev "f" is invalid: metadata.finalizers: Forbidden: no new finalizers can be '
-        'added if the object is being deleted, found new finalizers []string{"other/x"}'
+        'Database.demo.kubewerk.dev "f" is invalid: metadata.finalizers: '
+        "Forbidden: no new finalizers can be added if the object is "
+        'being deleted, found new finalizers []string{"other/x"}'
     )
     # spec can still change while the finalizer holds the object
     assert (await api.get(path))[0] == 200
@@ -459,7 +460,8 @@ async def test_namespace_deletion(api: Api) -> None:
     status, err = await api.post("/api/v1/namespaces/team-a/configmaps", configmap("late"))
     assert status == 403
     assert err["message"] == (
-        'configmaps "late" is forbidden: unable to create new content in namespace team-a because it is being terminated'
+        'configmaps "late" is forbidden: unable to create new '
+        "content in namespace team-a because it is being terminated"
     )
     await api.wait_gone("/api/v1/namespaces/team-a/configmaps/c")
     # the finalizer holds the namespace
@@ -526,7 +528,8 @@ async def test_schema_validation_and_defaults(api: Api) -> None:
     status, err = await api.post(DB_PATH, database("cel", engine="mysql", replicas=5))
     assert status == 422
     assert err["message"] == (
-        'Database.demo.kubewerk.dev "cel" is invalid: spec: Invalid value: "object": mysql supports at most 3 replicas'
+        'Database.demo.kubewerk.dev "cel" is invalid: spec: '
+        'Invalid value: "object": mysql supports at most 3 replicas'
     )
     # the same rules run on patches and status writes
     await api.post(DB_PATH, database("p"))
@@ -628,7 +631,8 @@ async def test_deprecated_versions_warn(api: Api) -> None:
         ) as resp:
             if resp.status == 200:
                 assert resp.headers.getall("Warning") == [
-                    '299 - "demo.kubewerk.dev/v1beta1 Database is deprecated; use demo.kubewerk.dev/v1 Database"'
+                    '299 - "demo.kubewerk.dev/v1beta1 Database is '
+                    'deprecated; use demo.kubewerk.dev/v1 Database"'
                 ]
                 break
     async with api.session.get(

@@ -46,9 +46,8 @@ async def test_watch_from_resource_version_replays_then_streams(api: Api) -> Non
 
 async def test_send_initial_events_ends_with_annotated_bookmark(api: Api) -> None:
     await api.post(DB_PATH, database("a"))
-    path = (
-        DB_PATH
-        + "?watch=1&sendInitialEvents=true&resourceVersionMatch=NotOlderThan&allowWatchBookmarks=true"
+    path = DB_PATH + (
+        "?watch=1&sendInitialEvents=true&resourceVersionMatch=NotOlderThan&allowWatchBookmarks=true"
     )
     events = await api.watch(path, stop_after=2)
     assert events[0]["type"] == "ADDED"

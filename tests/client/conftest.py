@@ -1,4 +1,5 @@
-"""Fixtures for client tests: a client bound to the per-test embedded server, Widget CRD installed."""
+"""Fixtures for client tests: a client bound to the per-test embedded server, Widget CRD
+installed."""
 
 from __future__ import annotations
 

@@ -185,13 +185,15 @@ async def test_token_file_is_reread_after_rotation(tmp_path: Path) -> None:
     assert cfg.auth.invalidate() is True  # a 401 forces a re-read
 
 
+# (the backslash below joins two lines of the template: the plugin sees one)
 EXEC_PLUGIN = """#!{python}
 import json, os, sys, pathlib
 info = json.loads(os.environ["KUBERNETES_EXEC_INFO"])
 counter = pathlib.Path(sys.argv[1])
 n = int(counter.read_text()) + 1 if counter.exists() else 1
 counter.write_text(str(n))
-status = {{"token": "tok-%d-%s" % (n, os.environ.get("EXTRA", "")), "expirationTimestamp": sys.argv[2]}}
+status = {{"token": "tok-%d-%s" % (n, os.environ.get("EXTRA", "")), \
+"expirationTimestamp": sys.argv[2]}}
 if info["spec"].get("cluster"):
     status["token"] += "-" + info["spec"]["cluster"]["server"]
 print(json.dumps({{"apiVersion": info["apiVersion"], "kind": "ExecCredential", "status": status}}))

@@ -214,7 +214,8 @@ class Proxy(_LoopbackServer):
 
 
 class TLSFront(_LoopbackServer):
-    """A TLS terminator in front of the embedded API server (an https API server); counts connections."""
+    """A TLS terminator in front of the embedded API server (an https API server);
+    counts connections."""
 
     def __init__(self, ctx: ssl.SSLContext, backend_port: int) -> None:
         super().__init__(ctx)
@@ -234,7 +235,8 @@ class TLSFront(_LoopbackServer):
 
 @pytest.fixture(scope="module")
 def pki(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Path]:
-    """A throwaway CA; an API server certificate for DNS:kube.test, a proxy certificate for IP:127.0.0.1."""
+    """A throwaway CA; an API server certificate for DNS:kube.test, a proxy certificate
+    for IP:127.0.0.1."""
     return issue(
         tmp_path_factory.mktemp("proxy-tls"),
         "kubewerk-proxy-test-ca",
@@ -358,7 +360,8 @@ def test_environment_proxy_selection() -> None:
     assert EnvironmentProxy.from_environ({"HTTPS_PROXY": "https://u%40x:p%3Aw@sec"}).proxy_for(
         "https", "k", 443
     ) == ProxyURL("https", "sec", 443, "u@x", "p:w")
-    # a value that is no usable proxy URL is reported where it applies (Go would dial a mangled host)
+    # a value that is no usable proxy URL is reported where it applies (Go would dial a
+    # mangled host)
     bad = EnvironmentProxy.from_environ(
         {"HTTPS_PROXY": "http://proxy:notaport", "HTTP_PROXY": "ftp://p:21"}
     )
@@ -431,11 +434,13 @@ def write_kubeconfig(path: Path, server: str, proxy_url: str | None) -> Path:
     [
         (
             "ftp://proxy:21",
-            "invalid proxy-url 'ftp://proxy:21': unsupported scheme 'ftp', must be http, https, or socks5",
+            "invalid proxy-url 'ftp://proxy:21': unsupported "
+            "scheme 'ftp', must be http, https, or socks5",
         ),
         (
             "proxy.corp:3128",
-            "invalid proxy-url 'proxy.corp:3128': unsupported scheme 'proxy.corp', must be http, https, or socks5",
+            "invalid proxy-url 'proxy.corp:3128': unsupported "
+            "scheme 'proxy.corp', must be http, https, or socks5",
         ),
         ("http://proxy:99999", "invalid proxy-url 'http://proxy:99999': Port out of range 0-65535"),
         ("http://:3128", "invalid proxy-url 'http://:3128': it names no host"),
@@ -445,7 +450,8 @@ def write_kubeconfig(path: Path, server: str, proxy_url: str | None) -> Path:
         ),
         (
             "socks5://proxy:1080",
-            "invalid proxy-url 'socks5://proxy:1080': socks5 proxies are not supported by kubewerk (only http and https proxies are)",
+            "invalid proxy-url 'socks5://proxy:1080': socks5 proxies are "
+            "not supported by kubewerk (only http and https proxies are)",
         ),
     ],
 )
@@ -562,7 +568,8 @@ async def test_proxy_authentication(aserver: EmbeddedServer, pki: dict[str, Path
             with pytest.raises(ServerUnreachable) as info:
                 await client.list(CONFIGMAP, "default")
         assert info.value.why == (
-            f"proxy http://127.0.0.1:{proxy.port} refused CONNECT kube.test:{front.port}: 407 Proxy Authentication Required"
+            f"proxy http://127.0.0.1:{proxy.port} refused CONNECT "
+            f"kube.test:{front.port}: 407 Proxy Authentication Required"
         )
         assert proxy.refused == 1
         # wrong password
@@ -574,8 +581,8 @@ async def test_proxy_authentication(aserver: EmbeddedServer, pki: dict[str, Path
                 await client.list(CONFIGMAP, "default")
         # the message names the proxy with its user, never the password
         assert info.value.why == (
-            f"proxy http://al@ice:xxxxx@127.0.0.1:{proxy.port} refused CONNECT kube.test:{front.port}: "
-            "407 Proxy Authentication Required"
+            f"proxy http://al@ice:xxxxx@127.0.0.1:{proxy.port} refused CONNECT "
+            f"kube.test:{front.port}: 407 Proxy Authentication Required"
         )
         # right credentials (percent-encoded in the URL): tunnel and forwarding both work
         right = proxy.url(userinfo="al%40ice:p%3Aw%20d")
@@ -610,7 +617,8 @@ async def scenario_https_proxy(backend_port: int, pki: dict[str, Path]) -> None:
         Proxy(ssl_context=server_context(pki, "proxy")) as proxy,
     ):
         ca = pki["ca.crt"].read_bytes()
-        # TLS to the proxy (verified, as Go does, with the cluster's CA) and TLS to the server inside it
+        # TLS to the proxy (verified, as Go does, with the cluster's CA) and TLS to the
+        # server inside it
         cfg = ClientConfig(
             server=f"https://kube.test:{front.port}", ca_pem=ca, proxy_url=proxy.url("https")
         )
@@ -649,7 +657,8 @@ async def test_unreachable_and_silent_proxies() -> None:
         with pytest.raises(ServerUnreachable) as info:
             await client.list(CONFIGMAP, "default")
     assert str(info.value) == (
-        f"cannot reach the API server at https://kube.test: cannot connect to proxy http://127.0.0.1:{dead}: connection refused"
+        "cannot reach the API server at https://kube.test: cannot "
+        f"connect to proxy http://127.0.0.1:{dead}: connection refused"
     )
 
     heard: list[bytes] = []

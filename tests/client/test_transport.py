@@ -281,7 +281,8 @@ async def test_http10_body_until_eof() -> None:
     async def http10(conn: Conn) -> None:
         await conn.read_request()
         await conn.send(
-            b'HTTP/1.0 200 OK\r\nContent-Type: application/json\r\n\r\n{"kind": "Secret", "metadata": {"name": "eof"}}'
+            b"HTTP/1.0 200 OK\r\nContent-Type: application/json\r\n\r\n"
+            b'{"kind": "Secret", "metadata": {"name": "eof"}}'
         )
 
     async with RawServer(http10) as srv, Client.from_url(srv.url(), retry=NO_RETRY) as c:
@@ -325,7 +326,10 @@ async def test_chunked_bodies_in_odd_splits() -> None:
 
     async def dribble(conn: Conn) -> None:
         while await conn.read_request() is not None:
-            wire = b"HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\nContent-Type: application/json\r\n\r\n"
+            wire = (
+                b"HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n"
+                b"Content-Type: application/json\r\n\r\n"
+            )
             wire += chunked(body, [1, 7, 300, 2, 4096])
             # written in pieces that cut through the status line, chunk sizes and CRLFs
             cuts = [0, 5, 9, 40, 83, 84, 85, 86, 90, 200, 201, 700, 1500, len(wire)]
@@ -361,9 +365,9 @@ async def test_gzip_body_is_decoded_other_encodings_refused() -> None:
         assert await c.get(SECRET, "s", "default") == doc
         with pytest.raises(ServerUnreachable) as info:
             await c.get(SECRET, "br", "default")
-        assert (
-            info.value.why
-            == "the server answered with Content-Encoding 'br', which kubewerk does not decode (it sends no Accept-Encoding)"
+        assert info.value.why == (
+            "the server answered with Content-Encoding 'br', which "
+            "kubewerk does not decode (it sends no Accept-Encoding)"
         )
 
 
@@ -501,7 +505,8 @@ async def endless_watch(conn: Conn) -> None:
             await conn.send(answer())
             continue
         await conn.send(
-            b"HTTP/1.1 200 OK\r\nContent-Type: application/json\r\nTransfer-Encoding: chunked\r\n\r\n"
+            b"HTTP/1.1 200 OK\r\nContent-Type: application/json\r\n"
+            b"Transfer-Encoding: chunked\r\n\r\n"
         )
         i = 0
         while True:  # never ends; events split across chunks
@@ -884,7 +889,8 @@ async def test_head_answer_has_no_body_and_repeated_headers() -> None:
     async def head(conn: Conn) -> None:
         while await conn.read_request() is not None:
             await conn.send(
-                b'HTTP/1.1 200 OK\r\nContent-Length: 100\r\nWarning: 299 - "one"\r\nwarning: 299 - "two"\r\n\r\n'
+                b"HTTP/1.1 200 OK\r\nContent-Length: 100\r\n"
+                b'Warning: 299 - "one"\r\nwarning: 299 - "two"\r\n\r\n'
             )
 
     async with RawServer(head) as srv:

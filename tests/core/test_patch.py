@@ -188,12 +188,14 @@ def test_kubernetes_json_patch_semantics(doc: Any, ops: Any, expected: Any) -> N
         (
             {"a": [1]},
             [{"op": "add", "path": "/a/5", "value": 0}],
-            "error in add for path: '/a/5': Unable to access invalid index: 5: invalid index referenced",
+            "error in add for path: '/a/5': Unable to access "
+            "invalid index: 5: invalid index referenced",
         ),
         (
             {"a": [1]},
             [{"op": "add", "path": "/a/x", "value": 0}],
-            "error in add for path: '/a/x': value was not a proper array index: 'x': strconv.Atoi: parsing \"x\": invalid syntax",
+            "error in add for path: '/a/x': value was not a proper array "
+            "index: 'x': strconv.Atoi: parsing \"x\": invalid syntax",
         ),
         (
             {"a": [1]},
@@ -279,7 +281,8 @@ _INDEX_5 = "Unable to access invalid index: 5: invalid index referenced"
         (
             {"a": [1]},
             [{"op": "remove", "path": "/a/-2"}],
-            "error in remove for path: '/a/-2': Unable to access invalid index: -2: invalid index referenced",
+            "error in remove for path: '/a/-2': Unable to "
+            "access invalid index: -2: invalid index referenced",
         ),
         (
             {"a": [1]},
@@ -290,7 +293,8 @@ _INDEX_5 = "Unable to access invalid index: 5: invalid index referenced"
         (
             {"a": [1]},
             [{"op": "add", "path": "/a/-3", "value": 0}],
-            "error in add for path: '/a/-3': Unable to access invalid index: -3: invalid index referenced",
+            "error in add for path: '/a/-3': Unable to access "
+            "invalid index: -3: invalid index referenced",
         ),
         # replace
         (
@@ -463,7 +467,8 @@ def test_too_many_operations_is_413() -> None:
     assert info.value.code == 413
     assert info.value.reason == "RequestEntityTooLarge"
     assert info.value.message == (
-        "Request entity too large: The allowed maximum operations in a JSON patch is 10000, got 10001"
+        "Request entity too large: The allowed maximum "
+        "operations in a JSON patch is 10000, got 10001"
     )
     assert isinstance(info.value, ApiError)
 

@@ -117,7 +117,8 @@ def test_label_selector_string_is_sorted_and_normalised() -> None:
         ),
         (
             "/a",
-            'unable to parse requirement: <nil>: Invalid value: "/a": prefix part must be non-empty',
+            "unable to parse requirement: <nil>: Invalid "
+            'value: "/a": prefix part must be non-empty',
         ),
         ("a=$", 'unable to parse requirement: values[0][a]: Invalid value: "$": ' + VALUE_MSG),
         (

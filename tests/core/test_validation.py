@@ -142,7 +142,8 @@ def test_owner_references() -> None:
     ]
     event = {"apiVersion": "v1", "kind": "Event", "name": "e", "uid": "u"}
     assert messages({"name": "ok", "ownerReferences": [event]}, namespaced=False) == [
-        'metadata.ownerReferences: Invalid value: {"apiVersion":"v1","kind":"Event","name":"e","uid":"u"}: '
+        "metadata.ownerReferences: Invalid value: "
+        '{"apiVersion":"v1","kind":"Event","name":"e","uid":"u"}: '
         "/v1, Kind=Event is disallowed from being an owner"
     ]
     two = [{**ok, "controller": True}, {**ok, "name": "v", "uid": "2", "controller": True}]
@@ -150,7 +151,8 @@ def test_owner_references() -> None:
         "metadata.ownerReferences: Invalid value: "
         '[{"apiVersion":"example.com/v1","kind":"Widget","name":"w","uid":"1","controller":true},'
         '{"apiVersion":"example.com/v1","kind":"Widget","name":"v","uid":"2","controller":true}]: '
-        'Only one reference can have Controller set to true. Found "true" in references for Widget/w and Widget/v'
+        'Only one reference can have Controller set to true. Found "true" in references for '
+        "Widget/w and Widget/v"
     ]
 
 
@@ -160,9 +162,9 @@ def test_finalizers() -> None:
         == []
     )
     assert messages({"name": "ok", "finalizers": ["a/b/c"]}, namespaced=False) == [
-        'metadata.finalizers: Invalid value: "a/b/c": a valid label key must consist of alphanumeric '
-        "characters, '-', '_' or '.', and must start and end with an alphanumeric character (e.g. "
-        "'MyName',  or 'my.name',  or '123-abc', regex used for validation is "
+        'metadata.finalizers: Invalid value: "a/b/c": a valid label key must consist of '
+        "alphanumeric characters, '-', '_' or '.', and must start and end with an alphanumeric "
+        "character (e.g. 'MyName',  or 'my.name',  or '123-abc', regex used for validation is "
         "'([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9]') with an optional DNS subdomain prefix and '/' "
         "(e.g. 'example.com/MyName')"
     ]
@@ -193,7 +195,8 @@ def test_managed_fields() -> None:
     assert [e.message() for e in validate_managed_fields(entries)] == [
         'metadata.managedFields[0].operation: Invalid value: "Patch": must be `Apply` or `Update`',
         'metadata.managedFields[0].fieldsType: Invalid value: "FieldsV2": must be `FieldsV1`',
-        'metadata.managedFields[0].manager: Invalid value: "kube\\x01ctl": invalid character U+0001 (at position 4)',
+        "metadata.managedFields[0].manager: Invalid value: "
+        '"kube\\x01ctl": invalid character U+0001 (at position 4)',
     ]
     assert [
         e.message() for e in validate_managed_fields([{"manager": "m" * 129, "operation": "Apply"}])
@@ -240,8 +243,8 @@ def test_update_rules() -> None:
         "finalizers": ["x/a", "x/c", "x/b"],
     }
     assert [e.message() for e in validate_object_meta_update(new, old)] == [
-        "metadata.finalizers: Forbidden: no new finalizers can be added if the object is being deleted, "
-        'found new finalizers []string{"x/b", "x/c"}',
+        "metadata.finalizers: Forbidden: no new finalizers can be added if the "
+        'object is being deleted, found new finalizers []string{"x/b", "x/c"}',
         'metadata.resourceVersion: Invalid value: "": must be specified for an update',
         "metadata.generation: Invalid value: 2: must not be decremented",
         'metadata.uid: Invalid value: "2": field is immutable',

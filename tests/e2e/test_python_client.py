@@ -134,8 +134,8 @@ def test_custom_objects_crud(crd: client.CustomObjectsApi) -> None:
         co.replace_namespaced_custom_object(GROUP, VERSION, NS, PLURAL, "orders", stale)
     assert conflict.value.status == 409
     assert status_of(conflict.value)["message"] == (
-        'Operation cannot be fulfilled on databases.demo.kubewerk.dev "orders": the object has been modified; '
-        "please apply your changes to the latest version and try again"
+        'Operation cannot be fulfilled on databases.demo.kubewerk.dev "orders": the object '
+        "has been modified; please apply your changes to the latest version and try again"
     )
     no_rv = database("orders")
     with pytest.raises(ApiException) as invalid:

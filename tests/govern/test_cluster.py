@@ -33,7 +33,9 @@ CORPUS_FILES = {
     "quayaccesstokens.generators.external-secrets.io": (
         "external-secrets+external-secrets/generators.external-secrets.io_quayaccesstokens.yaml"
     ),
-    "clustertriggerauthentications.keda.sh": "kedacore+keda/keda.sh_clustertriggerauthentications.yaml",
+    "clustertriggerauthentications.keda.sh": (
+        "kedacore+keda/keda.sh_clustertriggerauthentications.yaml"
+    ),
 }
 
 

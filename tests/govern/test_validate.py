@@ -57,10 +57,11 @@ def test_valid_and_invalid_objects(tmp_path: Path) -> None:
     by = {(f["rule"], f["crd"]): f for f in doc["findings"]}
     invalid = by[("invalid", "Widget/bad")]
     assert invalid["message"] == (
-        'Widget.example.com "bad" is invalid: [spec.replicas: Invalid value: 20: spec.replicas in body '
-        'should be less than or equal to 10, spec.mode: Unsupported value: "slow": supported values: '
-        '"fast", "safe", <nil>: Invalid value: "null": some validation rules were not checked because '
-        "the object was invalid; correct the existing errors to complete validation]"
+        'Widget.example.com "bad" is invalid: [spec.replicas: Invalid value: 20: spec.replicas in '
+        'body should be less than or equal to 10, spec.mode: Unsupported value: "slow": supported '
+        'values: "fast", "safe", <nil>: Invalid value: "null": some validation rules were not '
+        "checked because the object was invalid; correct the existing errors to complete "
+        "validation]"
     )
     text = Path(manifests).read_text().splitlines()
     assert text[invalid["line"] - 1].strip().startswith("replicas:")

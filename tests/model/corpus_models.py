@@ -358,7 +358,8 @@ class SyncWindow(KubeModel):
         str,
         Field(
             min_length=1,
-            pattern=r"^(@(annually|yearly|monthly|weekly|daily|midnight|hourly)|@every [^\s]+.*|[^\s]+( [^\s]+){4})$",
+            pattern=r"^(@(annually|yearly|monthly|weekly|daily|midnight|hourly)"
+            r"|@every [^\s]+.*|[^\s]+( [^\s]+){4})$",
         ),
     ]
 

@@ -223,11 +223,14 @@ def test_parse_errors_have_kubernetes_paths() -> None:
         Gadget.from_dict(obj)
     messages = [e.message() for e in info.value.errors]
     assert messages == [
-        'metadata.labels[app]: Invalid value: 1: metadata.labels[app] in body must be of type string: "integer"',
+        "metadata.labels[app]: Invalid value: 1: metadata.labels[app] "
+        'in body must be of type string: "integer"',
         "spec.size: Invalid value: 11: spec.size in body should be less than or equal to 10",
         'spec.color: Unsupported value: "blue": supported values: "red", "green"',
-        'spec.containerPort: Invalid value: "8080": spec.containerPort in body must be of type integer: "string"',
-        'status.conditions[0].status: Unsupported value: "Maybe": supported values: "True", "False", "Unknown"',
+        'spec.containerPort: Invalid value: "8080": '
+        'spec.containerPort in body must be of type integer: "string"',
+        "status.conditions[0].status: Unsupported value: "
+        '"Maybe": supported values: "True", "False", "Unknown"',
         "status.conditions[0].reason: Required value",
     ]
     assert str(info.value).startswith(

@@ -124,7 +124,8 @@ async def test_missing_crd_is_one_line_exit_1(kube_kubeconfig: Path) -> None:
     lines = [line for line in err.decode().splitlines() if line.startswith("kubewerk: error:")]
     assert proc.returncode == 1
     assert lines == [
-        'kubewerk: error: no matches for kind "Widget" in version "test.kubewerk.dev/v1" (controller widget: is the CRD installed?)'
+        'kubewerk: error: no matches for kind "Widget" in version '
+        '"test.kubewerk.dev/v1" (controller widget: is the CRD installed?)'
     ]
     assert "Traceback" not in err.decode()
 

@@ -1,4 +1,5 @@
-"""The example operator (examples/database_operator) end to end, with the testing plugin's fixtures."""
+"""The example operator (examples/database_operator) end to end, with the testing
+plugin's fixtures."""
 
 from __future__ import annotations
 

@@ -1,4 +1,5 @@
-"""A small operator over the test Widget kind, used by the end-to-end tests (in-process and via ``kubewerk run``)."""
+"""A small operator over the test Widget kind, used by the end-to-end tests (in-process
+and via ``kubewerk run``)."""
 
 from __future__ import annotations
 

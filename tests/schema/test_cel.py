@@ -78,7 +78,8 @@ def _eval(rule: str, spec: dict[str, Any], prop: dict[str, Any] | None = None) -
         "url('https://example.com:80/path').getHostname() == 'example.com'",
         "url('https://example.com:80/path').getPort() == '80'",
         "url('https://example.com/path with spaces/').getEscapedPath() == '/path with spaces/'",
-        "url('https://example.com/path?k1=a&k2=b&k2=c').getQuery() == {'k1': ['a'], 'k2': ['b', 'c']}",
+        "url('https://example.com/path?k1=a&k2=b&k2=c').getQuery() "
+        "== {'k1': ['a'], 'k2': ['b', 'c']}",
         # quantity
         "isQuantity('1.3G')",
         "!isQuantity('1.3Gi ')",
@@ -120,7 +121,8 @@ def _eval(rule: str, spec: dict[str, Any], prop: dict[str, Any] | None = None) -
         "isSemver('1.0.0')",
         "!isSemver('1.0')",
         "isSemver('v1.0', true)",
-        "semver('1.2.3').major() == 1 && semver('1.2.3').minor() == 2 && semver('1.2.3').patch() == 3",
+        "semver('1.2.3').major() == 1 && semver('1.2.3').minor() "
+        "== 2 && semver('1.2.3').patch() == 3",
         "semver('1.2.3').isLessThan(semver('1.10.0'))",
         "semver('2.0.0').isGreaterThan(semver('2.0.0-rc.1'))",
         "semver('1.2.3').compareTo(semver('1.2.3')) == 0",
@@ -170,7 +172,8 @@ def test_failure_messages() -> None:
                         {"rule": "self.min <= self.max", "message": "min must not exceed max"},
                         {
                             "rule": "self.min <= self.max",
-                            "messageExpression": "'min ' + string(self.min) + ' exceeds max ' + string(self.max)",
+                            "messageExpression": "'min ' + string(self.min) "
+                            "+ ' exceeds max ' + string(self.max)",
                         },
                         {
                             "rule": "self.min <= self.max",
@@ -243,7 +246,8 @@ def test_root_rule_and_escaping() -> None:
     )
     assert cs.validate({"spec": {"namespace": "x", "a-b": 1}}) == []
     assert messages(cs.validate({"spec": {"namespace": "y", "a-b": 1}})) == [
-        "<nil>: Invalid value: \"object\": failed rule: self.spec.__namespace__ == 'x' && self.spec.a__dash__b == 1"
+        '<nil>: Invalid value: "object": failed rule: '
+        "self.spec.__namespace__ == 'x' && self.spec.a__dash__b == 1"
     ]
 
 

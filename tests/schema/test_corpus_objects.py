@@ -191,57 +191,82 @@ CASES = [
 
 EXPECTED_BAD: dict[str, list[str]] = {
     "cert-manager.io_certificates.yaml": [
-        'spec.dnsNames: Invalid value: "string": spec.dnsNames in body must be of type array: "string"',
+        'spec.dnsNames: Invalid value: "string": '
+        'spec.dnsNames in body must be of type array: "string"',
         "spec.issuerRef.name: Required value",
-        'spec.privateKey.algorithm: Unsupported value: "DSA": supported values: "RSA", "ECDSA", "Ed25519"',
-        'spec.privateKey.size: Invalid value: "string": spec.privateKey.size in body must be of type integer: "string"',
-        'spec.renewBeforePercentage: Invalid value: "string": spec.renewBeforePercentage in body must be of type integer: "string"',
+        "spec.privateKey.algorithm: Unsupported value: "
+        '"DSA": supported values: "RSA", "ECDSA", "Ed25519"',
+        'spec.privateKey.size: Invalid value: "string": '
+        'spec.privateKey.size in body must be of type integer: "string"',
+        'spec.renewBeforePercentage: Invalid value: "string": '
+        'spec.renewBeforePercentage in body must be of type integer: "string"',
         "spec.secretName: Required value",
     ],
     "monitoring.coreos.com_prometheuses.yaml": [
-        'spec.logLevel: Unsupported value: "verbose": supported values: "", "debug", "info", "warn", "error"',
-        "spec.maximumStartupDurationSeconds: Invalid value: 30: spec.maximumStartupDurationSeconds in body should be greater than or equal to 60",
-        "spec.retention: Invalid value: \"15 days\": spec.retention in body should match '^(0|(([0-9]+)y)?(([0-9]+)w)?(([0-9]+)d)?(([0-9]+)h)?(([0-9]+)m)?(([0-9]+)s)?(([0-9]+)ms)?)$'",
-        '<nil>: Invalid value: "null": some validation rules were not checked because the object was invalid; correct the existing errors to complete validation',
+        'spec.logLevel: Unsupported value: "verbose": '
+        'supported values: "", "debug", "info", "warn", "error"',
+        "spec.maximumStartupDurationSeconds: Invalid value: 30: "
+        "spec.maximumStartupDurationSeconds in body should be greater than or equal to 60",
+        'spec.retention: Invalid value: "15 days": spec.retention in body should match '
+        "'^(0|(([0-9]+)y)?(([0-9]+)w)?(([0-9]+)d)?"
+        "(([0-9]+)h)?(([0-9]+)m)?(([0-9]+)s)?(([0-9]+)ms)?)$'",
+        '<nil>: Invalid value: "null": some validation rules were not checked because '
+        "the object was invalid; correct the existing errors to complete validation",
     ],
     "argoproj.io_applications.yaml": [
-        'spec.destination.server: Invalid value: "integer": spec.destination.server in body must be of type string: "integer"',
+        'spec.destination.server: Invalid value: "integer": '
+        'spec.destination.server in body must be of type string: "integer"',
         "spec.source.repoURL: Required value",
         "spec.project: Required value",
     ],
     "kyverno.io_clusterpolicies.yaml": [
         'spec.failurePolicy: Unsupported value: "Maybe": supported values: "Ignore", "Fail"',
         "spec.rules[0].name: Required value",
-        'spec.validationFailureAction: Unsupported value: "Block": supported values: "audit", "enforce", "Audit", "Enforce"',
+        'spec.validationFailureAction: Unsupported value: "Block": '
+        'supported values: "audit", "enforce", "Audit", "Enforce"',
     ],
     "cluster.x-k8s.io_clusters.yaml": [
-        "spec.clusterNetwork.apiServerPort: Invalid value: 70000: spec.clusterNetwork.apiServerPort in body should be less than or equal to 65535",
-        'spec.clusterNetwork.serviceDomain: Invalid value: "": spec.clusterNetwork.serviceDomain in body should be at least 1 chars long',
-        "spec.controlPlaneRef.apiGroup: Invalid value: \"Bad_Group\": spec.controlPlaneRef.apiGroup in body should match '^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$'",
-        "spec.controlPlaneRef.kind: Invalid value: \"9Kind\": spec.controlPlaneRef.kind in body should match '^[a-zA-Z]([-a-zA-Z0-9]*[a-zA-Z0-9])?$'",
+        "spec.clusterNetwork.apiServerPort: Invalid value: 70000: "
+        "spec.clusterNetwork.apiServerPort in body should be less than or equal to 65535",
+        'spec.clusterNetwork.serviceDomain: Invalid value: "": '
+        "spec.clusterNetwork.serviceDomain in body should be at least 1 chars long",
+        'spec.controlPlaneRef.apiGroup: Invalid value: "Bad_Group": '
+        "spec.controlPlaneRef.apiGroup in body should match "
+        "'^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$'",
+        'spec.controlPlaneRef.kind: Invalid value: "9Kind": spec.controlPlaneRef.kind '
+        "in body should match '^[a-zA-Z]([-a-zA-Z0-9]*[a-zA-Z0-9])?$'",
         'spec.availabilityGates[1]: Duplicate value: {"conditionType":"A"}',
     ],
     "kustomize.toolkit.fluxcd.io_kustomizations.yaml": [
-        "spec.interval: Invalid value: \"ten minutes\": spec.interval in body should match '^([0-9]+(\\.[0-9]+)?(ms|s|m|h))+$'",
+        'spec.interval: Invalid value: "ten minutes": spec.interval '
+        "in body should match '^([0-9]+(\\.[0-9]+)?(ms|s|m|h))+$'",
         "spec.prune: Required value",
-        '<nil>: Invalid value: "null": some validation rules were not checked because the object was invalid; correct the existing errors to complete validation',
+        '<nil>: Invalid value: "null": some validation rules were not checked because '
+        "the object was invalid; correct the existing errors to complete validation",
     ],
     "kafka.strimzi.io_kafkatopics.yaml": [
-        "spec.partitions: Invalid value: 0: spec.partitions in body should be greater than or equal to 1",
-        "spec.replicas: Invalid value: 40000: spec.replicas in body should be less than or equal to 32767",
+        "spec.partitions: Invalid value: 0: spec.partitions "
+        "in body should be greater than or equal to 1",
+        "spec.replicas: Invalid value: 40000: spec.replicas "
+        "in body should be less than or equal to 32767",
     ],
     "velero.io_backups.yaml": [
-        'spec.includedNamespaces: Invalid value: "string": spec.includedNamespaces in body must be of type array: "string"',
+        'spec.includedNamespaces: Invalid value: "string": '
+        'spec.includedNamespaces in body must be of type array: "string"',
         "spec.resourcePolicy.name: Required value",
-        'spec.snapshotVolumes: Invalid value: "string": spec.snapshotVolumes in body must be of type boolean: "string"',
+        'spec.snapshotVolumes: Invalid value: "string": '
+        'spec.snapshotVolumes in body must be of type boolean: "string"',
     ],
     "keda.sh_scaledobjects.yaml": [
-        'spec: Invalid value: "object": minReplicaCount must be less than or equal to maxReplicaCount'
+        'spec: Invalid value: "object": minReplicaCount '
+        "must be less than or equal to maxReplicaCount"
     ],
     "networking.istio.io_virtualservices.yaml": [
         'spec.hosts: Invalid value: "string": spec.hosts in body must be of type array: "string"',
-        'spec.http[0].route[0].weight: Invalid value: "string": spec.http[0].route[0].weight in body must be of type integer: "string"',
-        '<nil>: Invalid value: "null": some validation rules were not checked because the object was invalid; correct the existing errors to complete validation',
+        'spec.http[0].route[0].weight: Invalid value: "string": '
+        'spec.http[0].route[0].weight in body must be of type integer: "string"',
+        '<nil>: Invalid value: "null": some validation rules were not checked because '
+        "the object was invalid; correct the existing errors to complete validation",
     ],
 }
 

@@ -25,7 +25,8 @@ REJECTED: dict[str, str] = {
     "kubernetes-sigs+cluster-api/nogroup_noplural.yaml": "spec.group: Required value",
     "kyverno+kyverno/nogroup_noplural.yaml": "spec.group: Required value",
     "open-policy-agent+gatekeeper/nogroup_noplural.yaml": "spec.group: Required value",
-    "open-policy-agent+gatekeeper/_.yaml": "metadata.name: Required value: name or generateName is required",
+    "open-policy-agent+gatekeeper/_.yaml": "metadata.name: "
+    "Required value: name or generateName is required",
     "open-policy-agent+gatekeeper/_assignimages.yaml": "spec.group: Required value",
     "open-policy-agent+gatekeeper/_assignmetadata.yaml": "spec.group: Required value",
     "open-policy-agent+gatekeeper/_assigns.yaml": "spec.group: Required value",
@@ -111,13 +112,15 @@ SCHEMA_PATH = "spec.validation.openAPIV3Schema"
         (
             {"metadata__name": "gadgets.example.com"},
             [
-                'metadata.name: Invalid value: "gadgets.example.com": must be spec.names.plural+"."+spec.group'
+                'metadata.name: Invalid value: "gadgets.example.com": '
+                'must be spec.names.plural+"."+spec.group'
             ],
         ),
         (
             {"spec__group": "example"},
             [
-                'metadata.name: Invalid value: "widgets.example.com": must be spec.names.plural+"."+spec.group',
+                'metadata.name: Invalid value: "widgets.example.com": '
+                'must be spec.names.plural+"."+spec.group',
                 'spec.group: Invalid value: "example": should be a domain with at least one dot',
             ],
         ),
@@ -132,7 +135,11 @@ SCHEMA_PATH = "spec.validation.openAPIV3Schema"
         (
             {"spec__versions__0__storage": False},
             [
-                'spec.versions: Invalid value: [{"name":"v1","schema":{"openAPIV3Schema":{"properties":{"spec":{"properties":{"size":{"type":"integer"}},"type":"object"}},"type":"object"}},"served":true,"storage":false}]: must have exactly one version marked as storage version',
+                "spec.versions: Invalid value: "
+                '[{"name":"v1","schema":{"openAPIV3Schema":{"properties":{"spec":'
+                '{"properties":{"size":{"type":"integer"}},"type":"object"}},"type":"object"}},'
+                '"served":true,"storage":false}]: '
+                "must have exactly one version marked as storage version",
                 "status.storedVersions: Invalid value: []: must have at least one stored version",
             ],
         ),
@@ -147,7 +154,8 @@ SCHEMA_PATH = "spec.validation.openAPIV3Schema"
                 }
             },
             [
-                f"{SCHEMA_PATH}.properties[spec].properties[size].type: Required value: must not be empty for specified object fields"
+                f"{SCHEMA_PATH}.properties[spec].properties[size].type: "
+                "Required value: must not be empty for specified object fields"
             ],
         ),
         (
@@ -158,9 +166,10 @@ SCHEMA_PATH = "spec.validation.openAPIV3Schema"
                 }
             },
             [
-                f'{SCHEMA_PATH}.properties[spec].properties[size].default: Invalid value: "string": {SCHEMA_PATH[:0]}in body must be of type integer: "string"'.replace(
-                    ": in body", ":  in body"
-                )
+                (
+                    f"{SCHEMA_PATH}.properties[spec].properties[size].default: Invalid value: "
+                    f'"string": {SCHEMA_PATH[:0]}in body must be of type integer: "string"'
+                ).replace(": in body", ":  in body")
             ],
         ),
         (
@@ -171,7 +180,8 @@ SCHEMA_PATH = "spec.validation.openAPIV3Schema"
                 }
             },
             [
-                f'{SCHEMA_PATH}.properties[spec].properties[size].default: Invalid value: {{"x":1}}: must not have unknown fields'
+                f"{SCHEMA_PATH}.properties[spec].properties[size].default: "
+                'Invalid value: {"x":1}: must not have unknown fields'
             ],
         ),
         (
@@ -182,7 +192,9 @@ SCHEMA_PATH = "spec.validation.openAPIV3Schema"
                 }
             },
             [
-                f'{SCHEMA_PATH}.properties[spec].properties[size].pattern: Invalid value: "(unclosed": must be a valid regular expression, but isn\'t: error parsing regexp: missing closing ): `(unclosed`'
+                f"{SCHEMA_PATH}.properties[spec].properties[size].pattern: "
+                'Invalid value: "(unclosed": must be a valid regular expression, '
+                "but isn't: error parsing regexp: missing closing ): `(unclosed`"
             ],
         ),
         (
@@ -194,7 +206,8 @@ SCHEMA_PATH = "spec.validation.openAPIV3Schema"
                 }
             },
             [
-                f"{SCHEMA_PATH}.properties[spec].properties[size].uniqueItems: Forbidden: uniqueItems cannot be set to true since the runtime complexity becomes quadratic"
+                f"{SCHEMA_PATH}.properties[spec].properties[size].uniqueItems: Forbidden: "
+                "uniqueItems cannot be set to true since the runtime complexity becomes quadratic"
             ],
         ),
         (
@@ -207,7 +220,9 @@ SCHEMA_PATH = "spec.validation.openAPIV3Schema"
                 }
             },
             [
-                f"{SCHEMA_PATH}.properties[spec].properties[size].items.properties[name].default: Required value: this property is in x-kubernetes-list-map-keys, so it must have a default or be a required property"
+                f"{SCHEMA_PATH}.properties[spec].properties[size].items.properties[name].default: "
+                "Required value: this property is in x-kubernetes-list-map-keys, so it must have "
+                "a default or be a required property"
             ],
         ),
         (
@@ -218,7 +233,8 @@ SCHEMA_PATH = "spec.validation.openAPIV3Schema"
                 }
             },
             [
-                f"{SCHEMA_PATH}.properties[metadata]: Forbidden: must not specify anything other than name and generateName, but metadata is implicitly specified"
+                f"{SCHEMA_PATH}.properties[metadata]: Forbidden: must not specify anything "
+                "other than name and generateName, but metadata is implicitly specified"
             ],
         ),
         (
@@ -228,41 +244,46 @@ SCHEMA_PATH = "spec.validation.openAPIV3Schema"
                 ]
             },
             [
-                f"{SCHEMA_PATH}.properties[spec].anyOf[0].type: Forbidden: must be empty to be structural"
+                f"{SCHEMA_PATH}.properties[spec].anyOf[0].type: "
+                "Forbidden: must be empty to be structural"
             ],
         ),
         (
             {
-                "spec__versions__0__schema__openAPIV3Schema__properties__spec__x-kubernetes-validations": [
-                    {"rule": "self.size > 0", "reason": "Bad"}
-                ]
+                "spec__versions__0__schema__openAPIV3Schema__properties__spec__"
+                "x-kubernetes-validations": [{"rule": "self.size > 0", "reason": "Bad"}]
             },
             [
-                f'{SCHEMA_PATH}.properties[spec].x-kubernetes-validations[0].reason: Unsupported value: "Bad": supported values: "FieldValueDuplicate", "FieldValueForbidden", "FieldValueInvalid", "FieldValueRequired"'
+                f"{SCHEMA_PATH}.properties[spec].x-kubernetes-validations[0].reason: "
+                'Unsupported value: "Bad": supported values: "FieldValueDuplicate", '
+                '"FieldValueForbidden", "FieldValueInvalid", "FieldValueRequired"'
             ],
         ),
         (
             {
-                "spec__versions__0__schema__openAPIV3Schema__properties__spec__x-kubernetes-validations": [
-                    {"rule": "self.size +"}
-                ]
+                "spec__versions__0__schema__openAPIV3Schema__properties__spec__"
+                "x-kubernetes-validations": [{"rule": "self.size +"}]
             },
             [
                 SCHEMA_PATH
-                + '.properties[spec].x-kubernetes-validations[0].rule: Invalid value: {"Rule":"self.size +","Message":"",'
-                '"MessageExpression":"","Reason":null,"FieldPath":"","OptionalOldSelf":null}: compilation failed: ERROR: <input>:1:12: '
-                "Syntax error: mismatched input '<EOF>' expecting {'[', '{', '(', '.', '-', '!', 'true', 'false', 'null', NUM_FLOAT, "
-                "NUM_INT, NUM_UINT, STRING, BYTES, IDENTIFIER}\n | self.size +\n | ...........^"
+                + (
+                    ".properties[spec].x-kubernetes-validations[0].rule: Invalid value: "
+                    '{"Rule":"self.size +","Message":"","MessageExpression":"","Reason":null,'
+                    '"FieldPath":"","OptionalOldSelf":null}: compilation failed: ERROR: '
+                    "<input>:1:12: Syntax error: mismatched input '<EOF>' expecting "
+                    "{'[', '{', '(', '.', '-', '!', 'true', 'false', 'null', NUM_FLOAT, NUM_INT, "
+                    "NUM_UINT, STRING, BYTES, IDENTIFIER}\n | self.size +\n | ...........^"
+                )
             ],
         ),
         (
             {
-                "spec__versions__0__schema__openAPIV3Schema__properties__spec__x-kubernetes-validations": [
-                    {"rule": "self.size", "optionalOldSelf": True}
-                ]
+                "spec__versions__0__schema__openAPIV3Schema__properties__spec__"
+                "x-kubernetes-validations": [{"rule": "self.size", "optionalOldSelf": True}]
             },
             [
-                f"{SCHEMA_PATH}.properties[spec].x-kubernetes-validations[0].optionalOldSelf: Invalid value: true: may not be set if oldSelf is not used in rule"
+                f"{SCHEMA_PATH}.properties[spec].x-kubernetes-validations[0].optionalOldSelf: "
+                "Invalid value: true: may not be set if oldSelf is not used in rule"
             ],
         ),
         (
@@ -272,8 +293,10 @@ SCHEMA_PATH = "spec.validation.openAPIV3Schema"
                 ]
             },
             [
-                'spec.additionalPrinterColumns[0].type: Invalid value: "int": must be one of boolean,date,integer,number,string',
-                'spec.additionalPrinterColumns[0].JSONPath: Invalid value: "spec.size": must be a simple json path starting with .',
+                "spec.additionalPrinterColumns[0].type: Invalid value: "
+                '"int": must be one of boolean,date,integer,number,string',
+                "spec.additionalPrinterColumns[0].JSONPath: Invalid value: "
+                '"spec.size": must be a simple json path starting with .',
             ],
         ),
         (
@@ -286,7 +309,8 @@ SCHEMA_PATH = "spec.validation.openAPIV3Schema"
                 }
             },
             [
-                'spec.subresources.scale.specReplicasPath: Invalid value: ".status.replicas": should be a json path under .spec'
+                "spec.subresources.scale.specReplicasPath: Invalid value: "
+                '".status.replicas": should be a json path under .spec'
             ],
         ),
         (
@@ -296,7 +320,8 @@ SCHEMA_PATH = "spec.validation.openAPIV3Schema"
         (
             {"spec__conversion": {"strategy": "Webhook"}},
             [
-                "spec.conversion.webhookClientConfig: Required value: required when strategy is set to Webhook",
+                "spec.conversion.webhookClientConfig: Required "
+                "value: required when strategy is set to Webhook",
                 "spec.conversion.conversionReviewVersions: Required value",
             ],
         ),
@@ -317,7 +342,8 @@ def test_per_version_schemas_keep_version_paths() -> None:
     }
     crd["spec"]["versions"].append(v2)
     assert messages(validate_crd(crd)) == [
-        "spec.versions[1].schema.openAPIV3Schema.properties[spec].properties[size].default: Invalid value: 9:  in body should be less than or equal to 5"
+        "spec.versions[1].schema.openAPIV3Schema.properties[spec].properties[size].default: "
+        "Invalid value: 9:  in body should be less than or equal to 5"
     ]
 
 
@@ -335,16 +361,17 @@ def test_update_rules() -> None:
     ]
     renamed = _crd(spec__versions__0__name="v2")
     assert messages(validate_crd(renamed, old)) == [
-        'status.storedVersions[0]: Invalid value: "v1": missing from spec.versions; v1 was previously a storage version, '
-        "and must remain in spec.versions until a storage migration ensures no data remains persisted in v1 and removes v1 "
-        "from status.storedVersions"
+        'status.storedVersions[0]: Invalid value: "v1": missing from spec.versions; v1 was '
+        "previously a storage version, and must remain in spec.versions until a storage migration "
+        "ensures no data remains persisted in v1 and removes v1 from status.storedVersions"
     ]
 
 
 def test_v1beta1_and_compile_errors() -> None:
     crd = _crd(apiVersion="apiextensions.k8s.io/v1beta1")
     assert messages(validate_crd(crd)) == [
-        'apiVersion: Unsupported value: "apiextensions.k8s.io/v1beta1": supported values: "apiextensions.k8s.io/v1"'
+        'apiVersion: Unsupported value: "apiextensions.k8s.io/v1beta1": '
+        'supported values: "apiextensions.k8s.io/v1"'
     ]
     with pytest.raises(SchemaError):
         compile_crd_version(_crd(), "v9")
@@ -367,7 +394,8 @@ def test_status_subresource_restricts_root() -> None:
     assert len(got) == 1
     assert got[0].startswith("spec.validation.openAPIV3Schema: Invalid value: ")
     assert got[0].endswith(
-        ": only [Description Type Format Title Maximum ExclusiveMaximum Minimum ExclusiveMinimum MaxLength MinLength Pattern "
-        "MaxItems MinItems UniqueItems MultipleOf Required Items Properties ExternalDocs Example XPreserveUnknownFields "
-        "XValidations] fields are allowed at the root of the schema if the status subresource is enabled"
+        ": only [Description Type Format Title Maximum ExclusiveMaximum Minimum ExclusiveMinimum "
+        "MaxLength MinLength Pattern MaxItems MinItems UniqueItems MultipleOf Required Items "
+        "Properties ExternalDocs Example XPreserveUnknownFields XValidations] fields are allowed "
+        "at the root of the schema if the status subresource is enabled"
     )

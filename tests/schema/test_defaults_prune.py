@@ -129,7 +129,8 @@ def test_prune_reports_paths() -> None:
 
 
 def test_prune_additional_properties_true_empties_nested_objects() -> None:
-    # additionalProperties: true carries no schema, so nested objects lose their fields (as upstream)
+    # additionalProperties: true carries no schema, so nested objects lose their fields
+    # (as upstream)
     cs = compile_schema(
         {"type": "object", "properties": {"m": {"type": "object", "additionalProperties": True}}}
     )

@@ -116,7 +116,8 @@ def _check(prop: dict[str, Any], value: Any) -> list[str]:
         (
             {"x-kubernetes-int-or-string": True},
             True,
-            'spec.f: Invalid value: "boolean": spec.f in body must be of type integer,string: "boolean"',
+            'spec.f: Invalid value: "boolean": spec.f in '
+            'body must be of type integer,string: "boolean"',
         ),
         (
             {"type": "array", "maxItems": 1, "items": {"type": "integer"}},
@@ -146,7 +147,8 @@ def _check(prop: dict[str, Any], value: Any) -> list[str]:
         (
             {"type": "string", "format": "date-time"},
             "2024-13-01T00:00:00Z",
-            'spec.f: Invalid value: "2024-13-01T00:00:00Z": spec.f in body must be of type date-time: "2024-13-01T00:00:00Z"',
+            'spec.f: Invalid value: "2024-13-01T00:00:00Z": spec.f in '
+            'body must be of type date-time: "2024-13-01T00:00:00Z"',
         ),
         (
             {"type": "string", "format": "ipv4"},
@@ -240,11 +242,13 @@ def test_junctors() -> None:
         }
     )
     assert messages(cs.validate({"spec": {}})) == [
-        '<nil>: Invalid value: "": "spec" must validate one and only one schema (oneOf). Found none valid',
+        '<nil>: Invalid value: "": "spec" must validate '
+        "one and only one schema (oneOf). Found none valid",
         "spec.a: Required value",
     ]
     assert messages(cs.validate({"spec": {"a": "x", "b": "y"}})) == [
-        '<nil>: Invalid value: "": "spec" must validate one and only one schema (oneOf). Found 2 valid alternatives'
+        '<nil>: Invalid value: "": "spec" must validate one and '
+        "only one schema (oneOf). Found 2 valid alternatives"
     ]
     assert messages(cs.validate({"spec": {"a": "x", "c": 1}})) == [
         '<nil>: Invalid value: "": "spec" must not validate the schema (not)'
@@ -320,21 +324,25 @@ def test_embedded_resource() -> None:
         cs.validate({"template": {"kind": "pod_x", "metadata": {"name": "Bad_Name"}}})
     ) == [
         "template.apiVersion: Required value",
-        'template.kind: Invalid value: "pod_x": may have mixed case, but should otherwise match: a DNS-1035 label must consist of '
-        "lower case alphanumeric characters or '-', start with an alphabetic character, and end with an alphanumeric character "
-        "(e.g. 'my-name',  or 'abc-123', regex used for validation is '[a-z]([-a-z0-9]*[a-z0-9])?')",
-        'template.metadata.name: Invalid value: "Bad_Name": a lowercase RFC 1123 subdomain must consist of lower case '
-        "alphanumeric characters, '-' or '.', and must start and end with an alphanumeric character (e.g. 'example.com', "
-        "regex used for validation is '[a-z0-9]([-a-z0-9]*[a-z0-9])?(\\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*')",
+        'template.kind: Invalid value: "pod_x": may have mixed case, but should otherwise match: a '
+        "DNS-1035 label must consist of lower case alphanumeric characters or '-', start with an "
+        "alphabetic character, and end with an alphanumeric character (e.g. 'my-name',  or "
+        "'abc-123', regex used for validation is '[a-z]([-a-z0-9]*[a-z0-9])?')",
+        'template.metadata.name: Invalid value: "Bad_Name": a lowercase RFC 1123 subdomain must '
+        "consist of lower case alphanumeric characters, '-' or '.', and must start and end with an "
+        "alphanumeric character (e.g. 'example.com', regex used for validation is "
+        "'[a-z0-9]([-a-z0-9]*[a-z0-9])?(\\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*')",
     ]
 
 
 def test_big_int_is_a_float_like_go() -> None:
     # 2**70 reaches Go as an integral float64: the type check passes, the int64 range check does not
     assert _check({"type": "integer"}, 2**70) == [
-        '<nil>: Invalid value: "": Checked value must be of type integer (default format) in spec.f',
+        '<nil>: Invalid value: "": Checked value must '
+        "be of type integer (default format) in spec.f",
     ]
     assert _check({"type": "integer"}, 1.5) == [
         'spec.f: Invalid value: "number": spec.f in body must be of type integer: "number"',
-        '<nil>: Invalid value: "": Checked value must be of type integer (default format) in spec.f',
+        '<nil>: Invalid value: "": Checked value must '
+        "be of type integer (default format) in spec.f",
     ]
