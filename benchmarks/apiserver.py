@@ -338,7 +338,8 @@ def main() -> int:
         client = "wrk" if shutil.which("wrk") else "aiohttp"
         if client == "aiohttp":
             print(
-                "wrk not found (apt-get install wrk / brew install wrk); using the slower aiohttp client",
+                "wrk not found (apt-get install wrk / brew "
+                "install wrk); using the slower aiohttp client",
                 file=sys.stderr,
             )
     load = wrk if client == "wrk" else aiohttp_load
@@ -420,13 +421,14 @@ def main() -> int:
     )
     print(
         f"memory for {args.objects:,} objects: {rss_after - rss_before:.1f} MiB RSS "
-        f"({(rss_after - rss_before) * 1024 * 1024 / args.objects / 1024:.1f} KiB/object; "
-        f"server RSS {rss_after:.0f} MiB); filled at {args.objects / fill_s:,.0f} creates/s (aiohttp)"
+        f"({(rss_after - rss_before) * 1024 * 1024 / args.objects / 1024:.1f} KiB/object; server "
+        f"RSS {rss_after:.0f} MiB); filled at {args.objects / fill_s:,.0f} creates/s (aiohttp)"
     )
     print(
-        f"watch delivery, {args.watchers} watchers x {args.writes} writes ({len(delays):,} deliveries): "
-        f"p50 {percentile(delays, 0.5) * 1000:.1f} ms, p99 {percentile(delays, 0.99) * 1000:.1f} ms, "
-        f"max {max(delays) * 1000:.1f} ms, mean {statistics.fmean(delays) * 1000:.1f} ms (target p99 < 20 ms)"
+        f"watch delivery, {args.watchers} watchers x {args.writes} writes ({len(delays):,} "
+        f"deliveries): p50 {percentile(delays, 0.5) * 1000:.1f} ms, p99 "
+        f"{percentile(delays, 0.99) * 1000:.1f} ms, max {max(delays) * 1000:.1f} ms, mean "
+        f"{statistics.fmean(delays) * 1000:.1f} ms (target p99 < 20 ms)"
     )
     if len(delays) != args.watchers * args.writes:
         print(f"WARNING: expected {args.watchers * args.writes} deliveries, got {len(delays)}")

@@ -107,7 +107,8 @@ def main() -> None:
     print(f"{'parse corpus, gc paused':44} {t_parse_nogc:8.2f}s {t_parse_nogc / t_parse:6.2f}x")
     print(f"{'lint corpus, all rules':44} {t_lint:8.2f}s {t_lint / t_parse:6.2f}x")
     print(
-        f"{'lint corpus, all but structural-schema':44} {t_lint_own:8.2f}s {t_lint_own / t_parse:6.2f}x"
+        f"{'lint corpus, all but structural-schema':44} "
+        f"{t_lint_own:8.2f}s {t_lint_own / t_parse:6.2f}x"
     )
     print(f"{'parse history (CSafeLoader, baseline)':44} {t_hparse:8.2f}s {1:6.2f}x")
     print(f"{'compat all history pairs':44} {t_compat:8.2f}s {t_compat / t_hparse:6.2f}x")

@@ -258,7 +258,8 @@ def main(argv: list[str] | None = None) -> int:
         f"({model_bytes / dict_bytes:.2f}x)"
     )
     print(
-        f"target parse + dump <= 5x orjson: {'met' if total_ratio <= 5 else 'NOT met'} ({total_ratio:.2f}x)"
+        "target parse + dump <= 5x orjson: "
+        f"{'met' if total_ratio <= 5 else 'NOT met'} ({total_ratio:.2f}x)"
     )
     return 0
 

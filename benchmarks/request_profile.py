@@ -244,8 +244,8 @@ async def main() -> None:
         "--kind",
         choices=sorted(KINDS),
         default="demo",
-        help="demo: the Database of benchmarks/apiserver.py; bench: the kind of benchmarks/runtime.py; "
-        "prometheus: the corpus Prometheus of benchmarks/schema.py",
+        help="demo: the Database of benchmarks/apiserver.py; bench: the kind of "
+        "benchmarks/runtime.py; prometheus: the corpus Prometheus of benchmarks/schema.py",
     )
     parser.add_argument("-n", type=int, default=20_000, help="requests per round")
     parser.add_argument("--rounds", type=int, default=3)

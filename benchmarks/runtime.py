@@ -126,11 +126,14 @@ KUBEWERK_OPERATOR = textwrap.dedent(
     """
 )
 
+# In the scripts below, a backslash ending a line joins it with the next (the string
+# keeps the script's long lines as they were).
 RAW_PATCHER = textwrap.dedent(
     """
     import asyncio, os, signal, sys, time
     import aiohttp, orjson, uvloop
-    signal.signal(signal.SIGTERM, signal.SIG_IGN)  # the driver's SIGTERM may race the CPU report; we exit when done
+    signal.signal(signal.SIGTERM, signal.SIG_IGN)  # the driver's SIGTERM may race the CPU \
+report; we exit when done
 
     async def main():
         url, ns, n, concurrency = sys.argv[1], sys.argv[2], int(sys.argv[3]), int(sys.argv[4])
@@ -139,8 +142,10 @@ RAW_PATCHER = textwrap.dedent(
         async with aiohttp.ClientSession(connector=aiohttp.TCPConnector(limit=100)) as http:
             async def one(i):
                 async with sem:
-                    path = f"{url}/apis/bench.kubewerk.dev/v1/namespaces/{ns}/benches/b{i:05d}/status"
-                    async with http.patch(path, data=orjson.dumps({"status": {"observed": i}}), headers=headers) as resp:
+                    path = f"{url}/apis/bench.kubewerk.dev/v1/namespaces/{ns}/benches/\
+b{i:05d}/status"
+                    async with http.patch(path, data=orjson.dumps({"status": {"observed": i}}), \
+headers=headers) as resp:
                         await resp.read()
                         if resp.status != 200:
                             raise SystemExit(f"raw patch failed: HTTP {resp.status}")
@@ -172,8 +177,10 @@ RAW_TRANSPORT_PATCHER = textwrap.dedent(
         async def one(i):
             async with sem:
                 body = orjson.dumps({"status": {"observed": i}})
-                head = (f"PATCH /apis/bench.kubewerk.dev/v1/namespaces/{ns}/benches/b{i:05d}/status HTTP/1.1\\r\\n{prefix}"
-                        f"Content-Type: application/merge-patch+json\\r\\nContent-Length: {len(body)}\\r\\n\\r\\n")
+                head = (f"PATCH /apis/bench.kubewerk.dev/v1/namespaces/{ns}/benches/b{i:05d}/\
+status HTTP/1.1\\r\\n{prefix}"
+                        f"Content-Type: application/merge-patch+json\\r\\n\
+Content-Length: {len(body)}\\r\\n\\r\\n")
                 resp = await pool.request(head.encode() + body, safe=False, timeout=60)
                 if resp.status != 200:
                     raise SystemExit(f"raw transport patch failed: HTTP {resp.status}")
@@ -492,7 +499,8 @@ async def main() -> None:
     )
     print()
     print(
-        f"{'operator':<10} {'converged':>10} {'time':>8} {'reconciles/s':>13} {'vs raw':>7} {'peak RSS':>10}"
+        f"{'operator':<10} {'converged':>10} {'time':>8} "
+        f"{'reconciles/s':>13} {'vs raw':>7} {'peak RSS':>10}"
     )
     medians: dict[str, dict[str, float]] = {}
     for name in ("kubewerk", "kopf"):
@@ -510,23 +518,27 @@ async def main() -> None:
             x["rate"] / r["inproc"] for x, r in zip(runs, rounds, strict=True)
         )
         print(
-            f"{name:<10} {flag:>10} {med['converge_s']:>7.2f}s {med['rate']:>13,.0f} {med['vs_raw']:>6.2f}x {med['rss_mib']:>8.1f}MiB"
-            f"   ({med['vs_inproc']:.2f}x the unobserved in-driver rate)"
+            f"{name:<10} {flag:>10} {med['converge_s']:>7.2f}s {med['rate']:>13,.0f} "
+            f"{med['vs_raw']:>6.2f}x {med['rss_mib']:>8.1f}MiB   "
+            f"({med['vs_inproc']:.2f}x the unobserved in-driver rate)"
         )
     if "kopf" in medians:
         kw, kp = medians["kubewerk"], medians["kopf"]
         print()
         print(
-            f"kubewerk vs kopf: {kp['converge_s'] / kw['converge_s']:.1f}x faster to converge, "
-            f"{kw['rate'] / kp['rate']:.1f}x the reconcile rate, {kw['rss_mib'] / kp['rss_mib']:.2f}x the peak RSS"
+            f"kubewerk vs kopf: {kp['converge_s'] / kw['converge_s']:.1f}x "
+            f"faster to converge, {kw['rate'] / kp['rate']:.1f}x the reconcile "
+            f"rate, {kw['rss_mib'] / kp['rss_mib']:.2f}x the peak RSS"
         )
         print(f"(the server's own ceiling, raw rate / kopf rate, is {raw / kp['rate']:.1f}x)")
     print()
     print(
         "rounds: "
         + "; ".join(
-            f"raw aiohttp {r['raw_aiohttp']:,.0f}/s ({r['cpu_aiohttp']:.0f} us CPU/patch, unobserved {r['inproc']:,.0f}/s), "
-            f"raw transport {r['raw_transport']:,.0f}/s ({r['cpu_transport']:.0f} us CPU/patch), kubewerk {r['kubewerk']['converge_s']:.2f}s {r['kubewerk']['rate']:,.0f}/s"
+            f"raw aiohttp {r['raw_aiohttp']:,.0f}/s ({r['cpu_aiohttp']:.0f} us CPU/patch, "
+            f"unobserved {r['inproc']:,.0f}/s), raw transport {r['raw_transport']:,.0f}/s "
+            f"({r['cpu_transport']:.0f} us CPU/patch), kubewerk {r['kubewerk']['converge_s']:.2f}s "
+            f"{r['kubewerk']['rate']:,.0f}/s"
             + (
                 f", kopf {r['kopf']['converge_s']:.2f}s {r['kopf']['rate']:,.0f}/s"
                 if "kopf" in r

@@ -316,7 +316,8 @@ async def server_rounds(
                     await manager.stop()
                 out.append((cpu, wall, 0.0))
                 print(
-                    f"  round {r + 1}: {cpu / args.n * 1e6:6.1f} us CPU/reconcile, {args.n / wall:,.0f} reconciles/s",
+                    f"  round {r + 1}: {cpu / args.n * 1e6:6.1f} us "
+                    f"CPU/reconcile, {args.n / wall:,.0f} reconciles/s",
                     flush=True,
                 )
     finally:
@@ -375,7 +376,8 @@ def report(stats: pstats.Stats, n: int, top: int) -> None:
         else:
             by_area[area] = by_area.get(area, 0.0) + tt
     print(
-        f"\ncProfile, own time per reconcile by area (profiled total {total / n * 1e6:.1f} us/reconcile):"
+        "\ncProfile, own time per reconcile by area (profiled "
+        f"total {total / n * 1e6:.1f} us/reconcile):"
     )
     for area, t in sorted(by_area.items(), key=lambda kv: -kv[1]):
         print(f"  {area:<36} {t / n * 1e6:7.2f} us  {100 * t / total:5.1f} %")
@@ -391,7 +393,8 @@ async def amain(args: argparse.Namespace) -> None:
             cpu, wall, fake = await offline_round(args.n, args.concurrency, profiler, r)
             results.append((cpu, wall, fake))
             print(
-                f"  round {r + 1}: {cpu / args.n * 1e6:6.1f} us CPU/reconcile (fake client's {fake / args.n * 1e6:.1f} us subtracted)",
+                f"  round {r + 1}: {cpu / args.n * 1e6:6.1f} us CPU/reconcile "
+                f"(fake client's {fake / args.n * 1e6:.1f} us subtracted)",
                 flush=True,
             )
     else:

@@ -1,4 +1,5 @@
-"""Benchmark: kubewerk.schema against jsonschema and fastjsonschema, CEL against raw cel-expr-python.
+"""Benchmark: kubewerk.schema against jsonschema and fastjsonschema, CEL against raw
+cel-expr-python.
 
 Run:  .venv/bin/python benchmarks/schema.py [--objects 10000]
 
@@ -186,7 +187,8 @@ def main() -> None:
 
     print(f"Prometheus CRD v1 schema, {n} objects ({len(blob[0])} bytes each as JSON)")
     print(
-        f"  compile: kubewerk {compile_s * 1000:.0f} ms (incl. CEL), fastjsonschema {fast_compile_s * 1000:.0f} ms"
+        f"  compile: kubewerk {compile_s * 1000:.0f} ms (incl. "
+        f"CEL), fastjsonschema {fast_compile_s * 1000:.0f} ms"
     )
 
     ours_objs: list[dict[str, Any]] = []
@@ -222,7 +224,8 @@ def main() -> None:
     t_fast = bench("fastjsonschema validate", with_fast, n, repeat=1)
     assert errors == 0, f"{errors} unexpected validation errors"
     print(
-        f"  ratio: kubewerk is {t_js / t_ours:.1f}x jsonschema, {t_fast / t_ours:.2f}x fastjsonschema"
+        f"  ratio: kubewerk is {t_js / t_ours:.1f}x "
+        f"jsonschema, {t_fast / t_ours:.2f}x fastjsonschema"
     )
 
     # ---------------------------------------------------------------- CEL
@@ -263,7 +266,8 @@ def main() -> None:
     t_raw = bench("raw cel-expr-python eval", raw_cel, n)
     t_cel = bench("kubewerk rule walk + eval", ours_cel, n)
     print(
-        f"  ratio: kubewerk CEL runs at {t_raw / t_cel:.2f}x raw cel-expr-python ({n / t_cel:.0f} evals/s)"
+        f"  ratio: kubewerk CEL runs at {t_raw / t_cel:.2f}x "
+        f"raw cel-expr-python ({n / t_cel:.0f} evals/s)"
     )
     del rule_cs
 

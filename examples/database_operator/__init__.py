@@ -1,1 +1,2 @@
-"""An example operator: Databases owning a Secret and a ConfigMap, BackupPolicies referencing them."""
+"""An example operator: Databases owning a Secret and a ConfigMap, BackupPolicies
+referencing them."""

@@ -140,7 +140,8 @@ async def reconcile_backup_policy(policy: BackupPolicy, ctx: Context) -> Result:
             "Ready",
             True,
             "Scheduled",
-            f"backing up {ref} on '{policy.spec.schedule}', keeping {policy.spec.retention_days} days",
+            f"backing up {ref} on '{policy.spec.schedule}', "
+            f"keeping {policy.spec.retention_days} days",
         )
     if await ctx.patch_status(policy):
         cond = policy.status.conditions[0] if policy.status and policy.status.conditions else None
