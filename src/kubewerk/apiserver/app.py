@@ -170,7 +170,11 @@ class ApiServer:
         started = time.perf_counter()
         hosts = self.hosts
         if hosts is not None and not hosts.allow_all:
-            host = next((value for name, value in scope["headers"] if name == b"host"), None)
+            host = None
+            for name, value in scope["headers"]:
+                if name == b"host":
+                    host = value
+                    break
             if not hosts.allows(host):
                 assert host is not None
                 await self._send_json(
