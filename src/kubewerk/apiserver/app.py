@@ -27,8 +27,9 @@ from kubewerk.apiserver.hosts import HostPolicy
 from kubewerk.apiserver.metrics import CONTENT_TYPE, ApiMetrics, RequestLabels, non_resource_labels
 from kubewerk.apiserver.readcache import ReadCache
 from kubewerk.apiserver.registry import Registry, ServedResource
+from kubewerk.apiserver.request import RestResponse, Target
 from kubewerk.apiserver.responses import AsgiScope, Receive, Send, json_headers, wants_table
-from kubewerk.apiserver.rest import ResourceApi, RestResponse, Target
+from kubewerk.apiserver.rest import ResourceApi
 from kubewerk.apiserver.storage.base import Store, UnstorableObject
 from kubewerk.apiserver.watch import DEFAULT_MAX_BACKLOG_BYTES, WatchHub, WatchStream
 from kubewerk.core.errors import ApiError

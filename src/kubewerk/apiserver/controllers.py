@@ -25,7 +25,8 @@ from kubewerk.apiserver.kinds.crds import CRD_CLEANUP_FINALIZER
 from kubewerk.apiserver.kinds.custom import crd_to_type
 from kubewerk.apiserver.kinds.namespaces import NAMESPACE_FINALIZER
 from kubewerk.apiserver.registry import Registry
-from kubewerk.apiserver.rest import FOREGROUND, ORPHAN, ResourceApi, Target
+from kubewerk.apiserver.request import Target
+from kubewerk.apiserver.rest import FOREGROUND, ORPHAN, ResourceApi
 from kubewerk.apiserver.storage.base import Event, KeyNotFound, RevisionConflict, Store
 from kubewerk.apiserver.watch import WatchHub
 from kubewerk.core import meta as metautil

@@ -12,22 +12,25 @@ kind's strategy (``ServedResource.strategy``, see ``apiserver.strategy``) at fix
 
 from __future__ import annotations
 
-import base64
-import binascii
 import builtins
-from collections.abc import Callable
-from dataclasses import dataclass, field
 from typing import Any
 
 import orjson
 
 from kubewerk.apiserver import decode
-from kubewerk.apiserver.admission import Admission, AdmissionRequest, FieldValidation
+from kubewerk.apiserver.admission import Admission, AdmissionRequest
+from kubewerk.apiserver.listing import list_objects
 from kubewerk.apiserver.registry import Registry, ServedResource
+from kubewerk.apiserver.request import (
+    RestResponse,
+    Target,
+    dry_run,
+    field_validation,
+    parse_resource_version,
+    too_large_resource_version,
+)
 from kubewerk.apiserver.storage.base import (
-    Compacted,
     Event,
-    FutureRevision,
     KeyExists,
     KeyNotFound,
     RevisionConflict,
@@ -37,134 +40,11 @@ from kubewerk.core import meta as metautil
 from kubewerk.core.errors import ApiError, FieldError
 from kubewerk.core.gofmt import GoText, json_equal, json_same_text, unmarshal_kind
 from kubewerk.core.jsoncopy import copy_json
-from kubewerk.core.selectors import parse_field_selector, parse_label_selector
 
 JSON = dict[str, Any]
 
 FOREGROUND = "foregroundDeletion"
 ORPHAN = "orphan"
-# a LIST reads storage in pages of at most this many keys (a huge limit= stays a huge
-# limit, not a number storage cannot take)
-_MAX_CHUNK = 1 << 20
-
-
-def parse_resource_version(text: str) -> int:
-    """A resourceVersion query parameter: decimal digits only, else 400."""
-    if not (text.isascii() and text.isdigit()):
-        raise ApiError.bad_request(f'invalid resource version "{text}"')
-    return int(text)
-
-
-def too_large_resource_version(requested: int, current: int) -> ApiError:
-    """504 for a read at a revision the server has not reached (the cacher's answer)."""
-    return ApiError(
-        504,
-        "Timeout",
-        f"Too large resource version: {requested}, current: {current}",
-        {
-            "causes": [
-                {"reason": "ResourceVersionTooLarge", "message": "Too large resource version"}
-            ],
-            "retryAfterSeconds": 1,
-        },
-    )
-
-
-@dataclass(slots=True)
-class Target:
-    """What a request addresses."""
-
-    rtype: ServedResource
-    version: str
-    namespace: str | None
-    name: str | None = None
-    subresource: str | None = None
-
-    @property
-    def api_version(self) -> str:
-        return self.rtype.api_version(self.version)
-
-
-@dataclass(slots=True)
-class RestResponse:
-    """A REST answer: HTTP status, JSON body, warnings for ``Warning`` headers."""
-
-    status: int
-    body: JSON
-    warnings: list[str] = field(default_factory=list)
-
-
-def dry_run(query: dict[str, str], body: JSON | None = None) -> bool:
-    values = query.get("dryRun", "")
-    if body is not None and isinstance(body.get("dryRun"), list):
-        values = ",".join(str(v) for v in body["dryRun"])
-    if not values:
-        return False
-    for value in values.split(","):
-        if value != "All":
-            raise ApiError.bad_request(
-                f'Invalid dry run value: unsupported dry run value "{value}"'
-            )
-    return True
-
-
-def field_validation(query: dict[str, str]) -> FieldValidation:
-    value = query.get("fieldValidation", "")
-    if value in ("", "Warn"):
-        return "Warn"
-    if value == "Strict":
-        return "Strict"
-    if value == "Ignore":
-        return "Ignore"
-    raise ApiError.bad_request(
-        (
-            f"fieldValidation: Unsupported value: {value!r}: "
-            'supported values: "Ignore", "Strict", "Warn"'
-        ).replace(f"{value!r}", f'"{value}"')
-    )
-
-
-@dataclass(slots=True)
-class Filter:
-    """Label and field selectors of a list or watch, compiled once."""
-
-    match: Callable[[JSON], bool] | None
-
-    def __call__(self, obj: JSON) -> bool:
-        return self.match is None or self.match(obj)
-
-
-def make_filter(target: Target, query: dict[str, str]) -> Filter:
-    """Compile ``labelSelector``/``fieldSelector``; 400 with Kubernetes' message if invalid."""
-    label_text = query.get("labelSelector", "")
-    field_text = query.get("fieldSelector", "")
-    if not label_text.strip() and not field_text.strip():
-        return Filter(None)
-    label_sel = None
-    if label_text.strip():
-        try:
-            label_sel = parse_label_selector(label_text)
-        except ValueError as exc:
-            raise ApiError.bad_request(str(exc)) from None
-    field_sel = None
-    field_set: Callable[[JSON], dict[str, str]] | None = None
-    if field_text.strip():
-        try:
-            parsed = parse_field_selector(field_text)
-            # matched against the stored form (events.k8s.io Events are core Events)
-            convert, field_set = target.rtype.strategy.field_selector(target.version)
-            field_sel = parsed.transform(lambda f, v: (convert(f), v))
-        except ValueError as exc:
-            raise ApiError.bad_request(str(exc)) from None
-
-    def match(obj: JSON) -> bool:
-        if label_sel is not None and not label_sel.matches(
-            (obj.get("metadata") or {}).get("labels") or {}
-        ):
-            return False
-        return field_sel is None or field_set is None or field_sel.matches(field_set(obj))
-
-    return Filter(match)
 
 
 class ResourceApi:
@@ -346,157 +226,8 @@ class ResourceApi:
 
     def list(self, target: Target, query: dict[str, str]) -> tuple[list[JSON], JSON]:
         """Items (served form) and list metadata; the caller wraps them in a List or Table."""
-        flt = make_filter(target, query)
-        rtype = target.rtype
-        prefix = rtype.ns_prefix(target.namespace)
-        limit_text = query.get("limit", "")
-        try:
-            limit = decode.query_int64(limit_text) if limit_text else 0
-        except decode.DecodeError as exc:
-            raise ApiError.bad_request(str(exc)) from None
-        limit = max(limit, 0)
-        cont = query.get("continue", "")
-        rv_text = query.get("resourceVersion", "")
-        rv_match = query.get("resourceVersionMatch", "")
-        at_revision: int | None = None
-        start_after: str | None = None
-        if cont:
-            if rv_text and rv_text != "0":
-                raise ApiError.bad_request(
-                    "specifying resource version is not allowed when using continue"
-                )
-            at_revision, start_after = self._decode_continue(cont, prefix)
-        elif rv_match and not rv_text:
-            raise self._invalid_list_options(
-                [
-                    FieldError.forbidden(
-                        "resourceVersionMatch",
-                        "resourceVersionMatch is forbidden unless resourceVersion is provided",
-                    )
-                ]
-            )
-        elif rv_text:
-            rv = parse_resource_version(rv_text)
-            if rv_match == "Exact":
-                if rv == 0:
-                    raise self._invalid_list_options(
-                        [
-                            FieldError.forbidden(
-                                "resourceVersionMatch",
-                                'resourceVersionMatch "exact" is forbidden for resourceVersion "0"',
-                            )
-                        ]
-                    )
-                at_revision = rv
-            elif rv_match not in ("", "NotOlderThan"):
-                raise self._invalid_list_options(
-                    [
-                        FieldError.not_supported(
-                            "resourceVersionMatch", rv_match, ["Exact", "NotOlderThan"]
-                        )
-                    ]
-                )
-            elif rv > self.store.revision:
-                raise too_large_resource_version(rv, self.store.revision)
-        items: list[JSON] = []
-        revision = self.store.revision if at_revision is None else at_revision
-        last_key: str | None = start_after
-        more = False
-        while True:
-            want = (limit - len(items)) if limit else None
-            chunk_size = min(max(want * 2, 64), _MAX_CHUNK) if want else None
-            try:
-                page, revision, more = self.store.list(
-                    prefix,
-                    at_revision=at_revision if at_revision is not None else None,
-                    start_after=last_key,
-                    limit=chunk_size,
-                )
-            except Compacted:
-                raise ApiError.expired(
-                    "The provided continue parameter is too old to display a consistent list "
-                    "result. You can start a new list without the continue parameter, or use the "
-                    "continue token in this response to retrieve the remainder of the results. "
-                    "Continuing with the provided token results in an inconsistent list - objects "
-                    "that were created, modified, or deleted between the time the first chunk was "
-                    "returned and now may show up in the list."
-                    if cont
-                    else (
-                        f"too old resource version: {at_revision} ({self.store.compacted_revision})"
-                    )
-                ) from None
-            except FutureRevision:
-                raise too_large_resource_version(at_revision or 0, self.store.revision) from None
-            at_revision = revision
-            stopped_early = False
-            for idx, (key, obj) in enumerate(page):
-                last_key = key
-                if flt(obj):
-                    items.append(obj)
-                    if limit and len(items) >= limit:
-                        more = more or idx < len(page) - 1
-                        stopped_early = True
-                        break
-            if stopped_early or not more or not page:
-                break
-        list_meta: JSON = {"resourceVersion": str(revision)}
-        if limit and more and last_key is not None:
-            list_meta["continue"] = self._encode_continue(revision, last_key, prefix)
-            if flt.match is None:
-                remaining = self._remaining(prefix, revision, last_key)
-                if remaining is not None:
-                    list_meta["remainingItemCount"] = remaining
+        items, list_meta = list_objects(self.store, target, query)
         return [self.serve(target, o) for o in items], list_meta
-
-    def _remaining(self, prefix: str, revision: int, last_key: str) -> int | None:
-        if revision == self.store.revision:
-            return self.store.count(prefix, start_after=last_key)
-        try:
-            rest, _, _ = self.store.list(prefix, at_revision=revision, start_after=last_key)
-        except (Compacted, FutureRevision):
-            return None
-        return len(rest)
-
-    def _invalid_list_options(self, errors: builtins.list[FieldError]) -> ApiError:
-        return ApiError.invalid("ListOptions", "meta.k8s.io", "", errors)
-
-    @staticmethod
-    def _encode_continue(revision: int, last_key: str, prefix: str) -> str:
-        token = {"v": "meta.k8s.io/v1", "rv": revision, "start": last_key[len(prefix) :] + "\x00"}
-        return base64.urlsafe_b64encode(orjson.dumps(token)).decode().rstrip("=")
-
-    @staticmethod
-    def _decode_continue(token: str, prefix: str) -> tuple[int, str]:
-        try:
-            padded = token + "=" * (-len(token) % 4)
-            data = orjson.loads(base64.urlsafe_b64decode(padded))
-            if data.get("v") != "meta.k8s.io/v1":
-                raise ValueError(
-                    "continue key is not valid: incorrect encoded "
-                    "start resourceVersion (version meta.k8s.io/v1)"
-                )
-            rv = int(data["rv"])
-            start = str(data["start"])
-            if rv <= 0 or not start.endswith("\x00"):
-                raise ValueError(
-                    "continue key is not valid: incorrect encoded "
-                    "start resourceVersion (version meta.k8s.io/v1)"
-                )
-            return rv, prefix + start[:-1]
-        except (
-            ValueError,
-            KeyError,
-            TypeError,
-            AttributeError,
-            binascii.Error,
-            orjson.JSONDecodeError,
-        ) as exc:
-            message = (
-                str(exc)
-                if str(exc).startswith("continue key")
-                else "continue key is not valid: " + str(exc)
-            )
-            raise ApiError.bad_request(message) from None
 
     # -- create ------------------------------------------------------------------
 

@@ -43,14 +43,14 @@ from typing import Any, Final
 import orjson
 
 from kubewerk.apiserver import decode, table
-from kubewerk.apiserver.responses import Receive, Send, wants_table, warning_header
-from kubewerk.apiserver.rest import (
-    ResourceApi,
+from kubewerk.apiserver.request import (
     Target,
     make_filter,
     parse_resource_version,
     too_large_resource_version,
 )
+from kubewerk.apiserver.responses import Receive, Send, wants_table, warning_header
+from kubewerk.apiserver.rest import ResourceApi
 from kubewerk.apiserver.storage.base import Compacted, Event, Store
 from kubewerk.core.errors import ApiError, FieldError
 
