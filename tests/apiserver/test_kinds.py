@@ -160,3 +160,38 @@ async def test_a_custom_resource_named_events_has_a_name_column(server: ApiServe
     assert [c["name"] for c in table["columnDefinitions"]] == ["Name", "Age"]
     status, _, events = await call(server, "GET", "/api/v1/namespaces/default/events", accept=TABLE)
     assert status == 200 and events["columnDefinitions"][0]["name"] == "Last Seen"
+
+
+async def test_a_crd_takes_a_strategic_merge_patch() -> None:
+    """kube-apiserver serves CRDs as a typed kind, so it takes strategic merge patches:
+    ObjectMeta's tags apply (finalizers merge), every other list is replaced."""
+    import yaml
+
+    from tests.apiserver.helpers import DEMO_CRD
+
+    app = ApiServer(open_store("memory"))
+    crd = yaml.safe_load(DEMO_CRD.read_text())
+    crd["metadata"]["finalizers"] = ["example.com/keep"]
+    path = "/apis/apiextensions.k8s.io/v1/customresourcedefinitions"
+    status, _, payload = await asgi_call(
+        app, "POST", path, headers={"content-type": "application/json"}, body=orjson.dumps(crd)
+    )
+    assert status == 201, payload
+    name = crd["metadata"]["name"]
+    patch = {
+        "metadata": {"labels": {"team": "a"}, "finalizers": ["example.com/other"]},
+        "spec": {"names": {"shortNames": ["d"]}},
+    }
+    status, _, payload = await asgi_call(
+        app,
+        "PATCH",
+        f"{path}/{name}",
+        headers={"content-type": "application/strategic-merge-patch+json"},
+        body=orjson.dumps(patch),
+    )
+    assert status == 200, payload
+    patched = orjson.loads(payload)
+    assert patched["metadata"]["labels"] == {"team": "a"}
+    assert sorted(patched["metadata"]["finalizers"]) == ["example.com/keep", "example.com/other"]
+    assert patched["spec"]["names"]["shortNames"] == ["d"]
+    await app.stop()

@@ -35,6 +35,7 @@ def test_kinds_table() -> None:
         "v1/Event",
         "events.k8s.io/v1/Event",
         "coordination.k8s.io/v1/Lease",
+        "apiextensions.k8s.io/v1/CustomResourceDefinition",
     } == STRATEGIC_KINDS
     assert PATCH_STRATEGIES[SA]["secrets"].merge_key == "name"
     assert PATCH_STRATEGIES[NS]["status.conditions"].merge_key == "type"

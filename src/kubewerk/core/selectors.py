@@ -812,6 +812,9 @@ _KIND_ALIASES: Final = {
     "events.k8s.io/Event": "events.k8s.io/v1/Event",
     "Lease": "coordination.k8s.io/v1/Lease",
     "coordination.k8s.io/Lease": "coordination.k8s.io/v1/Lease",
+    "apiextensions.k8s.io/CustomResourceDefinition": (
+        "apiextensions.k8s.io/v1/CustomResourceDefinition"
+    ),
 }
 
 

@@ -15,7 +15,8 @@ it (``StrategicMergeMapPatch`` with ``MergeParallelList`` and ``IgnoreUnmatchedN
 
 The patch strategies are data (``PATCH_STRATEGIES``), taken from the Go struct tags of
 k8s.io/api and k8s.io/apimachinery v0.36 for Namespace, ConfigMap, Secret,
-ServiceAccount, core/v1 Event, events.k8s.io/v1 Event and coordination.k8s.io/v1 Lease.
+ServiceAccount, core/v1 Event, events.k8s.io/v1 Event, coordination.k8s.io/v1 Lease and
+apiextensions.k8s.io/v1 CustomResourceDefinition.
 
 Errors are ``PatchError`` (an ``ApiError``). Kubernetes answers 400 for malformed
 directives (``invalid patch format of primitive list`` ...), 422 (generic message) for
@@ -87,6 +88,8 @@ PATCH_STRATEGIES: Final[dict[str, dict[str, FieldStrategy]]] = {
     "v1/Event": dict(_OBJECT_META),
     "events.k8s.io/v1/Event": dict(_OBJECT_META),
     "coordination.k8s.io/v1/Lease": dict(_OBJECT_META),
+    # apiextensions' types carry no patch tags: only ObjectMeta's merge, every list is replaced
+    "apiextensions.k8s.io/v1/CustomResourceDefinition": dict(_OBJECT_META),
 }
 """kind key (``apiVersion/Kind``) → dotted field path → strategy. List elements are
 addressed as ``path[]`` (none of these kinds has tagged fields inside list elements)."""

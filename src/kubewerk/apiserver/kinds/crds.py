@@ -78,6 +78,7 @@ def resource_type() -> ServedResource:
         storage_version="v1",
         short_names=["crd", "crds"],
         categories=["api-extensions"],
+        strategic_kind="apiextensions.k8s.io/CustomResourceDefinition",
         status_subresource=True,
         strategy=CustomResourceDefinitionStrategy(
             columns=[PrinterColumn("Created At", "date", ".metadata.creationTimestamp")],
