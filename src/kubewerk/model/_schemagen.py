@@ -34,7 +34,8 @@ from kubewerk.model._fragment import (
 )
 from kubewerk.model._markerschema import apply_markers
 from kubewerk.model.errors import ModelDefinitionError
-from kubewerk.model.markers import AtMostOneOf, ExactlyOneOf, Rule, _Nullable
+from kubewerk.model.markers import AtMostOneOf, ExactlyOneOf, PrinterColumn, Rule, _Nullable
+from kubewerk.model.status_phase import PhaseSchema
 
 __all__ = ["Fragment", "check_class", "model_fragment", "resource_schema"]
 
@@ -416,8 +417,64 @@ def resource_fragment(cls: type[BaseModel]) -> Fragment:
         schema["required"] = required
     else:
         schema.pop("required", None)
+    info = getattr(cls, "__kube__", None)
+    lifecycle = getattr(info, "lifecycle", None)
+    if lifecycle is not None:
+        _apply_phases(cls, frag, lifecycle.phase_schema())
     _CACHE[cls] = frag
     return frag
+
+
+def _apply_phases(cls: type[BaseModel], frag: Fragment, declared: Any) -> None:
+    """Write a ``lifecycle=`` declaration into a resource's root fragment (see
+    :mod:`kubewerk.model.status_phase`). The status and phase schemas are copied before
+    they change: the status model's own fragment is cached and shared."""
+    where = cls.__name__
+    if not isinstance(declared, PhaseSchema):
+        fail(where, f"lifecycle.phase_schema() must return a PhaseSchema, not {declared!r}")
+    props = frag.schema["properties"]
+    status = props.get("status")
+    phase = (status or {}).get("properties", {}).get("phase")
+    if phase is None:
+        fail(
+            where,
+            "lifecycle= needs a status with a 'phase' field "
+            "(e.g. a subclass of kubewerk.lifecycle.LifecycleStatus)",
+        )
+    if phase.get("type") != "string":
+        fail(where, "lifecycle= needs status.phase to be a string field")
+    phases = list(declared.phases)
+    if "enum" in phase and sorted(phase["enum"]) != sorted(phases):
+        fail(
+            where,
+            f"status.phase allows {phase['enum']} but the lifecycle declares {phases}",
+        )
+    longest = max(len(p) for p in phases)
+    if phase.get("maxLength", longest) < longest:
+        fail(where, f"status.phase's maxLength {phase['maxLength']} is shorter than a phase")
+    new_phase = {**phase, "enum": phases, "maxLength": phase.get("maxLength", longest)}
+    if declared.description:
+        new_phase["description"] = declared.description
+    if declared.rules:
+        new_phase["x-kubernetes-validations"] = [
+            *phase.get("x-kubernetes-validations", []),
+            *(rule.to_schema() for rule in declared.rules),
+        ]
+        frag.transitions.extend(".status.phase" for r in declared.rules if r.is_transition)
+    status = {**status, "properties": {**status["properties"], "phase": new_phase}}
+    props["status"] = status
+    if declared.object_rules:
+        frag.schema["x-kubernetes-validations"] = [
+            *frag.schema.get("x-kubernetes-validations", []),
+            *(rule.to_schema() for rule in declared.object_rules),
+        ]
+        frag.transitions.extend("" for r in declared.object_rules if r.is_transition)
+    columns = [path for path, _column, _type in frag.columns]
+    info = getattr(cls, "__kube__", None)
+    columns.extend(c.json_path for c in getattr(info, "printer_columns", ()))
+    if declared.column is not None and ".status.phase" not in columns:
+        column = PrinterColumn(declared.column, description="The lifecycle phase")
+        frag.columns.append((".status.phase", column, "string"))
 
 
 def resource_schema(cls: type[BaseModel]) -> Fragment:

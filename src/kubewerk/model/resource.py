@@ -34,6 +34,7 @@ from kubewerk.model.base import KubeModel
 from kubewerk.model.errors import ModelDefinitionError
 from kubewerk.model.markers import PrinterColumn, Scale
 from kubewerk.model.meta import ObjectMeta
+from kubewerk.model.status_phase import PhaseDeclaration
 
 if TYPE_CHECKING:
     from kubewerk.schema import CompiledSchema
@@ -82,6 +83,8 @@ class KindInfo:
     scale: Scale | None = None
     status_subresource: bool = False
     selectable_fields: tuple[str, ...] = ()
+    lifecycle: PhaseDeclaration | None = None
+    """The ``lifecycle=`` declaration (see :mod:`kubewerk.model.status_phase`)."""
     extra: dict[str, Any] = field(default_factory=dict)
 
     @property
@@ -181,8 +184,11 @@ class Resource(KubeModel, Generic[SpecT, StatusT]):
     ``scope`` (``"Namespaced"`` or ``"Cluster"``), ``short_names``, ``categories``;
     per version: ``served``, ``storage``, ``deprecated``, ``deprecation_warning``,
     ``printer_columns``, ``scale``, ``status_subresource`` (default: on when there is a
-    status type), ``selectable_fields`` (JSON paths); plus :class:`KubeModel`'s
-    ``rules``, ``preserve_unknown_fields`` and ``map_type``.
+    status type), ``selectable_fields`` (JSON paths); for the kind: ``lifecycle`` (any
+    :class:`~kubewerk.model.status_phase.PhaseDeclaration`, e.g. a
+    ``kubewerk.lifecycle.Lifecycle``: ``status.phase`` becomes an enum guarded by the
+    declaration's transition rule); plus :class:`KubeModel`'s ``rules``,
+    ``preserve_unknown_fields`` and ``map_type``.
     """
 
     # pydantic (< Python 3.13) reads attribute docstrings by parsing the source around
@@ -224,6 +230,7 @@ class Resource(KubeModel, Generic[SpecT, StatusT]):
         scale: Scale | None = None,
         status_subresource: bool | None = None,
         selectable_fields: Sequence[str] | None = None,
+        lifecycle: PhaseDeclaration | None = None,
         **kwargs: Any,
     ) -> None:
         given = {
@@ -246,6 +253,7 @@ class Resource(KubeModel, Generic[SpecT, StatusT]):
                 "scale": scale,
                 "status_subresource": status_subresource,
                 "selectable_fields": selectable_fields,
+                "lifecycle": lifecycle,
             }.items()
             if v is not None
         }
@@ -313,6 +321,7 @@ class Resource(KubeModel, Generic[SpecT, StatusT]):
                 "scope": inherited.scope,
                 "short_names": inherited.short_names,
                 "categories": inherited.categories,
+                "lifecycle": inherited.lifecycle,
             }
         base.update(given)
         where = cls.__name__
@@ -371,6 +380,17 @@ class Resource(KubeModel, Generic[SpecT, StatusT]):
         scale = base.get("scale")
         if scale is not None and not isinstance(scale, Scale):
             raise ModelDefinitionError(f"{where}: scale= must be a Scale(...)")
+        lifecycle = base.get("lifecycle")
+        if lifecycle is not None and not callable(getattr(lifecycle, "phase_schema", None)):
+            raise ModelDefinitionError(
+                f"{where}: lifecycle= takes a lifecycle declaration (an object with "
+                f"phase_schema(), e.g. kubewerk.lifecycle.Lifecycle), not {lifecycle!r}"
+            )
+        if lifecycle is not None and not has_status:
+            raise ModelDefinitionError(
+                f"{where}: lifecycle= needs a status type with a phase field "
+                "(e.g. a subclass of kubewerk.lifecycle.LifecycleStatus)"
+            )
         deprecated = bool(base.get("deprecated", False))
         warning = base.get("deprecation_warning")
         if warning is not None and not deprecated:
@@ -393,6 +413,7 @@ class Resource(KubeModel, Generic[SpecT, StatusT]):
             scale=scale,
             status_subresource=bool(status_sub),
             selectable_fields=tuple(base.get("selectable_fields", ())),
+            lifecycle=lifecycle,
         )
 
     def model_post_init(self, context: Any, /) -> None:

@@ -392,6 +392,10 @@ class Context:
 
 Reconciler = Callable[[T, Context], Awaitable[Result | None]]
 Mapper = Callable[[Obj], Iterable[Any]]
+ContextFactory = Callable[["Controller[Any]", str, "Obj | bytes"], Context]
+"""Makes the :class:`Context` of one reconcile from the controller, the key and the
+object as read (``Context`` itself is one); a layer above the runtime passes a factory
+of a ``Context`` subclass to give its reconcilers more helpers."""
 
 
 @dataclass
@@ -520,7 +524,8 @@ class _EnqueueMapped(_Enqueue):
 
 
 class Controller(Generic[T]):
-    """Reconciles one kind; see the module guarantees."""
+    """Reconciles one kind; see the module guarantees. ``context_factory`` makes each
+    reconcile's :class:`Context` (default: ``Context`` itself)."""
 
     def __init__(
         self,
@@ -534,6 +539,7 @@ class Controller(Generic[T]):
         max_concurrent_reconciles: int = 1,
         reconcile_timeout: float | None = None,
         rate_limiter: RateLimiter | None = None,
+        context_factory: ContextFactory | None = None,
     ) -> None:
         if max_concurrent_reconciles < 1:
             raise ValueError("max_concurrent_reconciles must be at least 1")
@@ -548,6 +554,7 @@ class Controller(Generic[T]):
         self.max_concurrent_reconciles = max_concurrent_reconciles
         self.reconcile_timeout = reconcile_timeout
         self._rate_limiter = rate_limiter
+        self.context_factory: ContextFactory = context_factory or Context
         self.queue: WorkQueue[str] = WorkQueue(name, rate_limiter)
         self._workers: list[asyncio.Task[None]] = []
         self._bound = False
@@ -642,7 +649,7 @@ class Controller(Generic[T]):
         if stored is None:
             self.queue.forget(key)
             return
-        ctx = Context(self, key, stored)
+        ctx = self.context_factory(self, key, stored)
         started = time.perf_counter()
         self.reconciles += 1
         try:
