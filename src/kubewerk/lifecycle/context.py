@@ -114,12 +114,14 @@ class LifecycleContext(Context):
         """The transitions this reconcile wrote, in order."""
         self.requeue: float | None = None
         """Set by :meth:`requeue_after`: the platform reconciles again after this delay."""
-        self.written_version: str | None = None
-        """The resourceVersion of this reconcile's last write (None: it wrote nothing)."""
+        self.written_versions: list[str] = []
+        """The resourceVersions of this reconcile's writes, in order."""
 
     def _refresh(self, obj: Any, written: dict[str, Any]) -> None:
         super()._refresh(obj, written)
-        self.written_version = (written.get("metadata") or {}).get("resourceVersion")
+        version = (written.get("metadata") or {}).get("resourceVersion")
+        if version:
+            self.written_versions.append(str(version))
 
     # -- reading ------------------------------------------------------------------------
 

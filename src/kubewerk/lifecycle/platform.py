@@ -427,7 +427,7 @@ class Platform:
                 after = min(after, result.requeue_after)
             result = Result.after(after)
         if result is None or (not result.requeue and not result.requeue_after):
-            own.remember(ctx.key, ctx.written_version)
+            own.remember(ctx.key, ctx.written_versions)
         return result
 
     async def _run(
