@@ -1,7 +1,8 @@
 """``kubewerk run MODULE:MANAGER``: run an operator against the current kubeconfig context.
 
 ``MANAGER`` names a :class:`kubewerk.runtime.Manager` in ``MODULE`` (imported with the
-current directory on ``sys.path``), or a function returning one. Command-line options
+current directory on ``sys.path``), a :class:`kubewerk.lifecycle.Platform` (its manager
+runs), or a function returning either. Command-line options
 override the manager's settings only when given. Logs go to stderr; SIGTERM/SIGINT shut
 down gracefully. Exit codes: 0 after a clean shutdown, 1 when the server is unreachable,
 rejects the credentials, or the leader Lease was lost, 2 for usage errors (bad target,
@@ -58,8 +59,16 @@ def register(subparsers: Any) -> None:
     p.set_defaults(func=run)
 
 
+def _manager_of(obj: Any) -> Any:
+    """A Platform's manager; anything else as it is."""
+    from kubewerk.lifecycle.platform import Platform
+
+    return obj.manager if isinstance(obj, Platform) else obj
+
+
 def load_target(target: str) -> Any:
-    """Import ``module:attr`` and return the Manager (calling a factory if needed)."""
+    """Import ``module:attr`` and return the Manager (calling a factory if needed; a
+    Platform gives its manager)."""
     from kubewerk.runtime.manager import Manager
 
     module_name, sep, attr = target.partition(":")
@@ -78,10 +87,14 @@ def load_target(target: str) -> Any:
         if not hasattr(obj, part):
             raise UsageError(f"module {module_name!r} has no attribute {attr!r}")
         obj = getattr(obj, part)
+    obj = _manager_of(obj)
     if not isinstance(obj, Manager) and callable(obj):
-        obj = obj()
+        obj = _manager_of(obj())
     if not isinstance(obj, Manager) and not inspect.isawaitable(obj):
-        raise UsageError(f"{target} is not a kubewerk.runtime.Manager (got {type(obj).__name__})")
+        raise UsageError(
+            f"{target} is not a kubewerk.runtime.Manager or kubewerk.lifecycle.Platform "
+            f"(got {type(obj).__name__})"
+        )
     return obj
 
 
@@ -124,7 +137,7 @@ def run(args: argparse.Namespace) -> int:
     )
     mgr = load_target(args.target)
     if inspect.isawaitable(mgr):
-        mgr = asyncio.run(_await(mgr))
+        mgr = _manager_of(asyncio.run(_await(mgr)))
     _apply_options(mgr, args)
     if not mgr.has_client:
         try:

@@ -66,6 +66,7 @@ from kubewerk.model.meta import (
     Quantity,
 )
 from kubewerk.model.resource import KindInfo, Resource, kinds, resource_class, versions_of
+from kubewerk.model.status_phase import PhaseDeclaration, PhaseSchema
 
 __all__ = [
     "AtMostOneOf",
@@ -94,6 +95,8 @@ __all__ = [
     "ObjectMeta",
     "ObjectRule",
     "OwnerReference",
+    "PhaseDeclaration",
+    "PhaseSchema",
     "PreserveUnknownFields",
     "PrinterColumn",
     "Quantity",

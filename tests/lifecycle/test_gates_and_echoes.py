@@ -1,0 +1,128 @@
+"""Readiness gates (what a gate is and answers, which kinds it applies to) and the
+memory of the kernel's own writes (which events and reconciles it drops)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+
+from kubewerk.lifecycle import Blocked, Gate, LifecycleDefinitionError, Platform
+from kubewerk.lifecycle.own_writes import OwnWrites
+from kubewerk.model import KubeModel, Resource
+from kubewerk.runtime import Manager
+
+from .models import GROUP, Cache, Database
+
+
+def test_blocked_and_gate_check_their_fields() -> None:
+    assert Blocked("DependencyNotReady", "waits for db", 5).requeue_after == 5
+    with pytest.raises(ValueError, match="must be CamelCase"):
+        Blocked("not ready")
+    with pytest.raises(ValueError, match="requeue_after must be >= 0"):
+        Blocked("Waiting", requeue_after=-1)
+    with pytest.raises(LifecycleDefinitionError, match="is not a condition type"):
+        Gate("deps ready", lambda o, c: None)
+    with pytest.raises(LifecycleDefinitionError, match="belongs to the lifecycle"):
+        Gate("Ready", lambda o, c: None)
+    with pytest.raises(LifecycleDefinitionError, match="passed_reason"):
+        Gate("DependenciesReady", lambda o, c: None, passed_reason="all good")
+    assert Gate("example.com/Approved", lambda o, c: None).condition == "example.com/Approved"
+
+
+async def test_a_gate_answers_blocked_or_none_sync_or_async() -> None:
+    def sync_check(obj: Any, ctx: Any) -> Blocked | None:
+        return Blocked("Waiting") if obj else None
+
+    async def async_check(obj: Any, ctx: Any) -> Blocked | None:
+        return sync_check(obj, ctx)
+
+    for check in (sync_check, async_check):
+        gate = Gate("DependenciesReady", check)
+        assert await gate.ask(1, None) == Blocked("Waiting")
+        assert await gate.ask(0, None) is None
+    assert Gate("X", sync_check).name == "sync_check"
+    wrong = Gate("X", lambda o, c: True)
+    with pytest.raises(TypeError, match=r"returned True; return Blocked\(...\) or None"):
+        await wrong.ask(None, None)
+
+
+def test_gates_apply_to_their_kinds_and_own_their_condition() -> None:
+    platform = Platform(Manager(probe_port=None))
+
+    async def handler(obj: Any, ctx: Any) -> None:
+        return None
+
+    platform.kind(Database)(handler)
+    platform.kind(Cache)(handler)
+
+    @platform.gate("DependenciesReady")
+    def everywhere(obj: Any, ctx: Any) -> None:
+        return None
+
+    @platform.gate("Approved", kinds=[Database])
+    def databases_only(obj: Any, ctx: Any) -> None:
+        return None
+
+    @platform.gate("Drained", kinds=[Cache], teardown=True)
+    def before_teardown(obj: Any, ctx: Any) -> None:
+        return None
+
+    db, cache = platform.registration(Database), platform.registration(Cache)
+    assert [g.condition for g in platform.gates_for(db, teardown=False)] == [
+        "DependenciesReady",
+        "Approved",
+    ]
+    assert [g.condition for g in platform.gates_for(cache, teardown=False)] == ["DependenciesReady"]
+    assert [g.condition for g in platform.gates_for(cache, teardown=True)] == ["Drained"]
+    assert platform.gates_for(db, teardown=True) == []
+    # a teardown gate means the kernel keeps its finalizer on the kind's objects
+    assert platform._needs_finalizer(cache) and not platform._needs_finalizer(db)
+    with pytest.raises(LifecycleDefinitionError, match="condition Approved is already registered"):
+        platform.gate("Approved")(databases_only)
+    platform.gate("Approved", kinds=[Cache])(databases_only)  # another kind: fine
+
+
+def test_registering_a_kind_twice_or_without_a_phase_is_refused() -> None:
+    platform = Platform(Manager(probe_port=None))
+
+    async def handler(obj: Any, ctx: Any) -> None:
+        return None
+
+    platform.kind(Database)(handler)
+    with pytest.raises(LifecycleDefinitionError, match="already registered"):
+        platform.kind(Database)(handler)
+    with pytest.raises(KeyError, match=r"Cache\.lifecycle\.kubewerk\.dev is not registered"):
+        platform.registration(Cache)
+
+    class NoPhaseStatus(KubeModel):
+        ready: bool = False
+
+    class Plain(Resource[KubeModel, NoPhaseStatus], group=GROUP):
+        """No lifecycle, no phase."""
+
+    with pytest.raises(LifecycleDefinitionError, match="Plain: the platform needs a status type"):
+        platform.kind(Plain)(handler)
+
+
+def obj(key: str, rv: str) -> dict[str, Any]:
+    ns, name = key.split("/")
+    return {"metadata": {"namespace": ns, "name": name, "resourceVersion": rv}}
+
+
+def test_own_writes_drop_their_echoes_only() -> None:
+    own = OwnWrites()
+    pred = own.predicate
+    own.remember("ns/a", ["5", "6"])
+    own.remember("ns/b", [])  # wrote nothing: nothing remembered
+    assert len(own) == 1
+    assert not pred.update(obj("ns/a", "4"), obj("ns/a", "5"))  # the echo of a write
+    assert not pred.update(obj("ns/a", "5"), obj("ns/a", "6"))
+    assert pred.update(obj("ns/a", "6"), obj("ns/a", "7"))  # someone else's change
+    assert own.is_own("ns/a", obj("ns/a", "6")) and not own.is_own("ns/a", obj("ns/a", "7"))
+    assert pred.create(obj("ns/a", "6"))
+    # a resync (same version) passes and makes the next reconcile run in full
+    assert pred.update(obj("ns/a", "6"), obj("ns/a", "6"))
+    assert not own.is_own("ns/a", obj("ns/a", "6"))
+    own.remember("ns/a", ["9"])
+    assert pred.delete(obj("ns/a", "9")) and len(own) == 0
