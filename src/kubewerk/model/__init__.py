@@ -20,7 +20,8 @@ One class is the typed client model, the reconciler's argument and the complete 
     w = Widget.from_dict({...})    # typed, with Kubernetes field paths in errors
     w.to_dict()                    # only what was set, JSON names
 
-See docs/model.md for the markers and the conversion API.
+See docs/model.md for the markers and the conversion API; references between kinds
+(``Ref[Database]``) are in :mod:`kubewerk.model.refs`.
 """
 
 from kubewerk.model.base import KubeModel, ObjectRule
@@ -65,17 +66,27 @@ from kubewerk.model.meta import (
     OwnerReference,
     Quantity,
 )
+from kubewerk.model.ref_fields import (
+    REFERENCES_ANNOTATION,
+    RefField,
+    parse_references,
+    references_of,
+)
+from kubewerk.model.refs import CrossNamespace, ExternalKind, OnDelete, Ref
 from kubewerk.model.resource import KindInfo, Resource, kinds, resource_class, versions_of
 from kubewerk.model.status_phase import PhaseDeclaration, PhaseSchema
 
 __all__ = [
+    "REFERENCES_ANNOTATION",
     "AtMostOneOf",
     "Condition",
     "Conditions",
     "ConversionError",
     "ConversionWebhook",
+    "CrossNamespace",
     "EmbeddedResource",
     "ExactlyOneOf",
+    "ExternalKind",
     "Format",
     "Immutable",
     "Int32",
@@ -94,12 +105,15 @@ __all__ = [
     "Nullable",
     "ObjectMeta",
     "ObjectRule",
+    "OnDelete",
     "OwnerReference",
     "PhaseDeclaration",
     "PhaseSchema",
     "PreserveUnknownFields",
     "PrinterColumn",
     "Quantity",
+    "Ref",
+    "RefField",
     "Resource",
     "Rule",
     "Scale",
@@ -114,6 +128,8 @@ __all__ = [
     "crds_for",
     "dump_yaml",
     "kinds",
+    "parse_references",
+    "references_of",
     "resource_class",
     "schema_for",
     "storage_version",
