@@ -126,3 +126,24 @@ def test_own_writes_drop_their_echoes_only() -> None:
     assert not own.is_own("ns/a", obj("ns/a", "6"))
     own.remember("ns/a", ["9"])
     assert pred.delete(obj("ns/a", "9")) and len(own) == 0
+
+
+def test_two_kinds_of_one_name_get_two_controllers() -> None:
+    from kubewerk.lifecycle import LifecycleStatus
+
+    class OtherDatabase(
+        Resource[KubeModel, LifecycleStatus], group="other.kubewerk.dev", kind="Database"
+    ):
+        """The same kind name in another group."""
+
+    platform = Platform(Manager(probe_port=None))
+
+    async def handler(obj: Any, ctx: Any) -> None:
+        return None
+
+    platform.kind(Database)(handler)
+    platform.kind(OtherDatabase)(handler)
+    assert [c.name for c in platform.manager.controllers] == [
+        "database",
+        "database.other.kubewerk.dev",
+    ]

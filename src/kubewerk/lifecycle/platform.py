@@ -262,7 +262,8 @@ class Platform:
         one is an error), else :data:`DEFAULT_LIFECYCLE`; the status type must have a
         ``phase`` field. ``strategy`` is the code's choice of reconcile strategy
         (configuration overrides it); ``predicates`` filter the kind's events further;
-        ``name`` is the controller's name (default: the kind, lower-cased).
+        ``name`` is the controller's name (default: the kind, lower-cased; with its
+        group when another controller of the manager has that name).
         """
         rt = resource_type_of(kind)
         label = _label(rt)
@@ -309,7 +310,7 @@ class Platform:
                 )
 
             controller = OnDemandController(
-                name or rt.kind.lower(),
+                name or self._controller_name(rt),
                 kind,
                 reconcile,
                 predicates=(own.predicate, *predicates),
@@ -339,6 +340,11 @@ class Platform:
             return handler
 
         return register
+
+    def _controller_name(self, rt: ResourceType) -> str:
+        taken = {c.name for c in self.manager.controllers}
+        short = rt.kind.lower()
+        return short if short not in taken else f"{short}.{rt.group}"
 
     def registration(self, kind: Any) -> KindRegistration:
         """The registration of ``kind`` (KeyError when it is not registered)."""
