@@ -25,6 +25,7 @@ from kubewerk.core.validation import is_dns1123_subdomain
 from kubewerk.model._naming import version_priority_key
 from kubewerk.model._schemagen import resource_schema
 from kubewerk.model.errors import ModelDefinitionError
+from kubewerk.model.ref_fields import REFERENCES_ANNOTATION, references_annotation
 from kubewerk.model.resource import AnyResource, KindInfo, provide_schema_compiler, versions_of
 from kubewerk.schema import CompiledSchema, compile_crd_version
 
@@ -205,6 +206,9 @@ def crd_for(*models: type[AnyResource], webhook: ConversionWebhook | None = None
     agree with it. Versions are listed in Kubernetes' priority order (v1, v1beta1, …).
     When the served versions' schemas differ (descriptions aside) the CRD converts
     through ``webhook`` (default :class:`ConversionWebhook`'s placeholder service).
+    A kind with :class:`~kubewerk.model.refs.Ref` fields gets the annotation
+    ``kubewerk.dev/references`` listing them (:mod:`kubewerk.model.ref_fields`): the CRD
+    schema has no room for extensions of our own, and tools read refs from there.
     """
     chosen = _collect(models)
     hub = storage_version(chosen)
@@ -228,7 +232,7 @@ def crd_for(*models: type[AnyResource], webhook: ConversionWebhook | None = None
     if names_info.categories:
         names["categories"] = list(names_info.categories)
     versions = [_version_entry(m, m.kind_info(), m is hub) for m in chosen]
-    crd = {
+    crd: dict[str, Any] = {
         "apiVersion": "apiextensions.k8s.io/v1",
         "kind": "CustomResourceDefinition",
         "metadata": {"name": names_info.crd_name},
@@ -239,6 +243,9 @@ def crd_for(*models: type[AnyResource], webhook: ConversionWebhook | None = None
             "versions": versions,
         },
     }
+    references = references_annotation(chosen)
+    if references is not None:
+        crd["metadata"]["annotations"] = {REFERENCES_ANNOTATION: references}
     # no shared sub-dicts, only JSON types
     result: dict[str, Any] = copy_json(crd)
     if _schemas_differ(result["spec"]["versions"]):
