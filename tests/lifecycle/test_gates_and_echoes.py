@@ -113,19 +113,46 @@ def obj(key: str, rv: str) -> dict[str, Any]:
 def test_own_writes_drop_their_echoes_only() -> None:
     own = OwnWrites()
     pred = own.predicate
-    own.remember("ns/a", ["5", "6"])
-    own.remember("ns/b", [])  # wrote nothing: nothing remembered
-    assert len(own) == 1
-    assert not pred.update(obj("ns/a", "4"), obj("ns/a", "5"))  # the echo of a write
+    own.begin("ns/a")
+    # events of the key while it is reconciled are held, then decided
+    assert not pred.update(obj("ns/a", "4"), obj("ns/a", "5"))
     assert not pred.update(obj("ns/a", "5"), obj("ns/a", "6"))
-    assert pred.update(obj("ns/a", "6"), obj("ns/a", "7"))  # someone else's change
-    assert own.is_own("ns/a", obj("ns/a", "6")) and not own.is_own("ns/a", obj("ns/a", "7"))
+    assert own.end("ns/a", ["5", "6"], remember=True) is False  # all its own: no reconcile
+    assert len(own) == 1
+    # later echoes of those writes are dropped; someone else's change passes
+    assert not pred.update(obj("ns/a", "4"), obj("ns/a", "5"))
+    assert not pred.update(obj("ns/a", "5"), obj("ns/a", "6"))
+    assert pred.update(obj("ns/a", "6"), obj("ns/a", "7"))
+    assert own.is_own("ns/a", "6") and not own.is_own("ns/a", "7")
     assert pred.create(obj("ns/a", "6"))
-    # a resync (same version) passes and makes the next reconcile run in full
+    # a resync (same version) passes and clears the memory
     assert pred.update(obj("ns/a", "6"), obj("ns/a", "6"))
-    assert not own.is_own("ns/a", obj("ns/a", "6"))
-    own.remember("ns/a", ["9"])
-    assert pred.delete(obj("ns/a", "9")) and len(own) == 0
+    assert not own.is_own("ns/a", "6")
+
+
+def test_a_change_by_someone_else_during_a_reconcile_reconciles_again() -> None:
+    own = OwnWrites()
+    own.begin("ns/a")
+    assert not own.predicate.update(obj("ns/a", "4"), obj("ns/a", "5"))  # not ours
+    assert not own.predicate.update(obj("ns/a", "5"), obj("ns/a", "6"))  # ours
+    assert own.end("ns/a", ["6"], remember=True) is True
+    # a reconcile that failed or asked for more remembers nothing
+    own.begin("ns/b")
+    assert own.end("ns/b", ["9"], remember=False) is False
+    assert own.predicate.update(obj("ns/b", "8"), obj("ns/b", "9"))
+    # another key's reconcile holds nothing of this one
+    own.begin("ns/c")
+    assert own.predicate.update(obj("ns/d", "1"), obj("ns/d", "2"))
+    own.end("ns/c", [], remember=True)
+    # deletion and poke forget
+    own.begin("ns/e")
+    own.end("ns/e", ["3"], remember=True)
+    own.poke("ns/e")
+    assert not own.is_own("ns/e", "3")
+    own.begin("ns/e")
+    own.end("ns/e", ["4"], remember=True)
+    assert own.predicate.delete(obj("ns/e", "4"))
+    assert not own.is_own("ns/e", "4") and len(own) == 1  # ns/a's memory only
 
 
 def test_two_kinds_of_one_name_get_two_controllers() -> None:

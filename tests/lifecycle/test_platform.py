@@ -380,3 +380,65 @@ async def test_kinds_without_work_hold_no_worker(
     assert len(platform.registration(Cache).own_writes) == 0
     await platform.manager.stop()
     assert not db_ctrl.running
+
+
+async def test_a_key_enqueued_by_other_means_is_reconciled_in_full(
+    client: RecordingClient, install_crds: Any, run_manager: Any, wait_for: Any
+) -> None:
+    """The dependency engine's seam: a gate waits on something outside the object; when
+    it changes, enqueueing the key re-asks the gate (the object itself did not change:
+    its cached version is still the kernel's own last write)."""
+    await install_crds(Database)
+    platform = new_platform()
+    approved: set[str] = set()
+    asked: list[str] = []
+
+    @platform.kind(Database)
+    async def provision(db: Database, ctx: LifecycleContext) -> Phase:
+        return Phase.ACTIVE
+
+    @platform.gate("Approved")
+    def approval(db: Database, ctx: LifecycleContext) -> Blocked | None:
+        asked.append(db.name or "")
+        return None if db.name in approved else Blocked("NotApproved", "not yet")
+
+    await start(platform, client, run_manager)
+    await client.create(manifest(Database, "orders"))
+    await wait_for(lambda: phase_is(client, Database, "orders", "Pending"))
+    await asyncio.sleep(0.2)
+    assert asked == ["orders"]  # its own write's echo asked nothing
+    approved.add("orders")
+    platform.registration(Database).controller.queue.add("default/orders")
+    await wait_for(lambda: phase_is(client, Database, "orders", "Active"))
+    assert asked == ["orders", "orders"]
+
+
+async def test_a_change_made_while_reconciling_is_reconciled_again(
+    client: RecordingClient, install_crds: Any, run_manager: Any, wait_for: Any
+) -> None:
+    await install_crds(Database)
+    platform = new_platform()
+    inside = asyncio.Event()
+    proceed = asyncio.Event()
+    seen: list[str | None] = []
+
+    @platform.kind(Database)
+    async def provision(db: Database, ctx: LifecycleContext) -> Phase | None:
+        seen.append((db.metadata.labels or {}).get("tier"))
+        if len(seen) == 1:
+            await ctx.transition(db, Phase.ACTIVE)  # written before the change below
+            inside.set()
+            await proceed.wait()
+            return None
+        return Phase.ACTIVE
+
+    await start(platform, client, run_manager)
+    await client.create(manifest(Database, "orders"))
+    await asyncio.wait_for(inside.wait(), 5)
+    await client.patch(Database, "orders", {"metadata": {"labels": {"tier": "gold"}}}, "default")
+    await asyncio.sleep(0.2)  # the label's event arrives while the reconcile runs
+    proceed.set()
+    await wait_for(lambda: seen == [None, "gold"])
+    await wait_for(lambda: phase_is(client, Database, "orders", "Active"))
+    await asyncio.sleep(0.2)
+    assert seen == [None, "gold"]  # and nothing more for the kernel's own writes

@@ -1,23 +1,25 @@
 """Recognising the kernel's own writes when the watch brings them back.
 
 Every write the kernel makes (the finalizer, a transition, a status refresh) comes back
-as a watch event and would enqueue one more reconcile of the same object, which would
-find nothing to do. :class:`OwnWrites` remembers, per object key, the resourceVersions the
-kernel wrote in the last reconcile of the key, when that reconcile finished without
-asking for more (no error, no requeue), and:
+as a watch event, which would enqueue one more reconcile of the same object with nothing
+to do. :class:`OwnWrites` drops exactly those events, in the kind's event filter
+(:attr:`OwnWrites.predicate`), and nothing else:
 
-- drops the update events that carry one of those resourceVersions (:meth:`predicate`);
-- when such an event arrived while the reconcile was still running (the key was marked
-  dirty and is reconciled again), :meth:`is_own` tells the next reconcile that the
-  cached object is still one of the kernel's own writes, so the kernel skips it (the
-  events of the later writes follow, and are the kernel's own as well).
+- while the kernel reconciles a key (:meth:`OwnWrites.begin` .. :meth:`OwnWrites.end`),
+  the key's update events are held back; when the reconcile ends, those whose
+  resourceVersion the reconcile wrote are dropped, and if any other was held the key is
+  reconciled again (:meth:`OwnWrites.end` answers True);
+- after a reconcile that finished without asking for more (no error, no requeue), the
+  versions it wrote are remembered for the key, and an update event carrying one of
+  them is dropped when it arrives later.
 
 This is safe because the kernel's writes are guarded by the resourceVersion it read: a
 write that succeeded means nobody changed the object between that read and the write,
-so the version it produced holds no one else's change. Resyncs (an update whose old and
-new objects are the same version) always pass and clear the memory, so periodic
-reconciles still call the handler. The memory is one short string per object whose
-latest versions the kernel wrote; deletions remove it.
+so the version it produced holds no one else's change. Only the kind's own update
+events are filtered: creates, deletions, resyncs (an update whose old and new objects
+are the same version, which also clears the memory) and anything enqueued by other
+means (watches of other kinds, requeues) always reconcile. The memory is a few short
+strings per object whose latest version the kernel wrote; deletions remove it.
 """
 
 from __future__ import annotations
@@ -40,32 +42,58 @@ def _version(obj: Mapping[str, Any]) -> str | None:
 
 
 class OwnWrites:
-    """The per-kind memory of the kernel's last writes (see the module doc)."""
+    """The per-kind memory of the kernel's writes (see the module doc)."""
 
     def __init__(self) -> None:
         self._versions: dict[str, frozenset[str]] = {}
+        self._running: dict[str, set[str]] = {}
         self.predicate: Predicate = _DropOwnEchoes(self)
         """Filters the kind's informer events: drops the echoes of the kernel's writes."""
 
     def __len__(self) -> int:
         return len(self._versions)
 
-    def remember(self, key: str, versions: Iterable[str]) -> None:
-        """The reconcile of ``key`` finished with nothing left to do after writing
-        ``versions`` (none: it wrote nothing; nothing is remembered)."""
-        written = frozenset(v for v in versions if v)
-        if written:
-            self._versions[key] = written
+    def begin(self, key: str) -> None:
+        """A reconcile of ``key`` starts: hold its update events until :meth:`end`."""
+        self._versions.pop(key, None)
+        self._running[key] = set()
 
-    def forget(self, key: str) -> None:
-        """The next reconcile of ``key`` must run in full."""
+    def end(self, key: str, written: Iterable[str], *, remember: bool) -> bool:
+        """The reconcile of ``key`` ended after writing ``written`` (in any order);
+        ``remember``: it asked for nothing more, so later echoes of those writes are
+        dropped too. True when an update event held meanwhile was not one of those
+        writes: the key must be reconciled again."""
+        held = self._running.pop(key, set())
+        versions = frozenset(v for v in written if v)
+        if remember and versions:
+            self._versions[key] = versions
+        return bool(held - versions)
+
+    def poke(self, key: str) -> None:
+        """Forget the versions remembered for ``key``. Not needed to have a key
+        reconciled in full — a key enqueued by other means always is (only the kind's own
+        update events are filtered) — but harmless: later echoes of the kernel's earlier
+        writes then reconcile too."""
         self._versions.pop(key, None)
 
-    def is_own(self, key: str, obj: Mapping[str, Any]) -> bool:
-        """Whether ``obj`` (the cached object of ``key``) is one of the kernel's writes
-        in the last reconcile of ``key``."""
+    def is_own(self, key: str, version: str | None) -> bool:
+        """Whether ``version`` of ``key`` is one the kernel wrote in the last reconcile
+        of ``key`` that asked for nothing more."""
         versions = self._versions.get(key)
-        return versions is not None and _version(obj) in versions
+        return versions is not None and version in versions
+
+    def _update(self, key: str, old: str | None, new: str | None) -> bool:
+        if new is not None and new == old:
+            self._versions.pop(key, None)  # a resync: reconcile in full
+            return True
+        held = self._running.get(key)
+        if held is not None and new is not None:
+            held.add(new)  # decided when the running reconcile ends
+            return False
+        return not self.is_own(key, new)
+
+    def _delete(self, key: str) -> None:
+        self._versions.pop(key, None)
 
 
 class _DropOwnEchoes(Predicate):
@@ -73,13 +101,8 @@ class _DropOwnEchoes(Predicate):
         self.writes = writes
 
     def update(self, old: Mapping[str, Any], new: Mapping[str, Any]) -> bool:
-        key = object_key(new)
-        version = _version(new)
-        if version is not None and version == _version(old):
-            self.writes.forget(key)  # a resync: reconcile in full
-            return True
-        return not self.writes.is_own(key, new)
+        return self.writes._update(object_key(new), _version(old), _version(new))
 
     def delete(self, obj: Mapping[str, Any]) -> bool:
-        self.writes.forget(object_key(obj))
+        self.writes._delete(object_key(obj))
         return True

@@ -423,17 +423,21 @@ class Platform:
         self, registration: KindRegistration, obj: Any, ctx: LifecycleContext
     ) -> Result | None:
         own = registration.own_writes
-        if own.is_own(ctx.key, ctx.stored):
-            return None  # the echo of the kernel's own last write: nothing changed since
-        own.forget(ctx.key)
-        result = await self._run(registration, obj, ctx)
+        own.begin(ctx.key)
+        try:
+            result = await self._run(registration, obj, ctx)
+        except BaseException:
+            own.end(ctx.key, ctx.written_versions, remember=False)  # the retry covers the rest
+            raise
         if ctx.requeue is not None:
             after = ctx.requeue
             if result is not None and result.requeue_after is not None:
                 after = min(after, result.requeue_after)
             result = Result.after(after)
-        if result is None or (not result.requeue and not result.requeue_after):
-            own.remember(ctx.key, ctx.written_versions)
+        done = result is None or (not result.requeue and not result.requeue_after)
+        if own.end(ctx.key, ctx.written_versions, remember=done):
+            # someone else changed the object while it was reconciled: again, at once
+            registration.controller.queue.add(ctx.key)
         return result
 
     async def _run(
