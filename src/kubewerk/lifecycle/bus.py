@@ -432,8 +432,13 @@ class DeliveryLane:
 
     def unreserve(self, count: int) -> None:
         """Give back ``count`` reserved slots that were not used."""
-        for _ in range(count):
+        while count > 0 and self._slot_waiters:
             self._free_slot()
+            count -= 1
+        if count > 0:
+            self.size -= count
+            if self.size == 0 and self._idle_waiters:
+                self._wake_idle()
 
     def _free_slot(self) -> None:
         while self._slot_waiters:
@@ -443,10 +448,13 @@ class DeliveryLane:
                 return
         self.size -= 1
         if self.size == 0 and self._idle_waiters:
-            for waiter in self._idle_waiters:
-                if not waiter.done():
-                    waiter.set_result(None)
-            self._idle_waiters.clear()
+            self._wake_idle()
+
+    def _wake_idle(self) -> None:
+        for waiter in self._idle_waiters:
+            if not waiter.done():
+                waiter.set_result(None)
+        self._idle_waiters.clear()
 
     # -- accepting ---------------------------------------------------------------------
 
