@@ -202,6 +202,31 @@ async def test_unsubscribe_stops_delivery() -> None:
     await bus.stop()
 
 
+async def test_unsubscribing_a_full_subscription_releases_its_waiting_publishers() -> None:
+    bus = InProcessBus(capacity=1, concurrency=1)
+    gate = asyncio.Event()
+    other: list[str] = []
+
+    async def stuck(e: LifecycleEvent) -> None:
+        await gate.wait()
+
+    async def fine(e: LifecycleEvent) -> None:
+        other.append(e.message)
+
+    full = bus.subscribe(stuck, name="full")
+    bus.subscribe(fine, name="fine")
+    await bus.start()
+    await bus.publish(event(seq=0))
+    waiting = asyncio.create_task(bus.publish(event(seq=1)))
+    await asyncio.sleep(0.01)
+    assert not waiting.done()
+    await bus.unsubscribe(full, timeout=0.05)
+    await asyncio.wait_for(waiting, 1.0)  # no BusClosed: only that subscription went away
+    await bus.publish(event(seq=2))
+    await bus.stop()
+    assert other == ["0", "1", "2"]
+
+
 # -- order and concurrency ---------------------------------------------------------------
 
 

@@ -398,6 +398,11 @@ class DeliveryLane:
         self._running = False
         self._dead = False
 
+    @property
+    def closed(self) -> bool:
+        """Whether the lane was aborted (it accepts nothing more)."""
+        return self._dead
+
     # -- slots -------------------------------------------------------------------------
 
     def try_reserve(self, wanted: int = 1) -> int:
@@ -723,8 +728,13 @@ class InProcessBus:
             raise BusClosed("the bus is stopped")
         self.metrics.of(event.event_type).published.inc()
         for lane in self._route(event):
-            if not lane.offer(event):
+            if lane.offer(event) or lane.closed:  # closed: unsubscribed meanwhile
+                continue
+            try:
                 await lane.put(event)
+            except BusClosed:
+                if self._closed:
+                    raise
 
     async def start(self) -> None:
         """Start delivering (idempotent)."""

@@ -29,8 +29,9 @@ Guarantees, per group:
 - **Resuming.** A group keeps its position in Redis: a bus started again (in this process
   or another) continues after the last entry the group read, and a consumer started again
   under the same ``consumer`` name first takes back the entries it held.
-- **Order** per key within one consumer, as on the in-process bus; across the consumers of
-  a group, events of one key may be handled at the same time by different processes.
+- **Order** per key within one consumer for the entries it reads in stream order, as on
+  the in-process bus; an entry claimed from a dead consumer arrives late, and across the
+  consumers of a group events of one key may be handled at the same time.
 - **Bounded memory**: a consumer reads only as many entries as its lane has free slots
   (``capacity``); Redis holds at most about ``maxlen`` entries. Trimming removes the oldest
   entries whether every group has read them or not: an entry trimmed while pending is
