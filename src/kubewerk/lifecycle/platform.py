@@ -60,6 +60,7 @@ from typing import TYPE_CHECKING, Any, Final, TypeVar
 
 from kubewerk.client.resources import ResourceType, is_model_class, resource_type_of
 from kubewerk.lifecycle.context import LifecycleContext
+from kubewerk.lifecycle.dependencies import Dependencies
 from kubewerk.lifecycle.errors import IllegalTransition, LifecycleDefinitionError
 from kubewerk.lifecycle.gates import Blocked, Gate
 from kubewerk.lifecycle.metrics import LifecycleMetrics, lifecycle_metrics
@@ -162,6 +163,8 @@ class Platform:
         self._gates: list[tuple[Gate, frozenset[str] | None]] = []
         self._bus: Bus | None = bus
         self.manager.add_runnable(self._run_bus, needs_leader=False)
+        self.dependencies: Dependencies = Dependencies(self)
+        """The dependency engine: refs between kinds (:mod:`kubewerk.lifecycle.dependencies`)."""
 
     # -- the bus --------------------------------------------------------------------------
 
@@ -331,6 +334,7 @@ class Platform:
                 own_writes=own,
             )
             holder.append(registration)
+            self.dependencies.add_kind(registration)  # refuses a cycle of required refs
             self.manager.add(controller)
             initial = chosen.initial.value
             self.manager.index(kind, PHASE_INDEX, lambda obj: [phase_of(obj) or initial])
