@@ -12,8 +12,11 @@ from collections.abc import AsyncIterator, Callable
 from typing import Any
 
 import pytest
-import redis.asyncio as aioredis
 from prometheus_client import CollectorRegistry
+
+pytest.importorskip("redis", reason="the 'redis' extra is not installed (pip install -e '.[dev]')")
+
+import redis.asyncio as aioredis
 
 from kubewerk.lifecycle.bus import LifecycleEvent, RetryPolicy
 from kubewerk.lifecycle.redis_bus import RedisStreamsBus
