@@ -373,7 +373,10 @@ class Dependencies:
         dependents = self.graph.dependents(node)
         if dependents and self._why(watched, old) != self._why(watched, new):
             for dependent in dependents:
-                self._requeue(dependent)
+                # a dependent being deleted reconciles its teardown, which does not
+                # look at what it depends on
+                if self._deleting(dependent) is False:
+                    self._requeue(dependent)
 
     def _requeue(self, node: NodeId) -> None:
         """Reconcile ``node`` again (a requeue is never taken for the echo of the
@@ -383,12 +386,19 @@ class Dependencies:
             registration.controller.queue.add(node.key)
 
     def _requeue_if_deleting(self, node: NodeId) -> None:
+        if self._deleting(node):
+            self._requeue(node)
+
+    def _deleting(self, node: NodeId) -> bool | None:
+        """Whether a cached object of a registered kind is being deleted (None: not
+        cached, or not of a registered kind)."""
         watched = self._watched.get(node.label)
         if watched is None or watched.informer is None or node.label not in self._registered:
-            return
+            return None
         raw = watched.informer.get_raw(node.key)
-        if raw is not None and _meta(orjson.loads(raw)).get("deletionTimestamp"):
-            self._requeue(node)
+        if raw is None:
+            return None
+        return bool(_meta(orjson.loads(raw)).get("deletionTimestamp"))
 
     def _why(self, watched: _Watched, obj: dict[str, Any] | None) -> str | None:
         """Why an object of ``watched`` does not count as ready (None: it does)."""
