@@ -187,8 +187,8 @@ def test_a_cycle_of_required_refs_between_kinds_is_refused_naming_it() -> None:
     with pytest.raises(LifecycleDefinitionError) as info:
         register(platform, Beta)
     assert str(info.value).startswith(
-        "dependency cycle between kinds: Alpha -> Beta -> Alpha "
-        "(every ref on it is required: Alpha.spec.betaRef, Beta.spec.alphaRef)"
+        "dependency cycle between kinds: Beta -> Alpha -> Beta "
+        "(every ref on it is required: Beta.spec.alphaRef, Alpha.spec.betaRef)"
     )
     assert "Beta.deps.kubewerk.dev" not in platform.kinds  # nothing of it was registered
 
@@ -197,3 +197,80 @@ def test_a_cycle_through_an_optional_ref_is_allowed() -> None:
     platform = new_platform()
     register(platform, Tenant, Environment, Database)  # Database.replicaOf: Database | None
     assert "Database.deps.kubewerk.dev" in platform.kinds
+
+
+def test_a_forward_reference_to_a_kind_defined_later_is_followed_once_it_is_registered() -> None:
+    class EarlySpec(KubeModel):
+        """Needs a kind defined after this one is registered."""
+
+        later_ref: Ref["LaterKind"]
+
+    class Early(Resource[EarlySpec, StackStatus], group=GROUP, lifecycle=DEFAULT_LIFECYCLE):
+        """Early."""
+
+    platform = new_platform()
+    register(platform, Early)  # LaterKind names nothing yet: followed later
+    assert gate_conditions(platform, Early, teardown=False) == []
+
+    class LaterKindSpec(KubeModel):
+        """Defined late."""
+
+        early_ref: Ref[Early] | None = None
+
+    class LaterKind(Resource[LaterKindSpec, StackStatus], group=GROUP, lifecycle=DEFAULT_LIFECYCLE):
+        """Later."""
+
+    register(platform, LaterKind)
+    assert gate_conditions(platform, Early, teardown=False) == [DEPENDENCIES_READY]
+    assert gate_conditions(platform, LaterKind, teardown=True) == [DEPENDENTS_REMOVED]
+
+
+def test_a_required_cycle_found_when_a_forward_reference_resolves_is_refused() -> None:
+    class FirstSpec(KubeModel):
+        """Needs a second."""
+
+        second_ref: Ref["SecondKind"]
+
+    class FirstKind(Resource[FirstSpec, StackStatus], group=GROUP, lifecycle=DEFAULT_LIFECYCLE):
+        """First."""
+
+    platform = new_platform()
+    register(platform, FirstKind)
+
+    class SecondSpec(KubeModel):
+        """Needs a first."""
+
+        first_ref: Ref[FirstKind]
+
+    class SecondKind(Resource[SecondSpec, StackStatus], group=GROUP, lifecycle=DEFAULT_LIFECYCLE):
+        """Second."""
+
+    with pytest.raises(LifecycleDefinitionError, match="FirstKind -> SecondKind -> FirstKind"):
+        register(platform, SecondKind)
+
+
+async def test_a_forward_reference_that_never_resolves_blocks_its_objects() -> None:
+    class OrphanedSpec(KubeModel):
+        """Names a kind nobody defines."""
+
+        ghost_ref: Ref["GhostKind"]  # noqa: F821
+
+    class Orphaned(Resource[OrphanedSpec, StackStatus], group=GROUP, lifecycle=DEFAULT_LIFECYCLE):
+        """Orphaned."""
+
+    platform = new_platform()
+    register(platform, Orphaned)
+
+    class NoCache:
+        def informer(self, kind: object) -> object:
+            raise AssertionError("nothing to watch")
+
+    platform.dependencies._attach(NoCache())  # type: ignore[arg-type]
+    assert gate_conditions(platform, Orphaned, teardown=False) == [DEPENDENCIES_READY]
+
+    class Ctx:
+        kind_label = f"Orphaned.{GROUP}"
+
+    answer = await platform.dependencies._check_ready(None, Ctx())  # type: ignore[arg-type]
+    assert answer is not None and answer.reason == "InvalidReference"
+    assert "Ref['GhostKind'] names no resource class or kind" in answer.message

@@ -61,14 +61,7 @@ import orjson
 
 from kubewerk.client.errors import ApiError, NotFound
 from kubewerk.client.resources import ResourceType, is_model_class, resource_type_of
-from kubewerk.lifecycle.depgraph import (
-    Edge,
-    InstanceGraph,
-    KindEdge,
-    NodeId,
-    format_cycle,
-    required_kind_cycle,
-)
+from kubewerk.lifecycle.depgraph import Edge, InstanceGraph, KindEdge, NodeId, format_cycle
 from kubewerk.lifecycle.errors import LifecycleDefinitionError
 from kubewerk.lifecycle.gates import Blocked, Gate
 from kubewerk.lifecycle.phases import Lifecycle
@@ -175,6 +168,12 @@ class Dependencies:
         """Registered kinds whose refs could not be resolved yet (forward references)."""
         self._unresolved: dict[str, str] = {}
         """Kinds whose refs could not be resolved at start → the error."""
+        self._required: dict[str, list[KindEdge]] = {}
+        """Registered kinds → their required refs (for the kind-cycle check)."""
+        self._required_into: dict[str, set[str]] = {}
+        """Kinds → the registered kinds with a required ref to them."""
+        self._named: set[str] = set()
+        """Kinds a block or cascade ref of a registered kind names."""
         self._teardown_gated: set[str] = set()
         self._attached = asyncio.Event()
         self._outbox: deque[tuple[str, str, str, str, str]] = deque()
@@ -186,50 +185,59 @@ class Dependencies:
 
     def add_kind(self, registration: KindRegistration) -> None:
         """Take a kind being registered on the platform: refuse it when its refs close a
-        cycle of required refs between registered kinds, then gate it (readiness when it
-        has refs; teardown for the registered kinds that block or cascade refs name)."""
+        cycle of required refs between registered kinds (nothing is kept then), else
+        follow it and gate it (readiness when it has refs; teardown once a block or
+        cascade ref names it). Kinds whose forward references did not resolve before
+        are tried again. Costs what the new kind's refs reach, not every kind."""
         label = registration.label
-        registered = {**self._registered, label: registration}
-        refs_by_label = self._resolve_all(registered)
-        cycle = required_kind_cycle(
-            KindEdge(source, ref.target_label, ref.field_path, ref.required)
-            for source, refs in refs_by_label.items()
-            for ref in refs
-        )
-        if cycle is not None:
-            names = [e.source.split(".")[0] for e in cycle]
-            kinds = " -> ".join([*names, names[0]])
-            fields = ", ".join(f"{name}.{e.path}" for name, e in zip(names, cycle, strict=True))
-            raise LifecycleDefinitionError(
-                f"dependency cycle between kinds: {kinds} (every ref on it is required: "
-                f"{fields}); no object on it could ever become ready: make one of these "
-                "refs optional"
-            )
-        self._registered[label] = registration
-        for other, refs in refs_by_label.items():
-            self._take(self._registered[other], refs)
-        self._gate_teardowns()
-
-    def _resolve_all(
-        self, registered: dict[str, KindRegistration]
-    ) -> dict[str, tuple[RefField, ...]]:
-        """The refs of every registered kind whose refs resolve now (the others wait in
-        ``_pending``)."""
-        out: dict[str, tuple[RefField, ...]] = {}
-        for label, registration in registered.items():
-            if not is_model_class(registration.kind):
+        candidates = {**self._pending, label: registration}
+        resolved: dict[str, tuple[RefField, ...]] = {}
+        for each, candidate in candidates.items():
+            if not is_model_class(candidate.kind):
+                resolved[each] = ()
                 continue
             try:
-                out[label] = references_of(registration.kind)
+                resolved[each] = references_of(candidate.kind)
             except ModelDefinitionError:
-                self._pending[label] = registration
+                continue  # a forward reference to a class not defined yet: later
+        self._refuse_required_cycles(resolved)
+        self._registered[label] = registration
+        if label not in resolved:
+            self._pending[label] = registration
+        for each, refs in resolved.items():
+            self._pending.pop(each, None)
+            self._take(candidates[each], refs)
+        self._gate_teardown(label)
+
+    def _refuse_required_cycles(self, resolved: dict[str, tuple[RefField, ...]]) -> None:
+        """LifecycleDefinitionError naming a cycle of required refs through one of the
+        ``resolved`` kinds. The kinds taken before have no such cycle among themselves,
+        so a new one passes through a resolved kind, which then has a required ref into
+        it: kinds nothing requires (a kind registered after what it needs) cost nothing."""
+        edges = dict(self._required)
+        for source, refs in resolved.items():
+            edges[source] = [
+                KindEdge(source, r.target_label, r.field_path, True) for r in refs if r.required
+            ]
+        required = {e.target for source in resolved for e in edges[source]}
+        for start in sorted(resolved):
+            if start not in required and not self._required_into.get(start):
                 continue
-            self._pending.pop(label, None)
-        return out
+            cycle = _cycle_through(start, edges)
+            if cycle is not None:
+                names = [e.source.split(".")[0] for e in cycle]
+                kinds = " -> ".join([*names, names[0]])
+                fields = ", ".join(f"{n}.{e.path}" for n, e in zip(names, cycle, strict=True))
+                raise LifecycleDefinitionError(
+                    f"dependency cycle between kinds: {kinds} (every ref on it is required: "
+                    f"{fields}); no object on it could ever become ready: make one of these "
+                    "refs optional"
+                )
 
     def _take(self, registration: KindRegistration, refs: tuple[RefField, ...]) -> None:
         """Follow a registered kind (and the kinds its refs name); gate it once it has refs."""
-        watched = self._watch(registration.label, registration.rt)
+        label = registration.label
+        watched = self._watch(label, registration.rt)
         watched.registration = registration
         if refs and not watched.refs:
             self.platform.add_gate(
@@ -237,9 +245,19 @@ class Dependencies:
                 kinds=[registration.kind],
             )
         watched.refs = refs
+        for edge in self._required.get(label, ()):
+            self._required_into[edge.target].discard(label)
+        self._required[label] = [
+            KindEdge(label, r.target_label, r.field_path, True) for r in refs if r.required
+        ]
+        for edge in self._required[label]:
+            self._required_into.setdefault(edge.target, set()).add(label)
         for ref in refs:
             target = self._watch(ref.target_label, None)
             target.target_class = target.target_class or ref.target
+            if ref.on_delete is not OnDelete.ORPHAN:
+                self._named.add(ref.target_label)
+                self._gate_teardown(ref.target_label)
 
     def _watch(self, label: str, rt: ResourceType | None) -> _Watched:
         watched = self._watched.get(label)
@@ -251,28 +269,22 @@ class Dependencies:
             self._attach_one(self._cache, watched)
         return watched
 
-    def _gate_teardowns(self) -> None:
-        """A teardown gate on every registered kind that a block or cascade ref names."""
-        named = {
-            ref.target_label
-            for watched in self._watched.values()
-            for ref in watched.refs
-            if ref.on_delete is not OnDelete.ORPHAN
-        }
-        for label in sorted(named - self._teardown_gated):
-            registration = self._registered.get(label)
-            if registration is None:
-                continue
-            self.platform.add_gate(
-                Gate(
-                    DEPENDENTS_REMOVED,
-                    self._check_teardown,
-                    passed_reason="NoDependents",
-                    teardown=True,
-                ),
-                kinds=[registration.kind],
-            )
-            self._teardown_gated.add(label)
+    def _gate_teardown(self, label: str) -> None:
+        """A teardown gate on ``label`` once it is registered and a block or cascade ref
+        names it (once)."""
+        registration = self._registered.get(label)
+        if registration is None or label not in self._named or label in self._teardown_gated:
+            return
+        self.platform.add_gate(
+            Gate(
+                DEPENDENTS_REMOVED,
+                self._check_teardown,
+                passed_reason="NoDependents",
+                teardown=True,
+            ),
+            kinds=[registration.kind],
+        )
+        self._teardown_gated.add(label)
 
     # -- attaching to the caches ----------------------------------------------------------
 
@@ -287,10 +299,11 @@ class Dependencies:
             self._cache = None
 
     def _attach(self, cache: Cache) -> None:
-        for label, registration in list(self._pending.items()):
+        for label, registration in sorted(self._pending.items()):
             try:
                 refs = references_of(registration.kind)
-            except ModelDefinitionError as exc:
+                self._refuse_required_cycles({label: refs})
+            except (ModelDefinitionError, LifecycleDefinitionError) as exc:
                 self._unresolved[label] = str(exc)
                 log.error("dependencies of %s cannot be followed: %s", label, exc)
                 self.platform.add_gate(
@@ -300,7 +313,6 @@ class Dependencies:
                 continue
             self._take(registration, refs)
         self._pending.clear()
-        self._gate_teardowns()
         self._cache = cache
         for watched in list(self._watched.values()):
             self._attach_one(cache, watched)
@@ -576,3 +588,24 @@ def _rt_of(cls: type) -> ResourceType:
     if issubclass(cls, ExternalKind):
         return ResourceType(cls.group, cls.version, cls.kind, cls.plural, cls.namespaced)
     return resource_type_of(cls)
+
+
+def _cycle_through(start: str, edges: dict[str, list[KindEdge]]) -> list[KindEdge] | None:
+    """A shortest cycle of ``edges`` from ``start`` back to it (breadth first, in sorted
+    order), as its edges; None when ``start`` is on none."""
+    parent: dict[str, KindEdge] = {}
+    todo = [start]
+    while todo:
+        following: list[str] = []
+        for kind in todo:
+            for edge in sorted(edges.get(kind, ()), key=lambda e: (e.target, e.path)):
+                if edge.target == start:
+                    path = [edge]
+                    while path[0].source != start:
+                        path.insert(0, parent[path[0].source])
+                    return path
+                if edge.target not in parent and edge.target != start:
+                    parent[edge.target] = edge
+                    following.append(edge.target)
+        todo = following
+    return None
