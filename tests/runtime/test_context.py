@@ -113,3 +113,18 @@ async def test_metadata_refreshed_after_a_write_is_the_reconciles_own() -> None:
     assert await ctx.patch_status(obj)
     obj["metadata"]["finalizers"] = ["example.dev/cleanup"]
     assert "finalizers" not in ctx.snapshot["metadata"]
+
+
+async def test_removing_a_finalizer_from_an_object_already_gone_is_done() -> None:
+    """The cache can be a step behind a deletion that completed: the patch answers 404,
+    and the finalizer is as removed as it can be."""
+    from kubewerk.client.errors import NotFound
+
+    ctx, client, _ = context(None)
+    ctx._snapshot["metadata"]["finalizers"] = ["example.dev/cleanup"]
+
+    async def gone(*args: Any, **kwargs: Any) -> Any:
+        raise NotFound(404, "NotFound", 'widgets.example.dev "w" not found', {})
+
+    client.patch = gone  # type: ignore[method-assign]
+    assert await ctx.remove_finalizer({}, "example.dev/cleanup") is True

@@ -24,6 +24,12 @@ See docs/lifecycle.md.
 from typing import TYPE_CHECKING, Any
 
 from kubewerk.lifecycle.context import READY, LifecycleContext
+from kubewerk.lifecycle.dependencies import (
+    DEPENDENCIES_READY,
+    DEPENDENCY_CYCLE,
+    DEPENDENTS_REMOVED,
+    Dependencies,
+)
 from kubewerk.lifecycle.errors import (
     IllegalTransition,
     LifecycleDefinitionError,
@@ -42,11 +48,15 @@ if TYPE_CHECKING:
 
 __all__ = [
     "DEFAULT_LIFECYCLE",
+    "DEPENDENCIES_READY",
+    "DEPENDENCY_CYCLE",
+    "DEPENDENTS_REMOVED",
     "FINALIZER",
     "READY",
     "STRATEGY_ENV",
     "Blocked",
     "Bus",
+    "Dependencies",
     "Gate",
     "IllegalTransition",
     "InProcessBus",

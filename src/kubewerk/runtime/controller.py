@@ -41,7 +41,7 @@ from typing import Any, Final, Generic, TypeVar
 import orjson
 
 from kubewerk.client.client import Client
-from kubewerk.client.errors import Conflict
+from kubewerk.client.errors import Conflict, NotFound
 from kubewerk.client.resources import ResourceType, is_model_class, resource_type_of, to_dict
 from kubewerk.core.gvk import join_key, object_key, parse_api_version, split_key
 from kubewerk.core.jsoncopy import copy_json
@@ -297,11 +297,18 @@ class Context:
         return True
 
     async def remove_finalizer(self, obj: Any, name: str) -> bool:
-        """Remove finalizer ``name`` (guarded write); False when it was not there."""
+        """Remove finalizer ``name`` (guarded write); False when it was not there.
+
+        An object already gone (NotFound: the cache was a step behind a deletion that
+        completed) counts as removed, as controller-runtime's callers ignore NotFound there.
+        """
         current = list((self._snapshot.get("metadata") or {}).get("finalizers") or [])
         if name not in current:
             return False
-        await self._patch_finalizers(obj, [f for f in current if f != name])
+        try:
+            await self._patch_finalizers(obj, [f for f in current if f != name])
+        except NotFound:
+            return True
         return True
 
     async def finalize(
