@@ -174,3 +174,33 @@ def test_two_kinds_of_one_name_get_two_controllers() -> None:
         "database",
         "database.other.kubewerk.dev",
     ]
+
+
+def test_gates_scale_with_kinds_and_stay_in_registration_order() -> None:
+    """Registering and asking cost no scan of every gate: 2,000 per-kind gates register
+    and answer quickly, a gate added after a first answer is seen, order is kept."""
+    import time
+
+    from kubewerk.client import ResourceType
+
+    platform = Platform(Manager(probe_port=None))
+
+    async def handler(obj: Any, ctx: Any) -> None:
+        return None
+
+    platform.kind(Database)(handler)
+    registration = platform.registration(Database)
+    before = [g.condition for g in platform.gates_for(registration, teardown=False)]
+    kinds = [ResourceType(GROUP, "v1", f"Kind{i}", f"kind{i}s") for i in range(2000)]
+    started = time.perf_counter()
+    for i, kind in enumerate(kinds):
+        platform.add_gate(Gate(f"Gate{i}", lambda obj, ctx: None), kinds=[kind])
+    platform.add_gate(Gate("Late", lambda obj, ctx: None))  # every kind, after the first answer
+    answers = [platform.gates_for(registration, teardown=False) for _ in range(1000)]
+    assert time.perf_counter() - started < 1.0
+    assert [g.condition for g in answers[-1]] == [*before, "Late"]
+    with pytest.raises(LifecycleDefinitionError, match="condition Gate7 is already registered"):
+        platform.add_gate(Gate("Gate7", lambda obj, ctx: None), kinds=[kinds[7]])
+    with pytest.raises(LifecycleDefinitionError, match="condition Gate7 is already registered"):
+        platform.add_gate(Gate("Gate7", lambda obj, ctx: None))
+    platform.add_gate(Gate("Gate7", lambda obj, ctx: None, teardown=True), kinds=[kinds[7]])

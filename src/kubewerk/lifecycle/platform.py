@@ -160,7 +160,15 @@ class Platform:
         self.finalizer = finalizer
         self.kinds: dict[str, KindRegistration] = {}
         """Registered kinds by label (``Kind.group``)."""
-        self._gates: list[tuple[Gate, frozenset[str] | None]] = []
+        # gates for every kind, and per kind label, each with its registration number;
+        # who owns each (condition, teardown) pair (None: every kind); the merged list per
+        # (label, teardown), made on first use — so neither registering nor asking scans
+        # every gate (the dependency engine adds two per kind)
+        self._gate_count = 0
+        self._global_gates: list[tuple[int, Gate]] = []
+        self._label_gates: dict[str, list[tuple[int, Gate]]] = {}
+        self._gate_owners: dict[tuple[str, bool], set[str] | None] = {}
+        self._gates_of: dict[tuple[str, bool], list[Gate]] = {}
         self._bus: Bus | None = bus
         self.manager.add_runnable(self._run_bus, needs_leader=False)
         self.dependencies: Dependencies = Dependencies(self)
@@ -393,21 +401,36 @@ class Platform:
     def add_gate(self, gate: Gate, *, kinds: Iterable[Any] | None = None) -> None:
         """Add a readiness (or teardown) gate for ``kinds`` (every kind when None)."""
         labels = None if kinds is None else frozenset(_label(resource_type_of(k)) for k in kinds)
-        for other, other_labels in self._gates:
-            overlap = labels is None or other_labels is None or bool(labels & other_labels)
-            if other.condition == gate.condition and other.teardown == gate.teardown and overlap:
+        owner_key = (gate.condition, gate.teardown)
+        if owner_key in self._gate_owners:
+            owners = self._gate_owners[owner_key]
+            if owners is None or labels is None or labels & owners:
                 raise LifecycleDefinitionError(
                     f"a gate owning condition {gate.condition} is already registered"
                 )
-        self._gates.append((gate, labels))
+            owners |= labels
+        else:
+            self._gate_owners[owner_key] = None if labels is None else set(labels)
+        self._gate_count += 1
+        entry = (self._gate_count, gate)
+        if labels is None:
+            self._global_gates.append(entry)
+        else:
+            for label in labels:
+                self._label_gates.setdefault(label, []).append(entry)
+        self._gates_of.clear()
 
     def gates_for(self, registration: KindRegistration, *, teardown: bool) -> list[Gate]:
         """The gates that apply to a kind, in registration order."""
-        return [
-            gate
-            for gate, labels in self._gates
-            if gate.teardown == teardown and (labels is None or registration.label in labels)
-        ]
+        key = (registration.label, teardown)
+        gates = self._gates_of.get(key)
+        if gates is None:
+            entries = sorted(
+                [*self._global_gates, *self._label_gates.get(registration.label, ())],
+                key=lambda entry: entry[0],
+            )
+            gates = self._gates_of[key] = [g for _, g in entries if g.teardown == teardown]
+        return gates
 
     def watch(self, kind: Any, other: Any, mapper: Mapper, *predicates: Predicate) -> None:
         """Reconcile objects of ``kind`` that ``mapper(obj)`` names when an object of
