@@ -17,6 +17,11 @@ What a default-lifecycle kind does (:func:`provisioned`):
 - the provider fails (``spec.simulate.fail``): a terminal error; the kernel moves the
   object to Failed with the error as the ``Ready`` condition's message.
 
+Every kind has the same teardown (:func:`deprovision`): the kernel keeps its finalizer
+on every object and runs it once nothing references the object any more, so deleting a
+Tenant releases its stack at the provider leaves first (a Normal Event ``Deprovisioned``
+for each object, in that order).
+
 A :class:`~examples.platform.models.Job` runs (Pending → Running → Succeeded) and runs
 again when its spec changes; a :class:`~examples.platform.models.Schedule` follows
 ``spec.suspend`` through guarded transitions (Active ⇄ Suspended).
@@ -48,6 +53,7 @@ from kubewerk.runtime import Manager
 
 from . import provider
 from .models import (
+    KINDS,
     Alert,
     Application,
     Backup,
@@ -260,6 +266,25 @@ async def schedule(obj: Schedule, ctx: LifecycleContext) -> SchedulePhase | None
     if _fresh(obj):
         _provisioning(obj, PlatformStatus).provider_id = await provider.provision(obj, "scheduling")
     return SchedulePhase.SUSPENDED if obj.spec.suspend else SchedulePhase.ACTIVE
+
+
+# -- teardown, the same for every kind --------------------------------------------------
+
+
+async def deprovision(obj: Any, ctx: LifecycleContext) -> None:
+    """Release the object at the provider (the kernel calls this once nothing references
+    the object any more; a failure is a Warning Event ``CleanupFailed`` and a retry)."""
+    await provider.deprovision(obj)
+    ctx.event(
+        "Normal",
+        "Deprovisioned",
+        f"{type(obj).__name__} {obj.name} released at the provider",
+        action="Deprovision",
+    )
+
+
+for _kind in KINDS:
+    platform.teardown(_kind)(deprovision)
 
 
 # -- the bus ---------------------------------------------------------------------------

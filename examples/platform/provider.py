@@ -1,6 +1,7 @@
 """The simulated cloud behind the platform: no network, no state outside the objects.
 
-:func:`provision` is what a real operator would do with its provider's API, reduced to
+:func:`provision` (and :func:`deprovision`) is what a real operator would do with its
+provider's API, reduced to
 what the example needs to show: it takes time (``spec.simulate.delaySeconds``, else
 the operator's default, :data:`DEFAULT_DELAY`), it can fail (``spec.simulate.fail``:
 a :class:`ProvisioningFailed`, a terminal error, so the kernel moves the object to
@@ -23,6 +24,7 @@ __all__ = [
     "ProvisioningFailed",
     "address",
     "delay_of",
+    "deprovision",
     "provider_id",
     "provision",
 ]
@@ -82,3 +84,8 @@ async def provision(obj: Any, what: str = "provisioning") -> str:
             "(spec.simulate.fail is true)"
         )
     return provider_id(obj)
+
+
+async def deprovision(obj: Any) -> None:
+    """Release what the provider holds for ``obj``: takes the object's delay too."""
+    await asyncio.sleep(delay_of(obj))
