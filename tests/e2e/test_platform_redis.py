@@ -19,6 +19,7 @@ from .conftest import KubectlRun, wait_until
 from .test_platform_example import (
     TENANTS,
     Api,
+    Metrics,
     Operators,
     all_ready,
     apply_stacks,
@@ -28,6 +29,8 @@ from .test_platform_example import (
 )
 
 pytestmark = pytest.mark.e2e
+
+BUS_EVENTS = "kubewerk_bus_events_total"
 
 
 def test_two_operators_sharing_a_redis_bus_deliver_each_event_to_exactly_one_handler(
@@ -53,10 +56,14 @@ def test_two_operators_sharing_a_redis_bus_deliver_each_event_to_exactly_one_han
 
     r = redis.Redis.from_url(redis_url, decode_responses=True)
     try:
-        entries = r.xrange("kubewerk:lifecycle")
-        published = [json.loads(e["event"]) for _, e in entries]
-        changes = [e for e in published if e["type"] == "PhaseChanged"]
-        assert len(changes) == 3 * 19
+
+        def stream() -> list[dict[str, Any]] | None:
+            published = [json.loads(e["event"]) for _, e in r.xrange("kubewerk:lifecycle")]
+            changes = [e for e in published if e["type"] == "PhaseChanged"]
+            return changes if len(changes) >= 3 * 19 else None
+
+        changes = wait_until(stream, timeout=10)
+        assert len(changes) == 3 * 19  # 18 objects a stack, a Job moves twice
 
         def lines() -> list[dict[str, Any]] | None:
             text = audit.read_text() if audit.exists() else ""
@@ -75,17 +82,15 @@ def test_two_operators_sharing_a_redis_bus_deliver_each_event_to_exactly_one_han
     by_pid = Counter(line["pid"] for line in got)
     assert set(by_pid) <= {op.pid for op in pair}
     assert len(consumers) == 2  # both processes read the group
-    metrics = [op.metrics() for op in pair]
-    delivered = [
-        m.value("kubewerk_bus_events_total", type="PhaseChanged", status="delivered")
-        for m in metrics
-    ]
-    assert sum(delivered) == len(changes) and dict(by_pid) == {
-        op.pid: n for op, n in zip(pair, delivered, strict=True) if n
-    }
-    published_by = [
-        m.value("kubewerk_bus_events_total", type="PhaseChanged", status="published")
-        for m in metrics
-    ]
+
+    def counted() -> list[Metrics] | None:
+        metrics = [op.metrics() for op in pair]
+        total = sum(m.value(BUS_EVENTS, type="PhaseChanged", status="delivered") for m in metrics)
+        return metrics if total == len(changes) else None
+
+    metrics = wait_until(counted, timeout=10)
+    delivered = [m.value(BUS_EVENTS, type="PhaseChanged", status="delivered") for m in metrics]
+    assert dict(by_pid) == {op.pid: n for op, n in zip(pair, delivered, strict=True) if n}
+    published_by = [m.value(BUS_EVENTS, type="PhaseChanged", status="published") for m in metrics]
     assert sorted(published_by) == [0, len(changes)]  # only the leader reconciles
     print(f"deliveries per process: {dict(by_pid)}")
