@@ -1,0 +1,11 @@
+"""Every printer of this package, keyed ``apiVersion/Kind`` (``apps/v1/Deployment``)."""
+
+from __future__ import annotations
+
+from kubewerk.apiserver.printers.printer import Printer
+
+
+def printers() -> dict[str, Printer]:
+    """A fresh mapping of every kind's printer (each served version its own key)."""
+    table: dict[str, Printer] = {}
+    return table
