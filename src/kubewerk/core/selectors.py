@@ -872,6 +872,44 @@ _FIELD_LABELS: Final[dict[str, dict[str, str]]] = {
         "metadata.namespace": "metadata.namespace",
         "metadata.name": "metadata.name",
     },
+    # the workload kinds (core/v1 and batch/v1 field label conversions; apps/v1 has none,
+    # so its ReplicaSet takes the default metadata-only conversion despite its field set)
+    "v1/Pod": {
+        **{
+            label: label
+            for label in (
+                "metadata.name",
+                "metadata.namespace",
+                "spec.nodeName",
+                "spec.restartPolicy",
+                "spec.schedulerName",
+                "spec.serviceAccountName",
+                "spec.hostNetwork",
+                "status.phase",
+                "status.podIP",
+                "status.podIPs",
+                "status.nominatedNodeName",
+            )
+        },
+        "spec.host": "spec.nodeName",  # what clients of the first v1 sent
+    },
+    "v1/Node": {"metadata.name": "metadata.name", "spec.unschedulable": "spec.unschedulable"},
+    "v1/ReplicationController": {
+        label: label for label in ("metadata.name", "metadata.namespace", "status.replicas")
+    },
+    "v1/Service": {
+        label: label
+        for label in ("metadata.namespace", "metadata.name", "spec.clusterIP", "spec.type")
+    },
+    "batch/v1/Job": {
+        label: label for label in ("metadata.name", "metadata.namespace", "status.successful")
+    },
+}
+
+# kind key -> the message of a label its conversion rejects, where it is not the usual
+# "field label not supported: X"
+_FIELD_LABEL_ERRORS: Final[dict[str, Callable[[str], str]]] = {
+    "batch/v1/Job": lambda label: f"field label {go_quote(label)} not supported for Job",
 }
 
 
@@ -885,8 +923,10 @@ def convert_builtin_field_label(key: str, label: str) -> str:
     """``Scheme.ConvertFieldLabel`` for a built-in kind: the label the field set uses.
 
     Raises ``FieldLabelError`` with the kind's exact text: ``field label not supported:
-    X`` for kinds with their own conversion (Namespace, Secret, both Events), else
-    ``"X" is not a known field selector: only "metadata.name", "metadata.namespace"``.
+    X`` for kinds with their own conversion (Namespace, Secret, both Events, Pod, Node,
+    ReplicationController, Service), ``field label "X" not supported for Job`` for
+    batch/v1 Job, else ``"X" is not a known field selector: only "metadata.name",
+    "metadata.namespace"``.
     """
     table = _FIELD_LABELS.get(canonical_kind_key(key))
     if table is None:
@@ -898,7 +938,8 @@ def convert_builtin_field_label(key: str, label: str) -> str:
         )
     mapped = table.get(label)
     if mapped is None:
-        raise FieldLabelError(f"field label not supported: {label}")
+        message = _FIELD_LABEL_ERRORS.get(canonical_kind_key(key))
+        raise FieldLabelError(message(label) if message else f"field label not supported: {label}")
     return mapped
 
 
@@ -970,8 +1011,14 @@ def builtin_field_set(key: str, obj: Mapping[str, Any]) -> dict[str, str]:
         status = obj.get("status")
         phase = _str(status.get("phase")) if isinstance(status, Mapping) else ""
         return {"metadata.name": name, "name": name, "status.phase": phase}
+    if key == "v1/Node":
+        spec = obj.get("spec")
+        unschedulable = isinstance(spec, Mapping) and spec.get("unschedulable") is True
+        return {"metadata.name": name, "spec.unschedulable": _go_bool(unschedulable)}
     out = {"metadata.name": name, "metadata.namespace": namespace}
-    if key == "v1/Secret":
+    if key in _WORKLOAD_FIELD_SETS:
+        out.update(_WORKLOAD_FIELD_SETS[key](obj))
+    elif key == "v1/Secret":
         out["type"] = _str(obj.get("type"))
     elif key in ("v1/Event", "events.k8s.io/v1/Event"):
         core = key == "v1/Event"
@@ -995,3 +1042,59 @@ def builtin_field_set(key: str, obj: Mapping[str, Any]) -> dict[str, str]:
         out["source"] = _str(src.get("component")) or reporting
         out["type"] = _str(obj.get("type"))
     return out
+
+
+def _go_bool(value: bool) -> str:
+    """``strconv.FormatBool``."""
+    return "true" if value else "false"
+
+
+def _section(obj: Mapping[str, Any], name: str) -> Mapping[str, Any]:
+    value = obj.get(name)
+    return value if isinstance(value, Mapping) else {}
+
+
+def _go_int(value: Any) -> str:
+    """``strconv.Itoa`` of an integer field (``0`` when absent)."""
+    return str(value) if isinstance(value, int) and not isinstance(value, bool) else "0"
+
+
+def _pod_fields(obj: Mapping[str, Any]) -> dict[str, str]:
+    """The Pod strategy's ``ToSelectableFields`` beyond metadata (``status.podIPs`` is a
+    label the conversion accepts but the set does not hold, so it matches only ``""``)."""
+    spec = _section(obj, "spec")
+    status = _section(obj, "status")
+    pod_ips = status.get("podIPs")
+    pod_ip = ""
+    if isinstance(pod_ips, list) and pod_ips and isinstance(pod_ips[0], Mapping):
+        pod_ip = _str(pod_ips[0].get("ip"))
+    else:
+        pod_ip = _str(status.get("podIP"))  # v1's podIP becomes podIPs[0] on conversion
+    return {
+        "spec.nodeName": _str(spec.get("nodeName")),
+        "spec.restartPolicy": _str(spec.get("restartPolicy")),
+        "spec.schedulerName": _str(spec.get("schedulerName")),
+        "spec.serviceAccountName": _str(spec.get("serviceAccountName")),
+        "spec.hostNetwork": _go_bool(spec.get("hostNetwork") is True),
+        "status.phase": _str(status.get("phase")),
+        "status.podIP": pod_ip,
+        "status.nominatedNodeName": _str(status.get("nominatedNodeName")),
+    }
+
+
+_WORKLOAD_FIELD_SETS: Final[dict[str, Callable[[Mapping[str, Any]], dict[str, str]]]] = {
+    "v1/Pod": _pod_fields,
+    "v1/ReplicationController": lambda obj: {
+        "status.replicas": _go_int(_section(obj, "status").get("replicas"))
+    },
+    "apps/v1/ReplicaSet": lambda obj: {
+        "status.replicas": _go_int(_section(obj, "status").get("replicas"))
+    },
+    "v1/Service": lambda obj: {
+        "spec.clusterIP": _str(_section(obj, "spec").get("clusterIP")),
+        "spec.type": _str(_section(obj, "spec").get("type")),
+    },
+    "batch/v1/Job": lambda obj: {
+        "status.successful": _go_int(_section(obj, "status").get("succeeded"))
+    },
+}
