@@ -29,7 +29,11 @@ from __future__ import annotations
 
 import base64
 import datetime
+import functools
+import re
+from collections.abc import Iterator, Mapping
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any
 
 import orjson
@@ -149,13 +153,21 @@ def skip_field(data: bytes, pos: int, end: int, wire: int) -> int:
 # -- message tables -----------------------------------------------------------------
 #
 # Field kinds: string, bytes, bool, int32, int64, message (``message`` names the table),
-# time, microtime, fieldsv1, map_str (map<string,string>), map_bytes (map<string,bytes>).
+# map_str (map<string,string>), map_bytes (map<string,bytes>), map_msg (map<string,M>,
+# ``message`` names M), and the messages with a JSON form of their own (a custom
+# MarshalJSON in Go): time, microtime, fieldsv1, quantity, intorstring, rawextension.
 # JSON modes (from the Go struct tags):
 #   omitempty  value field with ``omitempty``: left out when zero (structs and Time are
 #              never left out by encoding/json: ``{}`` / ``null``)
 #   omitzero   left out when zero (ObjectMeta.creationTimestamp)
 #   always     no ``omitempty``: written even when zero (nil slices and maps as null)
-#   pointer    Go pointer: written exactly when the field was on the wire
+#   pointer    Go pointer with ``omitempty``: written exactly when it was on the wire
+#   nullable   Go pointer without ``omitempty``: its value when on the wire, else null
+#   inline     an embedded struct with no JSON name: its fields are written in its place
+
+_SPECIAL_KINDS = frozenset(
+    ("time", "microtime", "fieldsv1", "quantity", "intorstring", "rawextension")
+)
 
 
 @dataclass(frozen=True, slots=True)
@@ -193,16 +205,13 @@ def _string_field(name: str, mode: str = "omitempty", go: str = "") -> Field:
     return Field(name, "string", mode, go_name=go)
 
 
-def _message_field(
-    name: str, message: str, mode: str = "always", repeated: bool = False, go: str = ""
-) -> Field:
-    return Field(name, "message", mode, message=message, repeated=repeated, go_name=go)
+def _message_field(name: str, message: str, mode: str = "always", go: str = "") -> Field:
+    return Field(name, "message", mode, message=message, go_name=go)
 
 
-_META = _message_field("metadata", "ObjectMeta", go="ObjectMeta")
-_OBJECT_REFERENCE = "ObjectReference"
-
-MESSAGES: dict[str, Message] = {
+# The envelope and the messages with their own JSON form, written by hand: their Go
+# unmarshalers are these (Time and MicroTime unmarshal a ``Timestamp``).
+_WIRE_MESSAGES: dict[str, Message] = {
     m.name: m
     for m in (
         # k8s.io/apimachinery/pkg/runtime
@@ -219,235 +228,103 @@ MESSAGES: dict[str, Message] = {
             "TypeMeta",
             ((1, _string_field("apiVersion", go="APIVersion")), (2, _string_field("kind"))),
         ),
+        Message("RawExtension", ((1, Field("raw", "bytes", "always", go_name="Raw")),)),
         # k8s.io/apimachinery/pkg/apis/meta/v1
         Message(
             "Timestamp",
             ((1, Field("seconds", "int64", "always")), (2, Field("nanos", "int32", "always"))),
         ),
-        Message(
-            "ObjectMeta",
-            (
-                (1, _string_field("name")),
-                (2, _string_field("generateName")),
-                (3, _string_field("namespace")),
-                (4, _string_field("selfLink")),
-                (5, _string_field("uid", go="UID")),
-                (6, _string_field("resourceVersion")),
-                (7, Field("generation", "int64")),
-                (8, Field("creationTimestamp", "time", "omitzero")),
-                (9, Field("deletionTimestamp", "time", "pointer")),
-                (10, Field("deletionGracePeriodSeconds", "int64", "pointer")),
-                (11, Field("labels", "map_str")),
-                (12, Field("annotations", "map_str")),
-                (
-                    13,
-                    _message_field("ownerReferences", "OwnerReference", "omitempty", repeated=True),
-                ),
-                (14, Field("finalizers", "string", repeated=True)),
-                (
-                    17,
-                    _message_field(
-                        "managedFields", "ManagedFieldsEntry", "omitempty", repeated=True
-                    ),
-                ),
-            ),
-        ),
-        Message(
-            "OwnerReference",
-            (
-                (5, _string_field("apiVersion", "always", go="APIVersion")),
-                (1, _string_field("kind", "always")),
-                (3, _string_field("name", "always")),
-                (4, _string_field("uid", "always", go="UID")),
-                (6, Field("controller", "bool", "pointer")),
-                (7, Field("blockOwnerDeletion", "bool", "pointer")),
-            ),
-        ),
-        Message(
-            "ManagedFieldsEntry",
-            (
-                (1, _string_field("manager")),
-                (2, _string_field("operation")),
-                (3, _string_field("apiVersion", go="APIVersion")),
-                (4, Field("time", "time", "pointer")),
-                (6, _string_field("fieldsType")),
-                (7, Field("fieldsV1", "fieldsv1", "pointer")),
-                (8, _string_field("subresource")),
-            ),
-        ),
         Message("FieldsV1", ((1, Field("Raw", "bytes", "always")),)),
+        # k8s.io/apimachinery/pkg/api/resource
+        Message("Quantity", ((1, _string_field("string", "always", go="String_")),)),
+        # k8s.io/apimachinery/pkg/util/intstr
         Message(
-            "DeleteOptions",
+            "IntOrString",
             (
-                (1, Field("gracePeriodSeconds", "int64", "pointer")),
-                (2, _message_field("preconditions", "Preconditions", "pointer")),
-                (3, Field("orphanDependents", "bool", "pointer")),
-                (4, _string_field("propagationPolicy", "pointer")),
-                (5, Field("dryRun", "string", repeated=True)),
-                (6, Field("ignoreStoreReadErrorWithClusterBreakingPotential", "bool", "pointer")),
-            ),
-        ),
-        Message(
-            "Preconditions",
-            (
-                (1, _string_field("uid", "pointer", go="UID")),
-                (2, _string_field("resourceVersion", "pointer")),
-            ),
-        ),
-        # k8s.io/api/core/v1
-        Message(
-            "ConfigMap",
-            (
-                (1, _META),
-                (4, Field("immutable", "bool", "pointer")),
-                (2, Field("data", "map_str")),
-                (3, Field("binaryData", "map_bytes")),
-            ),
-        ),
-        Message(
-            "Secret",
-            (
-                (1, _META),
-                (5, Field("immutable", "bool", "pointer")),
-                (2, Field("data", "map_bytes")),
-                (4, Field("stringData", "map_str")),
-                (3, _string_field("type")),
-            ),
-        ),
-        Message(
-            "Namespace",
-            (
-                (1, _META),
-                (2, _message_field("spec", "NamespaceSpec")),
-                (3, _message_field("status", "NamespaceStatus")),
-            ),
-        ),
-        Message("NamespaceSpec", ((1, Field("finalizers", "string", repeated=True)),)),
-        Message(
-            "NamespaceStatus",
-            (
-                (1, _string_field("phase")),
-                (2, _message_field("conditions", "NamespaceCondition", "omitempty", repeated=True)),
-            ),
-        ),
-        Message(
-            "NamespaceCondition",
-            (
-                (1, _string_field("type", "always")),
-                (2, _string_field("status", "always")),
-                (4, Field("lastTransitionTime", "time")),
-                (5, _string_field("reason")),
-                (6, _string_field("message")),
-            ),
-        ),
-        Message(
-            "ServiceAccount",
-            (
-                (1, _META),
-                (2, _message_field("secrets", _OBJECT_REFERENCE, "omitempty", repeated=True)),
-                (
-                    3,
-                    _message_field(
-                        "imagePullSecrets", "LocalObjectReference", "omitempty", repeated=True
-                    ),
-                ),
-                (4, Field("automountServiceAccountToken", "bool", "pointer")),
-            ),
-        ),
-        Message(
-            _OBJECT_REFERENCE,
-            (
-                (1, _string_field("kind")),
-                (2, _string_field("namespace")),
-                (3, _string_field("name")),
-                (4, _string_field("uid", go="UID")),
-                (5, _string_field("apiVersion", go="APIVersion")),
-                (6, _string_field("resourceVersion")),
-                (7, _string_field("fieldPath")),
-            ),
-        ),
-        Message("LocalObjectReference", ((1, _string_field("name")),)),
-        Message(
-            "Event",
-            (
-                (1, _META),
-                (2, _message_field("involvedObject", _OBJECT_REFERENCE)),
-                (3, _string_field("reason")),
-                (4, _string_field("message")),
-                (5, _message_field("source", "EventSource")),
-                (6, Field("firstTimestamp", "time")),
-                (7, Field("lastTimestamp", "time")),
-                (8, Field("count", "int32")),
-                (9, _string_field("type")),
-                (10, Field("eventTime", "microtime")),
-                (11, _message_field("series", "EventSeries", "pointer")),
-                (12, _string_field("action")),
-                (13, _message_field("related", _OBJECT_REFERENCE, "pointer")),
-                (14, _string_field("reportingComponent", "always", go="ReportingController")),
-                (15, _string_field("reportingInstance", "always")),
-            ),
-        ),
-        Message("EventSource", ((1, _string_field("component")), (2, _string_field("host")))),
-        Message(
-            "EventSeries",
-            ((1, Field("count", "int32")), (2, Field("lastObservedTime", "microtime"))),
-        ),
-        # k8s.io/api/events/v1 (Go type names repeat core's; the table keys are ours)
-        Message(
-            "events.Event",
-            (
-                (1, _META),
-                (2, Field("eventTime", "microtime", "always")),
-                (3, _message_field("series", "events.EventSeries", "pointer")),
-                (4, _string_field("reportingController")),
-                (5, _string_field("reportingInstance")),
-                (6, _string_field("action")),
-                (7, _string_field("reason")),
-                (8, _message_field("regarding", _OBJECT_REFERENCE)),
-                (9, _message_field("related", _OBJECT_REFERENCE, "pointer")),
-                (10, _string_field("note")),
-                (11, _string_field("type")),
-                (12, _message_field("deprecatedSource", "EventSource")),
-                (13, Field("deprecatedFirstTimestamp", "time")),
-                (14, Field("deprecatedLastTimestamp", "time")),
-                (15, Field("deprecatedCount", "int32")),
-            ),
-        ),
-        Message(
-            "events.EventSeries",
-            (
-                (1, Field("count", "int32", "always")),
-                (2, Field("lastObservedTime", "microtime", "always")),
-            ),
-        ),
-        # k8s.io/api/coordination/v1
-        Message("Lease", ((1, _META), (2, _message_field("spec", "LeaseSpec")))),
-        Message(
-            "LeaseSpec",
-            (
-                (1, _string_field("holderIdentity", "pointer")),
-                (2, Field("leaseDurationSeconds", "int32", "pointer")),
-                (3, Field("acquireTime", "microtime", "pointer")),
-                (4, Field("renewTime", "microtime", "pointer")),
-                (5, Field("leaseTransitions", "int32", "pointer")),
-                (6, _string_field("strategy", "pointer")),
-                (7, _string_field("preferredHolder", "pointer")),
+                (1, Field("type", "int64", "always")),
+                (2, Field("intVal", "int32", "always")),
+                (3, _string_field("strVal", "always")),
             ),
         ),
     )
 }
-_NUMBERS: dict[str, dict[int, Field]] = {name: m.by_number() for name, m in MESSAGES.items()}
+MESSAGES = _WIRE_MESSAGES  # the hand-written tables (the generated ones load on first use)
 
-# (apiVersion, kind) of the objects decoded here -> message table
-KINDS: dict[tuple[str, str], str] = {
-    ("v1", "ConfigMap"): "ConfigMap",
-    ("v1", "Secret"): "Secret",
-    ("v1", "Namespace"): "Namespace",
-    ("v1", "ServiceAccount"): "ServiceAccount",
-    ("v1", "Event"): "Event",
-    ("events.k8s.io/v1", "Event"): "events.Event",
-    ("coordination.k8s.io/v1", "Lease"): "Lease",
-}
+_DATA_FILE = Path(__file__).with_name("protodata") / "messages.json"
+_API = "k8s.io.api."
+_META_V1 = "k8s.io.apimachinery.pkg.apis.meta.v1."
+
+
+@functools.cache
+def _generated() -> dict[str, Any]:
+    """``protodata/messages.json`` (generated by scripts/vendor_k8s_proto.py), read once."""
+    data: dict[str, Any] = orjson.loads(_DATA_FILE.read_bytes())
+    return data
+
+
+@functools.cache
+def _by_short_name() -> dict[str, list[str]]:
+    names: dict[str, list[str]] = {}
+    for full in _generated()["messages"]:
+        names.setdefault(full.rpartition(".")[2], []).append(full)
+    return names
+
+
+def _full_name(name: str) -> str:
+    """The generated table's key for ``name``: a full protobuf name as it is; a message's
+    own name (``Pod``, ``ObjectMeta``, ``LeaseSpec``) for core/v1's, else meta/v1's, else
+    the one package's that has it; ``events.Event`` for ``k8s.io.api.events.v1.Event``."""
+    messages = _generated()["messages"]
+    if name in messages:
+        return name
+    if "." in name:
+        group, _, short = name.partition(".")
+        return f"{_API}{group}.v1.{short}"
+    for full in (f"{_API}core.v1.{name}", _META_V1 + name):
+        if full in messages:
+            return full
+    candidates = _by_short_name().get(name, [])
+    return candidates[0] if len(candidates) == 1 else name
+
+
+@functools.cache
+def message(name: str) -> Message:
+    """The table of message ``name`` (hand-written, or built from the generated data on
+    first use). Raises ``KeyError`` for a name neither has."""
+    if name in _WIRE_MESSAGES:
+        return _WIRE_MESSAGES[name]
+    full = _full_name(name)
+    rows = _generated()["messages"][full]
+    fields = tuple(
+        (int(number), Field(json_name, kind, mode, ref, bool(repeated), go_name))
+        for number, json_name, kind, mode, repeated, ref, go_name in rows
+    )
+    return Message(full, fields)
+
+
+@functools.cache
+def _numbers(name: str) -> dict[int, Field]:
+    return message(name).by_number()
+
+
+class _Kinds(Mapping[tuple[str, str], str]):
+    """(apiVersion, kind) of the objects decoded here -> their message, read on first use."""
+
+    @functools.cached_property
+    def _table(self) -> dict[tuple[str, str], str]:
+        return {(str(a), str(k)): str(m) for a, k, m in _generated()["kinds"]}
+
+    def __getitem__(self, key: tuple[str, str]) -> str:
+        return self._table[key]
+
+    def __iter__(self) -> Iterator[tuple[str, str]]:
+        return iter(self._table)
+
+    def __len__(self) -> int:
+        return len(self._table)
+
+
+KINDS: Mapping[tuple[str, str], str] = _Kinds()
 
 
 def _go_type(message: str) -> str:
@@ -469,7 +346,7 @@ def _text(raw: bytes) -> str:
 
 
 def _timestamp(data: bytes) -> tuple[int, int]:
-    values = _fields(MESSAGES["Timestamp"], data, 0, len(data))
+    values = _fields(message("Timestamp"), data, 0, len(data))
     return int(values.get("seconds", 0)), int(values.get("nanos", 0))
 
 
@@ -510,11 +387,134 @@ def microtime_json(data: bytes) -> str | None:
     return _format_time(sec, frac // 1000)
 
 
-def _map_entry(data: bytes, start: int, stop: int) -> tuple[bytes, bytes]:
+QUANTITY_FORMAT_ERROR = (
+    "quantities must match the regular expression '^([+-]?[0-9.]+)([eEinumkKMGTP]*[-+]?[0-9]*)$'"
+)
+QUANTITY_SUFFIX_ERROR = "unable to parse quantity's suffix"
+_QUANTITY = re.compile(r"[+-]?[0-9]*(?:\.[0-9]*)?([eEinumkKMGTP]*[-+]?[0-9]*)")
+_QUANTITY_SUFFIXES = frozenset(
+    ("", "Ki", "Mi", "Gi", "Ti", "Pi", "Ei", "n", "u", "m", "k", "M", "G", "T", "P", "E")
+)
+_GO_INT64 = re.compile(r"[+-]?[0-9]+")
+
+
+def quantity_json(data: bytes) -> str:
+    """``resource.Quantity`` from its message bytes: its text, checked as
+    ``resource.ParseQuantity`` checks it (``ProtobufError`` with its texts: the regular
+    expression for a malformed number, ``unable to parse quantity's suffix``); ``"0"``
+    for the zero Quantity. The text is kept as sent (Go's clients send the canonical
+    form; canonicalising is the typed decoder's part, for JSON and protobuf alike)."""
+    values = _fields(message("Quantity"), data, 0, len(data))
+    text = values.get("string")
+    if text is None:
+        return "0"
+    # checked per occurrence in Go; the last one is what stays
+    for one in values.get("_all_string", [text]):
+        _check_quantity(one)
+    return str(text)
+
+
+def _check_quantity(text: str) -> None:
+    if not text:
+        raise ProtobufError(QUANTITY_FORMAT_ERROR)
+    if text == "0":
+        return
+    match = _QUANTITY.fullmatch(text)
+    if match is None:
+        raise ProtobufError(QUANTITY_FORMAT_ERROR)
+    suffix = match.group(1)
+    if suffix in _QUANTITY_SUFFIXES:
+        return
+    if (
+        len(suffix) > 1
+        and suffix[0] in "eE"
+        and _GO_INT64.fullmatch(suffix[1:])
+        and -(2**63) <= int(suffix[1:]) < 2**63
+    ):
+        return
+    raise ProtobufError(QUANTITY_SUFFIX_ERROR)
+
+
+def int_or_string_json(data: bytes) -> int | str:
+    """``intstr.IntOrString`` as Go's JSON has it: the number for type 0 (Int), the text
+    for type 1 (String). Any other type cannot be written as JSON by Go (``impossible
+    IntOrString.Type``): ``ProtobufError``."""
+    values = _fields(message("IntOrString"), data, 0, len(data))
+    kind = values.get("type", 0)
+    if kind == 0:
+        return int(values.get("intVal", 0))
+    if kind == 1:
+        return str(values.get("strVal", ""))
+    raise ProtobufError(
+        "json: error calling MarshalJSON for type intstr.IntOrString: impossible IntOrString.Type"
+    )
+
+
+def raw_extension_json(data: bytes) -> Any:
+    """``runtime.RawExtension``: its raw bytes, which Go writes into the JSON as they are
+    (they must be JSON), ``None`` when there are none."""
+    raw = _fields(message("RawExtension"), data, 0, len(data)).get("raw")
+    if raw is None:
+        return None
+    try:
+        return orjson.loads(raw)
+    except orjson.JSONDecodeError:
+        raise ProtobufError(
+            "json: error calling MarshalJSON for type runtime.RawExtension: invalid JSON "
+            f"{_text(raw)[:64]!r}"
+        ) from None
+
+
+def fields_v1_json(data: bytes) -> Any:
+    """``metav1.FieldsV1``: its raw bytes as JSON (``None`` when absent)."""
+    raw = _fields(message("FieldsV1"), data, 0, len(data)).get("Raw")
+    if raw is None:
+        return None
+    try:
+        return orjson.loads(raw)
+    except orjson.JSONDecodeError:
+        raise ProtobufError(f"invalid JSON in fieldsV1: {_text(raw)[:64]!r}") from None
+
+
+def _special_json(kind: str, data: bytes) -> Any:
+    if kind == "time":
+        return time_json(data)
+    if kind == "microtime":
+        return microtime_json(data)
+    if kind == "quantity":
+        return quantity_json(data)
+    if kind == "intorstring":
+        return int_or_string_json(data)
+    if kind == "rawextension":
+        return raw_extension_json(data)
+    return fields_v1_json(data)
+
+
+_SPECIAL_BY_MESSAGE = {
+    _META_V1 + "Time": "time",
+    _META_V1 + "MicroTime": "microtime",
+    _META_V1 + "FieldsV1": "fieldsv1",
+    "k8s.io.apimachinery.pkg.api.resource.Quantity": "quantity",
+    "k8s.io.apimachinery.pkg.util.intstr.IntOrString": "intorstring",
+    "k8s.io.apimachinery.pkg.runtime.RawExtension": "rawextension",
+}
+
+
+def _value_json(name: str, data: bytes) -> Any:
+    """A map value or list element of message ``name`` as Go's JSON has it."""
+    special = _SPECIAL_BY_MESSAGE.get(name)
+    if special is not None:
+        return _special_json(special, data)
+    return decode_message(name, data)
+
+
+def _map_entry(data: bytes, start: int, stop: int) -> tuple[bytes, bytes | None]:
     """A map entry's key and value bytes (fields 1 and 2, read as length-delimited
-    whatever their wire type, as Go's generated code does; others skipped). Unlike Go, a
-    key or value running past the entry's end is an error (``unexpected EOF``)."""
-    key = value = b""
+    whatever their wire type, as Go's generated code does; others skipped; value None
+    when absent). Unlike Go, a key or value running past the entry's end is an error
+    (``unexpected EOF``)."""
+    key = b""
+    value: bytes | None = None
     pos = start
     while pos < stop:
         tag, pos = read_varint(data, pos, stop)
@@ -531,10 +531,18 @@ def _map_entry(data: bytes, start: int, stop: int) -> tuple[bytes, bytes]:
     return key, value
 
 
+def _scalar(kind: str, raw: int) -> Any:
+    if kind == "bool":
+        return raw != 0
+    if kind == "int32":
+        return _as_int32(raw)
+    return _as_int64(raw)
+
+
 def _fields(msg: Message, data: bytes, start: int, stop: int) -> dict[str, Any]:
     """The fields of one message present on the wire, by JSON name (raw Python values;
     singular messages and times as their accumulated bytes)."""
-    table = _NUMBERS[msg.name]
+    table = _numbers(msg.name)
     values: dict[str, Any] = {}
     pos = start
     go_name = _go_type(msg.name)
@@ -549,39 +557,60 @@ def _fields(msg: Message, data: bytes, start: int, stop: int) -> dict[str, Any]:
         if field is None:
             pos = skip_field(data, pos, stop, wire)
             continue
-        if wire != field.wire:
-            raise ProtobufError(f"proto: wrong wireType = {wire} for field {field.go}")
         kind = field.kind
         if field.wire == VARINT:
-            raw, pos = read_varint(data, pos, stop)
-            value: Any = (
-                raw != 0
-                if kind == "bool"
-                else _as_int32(raw)
-                if kind == "int32"
-                else _as_int64(raw)
-            )
-            values[field.name] = value
+            if wire == VARINT:
+                raw, pos = read_varint(data, pos, stop)
+                if field.repeated:
+                    values.setdefault(field.name, []).append(_scalar(kind, raw))
+                else:
+                    values[field.name] = _scalar(kind, raw)
+                continue
+            if wire != LEN or not field.repeated:
+                raise ProtobufError(f"proto: wrong wireType = {wire} for field {field.go}")
+            # a packed repeated varint field
+            a, b = read_length(data, pos, stop)
+            pos = b
+            items = values.setdefault(field.name, [])
+            while a < b:
+                raw, a = read_varint(data, a, b)
+                items.append(_scalar(kind, raw))
             continue
+        if wire != field.wire:
+            raise ProtobufError(f"proto: wrong wireType = {wire} for field {field.go}")
         a, b = read_length(data, pos, stop)
         pos = b
-        if kind in ("map_str", "map_bytes"):
+        if kind in ("map_str", "map_bytes", "map_msg"):
             key, item = _map_entry(data, a, b)
-            values.setdefault(field.name, {})[_text(key)] = (
-                _text(item) if kind == "map_str" else base64.b64encode(item).decode()
-            )
+            target = values.setdefault(field.name, {})
+            if kind == "map_str":
+                target[_text(key)] = _text(item or b"")
+            elif kind == "map_bytes":
+                target[_text(key)] = base64.b64encode(item or b"").decode()
+            else:
+                target[_text(key)] = _value_json(field.message, item or b"")
         elif kind == "string":
             text = _text(data[a:b])
             if field.repeated:
                 values.setdefault(field.name, []).append(text)
             else:
                 values[field.name] = text
+                if msg.name == "Quantity":  # each occurrence is parsed by Go
+                    values.setdefault("_all_string", []).append(text)
         elif kind == "bytes":
-            values[field.name] = data[a:b]
-        elif kind in ("time", "microtime"):
+            if field.repeated:
+                values.setdefault(field.name, []).append(base64.b64encode(data[a:b]).decode())
+            else:
+                values[field.name] = data[a:b]
+        elif kind in ("time", "microtime") and not field.repeated:
             values[field.name] = data[a:b]  # custom Unmarshal: the last one wins
         elif field.repeated:
-            values.setdefault(field.name, []).append(decode_message(field.message, data[a:b]))
+            element = (
+                _special_json(kind, data[a:b])
+                if kind in _SPECIAL_KINDS
+                else decode_message(field.message, data[a:b])
+            )
+            values.setdefault(field.name, []).append(element)
         else:
             # a singular message seen twice is merged, as concatenated encodings are
             values[field.name] = values.get(field.name, b"") + data[a:b]
@@ -595,43 +624,39 @@ def _to_json(msg: Message, values: dict[str, Any]) -> JSON:
         value = values.get(field.name)
         mode = field.mode
         kind = field.kind
-        if field.repeated or kind in ("map_str", "map_bytes"):
+        if field.repeated or kind in ("map_str", "map_bytes", "map_msg"):
             if value:
                 out[field.name] = value
-            elif mode == "always":
+            elif mode in ("always", "nullable"):
                 out[field.name] = None
             continue
-        if kind in ("time", "microtime"):
-            text = (time_json if kind == "time" else microtime_json)(value or b"")
-            if mode == "pointer":
-                if present:
-                    out[field.name] = text
-            elif text is not None or mode != "omitzero":
-                out[field.name] = text
-            continue
-        if kind == "fieldsv1":
-            if isinstance(value, bytes):
-                raw = _fields(MESSAGES["FieldsV1"], value, 0, len(value)).get("Raw")
-                if raw is None:
-                    out[field.name] = None
-                else:
-                    try:
-                        out[field.name] = orjson.loads(raw)
-                    except orjson.JSONDecodeError:
-                        raise ProtobufError(
-                            f"invalid JSON in {field.name}: {_text(raw)[:64]!r}"
-                        ) from None
+        if mode in ("pointer", "nullable") and not present:
+            if mode == "nullable":
+                out[field.name] = None
             continue
         if kind == "message":
-            if mode == "pointer" and not present:
-                continue
-            out[field.name] = decode_message(field.message, value or b"")
+            decoded = decode_message(field.message, value or b"")
+            if mode == "inline":
+                for k, v in decoded.items():
+                    out.setdefault(k, v)
+            else:
+                out[field.name] = decoded
             continue
-        if mode == "pointer":
-            if present:
-                out[field.name] = (
-                    base64.b64encode(value).decode() if isinstance(value, bytes) else value
-                )
+        if kind in _SPECIAL_KINDS:
+            if kind == "fieldsv1" and not present:
+                continue
+            special = _special_json(kind, value or b"")
+            if special is not None or mode != "omitzero":
+                out[field.name] = special
+            continue
+        if mode in ("pointer", "nullable"):
+            out[field.name] = (
+                base64.b64encode(value).decode() if isinstance(value, bytes) else value
+            )
+            continue
+        if kind == "bytes" and not present:
+            if mode == "always":
+                out[field.name] = None  # a nil []byte
             continue
         zero: Any = (
             "" if kind == "string" else False if kind == "bool" else b"" if kind == "bytes" else 0
@@ -648,10 +673,12 @@ def _to_json(msg: Message, values: dict[str, Any]) -> JSON:
 def decode_message(name: str, data: bytes) -> JSON:
     """The JSON object Go's encoding/json writes for message ``name`` decoded from ``data``.
 
-    Raises ``ProtobufError`` for malformed or truncated input; unknown field numbers are
-    skipped by wire type.
+    ``name`` is a full protobuf name (``k8s.io.api.apps.v1.Deployment``), a core/v1 or
+    meta/v1 message's own name (``Pod``, ``ObjectMeta``), or ``group.Name`` for a
+    ``k8s.io.api.<group>.v1`` message. Raises ``ProtobufError`` for malformed or
+    truncated input; unknown field numbers are skipped by wire type.
     """
-    msg = MESSAGES[name]
+    msg = message(name)
     return _to_json(msg, _fields(msg, data, 0, len(data)))
 
 
@@ -680,9 +707,9 @@ def decode_envelope(body: bytes) -> Envelope:
         )
     if len(body) == len(MAGIC):
         raise ProtobufError("empty body")
-    values = _fields(MESSAGES["Unknown"], body, len(MAGIC), len(body))
+    values = _fields(message("Unknown"), body, len(MAGIC), len(body))
     type_meta = values.get("typeMeta", b"")
-    tm = _fields(MESSAGES["TypeMeta"], type_meta, 0, len(type_meta))
+    tm = _fields(message("TypeMeta"), type_meta, 0, len(type_meta))
     return Envelope(
         str(tm.get("apiVersion", "")), str(tm.get("kind", "")), bytes(values.get("raw", b""))
     )
