@@ -113,6 +113,13 @@ def test_running_pod_wide() -> None:
     ]
 
 
+def test_pod_ip_without_pod_ips() -> None:
+    """A v1 pod carrying only ``status.podIP`` (older kubelets): the conversion makes it
+    ``podIPs[0]``, which is what the IP column prints."""
+    status = {"phase": "Running", "podIP": "10.1.2.3"}
+    assert cells(pod(status=status))[4] == "10.1.2.3"
+
+
 def test_crash_looping_pod_with_restart_age() -> None:
     status = {
         "phase": "Running",

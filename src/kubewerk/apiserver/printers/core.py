@@ -205,7 +205,8 @@ def pod_cells(pod: JSON, now: float) -> list[Any]:
         restarts_cell = f"{restarts} ({human_duration(now - last_restart)} ago)"
 
     pod_ips = obj_list(status.get("podIPs"))
-    pod_ip = obj_str(obj_map(pod_ips[0]).get("ip")) if pod_ips else ""
+    # the v1 conversion makes a lone status.podIP the first of podIPs
+    pod_ip = obj_str(obj_map(pod_ips[0]).get("ip")) if pod_ips else obj_str(status.get("podIP"))
     gates = obj_list(spec.get("readinessGates"))
     gates_cell = NONE
     if gates:
