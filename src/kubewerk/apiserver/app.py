@@ -406,10 +406,12 @@ class ApiServer:
             await self._send_json(send, 200, openapi.index(self.registry))
             return 200
         gv = "/".join(parts[1:])
-        doc = openapi.document(self.registry, gv)
-        if doc is None:
+        payload = openapi.encoded_document(self.registry, gv)
+        if payload is None:
             raise ApiError.not_found_path()
-        await self._send_json(send, 200, doc)
+        await self._send_payload(
+            send, 200, payload, json_headers(payload, None, b"application/json")
+        )
         return 200
 
     def _resolve(self, group: str, version: str, segs: list[str]) -> Target:

@@ -10,6 +10,7 @@ from __future__ import annotations
 from collections.abc import Callable
 
 from kubewerk.apiserver.kinds import (
+    catalog,
     configmaps,
     crds,
     events,
@@ -29,6 +30,7 @@ BUILTIN_KINDS: tuple[Callable[[], ServedResource], ...] = (
     events.events_v1_resource_type,
     leases.resource_type,
     crds.resource_type,
+    *catalog.declarations(),  # the typed workload kinds, one row each in kinds/catalog.py
 )
 """Each builds a fresh ``ServedResource`` (a server owns its types)."""
 
@@ -37,8 +39,13 @@ INITIAL_NAMESPACES = ("default", "kube-system", "kube-public", "kube-node-lease"
 
 
 def builtin_types() -> list[ServedResource]:
-    """Fresh ``ServedResource`` objects for every built-in kind."""
-    return [declare() for declare in BUILTIN_KINDS]
+    """Fresh ``ServedResource`` objects for every built-in kind; every one of them is
+    described in OpenAPI by the vendored Kubernetes definition of its kind (their
+    hand-written ``schemas`` still drive typed decoding)."""
+    types = [declare() for declare in BUILTIN_KINDS]
+    for rtype in types:
+        rtype.vendored_openapi = True
+    return types
 
 
 def install_builtins(registry: Registry) -> None:

@@ -4,11 +4,19 @@ Each group-version document carries, for every kind, a schema named as kube-apis
 names it (``com.example.v1.Widget``) with ``x-kubernetes-group-version-kind``, and paths
 whose operations list the ``fieldValidation`` parameter: that is how ``kubectl`` decides
 to leave validation to the server and how ``kubectl explain`` finds a kind's fields.
+
+A built-in kind marked ``vendored_openapi`` (every kind ``apiserver.builtins`` declares)
+is served with its vendored definition (``kinds.k8s_openapi``: the published Kubernetes
+definitions) and every definition it references, as
+kube-apiserver serves them; ObjectMeta is the vendored one too. Others (and custom
+resources) use ``ServedResource.schemas``. Documents are built once per registry
+generation (``documents``).
 """
 
 from __future__ import annotations
 
 import hashlib
+import weakref
 from typing import Any
 
 import orjson
@@ -237,6 +245,26 @@ def _operation(
     return op
 
 
+def _vendored_name(rtype: ServedResource, version: str) -> str | None:
+    if not rtype.builtin or not rtype.vendored_openapi:
+        return None
+    from kubewerk.apiserver.kinds import k8s_openapi
+
+    return k8s_openapi.definition_name(rtype.group, version, rtype.kind)
+
+
+def _vendored_schemas(names: list[str]) -> JSON:
+    """The v3 form of ``names`` and of every definition they reach."""
+    from kubewerk.apiserver.kinds import k8s_openapi
+
+    out: JSON = {}
+    for name in k8s_openapi.closure(names):
+        schema = k8s_openapi.v3_definition(name)
+        if schema is not None:
+            out[name] = schema
+    return out
+
+
 def document(registry: Registry, gv: str) -> JSON | None:
     """The OpenAPI v3 document for ``api/v1`` or ``apis/G/V``; None when not served."""
     parts = gv.split("/")
@@ -249,13 +277,19 @@ def document(registry: Registry, gv: str) -> JSON | None:
     types = [t for t in registry.groups().get(group, []) if version in t.versions]
     if not types:
         return None
-    schemas: JSON = {OBJECT_META: OBJECT_META_SCHEMA}
+    vendored = [n for t in types if (n := _vendored_name(t, version)) is not None]
+    schemas: JSON = _vendored_schemas([*vendored, OBJECT_META]) if vendored else {}
+    schemas.setdefault(OBJECT_META, OBJECT_META_SCHEMA)
     paths: JSON = {}
     prefix = "/" + _gv_path(group, version)
     write = [_PARAM_DRY_RUN, _PARAM_FIELD_MANAGER, _PARAM_FIELD_VALIDATION]
     for t in types:
-        name = schema_name(t, version)
-        schemas[name] = _kind_schema(t, version)
+        vendored_name = _vendored_name(t, version)
+        if vendored_name is not None and vendored_name in schemas:
+            name = vendored_name
+        else:
+            name = schema_name(t, version)
+            schemas[name] = _kind_schema(t, version)
         ref = _REF + name
         base = (
             f"{prefix}/namespaces/{{namespace}}/{t.resource}"
@@ -275,6 +309,15 @@ def document(registry: Registry, gv: str) -> JSON | None:
         paths[base + "/{name}"] = item
         if t.status_subresource:
             paths[base + "/{name}/status"] = {k: v for k, v in item.items() if k != "delete"}
+        if t.scale is not None:
+            scale_ref = _REF + _SCALE
+            if _SCALE not in schemas:
+                schemas.update(_vendored_schemas([_SCALE]))
+            paths[base + "/{name}/scale"] = {
+                "get": _operation("get", t, version, scale_ref, [], False),
+                "put": _operation("put", t, version, scale_ref, write, True),
+                "patch": _operation("patch", t, version, scale_ref, write, True),
+            }
     return {
         "openapi": "3.0.0",
         "info": {"title": "Kubernetes", "version": f"v{KUBE_MAJOR}.{KUBE_MINOR}.0"},
@@ -283,17 +326,51 @@ def document(registry: Registry, gv: str) -> JSON | None:
     }
 
 
+_SCALE = "io.k8s.api.autoscaling.v1.Scale"
+
+
+class _Documents:
+    """The documents of one registry generation: built on first request, kept until the
+    registry changes."""
+
+    def __init__(self, generation: int) -> None:
+        self.generation = generation
+        self.encoded: dict[str, bytes | None] = {}
+        self.index: JSON | None = None
+
+
+_CACHE: weakref.WeakKeyDictionary[Registry, _Documents] = weakref.WeakKeyDictionary()
+
+
+def _documents(registry: Registry) -> _Documents:
+    docs = _CACHE.get(registry)
+    if docs is None or docs.generation != registry.generation:
+        docs = _CACHE[registry] = _Documents(registry.generation)
+    return docs
+
+
+def encoded_document(registry: Registry, gv: str) -> bytes | None:
+    """``document`` as JSON bytes (keys sorted), cached per registry generation."""
+    docs = _documents(registry)
+    if gv not in docs.encoded:
+        doc = document(registry, gv)
+        docs.encoded[gv] = (
+            orjson.dumps(doc, option=orjson.OPT_SORT_KEYS) if doc is not None else None
+        )
+    return docs.encoded[gv]
+
+
 def index(registry: Registry) -> JSON:
     """``/openapi/v3``: every served group-version with a content-hash URL."""
+    docs = _documents(registry)
+    if docs.index is not None:
+        return docs.index
     paths: JSON = {}
     for group, types in registry.groups().items():
         for version in sorted({v for t in types for v in t.versions}):
             gv = _gv_path(group, version)
-            doc = document(registry, gv)
-            digest = (
-                hashlib.sha512(orjson.dumps(doc, option=orjson.OPT_SORT_KEYS))
-                .hexdigest()[:64]
-                .upper()
-            )
+            encoded = encoded_document(registry, gv) or b""
+            digest = hashlib.sha512(encoded).hexdigest()[:64].upper()
             paths[gv] = {"serverRelativeURL": f"/openapi/v3/{gv}?hash={digest}"}
-    return {"paths": paths}
+    docs.index = {"paths": paths}
+    return docs.index

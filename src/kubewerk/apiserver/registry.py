@@ -57,6 +57,9 @@ class ServedResource:
     return_deleted_object: bool = False
     schemas: dict[str, JSON] = field(default_factory=dict)
     """Per version: the openAPIV3Schema (CRDs) or a hand-written schema (built-ins)."""
+    vendored_openapi: bool = False
+    """Served in OpenAPI documents with the vendored Kubernetes definition of the kind
+    (``kinds.k8s_openapi``) rather than ``schemas``."""
     deprecated: dict[str, str] = field(default_factory=dict)
     """Per deprecated version: the warning every response for it carries."""
     crd_name: str | None = None

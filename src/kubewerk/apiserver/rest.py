@@ -36,6 +36,7 @@ from kubewerk.apiserver.storage.base import (
     RevisionConflict,
     Store,
 )
+from kubewerk.apiserver.strategy import writing_subresource
 from kubewerk.core import meta as metautil
 from kubewerk.core.errors import ApiError, FieldError
 from kubewerk.core.gofmt import GoText, json_equal, json_same_text, unmarshal_kind
@@ -199,6 +200,7 @@ class ResourceApi:
         query: dict[str, str],
         trusted_old: bool = False,
     ) -> list[str]:
+        decode_warnings = self._typed_decode(target, obj, query)
         req = AdmissionRequest(
             operation="CREATE" if op == "CREATE" else "UPDATE",
             rtype=target.rtype,
@@ -209,8 +211,33 @@ class ResourceApi:
             subresource=target.subresource,
             trusted_old=trusted_old,
         )
-        self.admission.admit(req)
+        req.warnings[:0] = decode_warnings
+        with writing_subresource(target.subresource):
+            self.admission.admit(req)
         return req.warnings
+
+    @staticmethod
+    def _typed_decode(target: Target, obj: JSON, query: dict[str, str]) -> list[str]:
+        """Typed decoding of a built-in kind's body (``Strategy.typed_decode``): a value
+        of the wrong type is 400 as kube-apiserver's decoder answers; unknown fields are
+        dropped and, per ``fieldValidation``, refused (Strict) or warned about (Warn)."""
+        rtype = target.rtype
+        try:
+            unknown = rtype.strategy.typed_decode(obj, target.version)
+        except ValueError as exc:
+            raise ApiError.bad_request(
+                f'{rtype.kind} in version "{target.version}" cannot be handled as a '
+                f"{rtype.kind}: {exc}"
+            ) from None
+        if not unknown:
+            return []
+        mode = field_validation(query)
+        if mode == "Ignore":
+            return []
+        messages = [f'unknown field "{path}"' for path in unknown]
+        if mode == "Strict":
+            raise ApiError.bad_request("strict decoding error: " + ", ".join(messages))
+        return messages
 
     # -- read --------------------------------------------------------------------
 
@@ -572,6 +599,9 @@ class ResourceApi:
                 return patchlib.merge_patch(doc, patch_doc, copy=copy_json)
             from kubewerk.core import strategic
 
+            schema = target.rtype.strategy.patch_schema(target.version)
+            if schema is not None:
+                return strategic.apply_strategic_patch(doc, patch_doc, schema)
             return strategic.strategic_merge_patch(
                 doc, patch_doc, target.rtype.strategic_kind or ""
             )
@@ -592,7 +622,11 @@ class ResourceApi:
         spec_vals = evaluate(scale.spec_replicas_path, obj)
         status_vals = evaluate(scale.status_replicas_path, obj)
         status: JSON = {"replicas": status_vals[0] if status_vals else 0}
-        if scale.label_selector_path:
+        selector = target.rtype.strategy.scale_selector(obj)
+        if selector is not None:
+            if selector:
+                status["selector"] = selector
+        elif scale.label_selector_path:
             sel = evaluate(scale.label_selector_path, obj)
             if sel and isinstance(sel[0], str):
                 status["selector"] = sel[0]

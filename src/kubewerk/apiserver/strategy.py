@@ -28,9 +28,11 @@ The hooks, in the order a request meets them:
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
+from contextlib import contextmanager
+from contextvars import ContextVar
 from dataclasses import dataclass
-from typing import Any, ClassVar, NamedTuple
+from typing import TYPE_CHECKING, Any, ClassVar, NamedTuple
 
 import orjson
 
@@ -41,7 +43,28 @@ from kubewerk.core.meta import human_duration, parse_time
 from kubewerk.core.selectors import builtin_field_set, convert_builtin_field_label
 from kubewerk.core.validation import NameRule
 
+if TYPE_CHECKING:
+    from kubewerk.core.strategic import PatchSchema
+
 JSON = dict[str, Any]
+
+_SUBRESOURCE: ContextVar[str | None] = ContextVar("kubewerk_write_subresource", default=None)
+
+
+@contextmanager
+def writing_subresource(subresource: str | None) -> Iterator[None]:
+    """While a write's admission runs: the subresource it came through (``status``), so
+    ``Strategy.validate`` can tell a ``/status`` write from a main-endpoint one."""
+    token = _SUBRESOURCE.set(subresource)
+    try:
+        yield
+    finally:
+        _SUBRESOURCE.reset(token)
+
+
+def current_subresource() -> str | None:
+    """The subresource of the write being admitted (None: the main endpoint)."""
+    return _SUBRESOURCE.get()
 
 
 @dataclass(frozen=True, slots=True)
@@ -176,6 +199,29 @@ class Strategy:
         if self._cells is not None:
             return self._cells(obj)
         return [column_cell(col, obj, now) for col in self.columns(version)]
+
+    def name_cell(self, obj: JSON, version: str) -> Any:
+        """The Name cell of ``obj`` (``metadata.name``; a few kinds decorate it)."""
+        return (obj.get("metadata") or {}).get("name", "")
+
+    def typed_decode(self, obj: JSON, version: str) -> list[str] | None:
+        """Decode ``obj`` into the kind's type in ``version`` (in place): drop unknown
+        fields and return their paths, or raise ``ValueError`` with the decoder's message
+        for a value of the wrong type. None: the kind has no typed decoder here (then
+        ``prunes_unknown_fields`` applies in admission)."""
+        return None
+
+    # -- patches and scale -------------------------------------------------------
+
+    def patch_schema(self, version: str) -> PatchSchema | None:
+        """The strategic-merge patch strategies of the kind in ``version`` (None: the
+        table of ``kubewerk.core.strategic`` under ``ServedResource.strategic_kind``)."""
+        return None
+
+    def scale_selector(self, obj: JSON) -> str | None:
+        """The ``status.selector`` of the kind's ``autoscaling/v1`` Scale (None: the
+        ``ScaleSpec.label_selector_path`` of the resource, if any)."""
+        return None
 
 
 def column_cell(col: PrinterColumn, obj: JSON, now: float) -> Any:

@@ -46,7 +46,7 @@ def column_definitions(rtype: ServedResource, version: str) -> list[JSON]:
 def row(rtype: ServedResource, version: str, obj: JSON, include_object: str, now: float) -> JSON:
     meta = obj.get("metadata") or {}
     strategy = rtype.strategy
-    cells: list[Any] = [meta.get("name", "")] if strategy.name_column else []
+    cells: list[Any] = [strategy.name_cell(obj, version)] if strategy.name_column else []
     cells.extend(strategy.cells(obj, version, now))
     out: JSON = {"cells": cells}
     mode = include_object or "Metadata"

@@ -45,6 +45,7 @@ __all__ = [
     "PATCH_STRATEGIES",
     "STRATEGIC_KINDS",
     "FieldStrategy",
+    "OpenApiPatchSchema",
     "PatchSchema",
     "StrategicPatchError",
     "TableSchema",
@@ -209,6 +210,91 @@ class TableSchema:
     def element(self, key: str) -> tuple[PatchSchema, FieldStrategy]:
         path = f"{self.path}.{key}" if self.path else key
         return TableSchema(self.table, path + "[]"), self.table.get(path, FieldStrategy())
+
+
+_GO_KINDS: Final = {
+    ("string", ""): "string",
+    ("integer", "int32"): "int32",
+    ("integer", "int64"): "int64",
+    ("integer", ""): "int",
+    ("number", "double"): "float64",
+    ("number", ""): "float64",
+    ("boolean", ""): "bool",
+}
+
+
+class OpenApiPatchSchema:
+    """A ``PatchSchema`` read from OpenAPI v2 definitions (``$ref: #/definitions/NAME``),
+    as kube's published schemas carry the Go tags: ``x-kubernetes-patch-strategy`` and
+    ``x-kubernetes-patch-merge-key`` on a field, at any depth, list elements included.
+
+    ``definitions`` maps names to schemas (never modified); ``root`` names the kind's
+    definition, or ``schema`` gives the position directly. A field the schema does not
+    know has no strategy (its lists are replaced), as for an unknown struct field.
+    """
+
+    __slots__ = ("definitions", "schema")
+
+    def __init__(
+        self,
+        definitions: Mapping[str, Mapping[str, Any]],
+        root: str | None = None,
+        schema: Mapping[str, Any] | None = None,
+    ) -> None:
+        self.definitions = definitions
+        self.schema = self._resolve(
+            schema if schema is not None else definitions.get(root or "") or {}
+        )
+
+    def _resolve(self, schema: Mapping[str, Any]) -> Mapping[str, Any]:
+        for _ in range(8):  # definitions never chain $refs deeper than this
+            ref = schema.get("$ref")
+            if not isinstance(ref, str):
+                all_of = schema.get("allOf")
+                if isinstance(all_of, list) and len(all_of) == 1:
+                    ref = all_of[0].get("$ref")
+            if not isinstance(ref, str):
+                return schema
+            schema = self.definitions.get(ref.rsplit("/", 1)[-1]) or {}
+        return schema
+
+    def _field(self, key: str) -> Mapping[str, Any]:
+        props = self.schema.get("properties")
+        if isinstance(props, Mapping) and key in props:
+            field: Mapping[str, Any] = props[key]
+            return field
+        extra = self.schema.get("additionalProperties")
+        return extra if isinstance(extra, Mapping) else {}
+
+    @staticmethod
+    def _strategy(field: Mapping[str, Any], elem_kind: str) -> FieldStrategy:
+        return FieldStrategy(
+            str(field.get("x-kubernetes-patch-strategy") or ""),
+            str(field.get("x-kubernetes-patch-merge-key") or ""),
+            elem_kind,
+        )
+
+    def child(self, key: str) -> tuple[PatchSchema, FieldStrategy]:
+        field = self._field(key)
+        return (
+            OpenApiPatchSchema(self.definitions, schema=field),
+            self._strategy(field, "struct"),
+        )
+
+    def element(self, key: str) -> tuple[PatchSchema, FieldStrategy]:
+        field = self._field(key)
+        items = field.get("items")
+        items = self._resolve(items) if isinstance(items, Mapping) else {}
+        if "properties" in items or (
+            items.get("type") == "object" and not items.get("additionalProperties")
+        ):
+            elem_kind = "struct"
+        elif items.get("type") == "object":
+            elem_kind = "map"
+        else:
+            key_ = (str(items.get("type") or ""), str(items.get("format") or ""))
+            elem_kind = _GO_KINDS.get(key_) or _GO_KINDS.get((key_[0], ""), "struct")
+        return OpenApiPatchSchema(self.definitions, schema=items), self._strategy(field, elem_kind)
 
 
 def _split_strategy(meta: FieldStrategy) -> str:

@@ -1,0 +1,158 @@
+#!/usr/bin/env python3
+"""Regenerate the vendored Kubernetes OpenAPI definitions the embedded server serves.
+
+Input: a published Kubernetes OpenAPI v2 document (``api/openapi-spec/swagger.json`` of
+kubernetes/kubernetes, or the copy kubernetes-client/python commits for each release
+branch as ``kubernetes/swagger.json.unprocessed``, taken before its own preprocessing).
+Output, under ``src/kubewerk/apiserver/kinds/openapi_data/``:
+
+* ``definitions.json.gz``: the ``definitions`` of every kind the server serves
+  (``SERVED_KINDS`` below, group/version/kind as in ``x-kubernetes-group-version-kind``)
+  and of everything they reach through ``$ref``, plus every ``io.k8s.apimachinery``
+  definition; kept exactly as published (OpenAPI v2 form), keys sorted, gzip-compressed;
+* ``SOURCE.md``: where they came from (repository, commit, path) and their licence.
+
+Usage::
+
+    python scripts/vendor_k8s_openapi.py SWAGGER_JSON --repo OWNER/NAME \
+        --commit SHA --path PATH_IN_REPO [--release release-1.36]
+
+The embedded server converts the definitions to OpenAPI v3 when it serves them
+(``kubewerk.apiserver.kinds.k8s_openapi``).
+"""
+
+from __future__ import annotations
+
+import argparse
+import gzip
+import json
+import sys
+from pathlib import Path
+from typing import Any
+
+OUT_DIR = Path(__file__).resolve().parent.parent / "src/kubewerk/apiserver/kinds/openapi_data"
+
+SERVED_KINDS: tuple[tuple[str, str, str], ...] = (
+    # already served before issue 13 (their hand-written schemas are replaced in OpenAPI)
+    ("", "v1", "Namespace"),
+    ("", "v1", "ConfigMap"),
+    ("", "v1", "Secret"),
+    ("", "v1", "ServiceAccount"),
+    ("", "v1", "Event"),
+    ("events.k8s.io", "v1", "Event"),
+    ("coordination.k8s.io", "v1", "Lease"),
+    ("apiextensions.k8s.io", "v1", "CustomResourceDefinition"),
+    # issue 13
+    ("", "v1", "Pod"),
+    ("", "v1", "Service"),
+    ("", "v1", "Endpoints"),
+    ("", "v1", "PersistentVolumeClaim"),
+    ("", "v1", "PersistentVolume"),
+    ("", "v1", "Node"),
+    ("", "v1", "ReplicationController"),
+    ("", "v1", "LimitRange"),
+    ("", "v1", "ResourceQuota"),
+    ("", "v1", "PodTemplate"),
+    ("apps", "v1", "Deployment"),
+    ("apps", "v1", "ReplicaSet"),
+    ("apps", "v1", "StatefulSet"),
+    ("apps", "v1", "DaemonSet"),
+    ("apps", "v1", "ControllerRevision"),
+    ("batch", "v1", "Job"),
+    ("batch", "v1", "CronJob"),
+    ("networking.k8s.io", "v1", "Ingress"),
+    ("networking.k8s.io", "v1", "IngressClass"),
+    ("networking.k8s.io", "v1", "NetworkPolicy"),
+    ("discovery.k8s.io", "v1", "EndpointSlice"),
+    ("policy", "v1", "PodDisruptionBudget"),
+    ("autoscaling", "v2", "HorizontalPodAutoscaler"),
+    ("autoscaling", "v1", "HorizontalPodAutoscaler"),
+    ("autoscaling", "v1", "Scale"),
+    ("storage.k8s.io", "v1", "StorageClass"),
+    ("scheduling.k8s.io", "v1", "PriorityClass"),
+)
+"""Every kind whose definition is vendored (with its ``...List`` kind)."""
+
+_REF = "#/definitions/"
+
+
+def _refs(value: Any, out: set[str]) -> None:
+    if isinstance(value, dict):
+        ref = value.get("$ref")
+        if isinstance(ref, str) and ref.startswith(_REF):
+            out.add(ref[len(_REF) :])
+        for v in value.values():
+            _refs(v, out)
+    elif isinstance(value, list):
+        for v in value:
+            _refs(v, out)
+
+
+def trim(definitions: dict[str, Any]) -> dict[str, Any]:
+    """The definitions of ``SERVED_KINDS`` (and their lists), everything they reach, and
+    every ``io.k8s.apimachinery`` definition. Exits naming any served kind not found."""
+    by_gvk: dict[tuple[str, str, str], str] = {}
+    for name, schema in definitions.items():
+        for gvk in schema.get("x-kubernetes-group-version-kind") or []:
+            by_gvk.setdefault((gvk["group"], gvk["version"], gvk["kind"]), name)
+    roots: set[str] = {n for n in definitions if n.startswith("io.k8s.apimachinery.")}
+    missing = []
+    for group, version, kind in SERVED_KINDS:
+        for k in (kind, kind + "List"):
+            name = by_gvk.get((group, version, k))
+            if name is None:
+                if k == kind:
+                    missing.append(f"{group or 'core'}/{version} {k}")
+                continue
+            roots.add(name)
+    if missing:
+        sys.exit("not in the document: " + ", ".join(missing))
+    keep: set[str] = set()
+    todo = sorted(roots)
+    while todo:
+        name = todo.pop()
+        if name in keep or name not in definitions:
+            continue
+        keep.add(name)
+        found: set[str] = set()
+        _refs(definitions[name], found)
+        todo.extend(found - keep)
+    return {name: definitions[name] for name in sorted(keep)}
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("swagger", type=Path, help="a published swagger.json (OpenAPI v2)")
+    parser.add_argument("--repo", required=True, help="repository it came from (owner/name)")
+    parser.add_argument("--commit", required=True, help="commit it was taken at")
+    parser.add_argument("--path", required=True, help="its path in that repository")
+    parser.add_argument("--release", default="", help="Kubernetes release branch it reflects")
+    args = parser.parse_args(argv)
+    doc = json.loads(args.swagger.read_text())
+    definitions = trim(doc["definitions"])
+    OUT_DIR.mkdir(parents=True, exist_ok=True)
+    text = json.dumps(definitions, sort_keys=True, separators=(",", ":")).encode()
+    # mtime=0: the same input gives byte-identical output
+    (OUT_DIR / "definitions.json.gz").write_bytes(gzip.compress(text, 9, mtime=0))
+    kinds = "\n".join(f"- {g or 'core'}/{v} {k}" for g, v, k in SERVED_KINDS)
+    (OUT_DIR / "SOURCE.md").write_text(
+        "# Vendored Kubernetes OpenAPI definitions\n\n"
+        "`definitions.json.gz` holds OpenAPI v2 `definitions` exactly as Kubernetes publishes\n"
+        "them, trimmed to the kinds below, what they reach through `$ref`, and every\n"
+        "`io.k8s.apimachinery` definition. Regenerate with `scripts/vendor_k8s_openapi.py`.\n\n"
+        f"- repository: {args.repo}\n"
+        f"- commit: {args.commit}\n"
+        f"- path: {args.path}\n"
+        + (f"- Kubernetes release: {args.release}\n" if args.release else "")
+        + f"- definitions kept: {len(definitions)}\n"
+        "- licence: Apache License 2.0 (the Kubernetes API definitions are generated from\n"
+        "  k8s.io/api and k8s.io/apimachinery, Copyright The Kubernetes Authors, under the\n"
+        "  Apache License, Version 2.0: https://www.apache.org/licenses/LICENSE-2.0)\n\n"
+        f"Kinds:\n\n{kinds}\n"
+    )
+    print(f"{len(definitions)} definitions, {len(text)} bytes -> {OUT_DIR}")
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
