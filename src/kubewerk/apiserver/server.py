@@ -23,7 +23,7 @@ import threading
 from collections.abc import Iterable
 from pathlib import Path
 from types import TracebackType
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import yaml
 
@@ -39,6 +39,9 @@ from kubewerk.apiserver.httpproto import (
 )
 from kubewerk.apiserver.storage import Store, open_store
 from kubewerk.apiserver.watch import DEFAULT_MAX_BACKLOG_BYTES
+
+if TYPE_CHECKING:
+    from kubewerk.apiserver.simulate import Simulation, SimulationConfig
 
 log = logging.getLogger("kubewerk.apiserver.server")
 
@@ -116,6 +119,11 @@ class EmbeddedServer:
     (``None``: the descriptor limit less a reserve). ``watch_backlog_bytes`` bounds each
     watcher's undelivered events; ``store_policy`` (``retain_events``, ``retain_seconds``,
     ``retain_bytes``) goes to ``open_store``.
+
+    ``simulate`` runs a simulated cluster inside the server (``True``: the default
+    ``SimulationConfig``; see ``kubewerk.apiserver.simulate`` and docs/simulate.md):
+    fake Nodes, a scheduler, kubelets and the workload controllers, started with the
+    server and reachable as ``simulation`` (None without it).
     """
 
     def __init__(
@@ -134,6 +142,7 @@ class EmbeddedServer:
         insecure_bind_non_loopback: bool = False,
         allowed_hosts: Iterable[str] = (),
         watch_backlog_bytes: int = DEFAULT_MAX_BACKLOG_BYTES,
+        simulate: SimulationConfig | bool | None = None,
         **store_policy: Any,
     ) -> None:
         # everything that can refuse the arguments runs before the store is opened
@@ -158,6 +167,12 @@ class EmbeddedServer:
             allowed_hosts=self.allowed_hosts,
             watch_backlog_bytes=watch_backlog_bytes,
         )
+        self.simulation: Simulation | None = None
+        if simulate:
+            from kubewerk.apiserver.simulate import Simulation, SimulationConfig
+
+            config = simulate if isinstance(simulate, SimulationConfig) else SimulationConfig()
+            self.simulation = Simulation(self.app, config)
         self.host = host
         self.port = port
         self.effective_limits = self.limits  # with the connection cap filled in once started
@@ -234,8 +249,13 @@ class EmbeddedServer:
                 self._serve_task.result()
                 raise RuntimeError("the API server stopped during start-up")
             await asyncio.sleep(0.005)
+        if self.simulation is not None:
+            await self.app.start()
+            self.simulation.start()
 
     async def stop(self) -> None:
+        if self.simulation is not None:
+            await self.simulation.stop()
         if self._server is not None:
             self._server.should_exit = True
             # open watches end when the server shuts down
