@@ -221,7 +221,7 @@ STEPS = [
         settles=True,  # the recovery above may still be on its way to Active
     ),
     Step(
-        "kubectl patch job report -n acme --subresource=status --type=merge"
+        "kubectl patch jobs.platform.kubewerk.dev report -n acme --subresource=status --type=merge"
         ' -p \'{"status":{"phase":"Pending"}}\'',
         fails_with(
             'The Job "report" is invalid: status.phase: Invalid value: "string": illegal phase '
