@@ -21,6 +21,18 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any, Final
 
+from kubewerk.apiserver.kindrules import (
+    autoscaling,
+    batch,
+    cluster,
+    networking,
+    pod,
+    policy,
+    service,
+    storage,
+    workloads,
+)
+from kubewerk.apiserver.kindrules.common import KindRules
 from kubewerk.core.errors import FieldError
 
 __all__ = [
@@ -38,6 +50,18 @@ __all__ = [
 JSON = dict[str, Any]
 Defaulter = Callable[[JSON], None]
 Validator = Callable[[JSON, JSON | None], list[FieldError]]
+
+_MODULES: Final[tuple[dict[tuple[str, str], KindRules], ...]] = (
+    pod.RULES,
+    workloads.RULES,
+    batch.RULES,
+    service.RULES,
+    storage.RULES,
+    cluster.RULES,
+    networking.RULES,
+    policy.RULES,
+    autoscaling.RULES,
+)
 
 DEFAULTERS: Final[dict[tuple[str, str], Defaulter]] = {}
 """``(apiVersion, kind)`` -> the kind's defaulter."""
@@ -60,3 +84,17 @@ def validator(api_version: str, kind: str) -> Validator | None:
 def status_validator(api_version: str, kind: str) -> Validator | None:
     """The ``/status`` validator of ``kind`` in ``api_version``, or None."""
     return STATUS_VALIDATORS.get((api_version, kind))
+
+
+def _fill() -> None:
+    for table in _MODULES:
+        for key, rules in table.items():
+            if rules.defaulter is not None:
+                DEFAULTERS[key] = rules.defaulter
+            if rules.validator is not None:
+                VALIDATORS[key] = rules.validator
+            if rules.status_validator is not None:
+                STATUS_VALIDATORS[key] = rules.status_validator
+
+
+_fill()

@@ -1,0 +1,123 @@
+"""Resource quantities (``resource.Quantity``): parsing and the canonical form a typed
+decode writes back (``1000m`` -> ``1``, ``0.5`` -> ``500m``, ``1.5Gi`` -> ``1536Mi``),
+with ``SetDefaults_ResourceList``'s rounding up to milli units.
+"""
+
+from __future__ import annotations
+
+import math
+import re
+from fractions import Fraction
+from typing import Any, Final, Literal
+
+from kubewerk.apiserver.kindrules.common import JSON
+
+Format = Literal["BinarySI", "DecimalSI", "DecimalExponent"]
+
+PARSE_ERROR: Final = (
+    "quantities must match the regular expression '^([+-]?[0-9.]+)([eEinumkKMGTP]*[-+]?[0-9]*)$'"
+)
+"""``resource.ErrFormatWrong``'s text: what a typed decode answers for a bad quantity."""
+
+_QUANTITY_RE: Final = re.compile(r"([+-]?[0-9.]+)([eEinumkKMGTP]*[-+]?[0-9]*)")
+_NUMBER_RE: Final = re.compile(r"[+-]?(?:[0-9]+\.?[0-9]*|\.[0-9]+)")
+_BINARY: Final = {"Ki": 1, "Mi": 2, "Gi": 3, "Ti": 4, "Pi": 5, "Ei": 6}
+_DECIMAL: Final = {
+    "n": -9,
+    "u": -6,
+    "m": -3,
+    "": 0,
+    "k": 3,
+    "M": 6,
+    "G": 9,
+    "T": 12,
+    "P": 15,
+    "E": 18,
+}
+_DECIMAL_BY_EXP: Final = {v: k for k, v in _DECIMAL.items()}
+_BINARY_BY_EXP: Final = {v: k for k, v in _BINARY.items()}
+
+
+def parse(text: str) -> tuple[Fraction, Format]:
+    """The value and format of a quantity; ``ValueError(PARSE_ERROR)`` when malformed
+    (or ``ValueError("unable to parse quantity's suffix")``)."""
+    m = _QUANTITY_RE.fullmatch(text.strip()) if text == text.strip() else None
+    if not m or not _NUMBER_RE.fullmatch(m.group(1)):
+        raise ValueError(PARSE_ERROR)
+    number = Fraction(m.group(1))
+    suffix = m.group(2)
+    if suffix in _BINARY:
+        return number * 1024 ** _BINARY[suffix], "BinarySI"
+    if suffix in _DECIMAL:
+        return number * Fraction(10) ** _DECIMAL[suffix], "DecimalSI"
+    if suffix[:1] in ("e", "E") and re.fullmatch(r"[-+]?[0-9]+", suffix[1:]):
+        return number * Fraction(10) ** int(suffix[1:]), "DecimalExponent"
+    raise ValueError("unable to parse quantity's suffix")
+
+
+def value_of(text: Any) -> Fraction | None:
+    """The value of a quantity given as a string or a JSON number, None when malformed."""
+    if isinstance(text, bool):
+        return None
+    if isinstance(text, int | float):
+        return Fraction(text)
+    if not isinstance(text, str):
+        return None
+    try:
+        return parse(text)[0]
+    except ValueError:
+        return None
+
+
+def canonical(text: Any) -> Any:
+    """The quantity as kube-apiserver serializes it after ``SetDefaults_ResourceList``
+    (rounded up to milli units); a value that does not parse is returned unchanged."""
+    if isinstance(text, bool) or not isinstance(text, str | int | float):
+        return text
+    try:
+        value, fmt = parse(text) if isinstance(text, str) else (Fraction(text), "DecimalSI")
+    except ValueError:
+        return text
+    return format_value(value, fmt)
+
+
+def format_value(value: Fraction, fmt: Format) -> str:
+    """``Quantity.String()`` of ``value`` (rounded up to milli units) in ``fmt``."""
+    value = Fraction(math.ceil(value * 1000), 1000)
+    if value == 0:
+        return "0"
+    sign = "-" if value < 0 else ""
+    mag = abs(value)
+    if fmt == "BinarySI" and mag.denominator == 1 and mag >= 1024:
+        n = int(mag)
+        exp = 0
+        while exp < 6 and n % 1024 == 0:
+            n //= 1024
+            exp += 1
+        return f"{sign}{n}{_BINARY_BY_EXP[exp]}" if exp else f"{sign}{n}"
+    # decimal: the largest exponent (a multiple of 3, -3..18) leaving an integer mantissa
+    exp = 18
+    while exp > -3 and (mag / Fraction(10) ** exp).denominator != 1:
+        exp -= 3
+    mantissa = int(mag / Fraction(10) ** exp)
+    while exp < 18 and mantissa % 1000 == 0 and mantissa:
+        mantissa //= 1000
+        exp += 3
+    if fmt == "DecimalExponent":
+        return f"{sign}{mantissa}e{exp}" if exp else f"{sign}{mantissa}"
+    return f"{sign}{mantissa}{_DECIMAL_BY_EXP[exp]}"
+
+
+def canonicalize_list(resources: Any) -> None:
+    """``SetDefaults_ResourceList`` on a ``ResourceList`` map, in place."""
+    if isinstance(resources, dict):
+        for key, val in list(resources.items()):
+            resources[key] = canonical(val)
+
+
+def canonicalize_requirements(owner: JSON, key: str = "resources") -> None:
+    """The ``limits`` and ``requests`` of ``owner[key]`` (ResourceRequirements)."""
+    req = owner.get(key)
+    if isinstance(req, dict):
+        canonicalize_list(req.get("limits"))
+        canonicalize_list(req.get("requests"))
