@@ -430,8 +430,12 @@ class ApiServer:
                     segs[3] if len(segs) > 3 else None,
                     segs[4] if len(segs) > 4 else None,
                 )
+            if rtype is None and not _namespace_subresource(reg, group, version, segs):
+                raise not_served(group, version, segs[2])
         rtype = reg.lookup(group, version, segs[0])
-        if rtype is None or len(segs) > 3:
+        if rtype is None:
+            raise not_served(group, version, segs[0])
+        if len(segs) > 3:
             raise ApiError.not_found_path()
         if rtype.namespaced and len(segs) > 1:
             raise ApiError.not_found_path()
@@ -530,6 +534,14 @@ class ApiServer:
                 or (sub in rtype.strategy.subresources)
             )
             if not valid:
+                unsupported = UNSUPPORTED_SUBRESOURCES.get((rtype.group, rtype.resource, sub))
+                if unsupported is not None:
+                    raise ApiError(
+                        405,
+                        "MethodNotAllowed",
+                        f"{rtype.resource}/{sub} is not supported by kubewerk: {unsupported}",
+                        {"name": target.name, "kind": rtype.resource},
+                    )
                 raise ApiError.not_found_path()
         method = req.method
         result: RestResponse
@@ -627,6 +639,57 @@ class ApiServer:
 
 
 _VERBS = {"GET": "GET", "POST": "POST", "PUT": "PUT", "PATCH": "PATCH", "DELETE": "DELETE"}
+
+
+_NO_KUBELET = "it runs no containers (there is no kubelet)"
+UNSUPPORTED_SUBRESOURCES: dict[tuple[str, str, str], str] = {
+    ("", "pods", "log"): _NO_KUBELET + ", so there are no logs to read",
+    ("", "pods", "exec"): _NO_KUBELET + ", so there is nothing to exec into",
+    ("", "pods", "attach"): _NO_KUBELET + ", so there is nothing to attach to",
+    ("", "pods", "portforward"): _NO_KUBELET + ", so there is no port to forward",
+    ("", "pods", "proxy"): _NO_KUBELET + ", so there is nothing to proxy to",
+    ("", "pods", "eviction"): "use a DELETE of the pod instead of an Eviction",
+    ("", "pods", "ephemeralcontainers"): _NO_KUBELET,
+    ("", "services", "proxy"): _NO_KUBELET + ", so there is nothing to proxy to",
+    ("", "nodes", "proxy"): "its nodes are not real machines, there is nothing to proxy to",
+}
+"""Subresources Kubernetes serves that kubewerk answers with 405 MethodNotAllowed (the
+code kube-apiserver gives an operation a resource does not support) and why."""
+
+
+def _namespace_subresource(reg: Registry, group: str, version: str, segs: list[str]) -> bool:
+    """``namespaces/{name}/{sub}`` names a subresource of the served Namespace type."""
+    namespaces = reg.lookup(group, version, "namespaces")
+    if namespaces is None or namespaces.namespaced or len(segs) != 3:
+        return False
+    sub = segs[2]
+    return (
+        (sub == "status" and namespaces.status_subresource)
+        or (sub == "scale" and namespaces.scale is not None)
+        or sub in namespaces.strategy.subresources
+    )
+
+
+def not_served(group: str, version: str, resource: str) -> ApiError:
+    """404 NotFound for a resource this server does not serve: the Go mux's message (which
+    clients and tests match on), the group and resource in ``details`` and a cause saying
+    kubewerk does not serve it."""
+    gv = f"{group}/{version}" if group else version
+    return ApiError(
+        404,
+        "NotFound",
+        "the server could not find the requested resource",
+        {
+            **({"group": group} if group else {}),
+            "kind": resource,
+            "causes": [
+                {
+                    "reason": "NotFound",
+                    "message": f"{resource} in {gv} is not served by kubewerk",
+                }
+            ],
+        },
+    )
 
 
 def _resource_labels(req: Request, target: Target, watching: bool) -> RequestLabels:
