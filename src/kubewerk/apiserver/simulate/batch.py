@@ -283,6 +283,8 @@ def _index_ranges(indexes: list[int]) -> str:
 class CronJobs:
     def __init__(self, engine: Engine) -> None:
         self.engine = engine
+        self.first_seen: dict[str, dt.datetime] = {}
+        """CronJob uid -> when the controller first saw it (by its clock)"""
         engine.handlers["cronjob"] = self.reconcile
 
     def reconcile(self, key: str) -> None:
@@ -310,13 +312,11 @@ class CronJobs:
                 if done and done > str(status.get("lastSuccessfulTime") or ""):
                     status["lastSuccessfulTime"] = done
         self._history(ns, jobs, spec)
-        earliest = (
-            parse_rfc3339(str(status.get("lastScheduleTime") or ""))
-            or parse_rfc3339(str(cj["metadata"].get("creationTimestamp") or ""))
-            or now
-        )
-        if earliest > now:
-            earliest = now
+        first_seen = self.first_seen.setdefault(str(cj["metadata"].get("uid")), now)
+        created = parse_rfc3339(str(cj["metadata"].get("creationTimestamp") or ""))
+        if created is None or created > now:
+            created = first_seen  # a clock behind the server's (a ManualClock): from first sight
+        earliest = parse_rfc3339(str(status.get("lastScheduleTime") or "")) or created
         missed = schedule.times_between(earliest, now, zone, limit=_MISSED_LIMIT + 1)
         if missed and not spec.get("suspend"):
             scheduled = missed[-1]
@@ -331,9 +331,9 @@ class CronJobs:
                             {"propagationPolicy": "Background"},
                         )
                     running = []
-                created = self._create_job(cj, scheduled, zone)
-                if created is not None:
-                    running.append(created)
+                made = self._create_job(cj, scheduled, zone)
+                if made is not None:
+                    running.append(made)
                     status["lastScheduleTime"] = rfc3339(scheduled)
                 elif (
                     engine.get(f"{JOB_PREFIX}{ns}/{naming.cronjob_job_name(name, scheduled)}")

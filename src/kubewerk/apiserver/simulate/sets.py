@@ -58,7 +58,8 @@ def _replicas(obj: JSON) -> int:
 
 def _revision(engine: Engine, owner: JSON, kind: str, template: JSON) -> str:
     """The ``<owner>-<hash>`` revision name, with its ControllerRevision made if served."""
-    collision = (owner.get("status") or {}).get("collisionCount")
+    # the StatefulSet and DaemonSet controllers hash with a collision count of 0 when unset
+    collision = int((owner.get("status") or {}).get("collisionCount") or 0)
     name = f"{owner['metadata']['name']}-{naming.pod_template_hash(template, collision)}"
     rtype = engine.rtype("apps", "controllerrevisions")
     ns = owner["metadata"].get("namespace", "")
