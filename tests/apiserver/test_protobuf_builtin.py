@@ -26,7 +26,8 @@ import pytest
 from kubewerk.apiserver import protobuf as pb
 from kubewerk.apiserver.protobuf import ProtobufError
 from kubewerk.core.errors import ApiError
-from tests.apiserver.test_protobuf import entry, key, ld, meta, ts, varint, vi
+from tests.apiserver.helpers import Api
+from tests.apiserver.test_protobuf import PROTO, entry, key, ld, meta, ts, varint, vi
 
 # kubectl 1.32's protobuf bodies (hex) and kubectl's own JSON for the same object
 # (--dry-run=client -o json, creationTimestamp: null left out as newer Go types omit it)
@@ -588,7 +589,7 @@ def _generator() -> Any:
     return module
 
 
-PROTO = """
+PROTO_SOURCE = """
 // comment
 message Volume {
   // The name
@@ -624,7 +625,7 @@ type Spec struct {
 
 def test_generator_reads_proto_and_go() -> None:
     gen = _generator()
-    protos = gen.parse_proto(PROTO, "k8s.io.api.x.v1")
+    protos = gen.parse_proto(PROTO_SOURCE, "k8s.io.api.x.v1")
     gos = gen.parse_go(GO)
     rows = {
         name: [
@@ -651,3 +652,96 @@ def test_generator_reads_proto_and_go() -> None:
         [4, "groups", "int64", "omitempty", True, "", "Groups"],
         [5, "when", "time", "pointer", False, "", "When"],
     ]
+
+
+# -- over HTTP ------------------------------------------------------------------------------
+
+PATHS = {
+    "Deployment": "/apis/apps/v1/namespaces/default/deployments",
+    "Job": "/apis/batch/v1/namespaces/default/jobs",
+    "CronJob": "/apis/batch/v1/namespaces/default/cronjobs",
+    "Service": "/api/v1/namespaces/default/services",
+    "ResourceQuota": "/api/v1/namespaces/default/resourcequotas",
+    "Ingress": "/apis/networking.k8s.io/v1/namespaces/default/ingresses",
+    "PodDisruptionBudget": "/apis/policy/v1/namespaces/default/poddisruptionbudgets",
+    "PriorityClass": "/apis/scheduling.k8s.io/v1/priorityclasses",
+    "ConfigMap": "/api/v1/namespaces/default/configmaps",
+}
+
+
+async def test_real_kubectl_bodies_are_created_over_http(api: Api) -> None:
+    for command, body, expected in KUBECTL_132_BODIES:
+        sent = orjson.loads(expected)
+        path = PATHS[sent["kind"]]
+        status, created = await api.request(
+            "POST", path, raw=bytes.fromhex(body), content_type=PROTO
+        )
+        assert status == 201, (command, created)
+        assert created["kind"] == sent["kind"] and created["apiVersion"] == sent["apiVersion"]
+        assert created["metadata"]["name"] == sent["metadata"]["name"]
+        status, got = await api.get(f"{path}/{sent['metadata']['name']}")
+        assert status == 200 and got == created
+        # what was sent is kept (defaults come on top; the spec's own fields are not lost)
+        for field, value in sent.get("spec", {}).items():
+            if isinstance(value, (str, int, bool)):
+                assert got["spec"][field] == value, (command, field)
+    status, deploy = await api.get("/apis/apps/v1/namespaces/default/deployments/web")
+    assert deploy["spec"]["template"]["spec"]["containers"][0]["ports"] == [
+        {"containerPort": 80, "protocol": "TCP"}
+    ]
+
+
+async def test_protobuf_update_of_a_deployment(api: Api) -> None:
+    path = PATHS["Deployment"]
+    body = bytes.fromhex(KUBECTL_132_BODIES[0][1])
+    status, created = await api.request("POST", path, raw=body, content_type=PROTO)
+    assert status == 201, created
+    rv = created["metadata"]["resourceVersion"]
+    # the same object with replicas 5 and its resourceVersion, as client-go would PUT it
+    selector = entry(1, "app", "web")  # LabelSelector.matchLabels
+    container = ld(1, "nginx") + ld(2, "nginx:1.27")
+    template = ld(1, entry(11, "app", "web")) + ld(2, ld(2, container))
+    spec = vi(1, 5) + ld(2, selector) + ld(3, template)
+    update = _wrap(
+        "apps/v1",
+        "Deployment",
+        ld(1, ld(1, "web") + ld(3, "default") + ld(6, rv) + entry(11, "app", "web")) + ld(2, spec),
+    )
+    status, updated = await api.request("PUT", f"{path}/web", raw=update, content_type=PROTO)
+    assert status == 200, updated
+    assert updated["spec"]["replicas"] == 5
+    assert updated["spec"]["template"]["spec"]["containers"][0]["image"] == "nginx:1.27"
+    assert updated["metadata"]["generation"] == 2
+    status, stale = await api.request("PUT", f"{path}/web", raw=update, content_type=PROTO)
+    assert status == 409 and stale["reason"] == "Conflict"
+
+
+async def test_malformed_workload_bodies_are_400(api: Api) -> None:
+    path = PATHS["Deployment"]
+    body = bytes.fromhex(KUBECTL_132_BODIES[0][1])
+    for cut in range(len(pb.MAGIC), len(body), 7):
+        status, err = await api.request("POST", path, raw=body[:cut], content_type=PROTO)
+        assert status in (400, 422, 201), (cut, status, err)
+        if status == 400:
+            assert err["reason"] == "BadRequest" and err["message"]
+    bad_quantity = _wrap(
+        "v1",
+        "ResourceQuota",
+        ld(1, ld(1, "bad")) + ld(2, entry(1, "cpu", ld(1, "lots"))),
+    )
+    status, err = await api.request(
+        "POST", PATHS["ResourceQuota"], raw=bad_quantity, content_type=PROTO
+    )
+    assert status == 400
+    assert err["message"] == (
+        'ResourceQuota in version "v1" cannot be handled as a ResourceQuota: '
+        + pb.QUANTITY_FORMAT_ERROR
+    )
+
+
+def test_an_illegal_tag_names_the_whole_tag_as_gogo_does() -> None:
+    # field number -1 (as int32): gogo's text prints its ``wire`` variable, the whole tag
+    tag = ((1 << 32) - 1) << 3 | 2
+    with pytest.raises(ProtobufError) as err:
+        pb.decode_message("Pod", varint(tag) + b"\x00")
+    assert str(err.value) == f"proto: Pod: illegal tag -1 (wire type {tag})"
