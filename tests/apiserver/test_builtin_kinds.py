@@ -306,6 +306,10 @@ async def test_strategic_merge_follows_the_vendored_patch_keys(api: Api) -> None
             "volumeMounts": [{"name": "v", "mountPath": "/data"}],
         }
     ]
+    body["spec"]["template"]["spec"]["volumes"] = [
+        {"name": "v", "emptyDir": {}},
+        {"name": "w", "emptyDir": {}},
+    ]
     status, _ = await api.post(path, body)
     assert status == 201
     patch = {
@@ -331,11 +335,22 @@ async def test_strategic_merge_follows_the_vendored_patch_keys(api: Api) -> None
     containers = {c["name"]: c for c in patched["spec"]["template"]["spec"]["containers"]}
     assert set(containers) == {"app", "sidecar"}
     app = containers["app"]
-    assert app["image"] == "app:2" and app["ports"] == [{"containerPort": 80}]
+    assert app["image"] == "app:2" and [p["containerPort"] for p in app["ports"]] == [80]
     assert {e["name"] for e in app["env"]} == {"A", "B"}
-    assert app["volumeMounts"] == [{"name": "w", "mountPath": "/data"}]
+    assert [(m["name"], m["mountPath"]) for m in app["volumeMounts"]] == [("w", "/data")]
     assert patched["spec"]["strategy"] == {"type": "Recreate"}
     assert patched["metadata"]["generation"] == 2
+
+
+async def test_a_job_gets_its_generated_selector(api: Api) -> None:
+    row = ROWS["Job"]
+    status, job = await api.post(collection(row), new_object(row, "j"))
+    assert status == 201, job
+    uid = job["metadata"]["uid"]
+    assert job["spec"]["selector"] == {"matchLabels": {"batch.kubernetes.io/controller-uid": uid}}
+    labels = job["spec"]["template"]["metadata"]["labels"]
+    assert labels["controller-uid"] == labels["batch.kubernetes.io/controller-uid"] == uid
+    assert labels["job-name"] == labels["batch.kubernetes.io/job-name"] == "j"
 
 
 async def test_hpa_is_served_as_v2_and_v1(api: Api) -> None:

@@ -145,7 +145,7 @@ def _replicas_status(*extra: str) -> JSON:
 
 
 def _rows() -> tuple[KindRow, ...]:
-    from kubewerk.apiserver.kinds import autoscaling, pods
+    from kubewerk.apiserver.kinds import autoscaling, jobs, pods
 
     return (
         # core/v1
@@ -300,6 +300,7 @@ def _rows() -> tuple[KindRow, ...]:
             status=True,
             generation=True,
             created_status={},
+            strategy=jobs.JobStrategy.for_kind,
         ),
         KindRow(
             "batch",
