@@ -167,7 +167,77 @@ def register(sub: Any) -> None:
         help="refuse (503, closed at once) connections beyond N open ones "
         "(default: the open-file limit less 128)",
     )
+    sim = parser.add_argument_group(
+        "simulated cluster",
+        "with --simulate the server runs fake Nodes, a scheduler, kubelets and the workload "
+        "controllers, so Deployments, StatefulSets, DaemonSets, Jobs, CronJobs, Services and "
+        "claims behave as on a small cluster (see docs/simulate.md)",
+    )
+    sim.add_argument("--simulate", action="store_true", help="run the simulated cluster")
+    sim.add_argument(
+        "--nodes", type=_positive_int, default=3, metavar="N", help="fake Nodes (default: 3)"
+    )
+    sim.add_argument(
+        "--node-cpu", default="4", metavar="QTY", help="each node's CPU capacity (default: 4)"
+    )
+    sim.add_argument(
+        "--node-memory",
+        default="16Gi",
+        metavar="QTY",
+        help="each node's memory capacity (default: 16Gi)",
+    )
+    sim.add_argument(
+        "--node-pods",
+        type=_positive_int,
+        default=110,
+        metavar="N",
+        help="Pods each node can hold (default: 110)",
+    )
+    sim.add_argument(
+        "--start-seconds",
+        type=_non_negative_seconds,
+        default=0.5,
+        metavar="S",
+        help="from a Pod's binding to Running and Ready (default: 0.5)",
+    )
+    sim.add_argument(
+        "--run-seconds",
+        type=_non_negative_seconds,
+        default=1.0,
+        metavar="S",
+        help="how long Job Pods run before they succeed (default: 1)",
+    )
     parser.set_defaults(func=run)
+
+
+def _non_negative_seconds(text: str) -> float:
+    try:
+        value = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected a number of seconds, not {text!r}") from None
+    if not math.isfinite(value) or value < 0:
+        raise argparse.ArgumentTypeError(f"expected a number of seconds >= 0, not {text!r}")
+    return value
+
+
+def _simulation(args: argparse.Namespace) -> Any:
+    """The ``SimulationConfig`` the flags ask for (None without ``--simulate``)."""
+    if not args.simulate:
+        return None
+    from kubewerk.apiserver.simulate import SimulationConfig
+    from kubewerk.schema.cel.library import parse_quantity
+
+    for flag, value in (("--node-cpu", args.node_cpu), ("--node-memory", args.node_memory)):
+        if parse_quantity(value) is None:
+            raise UsageError(f"{flag} {value}: not a quantity (e.g. 4, 500m, 16Gi)")
+    return SimulationConfig.with_nodes(
+        args.nodes,
+        cpu=args.node_cpu,
+        memory=args.node_memory,
+        pods=args.node_pods,
+        start_seconds=args.start_seconds,
+        run_seconds=args.run_seconds,
+    )
 
 
 def run(args: argparse.Namespace) -> int:
@@ -191,9 +261,11 @@ def run(args: argparse.Namespace) -> int:
     for name in args.allow_host:
         if not name or any(c.isspace() or c in "/?#@" for c in name):
             raise UsageError(f"--allow-host {name!r}: not a host name or address")
+    simulate = _simulation(args)
     try:
         server = EmbeddedServer(
             args.store,
+            simulate=simulate,
             host=args.host,
             port=args.port,
             log_requests=args.verbose,
@@ -245,6 +317,11 @@ def run(args: argparse.Namespace) -> int:
             f"kubewerk API server listening on {where} "
             f"(store: {args.store}, ready in {elapsed:.0f} ms)"
         )
+        if server.simulation is not None:
+            print(
+                f"simulated cluster: {len(server.simulation.node_names)} nodes "
+                f"({args.node_cpu} CPU, {args.node_memory}, {args.node_pods} pods each)"
+            )
         print(f"kubeconfig written to {path} (context: kubewerk)")
         print("use it with:")
         print(f"  export KUBECONFIG={path.resolve()}")
