@@ -178,7 +178,7 @@ def _validate_job_selector(errs: Errs, spec: JSON) -> None:
         errs.append(FieldError.required("spec.selector"))
     else:
         check_label_selector(errs, selector, "spec.selector")
-    if selector is not None and selector_is_valid(selector):
+    if selector_is_valid(selector):  # nil selects nothing: no template matches it
         labels = _template_labels(spec)
         if not selector_matches(selector, labels if isinstance(labels, dict) else {}):
             errs.append(

@@ -93,6 +93,16 @@ def int_of(parent: Mapping[str, Any] | None, key: str, default: int = 0) -> int:
     return default
 
 
+def str_map(value: Any) -> dict[str, str] | None:
+    """``value`` when it is a map of strings to strings (what a typed decode leaves in a
+    ``map[string]string`` field), else None."""
+    if isinstance(value, dict) and all(
+        isinstance(k, str) and isinstance(v, str) for k, v in value.items()
+    ):
+        return value
+    return None
+
+
 def set_default(parent: JSON, key: str, value: Any) -> None:
     """Set ``parent[key] = value`` when the field is unset (absent or null)."""
     if parent.get(key) is None:
@@ -297,8 +307,8 @@ def check_label_selector(errs: Errs, selector: Any, path: str) -> None:
                 FieldError.invalid(f"{rpath}.operator", op, "not a valid selector operator")
             )
         check_qualified_name(errs, str_of(req, "key"), f"{rpath}.key")
-    labels = selector.get("matchLabels")
-    if isinstance(labels, dict):
+    labels = str_map(selector.get("matchLabels"))
+    if labels is not None:
         errs.extend(validate_labels(labels, f"{path}.matchLabels"))
 
 
@@ -320,7 +330,8 @@ def selector_is_empty(selector: Any) -> bool:
 
 
 def selector_matches(selector: Any, labels: Mapping[str, Any] | None) -> bool:
-    """Whether a (valid) ``LabelSelector`` selects an object with ``labels``."""
+    """Whether a (valid) ``LabelSelector`` selects an object with ``labels`` (a nil
+    selector selects nothing, an empty one everything)."""
     labels = labels or {}
     if not isinstance(selector, Mapping):
         return False

@@ -30,6 +30,7 @@ from kubewerk.apiserver.kindrules.common import (
     port_name_errors,
     port_num_errors,
     set_default,
+    str_map,
     str_of,
 )
 from kubewerk.core.errors import FieldError
@@ -457,7 +458,7 @@ def validate_pod_spec(errs: Errs, spec: JSON, path: str) -> None:
     check_enum(errs, spec.get("restartPolicy"), f"{path}.restartPolicy", RESTART_POLICIES)
     check_enum(errs, spec.get("dnsPolicy"), f"{path}.dnsPolicy", DNS_POLICIES)
     selector = spec.get("nodeSelector")
-    if isinstance(selector, dict):
+    if (selector := str_map(selector)) is not None:
         errs.extend(validate_labels(selector, f"{path}.nodeSelector"))
     deadline = spec.get("activeDeadlineSeconds")
     if (
@@ -496,10 +497,10 @@ def validate_pod_template_spec(errs: Errs, template: JSON, path: str) -> None:
     ``<path>.labels``, as upstream does), then its spec."""
     meta = obj(template, "metadata")
     labels = meta.get("labels")
-    if isinstance(labels, dict):
+    if (labels := str_map(labels)) is not None:
         errs.extend(validate_labels(labels, f"{path}.labels"))
     annotations = meta.get("annotations")
-    if isinstance(annotations, dict):
+    if (annotations := str_map(annotations)) is not None:
         errs.extend(validate_annotations(annotations, f"{path}.annotations"))
     spec = obj(template, "spec")
     validate_pod_spec(errs, spec, f"{path}.spec")

@@ -23,6 +23,7 @@ from kubewerk.apiserver.kindrules.common import (
     items,
     obj,
     port_num_errors,
+    str_map,
     str_of,
 )
 from kubewerk.core.errors import FieldError
@@ -156,7 +157,7 @@ def validate_service(new: JSON, old: JSON | None) -> list[FieldError]:
     for i, port in enumerate(ports):
         _check_service_port(errs, port, f"spec.ports[{i}]", len(ports) > 1, names)
     selector = spec.get("selector")
-    if isinstance(selector, dict):
+    if (selector := str_map(selector)) is not None:
         errs.extend(validate_labels(selector, "spec.selector"))
     check_enum(errs, spec.get("sessionAffinity"), "spec.sessionAffinity", SESSION_AFFINITIES)
     cluster_ip = str_of(spec, "clusterIP")

@@ -29,6 +29,7 @@ from kubewerk.apiserver.kindrules.common import (
     selector_matches,
     selector_value,
     set_default,
+    str_map,
     struct_value,
 )
 from kubewerk.apiserver.kindrules.pod import (
@@ -167,7 +168,10 @@ def _check_template_for_replica_set(errs: Errs, spec: JSON, owner: str) -> None:
         errs.append(FieldError.required("spec.template"))
         return
     selector = spec.get("selector")
-    matchable = selector_is_valid(selector) and not selector_is_empty(selector)
+    # a nil selector selects nothing (so nothing matches); an empty one selects everything
+    matchable = selector is None or (
+        selector_is_valid(selector) and not selector_is_empty(selector)
+    )
     if matchable and not selector_matches(selector, _labels(template)):
         errs.append(
             FieldError.invalid("spec.template.metadata.labels", _labels_value(template), MISMATCH)
@@ -449,16 +453,17 @@ def validate_stateful_set(new: JSON, old: JSON | None) -> list[FieldError]:
             )
     template = obj(spec, "template")
     if selector_is_valid(selector):
-        if not selector_is_empty(selector) and not selector_matches(selector, _labels(template)):
+        selects = selector is None or not selector_is_empty(selector)
+        if selects and not selector_matches(selector, _labels(template)):
             errs.append(
                 FieldError.invalid(
                     "spec.template.metadata.labels", _labels_value(template), MISMATCH
                 )
             )
         meta = obj(template, "metadata")
-        if isinstance(meta.get("labels"), dict):
+        if str_map(meta.get("labels")) is not None:
             errs.extend(validate_labels(meta["labels"], "spec.template.labels"))
-        if isinstance(meta.get("annotations"), dict):
+        if str_map(meta.get("annotations")) is not None:
             errs.extend(validate_annotations(meta["annotations"], "spec.template.annotations"))
     else:
         errs.append(FieldError.invalid("spec.selector", selector_value(selector), ""))
@@ -504,7 +509,7 @@ def validate_replication_controller(new: JSON, old: JSON | None) -> list[FieldEr
     selector = spec.get("selector")
     if not selector:
         errs.append(FieldError.required("spec.selector"))
-    if isinstance(selector, dict):
+    if (selector := str_map(selector)) is not None:
         errs.extend(validate_labels(selector, "spec.selector"))
     check_nonnegative(errs, spec.get("replicas"), "spec.replicas")
     template = spec.get("template")
