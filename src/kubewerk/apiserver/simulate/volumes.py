@@ -87,7 +87,9 @@ class Volumes:
                 return
             new = changed_copy(claim)
             new["spec"]["storageClassName"] = default
-            engine.update(key, new)
+            # kube's validation lets the PV controller set these two fields of a claim's
+            # otherwise immutable spec; written in storage, as the controller's update ends
+            engine.write_back(key, new)
             return
         sc = engine.get(SC_PREFIX + str(class_name)) if class_name else None
         if (
@@ -174,7 +176,7 @@ class Volumes:
             annotations["pv.kubernetes.io/bound-by-controller"] = "yes"
             annotations["volume.beta.kubernetes.io/storage-provisioner"] = provisioner
             annotations["volume.kubernetes.io/storage-provisioner"] = provisioner
-            if engine.update(key, new) is None:
+            if not engine.write_back(key, new):
                 return
             claim = engine.get(key) or claim
         new = changed_copy(claim)
