@@ -1,0 +1,79 @@
+"""Quantities in the canonical form a typed decode writes, and cron schedules with the
+parser's messages (the pieces the kinds' defaults and validation are built on)."""
+
+from __future__ import annotations
+
+import pytest
+
+from kubewerk.apiserver.kindrules.cron import CronError, parse_standard
+from kubewerk.apiserver.kindrules.quantity import PARSE_ERROR, canonical, parse
+
+
+@pytest.mark.parametrize(
+    ("given", "shown"),
+    [
+        ("1000m", "1"),
+        ("0.5", "500m"),
+        ("1.5Gi", "1536Mi"),
+        ("2000", "2k"),
+        ("1500", "1500"),
+        ("1024Mi", "1Gi"),
+        ("512", "512"),
+        ("0.0001", "1m"),  # rounded up to milli units
+        ("1e3", "1e3"),
+        ("100M", "100M"),
+        ("0", "0"),
+        (2, "2"),
+    ],
+)
+def test_canonical_quantities(given: str | int, shown: str) -> None:
+    assert canonical(given) == shown
+
+
+@pytest.mark.parametrize("text", ["", "1.2.3", "abc", "1 Gi", "1Gb", "--1"])
+def test_malformed_quantities(text: str) -> None:
+    with pytest.raises(ValueError):
+        parse(text)
+    assert canonical(text) == text  # left for the typed decode to refuse
+
+
+def test_parse_error_text() -> None:
+    with pytest.raises(ValueError, match="quantities must match the regular expression"):
+        parse("abc")
+    assert PARSE_ERROR.endswith("'^([+-]?[0-9.]+)([eEinumkKMGTP]*[-+]?[0-9]*)$'")
+
+
+@pytest.mark.parametrize(
+    "schedule",
+    [
+        "*/5 * * * *",
+        "0 0 * * MON-FRI",
+        "@hourly",
+        "0 9 1 JAN *",
+        "15,45 8-18/2 * * 1-5",
+        "CRON_TZ=UTC 0 * * * *",
+        "@every 1h",
+    ],
+)
+def test_valid_schedules(schedule: str) -> None:
+    parse_standard(schedule)
+
+
+@pytest.mark.parametrize(
+    ("schedule", "message"),
+    [
+        ("* * * *", "expected exactly 5 fields, found 4: [* * * *]"),
+        ("* * * * * *", "expected exactly 5 fields, found 6: [* * * * * *]"),
+        ("x * * * *", 'failed to parse int from x: strconv.Atoi: parsing "x": invalid syntax'),
+        ("0 24 * * *", "end of range (24) above maximum (23): 24"),
+        ("0 0 0 * *", "beginning of range (0) below minimum (1): 0"),
+        ("5-1 * * * *", "beginning of range (5) beyond end of range (1): 5-1"),
+        ("1-2-3 * * * *", "too many hyphens: 1-2-3"),
+        ("*/0 * * * *", "step of range should be a positive number: */0"),
+        ("@fortnightly", "unrecognized descriptor: @fortnightly"),
+    ],
+)
+def test_invalid_schedules(schedule: str, message: str) -> None:
+    with pytest.raises(CronError) as err:
+        parse_standard(schedule)
+    assert str(err.value) == message
