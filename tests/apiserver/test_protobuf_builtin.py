@@ -745,3 +745,28 @@ def test_an_illegal_tag_names_the_whole_tag_as_gogo_does() -> None:
     with pytest.raises(ProtobufError) as err:
         pb.decode_message("Pod", varint(tag) + b"\x00")
     assert str(err.value) == f"proto: Pod: illegal tag -1 (wire type {tag})"
+
+
+async def test_scale_and_status_writes_in_protobuf(api: Api) -> None:
+    """client-go's scale client PUTs an autoscaling/v1 Scale, controllers PUT /status."""
+    path = PATHS["Deployment"]
+    body = bytes.fromhex(KUBECTL_132_BODIES[0][1])
+    assert (await api.request("POST", path, raw=body, content_type=PROTO))[0] == 201
+    status, scale = await api.get(f"{path}/web/scale")
+    assert status == 200, scale
+    rv = scale["metadata"]["resourceVersion"]
+    meta_web = ld(1, "web") + ld(3, "default")
+    update = _wrap("autoscaling/v1", "Scale", ld(1, meta_web + ld(6, rv)) + ld(2, vi(1, 4)))
+    status, scaled = await api.request("PUT", f"{path}/web/scale", raw=update, content_type=PROTO)
+    assert status == 200, scaled
+    assert scaled["kind"] == "Scale" and scaled["spec"] == {"replicas": 4}
+    assert (await api.get(f"{path}/web"))[1]["spec"]["replicas"] == 4
+
+    # DeploymentStatus: observedGeneration (1), replicas (2)
+    status_body = _wrap("apps/v1", "Deployment", ld(1, meta_web) + ld(3, vi(1, 2) + vi(2, 1)))
+    status, written = await api.request(
+        "PUT", f"{path}/web/status", raw=status_body, content_type=PROTO
+    )
+    assert status == 200, written
+    assert written["status"] == {"observedGeneration": 2, "replicas": 1}
+    assert written["spec"]["replicas"] == 4  # /status leaves the spec alone

@@ -323,8 +323,9 @@ def message(name: str) -> Message:
 
 
 @functools.cache
-def _numbers(name: str) -> dict[int, Field]:
-    return message(name).by_number()
+def _numbers(name: str) -> dict[int, tuple[Field, int]]:
+    """Field number -> (field, its wire type), for the decoding loop."""
+    return {number: (field, field.wire) for number, field in message(name).fields}
 
 
 class _Kinds(Mapping[tuple[str, str], str]):
@@ -567,21 +568,32 @@ def _fields(msg: Message, data: bytes, start: int, stop: int) -> dict[str, Any]:
     pos = start
     go_name = _go_type(msg.name)
     while pos < stop:
-        tag, pos = read_varint(data, pos, stop)
-        number, wire = _as_int32(tag >> 3), tag & 7
+        tag = data[pos]
+        if tag < 0x80:  # the usual one-byte tag, read inline
+            pos += 1
+            number = tag >> 3
+        else:
+            tag, pos = read_varint(data, pos, stop)
+            number = _as_int32(tag >> 3)
+        wire = tag & 7
         if wire == END_GROUP:
             raise ProtobufError(f"proto: {go_name}: wiretype end group for non-group")
         if number <= 0:
             # gogo prints the whole tag after "wire type" (its variable ``wire``)
             raise ProtobufError(f"proto: {go_name}: illegal tag {number} (wire type {tag})")
-        field = table.get(number)
-        if field is None:
+        entry = table.get(number)
+        if entry is None:
             pos = skip_field(data, pos, stop, wire)
             continue
+        field, field_wire = entry
         kind = field.kind
-        if field.wire == VARINT:
+        if field_wire == VARINT:
             if wire == VARINT:
-                raw, pos = read_varint(data, pos, stop)
+                if pos < stop and data[pos] < 0x80:
+                    raw = data[pos]
+                    pos += 1
+                else:
+                    raw, pos = read_varint(data, pos, stop)
                 if field.repeated:
                     values.setdefault(field.name, []).append(_scalar(kind, raw))
                 else:
@@ -597,9 +609,15 @@ def _fields(msg: Message, data: bytes, start: int, stop: int) -> dict[str, Any]:
                 raw, a = read_varint(data, a, b)
                 items.append(_scalar(kind, raw))
             continue
-        if wire != field.wire:
+        if wire != field_wire:
             raise ProtobufError(f"proto: wrong wireType = {wire} for field {field.go}")
-        a, b = read_length(data, pos, stop)
+        if pos < stop and data[pos] < 0x80:  # a short length, read inline
+            a = pos + 1
+            b = a + data[pos]
+            if b > stop:
+                raise ProtobufError(ERR_EOF)
+        else:
+            a, b = read_length(data, pos, stop)
         pos = b
         if kind in ("map_str", "map_bytes", "map_msg"):
             key, item = _map_entry(data, a, b)
