@@ -7,7 +7,8 @@ and the create path of k8s.io/apiserver's ``rest.BeforeCreate``: the kind's own 
 rule first, then, only if that passed, the path-segment rule.
 
 Name rules per kind (their ``ValidateObjectMeta`` calls): ``label`` (RFC 1123 label)
-for Namespace; ``subdomain`` (RFC 1123 subdomain) for ConfigMap, Secret,
+for Namespace; ``dns1035-label`` (RFC 1035 label: a letter first) for Service;
+``subdomain`` (RFC 1123 subdomain) for ConfigMap, Secret,
 ServiceAccount, both Events, Lease and every custom resource; ``path-segment`` alone
 for kinds without their own rule.
 
@@ -58,7 +59,7 @@ __all__ = [
     "validate_owner_references",
 ]
 
-NameRule = Literal["subdomain", "label", "path-segment"]
+NameRule = Literal["subdomain", "label", "dns1035-label", "path-segment"]
 
 TOTAL_ANNOTATION_SIZE_LIMIT: Final = 256 * 1024
 """``TotalAnnotationSizeLimitB``: keys plus values, in bytes."""
@@ -144,6 +145,8 @@ def _name_ok(value: Any, rule: NameRule, prefix: bool) -> bool:
         value = _mask_trailing_dash(value)
     if rule == "label":
         return len(value) <= 63 and _LABEL_OK(value) is not None
+    if rule == "dns1035-label":
+        return not is_dns1035_label(value)
     # a subdomain never holds '/' or '%' and is never '.' or '..'
     return len(value) <= 253 and _SUBDOMAIN_OK(value) is not None
 
@@ -250,6 +253,8 @@ def name_errors(name: str, rule: NameRule, *, prefix: bool = False) -> list[str]
         return is_path_segment_prefix(name) if prefix else is_path_segment_name(name)
     if prefix:
         name = _mask_trailing_dash(name)
+    if rule == "dns1035-label":
+        return is_dns1035_label(name)
     return is_dns1123_label(name) if rule == "label" else is_dns1123_subdomain(name)
 
 
