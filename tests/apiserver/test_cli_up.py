@@ -351,3 +351,115 @@ def test_embedded_server_passes_the_watch_backlog_bound_on() -> None:
     assert server.app.hub.max_backlog_bytes == 12345
     assert server.store.retain_bytes == 6789  # type: ignore[attr-defined]
     server.store.close()
+
+
+def request(url: str, method: str = "GET", body: object = None, accept: str = "") -> object:
+    headers = {"Content-Type": "application/json"}
+    if accept:
+        headers["Accept"] = accept
+    data = json.dumps(body).encode() if body is not None else None
+    req = urllib.request.Request(url, data=data, headers=headers, method=method)
+    with urllib.request.urlopen(req, timeout=5) as resp:
+        return json.loads(resp.read())
+
+
+def test_up_simulate_serves_nodes_and_runs_a_deployment(tmp_path: Path) -> None:
+    proc, url, banner = start(
+        "--port",
+        "0",
+        "--kubeconfig",
+        str(tmp_path / "kc"),
+        "--simulate",
+        "--nodes",
+        "2",
+        "--node-cpu",
+        "2",
+        "--node-memory",
+        "8Gi",
+        "--node-pods",
+        "50",
+        "--start-seconds",
+        "0.05",
+    )
+    try:
+        assert "simulated cluster: 2 nodes (2 CPU, 8Gi, 50 pods each)" in banner
+        nodes = request(url + "/api/v1/nodes")
+        assert isinstance(nodes, dict)
+        assert [n["metadata"]["name"] for n in nodes["items"]] == [
+            "kubewerk-node-0",
+            "kubewerk-node-1",
+        ]
+        node = nodes["items"][0]
+        assert node["metadata"]["labels"]["kubernetes.io/hostname"] == "kubewerk-node-0"
+        for field in ("capacity", "allocatable"):
+            assert {k: node["status"][field][k] for k in ("cpu", "memory", "pods")} == {
+                "cpu": "2",
+                "memory": "8Gi",
+                "pods": "50",
+            }
+        ready = next(c for c in node["status"]["conditions"] if c["type"] == "Ready")
+        assert (ready["status"], ready["reason"]) == ("True", "KubeletReady")
+        # what `kubectl get nodes` prints
+        table = request(
+            url + "/api/v1/nodes", accept="application/json;as=Table;v=v1;g=meta.k8s.io"
+        )
+        assert isinstance(table, dict)
+        assert [c["name"] for c in table["columnDefinitions"] if c["priority"] == 0] == [
+            "Name",
+            "Status",
+            "Roles",
+            "Age",
+            "Version",
+        ]
+        assert table["rows"][0]["cells"][1:3] == ["Ready", "<none>"]
+        assert table["rows"][0]["cells"][4] == node["status"]["nodeInfo"]["kubeletVersion"]
+
+        deployment = {
+            "apiVersion": "apps/v1",
+            "kind": "Deployment",
+            "metadata": {"name": "web"},
+            "spec": {
+                "replicas": 2,
+                "selector": {"matchLabels": {"app": "web"}},
+                "template": {
+                    "metadata": {"labels": {"app": "web"}},
+                    "spec": {"containers": [{"name": "web", "image": "nginx:1.25"}]},
+                },
+            },
+        }
+        request(url + "/apis/apps/v1/namespaces/default/deployments", "POST", deployment)
+        deadline = time.monotonic() + 10
+        status: dict[str, object] = {}
+        while time.monotonic() < deadline:
+            got = request(url + "/apis/apps/v1/namespaces/default/deployments/web")
+            assert isinstance(got, dict)
+            status = got.get("status") or {}
+            conditions = {c["type"]: c["status"] for c in status.get("conditions") or []}  # type: ignore[union-attr]
+            if conditions.get("Available") == "True" and status.get("availableReplicas") == 2:
+                break
+            time.sleep(0.05)
+        else:
+            raise AssertionError(f"web never became Available: {status}")
+        pods = request(url + "/api/v1/namespaces/default/pods?labelSelector=app%3Dweb")
+        assert isinstance(pods, dict)
+        assert sorted(p["status"]["phase"] for p in pods["items"]) == ["Running", "Running"]
+        assert {p["spec"]["nodeName"] for p in pods["items"]} == {
+            "kubewerk-node-0",
+            "kubewerk-node-1",
+        }
+    finally:
+        proc.send_signal(signal.SIGTERM)
+        _, err = proc.communicate(timeout=10)
+    assert proc.returncode == 0, err
+
+
+def test_up_simulate_refuses_a_bad_quantity_with_exit_code_2(tmp_path: Path) -> None:
+    proc = subprocess.run(
+        [sys.executable, "-m", "kubewerk.cli", "up", "--simulate", "--node-memory", "lots"],
+        capture_output=True,
+        text=True,
+        timeout=30,
+    )
+    assert proc.returncode == 2
+    assert "--node-memory lots: not a quantity" in proc.stderr
+    assert "Traceback" not in proc.stderr
