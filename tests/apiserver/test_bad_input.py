@@ -374,24 +374,38 @@ async def test_labels_of_the_wrong_type(api: Api) -> None:
 
 
 UNKNOWN_PATHS = (
-    "/apis/demo.kubewerk.dev/v1/namespaces/default/widgets",
-    "/apis/demo.kubewerk.dev/v2/namespaces/default/databases",
-    "/apis/nope.example.com/v1/things",
     "/apis/nope.example.com",
     "/apis/demo.kubewerk.dev/v9",
     "/api/v2/pods",
-    "/api/v1/widgets",
     "/api/v1/namespaces/default/configmaps/cm1/nosuchsub",
     "/apis/demo.kubewerk.dev/v1/namespaces/default/databases/db1/status/extra/segments",
     "/nothing/here",
     "/openapi/v3/apis/nope.example.com/v1",
 )
+"""Paths that name no resource: the Go mux's bare 404."""
+
+UNSERVED_RESOURCES = (
+    ("/apis/demo.kubewerk.dev/v1/namespaces/default/widgets", "widgets.demo.kubewerk.dev/v1"),
+    ("/apis/demo.kubewerk.dev/v2/namespaces/default/databases", "databases.demo.kubewerk.dev/v2"),
+    ("/apis/nope.example.com/v1/things", "things.nope.example.com/v1"),
+    ("/apis/apps/v2/namespaces/default/deployments", "deployments.apps/v2"),
+    ("/api/v1/widgets", "widgets/v1"),
+)
+"""Resources the server does not serve: the mux's text, then what is not served."""
 
 
 async def test_unknown_paths(api: Api) -> None:
     for path in UNKNOWN_PATHS:
         await api.fails(
             "GET", path, 404, "NotFound", "the server could not find the requested resource"
+        )
+    for path, what in UNSERVED_RESOURCES:
+        await api.fails(
+            "GET",
+            path,
+            404,
+            "NotFound",
+            f"the server could not find the requested resource: {what} is not served by kubewerk",
         )
 
 

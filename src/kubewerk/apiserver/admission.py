@@ -38,6 +38,8 @@ class AdmissionRequest:
     field_validation: FieldValidation
     subresource: str | None = None
     warnings: list[str] = field(default_factory=list)
+    dry_run: bool = False
+    """The write is a dry run (``dryRun=All``): nothing is stored or reserved."""
     trusted_old: bool = False
     """``old`` is exactly what this server stored after admitting it under the same
     schema (same CRD generation, same version): its values are defaulted, pruned and
@@ -48,7 +50,8 @@ class Admission:
     """Mutates and validates objects in place; raises ``ApiError`` to reject a write.
 
     A write is defaulted (``Strategy.default``), pruned by typed decoding when the kind's
-    strategy prunes unknown fields, and validated: ObjectMeta, then ``Strategy.validate``.
+    strategy prunes unknown fields, given what its kind allocates (``Strategy.allocate``)
+    and validated: ObjectMeta, then ``Strategy.validate``.
     """
 
     def admit(self, req: AdmissionRequest) -> None:
@@ -56,6 +59,7 @@ class Admission:
         strategy.default(req.obj)
         if strategy.prunes_unknown_fields:
             self.prune_builtin(req)
+        strategy.allocate(req.obj, req.old, req.dry_run, req.subresource)
         errors = self.validate_meta(req)
         errors += strategy.validate(req.obj, req.old)
         if errors:

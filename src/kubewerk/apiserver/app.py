@@ -19,18 +19,30 @@ from urllib.parse import parse_qsl, unquote
 import orjson
 
 from kubewerk import __version__
-from kubewerk.apiserver import decode, discovery, openapi, protobuf, table
+from kubewerk.apiserver import decode, discovery, openapi, openapi_v2, protobuf, table
 from kubewerk.apiserver.admission import Admission
 from kubewerk.apiserver.builtins import INITIAL_NAMESPACES, install_builtins
 from kubewerk.apiserver.controllers import Controllers
 from kubewerk.apiserver.hosts import HostPolicy
+from kubewerk.apiserver.kinds.kubernetes_service import KEYS as KUBERNETES_SERVICE_KEYS
+from kubewerk.apiserver.kinds.kubernetes_service import (
+    RECONCILE_INTERVAL as KUBERNETES_SERVICE_INTERVAL,
+)
+from kubewerk.apiserver.kinds.kubernetes_service import KubernetesService
+from kubewerk.apiserver.kinds.services import (
+    DEFAULT_SERVICE_CLUSTER_IP_RANGE,
+    DEFAULT_SERVICE_NODE_PORT_RANGE,
+    ServiceAllocator,
+    ServiceNetwork,
+    ServiceStrategy,
+)
 from kubewerk.apiserver.metrics import CONTENT_TYPE, ApiMetrics, RequestLabels, non_resource_labels
 from kubewerk.apiserver.readcache import ReadCache
 from kubewerk.apiserver.registry import Registry, ServedResource
 from kubewerk.apiserver.request import RestResponse, Target
 from kubewerk.apiserver.responses import AsgiScope, Receive, Send, json_headers, wants_table
 from kubewerk.apiserver.rest import ResourceApi
-from kubewerk.apiserver.storage.base import Store, UnstorableObject
+from kubewerk.apiserver.storage.base import Event, Store, UnstorableObject
 from kubewerk.apiserver.watch import DEFAULT_MAX_BACKLOG_BYTES, WatchHub, WatchStream
 from kubewerk.core.errors import ApiError
 from kubewerk.core.gofmt import unmarshal_kind
@@ -85,7 +97,15 @@ class ApiServer:
         log_requests: bool = False,
         allowed_hosts: Iterable[str] | None = (),
         watch_backlog_bytes: int = DEFAULT_MAX_BACKLOG_BYTES,
+        service_cluster_ip_range: str = DEFAULT_SERVICE_CLUSTER_IP_RANGE,
+        service_node_port_range: str = DEFAULT_SERVICE_NODE_PORT_RANGE,
+        advertise_address: str | None = None,
+        advertise_port: int | None = None,
     ) -> None:
+        # the ranges are parsed first: a malformed one refuses the arguments (ValueError)
+        self.service_network = ServiceNetwork.parse(
+            service_cluster_ip_range, service_node_port_range
+        )
         self.store = store
         # None: every Host is answered (for callers with authentication in front)
         self.hosts = HostPolicy(allowed_hosts) if allowed_hosts is not None else None
@@ -101,12 +121,19 @@ class ApiServer:
         self.hub = WatchHub(store, max_backlog_bytes=watch_backlog_bytes)
         self.metrics = ApiMetrics(store, self.registry, self.hub)
         self.controllers = Controllers(store, self.registry, self.api, self.hub)
+        self.service_allocator = ServiceAllocator(store, self.service_network)
+        services = self.registry.get("", "services")
+        if services is not None and isinstance(services.strategy, ServiceStrategy):
+            services.strategy.attach(self.service_allocator)
+        self.kubernetes_service: KubernetesService | None = None
         self.bookmark_interval = bookmark_interval
         self.compaction_interval = compaction_interval
         self.log_requests = log_requests
         self.started = False
         self._tasks: list[asyncio.Task[None]] = []
         self._bootstrap()
+        if advertise_address is not None and advertise_port is not None:
+            self.advertise(advertise_address, advertise_port)
 
     # -- lifecycle ----------------------------------------------------------------
 
@@ -128,13 +155,55 @@ class ApiServer:
                 )
         self.controllers.bootstrap()
 
+    def advertise(self, address: str, port: int) -> None:
+        """The address and port clients reach this server at: the ``default/kubernetes``
+        Service (first address of the service range, 443 → ``port``), its Endpoints and
+        EndpointSlice (``address``:``port``) are created or put right now, and kept so
+        (see ``kinds.kubernetes_service``). Without a call the server takes the address
+        of the first request's connection (ASGI ``scope["server"]``)."""
+        keeper = self.kubernetes_service
+        if keeper is not None and (keeper.address, keeper.port) == (address, port):
+            return
+        first = self.kubernetes_service is None
+        self.kubernetes_service = KubernetesService(
+            self.api, self.registry, self.service_network.first_ip, address, port
+        )
+        if first:
+            self.store.subscribe(self._on_kubernetes_service_event)
+        self.kubernetes_service.reconcile()
+
+    def _on_kubernetes_service_event(self, ev: Event) -> None:
+        # a deleted default/kubernetes object comes back on the next loop turn (not inside
+        # the store's notification); the periodic pass covers a server without a loop
+        if ev.type != "DELETED" or ev.key not in KUBERNETES_SERVICE_KEYS:
+            return
+        try:
+            loop = asyncio.get_running_loop()
+        except RuntimeError:
+            return
+        keeper = self.kubernetes_service
+        if keeper is not None:
+            loop.call_soon(keeper.reconcile)
+
+    async def _kubernetes_service_loop(self) -> None:
+        while True:
+            await asyncio.sleep(KUBERNETES_SERVICE_INTERVAL)
+            keeper = self.kubernetes_service
+            if keeper is not None:
+                try:
+                    keeper.reconcile()
+                except Exception:  # pragma: no cover - logged, never fatal
+                    log.exception("default/kubernetes reconcile failed")
+
     async def start(self) -> None:
         """Start background work (controllers, compaction); idempotent."""
         if self.started:
             return
         self.started = True
         self.controllers.start()
-        self._tasks.append(asyncio.get_running_loop().create_task(self._compaction_loop()))
+        loop = asyncio.get_running_loop()
+        self._tasks.append(loop.create_task(self._compaction_loop()))
+        self._tasks.append(loop.create_task(self._kubernetes_service_loop()))
 
     async def stop(self) -> None:
         self.hub.close()
@@ -168,6 +237,10 @@ class ApiServer:
             return
         if not self.started:
             await self.start()
+        if self.kubernetes_service is None:
+            server = scope.get("server")
+            if server and server[1] is not None:
+                self.advertise(_client_address(str(server[0])), int(server[1]))
         started = time.perf_counter()
         hosts = self.hosts
         if hosts is not None and not hosts.allow_all:
@@ -400,6 +473,8 @@ class ApiServer:
         return 200
 
     async def _openapi(self, req: Request, parts: list[str], send: Send) -> int:
+        if parts == ["v2"]:
+            return await self._openapi_v2(req, send)
         if not parts or parts[0] != "v3":
             raise ApiError.not_found_path()
         if len(parts) == 1:
@@ -412,6 +487,23 @@ class ApiServer:
         await self._send_payload(
             send, 200, payload, json_headers(payload, None, b"application/json")
         )
+        return 200
+
+    async def _openapi_v2(self, req: Request, send: Send) -> int:
+        """``/openapi/v2``: JSON, or gnostic protobuf when the Accept header prefers it;
+        304 when ``If-None-Match`` names the current ETag."""
+        doc = openapi_v2.encoded(self.registry)
+        if req.headers.get("if-none-match") == doc.etag:
+            await self._send_payload(send, 304, b"", [(b"etag", doc.etag.encode())])
+            return 304
+        if openapi_v2.wants_protobuf(req.accept):
+            payload, ctype = doc.protobuf(), openapi_v2.PROTOBUF_CONTENT_TYPE.encode()
+        else:
+            payload, ctype = doc.json, b"application/json"
+        headers = json_headers(payload, None, ctype)
+        headers.append((b"etag", doc.etag.encode()))
+        headers.append((b"vary", b"Accept"))
+        await self._send_payload(send, 200, payload, headers)
         return 200
 
     def _resolve(self, group: str, version: str, segs: list[str]) -> Target:
@@ -657,6 +749,15 @@ UNSUPPORTED_SUBRESOURCES: dict[tuple[str, str, str], str] = {
 code kube-apiserver gives an operation a resource does not support) and why."""
 
 
+def _client_address(host: str) -> str:
+    """An address a client can reach: a wildcard bind becomes its loopback address."""
+    if host in ("0.0.0.0", ""):
+        return "127.0.0.1"
+    if host == "::":
+        return "::1"
+    return host
+
+
 def _namespace_subresource(reg: Registry, group: str, version: str, segs: list[str]) -> bool:
     """``namespaces/{name}/{sub}`` names a subresource of the served Namespace type."""
     namespaces = reg.lookup(group, version, "namespaces")
@@ -671,23 +772,21 @@ def _namespace_subresource(reg: Registry, group: str, version: str, segs: list[s
 
 
 def not_served(group: str, version: str, resource: str) -> ApiError:
-    """404 NotFound for a resource this server does not serve: the Go mux's message (which
-    clients and tests match on), the group and resource in ``details`` and a cause saying
-    kubewerk does not serve it."""
-    gv = f"{group}/{version}" if group else version
+    """404 NotFound for a resource this server does not serve. The message starts with
+    the Go mux's text (which clients and scripts match on) and names what is not served
+    (``the server could not find the requested resource: deployments.apps/v2 is not
+    served by kubewerk``) — ``kubectl get --raw`` and every client that prints a Status
+    shows it; ``details`` carry the group and resource, and a cause says the same."""
+    what = f"{resource}.{group}/{version}" if group else f"{resource}/{version}"
+    served = f"{what} is not served by kubewerk"
     return ApiError(
         404,
         "NotFound",
-        "the server could not find the requested resource",
+        f"the server could not find the requested resource: {served}",
         {
             **({"group": group} if group else {}),
             "kind": resource,
-            "causes": [
-                {
-                    "reason": "NotFound",
-                    "message": f"{resource} in {gv} is not served by kubewerk",
-                }
-            ],
+            "causes": [{"reason": "NotFound", "message": served}],
         },
     )
 

@@ -209,6 +209,7 @@ class ResourceApi:
             old=old,
             field_validation=field_validation(query),
             subresource=target.subresource,
+            dry_run=dry_run(query),
             trusted_old=trusted_old,
         )
         req.warnings[:0] = decode_warnings

@@ -18,8 +18,8 @@ The hooks, in the order a request meets them:
 - create: ``prepare_for_create`` (after the system fields are set, before admission);
 - update: ``prepare_for_update`` (main endpoint only, after the status of a kind with a
   status subresource is reset to the stored one), then ``generation_changed``;
-- admission: ``default``, typed pruning if ``prunes_unknown_fields``, the ObjectMeta
-  rules with ``name_rule``, ``validate``, ``warnings``;
+- admission: ``default``, typed pruning if ``prunes_unknown_fields``, ``allocate``, the
+  ObjectMeta rules with ``name_rule``, ``validate``, ``warnings``;
 - delete: ``finalizers_on_delete``, ``holds_deletion`` (also asked when an update
   leaves a deleting object without finalizers), ``prepare_for_delete``;
 - storage: ``to_storage`` on every write, ``from_storage`` on every read;
@@ -148,6 +148,13 @@ class Strategy:
 
     def default(self, obj: JSON) -> None:
         """Defaults a typed decode applies (``SetDefaults_*``), before validation."""
+
+    def allocate(self, obj: JSON, old: JSON | None, dry_run: bool, subresource: str | None) -> None:
+        """Assign what the kind's storage allocates from a shared pool (a Service's
+        cluster IPs and node ports), after defaulting and before validation, as
+        kube-apiserver's ``BeginCreate``/``BeginUpdate`` hooks do; raise ``ApiError`` to
+        refuse the write. Nothing may be reserved here that the write's failure would
+        leave behind: pools are what stored objects hold. A dry run reserves nothing."""
 
     def validate(self, obj: JSON, old: JSON | None) -> list[FieldError]:
         """The kind's own validation beyond ObjectMeta (``old`` None on create)."""

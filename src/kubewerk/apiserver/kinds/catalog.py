@@ -145,7 +145,7 @@ def _replicas_status(*extra: str) -> JSON:
 
 
 def _rows() -> tuple[KindRow, ...]:
-    from kubewerk.apiserver.kinds import autoscaling, jobs, pods
+    from kubewerk.apiserver.kinds import autoscaling, jobs, pods, services
 
     return (
         # core/v1
@@ -170,6 +170,7 @@ def _rows() -> tuple[KindRow, ...]:
             categories=ALL,
             status=True,
             created_status={"loadBalancer": {}},
+            strategy=services.ServiceStrategy.for_kind,
         ),
         KindRow("", ("v1",), "Endpoints", "endpoints", short_names=("ep",)),
         KindRow(

@@ -1,0 +1,518 @@
+"""The OpenAPI v2 document (``/openapi/v2``): Swagger 2.0 JSON, or gnostic protobuf.
+
+kube-apiserver still serves one Swagger 2.0 document for everything it serves, and
+kubectl still reads it: ``kubectl explain --output=plaintext-openapiv2``, and client-side
+validation when a kind is missing from ``/openapi/v3`` (a CRD and one of its objects in
+one file: kubectl looks the new kind up in v2, finds nothing, skips validation and then
+says the kind has no mapping — "ensure CRDs are installed first"). client-go's
+``OpenAPISchema`` asks only for the protobuf form
+(``application/com.github.proto-openapi.spec.v2@v1.0+protobuf``: gnostic's
+``openapi.v2.Document``) and cannot read JSON, so both forms are served, chosen by the
+``Accept`` header as kube-openapi's handler chooses, with an ``ETag`` (the SHA-512 of the
+JSON form) and 304 for a matching ``If-None-Match``.
+
+The document holds, for every served resource, its paths (list, create, get, replace,
+patch, delete, ``/status``, ``/scale``) with ``x-kubernetes-action`` and
+``x-kubernetes-group-version-kind``, and the ``fieldValidation`` query parameter kubectl
+looks for; definitions are the vendored Kubernetes ones for built-in kinds (and what they
+reference), and for custom resources their structural schema in v2 form (``nullable``,
+``oneOf``/``anyOf``/``not`` dropped as kube-apiserver's v2 conversion drops them) with
+their group-version-kind. Both encodings are built once per registry generation.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import struct
+import weakref
+from dataclasses import dataclass
+from typing import Any
+
+import orjson
+
+from kubewerk.apiserver.discovery import KUBE_MAJOR, KUBE_MINOR
+from kubewerk.apiserver.openapi import OBJECT_META, OBJECT_META_SCHEMA, schema_name
+from kubewerk.apiserver.registry import Registry, ServedResource
+from kubewerk.core.jsoncopy import copy_tree
+
+JSON = dict[str, Any]
+
+PROTOBUF_MEDIA_TYPES = (
+    "application/com.github.proto-openapi.spec.v2@v1.0+protobuf",
+    "application/com.github.proto-openapi.spec.v2.v1.0+protobuf",
+)
+PROTOBUF_CONTENT_TYPE = PROTOBUF_MEDIA_TYPES[1]
+"""What a protobuf answer says it is (kube-openapi answers the dotted form for both)."""
+_REF = "#/definitions/"
+_SCALE = "io.k8s.api.autoscaling.v1.Scale"
+_STATUS = "io.k8s.apimachinery.pkg.apis.meta.v1.Status"
+
+
+# -- the Swagger document -----------------------------------------------------------
+
+
+def _query(name: str, description: str) -> JSON:
+    return {
+        "uniqueItems": True,
+        "type": "string",
+        "description": description,
+        "name": name,
+        "in": "query",
+    }
+
+
+_FIELD_VALIDATION = _query(
+    "fieldValidation",
+    "fieldValidation instructs the server on how to handle objects in the request "
+    "(POST/PUT/PATCH) containing unknown or duplicate fields. Valid values are: - Ignore - "
+    "Warn - Strict",
+)
+_DRY_RUN = _query("dryRun", "When present, indicates that modifications should not be persisted.")
+_FIELD_MANAGER = _query(
+    "fieldManager",
+    "fieldManager is a name associated with the actor or entity that is making these changes.",
+)
+_WRITE_PARAMS = [_DRY_RUN, _FIELD_MANAGER, _FIELD_VALIDATION]
+_PATCH_TYPES = [
+    "application/json-patch+json",
+    "application/merge-patch+json",
+    "application/strategic-merge-patch+json",
+    "application/apply-patch+yaml",
+]
+
+
+def _operation(
+    action: str, rtype: ServedResource, version: str, ref: str, write: bool, body: bool
+) -> JSON:
+    verb = {"list": "list", "post": "create", "get": "read", "put": "replace"}.get(action, action)
+    op: JSON = {
+        "description": f"{verb} {rtype.kind}",
+        "consumes": ["*/*"]
+        if action != "patch"
+        else [t for t in _PATCH_TYPES if rtype.strategic_kind or "strategic" not in t],
+        "produces": ["application/json", "application/yaml"],
+        "schemes": ["https"],
+        "operationId": f"{action}{rtype.kind}",
+        "parameters": [],
+        "responses": {"200": {"description": "OK", "schema": {"$ref": ref}}},
+        "x-kubernetes-action": action,
+        "x-kubernetes-group-version-kind": {
+            "group": rtype.group,
+            "kind": rtype.kind,
+            "version": version,
+        },
+    }
+    if body:
+        op["parameters"].append(
+            {"name": "body", "in": "body", "required": True, "schema": {"$ref": ref}}
+        )
+    if write:
+        op["parameters"].extend(_WRITE_PARAMS)
+    return op
+
+
+def _v2_schema(value: Any) -> Any:
+    """A CRD's structural (v3) schema in the v2 form kube-apiserver publishes: without
+    ``nullable``, ``oneOf``, ``anyOf`` and ``not``."""
+    if isinstance(value, list):
+        return [_v2_schema(v) for v in value]
+    if not isinstance(value, dict):
+        return value
+    out: JSON = {}
+    for key, item in value.items():
+        if key in ("nullable", "oneOf", "anyOf", "not"):
+            continue
+        if key in ("properties", "patternProperties", "definitions") and isinstance(item, dict):
+            out[key] = {k: _v2_schema(v) for k, v in item.items()}
+        elif key in ("items", "additionalProperties", "allOf"):
+            out[key] = _v2_schema(item)
+        else:
+            out[key] = copy_tree(item) if isinstance(item, dict | list) else item
+    return out
+
+
+def _custom_schema(rtype: ServedResource, version: str) -> JSON:
+    base = rtype.schemas.get(version) or {"type": "object"}
+    schema: JSON = _v2_schema(base)
+    props = schema.setdefault("properties", {})
+    props["apiVersion"] = {
+        "type": "string",
+        "description": "APIVersion defines the versioned schema of this representation of "
+        "an object.",
+    }
+    props["kind"] = {
+        "type": "string",
+        "description": "Kind is a string value representing the REST resource this object "
+        "represents.",
+    }
+    props["metadata"] = {
+        "$ref": _REF + OBJECT_META,
+        "description": "Standard object's metadata.",
+    }
+    schema.setdefault("type", "object")
+    schema["x-kubernetes-group-version-kind"] = [
+        {"group": rtype.group, "kind": rtype.kind, "version": version}
+    ]
+    return schema
+
+
+def document(registry: Registry) -> JSON:
+    """The whole Swagger 2.0 document of what ``registry`` serves."""
+    from kubewerk.apiserver.kinds import k8s_openapi
+
+    paths: JSON = {}
+    definitions: JSON = {}
+    vendored: list[str] = [OBJECT_META, _STATUS]
+    for group, types in registry.groups().items():
+        for rtype in types:
+            for version in rtype.versions:
+                name = None
+                if rtype.builtin and rtype.vendored_openapi:
+                    name = k8s_openapi.definition_name(group, version, rtype.kind)
+                if name is not None:
+                    vendored.append(name)
+                else:
+                    name = schema_name(rtype, version)
+                    definitions[name] = _custom_schema(rtype, version)
+                _add_paths(paths, rtype, version, _REF + name)
+                if rtype.scale is not None:
+                    vendored.append(_SCALE)
+    for name in k8s_openapi.closure(vendored):
+        schema = k8s_openapi.definition(name)
+        if schema is not None:
+            definitions[name] = schema
+    definitions.setdefault(OBJECT_META, _v2_schema(OBJECT_META_SCHEMA))
+    return {
+        "swagger": "2.0",
+        "info": {"title": "Kubernetes", "version": f"v{KUBE_MAJOR}.{KUBE_MINOR}.0"},
+        "paths": dict(sorted(paths.items())),
+        "definitions": dict(sorted(definitions.items())),
+    }
+
+
+def _add_paths(paths: JSON, rtype: ServedResource, version: str, ref: str) -> None:
+    prefix = f"/api/{version}" if not rtype.group else f"/apis/{rtype.group}/{version}"
+    base = (
+        f"{prefix}/namespaces/{{namespace}}/{rtype.resource}"
+        if rtype.namespaced
+        else f"{prefix}/{rtype.resource}"
+    )
+    paths[base] = {
+        "get": _operation("list", rtype, version, ref, False, False),
+        "post": _operation("post", rtype, version, ref, True, True),
+    }
+    item = {
+        "get": _operation("get", rtype, version, ref, False, False),
+        "put": _operation("put", rtype, version, ref, True, True),
+        "patch": _operation("patch", rtype, version, ref, True, True),
+        "delete": _operation("delete", rtype, version, _REF + _STATUS, False, False),
+    }
+    paths[base + "/{name}"] = item
+    if rtype.status_subresource:
+        paths[base + "/{name}/status"] = {k: v for k, v in item.items() if k != "delete"}
+    if rtype.scale is not None:
+        scale = _REF + _SCALE
+        paths[base + "/{name}/scale"] = {
+            "get": _operation("get", rtype, version, scale, False, False),
+            "put": _operation("put", rtype, version, scale, True, True),
+            "patch": _operation("patch", rtype, version, scale, True, True),
+        }
+
+
+# -- gnostic protobuf ---------------------------------------------------------------------
+
+
+class _Writer:
+    """Protocol buffer wire format, written field by field (proto3: zero values are
+    left out)."""
+
+    __slots__ = ("parts",)
+
+    def __init__(self) -> None:
+        self.parts: list[bytes] = []
+
+    def data(self) -> bytes:
+        return b"".join(self.parts)
+
+    @staticmethod
+    def _varint(value: int) -> bytes:
+        if value < 0:
+            value += 1 << 64
+        out = bytearray()
+        while True:
+            byte = value & 0x7F
+            value >>= 7
+            if value:
+                out.append(byte | 0x80)
+            else:
+                out.append(byte)
+                return bytes(out)
+
+    def _key(self, field: int, wire: int) -> None:
+        self.parts.append(self._varint((field << 3) | wire))
+
+    def string(self, field: int, value: Any) -> None:
+        if isinstance(value, str) and value:
+            self.message(field, value.encode())
+
+    def strings(self, field: int, values: Any) -> None:
+        for value in values if isinstance(values, list) else []:
+            if isinstance(value, str):
+                self.message(field, value.encode(), keep_empty=True)
+
+    def boolean(self, field: int, value: Any) -> None:
+        if value is True:
+            self._key(field, 0)
+            self.parts.append(b"\x01")
+
+    def int64(self, field: int, value: Any) -> None:
+        if isinstance(value, int) and not isinstance(value, bool) and value:
+            self._key(field, 0)
+            self.parts.append(self._varint(value))
+
+    def double(self, field: int, value: Any) -> None:
+        if isinstance(value, int | float) and not isinstance(value, bool) and value:
+            self._key(field, 1)
+            self.parts.append(struct.pack("<d", float(value)))
+
+    def message(self, field: int, payload: bytes, keep_empty: bool = False) -> None:
+        if not payload and not keep_empty:
+            payload = b""
+        self._key(field, 2)
+        self.parts.append(self._varint(len(payload)))
+        self.parts.append(payload)
+
+
+def _named_value(name: str, value: bytes) -> bytes:
+    """A gnostic ``Named*`` pair: name (1) and value (2)."""
+    w = _Writer()
+    w.string(1, name)
+    w.message(2, value, keep_empty=True)
+    return w.data()
+
+
+def _wrap(field: int, payload: bytes) -> bytes:
+    """A message holding ``payload`` as its field ``field`` (oneof wrappers)."""
+    w = _Writer()
+    w.message(field, payload, keep_empty=True)
+    return w.data()
+
+
+def _any(value: Any) -> bytes:
+    """gnostic ``Any``: the value as YAML text (JSON is YAML), field 2."""
+    w = _Writer()
+    w.message(2, orjson.dumps(value), keep_empty=True)
+    return w.data()
+
+
+def _vendor_extensions(w: _Writer, field: int, obj: JSON) -> None:
+    for key, value in obj.items():
+        if key.startswith("x-"):
+            w.message(field, _named_value(key, _any(value)))
+
+
+def _schema(schema: JSON) -> bytes:
+    w = _Writer()
+    w.string(1, schema.get("$ref"))
+    w.string(2, schema.get("format"))
+    w.string(3, schema.get("title"))
+    w.string(4, schema.get("description"))
+    if "default" in schema:
+        w.message(5, _any(schema["default"]))
+    w.double(6, schema.get("multipleOf"))
+    w.double(7, schema.get("maximum"))
+    w.boolean(8, schema.get("exclusiveMaximum"))
+    w.double(9, schema.get("minimum"))
+    w.boolean(10, schema.get("exclusiveMinimum"))
+    w.int64(11, schema.get("maxLength"))
+    w.int64(12, schema.get("minLength"))
+    w.string(13, schema.get("pattern"))
+    w.int64(14, schema.get("maxItems"))
+    w.int64(15, schema.get("minItems"))
+    w.boolean(16, schema.get("uniqueItems"))
+    w.int64(17, schema.get("maxProperties"))
+    w.int64(18, schema.get("minProperties"))
+    w.strings(19, schema.get("required"))
+    for value in schema.get("enum") or []:
+        w.message(20, _any(value))
+    extra = schema.get("additionalProperties")
+    if isinstance(extra, dict):
+        w.message(21, _wrap(1, _schema(extra)), keep_empty=True)
+    elif isinstance(extra, bool):
+        w.message(21, b"\x10\x01" if extra else b"\x10\x00", keep_empty=True)
+    kind = schema.get("type")
+    if isinstance(kind, str):
+        kind = [kind]
+    if isinstance(kind, list):
+        types = _Writer()
+        types.strings(1, kind)
+        w.message(22, types.data(), keep_empty=True)
+    items = schema.get("items")
+    if isinstance(items, dict):
+        items = [items]
+    if isinstance(items, list):
+        listed = _Writer()
+        for sub in items:
+            if isinstance(sub, dict):
+                listed.message(1, _schema(sub), keep_empty=True)
+        w.message(23, listed.data(), keep_empty=True)
+    for sub in schema.get("allOf") or []:
+        if isinstance(sub, dict):
+            w.message(24, _schema(sub), keep_empty=True)
+    props = schema.get("properties")
+    if isinstance(props, dict):
+        w.message(25, _named_schemas(props), keep_empty=True)
+    w.string(26, schema.get("discriminator"))
+    w.boolean(27, schema.get("readOnly"))
+    if "example" in schema:
+        w.message(30, _any(schema["example"]))
+    _vendor_extensions(w, 31, schema)
+    return w.data()
+
+
+def _named_schemas(schemas: JSON) -> bytes:
+    """``Properties``/``Definitions``: repeated NamedSchema (field 1), in order."""
+    w = _Writer()
+    for name, value in schemas.items():
+        if isinstance(value, dict):
+            w.message(1, _named_value(name, _schema(value)))
+    return w.data()
+
+
+def _parameter(param: JSON) -> bytes:
+    """A ``ParametersItem`` holding a body or a query/path/header ``Parameter``."""
+    if param.get("in") == "body":
+        body = _Writer()
+        body.string(1, param.get("description"))
+        body.string(2, param.get("name"))
+        body.string(3, "body")
+        body.boolean(4, param.get("required"))
+        body.message(5, _schema(param.get("schema") or {}), keep_empty=True)
+        parameter = _wrap(1, body.data())
+    else:
+        where = param.get("in", "")
+        field = {"query": 3, "path": 4, "header": 1}.get(where, 3)
+        q = _Writer()
+        q.boolean(1, param.get("required"))
+        q.string(2, where)
+        q.string(3, param.get("description"))
+        q.string(4, param.get("name"))
+        q.string(6 if field == 3 else 5, param.get("type"))
+        q.boolean(20 if field == 3 else 19, param.get("uniqueItems"))
+        parameter = _wrap(2, _wrap(field, q.data()))
+    return _wrap(1, parameter)
+
+
+def _responses(responses: JSON) -> bytes:
+    w = _Writer()
+    for code, response in responses.items():
+        body = _Writer()
+        body.string(1, response.get("description"))
+        schema = response.get("schema")
+        if isinstance(schema, dict):
+            body.message(2, _wrap(1, _schema(schema)))
+        w.message(1, _named_value(code, _wrap(1, body.data())))
+    return w.data()
+
+
+def _operation_pb(op: JSON) -> bytes:
+    w = _Writer()
+    w.strings(1, op.get("tags"))
+    w.string(2, op.get("summary"))
+    w.string(3, op.get("description"))
+    w.string(5, op.get("operationId"))
+    w.strings(6, op.get("produces"))
+    w.strings(7, op.get("consumes"))
+    for param in op.get("parameters") or []:
+        w.message(8, _parameter(param), keep_empty=True)
+    w.message(9, _responses(op.get("responses") or {}), keep_empty=True)
+    w.strings(10, op.get("schemes"))
+    w.boolean(11, op.get("deprecated"))
+    _vendor_extensions(w, 13, op)
+    return w.data()
+
+
+_METHOD_FIELDS = {"get": 2, "put": 3, "post": 4, "delete": 5, "options": 6, "head": 7, "patch": 8}
+
+
+def encode_protobuf(doc: JSON) -> bytes:
+    """``doc`` as gnostic's ``openapi.v2.Document`` (what client-go's ``OpenAPISchema``
+    decodes)."""
+    paths = _Writer()
+    for name, item in (doc.get("paths") or {}).items():
+        methods = _Writer()
+        for method, op in item.items():
+            field = _METHOD_FIELDS.get(method)
+            if field is not None:
+                methods.message(field, _operation_pb(op), keep_empty=True)
+        paths.message(2, _named_value(name, methods.data()))
+    info = doc.get("info") or {}
+    info_w = _Writer()
+    info_w.string(1, info.get("title"))
+    info_w.string(2, info.get("version"))
+    w = _Writer()
+    w.string(1, doc.get("swagger"))
+    w.message(2, info_w.data(), keep_empty=True)
+    w.message(8, paths.data(), keep_empty=True)
+    w.message(9, _named_schemas(doc.get("definitions") or {}), keep_empty=True)
+    return w.data()
+
+
+# -- serving --------------------------------------------------------------------------------
+
+
+@dataclass
+class Encoded:
+    """One registry generation's document in both forms, with its ETag."""
+
+    generation: int
+    json: bytes
+    etag: str
+    _protobuf: bytes | None = None
+    _doc: JSON | None = None
+
+    def protobuf(self) -> bytes:
+        if self._protobuf is None:
+            doc = self._doc if self._doc is not None else orjson.loads(self.json)
+            self._protobuf = encode_protobuf(doc)
+            self._doc = None
+        return self._protobuf
+
+
+_CACHE: weakref.WeakKeyDictionary[Registry, Encoded] = weakref.WeakKeyDictionary()
+
+
+def encoded(registry: Registry) -> Encoded:
+    """The document of ``registry``'s current generation (built on first use)."""
+    hit = _CACHE.get(registry)
+    if hit is None or hit.generation != registry.generation:
+        doc = document(registry)
+        payload = orjson.dumps(doc)
+        etag = '"' + hashlib.sha512(payload).hexdigest().upper() + '"'
+        hit = _CACHE[registry] = Encoded(registry.generation, payload, etag, None, doc)
+    return hit
+
+
+def wants_protobuf(accept: str) -> bool:
+    """Whether an ``Accept`` header asks for the protobuf form before JSON (kube-openapi
+    serves the first of its types the header names, JSON when none is named)."""
+    best: tuple[float, int, bool] | None = None
+    for index, part in enumerate(accept.split(",")):
+        fields = [f.strip() for f in part.split(";")]
+        media = fields[0].lower()
+        quality = 1.0
+        for param in fields[1:]:
+            if param.startswith("q="):
+                try:
+                    quality = float(param[2:])
+                except ValueError:
+                    quality = 0.0
+        is_pb = media in PROTOBUF_MEDIA_TYPES
+        if not is_pb and media not in ("application/json", "*/*", "application/*"):
+            continue
+        if quality <= 0:
+            continue
+        key = (-quality, index, is_pb)
+        if best is None or key < best:
+            best = key
+    return best is not None and best[2]

@@ -1,0 +1,262 @@
+"""``/openapi/v2``: the Swagger 2.0 document as JSON and as gnostic protobuf (what
+client-go's ``OpenAPISchema`` reads), its ETag, and what the real kubectl does with it —
+``explain --output=plaintext-openapiv2``, a CRD and one of its objects applied from one
+file (refused the first time as a cluster refuses it, "ensure CRDs are installed first"),
+and strategic-merge patches and repeated client-side applies of a Deployment."""
+
+from __future__ import annotations
+
+import re
+import struct
+from collections.abc import AsyncIterator
+from pathlib import Path
+from typing import Any
+
+import aiohttp
+import pytest
+
+from kubewerk.apiserver import openapi_v2
+from kubewerk.apiserver.server import EmbeddedServer
+from tests.apiserver.helpers import Api
+
+PB = "application/com.github.proto-openapi.spec.v2@v1.0+protobuf"
+
+
+@pytest.fixture
+async def api(aserver: EmbeddedServer) -> AsyncIterator[Api]:
+    client = Api(aserver.url)
+    await client.install_demo_crd()
+    try:
+        yield client
+    finally:
+        await client.close()
+
+
+# -- a minimal protobuf reader, independent of the encoder -------------------------------
+
+
+def _varint(data: bytes, pos: int) -> tuple[int, int]:
+    shift = value = 0
+    while True:
+        byte = data[pos]
+        pos += 1
+        value |= (byte & 0x7F) << shift
+        shift += 7
+        if not byte & 0x80:
+            return value, pos
+
+
+def fields(data: bytes) -> list[tuple[int, Any]]:
+    """(field number, value) pairs: varints as int, length-delimited as bytes."""
+    out: list[tuple[int, Any]] = []
+    pos = 0
+    while pos < len(data):
+        key, pos = _varint(data, pos)
+        number, wire = key >> 3, key & 7
+        if wire == 0:
+            value, pos = _varint(data, pos)
+        elif wire == 1:
+            value = struct.unpack("<d", data[pos : pos + 8])[0]
+            pos += 8
+        elif wire == 2:
+            size, pos = _varint(data, pos)
+            value = data[pos : pos + size]
+            pos += size
+        else:
+            raise AssertionError(f"unexpected wire type {wire}")
+        out.append((number, value))
+    assert pos == len(data)
+    return out
+
+
+def first(data: bytes, number: int) -> Any:
+    return next(v for n, v in fields(data) if n == number)
+
+
+def named(data: bytes, number: int) -> dict[str, bytes]:
+    """A repeated Named* field as {name: value bytes}."""
+    out = {}
+    for n, v in fields(data):
+        if n == number:
+            pair = dict(fields(v))
+            out[pair[1].decode()] = pair.get(2, b"")
+    return out
+
+
+# -- the document ---------------------------------------------------------------------
+
+
+async def test_json_document_has_builtins_and_custom_resources(api: Api) -> None:
+    status, doc = await api.get("/openapi/v2")
+    assert status == 200
+    assert doc["swagger"] == "2.0"
+    defs = doc["definitions"]
+    pod = defs["io.k8s.api.core.v1.Pod"]
+    assert pod["x-kubernetes-group-version-kind"] == [{"group": "", "kind": "Pod", "version": "v1"}]
+    assert pod["properties"]["spec"]["$ref"] == "#/definitions/io.k8s.api.core.v1.PodSpec"
+    assert "io.k8s.api.core.v1.Container" in defs
+    db = defs["dev.kubewerk.demo.v1.Database"]
+    assert db["x-kubernetes-group-version-kind"] == [
+        {"group": "demo.kubewerk.dev", "kind": "Database", "version": "v1"}
+    ]
+    assert db["properties"]["metadata"]["$ref"].endswith("meta.v1.ObjectMeta")
+
+    def no_v3_only(value: Any) -> None:
+        if isinstance(value, dict):
+            assert not {"nullable", "oneOf", "anyOf", "not"} & value.keys()
+            for v in value.values():
+                no_v3_only(v)
+        elif isinstance(value, list):
+            for v in value:
+                no_v3_only(v)
+
+    no_v3_only(db)
+    patch = doc["paths"]["/apis/apps/v1/namespaces/{namespace}/deployments/{name}"]["patch"]
+    assert patch["x-kubernetes-group-version-kind"] == {
+        "group": "apps",
+        "kind": "Deployment",
+        "version": "v1",
+    }
+    assert "fieldValidation" in [p["name"] for p in patch["parameters"]]
+    assert "/apis/apps/v1/namespaces/{namespace}/deployments/{name}/scale" in doc["paths"]
+
+
+async def test_protobuf_form_and_etag(aserver: EmbeddedServer) -> None:
+    async with aiohttp.ClientSession() as session:
+        async with session.get(aserver.url + "/openapi/v2", headers={"Accept": PB}) as resp:
+            assert resp.status == 200
+            assert resp.headers["Content-Type"] == openapi_v2.PROTOBUF_CONTENT_TYPE
+            etag = resp.headers["ETag"]
+            data = await resp.read()
+        async with session.get(
+            aserver.url + "/openapi/v2", headers={"Accept": PB, "If-None-Match": etag}
+        ) as resp:
+            assert resp.status == 304
+        async with session.get(aserver.url + "/openapi/v2") as resp:
+            assert resp.headers["Content-Type"] == "application/json"
+            assert resp.headers["ETag"] == etag
+    assert first(data, 1) == b"2.0"
+    definitions = named(first(data, 9), 1)
+    pod = definitions["io.k8s.api.core.v1.Pod"]
+    props = named(first(pod, 25), 1)
+    assert first(props["spec"], 1) == b"#/definitions/io.k8s.api.core.v1.PodSpec"
+    extensions = named(pod, 31)
+    gvk = first(extensions["x-kubernetes-group-version-kind"], 2)
+    assert b'"kind":"Pod"' in gvk
+    container = definitions["io.k8s.api.core.v1.Container"]
+    assert first(first(container, 22), 1) == b"object"
+    assert b"name" in [v for n, v in fields(container) if n == 19]
+    paths = named(first(data, 8), 2)
+    item = paths["/apis/apps/v1/namespaces/{namespace}/deployments/{name}"]
+    patch = first(item, 8)
+    params = [v for n, v in fields(patch) if n == 8]
+    query_names = []
+    for param in params:
+        parameter = first(param, 1)
+        for n, v in fields(parameter):
+            if n == 2:  # non-body
+                query = first(v, 3)
+                query_names.append(first(query, 4).decode())
+    assert "fieldValidation" in query_names
+
+
+def test_accept_negotiation() -> None:
+    assert openapi_v2.wants_protobuf(PB)
+    assert openapi_v2.wants_protobuf(f"{PB}, application/json")
+    assert not openapi_v2.wants_protobuf(f"application/json, {PB}")
+    assert not openapi_v2.wants_protobuf(f"{PB};q=0.5, application/json")
+    assert not openapi_v2.wants_protobuf("")
+    assert not openapi_v2.wants_protobuf("*/*")
+
+
+# -- with the real kubectl ------------------------------------------------------------------
+
+CRD_AND_OBJECT = """\
+apiVersion: apiextensions.k8s.io/v1
+kind: CustomResourceDefinition
+metadata:
+  name: widgets.example.com
+spec:
+  group: example.com
+  names: {kind: Widget, plural: widgets, singular: widget}
+  scope: Namespaced
+  versions:
+  - name: v1
+    served: true
+    storage: true
+    schema:
+      openAPIV3Schema:
+        type: object
+        properties:
+          spec: {type: object, properties: {size: {type: integer}}}
+---
+apiVersion: example.com/v1
+kind: Widget
+metadata: {name: w1, namespace: default}
+spec: {size: 3}
+"""
+
+DEPLOYMENT = """\
+apiVersion: apps/v1
+kind: Deployment
+metadata: {name: app, namespace: default}
+spec:
+  selector: {matchLabels: {app: app}}
+  template:
+    metadata: {labels: {app: app}}
+    spec:
+      containers:
+      - {name: a, image: "nginx:1.27", ports: [{containerPort: 80}]}
+      - {name: b, image: "busybox:1.36"}
+"""
+
+
+def test_kubectl_with_openapi_v2(kubectl: Any, tmp_path: Path) -> None:
+    v2 = kubectl("explain", "pods.spec.containers", "--output=plaintext-openapiv2").stdout
+    assert v2.splitlines()[:2] == ["KIND:     Pod", "VERSION:  v1"], v2
+    assert "RESOURCE: containers <[]Object>" in v2
+    assert re.search(r"\bimage\s+<string>", v2)
+
+    manifest = tmp_path / "widgets.yaml"
+    manifest.write_text(CRD_AND_OBJECT)
+    once = kubectl("apply", "-f", str(manifest), check=False)
+    assert once.returncode != 0
+    assert "could not find the requested resource" not in once.stderr, once.stderr
+    assert "ensure CRDs are installed first" in once.stderr, once.stderr
+    assert (
+        "customresourcedefinition.apiextensions.k8s.io/widgets.example.com created" in once.stdout
+    )
+    twice = kubectl("apply", "-f", str(manifest))
+    assert "widget.example.com/w1 created" in twice.stdout
+    explained = kubectl("explain", "widgets.spec", "--output=plaintext-openapiv2").stdout
+    assert "KIND:     Widget" in explained and re.search(r"\bsize\s+<integer>", explained)
+
+
+def test_kubectl_patch_and_apply_a_deployment(kubectl: Any, tmp_path: Path) -> None:
+    kubectl("create", "deployment", "web", "--image=nginx:1.27")
+    kubectl(
+        "patch",
+        "deployment",
+        "web",
+        "-p",
+        '{"spec":{"template":{"spec":{"containers":'
+        '[{"name":"nginx","image":"nginx:1.28"},{"name":"side","image":"busybox"}]}}}}',
+    )
+    path = "{range .spec.template.spec.containers[*]}{.name}={.image} {end}{.metadata.generation}"
+    out = kubectl("get", "deployment", "web", "-o", f"jsonpath={path}").stdout
+    assert out == "nginx=nginx:1.28 side=busybox 2"
+
+    first_file = tmp_path / "d1.yaml"
+    first_file.write_text(DEPLOYMENT)
+    kubectl("apply", "-f", str(first_file))
+    second = tmp_path / "d2.yaml"
+    second.write_text(
+        DEPLOYMENT.replace("nginx:1.27", "nginx:1.28").replace(
+            '{name: b, image: "busybox:1.36"}', '{name: c, image: "redis:7"}'
+        )
+    )
+    kubectl("apply", "-f", str(second))
+    kubectl("apply", "-f", str(second))  # unchanged: no new generation
+    path = "{range .spec.template.spec.containers[*]}{.name}={.image}:{.ports} {end}"
+    out = kubectl("get", "deployment", "app", "-o", f"jsonpath={path}{{.metadata.generation}}")
+    assert out.stdout == 'a=nginx:1.28:[{"containerPort":80,"protocol":"TCP"}] c=redis:7: 2'
