@@ -10,10 +10,14 @@ Pods Running 0.5 s after binding):
   same connections (target: Deployments cost at most 2x a ConfigMap) — the real creates
   share the server with the simulation they set off, so a ``dryRun=All`` create rate
   (admission, defaults and validation only) is printed too;
-* the simulation's own writes (``Engine.writes`` is not reachable from here: the count
-  of objects and their resourceVersion spread is printed instead).
+* the issue's question on its own: real Deployment creates against ConfigMap creates on
+  a second server process *without* the simulation, in the same run, alternating the two
+  kinds in rounds (so neither meets a larger store or a warmer process than the other);
+* with ``--profile PATH``: a third, plain server process runs cProfile while it takes the
+  Deployment creates alone; the stats go to PATH and the top functions are printed.
 
-Run: ``.venv/bin/python benchmarks/simulate.py [--deployments N] [--connections C]``.
+Run: ``.venv/bin/python benchmarks/simulate.py [--deployments N] [--connections C]
+[--rounds R] [--profile PATH]``.
 Where a workload kind is not served by the tree being measured, a schemaless stand-in
 is registered (printed), so the figure is comparable across trees.
 """
@@ -22,7 +26,9 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import cProfile
 import multiprocessing as mp
+import pstats
 import signal
 import time
 from pathlib import Path
@@ -40,7 +46,11 @@ STANDINS = (
 )
 
 
-def serve(port_q: Any, nodes: int, start_seconds: float) -> None:
+def serve(
+    port_q: Any, nodes: int, start_seconds: float, simulate: bool = True, profile: str = ""
+) -> None:
+    """One server process (``simulate``: with the simulated cluster); ``profile``: run
+    cProfile from start-up done to SIGTERM and dump the stats there."""
     from kubewerk.apiserver.registry import ServedResource
     from kubewerk.apiserver.server import EmbeddedServer, new_event_loop
     from kubewerk.apiserver.simulate import SimulationConfig
@@ -50,7 +60,7 @@ def serve(port_q: Any, nodes: int, start_seconds: float) -> None:
     config = SimulationConfig.with_nodes(
         nodes, cpu="64", memory="256Gi", pods=400, start_seconds=start_seconds
     )
-    server = EmbeddedServer("memory", simulate=config)
+    server = EmbeddedServer("memory", simulate=config if simulate else None)
     standins = []
     for group, resource, kind, namespaced in STANDINS:
         if server.app.registry.get(group, resource) is None:
@@ -70,11 +80,18 @@ def serve(port_q: Any, nodes: int, start_seconds: float) -> None:
             )
     stop = asyncio.Event()
 
+    profiler = cProfile.Profile() if profile else None
+
     async def main() -> None:
         await server.start()
         loop.add_signal_handler(signal.SIGTERM, stop.set)
+        if profiler is not None:
+            profiler.enable()
         port_q.put((server.port, standins))
         await stop.wait()
+        if profiler is not None:
+            profiler.disable()
+            profiler.dump_stats(profile)
         await server.stop()
 
     loop.run_until_complete(main())
@@ -179,25 +196,102 @@ async def run(base: str, n: int, connections: int) -> dict[str, float]:
     }
 
 
+async def plain(base: str, n: int, connections: int, rounds: int) -> dict[str, float]:
+    """ConfigMap and Deployment creates on a server without the simulation, alternating
+    the kinds in ``rounds`` rounds of n/rounds objects each."""
+    conn = aiohttp.TCPConnector(limit=connections)
+    per = max(1, n // rounds)
+    times = {"configmap": 0.0, "deployment": 0.0}
+    async with aiohttp.ClientSession(base, connector=conn) as s:
+        for ns in ("cms", "deps"):
+            async with s.post(
+                "/api/v1/namespaces",
+                json={"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": ns}},
+            ) as r:
+                assert r.status == 201, await r.text()
+        # warm-up, not timed: every connection opened, the vendored schemas loaded
+        warm = [f"warm-{i}" for i in range(connections)]
+        await create_all(
+            s, "/api/v1/namespaces/cms/configmaps", [configmap(x) for x in warm], connections
+        )
+        await create_all(
+            s,
+            "/apis/apps/v1/namespaces/deps/deployments",
+            [deployment(x) for x in warm],
+            connections,
+        )
+        for r in range(rounds):
+            names = [f"{r:02d}-{i:05d}" for i in range(per)]
+            times["configmap"] += await create_all(
+                s,
+                "/api/v1/namespaces/cms/configmaps",
+                [configmap(f"cm-{x}") for x in names],
+                connections,
+            )
+            times["deployment"] += await create_all(
+                s,
+                "/apis/apps/v1/namespaces/deps/deployments",
+                [deployment(f"d-{x}") for x in names],
+                connections,
+            )
+    return {
+        "configmap_rate": per * rounds / times["configmap"],
+        "deployment_rate": per * rounds / times["deployment"],
+    }
+
+
+async def deployments_only(base: str, n: int, connections: int) -> float:
+    conn = aiohttp.TCPConnector(limit=connections)
+    async with aiohttp.ClientSession(base, connector=conn) as s:
+        await create_all(s, "/apis/apps/v1/namespaces/default/deployments", [deployment("w")], 1)
+        took = await create_all(
+            s,
+            "/apis/apps/v1/namespaces/default/deployments",
+            [deployment(f"d-{i:05d}") for i in range(n)],
+            connections,
+        )
+    return n / took
+
+
+def start_server(
+    ctx: Any, nodes: int, start_seconds: float, simulate: bool, profile: str = ""
+) -> tuple[Any, int, list[str]]:
+    q = ctx.Queue()
+    proc = ctx.Process(target=serve, args=(q, nodes, start_seconds, simulate, profile), daemon=True)
+    proc.start()
+    port, standins = q.get(timeout=60)
+    return proc, port, standins
+
+
+def stop_server(proc: Any) -> None:
+    proc.terminate()
+    proc.join(30)
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--deployments", type=int, default=1000)
     parser.add_argument("--connections", type=int, default=16)
     parser.add_argument("--nodes", type=int, default=10)
     parser.add_argument("--start-seconds", type=float, default=0.5)
+    parser.add_argument("--rounds", type=int, default=4, help="alternations on the plain server")
+    parser.add_argument("--profile", default="", metavar="PATH", help="profile Deployment creates")
     args = parser.parse_args()
     ctx = mp.get_context("spawn")
-    q = ctx.Queue()
-    proc = ctx.Process(target=serve, args=(q, args.nodes, args.start_seconds), daemon=True)
-    proc.start()
-    port, standins = q.get(timeout=60)
+    proc, port, standins = start_server(ctx, args.nodes, args.start_seconds, True)
     try:
         rss_before = rss_mib(proc.pid)
         figures = asyncio.run(run(f"http://127.0.0.1:{port}", args.deployments, args.connections))
         rss_after = rss_mib(proc.pid)
     finally:
-        proc.terminate()
-        proc.join(10)
+        stop_server(proc)
+    proc, port, _ = start_server(ctx, args.nodes, args.start_seconds, False)
+    try:
+        plain_figures = asyncio.run(
+            plain(f"http://127.0.0.1:{port}", args.deployments, args.connections, args.rounds)
+        )
+    finally:
+        stop_server(proc)
     print(f"stand-in kinds (not served by this tree): {', '.join(standins) or 'none'}")
     print(
         f"{args.deployments} Deployments x 3 replicas, {args.nodes} nodes, "
@@ -215,6 +309,26 @@ def main() -> None:
         "(admission alone, no simulation work behind it)"
     )
     print(f"  server RSS               {rss_before:.0f} MiB -> {rss_after:.0f} MiB")
+    print(
+        f"without the simulation, {args.rounds} alternating rounds of "
+        f"{args.deployments // args.rounds} of each kind:"
+    )
+    print(f"  ConfigMap creates        {plain_figures['configmap_rate']:.0f}/s")
+    print(f"  Deployment creates       {plain_figures['deployment_rate']:.0f}/s")
+    plain_ratio = plain_figures["configmap_rate"] / plain_figures["deployment_rate"]
+    print(f"  Deployment cost          {plain_ratio:.2f}x a ConfigMap's (target <= 2x)")
+    if args.profile:
+        proc, port, _ = start_server(ctx, args.nodes, args.start_seconds, False, args.profile)
+        try:
+            rate = asyncio.run(
+                deployments_only(f"http://127.0.0.1:{port}", args.deployments, args.connections)
+            )
+        finally:
+            stop_server(proc)
+        print(f"profiled plain server: {rate:.0f} Deployment creates/s under cProfile")
+        stats = pstats.Stats(args.profile)
+        stats.sort_stats("tottime").print_stats(25)
+        stats.sort_stats("cumulative").print_stats(40)
 
 
 if __name__ == "__main__":
