@@ -177,3 +177,32 @@ async def test_resources_not_served_are_named(api: Api) -> None:
     # a subresource of the served Namespace type is not mistaken for a resource
     status, out = await api.get("/api/v1/namespaces/default/status")
     assert status == 200 and out["kind"] == "Namespace"
+
+
+def test_string_maps_are_checked_per_kind() -> None:
+    """Only the fields a kind's schema declares ``map[string]string`` must hold strings:
+    a ``data`` of another shape in another kind is that kind's business."""
+    from kubewerk.apiserver.admission import Admission, AdmissionRequest
+    from kubewerk.apiserver.kinds import configmaps
+    from kubewerk.apiserver.registry import ServedResource
+    from kubewerk.core.errors import ApiError
+
+    admission = Admission()
+    cm = configmaps.resource_type()
+    bad = {"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "c"}, "data": {"a": 1}}
+    with pytest.raises(ApiError, match="cannot unmarshal number into Go struct field"):
+        admission.prune_builtin(AdmissionRequest("CREATE", cm, "v1", bad, None, "Ignore"))
+    raw = ServedResource(
+        group="example.com",
+        resource="revisions",
+        kind="Revision",
+        list_kind="RevisionList",
+        singular="revision",
+        namespaced=True,
+        versions=["v1"],
+        storage_version="v1",
+        schemas={"v1": {"type": "object", "properties": {"data": {"type": "object"}}}},
+    )
+    obj: dict[str, Any] = {"data": {"spec": {"x": 1}}}
+    admission.prune_builtin(AdmissionRequest("CREATE", raw, "v1", obj, None, "Ignore"))
+    assert obj["data"] == {"spec": {"x": 1}}

@@ -61,13 +61,19 @@ class Admission:
             self.prune_builtin(req)
         strategy.allocate(req.obj, req.old, req.dry_run, req.subresource)
         errors = self.validate_meta(req)
-        errors += strategy.validate(req.obj, req.old)
+        if req.subresource == "status" and req.old is not None:
+            errors += strategy.validate_status(req.obj, req.old)
+        else:
+            errors += strategy.validate(req.obj, req.old)
         if errors:
             raise ApiError.invalid(req.rtype.kind, req.rtype.group, _name(req.obj), errors)
 
     def prune_builtin(self, req: AdmissionRequest) -> None:
         """Typed decoding of a built-in kind: unknown top-level fields are dropped (or
-        rejected/warned per ``fieldValidation``) and string maps must hold strings."""
+        rejected/warned per ``fieldValidation``), and the top-level fields its schema
+        declares as string maps (a ConfigMap's ``data``, a Secret's ``stringData``) must
+        hold strings — a field of another type under the same name in another kind (a
+        ControllerRevision's ``data`` is a RawExtension) is not checked as one."""
         schema = req.rtype.schemas.get(req.version) or {}
         known = set(schema.get("properties") or {})
         if not known:
@@ -86,9 +92,9 @@ class Admission:
             if req.field_validation == "Strict":
                 raise ApiError.bad_request("strict decoding error: " + ", ".join(messages))
             req.warnings.extend(messages)
-        for field_name in ("data", "binaryData", "stringData"):
-            value = req.obj.get(field_name)
-            if value is None:
+        props = schema.get("properties") or {}
+        for field_name, value in req.obj.items():
+            if value is None or not _is_string_map(props.get(field_name)):
                 continue
             if not isinstance(value, dict) or any(not isinstance(v, str) for v in value.values()):
                 bad = (
@@ -121,6 +127,15 @@ class Admission:
     def on_read(self, rtype: ServedResource, version: str, obj: JSON) -> JSON:
         """The object as served in ``version`` (defaults applied); never mutates ``obj``."""
         return obj
+
+
+def _is_string_map(schema: Any) -> bool:
+    """Whether a property schema is ``map[string]string`` (or ``map[string][]byte``, which
+    JSON carries as base64 strings)."""
+    if not isinstance(schema, dict) or schema.get("type") != "object":
+        return False
+    values = schema.get("additionalProperties")
+    return isinstance(values, dict) and values.get("type") == "string"
 
 
 def _same_except_resource_version(meta: JSON, old_meta: JSON) -> bool:

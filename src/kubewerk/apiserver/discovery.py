@@ -14,7 +14,10 @@ from kubewerk.core.gvk import format_api_version
 JSON = dict[str, Any]
 
 KUBE_MAJOR = "1"
-KUBE_MINOR = "33"
+KUBE_MINOR = "36"
+"""The Kubernetes release whose API kubewerk serves: the release of the vendored OpenAPI
+definitions (``kinds/openapi_data/SOURCE.md``). ``/version`` and the OpenAPI documents
+report it, so a client sees one version everywhere."""
 
 _VERSION_RE = re.compile(r"^v(\d+)(?:(alpha|beta)(\d+))?$")
 
@@ -36,9 +39,16 @@ def sorted_versions(versions: list[str]) -> list[str]:
 
 
 def version_info(kubewerk_version: str) -> JSON:
+    """``/version`` as kube-apiserver 1.33+ answers it: the served release (with the
+    emulation and minimum-compatibility versions it reports), ``gitVersion`` carrying
+    kubewerk's own version as semver build metadata."""
     return {
         "major": KUBE_MAJOR,
         "minor": KUBE_MINOR,
+        "emulationMajor": KUBE_MAJOR,
+        "emulationMinor": KUBE_MINOR,
+        "minCompatibilityMajor": KUBE_MAJOR,
+        "minCompatibilityMinor": str(int(KUBE_MINOR) - 1),
         "gitVersion": f"v{KUBE_MAJOR}.{KUBE_MINOR}.0+kubewerk-{kubewerk_version}",
         "gitCommit": "",
         "gitTreeState": "clean",

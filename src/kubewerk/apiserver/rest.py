@@ -36,7 +36,6 @@ from kubewerk.apiserver.storage.base import (
     RevisionConflict,
     Store,
 )
-from kubewerk.apiserver.strategy import writing_subresource
 from kubewerk.core import meta as metautil
 from kubewerk.core.errors import ApiError, FieldError
 from kubewerk.core.gofmt import GoText, json_equal, json_same_text, unmarshal_kind
@@ -213,8 +212,7 @@ class ResourceApi:
             trusted_old=trusted_old,
         )
         req.warnings[:0] = decode_warnings
-        with writing_subresource(target.subresource):
-            self.admission.admit(req)
+        self.admission.admit(req)
         return req.warnings
 
     @staticmethod

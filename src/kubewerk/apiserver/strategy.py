@@ -19,7 +19,8 @@ The hooks, in the order a request meets them:
 - update: ``prepare_for_update`` (main endpoint only, after the status of a kind with a
   status subresource is reset to the stored one), then ``generation_changed``;
 - admission: ``default``, typed pruning if ``prunes_unknown_fields``, ``allocate``, the
-  ObjectMeta rules with ``name_rule``, ``validate``, ``warnings``;
+  ObjectMeta rules with ``name_rule``, ``validate`` (``validate_status`` for a write
+  through ``/status``), ``warnings``;
 - delete: ``finalizers_on_delete``, ``holds_deletion`` (also asked when an update
   leaves a deleting object without finalizers), ``prepare_for_delete``;
 - storage: ``to_storage`` on every write, ``from_storage`` on every read;
@@ -28,9 +29,7 @@ The hooks, in the order a request meets them:
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterator, Mapping, Sequence
-from contextlib import contextmanager
-from contextvars import ContextVar
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, ClassVar, NamedTuple
 
@@ -47,25 +46,6 @@ if TYPE_CHECKING:
     from kubewerk.core.strategic import PatchSchema
 
 JSON = dict[str, Any]
-
-_SUBRESOURCE: ContextVar[str | None] = ContextVar("kubewerk_write_subresource", default=None)
-
-
-@contextmanager
-def writing_subresource(subresource: str | None) -> Iterator[None]:
-    """While a write's admission runs: the subresource it came through (``status``), so
-    ``Strategy.validate`` can tell a ``/status`` write from a main-endpoint one."""
-    token = _SUBRESOURCE.set(subresource)
-    try:
-        yield
-    finally:
-        _SUBRESOURCE.reset(token)
-
-
-def current_subresource() -> str | None:
-    """The subresource of the write being admitted (None: the main endpoint)."""
-    return _SUBRESOURCE.get()
-
 
 @dataclass(frozen=True, slots=True)
 class PrinterColumn:
@@ -159,6 +139,11 @@ class Strategy:
     def validate(self, obj: JSON, old: JSON | None) -> list[FieldError]:
         """The kind's own validation beyond ObjectMeta (``old`` None on create)."""
         return []
+
+    def validate_status(self, obj: JSON, old: JSON) -> list[FieldError]:
+        """The validation of a write through ``/status`` (kube's status strategy's
+        ``ValidateUpdate``); default: the same as the main endpoint's."""
+        return self.validate(obj, old)
 
     def warnings(self, obj: JSON, old: JSON | None) -> Sequence[str]:
         """Warnings for the response (``WarningsOnCreate`` / ``WarningsOnUpdate``)."""

@@ -25,7 +25,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any, ClassVar, Protocol, Self
 
-from kubewerk.apiserver.strategy import AGE, PrinterColumn, Strategy, current_subresource
+from kubewerk.apiserver.strategy import AGE, PrinterColumn, Strategy
 from kubewerk.core.errors import FieldError
 from kubewerk.core.gofmt import json_equal
 from kubewerk.core.jsoncopy import copy_json
@@ -147,11 +147,13 @@ class TypedKindStrategy(Strategy):
     def validate(self, obj: JSON, old: JSON | None) -> list[FieldError]:
         from kubewerk.apiserver import kindrules
 
-        api_version = self._api_version_of(obj)
-        if old is not None and current_subresource() == "status":
-            check = kindrules.status_validator(api_version, self.kind)
-        else:
-            check = kindrules.validator(api_version, self.kind)
+        check = kindrules.validator(self._api_version_of(obj), self.kind)
+        return check(obj, old) if check is not None else []
+
+    def validate_status(self, obj: JSON, old: JSON) -> list[FieldError]:
+        from kubewerk.apiserver import kindrules
+
+        check = kindrules.status_validator(self._api_version_of(obj), self.kind)
         return check(obj, old) if check is not None else []
 
     prunes_unknown_fields: ClassVar[bool] = False  # typed_decode does it
