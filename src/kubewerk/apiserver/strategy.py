@@ -47,6 +47,7 @@ if TYPE_CHECKING:
 
 JSON = dict[str, Any]
 
+
 @dataclass(frozen=True, slots=True)
 class PrinterColumn:
     """A column of the Table view (``additionalPrinterColumns`` shape)."""
