@@ -24,8 +24,11 @@ restartPolicy Never the Pod fails, otherwise it waits ``CrashLoopBackOff`` (back
 ``restartCount`` grows. ``image-pull`` — containers wait ``ErrImagePull`` and then
 ``ImagePullBackOff``; the Pod stays Pending.
 
-A Pod being deleted is removed ``min(terminate_seconds, its grace period)`` after its
-deletion (a Pod never bound goes at once), unless its node is down.
+A Pod being deleted gracefully (``deletionTimestamp`` with ``deletionGracePeriodSeconds``)
+is removed ``min(terminate_seconds, its grace period)`` after the kubelet sees it, with a
+delete of grace period 0 as the kubelet's (the grace shortened to 0 in storage when the
+served kind keeps an object already being deleted), unless its node is down; a Pod never
+bound goes at once; a Pod deleted at once is forgotten.
 """
 
 from __future__ import annotations
@@ -267,7 +270,20 @@ class Pods:
         if node in self.nodes.failed:
             return
         self.runs.pop(key, None)
-        self.engine.delete(key, {"gracePeriodSeconds": 0})
+        engine = self.engine
+        engine.delete(key, {"gracePeriodSeconds": 0})
+        left = engine.get(key)
+        if (
+            left is not None
+            and left["metadata"].get("uid") == pod["metadata"].get("uid")
+            and left["metadata"].get("deletionGracePeriodSeconds")
+        ):
+            # a delete of an object already being deleted records only finalizer changes
+            # here; kube-apiserver shortens the grace period to the 0 asked for, which
+            # completes the deletion unless finalizers hold it: do that in storage
+            new = changed_copy(left)
+            new["metadata"]["deletionGracePeriodSeconds"] = 0
+            engine.write_back(key, new)
 
     # -- statuses ------------------------------------------------------------------------------
 
