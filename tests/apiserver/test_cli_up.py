@@ -301,6 +301,10 @@ def test_the_cli_defaults_are_the_servers() -> None:
     assert up.DEFAULT_REQUEST_BODY_TIMEOUT == httpproto.DEFAULT_REQUEST_BODY_TIMEOUT
     assert up.DEFAULT_RETAIN_BYTES == storage.DEFAULT_RETAIN_BYTES
     assert up.DEFAULT_MAX_BACKLOG_BYTES == watch.DEFAULT_MAX_BACKLOG_BYTES
+    from kubewerk.apiserver.kinds import services
+
+    assert up.DEFAULT_SERVICE_CLUSTER_IP_RANGE == services.DEFAULT_SERVICE_CLUSTER_IP_RANGE
+    assert up.DEFAULT_SERVICE_NODE_PORT_RANGE == services.DEFAULT_SERVICE_NODE_PORT_RANGE
 
 
 def test_up_passes_the_memory_bounds_on(tmp_path: Path) -> None:
@@ -463,3 +467,62 @@ def test_up_simulate_refuses_a_bad_quantity_with_exit_code_2(tmp_path: Path) -> 
     assert proc.returncode == 2
     assert "--node-memory lots: not a quantity" in proc.stderr
     assert "Traceback" not in proc.stderr
+
+
+def test_up_allocates_cluster_ips_from_the_flags_range(tmp_path: Path) -> None:
+    proc, url, _ = start(
+        "--port",
+        "0",
+        "--kubeconfig",
+        str(tmp_path / "kc"),
+        "--service-cluster-ip-range",
+        "10.123.0.0/24",
+        "--service-node-port-range",
+        "31000-31009",
+    )
+    try:
+        service = {
+            "apiVersion": "v1",
+            "kind": "Service",
+            "metadata": {"name": "web"},
+            "spec": {"type": "NodePort", "selector": {"app": "web"}, "ports": [{"port": 80}]},
+        }
+        created = request(url + "/api/v1/namespaces/default/services", "POST", service)
+        assert isinstance(created, dict)
+        assert created["spec"]["clusterIP"].startswith("10.123.0.")
+        assert created["spec"]["clusterIP"] != "10.123.0.1"  # default/kubernetes holds it
+        assert 31000 <= created["spec"]["ports"][0]["nodePort"] <= 31009
+    finally:
+        proc.send_signal(signal.SIGTERM)
+        _, err = proc.communicate(timeout=10)
+    assert proc.returncode == 0, err
+
+
+@pytest.mark.parametrize(
+    ("flag", "value"),
+    [("--service-cluster-ip-range", "10.0.0.0/33"), ("--service-node-port-range", "9-x")],
+)
+def test_up_refuses_a_bad_service_range_with_exit_code_2(flag: str, value: str) -> None:
+    proc = subprocess.run(
+        [sys.executable, "-m", "kubewerk.cli", "up", flag, value],
+        capture_output=True,
+        text=True,
+        timeout=30,
+    )
+    assert proc.returncode == 2, proc.stderr
+    assert f"{flag} {value}: " in proc.stderr
+    assert "Traceback" not in proc.stderr
+
+
+def test_embedded_server_passes_the_service_ranges_on() -> None:
+    from kubewerk.apiserver.server import EmbeddedServer
+
+    server = EmbeddedServer(
+        "memory", service_cluster_ip_range="10.9.0.0/16", service_node_port_range="30100-30200"
+    )
+    network = server.app.service_network
+    assert str(network.cluster_ip_range) == "10.9.0.0/16"
+    assert network.node_port_range == (30100, 30200)
+    server.store.close()
+    with pytest.raises(ValueError):
+        EmbeddedServer("memory", service_cluster_ip_range="not a cidr")

@@ -37,6 +37,11 @@ from kubewerk.apiserver.httpproto import (
     HttpLimits,
     protocol_class,
 )
+from kubewerk.apiserver.kinds.services import (
+    DEFAULT_SERVICE_CLUSTER_IP_RANGE,
+    DEFAULT_SERVICE_NODE_PORT_RANGE,
+    ServiceNetwork,
+)
 from kubewerk.apiserver.storage import Store, open_store
 from kubewerk.apiserver.watch import DEFAULT_MAX_BACKLOG_BYTES
 
@@ -120,6 +125,11 @@ class EmbeddedServer:
     watcher's undelivered events; ``store_policy`` (``retain_events``, ``retain_seconds``,
     ``retain_bytes``) goes to ``open_store``.
 
+    ``service_cluster_ip_range`` (a CIDR) and ``service_node_port_range`` (``BASE-MAX``) are
+    where Services' cluster IPs and node ports come from, as kube-apiserver's flags of
+    those names (defaults ``10.96.0.0/12`` and ``30000-32767``); a malformed one is a
+    ``ValueError`` before anything is opened.
+
     ``simulate`` runs a simulated cluster inside the server (``True``: the default
     ``SimulationConfig``; see ``kubewerk.apiserver.simulate`` and docs/simulate.md):
     fake Nodes, a scheduler, kubelets and the workload controllers, started with the
@@ -143,6 +153,8 @@ class EmbeddedServer:
         allowed_hosts: Iterable[str] = (),
         watch_backlog_bytes: int = DEFAULT_MAX_BACKLOG_BYTES,
         simulate: SimulationConfig | bool | None = None,
+        service_cluster_ip_range: str = DEFAULT_SERVICE_CLUSTER_IP_RANGE,
+        service_node_port_range: str = DEFAULT_SERVICE_NODE_PORT_RANGE,
         **store_policy: Any,
     ) -> None:
         # everything that can refuse the arguments runs before the store is opened
@@ -158,6 +170,7 @@ class EmbeddedServer:
             max_connections=max_connections,
         )
         self.allowed_hosts = _allowed_hosts(self.bind, allowed_hosts)
+        ServiceNetwork.parse(service_cluster_ip_range, service_node_port_range)
         self.store = open_store(store, **store_policy) if isinstance(store, str) else store
         self._owns_store = isinstance(store, str)
         self.app = ApiServer(
@@ -166,6 +179,8 @@ class EmbeddedServer:
             bookmark_interval=bookmark_interval,
             allowed_hosts=self.allowed_hosts,
             watch_backlog_bytes=watch_backlog_bytes,
+            service_cluster_ip_range=service_cluster_ip_range,
+            service_node_port_range=service_node_port_range,
         )
         self.simulation: Simulation | None = None
         if simulate:

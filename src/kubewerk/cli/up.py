@@ -23,6 +23,8 @@ DEFAULT_REQUEST_BODY_TIMEOUT = 60.0
 # and of the store's and watch hub's byte bounds
 DEFAULT_RETAIN_BYTES = 64 << 20
 DEFAULT_MAX_BACKLOG_BYTES = 16 << 20
+DEFAULT_SERVICE_CLUSTER_IP_RANGE = "10.96.0.0/12"
+DEFAULT_SERVICE_NODE_PORT_RANGE = "30000-32767"
 INSECURE_BIND_FLAG = "--insecure-bind-non-loopback"
 
 
@@ -167,6 +169,20 @@ def register(sub: Any) -> None:
         help="refuse (503, closed at once) connections beyond N open ones "
         "(default: the open-file limit less 128)",
     )
+    parser.add_argument(
+        "--service-cluster-ip-range",
+        default=DEFAULT_SERVICE_CLUSTER_IP_RANGE,
+        metavar="CIDR",
+        help="where Services' cluster IPs come from, as kube-apiserver's flag "
+        f"(default: {DEFAULT_SERVICE_CLUSTER_IP_RANGE}; the first address is default/kubernetes')",
+    )
+    parser.add_argument(
+        "--service-node-port-range",
+        default=DEFAULT_SERVICE_NODE_PORT_RANGE,
+        metavar="BASE-MAX",
+        help="where NodePort and LoadBalancer Services' node ports come from "
+        f"(default: {DEFAULT_SERVICE_NODE_PORT_RANGE})",
+    )
     sim = parser.add_argument_group(
         "simulated cluster",
         "with --simulate the server runs fake Nodes, a scheduler, kubelets and the workload "
@@ -261,6 +277,16 @@ def run(args: argparse.Namespace) -> int:
     for name in args.allow_host:
         if not name or any(c.isspace() or c in "/?#@" for c in name):
             raise UsageError(f"--allow-host {name!r}: not a host name or address")
+    from kubewerk.apiserver.kinds.services import parse_cluster_ip_range, parse_node_port_range
+
+    for flag, value, parse in (
+        ("--service-cluster-ip-range", args.service_cluster_ip_range, parse_cluster_ip_range),
+        ("--service-node-port-range", args.service_node_port_range, parse_node_port_range),
+    ):
+        try:
+            parse(value)
+        except ValueError as exc:
+            raise UsageError(f"{flag} {value}: {exc}") from None
     simulate = _simulation(args)
     try:
         server = EmbeddedServer(
@@ -280,6 +306,8 @@ def run(args: argparse.Namespace) -> int:
             idle_timeout=args.idle_timeout,
             request_body_timeout=args.request_body_timeout,
             max_connections=args.max_connections,
+            service_cluster_ip_range=args.service_cluster_ip_range,
+            service_node_port_range=args.service_node_port_range,
         )
     except (ValueError, StorageError) as exc:
         raise UsageError(f"--store {args.store}: {exc}") from None
