@@ -1,0 +1,224 @@
+"""The CEL environment of admission expressions, and its compilation results.
+
+Kubernetes compiles a ValidatingAdmissionPolicy's expressions in one environment per
+set of optional declarations: ``object``, ``oldObject``, ``request`` and
+``namespaceObject`` always; ``params`` only when the policy has a ``paramKind``;
+``authorizer`` (and ``authorizer.requestResource``) everywhere except in
+``messageExpression``; ``variables`` when the policy declares variables. This module
+builds those environments over cel-expr-python with the Kubernetes function libraries
+(:mod:`kubewerk.schema.cel.library`) plus the authorizer library of
+:mod:`kubewerk.schema.admission_policy.authz`.
+
+Where the static types differ from kube-apiserver's: ``object``, ``oldObject``,
+``params`` and ``namespaceObject`` are ``dyn`` (as kube-apiserver declares them when
+it has no schema), ``request`` and ``variables`` are ``map(string, dyn)`` (typed
+objects there). So an expression whose static type is ``dyn`` is accepted where a
+``bool`` or ``string`` is required (kube-apiserver accepts it where a variable's
+checked type is the required one), and a reference to a variable that is not
+declared before it is refused with cel-go's ``undefined field`` message by a scan of
+the expression (see :func:`undefined_variables`).
+"""
+
+from __future__ import annotations
+
+import re
+import threading
+from dataclasses import dataclass
+from typing import Any, Final
+
+from cel_expr_python import cel
+from cel_expr_python.ext import ext_bindings, ext_optional, ext_strings
+
+from kubewerk.schema.cel import library
+
+from . import authz
+
+T = cel.Type
+_OBJ: Final = T.Map(T.STRING, T.DYN)
+_LOCK = threading.Lock()
+_ENVS: dict[tuple[bool, bool, bool], Any] = {}
+
+# string literals (raw, triple-quoted, single and double quoted) removed before scanning
+_STRING_LIT: Final = re.compile(
+    r"[rR]?(?:'''.*?'''|\"\"\".*?\"\"\"|'(?:[^'\\\n]|\\.)*'|\"(?:[^\"\\\n]|\\.)*\")", re.S
+)
+_VARIABLE_REF: Final = re.compile(r"(?<![\w.])variables\s*\.\s*([A-Za-z_][A-Za-z0-9_]*)")
+
+
+def env(*, params: bool, authorizer: bool, variables: bool) -> Any:
+    """The (cached) environment with the given optional variables declared."""
+    key = (params, authorizer, variables)
+    found = _ENVS.get(key)
+    if found is not None:
+        return found
+    with _LOCK:
+        found = _ENVS.get(key)
+        if found is None:
+            decls: dict[str, Any] = {
+                "object": T.DYN,
+                "oldObject": T.DYN,
+                "request": _OBJ,
+                "namespaceObject": T.DYN,
+            }
+            if params:
+                decls["params"] = T.DYN
+            if authorizer:
+                decls["authorizer"] = _OBJ
+            if variables:
+                decls["variables"] = _OBJ
+            found = cel.NewEnv(
+                variables=decls,
+                extensions=[
+                    ext_strings.ExtStrings(),
+                    ext_optional.ExtOptional(),
+                    ext_bindings.ExtBindings(),
+                    cel.CelExtension("kubernetes", library.declarations()),
+                    cel.CelExtension("kubernetes.authz", authz.declarations()),
+                ],
+            )
+            _ENVS[key] = found
+    return found
+
+
+_UNDECLARED: Final = re.compile(
+    r"ERROR: <input>:(\d+):(\d+): undeclared reference to '([A-Za-z_][\w.]*)' \(in container ''\)\n"
+    r" \| (.*)\n \| \.*\^"
+)
+
+
+def clean_compile_error(text: str) -> str:
+    """cel-cpp's status text as cel-go's ``Issues.String()`` reads (``ERROR: <input>:…``).
+
+    cel-cpp names an undeclared qualified reference whole (``'params.x'``, at its last
+    dot); cel-go names its first identifier at that identifier's column.
+    """
+    text = re.sub(r"^[A-Z_]+: ", "", text.strip())
+    text = re.sub(r" \[[A-Z_]+\]$", "", text)
+
+    def first_ident(m: re.Match[str]) -> str:
+        line, col, full, snippet = int(m.group(1)), int(m.group(2)), m.group(3), m.group(4)
+        if "." not in full:
+            return m.group(0)
+        head = full.rpartition(".")[0]
+        start = col - 1 - len(head)
+        if start < 0 or snippet[start : start + len(head)] != head:
+            return m.group(0)
+        first = full.split(".", 1)[0]
+        return (
+            f"ERROR: <input>:{line}:{start + 1}: undeclared reference to '{first}' "
+            f"(in container '')\n | {snippet}\n | {'.' * start}^"
+        )
+
+    return _UNDECLARED.sub(first_ident, text)
+
+
+def runtime_error(text: str) -> str:
+    """cel-cpp's evaluation error in cel-go's words where they differ."""
+    text = re.sub(r"^[A-Z_]+: ", "", text)
+    m = re.match(r'Key not found in map : "(.*)"', text)
+    if m:
+        return f"no such key: {m.group(1)}"
+    if text.startswith("No matching overloads found"):
+        return "no such overload"
+    if text == "divide by zero":
+        return "division by zero"
+    if text.startswith("modulus by zero"):
+        return "modulus by zero"
+    m = re.match(r"Index error: index=(-?\d+) size=\d+", text)
+    if m:
+        return f"index out of range: {m.group(1)}"
+    return text
+
+
+def variable_refs(expression: str) -> list[str]:
+    """The names ``expression`` reads as ``variables.<name>``, in order, without repeats."""
+    code = _STRING_LIT.sub(lambda m: " " * len(m.group(0)), expression)
+    out: list[str] = []
+    for m in _VARIABLE_REF.finditer(code):
+        if m.group(1) not in out:
+            out.append(m.group(1))
+    return out
+
+
+def undefined_variables(expression: str, declared: set[str] | frozenset[str]) -> str | None:
+    """cel-go's error for the first ``variables.<name>`` not in ``declared``, or None.
+
+    Worded and positioned as cel-go's checker reports a missing field of the
+    ``variables`` object (column of the ``.``, the line's snippet and caret).
+    """
+    code = _STRING_LIT.sub(lambda m: " " * len(m.group(0)), expression)
+    for m in _VARIABLE_REF.finditer(code):
+        name = m.group(1)
+        if name in declared:
+            continue
+        dot = code.index(".", m.start())
+        line_no = code.count("\n", 0, dot) + 1
+        line_start = code.rfind("\n", 0, dot) + 1
+        col = dot - line_start
+        line_text = expression.split("\n")[line_no - 1]
+        return (
+            f"ERROR: <input>:{line_no}:{col + 1}: undefined field '{name}'\n"
+            f" | {line_text}\n | {'.' * col}^"
+        )
+    return None
+
+
+@dataclass(frozen=True)
+class Compiled:
+    """One compiled expression: its program, or the kube-apiserver error ``detail``.
+
+    ``detail`` is what follows the field path in kube's field error, e.g.
+    ``compilation failed: ERROR: <input>:1:5: Syntax error: …`` or ``must evaluate to
+    bool``. ``variables`` are the names the expression reads from ``variables``.
+    """
+
+    expression: str
+    program: Any
+    detail: str
+    variables: tuple[str, ...]
+    return_type: str
+
+    @property
+    def ok(self) -> bool:
+        return self.program is not None
+
+
+_TYPE_NAMES: Final = {"BOOL": "bool", "STRING": "string", "NULL": "null_type"}
+
+
+def compile_expression(
+    expression: str,
+    *,
+    returns: tuple[str, ...] | None,
+    params: bool,
+    authorizer: bool,
+    declared_variables: frozenset[str] | None,
+) -> Compiled:
+    """Compile ``expression`` as kube-apiserver's ``CompileCELExpression`` does.
+
+    ``returns``: the CEL types the result must have (``("bool",)``, ``("string",)``,
+    ``("string", "null_type")``), None for any. ``declared_variables``: the variables
+    declared before this expression (None: the policy has no variables, so
+    ``variables`` is not declared at all).
+    """
+    refs = tuple(variable_refs(expression)) if declared_variables is not None else ()
+    e = env(params=params, authorizer=authorizer, variables=declared_variables is not None)
+    try:
+        checked = e.compile(expression)
+    except RuntimeError as exc:
+        return Compiled(
+            expression, None, "compilation failed: " + clean_compile_error(str(exc)), refs, ""
+        )
+    if declared_variables is not None:
+        missing = undefined_variables(expression, declared_variables)
+        if missing is not None:
+            return Compiled(expression, None, "compilation failed: " + missing, refs, "")
+    rt = checked.return_type()
+    name = _TYPE_NAMES.get(rt.name(), rt.name().lower())
+    if returns is not None and rt != T.DYN and name not in returns:
+        if len(returns) == 1:
+            reason = f"must evaluate to {returns[0]}"
+        else:
+            reason = "must evaluate to one of [" + " ".join(returns) + "]"
+        return Compiled(expression, None, reason, refs, name)
+    return Compiled(expression, checked, "", refs, name)

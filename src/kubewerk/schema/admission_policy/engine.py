@@ -1,0 +1,624 @@
+"""Compile policies and evaluate them for a request, worded as kube-apiserver words it.
+
+:func:`compile_policy` compiles once; :func:`admit` runs every matching (policy,
+binding, param) triple as kube-apiserver's ValidatingAdmissionPolicy dispatcher does
+and answers an :class:`Admission`: allowed or the ``Status`` error of the first denial
+(``ValidatingAdmissionPolicy 'p' with binding 'b' denied request: <message>``, the
+validation's reason and its HTTP code), the warnings (``Validation failed for
+ValidatingAdmissionPolicy 'p' with binding 'b': <message>``) and the audit
+annotations (``<policy>/<key>`` and ``validation.policy.admission.k8s.io/
+validation_failure``).
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any, Final
+
+from cel_expr_python import cel
+
+from kubewerk.core.errors import ApiError, FieldError
+from kubewerk.core.selectors import LabelSelectorError, label_selector_from_dict
+
+from . import authz
+from .cel_env import Compiled, compile_expression, runtime_error
+from .matching import Match, matches
+from .request import Request, namespace_object_value
+from .validation import default_binding, default_policy, validate_policy
+
+T = cel.Type
+MAX_MESSAGE_BYTES: Final = 5 * 1024
+MAX_AUDIT_VALUE_BYTES: Final = 10 * 1024
+VALIDATION_FAILURE_KEY: Final = "validation.policy.admission.k8s.io/validation_failure"
+_CODES: Final = {
+    "Forbidden": 403,
+    "Unauthorized": 401,
+    "RequestEntityTooLarge": 413,
+    "Invalid": 422,
+}
+
+
+@dataclass(frozen=True)
+class Validation:
+    expression: Compiled
+    message: str
+    message_expression: Compiled | None
+    reason: str
+
+
+@dataclass
+class CompiledPolicy:
+    """A policy compiled once. ``errors``: what kube-apiserver refuses the object for
+    (an expression that does not compile is still kept, and fails at evaluation with
+    ``compilation error: …`` as a stored expression does there)."""
+
+    policy: dict[str, Any]
+    name: str
+    failure_policy: str
+    param_kind: dict[str, Any] | None
+    match_constraints: dict[str, Any] | None
+    match_conditions: list[tuple[str, Compiled]]
+    variables: list[tuple[str, Compiled]]
+    validations: list[Validation]
+    audit_annotations: list[tuple[str, Compiled]]
+    errors: list[FieldError]
+
+
+def compile_policy(policy: Mapping[str, Any]) -> CompiledPolicy:
+    """Default, validate and compile a ValidatingAdmissionPolicy object."""
+    errors = validate_policy(policy)
+    obj = default_policy(policy)
+    meta = obj.get("metadata") if isinstance(obj.get("metadata"), dict) else {}
+    spec = obj.get("spec") if isinstance(obj.get("spec"), dict) else {}
+    assert isinstance(meta, dict) and isinstance(spec, dict)
+    pk = spec.get("paramKind")
+    param_kind = pk if isinstance(pk, dict) else None
+    has_params = param_kind is not None
+
+    def items(key: str) -> list[dict[str, Any]]:
+        value = spec.get(key)
+        return [x for x in value if isinstance(x, dict)] if isinstance(value, list) else []
+
+    conds = [
+        (
+            str(c.get("name", "")),
+            compile_expression(
+                str(c.get("expression", "")).strip(),
+                returns=("bool",),
+                params=has_params,
+                authorizer=True,
+                declared_variables=None,
+            ),
+        )
+        for c in items("matchConditions")
+    ]
+    declared: frozenset[str] | None = None
+    variables: list[tuple[str, Compiled]] = []
+    if items("variables"):
+        names: list[str] = []
+        for v in items("variables"):
+            name = str(v.get("name", ""))
+            variables.append(
+                (
+                    name,
+                    compile_expression(
+                        str(v.get("expression", "")),
+                        returns=None,
+                        params=has_params,
+                        authorizer=True,
+                        declared_variables=frozenset(names),
+                    ),
+                )
+            )
+            names.append(name)
+        declared = frozenset(names)
+    validations = []
+    for v in items("validations"):
+        mexpr = str(v.get("messageExpression") or "")
+        validations.append(
+            Validation(
+                compile_expression(
+                    str(v.get("expression", "")),
+                    returns=("bool",),
+                    params=has_params,
+                    authorizer=True,
+                    declared_variables=declared,
+                ),
+                str(v.get("message") or ""),
+                compile_expression(
+                    mexpr,
+                    returns=("string",),
+                    params=has_params,
+                    authorizer=False,
+                    declared_variables=declared,
+                )
+                if mexpr.strip()
+                else None,
+                str(v.get("reason") or ""),
+            )
+        )
+    audits = [
+        (
+            str(a.get("key", "")),
+            compile_expression(
+                str(a.get("valueExpression", "")).strip(),
+                returns=("string", "null_type"),
+                params=has_params,
+                authorizer=True,
+                declared_variables=declared,
+            ),
+        )
+        for a in items("auditAnnotations")
+    ]
+    mc = spec.get("matchConstraints")
+    return CompiledPolicy(
+        policy=obj,
+        name=str(meta.get("name", "")),
+        failure_policy=str(spec.get("failurePolicy") or "Fail"),
+        param_kind=param_kind,
+        match_constraints=mc if isinstance(mc, dict) else None,
+        match_conditions=conds,
+        variables=variables,
+        validations=validations,
+        audit_annotations=audits,
+        errors=errors,
+    )
+
+
+# ------------------------------------------------------------------ params
+class ParamStore:
+    """The objects params are read from, by kind (what the policy's param informer
+    holds). ``scopes`` declares kinds known to the server, ``(apiVersion, kind) ->
+    namespaced``; the kinds of the objects given are known too (namespaced when any
+    object of the kind has a namespace), as are ConfigMap and Secret (namespaced)."""
+
+    def __init__(
+        self,
+        objects: Sequence[Mapping[str, Any]] = (),
+        scopes: Mapping[tuple[str, str], bool] | None = None,
+    ) -> None:
+        self.objects = [dict(o) for o in objects]
+        self.scopes: dict[tuple[str, str], bool] = {
+            ("v1", "ConfigMap"): True,
+            ("v1", "Secret"): True,
+        }
+        for o in self.objects:
+            key = (str(o.get("apiVersion", "")), str(o.get("kind", "")))
+            ns = bool(_meta(o).get("namespace"))
+            self.scopes[key] = self.scopes.get(key, False) or ns
+        if scopes:
+            self.scopes.update(scopes)
+
+    def namespaced(self, api_version: str, kind: str) -> bool | None:
+        """Whether the kind is namespaced, None if the kind is not known."""
+        return self.scopes.get((api_version, kind))
+
+    def of_kind(self, api_version: str, kind: str, namespace: str | None) -> list[dict[str, Any]]:
+        """The objects of a kind (in ``namespace`` when not None), by name."""
+        out = [
+            o
+            for o in self.objects
+            if o.get("apiVersion") == api_version
+            and o.get("kind") == kind
+            and (namespace is None or (_meta(o).get("namespace") or "") == namespace)
+        ]
+        return sorted(out, key=lambda o: str(_meta(o).get("name", "")))
+
+
+def _meta(obj: Any) -> dict[str, Any]:
+    meta = obj.get("metadata") if isinstance(obj, Mapping) else None
+    return meta if isinstance(meta, dict) else {}
+
+
+def _param_kind_text(pk: Mapping[str, Any]) -> str:
+    return f"&ParamKind{{APIVersion:{pk.get('apiVersion', '')},Kind:{pk.get('kind', '')},}}"
+
+
+class ConfigError(Exception):
+    """A binding or policy that cannot be applied to this request (a config error)."""
+
+
+def collect_params(
+    param_kind: Mapping[str, Any] | None,
+    param_ref: Mapping[str, Any] | None,
+    namespace: str,
+    store: ParamStore | None,
+) -> list[dict[str, Any] | None]:
+    """``generic.CollectParams``: the params to evaluate with (``[None]`` when the policy
+    or binding uses none, ``[]`` when none was found and the binding allows that)."""
+    if param_kind is None or param_ref is None:
+        return [None]
+    api_version = str(param_kind.get("apiVersion", ""))
+    kind = str(param_kind.get("kind", ""))
+    namespaced = store.namespaced(api_version, kind) if store is not None else None
+    if store is None or namespaced is None:
+        raise ConfigError(f"paramKind kind `{_param_kind_text(param_kind)}` not known")
+    ref_ns = str(param_ref.get("namespace") or "")
+    lookup_ns: str | None = None
+    if namespaced:
+        lookup_ns = ref_ns or namespace
+        if not lookup_ns:
+            raise ConfigError(
+                "cannot use namespaced paramRef in policy binding that matches "
+                "cluster-scoped resources"
+            )
+    elif ref_ns:
+        raise ConfigError(
+            "paramRef.namespace must not be provided for a cluster-scoped `paramKind`"
+        )
+    candidates = store.of_kind(api_version, kind, lookup_ns)
+    name = str(param_ref.get("name") or "")
+    params: list[dict[str, Any] | None] = []
+    if name:
+        params.extend([o for o in candidates if _meta(o).get("name") == name][:1])
+    else:
+        try:
+            selector = label_selector_from_dict(param_ref.get("selector"))
+        except LabelSelectorError as exc:
+            raise ConfigError(str(exc)) from None
+        params.extend(o for o in candidates if selector.matches(_meta(o).get("labels") or {}))
+    if not params and param_ref.get("parameterNotFoundAction", "Deny") == "Deny":
+        raise ConfigError("no params found for policy binding with `Deny` parameterNotFoundAction")
+    return params
+
+
+# ---------------------------------------------------------------- evaluation
+@dataclass(frozen=True)
+class Decision:
+    """One expression's outcome: ``action`` ``Admit``/``Deny``; ``evaluation``
+    ``admit``/``deny``/``error``; ``index`` the validation's position (-1 for others)."""
+
+    action: str
+    evaluation: str
+    message: str = ""
+    reason: str = ""
+    index: int = -1
+
+
+@dataclass
+class _Activation:
+    data: dict[str, Any]
+    policy: CompiledPolicy
+    var_values: dict[str, Any] = field(default_factory=dict)
+    var_errors: dict[str, str] = field(default_factory=dict)
+
+    def _variable(self, name: str) -> None:
+        if name in self.var_values or name in self.var_errors:
+            return
+        for vname, compiled in self.policy.variables:
+            if vname == name:
+                ok, value = self._run(compiled)
+                if ok:
+                    self.var_values[name] = value
+                else:
+                    self.var_errors[name] = value
+                return
+        self.var_errors[name] = f"no such key: {name}"
+
+    def _run(self, compiled: Compiled) -> tuple[bool, Any]:
+        """(True, value) or (False, cel-go's error text, without the expression prefix)."""
+        if compiled.program is None:
+            return False, "\0compile"
+        data = self.data
+        if compiled.variables:
+            for ref in compiled.variables:
+                self._variable(ref)
+            data = dict(data)
+            data["variables"] = dict(self.var_values)
+        elif self.policy.variables:
+            data = dict(data)
+            data["variables"] = {}
+        try:
+            result = compiled.program.eval(data=data)
+        except RuntimeError as exc:
+            return False, self._error_text(compiled, str(exc))
+        if result.type() == T.ERROR:
+            return False, self._error_text(compiled, str(result.value()))
+        return True, result.value()
+
+    def _error_text(self, compiled: Compiled, text: str) -> str:
+        msg = runtime_error(text)
+        # a variable that failed is left out of `variables`: report its own error
+        for ref in compiled.variables:
+            if ref in self.var_errors and msg == f"no such key: {ref}":
+                return self.var_errors[ref]
+        return msg
+
+    def run(self, compiled: Compiled) -> tuple[bool, Any]:
+        """(True, value) or (False, the evaluation error as kube-apiserver words it)."""
+        ok, value = self._run(compiled)
+        if ok:
+            return ok, value
+        if value == "\0compile":
+            return False, f"compilation error: {compiled.detail}"
+        return False, f"expression '{compiled.expression}' resulted in error: {value}"
+
+
+@dataclass
+class ValidateResult:
+    """What one (policy, binding, param) evaluation decided; ``matched`` False when the
+    matchConditions excluded the request."""
+
+    matched: bool
+    decisions: list[Decision]
+    audit_annotations: list[tuple[str, str, str]]  # (key, action, value-or-error)
+
+
+def validate(
+    policy: CompiledPolicy,
+    request: Request,
+    match: Match,
+    param: Mapping[str, Any] | None,
+    authorizer: authz.Authorizer | None = None,
+) -> ValidateResult:
+    """Evaluate one policy for a request with one param (``validator.Validate``)."""
+    fail = policy.failure_policy != "Ignore"
+    error_action = "Deny" if fail else "Admit"
+    ns_name = request.namespace
+    if request.kind == ("", "v1", "Namespace"):
+        ns_name = ""
+    namespace_obj = namespace_object_value(request.namespace_object) if ns_name else None
+    data: dict[str, Any] = {
+        "object": request.object,
+        "oldObject": request.old_object,
+        "request": request.to_cel(match.resource, match.kind),
+        "namespaceObject": namespace_obj,
+        "authorizer": authz.authorizer_value(
+            request.user.username,
+            request.user.groups,
+            request.user.extra,
+            {
+                "group": match.resource[0],
+                "version": match.resource[1],
+                "resource": match.resource[2],
+                "subresource": request.sub_resource,
+                "namespace": request.namespace,
+                "name": request.name,
+            },
+        ),
+    }
+    if policy.param_kind is not None:
+        data["params"] = dict(param) if param is not None else None
+    act = _Activation(data, policy)
+    with authz.using(authorizer):
+        if policy.match_conditions:
+            errors: list[str] = []
+            excluded = False
+            for _name, compiled in policy.match_conditions:
+                ok, value = act.run(compiled)
+                if not ok:
+                    errors.append(value)
+                elif value is False:
+                    excluded = True
+            if excluded:
+                return ValidateResult(False, [], [])
+            if errors:
+                if not fail:
+                    return ValidateResult(False, [], [])
+                message = (
+                    errors[0]
+                    if len(set(errors)) == 1
+                    else "[" + ", ".join(dict.fromkeys(errors)) + "]"
+                )
+                return ValidateResult(True, [Decision("Deny", "error", message)], [])
+        decisions: list[Decision] = []
+        for i, v in enumerate(policy.validations):
+            ok, value = act.run(v.expression)
+            if not ok:
+                decisions.append(Decision(error_action, "error", value, "", i))
+                continue
+            if value is True:
+                decisions.append(Decision("Admit", "admit", "", "", i))
+                continue
+            message = ""
+            if v.message_expression is not None:
+                mok, mval = act.run(v.message_expression)
+                if mok and isinstance(mval, str):
+                    message = mval.strip()
+                    if len(message.encode()) > MAX_MESSAGE_BYTES or "\n" in message:
+                        message = ""
+            if not message and v.message:
+                message = v.message.strip()
+            if not message:
+                message = f"failed expression: {v.expression.expression.strip()}"
+            decisions.append(Decision("Deny", "deny", message, v.reason or "Invalid", i))
+        audits: list[tuple[str, str, str]] = []
+        for key, compiled in policy.audit_annotations:
+            ok, value = act.run(compiled)
+            if not ok:
+                audits.append((key, "error" if fail else "exclude", value))
+            elif value is None:
+                audits.append((key, "exclude", ""))
+            elif isinstance(value, str):
+                value = value.strip()
+                audits.append((key, "publish" if value else "exclude", value))
+            else:
+                audits.append(
+                    (
+                        key,
+                        "error" if fail else "exclude",
+                        f"valueExpression '{compiled.expression}' resulted in unsupported return "
+                        f"type: {_cel_type_name(value)}. "
+                        "Return type must be either string or null.",
+                    )
+                )
+    return ValidateResult(True, decisions, audits)
+
+
+def _cel_type_name(value: Any) -> str:
+    if isinstance(value, bool):
+        return "bool"
+    if isinstance(value, int):
+        return "int"
+    if isinstance(value, float):
+        return "double"
+    if isinstance(value, bytes):
+        return "bytes"
+    if isinstance(value, list):
+        return "list"
+    if isinstance(value, dict):
+        return "map"
+    return type(value).__name__
+
+
+@dataclass(frozen=True)
+class Outcome:
+    """One (policy, binding, param) evaluation, for reports: what matched and decided."""
+
+    policy: str
+    binding: str
+    param: str
+    decisions: tuple[Decision, ...]
+
+
+@dataclass
+class Admission:
+    """The verdict on a request: ``error`` is the denial (None when allowed)."""
+
+    error: ApiError | None
+    warnings: list[str]
+    audit_annotations: dict[str, str]
+    outcomes: list[Outcome]
+
+    @property
+    def allowed(self) -> bool:
+        return self.error is None
+
+
+def _denial(
+    request: Request, policy: str, binding: str | None, message: str, reason: str
+) -> ApiError:
+    if binding is not None:
+        text = (
+            f"ValidatingAdmissionPolicy '{policy}' with binding '{binding}' "
+            f"denied request: {message}"
+        )
+    else:
+        text = f"ValidatingAdmissionPolicy '{policy}' denied request: {message}"
+    group, _, resource = request.resource
+    name = request.name
+    if not name:
+        name = "Unknown"
+        meta = _meta(request.object)
+        if meta.get("name"):
+            name = str(meta["name"])
+        elif meta.get("generateName"):
+            name = str(meta["generateName"])
+    err = ApiError.forbidden(resource, group, name, text)
+    if not resource:
+        err = ApiError(403, "Forbidden", f"forbidden: {text}", {"kind": ""})
+    reason = reason or "Invalid"
+    err.reason = reason
+    err.code = _CODES.get(reason, 422)
+    details = dict(err.details or {})
+    details["causes"] = [{"message": text}]
+    err.details = details
+    return err
+
+
+def admit(
+    policies: Sequence[CompiledPolicy],
+    bindings: Sequence[Mapping[str, Any]],
+    request: Request,
+    *,
+    params: ParamStore | None = None,
+    authorizer: authz.Authorizer | None = None,
+) -> Admission:
+    """Run every policy and its bindings for ``request`` (the dispatcher)."""
+    denied: list[tuple[str, str | None, Decision]] = []
+    warnings: list[str] = []
+    annotations: dict[str, str] = {}
+    outcomes: list[Outcome] = []
+    defaulted = [default_binding(b) for b in bindings]
+
+    def config_error(policy: CompiledPolicy, binding: str | None, err: str) -> None:
+        if policy.failure_policy == "Ignore":
+            return
+        prefix = (
+            "failed to configure binding: "
+            if binding is not None
+            else "failed to configure policy: "
+        )
+        denied.append((policy.name, binding, Decision("Deny", "error", prefix + err)))
+
+    for policy in policies:
+        match = matches(policy.match_constraints, request)
+        if match is None:
+            continue
+        collected: dict[str, list[str]] = {}
+        for b in defaulted:
+            spec = b.get("spec") if isinstance(b.get("spec"), dict) else {}
+            assert isinstance(spec, dict)
+            if spec.get("policyName") != policy.name:
+                continue
+            bname = str(_meta(b).get("name", ""))
+            mr = spec.get("matchResources")
+            if matches(mr if isinstance(mr, dict) else None, request, binding=True) is None:
+                continue
+            ref = spec.get("paramRef")
+            try:
+                found = collect_params(
+                    policy.param_kind,
+                    ref if isinstance(ref, dict) else None,
+                    request.namespace,
+                    params,
+                )
+            except ConfigError as exc:
+                config_error(policy, bname, str(exc))
+                continue
+            actions = [a for a in spec.get("validationActions") or [] if isinstance(a, str)]
+            for param in found:
+                result = validate(policy, request, match, param, authorizer)
+                pname = ""
+                if param is not None:
+                    pm = _meta(param)
+                    pname = (
+                        f"{pm['namespace']}/{pm.get('name', '')}"
+                        if pm.get("namespace")
+                        else str(pm.get("name", ""))
+                    )
+                if not result.matched:
+                    continue
+                outcomes.append(Outcome(policy.name, bname, pname, tuple(result.decisions)))
+                for d in result.decisions:
+                    if d.action != "Deny":
+                        continue
+                    for action in actions:
+                        if action == "Deny":
+                            denied.append((policy.name, bname, d))
+                        elif action == "Warn":
+                            warnings.append(
+                                f"Validation failed for ValidatingAdmissionPolicy '{policy.name}' "
+                                f"with binding '{bname}': {d.message}"
+                            )
+                        elif action == "Audit":
+                            failure = json.dumps(
+                                [
+                                    {
+                                        "message": d.message,
+                                        "policy": policy.name,
+                                        "binding": bname,
+                                        "expressionIndex": d.index if d.index >= 0 else 0,
+                                        "validationActions": actions,
+                                    }
+                                ],
+                                separators=(",", ":"),
+                            )
+                            annotations.setdefault(VALIDATION_FAILURE_KEY, failure)
+                for key, action, value in result.audit_annotations:
+                    if action == "publish":
+                        value = value.encode()[:MAX_AUDIT_VALUE_BYTES].decode(errors="ignore")
+                        values = collected.setdefault(key, [])
+                        if value not in values:
+                            values.append(value)
+                    elif action == "error":
+                        denied.append((policy.name, bname, Decision("Deny", "error", value)))
+        for key, values in collected.items():
+            annotations.setdefault(f"{policy.name}/{key}", ", ".join(values))
+    error = None
+    if denied:
+        first_policy, first_binding, first = denied[0]
+        error = _denial(request, first_policy, first_binding, first.message, first.reason)
+    return Admission(error, warnings, annotations, outcomes)

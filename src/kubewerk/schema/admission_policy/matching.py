@@ -1,0 +1,140 @@
+"""Which requests a policy's ``matchConstraints`` (or a binding's ``matchResources``) select.
+
+As kube-apiserver's ``generic.PolicyMatcher`` over ``matching.Matcher``: the namespace
+selector (cluster-scoped requests other than for Namespaces always pass it), the
+object selector (the new or the old object's labels), ``excludeResourceRules`` (any
+hit excludes), then ``resourceRules`` (an empty list matches everything: only a
+binding may leave it empty) with their ``resourceNames``; ``matchPolicy:
+Equivalent`` also tries the request's equivalent resources (given by the caller, since
+only the server knows which group versions serve the same objects).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from kubewerk.core.selectors import LabelSelectorError, label_selector_from_dict
+
+from .request import Request
+
+
+@dataclass(frozen=True)
+class Match:
+    """A match: the resource and kind the policy sees the request as."""
+
+    resource: tuple[str, str, str]
+    kind: tuple[str, str, str]
+
+
+def _labels(obj: Any) -> dict[str, str]:
+    if not isinstance(obj, Mapping):
+        return {}
+    meta = obj.get("metadata")
+    labels = meta.get("labels") if isinstance(meta, Mapping) else None
+    return dict(labels) if isinstance(labels, Mapping) else {}
+
+
+def selector_matches(selector: Any, labels: Mapping[str, str]) -> bool:
+    """Whether a ``metav1.LabelSelector`` dict selects ``labels`` (an unparsable one: no)."""
+    if selector is None:
+        return True
+    try:
+        return label_selector_from_dict(selector).matches(labels)
+    except LabelSelectorError:
+        return False
+
+
+def _selector_empty(selector: Any) -> bool:
+    return not isinstance(selector, Mapping) or (
+        not selector.get("matchLabels") and not selector.get("matchExpressions")
+    )
+
+
+def _in(values: Sequence[Any], value: str) -> bool:
+    return "*" in values or value in values
+
+
+def rule_matches(rule: Mapping[str, Any], req: Request, resource: tuple[str, str, str]) -> bool:
+    """``rules.Matcher.Matches``: operation, group, version, resource/subresource, scope."""
+    ops = rule.get("operations") or []
+    if not _in(ops, req.operation):
+        return False
+    group, version, res = resource
+    if not _in(rule.get("apiGroups") or [], group) or not _in(
+        rule.get("apiVersions") or [], version
+    ):
+        return False
+    sub = req.sub_resource
+    ok = False
+    for pattern in rule.get("resources") or []:
+        if not isinstance(pattern, str):
+            continue
+        pr, _, ps = pattern.partition("/")
+        if (pr == "*" or pr == res) and (ps == "*" or ps == sub):
+            ok = True
+            break
+    if not ok:
+        return False
+    scope = rule.get("scope") or "*"
+    is_namespace = group == "" and res == "namespaces"
+    if scope == "Namespaced":
+        return not is_namespace and req.namespace != ""
+    if scope == "Cluster":
+        return is_namespace or req.namespace == ""
+    return True
+
+
+def _rules_match(rules: Sequence[Any], req: Request, resource: tuple[str, str, str]) -> bool:
+    for rule in rules:
+        if not isinstance(rule, Mapping) or not rule_matches(rule, req, resource):
+            continue
+        names = rule.get("resourceNames") or []
+        if not names or req.name in names:
+            return True
+    return False
+
+
+def _resource_rules(rules: Sequence[Any], match_policy: str, req: Request) -> Match | None:
+    if _rules_match(rules, req, req.resource):
+        return Match(req.resource, req.kind)
+    if match_policy == "Equivalent":
+        for resource, kind in req.equivalents:
+            if _rules_match(rules, req, resource):
+                return Match(resource, kind)
+    return None
+
+
+def matches(
+    criteria: Mapping[str, Any] | None, req: Request, *, binding: bool = False
+) -> Match | None:
+    """The match of ``criteria`` (a defaulted ``matchConstraints``/``matchResources``).
+
+    None when it does not select the request. A binding without ``matchResources``
+    (``criteria`` None and ``binding``) selects every request its policy selects.
+    """
+    if criteria is None:
+        return Match(req.resource, req.kind) if binding else None
+    ns_selector = criteria.get("namespaceSelector")
+    cluster_scoped = req.namespace == "" and req.resource[2] != "namespaces"
+    if (
+        not cluster_scoped
+        and not _selector_empty(ns_selector)
+        and not selector_matches(ns_selector, req.namespace_labels())
+    ):
+        return None
+    obj_selector = criteria.get("objectSelector")
+    if not _selector_empty(obj_selector) and not (
+        (req.object is not None and selector_matches(obj_selector, _labels(req.object)))
+        or (req.old_object is not None and selector_matches(obj_selector, _labels(req.old_object)))
+    ):
+        return None
+    policy = criteria.get("matchPolicy") or "Equivalent"
+    exclude = criteria.get("excludeResourceRules") or []
+    if exclude and _resource_rules(exclude, policy, req) is not None:
+        return None
+    rules = criteria.get("resourceRules") or []
+    if not rules:
+        return Match(req.resource, req.kind)
+    return _resource_rules(rules, policy, req)
