@@ -74,6 +74,7 @@ from kubewerk.model.ref_fields import (
 )
 from kubewerk.model.refs import CrossNamespace, ExternalKind, OnDelete, Ref
 from kubewerk.model.resource import KindInfo, Resource, kinds, resource_class, versions_of
+from kubewerk.model.secret_ref import SecretRef
 from kubewerk.model.status_phase import PhaseDeclaration, PhaseSchema
 
 __all__ = [
@@ -117,6 +118,7 @@ __all__ = [
     "Resource",
     "Rule",
     "Scale",
+    "SecretRef",
     "Selectable",
     "Title",
     "convert",
