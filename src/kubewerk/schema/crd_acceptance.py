@@ -19,12 +19,14 @@ from __future__ import annotations
 from typing import Any
 
 from kubewerk.core.errors import FieldError
+from kubewerk.core.gofmt import go_deep_equal
 
 from ._crd_internal import (
     CrdSpec,
     ValidationOptions,
     apply_v1_defaults,
     as_dict,
+    as_str,
     schema_has,
 )
 from ._crd_openapi import OPENAPI_TYPES, has_non_atomic_set, map_list_keys_errors
@@ -78,6 +80,7 @@ def validate_crd(crd: dict[str, Any], old: dict[str, Any] | None = None) -> list
         errs.extend(validate_names(accepted, "status.acceptedNames"))
     errs.extend(validate_stored_versions(status.get("storedVersions") or [], spec.versions))
     errs.extend(validate_api_approval(meta, spec, old))
+    errs = _with_cost_errors(errs, spec, old_spec)
     if spec.preserve_unknown and not (
         isinstance(old, dict)
         and isinstance(old.get("spec"), dict)
@@ -91,6 +94,67 @@ def validate_crd(crd: dict[str, Any], old: dict[str, Any] | None = None) -> list
                 "to true in spec.versions[*].schema instead",
             )
         )
+    return errs
+
+
+def _schema_paths(spec: CrdSpec) -> list[tuple[str, str, dict[str, Any]]]:
+    """(version whose schema this is, ``….openAPIV3Schema`` path, schema) of each schema:
+    the top-level one (kube names it after the first version) or each version's."""
+    out: list[tuple[str, str, dict[str, Any]]] = []
+    names = [as_str(v.get("name")) for v in spec.versions]
+    if isinstance(spec.validation, dict) and isinstance(
+        spec.validation.get("openAPIV3Schema"), dict
+    ):
+        out.append(
+            (
+                names[0] if names else "",
+                "spec.validation.openAPIV3Schema",
+                spec.validation["openAPIV3Schema"],
+            )
+        )
+    for i, v in enumerate(spec.v_schema):
+        if isinstance(v, dict) and isinstance(v.get("openAPIV3Schema"), dict):
+            out.append(
+                (names[i], f"spec.versions[{i}].schema.openAPIV3Schema", v["openAPIV3Schema"])
+            )
+    return out
+
+
+def _version_schema(spec: CrdSpec, version: str) -> Any:
+    if spec.validation is not None:
+        return spec.validation
+    for i, v in enumerate(spec.versions):
+        if v.get("name") == version:
+            return spec.v_schema[i]
+    return None
+
+
+def _with_cost_errors(
+    errs: list[FieldError], spec: CrdSpec, old_spec: CrdSpec | None
+) -> list[FieldError]:
+    """``errs`` with kube-apiserver's CEL cost errors of each schema added: after that
+    schema's other errors (kube reports them with its CEL errors), only for a schema
+    whose rules kube would compile (structural, no schema error below the rules).
+    On update, a version whose schema is unchanged is held only to the per-CRD total.
+    """
+    from ._structural import Structural
+    from .cel.cost_limits import schema_costs
+
+    for version, sp, schema in _schema_paths(spec):
+        if not schema_has(schema, lambda n: bool(n.get("x-kubernetes-validations"))):
+            continue
+        under = [i for i, e in enumerate(errs) if e.field == sp or e.field.startswith(sp + ".")]
+        if any(".x-kubernetes-validations[" not in errs[i].field for i in under):
+            continue  # kube compiles no rule of a schema with schema errors
+        costs = schema_costs(Structural(schema), sp)
+        unchanged = old_spec is not None and go_deep_equal(
+            _version_schema(spec, version), _version_schema(old_spec, version)
+        )
+        cost_errs = costs.errors(sp, per_expression=not unchanged)
+        if not cost_errs:
+            continue
+        at = under[-1] + 1 if under else len(errs)
+        errs = errs[:at] + cost_errs + errs[at:]
     return errs
 
 

@@ -886,9 +886,7 @@ def estimate_cost(expression: str, variables: Mapping[str, CelTypeEstimate]) -> 
     return _Coster(ast, sizes, types).cost(ast.expr)
 
 
-_OPTIONAL_PREFIX: Final = (
-    "cel.bind(oldSelf, __kwHasOld ? optional.of(__kwOld) : optional.none(), ("
-)
+_OPTIONAL_PREFIX: Final = "cel.bind(oldSelf, __kwHasOld ? optional.of(__kwOld) : optional.none(), ("
 
 
 def estimate_rule(
