@@ -1,4 +1,4 @@
-"""``kubewerk gen crd``: write the CRDs of kubewerk model classes as YAML.
+"""``kubewerk gen crd`` / ``gen policy``: write CRDs of model classes, or policies, as YAML.
 
 ``kubewerk gen crd pkg.models:Widget pkg.models:Gadget -o config/crd`` writes one file
 per kind, named ``<group>_<plural>.yaml`` (controller-gen's naming); a bare module
@@ -8,6 +8,11 @@ is stable: the same classes give byte-identical files. A kind whose versions hav
 different schemas converts through a webhook: ``--conversion-webhook NAMESPACE/NAME``
 names its service (default: kubebuilder's kustomize placeholder, see
 :class:`kubewerk.model.ConversionWebhook`).
+
+``kubewerk gen policy pkg.policies -o deploy/policies`` writes each
+:class:`kubewerk.webhook.policy.Policy` of a module (or of a YAML file of policies as
+data) as ``<name>.yaml``: the ValidatingAdmissionPolicy and its binding, validated by
+the engine kube-apiserver's checks are reproduced in before they are written.
 """
 
 from __future__ import annotations
@@ -50,6 +55,16 @@ def register(sub: Any) -> None:
         "layout rewrites)",
     )
     crd.set_defaults(func=run_crd)
+    pol = kinds.add_parser(
+        "policy",
+        help="write ValidatingAdmissionPolicy + binding YAML for policies written as data",
+        description="Write each kubewerk.webhook.policy.Policy of a module (or of a YAML file of "
+        "policies as data) as <name>.yaml: an admissionregistration.k8s.io/v1 "
+        "ValidatingAdmissionPolicy and its binding (clusters >= 1.30). Without -o, YAML on stdout.",
+    )
+    pol.add_argument("targets", nargs="+", metavar="MODULE|FILE", help="a module or a YAML file")
+    pol.add_argument("-o", "--output", metavar="DIR", help="directory to write the files to")
+    pol.set_defaults(func=run_policy)
     parser.set_defaults(func=lambda args: _no_artefact(parser))
 
 
@@ -138,6 +153,63 @@ def run_crd(args: argparse.Namespace) -> int:
         spec = crd["spec"]
         path = out / f"{spec['group']}_{spec['names']['plural']}.yaml"
         text = dump_yaml(crd)
+        if not path.exists() or path.read_text(encoding="utf-8") != text:
+            path.write_text(text, encoding="utf-8")
+        print(path)
+    return 0
+
+
+def _policies(target: str) -> list[Any]:
+    from kubewerk.webhook.policy import Policy, PolicyDefinitionError, policy_from_data
+
+    if target.endswith((".yaml", ".yml")):
+        import yaml
+
+        try:
+            docs = list(
+                yaml.load_all(Path(target).read_text(encoding="utf-8"), Loader=yaml.CSafeLoader)
+            )
+        except OSError as exc:
+            raise UsageError(f"{target}: {exc.strerror or exc}") from None
+        except yaml.YAMLError as exc:
+            raise UsageError(f"{target}: invalid YAML: {exc}") from None
+        try:
+            return [policy_from_data(d) for d in docs if d is not None]
+        except PolicyDefinitionError as exc:
+            raise UsageError(f"{target}: {exc}") from None
+    module = _import(target)
+    found = [v for v in vars(module).values() if isinstance(v, Policy)]
+    if not found:
+        raise UsageError(f"module {target!r} defines no kubewerk.webhook.policy.Policy")
+    return found
+
+
+def run_policy(args: argparse.Namespace) -> int:
+    from kubewerk.model import dump_yaml
+    from kubewerk.schema.admission_policy import validate_binding, validate_policy
+
+    policies: list[Any] = []
+    for target in args.targets:
+        policies.extend(_policies(target))
+    texts: list[tuple[str, str]] = []
+    for pol in policies:
+        objects = pol.to_objects()
+        errs = validate_policy(objects[0]) + validate_binding(objects[1])
+        if errs:
+            raise UsageError(
+                f"policy {pol.name!r} is invalid: " + "; ".join(e.message() for e in errs)
+            )
+        texts.append((pol.name, "---\n".join(dump_yaml(o) for o in objects)))
+    if not args.output:
+        sys.stdout.write("---\n".join(t for _, t in texts))
+        return 0
+    out = Path(args.output)
+    try:
+        out.mkdir(parents=True, exist_ok=True)
+    except OSError as exc:
+        raise UsageError(f"-o {out}: {exc.strerror or exc}") from None
+    for name, text in texts:
+        path = out / f"{name}.yaml"
         if not path.exists() or path.read_text(encoding="utf-8") != text:
             path.write_text(text, encoding="utf-8")
         print(path)
