@@ -206,3 +206,6 @@ async def http_post(
         k, _, v = line.partition(":")
         headers[k.strip().lower()] = v.strip()
     return Answer(status, headers, rest)
+
+
+from kubewerk.testing.plugin import kube_server, run_manager  # noqa: E402, F401

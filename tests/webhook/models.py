@@ -7,7 +7,7 @@ from typing import Annotated
 import orjson
 from pydantic import Field
 
-from kubewerk.model import KubeModel, Resource, converter
+from kubewerk.model import KubeModel, ObjectMeta, Resource, converter
 from kubewerk.webhook import AdmissionRequest, Allowed, Denied, WebhookApp
 
 GROUP = "webhook.test.kubewerk.dev"
@@ -57,9 +57,10 @@ def up(src: DatabaseV1alpha1) -> Database:
         storage_gi=int(size.removesuffix("Gi")) if size else None,
         **lost,
     )
-    out = Database(spec=spec, status=src.status)
-    out.metadata.annotations = annotations or None
-    return out
+    # metadata set explicitly: convert() takes labels and annotations from it
+    return Database(
+        metadata=ObjectMeta(annotations=annotations or None), spec=spec, status=src.status
+    )
 
 
 @converter
@@ -74,9 +75,9 @@ def down(src: Database) -> DatabaseV1alpha1:
         engine=src.spec.engine,
         size=f"{src.spec.storage_gi}Gi" if src.spec.storage_gi is not None else None,
     )
-    out = DatabaseV1alpha1(spec=spec, status=src.status)
-    out.metadata.annotations = annotations or None
-    return out
+    return DatabaseV1alpha1(
+        metadata=ObjectMeta(annotations=annotations or None), spec=spec, status=src.status
+    )
 
 
 def make_app() -> WebhookApp:
