@@ -46,18 +46,20 @@ class StructuralSchema(Rule):
     `status.storedVersions`, subresources, printer columns and selectable fields,
     conversion settings, the structural schema rules and `x-kubernetes-*` extensions,
     defaults (pruned and validated against their schema), and CEL rules (they must
-    compile; `oldSelf` only where it can be correlated). A `v1beta1` CRD is reported here
+    compile; `oldSelf` only where it can be correlated; their estimated cost within the
+    API server's limits: 10,000,000 per rule or message expression, 100,000,000 for a
+    whole schema). A `v1beta1` CRD is reported here
     too, since the API server no longer accepts it. An internal error of the schema
     engine is reported as a finding of this rule instead of stopping the run.
 
-    Not checked: CEL cost. The API server estimates each rule's cost from the schema's
-    bounds and rejects rules that are too expensive; kubewerk makes no such estimate
-    (`unbounded-cel-input` points at the unbounded inputs that usually cause it).
+    The cost is estimated as the API server does (cel-go's estimator with Kubernetes'
+    size estimates); `unbounded-cel-input` shows each rule's figure and points at the
+    unbounded inputs that usually make it large.
     """
 
     id = "structural-schema"
     severity = Severity.ERROR
-    summary = "what the API server would reject when the CRD is created (CEL cost aside)"
+    summary = "what the API server would reject when the CRD is created"
     example = Example(
         Where.SCHEMA_PROPERTIES,
         bad="spec: {properties: {size: {type: string}}}\n",

@@ -3,12 +3,15 @@
 from __future__ import annotations
 
 import re
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from kubewerk.govern.crd_view import ADDL, PROP, Location, SchemaNode
+from kubewerk.govern.crd_view import ADDL, ITEMS, PROP, Location, SchemaNode
 from kubewerk.govern.findings import Severity
 from kubewerk.govern.rules.base import VALIDATIONS, Nodes, Rule, SchemaScope
 from kubewerk.govern.rules.example import Example, Where
+
+if TYPE_CHECKING:
+    from kubewerk.schema.cel.cost_limits import RuleCost
 
 _CEL_PATH = re.compile(
     r"(?<![\w.])(self|oldSelf)(?![\w])((?:\s*\.\s*[A-Za-z_][A-Za-z0-9_]*(?![\w]|\s*\()"
@@ -89,7 +92,10 @@ class UnboundedCelInput(Rule):
     estimates a rule's cost from these bounds, for the largest input they allow, and
     rejects a CRD whose rules are too expensive. kubewerk does not estimate that cost
     itself (`structural-schema` does not report it); this rule points at its usual
-    cause.
+    cause. Each finding carries the rule's estimated cost as the API server computes
+    it (its static estimate times how often it can run) and that cost's share of the
+    per-CRD budget (100,000,000); a rule over its own limit (10,000,000) is also
+    reported by `structural-schema`, with the API server's message.
 
     Paths only tested with `has()`, measured with `size()`, or looked up with
     `k in self.map` (constant cost) are not reads. Paths through macro variables
@@ -120,23 +126,45 @@ spec:
     nodes = Nodes(keyword=VALIDATIONS)
 
     seen: set[Location]  # fields already reported in this schema
+    costs: dict[str, RuleCost] | None  # by rule path, computed on first use
 
     def start(self, scope: SchemaScope) -> None:
         super().start(scope)
         self.seen = set()
+        self.costs = None
+
+    def _cost(self, node: SchemaNode, index: int, key: str) -> RuleCost | None:
+        """The API server's cost figure of rule ``index`` of ``node`` (``key``: rule or
+        messageExpression), or None when it cannot be estimated."""
+        if self.costs is None:
+            self.costs = {}
+            schema = self.scope.version.schema
+            root = schema.get("openAPIV3Schema") if isinstance(schema, dict) else None
+            if isinstance(root, dict):
+                from kubewerk.schema._structural import Structural
+                from kubewerk.schema.cel.cost_limits import schema_costs
+
+                try:
+                    found = schema_costs(Structural(root), "openAPIV3Schema")
+                except Exception:  # a schema the engine cannot read: no figure
+                    found = None
+                if found is not None:
+                    self.costs = {r.field: r for r in found.rules}
+        return self.costs.get(f"{_kube_path(node)}.x-kubernetes-validations[{index}].{key}")
 
     def visit(self, node: SchemaNode) -> None:
         rules = node.schema.get(VALIDATIONS)
         if not isinstance(rules, list):
             return
-        for rule in rules:
+        for i, rule in enumerate(rules):
             if not isinstance(rule, dict):
                 continue
-            for text in (rule.get("rule"), rule.get("messageExpression")):
+            for key in ("rule", "messageExpression"):
+                text = rule.get(key)
                 if isinstance(text, str):
-                    self._check(node, text)
+                    self._check(node, text, i, key)
 
-    def _check(self, node: SchemaNode, text: str) -> None:
+    def _check(self, node: SchemaNode, text: str, index: int, part: str) -> None:
         lookups: list[bool] = []
         for steps, lookup in zip(cel_reads(text, membership=lookups), lookups, strict=True):
             chain = _resolve(node, steps)
@@ -151,10 +179,43 @@ spec:
                 continue
             self.seen.add(key)
             path = target.field_path() or "the root"
+            cost = self._cost(node, index, part)
+            figure = ""
+            extra: tuple[tuple[str, str], ...] = (("rule", text.strip()),)
+            if cost is not None:
+                figure = (
+                    f" (estimated cost {cost.cost:,}, {_percent(cost.share)} of the per-CRD budget)"
+                )
+                extra = (*extra, ("estimatedCost", str(cost.cost)), ("share", f"{cost.share:.6f}"))
             self.report(
                 target,
-                f"{path} is read by the CEL rule {text.strip()!r} but has no {missing}: "
-                "the API server estimates its cost for the largest possible input and "
-                f"may reject the CRD or the rule. Set {missing} to a realistic bound",
-                extra=(("rule", text.strip()),),
+                f"{path} is read by the CEL rule {text.strip()!r}{figure} but has no "
+                f"{missing}: the API server estimates its cost for the largest possible "
+                f"input and may reject the CRD or the rule. Set {missing} to a realistic bound",
+                extra=extra,
             )
+
+
+def _percent(share: float) -> str:
+    """A share of the budget as a percentage a reader can compare (``0.04%``, ``12%``)."""
+    pct = share * 100
+    if pct >= 10:
+        return f"{pct:.0f}%"
+    if pct >= 0.01:
+        return f"{pct:.2f}%"
+    return "<0.01%"
+
+
+def _kube_path(node: SchemaNode) -> str:
+    """The node's path as kube-apiserver names it below ``openAPIV3Schema``."""
+    steps: list[str] = []
+    cur: SchemaNode | None = node
+    while cur is not None and cur.parent is not None:
+        if cur.step == PROP:
+            steps.append(f".properties[{cur.key}]")
+        elif cur.step == ITEMS:
+            steps.append(".items")
+        elif cur.step == ADDL:
+            steps.append(".additionalProperties")
+        cur = cur.parent
+    return "openAPIV3Schema" + "".join(reversed(steps))
