@@ -14,10 +14,12 @@ from kubewerk.core.gvk import format_api_version
 JSON = dict[str, Any]
 
 KUBE_MAJOR = "1"
-KUBE_MINOR = "36"
-"""The Kubernetes release whose API kubewerk serves: the release of the vendored OpenAPI
-definitions (``kinds/openapi_data/SOURCE.md``). ``/version`` and the OpenAPI documents
-report it, so a client sees one version everywhere."""
+KUBE_MINOR = "33"
+"""The Kubernetes release ``/version`` and both OpenAPI documents report (one version
+everywhere). The vendored definitions are release-1.36's (``kinds/openapi_data/
+SOURCE.md``), a superset of 1.33's for the served kinds; 1.33 is kept because kubectl
+builds that dispatch on the server's minor version (gcloud's ``kubectl`` ships 1.27-1.33)
+fall back to an older client, with a skew warning and another log format, for 1.34+."""
 
 _VERSION_RE = re.compile(r"^v(\d+)(?:(alpha|beta)(\d+))?$")
 
