@@ -121,7 +121,7 @@ def register(subparsers: Any) -> None:
         help="validate custom resources offline against their CRDs",
         description="Validate manifests as the API server would on create (or update of --old).",
     )
-    validate.add_argument("manifests", nargs="+", metavar="MANIFEST")
+    validate.add_argument("manifests", nargs="*", metavar="MANIFEST")
     validate.add_argument(
         "--crd",
         action="append",
@@ -135,6 +135,13 @@ def register(subparsers: Any) -> None:
         default=[],
         metavar="OLD",
         help="the stored objects: validate MANIFEST as an update of them (transition rules run)",
+    )
+    validate.add_argument(
+        "--explain-cost",
+        action="store_true",
+        help="print each CEL rule's estimated cost (as the API server computes it) and its "
+        "share of the per-CRD budget, instead of validating MANIFEST (exit 1 if a rule or "
+        "a schema is over its limit)",
     )
     _kubeconfig_options(validate)
     _common(validate)
@@ -365,9 +372,13 @@ def run_validate(args: argparse.Namespace) -> int:
                     f"{arg}: cluster: names a CRD; give it with --crd "
                     "(custom resources are read from files)"
                 )
+        if not args.manifests and not args.explain_cost:
+            raise UsageError("give at least one MANIFEST (or --explain-cost)")
         named, _ = _read_cluster(args, args.crd)
         collector = _Collector(named)
         crds = collector.load(args.crd)
+        if args.explain_cost:
+            return _explain_cost(args, crds)
         old = collector.load(args.old) if args.old else []
         manifests = collector.load(args.manifests)
         if not any(
@@ -392,6 +403,57 @@ def run_validate(args: argparse.Namespace) -> int:
         )
 
     return _guard(run)
+
+
+def _explain_cost(args: argparse.Namespace, crds: Sequence[Document]) -> int:
+    """``validate --explain-cost``: each expression's cost, as text or JSON (exit 1 when
+    the API server would refuse a CRD for its CEL cost)."""
+    import json
+
+    from kubewerk.govern.validate import _cost_findings, explain_costs
+    from kubewerk.schema.cel.cost_limits import (
+        STATIC_ESTIMATED_COST_LIMIT,
+        STATIC_ESTIMATED_CRD_COST_LIMIT,
+    )
+
+    rows = explain_costs(crds)
+    refused = [f for d in crds for f in _cost_findings(d)]
+    if args.format == "json":
+        doc = {
+            "perExpressionLimit": STATIC_ESTIMATED_COST_LIMIT,
+            "perCRDLimit": STATIC_ESTIMATED_CRD_COST_LIMIT,
+            "expressions": [
+                {
+                    "crd": r.crd,
+                    "versions": list(r.versions),
+                    "field": r.field,
+                    "expression": r.expression,
+                    "estimatedCostPerCall": r.per_call,
+                    "cardinality": r.cardinality,
+                    "estimatedCost": r.cost,
+                    "shareOfCRDBudget": r.share,
+                    "overLimit": r.over_limit,
+                }
+                for r in rows
+            ],
+            "refusals": [f.message for f in refused],
+        }
+        _write(args.output, json.dumps(doc, indent=2) + "\n")
+    else:
+        lines = []
+        for r in rows:
+            flag = "  OVER LIMIT" if r.over_limit else ""
+            lines.append(
+                f"{r.crd} ({', '.join(r.versions)}) {r.field}\n"
+                f"  {r.expression}\n"
+                f"  estimated cost {r.cost:,} = {r.per_call:,} per call x {r.cardinality:,}; "
+                f"{r.share * 100:.4g}% of the per-CRD budget{flag}"
+            )
+        lines.extend(f.message for f in refused)
+        if not rows:
+            lines.append("no CEL rules in the given CRDs")
+        _write(args.output, "\n".join(lines) + "\n")
+    return 1 if refused else 0
 
 
 __all__ = ["register"]

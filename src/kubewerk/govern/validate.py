@@ -4,7 +4,9 @@ Each object goes through what the API server does on create (or, with an old obj
 the same kind, namespace and name, on update): unknown fields are pruned (reported as
 ``unknown-field`` warnings, as ``kubectl`` shows the server's warnings), defaults are
 applied, and the schema, its formats and CEL rules (transition rules too, on update)
-are checked by :mod:`kubewerk.schema`. An invalid object gives one ``invalid`` finding
+are checked by :mod:`kubewerk.schema`. The given CRDs' CEL rules are held to the API
+server's cost limits (``cel-cost`` findings); :func:`explain_costs` lists each
+expression's estimated cost. An invalid object gives one ``invalid`` finding
 whose message is the API server's own, e.g. ``Widget.example.com "w" is invalid: ...``.
 """
 
@@ -29,6 +31,10 @@ VALIDATE_RULES: dict[str, tuple[Severity, str]] = {
     "unknown-field": (
         Severity.WARNING,
         "a field the schema does not declare (pruned by the API server)",
+    ),
+    "cel-cost": (
+        Severity.ERROR,
+        "a given CRD's CEL rules exceed the API server's cost limits (it would refuse the CRD)",
     ),
     "no-match": (
         Severity.ERROR,
@@ -104,6 +110,8 @@ def validate_documents(
         if isinstance(doc.data, dict):
             olds.setdefault(_object_key(doc.data), doc.data)
     findings: list[Finding] = []
+    for crd_doc in crds:
+        findings.extend(_cost_findings(crd_doc))
     objects = 0
     for doc in manifests:
         obj = doc.data
@@ -115,6 +123,89 @@ def validate_documents(
         objects += 1
         findings.extend(_validate_one(doc, obj, api_version, kind, index, olds))
     return ValidateResult(findings, len(manifests), objects)
+
+
+@dataclass(slots=True)
+class ExpressionCost:
+    """One CEL expression of a CRD with the API server's cost figures."""
+
+    crd: str
+    versions: tuple[str, ...]
+    field: str
+    expression: str
+    per_call: int
+    cardinality: int
+    cost: int
+    share: float
+    over_limit: bool
+
+
+def _crd_schemas(data: dict[str, Any]) -> list[tuple[tuple[str, ...], str, dict[str, Any]]]:
+    """(versions, ``….openAPIV3Schema`` path as the API server names it, schema)."""
+    from kubewerk.schema._crd_internal import CrdSpec, apply_v1_defaults
+    from kubewerk.schema.crd_acceptance import _schema_paths
+
+    spec = CrdSpec(apply_v1_defaults(data, None)["spec"])
+    names = tuple(str(v.get("name", "")) for v in spec.versions)
+    out = []
+    for version, sp, schema in _schema_paths(spec):
+        out.append((names if sp.startswith("spec.validation") else (version,), sp, schema))
+    return out
+
+
+def explain_costs(crds: Iterable[Document]) -> list[ExpressionCost]:
+    """Every CEL rule and message expression of the given CRDs with its estimated cost
+    (per evaluation, times how often it can run), its share of the per-CRD budget and
+    whether it exceeds the per-expression limit."""
+    from kubewerk.schema._structural import Structural
+    from kubewerk.schema.cel.cost_limits import STATIC_ESTIMATED_COST_LIMIT, schema_costs
+
+    out: list[ExpressionCost] = []
+    for doc in crds:
+        if not is_crd(doc.data) or doc.data.get("apiVersion") != "apiextensions.k8s.io/v1":
+            continue
+        name = str(as_dict(doc.data.get("metadata")).get("name") or "")
+        for versions, sp, schema in _crd_schemas(doc.data):
+            for r in schema_costs(Structural(schema), sp).rules:
+                out.append(
+                    ExpressionCost(
+                        name,
+                        versions,
+                        r.field,
+                        r.expression,
+                        r.per_call,
+                        r.cardinality,
+                        r.cost,
+                        r.share,
+                        r.cost > STATIC_ESTIMATED_COST_LIMIT,
+                    )
+                )
+    return out
+
+
+def _cost_findings(doc: Document) -> list[Finding]:
+    """The API server's CEL cost refusals of one CRD, as ``cel-cost`` findings."""
+    if not is_crd(doc.data) or doc.data.get("apiVersion") != "apiextensions.k8s.io/v1":
+        return []
+    from kubewerk.schema._structural import Structural
+    from kubewerk.schema.cel.cost_limits import schema_costs
+
+    name = str(as_dict(doc.data.get("metadata")).get("name") or "")
+    out = []
+    for versions, sp, schema in _crd_schemas(doc.data):
+        for err in schema_costs(Structural(schema), sp).errors(sp):
+            out.append(
+                doc.finding(
+                    "cel-cost",
+                    Severity.ERROR,
+                    f"the API server rejects this CRD: {err.message()}",
+                    field_to_location(err.field),
+                    crd=name,
+                    versions=versions,
+                    field=err.field,
+                )
+            )
+    return out
 
 
 def _finding(

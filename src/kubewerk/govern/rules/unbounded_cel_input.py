@@ -138,8 +138,7 @@ spec:
         messageExpression), or None when it cannot be estimated."""
         if self.costs is None:
             self.costs = {}
-            schema = self.scope.version.schema
-            root = schema.get("openAPIV3Schema") if isinstance(schema, dict) else None
+            root = self.scope.version.schema  # the version's openAPIV3Schema
             if isinstance(root, dict):
                 from kubewerk.schema._structural import Structural
                 from kubewerk.schema.cel.cost_limits import schema_costs
