@@ -350,3 +350,17 @@ def test_advertise_creates_and_corrects_it() -> None:
     ep = server.api.get(Target(endpoints, "v1", "default", "kubernetes"), {}).body
     assert ep["subsets"][0]["addresses"] == [{"ip": "192.0.2.7"}]
     assert ep["subsets"][0]["ports"][0]["port"] == 7443
+
+
+async def test_a_service_name_is_an_rfc_1035_label(api: Api) -> None:
+    """``ValidateServiceName``: a name starting with a digit is refused (a Pod's is not)."""
+    body = {
+        "apiVersion": "v1",
+        "kind": "Service",
+        "metadata": {"name": "1web"},
+        "spec": {"ports": [{"port": 80}]},
+    }
+    status, out = await api.post("/api/v1/namespaces/default/services", body)
+    assert status == 422, out
+    assert out["details"]["causes"][0]["field"] == "metadata.name"
+    assert "a DNS-1035 label must consist of lower case alphanumeric characters" in out["message"]

@@ -393,7 +393,10 @@ async def test_openapi_v3(api: Api) -> None:
         "patch"
     ]
     assert any(p["name"] == "fieldValidation" for p in patch_op["parameters"])
-    assert (await api.get("/openapi/v2"))[0] == 404
+    status, swagger = await api.get("/openapi/v2")
+    assert status == 200 and swagger["swagger"] == "2.0"
+    v2 = swagger["definitions"]["dev.kubewerk.demo.v1.Database"]
+    assert v2["x-kubernetes-group-version-kind"] == schema["x-kubernetes-group-version-kind"]
 
 
 async def test_crd_status_and_versions(api: Api) -> None:

@@ -238,6 +238,8 @@ class EmbeddedServer:
         sock.setblocking(False)
         self._sock = sock
         self.port = sock.getsockname()[1]
+        # default/kubernetes (Service, Endpoints, EndpointSlice) names this address at once
+        self.app.advertise(self.bind.client_host(), self.port)
         if not self.bind.is_loopback:
             log.warning("%s", listen.exposure_warning(self.bind, self.port))
         config = uvicorn.Config(

@@ -479,7 +479,7 @@ async def test_service_endpoints_follow_ready_pods(sim_server: EmbeddedServer) -
     delete(sim_server, "", "services", "api")
     await wait_for(
         lambda: (
-            not stored(sim_server, "/discovery.k8s.io/endpointslices/default/")
+            not stored(sim_server, "/discovery.k8s.io/endpointslices/default/api-")
             and get(sim_server, "/core/endpoints/default/api") is None
         ),
         what="endpoints removed",

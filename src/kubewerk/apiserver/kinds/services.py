@@ -39,11 +39,12 @@ import ipaddress
 import random
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, ClassVar
 
 from kubewerk.apiserver.kinds.typed import TypedKindStrategy
 from kubewerk.apiserver.storage.base import Event, Store
 from kubewerk.core.errors import ApiError, FieldError
+from kubewerk.core.validation import NameRule
 
 JSON = dict[str, Any]
 IPNetwork = ipaddress.IPv4Network | ipaddress.IPv6Network
@@ -370,6 +371,8 @@ class ServiceStrategy(TypedKindStrategy):
     ``ServiceAllocator`` (``attach``); without one, addresses are left as the client sent
     them."""
 
+    name_rule: ClassVar[NameRule] = "dns1035-label"
+    """``ValidateServiceName``: Service names are RFC 1035 labels."""
     allocator: ServiceAllocator | None = None
 
     def attach(self, allocator: ServiceAllocator) -> None:
