@@ -45,6 +45,14 @@ _STRING_LIT: Final = re.compile(
 _VARIABLE_REF: Final = re.compile(r"(?<![\w.])variables\s*\.\s*([A-Za-z_][A-Za-z0-9_]*)")
 
 
+def activation(key: tuple[bool, bool, bool], data: dict[str, Any]) -> Any:
+    """``data`` converted once for every expression compiled in environment ``key``
+    (converting the object is most of a cheap expression's cost)."""
+    return env(params=key[0], authorizer=key[1], variables=key[2]).Activation(
+        data=data, arena=cel.Arena()
+    )
+
+
 def env(*, params: bool, authorizer: bool, variables: bool) -> Any:
     """The (cached) environment with the given optional variables declared."""
     key = (params, authorizer, variables)
@@ -177,6 +185,7 @@ class Compiled:
     detail: str
     variables: tuple[str, ...]
     return_type: str
+    env_key: tuple[bool, bool, bool] = (False, False, False)
 
     @property
     def ok(self) -> bool:
@@ -221,4 +230,5 @@ def compile_expression(
         else:
             reason = "must evaluate to one of [" + " ".join(returns) + "]"
         return Compiled(expression, None, reason, refs, name)
-    return Compiled(expression, checked, "", refs, name)
+    key = (params, authorizer, declared_variables is not None)
+    return Compiled(expression, checked, "", refs, name, key)

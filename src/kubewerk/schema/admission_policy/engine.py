@@ -23,10 +23,10 @@ from kubewerk.core.errors import ApiError, FieldError
 from kubewerk.core.selectors import LabelSelectorError, label_selector_from_dict
 
 from . import authz
-from .cel_env import Compiled, compile_expression, runtime_error
+from .cel_env import Compiled, activation, compile_expression, runtime_error
 from .matching import Match, matches
 from .request import Request, namespace_object_value
-from .validation import default_binding, default_policy, validate_policy
+from .validation import default_policy, validate_policy
 
 T = cel.Type
 MAX_MESSAGE_BYTES: Final = 5 * 1024
@@ -259,7 +259,7 @@ def collect_params(
         except LabelSelectorError as exc:
             raise ConfigError(str(exc)) from None
         params.extend(o for o in candidates if selector.matches(_meta(o).get("labels") or {}))
-    if not params and param_ref.get("parameterNotFoundAction", "Deny") == "Deny":
+    if not params and (param_ref.get("parameterNotFoundAction") or "Deny") == "Deny":
         raise ConfigError("no params found for policy binding with `Deny` parameterNotFoundAction")
     return params
 
@@ -283,6 +283,7 @@ class _Activation:
     policy: CompiledPolicy
     var_values: dict[str, Any] = field(default_factory=dict)
     var_errors: dict[str, str] = field(default_factory=dict)
+    activations: dict[tuple[bool, bool, bool], Any] = field(default_factory=dict)
 
     def _variable(self, name: str) -> None:
         if name in self.var_values or name in self.var_errors:
@@ -301,17 +302,22 @@ class _Activation:
         """(True, value) or (False, cel-go's error text, without the expression prefix)."""
         if compiled.program is None:
             return False, "\0compile"
-        data = self.data
-        if compiled.variables:
-            for ref in compiled.variables:
-                self._variable(ref)
-            data = dict(data)
-            data["variables"] = dict(self.var_values)
-        elif self.policy.variables:
-            data = dict(data)
-            data["variables"] = {}
         try:
-            result = compiled.program.eval(data=data)
+            if compiled.variables or self.policy.variables:
+                data = dict(self.data)
+                for ref in compiled.variables:
+                    self._variable(ref)
+                data["variables"] = {
+                    k: self.var_values[k] for k in compiled.variables if k in self.var_values
+                }
+                result = compiled.program.eval(data=data)
+            else:
+                act = self.activations.get(compiled.env_key)
+                if act is None:
+                    act = self.activations[compiled.env_key] = activation(
+                        compiled.env_key, self.data
+                    )
+                result = compiled.program.eval(act)
         except RuntimeError as exc:
             return False, self._error_text(compiled, str(exc))
         if result.type() == T.ERROR:
@@ -531,7 +537,6 @@ def admit(
     warnings: list[str] = []
     annotations: dict[str, str] = {}
     outcomes: list[Outcome] = []
-    defaulted = [default_binding(b) for b in bindings]
 
     def config_error(policy: CompiledPolicy, binding: str | None, err: str) -> None:
         if policy.failure_policy == "Ignore":
@@ -548,7 +553,7 @@ def admit(
         if match is None:
             continue
         collected: dict[str, list[str]] = {}
-        for b in defaulted:
+        for b in bindings:
             spec = b.get("spec") if isinstance(b.get("spec"), dict) else {}
             assert isinstance(spec, dict)
             if spec.get("policyName") != policy.name:
