@@ -30,7 +30,7 @@ def main(monkeypatch: pytest.MonkeyPatch) -> object:
 
 
 def test_certs_writes_private_files_and_prints_the_ca_bundle(
-    main, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+    main: Any, tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
     from cryptography import x509
 
@@ -92,7 +92,7 @@ def test_certs_writes_private_files_and_prints_the_ca_bundle(
     ],
 )
 def test_certs_usage_errors(
-    main, tmp_path: Path, capsys: pytest.CaptureFixture[str], args: list[str], words: str
+    main: Any, tmp_path: Path, capsys: pytest.CaptureFixture[str], args: list[str], words: str
 ) -> None:
     assert main(["webhook", "certs", "--out", str(tmp_path / "c"), *args]) == 2
     err = capsys.readouterr().err
@@ -100,7 +100,7 @@ def test_certs_usage_errors(
 
 
 def test_certs_into_a_file_is_a_usage_error(
-    main, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+    main: Any, tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
     target = tmp_path / "file"
     target.write_text("x")
@@ -120,7 +120,7 @@ def test_certs_into_a_file_is_a_usage_error(
     ],
 )
 def test_serve_bad_targets(
-    main, capsys: pytest.CaptureFixture[str], target: str, words: str
+    main: Any, capsys: pytest.CaptureFixture[str], target: str, words: str
 ) -> None:
     assert main(["webhook", "serve", target]) == 2
     err = capsys.readouterr().err
@@ -128,7 +128,7 @@ def test_serve_bad_targets(
 
 
 def test_serve_bad_files_and_ports(
-    main, tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+    main: Any, tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
 ) -> None:
     monkeypatch.chdir(REPO)
     assert main(["webhook", "serve", "tests.webhook.models:app", "--cert", "x.crt"]) == 2

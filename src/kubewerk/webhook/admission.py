@@ -41,10 +41,9 @@ from dataclasses import dataclass
 from typing import Any, Generic, TypeVar
 
 from kubewerk.core.errors import ApiError
-from kubewerk.core.patch import json_patch
 from kubewerk.model.errors import InvalidObjectError
 from kubewerk.model.resource import AnyResource
-from kubewerk.webhook.jsonpatch import diff, encode_patch
+from kubewerk.webhook.jsonpatch import applies, diff, encode_patch
 from kubewerk.webhook.results import Allowed, Denied
 from kubewerk.webhook.review import (
     AdmissionRequest,
@@ -203,9 +202,7 @@ class AdmissionEndpoint(Generic[M]):
         ops = diff(before, after)
         if not ops:
             return verdict, None
-        try:
-            json_patch(raw, ops)
-        except ApiError:
+        if not applies(raw, ops):
             # the model's dump names a path the received JSON lacks (a field given by
             # its Python name, say): patch from the received JSON itself
             ops = diff(raw, after)

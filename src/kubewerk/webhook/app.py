@@ -212,13 +212,13 @@ class WebhookApp:
             metrics = self.metrics.path(scope["path"])
             route.metrics = metrics
         start = time.perf_counter()
-        metrics.in_flight.inc()
+        metrics.in_flight += 1
         code = 500
         try:
             code = await self._serve(route, scope, receive, send)
         finally:
-            metrics.in_flight.dec()
-            metrics.latency.observe(time.perf_counter() - start)
+            metrics.in_flight -= 1
+            metrics.observe(time.perf_counter() - start)
             metrics.count(code)
 
     async def _serve(self, route: _Route, scope: Scope, receive: Receive, send: Send) -> int:

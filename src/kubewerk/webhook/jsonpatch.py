@@ -25,19 +25,36 @@ from typing import Any
 
 import orjson
 
-from kubewerk.core.patch import encode_pointer_token
+from kubewerk.core.patch import decode_pointer_token, encode_pointer_token
 
-__all__ = ["diff", "encode_patch"]
+__all__ = ["applies", "diff", "encode_patch"]
 
 
 def _same(a: Any, b: Any) -> bool:
-    """Equal scalars (or a container and anything else, which never are): types must
-    agree, so ``1``, ``1.0`` and ``True`` all differ."""
-    return type(a) is type(b) and not isinstance(a, dict | list) and bool(a == b)
+    """Equal as JSON values: ``1``, ``1.0`` and ``True`` all differ (Python's ``==`` says
+    they are equal; their JSON texts say they are not)."""
+    if a is b:
+        return True
+    if type(a) is not type(b):
+        return False
+    if not isinstance(a, dict | list):
+        return bool(a == b)
+    try:
+        return a == b and orjson.dumps(a) == orjson.dumps(b)
+    except (RecursionError, orjson.JSONEncodeError):
+        return False  # too deep to compare at once: the walk compares it level by level
+
+
+def _token(key: str) -> str:
+    return encode_pointer_token(key) if ("~" in key or "/" in key) else key
 
 
 def diff(old: Any, new: Any) -> list[dict[str, Any]]:
-    """The operations that turn ``old`` into ``new`` (see the module doc)."""
+    """The operations that turn ``old`` into ``new`` (see the module doc).
+
+    Unchanged subtrees cost one C-level comparison each: a member is descended into only
+    when it differs.
+    """
     ops: list[dict[str, Any]] = []
     stack: list[tuple[str, Any, Any]] = [("", old, new)]
     while stack:
@@ -46,38 +63,42 @@ def diff(old: Any, new: Any) -> list[dict[str, Any]]:
             # removals first, then changes and additions, in key order
             for key in a:
                 if key not in b:
-                    ops.append({"op": "remove", "path": f"{path}/{encode_pointer_token(key)}"})
+                    ops.append({"op": "remove", "path": f"{path}/{_token(key)}"})
             later: list[tuple[str, Any, Any]] = []
             for key, value in b.items():
-                child = f"{path}/{encode_pointer_token(key)}"
                 if key not in a:
-                    ops.append({"op": "add", "path": child, "value": value})
-                elif _container_pair(a[key], value):
-                    later.append((child, a[key], value))
-                elif not _same(a[key], value):
+                    ops.append({"op": "add", "path": f"{path}/{_token(key)}", "value": value})
+                    continue
+                current = a[key]
+                if _same(current, value):
+                    continue
+                child = f"{path}/{_token(key)}"
+                if _container_pair(current, value):
+                    later.append((child, current, value))
+                else:
                     ops.append({"op": "replace", "path": child, "value": value})
             # sibling paths are disjoint: their order does not matter; recurse in
             # document order (the stack pops last-in first)
             stack.extend(reversed(later))
         elif isinstance(a, list) and isinstance(b, list):
             common = min(len(a), len(b))
-            tail: list[dict[str, Any]] = []
             if len(b) > common:
-                tail = [
+                ops.extend(
                     {"op": "add", "path": f"{path}/{i}", "value": b[i]}
                     for i in range(common, len(b))
-                ]
+                )
             elif len(a) > common:
-                tail = [
+                ops.extend(
                     {"op": "remove", "path": f"{path}/{i}"}
                     for i in range(len(a) - 1, common - 1, -1)
-                ]
-            ops.extend(tail)
+                )
             later = []
             for i in range(common):
+                if _same(a[i], b[i]):
+                    continue
                 if _container_pair(a[i], b[i]):
                     later.append((f"{path}/{i}", a[i], b[i]))
-                elif not _same(a[i], b[i]):
+                else:
                     ops.append({"op": "replace", "path": f"{path}/{i}", "value": b[i]})
             stack.extend(reversed(later))
         elif not _same(a, b):
@@ -89,6 +110,54 @@ def _container_pair(a: Any, b: Any) -> bool:
     return (isinstance(a, dict) and isinstance(b, dict)) or (
         isinstance(a, list) and isinstance(b, list)
     )
+
+
+def applies(doc: Any, ops: list[dict[str, Any]]) -> bool:
+    """Whether ``ops`` (as :func:`diff` writes them: ``add``, ``remove``, ``replace``)
+    apply to ``doc`` in order, without copying or changing it: every parent exists with
+    the right container type, every replaced or removed member exists, and every array
+    index is in range for the array's length at that point."""
+    lengths: dict[int, int] = {}  # id(list) -> its length after the operations so far
+    for op in ops:
+        path = op["path"]
+        if path == "":
+            if op["op"] != "replace":
+                return False
+            continue
+        tokens = [decode_pointer_token(t) for t in path.split("/")[1:]]
+        node = doc
+        for token in tokens[:-1]:
+            if isinstance(node, dict):
+                if token not in node:
+                    return False
+                node = node[token]
+            elif isinstance(node, list):
+                if not token.isdigit() or int(token) >= lengths.get(id(node), len(node)):
+                    return False
+                node = node[int(token)]
+            else:
+                return False
+        last = tokens[-1]
+        if isinstance(node, dict):
+            if op["op"] != "add" and last not in node:
+                return False
+        elif isinstance(node, list):
+            size = lengths.get(id(node), len(node))
+            if not last.isdigit():
+                return False
+            index = int(last)
+            if op["op"] == "add":
+                if index > size:
+                    return False
+                lengths[id(node)] = size + 1
+            else:
+                if index >= size:
+                    return False
+                if op["op"] == "remove":
+                    lengths[id(node)] = size - 1
+        else:
+            return False
+    return True
 
 
 def encode_patch(ops: list[dict[str, Any]]) -> str:

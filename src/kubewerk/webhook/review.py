@@ -81,78 +81,75 @@ class AdmissionRequest:
     options: dict[str, Any] | None = None
 
 
-def _str(req: Mapping[str, Any], key: str, where: str = "request") -> str:
-    value = req.get(key)
-    if value is None:
-        return ""
-    if not isinstance(value, str):
-        raise ReviewError(f"{where}.{key} must be a string")
-    return value
+def _bad(field: str, what: str) -> ReviewError:
+    return ReviewError(f"request.{field} must be {what}")
 
 
-def _gvk(req: Mapping[str, Any], key: str, required: bool) -> GroupVersionKind | None:
+def _strings(req: Mapping[str, Any], where: str, *keys: str) -> list[str]:
+    """The string fields ``keys`` of ``req`` (``""`` when absent or null)."""
+    out = []
+    for key in keys:
+        value = req.get(key)
+        if value is None:
+            value = ""
+        elif type(value) is not str:
+            raise _bad(f"{where}{key}", "a string")
+        out.append(value)
+    return out
+
+
+def _gvk(req: Mapping[str, Any], key: str) -> GroupVersionKind | None:
     value = req.get(key)
     if value is None:
-        if required:
-            raise ReviewError(f"request.{key} is missing")
         return None
-    if not isinstance(value, dict):
-        raise ReviewError(f"request.{key} must be an object with group, version and kind")
-    where = f"request.{key}"
-    gvk = GroupVersionKind(
-        _str(value, "group", where), _str(value, "version", where), _str(value, "kind", where)
-    )
-    if required and not (gvk.version and gvk.kind):
-        raise ReviewError(f"request.{key} needs a version and a kind")
-    return gvk
+    if type(value) is not dict:
+        raise _bad(key, "an object with group, version and kind")
+    return GroupVersionKind(*_strings(value, f"{key}.", "group", "version", "kind"))
 
 
-def _gvr(req: Mapping[str, Any], key: str, required: bool) -> GroupVersionResource | None:
+def _gvr(req: Mapping[str, Any], key: str) -> GroupVersionResource | None:
     value = req.get(key)
     if value is None:
-        if required:
-            raise ReviewError(f"request.{key} is missing")
         return None
-    if not isinstance(value, dict):
-        raise ReviewError(f"request.{key} must be an object with group, version and resource")
-    where = f"request.{key}"
-    return GroupVersionResource(
-        _str(value, "group", where), _str(value, "version", where), _str(value, "resource", where)
-    )
+    if type(value) is not dict:
+        raise _bad(key, "an object with group, version and resource")
+    return GroupVersionResource(*_strings(value, f"{key}.", "group", "version", "resource"))
 
 
 def _object(req: Mapping[str, Any], key: str) -> dict[str, Any] | None:
     value = req.get(key)
+    if value is None or type(value) is dict:
+        return value
+    raise _bad(key, "a JSON object or null")
+
+
+def _string_list(value: Any, field: str) -> tuple[str, ...]:
     if value is None:
-        return None
-    if not isinstance(value, dict):
-        raise ReviewError(f"request.{key} must be a JSON object or null")
-    return value
+        return ()
+    if type(value) is not list or not all(type(v) is str for v in value):
+        raise _bad(field, "a list of strings")
+    return tuple(value)
 
 
 def _user_info(req: Mapping[str, Any]) -> UserInfo:
     value = req.get("userInfo")
     if value is None:
-        return UserInfo()
-    if not isinstance(value, dict):
-        raise ReviewError("request.userInfo must be an object")
-    groups = value.get("groups") or []
-    if not isinstance(groups, list) or not all(isinstance(g, str) for g in groups):
-        raise ReviewError("request.userInfo.groups must be a list of strings")
-    extra_in = value.get("extra") or {}
-    if not isinstance(extra_in, dict):
-        raise ReviewError("request.userInfo.extra must be an object")
+        return _NOBODY
+    if type(value) is not dict:
+        raise _bad("userInfo", "an object")
+    username, uid = _strings(value, "userInfo.", "username", "uid")
+    groups = _string_list(value.get("groups"), "userInfo.groups")
+    extra_in = value.get("extra")
     extra: dict[str, tuple[str, ...]] = {}
-    for k, v in extra_in.items():
-        if not isinstance(v, list) or not all(isinstance(s, str) for s in v):
-            raise ReviewError(f"request.userInfo.extra[{k!r}] must be a list of strings")
-        extra[k] = tuple(v)
-    return UserInfo(
-        _str(value, "username", "request.userInfo"),
-        _str(value, "uid", "request.userInfo"),
-        tuple(groups),
-        extra,
-    )
+    if extra_in is not None:
+        if type(extra_in) is not dict:
+            raise _bad("userInfo.extra", "an object")
+        for k, v in extra_in.items():
+            extra[k] = _string_list(v, f"userInfo.extra[{k!r}]")
+    return UserInfo(username, uid, groups, extra)
+
+
+_NOBODY = UserInfo()
 
 
 def parse_admission_review(review: Mapping[str, Any]) -> tuple[str, AdmissionRequest]:
@@ -170,47 +167,55 @@ def parse_admission_review(review: Mapping[str, Any]) -> tuple[str, AdmissionReq
             f"got apiVersion={api_version!r} kind={kind!r}"
         )
     req = review.get("request")
-    if not isinstance(req, dict):
-        raise ReviewError(
-            "the AdmissionReview has no request" if req is None else "request must be an object"
-        )
+    if type(req) is not dict:
+        if req is None:
+            raise ReviewError("the AdmissionReview has no request")
+        raise ReviewError("request must be an object")
     uid = req.get("uid")
-    if not isinstance(uid, str) or not uid:
-        raise ReviewError(
-            "request.uid is missing" if uid in (None, "") else "request.uid must be a string"
-        )
+    if type(uid) is not str or not uid:
+        if uid is None or uid == "":
+            raise ReviewError("request.uid is missing")
+        raise _bad("uid", "a string")
     operation = req.get("operation")
     if operation not in _OPERATIONS:
         raise ReviewError(
             f"request.operation must be one of CREATE, UPDATE, DELETE, CONNECT, not {operation!r}"
         )
-    dry_run = req.get("dryRun", False)
+    dry_run = req.get("dryRun")
     if dry_run is None:
         dry_run = False
-    if not isinstance(dry_run, bool):
-        raise ReviewError("request.dryRun must be a boolean")
-    kind_ = _gvk(req, "kind", True)
-    resource = _gvr(req, "resource", True)
-    assert kind_ is not None and resource is not None
+    elif type(dry_run) is not bool:
+        raise _bad("dryRun", "a boolean")
+    kind_ = _gvk(req, "kind")
+    if kind_ is None:
+        raise ReviewError("request.kind is missing")
+    if not (kind_.version and kind_.kind):
+        raise ReviewError("request.kind needs a version and a kind")
+    resource = _gvr(req, "resource")
+    if resource is None:
+        raise ReviewError("request.resource is missing")
     options = req.get("options")
-    if options is not None and not isinstance(options, dict):
-        raise ReviewError("request.options must be an object")
-    return str(api_version), AdmissionRequest(
-        uid=uid,
-        kind=kind_,
-        resource=resource,
-        operation=operation,
-        name=_str(req, "name"),
-        namespace=_str(req, "namespace"),
-        sub_resource=_str(req, "subResource"),
-        request_kind=_gvk(req, "requestKind", False),
-        request_resource=_gvr(req, "requestResource", False),
-        request_sub_resource=_str(req, "requestSubResource"),
-        user_info=_user_info(req),
-        object=_object(req, "object"),
-        old_object=_object(req, "oldObject"),
-        dry_run=dry_run,
-        options=options,
+    if options is not None and type(options) is not dict:
+        raise _bad("options", "an object")
+    name, namespace, sub, request_sub = _strings(
+        req, "", "name", "namespace", "subResource", "requestSubResource"
+    )
+    return api_version, AdmissionRequest(
+        uid,
+        kind_,
+        resource,
+        operation,
+        name,
+        namespace,
+        sub,
+        _gvk(req, "requestKind"),
+        _gvr(req, "requestResource"),
+        request_sub,
+        _user_info(req),
+        _object(req, "object"),
+        _object(req, "oldObject"),
+        dry_run,
+        options,
     )
 
 

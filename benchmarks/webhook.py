@@ -1,0 +1,291 @@
+"""Webhook server benchmark: kubewerk.webhook against a no-op ASGI app on the same stack.
+
+Starts, each in its own process on uvloop, a :class:`kubewerk.webhook.WebhookServer`
+(a validating and a mutating webhook for a typed ``Database`` model) and
+``benchmarks/noop_app.py`` on the same uvicorn + httptools configuration, both over TLS
+(a certificate from ``kubewerk.webhook.make_certificates``) and over plain HTTP, then
+drives each with the same AdmissionReview body (a ``Database`` as kube-apiserver sends
+it, server-set metadata and managedFields included, ~1.3 KB) and prints requests/s and
+the ratio to the no-op app's rate for the same transport in this run:
+
+- validate: parse the review, the model, call the handler, answer allowed;
+- mutate: the same plus the model's dump before and after, the JSON Patch and its check.
+
+Load comes from ``wrk`` (keep-alive, ``-c`` connections, one thread; TLS sessions are
+set up once per connection). Target (issue 14): the webhook answers >= 0.5x the no-op
+handler's rate.
+
+    .venv/bin/python benchmarks/webhook.py [-c 32] [-d 5]
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import multiprocessing as mp
+import os
+import re
+import shutil
+import socket
+import subprocess
+import sys
+import tempfile
+import uuid
+from pathlib import Path
+from typing import Annotated, Any
+
+import orjson
+
+ROOT = Path(__file__).resolve().parent.parent
+GROUP = "bench.webhook.kubewerk.dev"
+VALIDATE = f"/validate-{GROUP.replace('.', '-')}-v1-database"
+MUTATE = f"/mutate-{GROUP.replace('.', '-')}-v1-database"
+
+
+def review() -> bytes:
+    obj = {
+        "apiVersion": f"{GROUP}/v1",
+        "kind": "Database",
+        "metadata": {
+            "name": "orders",
+            "namespace": "shop",
+            "uid": str(uuid.uuid4()),
+            "creationTimestamp": "2025-01-02T03:04:05Z",
+            "generation": 1,
+            "labels": {"app": "orders", "tier": "db"},
+            "managedFields": [
+                {
+                    "manager": "kubectl-client-side-apply",
+                    "operation": "Update",
+                    "apiVersion": f"{GROUP}/v1",
+                    "time": "2025-01-02T03:04:05Z",
+                    "fieldsType": "FieldsV1",
+                    "fieldsV1": {"f:spec": {".": {}, "f:engine": {}, "f:storageGi": {}}},
+                }
+            ],
+        },
+        "spec": {"engine": "postgres", "version": "16", "storageGi": 10, "tags": ["a", "b"]},
+    }
+    gvk = {"group": GROUP, "version": "v1", "kind": "Database"}
+    gvr = {"group": GROUP, "version": "v1", "resource": "databases"}
+    body = {
+        "kind": "AdmissionReview",
+        "apiVersion": "admission.k8s.io/v1",
+        "request": {
+            "uid": str(uuid.uuid4()),
+            "kind": gvk,
+            "resource": gvr,
+            "requestKind": gvk,
+            "requestResource": gvr,
+            "name": "orders",
+            "namespace": "shop",
+            "operation": "CREATE",
+            "userInfo": {
+                "username": "kubernetes-admin",
+                "groups": ["system:masters", "system:authenticated"],
+            },
+            "object": obj,
+            "oldObject": None,
+            "dryRun": False,
+            "options": {
+                "kind": "CreateOptions",
+                "apiVersion": "meta.k8s.io/v1",
+                "fieldManager": "kubectl",
+            },
+        },
+    }
+    return orjson.dumps(body)
+
+
+def build_app() -> Any:
+    from pydantic import Field
+
+    from kubewerk.model import KubeModel, Resource
+    from kubewerk.webhook import AdmissionRequest, Allowed, Denied, WebhookApp
+
+    class DatabaseSpec(KubeModel):
+        engine: str
+        version: str | None = None
+        storage_gi: Annotated[int, Field(ge=1, le=1000)] | None = None
+        replicas: int | None = None
+        tags: list[str] | None = None
+
+    class Database(Resource[DatabaseSpec, None], group=GROUP, version="v1"):
+        """A database."""
+
+    app = WebhookApp()
+
+    @app.validating(Database)
+    async def check(db: Database, old: Database | None, req: AdmissionRequest) -> Allowed | Denied:
+        if db.spec.engine not in ("postgres", "mysql"):
+            return Denied(f"engine {db.spec.engine!r} is not supported")
+        return Allowed()
+
+    @app.mutating(Database)
+    async def default(db: Database, old: Database | None, req: AdmissionRequest) -> None:
+        if db.spec.replicas is None:
+            db.spec.replicas = 1
+
+    return app
+
+
+def _listen() -> socket.socket:
+    sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM, socket.IPPROTO_TCP)
+    sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+    sock.bind(("127.0.0.1", 0))
+    sock.listen(2048)
+    return sock
+
+
+def serve_webhook(port_q: Any, cert: str | None, key: str | None) -> None:
+    import uvloop
+
+    from kubewerk.webhook import WebhookServer
+
+    loop = uvloop.new_event_loop()
+    asyncio.set_event_loop(loop)
+    server = WebhookServer(build_app(), host="127.0.0.1", port=0, cert_file=cert, key_file=key)
+
+    async def main() -> None:
+        await server.start()
+        port_q.put(server.port)
+        await asyncio.Event().wait()
+
+    loop.run_until_complete(main())
+
+
+def serve_noop(port_q: Any, cert: str | None, key: str | None) -> None:
+    """The no-op app on the webhook server's uvicorn configuration."""
+    import uvicorn
+    import uvloop
+
+    sys.path.insert(0, str(Path(__file__).resolve().parent))
+    from noop_app import app
+
+    sock = _listen()
+    config = uvicorn.Config(
+        app,
+        http="httptools",
+        loop="none",
+        lifespan="off",
+        log_config=None,
+        access_log=False,
+        proxy_headers=False,
+        backlog=2048,
+        ssl_certfile=cert,
+        ssl_keyfile=key,
+    )
+    server = uvicorn.Server(config)
+    loop = uvloop.new_event_loop()
+    asyncio.set_event_loop(loop)
+    port_q.put(sock.getsockname()[1])
+    loop.run_until_complete(server.serve(sockets=[sock]))
+
+
+def start(target: Any, *args: Any) -> tuple[mp.process.BaseProcess, int]:
+    ctx = mp.get_context("spawn")
+    q = ctx.Queue()
+    proc = ctx.Process(target=target, args=(q, *args), daemon=True)
+    proc.start()
+    return proc, int(q.get(timeout=30))
+
+
+def wrk(url: str, connections: int, duration: int, body: bytes) -> float:
+    """Requests/s from one wrk thread POSTing ``body``; fails on any non-2xx answer."""
+    with tempfile.NamedTemporaryFile("w", suffix=".lua", delete=False) as script:
+        script.write('wrk.method = "POST"\n')
+        script.write(f"wrk.body = [==[{body.decode()}]==]\n")
+        script.write('wrk.headers["Content-Type"] = "application/json"\n')
+    try:
+        out = subprocess.run(
+            ["wrk", "-t1", f"-c{connections}", f"-d{duration}s", "-s", script.name, url],
+            capture_output=True,
+            text=True,
+            check=True,
+        ).stdout
+    finally:
+        os.unlink(script.name)
+    bad = re.search(r"Non-2xx or 3xx responses: (\d+)", out)
+    if bad:
+        raise RuntimeError(f"{bad.group(1)} non-2xx answers from {url}:\n{out}")
+    match = re.search(r"Requests/sec:\s+([\d.]+)", out)
+    if match is None:
+        raise RuntimeError(out)
+    return float(match.group(1))
+
+
+def check_answers(port: int, scheme: str, body: bytes) -> None:
+    """One request per path, answered as expected (before measuring anything)."""
+    import ssl
+    import urllib.request
+
+    ctx = ssl.create_default_context()
+    ctx.check_hostname = False
+    ctx.verify_mode = ssl.CERT_NONE
+    for path, key in ((VALIDATE, "allowed"), (MUTATE, "patch")):
+        req = urllib.request.Request(
+            f"{scheme}://127.0.0.1:{port}{path}", body, {"Content-Type": "application/json"}
+        )
+        with urllib.request.urlopen(req, context=ctx if scheme == "https" else None) as answer:
+            response = orjson.loads(answer.read())["response"]
+        if not response.get(key):
+            raise RuntimeError(f"{path}: unexpected answer {response}")
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("-c", "--connections", type=int, default=32)
+    parser.add_argument("-d", "--duration", type=int, default=5)
+    args = parser.parse_args()
+    if shutil.which("wrk") is None:
+        print("wrk not found: apt-get install wrk / brew install wrk", file=sys.stderr)
+        return 2
+    sys.path.insert(0, str(ROOT / "src"))
+    from kubewerk.webhook import make_certificates, write_certificates
+
+    body = review()
+    rows: list[tuple[str, str, float, float]] = []
+    with tempfile.TemporaryDirectory() as tmp:
+        paths = write_certificates(make_certificates("bench", "default", days=1), tmp)
+        for scheme in ("http", "https"):
+            cert, key = (
+                (str(paths["cert"]), str(paths["key"])) if scheme == "https" else (None, None)
+            )
+            noop_proc, noop_port = start(serve_noop, cert, key)
+            hook_proc, hook_port = start(serve_webhook, cert, key)
+            try:
+                check_answers(hook_port, scheme, body)
+                for path in (VALIDATE, MUTATE):
+                    # warm-up, then alternate so drift hits both alike
+                    wrk(f"{scheme}://127.0.0.1:{hook_port}{path}", args.connections, 1, body)
+                    wrk(f"{scheme}://127.0.0.1:{noop_port}{path}", args.connections, 1, body)
+                    noop = wrk(
+                        f"{scheme}://127.0.0.1:{noop_port}{path}",
+                        args.connections,
+                        args.duration,
+                        body,
+                    )
+                    hook = wrk(
+                        f"{scheme}://127.0.0.1:{hook_port}{path}",
+                        args.connections,
+                        args.duration,
+                        body,
+                    )
+                    rows.append((scheme, path.split("-")[0].strip("/"), hook, noop))
+            finally:
+                for proc in (noop_proc, hook_proc):
+                    proc.terminate()
+                    proc.join(5)
+    print(
+        f"AdmissionReview body: {len(body)} bytes; wrk -t1 -c{args.connections} -d{args.duration}s"
+    )
+    print(f"{'transport':<10}{'webhook':<10}{'req/s':>10}{'no-op req/s':>14}{'ratio':>8}")
+    for scheme, kind, hook, noop in rows:
+        print(f"{scheme:<10}{kind:<10}{hook:>10.0f}{noop:>14.0f}{hook / noop:>7.2f}x")
+    worst = min(hook / noop for _, _, hook, noop in rows)
+    print(f"target >= 0.50x: {'met' if worst >= 0.5 else 'NOT met'} (lowest {worst:.2f}x)")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
