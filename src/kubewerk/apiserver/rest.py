@@ -13,6 +13,7 @@ kind's strategy (``ServedResource.strategy``, see ``apiserver.strategy``) at fix
 from __future__ import annotations
 
 import builtins
+import time
 from typing import Any
 
 import orjson
@@ -45,6 +46,11 @@ JSON = dict[str, Any]
 
 FOREGROUND = "foregroundDeletion"
 ORPHAN = "orphan"
+
+
+def _rfc3339(seconds: float) -> str:
+    """``metav1.Time`` text (second precision, ``Z``) for seconds since the epoch."""
+    return time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime(int(seconds)))
 
 
 class ResourceApi:
@@ -723,6 +729,40 @@ class ResourceApi:
         if policy == "Foreground":
             finalizers = [f for f in finalizers if f != ORPHAN]
         finalizers = rtype.strategy.finalizers_on_delete(finalizers)
+        requested = options.get("gracePeriodSeconds")
+        if not isinstance(requested, int) or isinstance(requested, bool):
+            requested = None
+        elif requested < 0:
+            requested = 1  # negative values are treated as 1 s on the delete path
+        grace = meta.get("deletionGracePeriodSeconds")
+        if meta.get("deletionTimestamp") and isinstance(grace, int) and grace > 0:
+            # in its grace period (a graceful kind): only a shorter period changes anything
+            if requested is None or requested >= grace:
+                return RestResponse(pending_status, self.serve(target, current))
+            new = copy_json(current)
+            started = metautil.parse_time(meta["deletionTimestamp"]) or time.time()
+            new["metadata"]["deletionTimestamp"] = _rfc3339(started - grace + requested)
+            new["metadata"]["deletionGracePeriodSeconds"] = requested
+            return self._graceful_delete(
+                target, key, current, new, requested, is_dry, pending_status
+            )
+        period = (
+            None
+            if meta.get("deletionTimestamp")
+            else rtype.strategy.delete_grace_period(current, requested)
+        )
+        if period is not None:
+            # RESTGracefulDeleteStrategy: marked with the period (even 0) before removal
+            new = copy_json(current)
+            new_meta = new["metadata"]
+            new_meta["deletionTimestamp"] = _rfc3339(time.time() + period)
+            new_meta["deletionGracePeriodSeconds"] = period
+            if finalizers:
+                new_meta["finalizers"] = finalizers
+            if int(new_meta.get("generation") or 0) > 0:
+                new_meta["generation"] = int(new_meta["generation"]) + 1
+            rtype.strategy.prepare_for_delete(new)
+            return self._graceful_delete(target, key, current, new, period, is_dry, pending_status)
         if meta.get("deletionTimestamp"):
             # already deleting: only a change of propagation finalizers is recorded
             if finalizers != list(meta.get("finalizers") or []) and not is_dry:
@@ -749,6 +789,29 @@ class ResourceApi:
         if is_dry:
             return RestResponse(200, self._deleted_answer(target, current))
         deleted = self.store.delete(key, int(meta["resourceVersion"]))
+        return RestResponse(200, self._deleted_answer(target, deleted))
+
+    def _graceful_delete(
+        self,
+        target: Target,
+        key: str,
+        current: JSON,
+        new: JSON,
+        period: int,
+        is_dry: bool,
+        pending_status: int,
+    ) -> RestResponse:
+        """Store ``new`` (the object marked for deletion with ``period``), then remove it at
+        once when the period is 0 and no finalizer keeps it, as kube-apiserver's
+        ``updateForGracefulDeletionAndFinalizers`` followed by its delete."""
+        keep = bool(new["metadata"].get("finalizers")) or period > 0
+        new["metadata"].pop("resourceVersion", None)
+        if is_dry:
+            return RestResponse(200, self.serve(target, new))
+        stored = self.store.update(key, new, int(current["metadata"]["resourceVersion"]))
+        if keep:
+            return RestResponse(pending_status, self.serve(target, stored))
+        deleted = self.store.delete(key, int(stored["metadata"]["resourceVersion"]))
         return RestResponse(200, self._deleted_answer(target, deleted))
 
     def _deleted_answer(self, target: Target, deleted: JSON) -> JSON:

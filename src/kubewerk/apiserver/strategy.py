@@ -21,8 +21,9 @@ The hooks, in the order a request meets them:
 - admission: ``default``, typed pruning if ``prunes_unknown_fields``, ``allocate``, the
   ObjectMeta rules with ``name_rule``, ``validate`` (``validate_status`` for a write
   through ``/status``), ``warnings``;
-- delete: ``finalizers_on_delete``, ``holds_deletion`` (also asked when an update
-  leaves a deleting object without finalizers), ``prepare_for_delete``;
+- delete: ``finalizers_on_delete``, ``delete_grace_period``, ``holds_deletion`` (also
+  asked when an update leaves a deleting object without finalizers),
+  ``prepare_for_delete``;
 - storage: ``to_storage`` on every write, ``from_storage`` on every read;
 - list and watch: ``field_selector``; Tables: ``name_column``, ``columns``, ``cells``.
 """
@@ -155,6 +156,14 @@ class Strategy:
     def finalizers_on_delete(self, finalizers: list[str]) -> list[str]:
         """The finalizers a delete request leaves on the object (after propagation's)."""
         return finalizers
+
+    def delete_grace_period(self, obj: JSON, requested: int | None) -> int | None:
+        """Graceful deletion (``RESTGracefulDeleteStrategy.CheckGracefulDelete``): the grace
+        period a delete of ``obj`` gets, ``requested`` being the request's
+        ``gracePeriodSeconds`` (negative ones already made 1); None: the kind has no
+        graceful deletion (every kind but Pods), and a delete removes it at once unless
+        finalizers keep it."""
+        return None
 
     def holds_deletion(self, obj: JSON) -> bool:
         """Whether something beside ``metadata.finalizers`` keeps a deleted object."""

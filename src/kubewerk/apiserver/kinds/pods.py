@@ -105,11 +105,33 @@ def pod_qos_class(pod: JSON) -> str:
 
 
 class PodStrategy(TypedKindStrategy):
-    """Pods: created Pending with their QoS class and generation 1."""
+    """Pods: created Pending with their QoS class and generation 1; deleted gracefully."""
 
     def prepare_for_create(self, obj: JSON) -> None:
         super().prepare_for_create(obj)
         obj["status"] = {"phase": "Pending", "qosClass": pod_qos_class(obj)}
+
+    def delete_grace_period(self, obj: JSON, requested: int | None) -> int | None:
+        """``podStrategy.CheckGracefulDelete``: the request's period, else the Pod's
+        ``terminationGracePeriodSeconds`` (0 when unset); 0 for a Pod never bound to a
+        node or already Succeeded or Failed; a negative one becomes 1. A Pod with a
+        period above 0 stays, Terminating, until a delete with period 0 (the kubelet's)."""
+        spec = obj.get("spec") if isinstance(obj.get("spec"), dict) else {}
+        status = obj.get("status") if isinstance(obj.get("status"), dict) else {}
+        assert isinstance(spec, dict) and isinstance(status, dict)
+        period = requested
+        if period is None:
+            default = spec.get("terminationGracePeriodSeconds")
+            period = default if isinstance(default, int) and not isinstance(default, bool) else 0
+        if not spec.get("nodeName") or status.get("phase") in ("Failed", "Succeeded"):
+            period = 0
+        return 1 if period < 0 else period
+
+    def holds_deletion(self, obj: JSON) -> bool:
+        """A Pod in its grace period is removed by a delete, never by losing its last
+        finalizer (``shouldDeleteDuringUpdate`` wants a zero grace period)."""
+        grace = (obj.get("metadata") or {}).get("deletionGracePeriodSeconds")
+        return isinstance(grace, int) and grace > 0
 
 
 class PersistentVolumeStrategy(TypedKindStrategy):
