@@ -22,10 +22,9 @@ REPO = Path(__file__).resolve().parents[2]
 
 
 @pytest.fixture
-def main(monkeypatch: pytest.MonkeyPatch) -> object:
-    """``kubewerk`` with the webhook subcommand registered (as cli/__init__ will list it)."""
-    if "webhook" not in cli.SUBCOMMAND_MODULES:
-        monkeypatch.setattr(cli, "SUBCOMMAND_MODULES", (*cli.SUBCOMMAND_MODULES, "webhook"))
+def main() -> object:
+    """``kubewerk``'s entry point (the webhook subcommand is one of its commands)."""
+    assert "webhook" in cli.SUBCOMMAND_MODULES
     return cli.main
 
 
@@ -199,17 +198,11 @@ def test_serve_as_a_process_until_sigterm(tmp_path: Path) -> None:
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))
         port = s.getsockname()[1]
-    code = (
-        "import sys; from kubewerk import cli; "
-        "cli.SUBCOMMAND_MODULES = (*cli.SUBCOMMAND_MODULES, 'webhook') "
-        "if 'webhook' not in cli.SUBCOMMAND_MODULES else cli.SUBCOMMAND_MODULES; "
-        "sys.exit(cli.main(sys.argv[1:]))"
-    )
     proc = subprocess.Popen(
         [
             sys.executable,
-            "-c",
-            code,
+            "-m",
+            "kubewerk.cli",
             "webhook",
             "serve",
             "tests.webhook.models:app",
