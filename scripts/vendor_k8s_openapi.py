@@ -70,6 +70,11 @@ SERVED_KINDS: tuple[tuple[str, str, str], ...] = (
     ("autoscaling", "v1", "Scale"),
     ("storage.k8s.io", "v1", "StorageClass"),
     ("scheduling.k8s.io", "v1", "PriorityClass"),
+    # issue 14: the admission chain's configuration kinds
+    ("admissionregistration.k8s.io", "v1", "MutatingWebhookConfiguration"),
+    ("admissionregistration.k8s.io", "v1", "ValidatingWebhookConfiguration"),
+    ("admissionregistration.k8s.io", "v1", "ValidatingAdmissionPolicy"),
+    ("admissionregistration.k8s.io", "v1", "ValidatingAdmissionPolicyBinding"),
 )
 """Every kind whose definition is vendored (with its ``...List`` kind)."""
 

@@ -81,6 +81,28 @@ BODIES: dict[str, dict[str, Any]] = {
     },
     "StorageClass": {"provisioner": "example.com/disk"},
     "PriorityClass": {"value": 1000},
+    # admissionregistration.k8s.io/v1 (issue 14); a webhook nobody matches (a group no
+    # kind has), so creating them changes no other write in the test
+    "MutatingWebhookConfiguration": {"webhooks": []},
+    "ValidatingWebhookConfiguration": {"webhooks": []},
+    "ValidatingAdmissionPolicy": {
+        "spec": {
+            "matchConstraints": {
+                "resourceRules": [
+                    {
+                        "operations": ["CREATE"],
+                        "apiGroups": ["nothing.example.com"],
+                        "apiVersions": ["v1"],
+                        "resources": ["things"],
+                    }
+                ]
+            },
+            "validations": [{"expression": "true"}],
+        }
+    },
+    "ValidatingAdmissionPolicyBinding": {
+        "spec": {"policyName": "nothing", "validationActions": ["Deny"]}
+    },
 }
 
 

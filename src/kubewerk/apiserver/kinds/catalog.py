@@ -145,8 +145,12 @@ def _replicas_status(*extra: str) -> JSON:
 
 
 def _rows() -> tuple[KindRow, ...]:
+    from kubewerk.apiserver.admission_chain.registration import (
+        AdmissionRegistrationStrategy,
+    )
     from kubewerk.apiserver.kinds import autoscaling, jobs, pods, services
 
+    admission = AdmissionRegistrationStrategy.for_kind
     return (
         # core/v1
         KindRow(
@@ -393,6 +397,48 @@ def _rows() -> tuple[KindRow, ...]:
             "priorityclasses",
             namespaced=False,
             short_names=("pc",),
+        ),
+        # admissionregistration.k8s.io/v1 (issue 14): the admission chain's configuration
+        KindRow(
+            "admissionregistration.k8s.io",
+            ("v1",),
+            "MutatingWebhookConfiguration",
+            "mutatingwebhookconfigurations",
+            namespaced=False,
+            categories=("api-extensions",),
+            generation=True,
+            strategy=admission,
+        ),
+        KindRow(
+            "admissionregistration.k8s.io",
+            ("v1",),
+            "ValidatingWebhookConfiguration",
+            "validatingwebhookconfigurations",
+            namespaced=False,
+            categories=("api-extensions",),
+            generation=True,
+            strategy=admission,
+        ),
+        KindRow(
+            "admissionregistration.k8s.io",
+            ("v1",),
+            "ValidatingAdmissionPolicy",
+            "validatingadmissionpolicies",
+            namespaced=False,
+            categories=("api-extensions",),
+            status=True,
+            generation=True,
+            strategy=admission,
+        ),
+        KindRow(
+            "admissionregistration.k8s.io",
+            ("v1",),
+            "ValidatingAdmissionPolicyBinding",
+            "validatingadmissionpolicybindings",
+            namespaced=False,
+            categories=("api-extensions",),
+            generation=True,
+            strategy=admission,
         ),
     )
 

@@ -1,0 +1,20 @@
+"""The embedded server's admission chain beyond schema admission.
+
+kube-apiserver runs, for every write: mutating admission webhooks → the kind's
+defaulting, pruning and validation → ValidatingAdmissionPolicies and validating
+admission webhooks → storage. This package holds what the embedded server needs for
+the parts around its synchronous schema admission (``apiserver.admission``):
+
+- :mod:`.registration`: the ``admissionregistration.k8s.io/v1`` kinds
+  (Mutating/ValidatingWebhookConfiguration, ValidatingAdmissionPolicy and its
+  binding) defaulted and validated as kube-apiserver does;
+- :mod:`.httpclient`: a small async HTTPS POST client (asyncio streams + httptools);
+- :mod:`.webhooks`: which webhooks a request calls, the AdmissionReview they get, the
+  checks their answers pass and the error each failure gives;
+- :mod:`.policies`: ValidatingAdmissionPolicies evaluated with the schema layer's
+  engine (params read from storage on each request);
+- :mod:`.chain`: :class:`~.chain.AdmissionChain`, which the ASGI app asks whether a
+  write needs the asynchronous path and which runs that path.
+
+See docs/apiserver.md, "The admission chain".
+"""
