@@ -15,7 +15,16 @@ import sys
 from collections.abc import Sequence
 
 # modules that provide subcommands, in the order --help lists them
-SUBCOMMAND_MODULES: tuple[str, ...] = ("up", "demo", "gen", "govern", "graph", "policy", "run", "webhook")
+SUBCOMMAND_MODULES: tuple[str, ...] = (
+    "up",
+    "demo",
+    "gen",
+    "govern",
+    "graph",
+    "policy",
+    "run",
+    "webhook",
+)
 
 
 class UsageError(Exception):
