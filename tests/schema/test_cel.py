@@ -469,3 +469,15 @@ def test_remembered_outcomes_equal_fresh_evaluation(specs: list[dict[str, Any]])
         assert messages(shared.validate({"spec": spec})) == messages(
             compile_schema(schema).validate({"spec": spec})
         )
+
+
+def test_undeclared_qualified_reference_named_as_cel_go_does() -> None:
+    # cel-go names the first identifier of an undeclared `a.b.c` at its own column;
+    # cel-cpp names the whole reference at its last dot (one shared translation,
+    # kubewerk.schema.cel.error_text, serves CRD rules and admission policies)
+    with pytest.raises(SchemaError) as info:
+        compile_schema(_rule_schema("self.x == 1 && foo.bar.baz == 2"))
+    assert info.value.errors[0].detail.endswith(
+        "compilation failed: ERROR: <input>:1:16: undeclared reference to 'foo' "
+        "(in container '')\n | self.x == 1 && foo.bar.baz == 2\n | ...............^"
+    )

@@ -30,6 +30,7 @@ from cel_expr_python import cel
 from cel_expr_python.ext import ext_bindings, ext_optional, ext_strings
 
 from kubewerk.schema.cel import library
+from kubewerk.schema.cel.error_text import clean_compile_error
 
 from . import authz
 
@@ -86,56 +87,6 @@ def env(*, params: bool, authorizer: bool, variables: bool) -> Any:
             )
             _ENVS[key] = found
     return found
-
-
-_UNDECLARED: Final = re.compile(
-    r"ERROR: <input>:(\d+):(\d+): undeclared reference to '([A-Za-z_][\w.]*)' \(in container ''\)\n"
-    r" \| (.*)\n \| \.*\^"
-)
-
-
-def clean_compile_error(text: str) -> str:
-    """cel-cpp's status text as cel-go's ``Issues.String()`` reads (``ERROR: <input>:…``).
-
-    cel-cpp names an undeclared qualified reference whole (``'params.x'``, at its last
-    dot); cel-go names its first identifier at that identifier's column.
-    """
-    text = re.sub(r"^[A-Z_]+: ", "", text.strip())
-    text = re.sub(r" \[[A-Z_]+\]$", "", text)
-
-    def first_ident(m: re.Match[str]) -> str:
-        line, col, full, snippet = int(m.group(1)), int(m.group(2)), m.group(3), m.group(4)
-        if "." not in full:
-            return m.group(0)
-        head = full.rpartition(".")[0]
-        start = col - 1 - len(head)
-        if start < 0 or snippet[start : start + len(head)] != head:
-            return m.group(0)
-        first = full.split(".", 1)[0]
-        return (
-            f"ERROR: <input>:{line}:{start + 1}: undeclared reference to '{first}' "
-            f"(in container '')\n | {snippet}\n | {'.' * start}^"
-        )
-
-    return _UNDECLARED.sub(first_ident, text)
-
-
-def runtime_error(text: str) -> str:
-    """cel-cpp's evaluation error in cel-go's words where they differ."""
-    text = re.sub(r"^[A-Z_]+: ", "", text)
-    m = re.match(r'Key not found in map : "(.*)"', text)
-    if m:
-        return f"no such key: {m.group(1)}"
-    if text.startswith("No matching overloads found"):
-        return "no such overload"
-    if text == "divide by zero":
-        return "division by zero"
-    if text.startswith("modulus by zero"):
-        return "modulus by zero"
-    m = re.match(r"Index error: index=(-?\d+) size=\d+", text)
-    if m:
-        return f"index out of range: {m.group(1)}"
-    return text
 
 
 def variable_refs(expression: str) -> list[str]:

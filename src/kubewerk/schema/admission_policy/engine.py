@@ -21,9 +21,10 @@ from cel_expr_python import cel
 
 from kubewerk.core.errors import ApiError, FieldError
 from kubewerk.core.selectors import LabelSelectorError, label_selector_from_dict
+from kubewerk.schema.cel.error_text import runtime_error
 
 from . import authz
-from .cel_env import Compiled, activation, compile_expression, runtime_error
+from .cel_env import Compiled, activation, compile_expression
 from .matching import Match, matches
 from .request import Request, namespace_object_value
 from .validation import default_policy, validate_policy

@@ -30,6 +30,7 @@ from .._ratchet import MISSING as _UNCORRELATED
 from .._ratchet import correlate_items, correlate_key, unchanged
 from .._validator import ROOT_FIELD
 from . import library
+from .error_text import clean_compile_error, runtime_error
 from .paths import parse_field_path, render_field_path
 
 if TYPE_CHECKING:
@@ -131,11 +132,6 @@ def _env(self_type: Any, old_type: Any) -> Any:
                 )
                 _ENVS[key] = env
     return env
-
-
-def _clean_compile_error(text: str) -> str:
-    text = re.sub(r"^[A-Z_]+: ", "", text.strip())
-    return re.sub(r" \[[A-Z_]+\]$", "", text)
 
 
 def _unwrap_error(detail: str, prefix: str, text: str) -> str:
@@ -250,7 +246,7 @@ def _compile_one(
             )
         program = checked
     except RuntimeError as exc:
-        detail = _clean_compile_error(str(exc))
+        detail = clean_compile_error(str(exc))
         if prefix:
             detail = _unwrap_error(detail, prefix, text)
         errs.append(
@@ -275,7 +271,7 @@ def _compile_one(
                 FieldError.invalid(
                     f"{path}.messageExpression",
                     _rule_value(rule),
-                    "messageExpression compilation failed: " + _clean_compile_error(str(exc)),
+                    "messageExpression compilation failed: " + clean_compile_error(str(exc)),
                 )
             )
     fp = rule.get("fieldPath")
@@ -685,7 +681,7 @@ def _eval_rules(
                     FieldError.invalid(
                         path,
                         bad,
-                        f"{_runtime_error(str(exc))} evaluating rule: {_rule_text(cr.rule)}",
+                        f"{runtime_error(str(exc))} evaluating rule: {_rule_text(cr.rule)}",
                     )
                 )
             continue
@@ -699,7 +695,7 @@ def _eval_rules(
                 FieldError.invalid(
                     path,
                     bad,
-                    f"{_runtime_error(str(value))} evaluating rule: {_rule_text(cr.rule)}",
+                    f"{runtime_error(str(value))} evaluating rule: {_rule_text(cr.rule)}",
                 )
             )
             continue
@@ -834,24 +830,6 @@ def _rule_text(rule: dict[str, Any]) -> str:
         return msg.strip()
     text = rule.get("rule")
     return text.strip() if isinstance(text, str) else ""
-
-
-def _runtime_error(text: str) -> str:
-    """cel-cpp's status text in cel-go's words where they differ."""
-    text = re.sub(r"^[A-Z_]+: ", "", text)
-    m = re.match(r'Key not found in map : "(.*)"', text)
-    if m:
-        return f"no such key: {m.group(1)}"
-    if text.startswith("No matching overloads found"):
-        return "no such overload"
-    if text == "divide by zero":
-        return "division by zero"
-    if text.startswith("modulus by zero"):
-        return "modulus by zero"
-    m = re.match(r"Index error: index=(-?\d+) size=\d+", text)
-    if m:
-        return f"index out of range: {m.group(1)}"
-    return text
 
 
 def _error_for_reason(field: str, bad: str, detail: str, reason: Any) -> FieldError:
