@@ -238,3 +238,25 @@ def test_type_checking_skips_wildcards_and_unknown_kinds() -> None:
     )
     assert type_check(wild, _resolve) == []
     assert type_check(pol(validations=[{"expression": "object.nope == 1"}]), lambda *a: None) == []
+
+
+def test_no_static_cost_limit_on_policy_expressions() -> None:
+    """kube-apiserver compiles a policy's expressions without a static cost check
+    (plugin/cel/compile.go: compile, return type, program; the CRD-style "exceeds
+    budget" refusal exists only for x-kubernetes-validations). With `object` typed
+    dyn, the estimator rates any comprehension over the object unbounded, so such a
+    check would refuse policies every cluster accepts: kubewerk accepts them too."""
+    from kubewerk.schema.cel.cost import estimate_cost
+    from kubewerk.schema.cel.cost_limits import STATIC_ESTIMATED_COST_LIMIT
+    from kubewerk.schema.cel.cost_types import CelTypeEstimate
+
+    nested = "object.spec.items.all(x, object.spec.items.all(y, x == y || x != y))"
+    dyn = CelTypeEstimate("dyn")
+    assert estimate_cost(nested, {"object": dyn}).max > STATIC_ESTIMATED_COST_LIMIT
+    spec = {
+        "matchConditions": [{"name": "m", "expression": nested}],
+        "variables": [{"name": "v", "expression": nested}],
+        "validations": [{"expression": nested, "messageExpression": f"string({nested})"}],
+        "auditAnnotations": [{"key": "k", "valueExpression": f"string({nested})"}],
+    }
+    assert validate_policy(pol(**spec)) == []

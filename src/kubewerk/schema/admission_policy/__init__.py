@@ -25,7 +25,9 @@ CEL runs on cel-expr-python with the Kubernetes libraries; the variables are
 ``object``, ``oldObject``, ``request``, ``params``, ``namespaceObject``,
 ``authorizer`` (answered by the caller's callable, ``NoOpinion`` without one) and
 ``variables`` (each evaluated at most once per evaluation, only when read). The static
-cost limits are not checked yet. See docs/policy.md.
+cost of an expression is not limited at validation, as kube-apiserver does not limit it
+there; its runtime cost limits are not enforced (cel-cpp tracks no cost). See
+docs/policy.md.
 """
 
 from .authz import Authorizer, AuthzAttributes

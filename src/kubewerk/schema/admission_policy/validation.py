@@ -7,7 +7,12 @@ same field paths and messages, including the binding's misspelt
 ``spec.matchResouces`` path kube-apiserver reports. Expressions are compiled in the
 environment each one gets there (see :mod:`.cel_env`); a compilation failure is
 ``spec.validations[0].expression: Invalid value: "<expr>": compilation failed: ERROR:
-<input>:1:…``. The static cost check of expressions is not made here yet.
+<input>:1:…``.
+
+No static cost limit applies: kube-apiserver compiles a policy's expressions without
+estimating their cost (``plugin/cel/compile.go``; the ``exceeds budget by factor of``
+refusal exists only for a CRD's ``x-kubernetes-validations``). Its limits on policies
+are runtime ones, per evaluation (see docs/policy.md).
 """
 
 from __future__ import annotations
