@@ -117,6 +117,10 @@ class ApiServer:
             admission = SchemaAdmission()
         self.admission = admission
         self.api = ResourceApi(store, self.registry, self.admission)
+        from kubewerk.apiserver.admission_chain.chain import AdmissionChain
+
+        # webhooks and policies; a write takes the async path only when one is stored
+        self.chain = AdmissionChain(store, self.registry, self.api)
         self.reads = ReadCache(store, self.registry)
         self.hub = WatchHub(store, max_backlog_bytes=watch_backlog_bytes)
         self.metrics = ApiMetrics(store, self.registry, self.hub)
@@ -698,25 +702,45 @@ class ApiServer:
         elif method == "POST":
             if target.name is not None:
                 raise ApiError.method_not_supported(rtype.resource, rtype.group, "create")
-            result = api.create(target, self._decode(req, target), req.query)
+            if self.chain.active(target):
+                body = self._decode(req, target)
+                if target.subresource:
+                    result = api.create(target, body, req.query)  # refused there
+                else:
+                    result = await self.chain.create(target, body, req.query)
+            else:
+                result = api.create(target, self._decode(req, target), req.query)
         elif method == "PUT":
             if target.name is None:
                 raise ApiError.method_not_supported(rtype.resource, rtype.group, "update")
-            result = api.update(target, self._decode(req, target), req.query)
+            if self.chain.active(target):
+                result = await self.chain.update(target, self._decode(req, target), req.query)
+            else:
+                result = api.update(target, self._decode(req, target), req.query)
         elif method == "PATCH":
             if target.name is None:
                 raise ApiError.method_not_supported(rtype.resource, rtype.group, "patch")
             if not req.body.strip():
                 raise ApiError.bad_request("the body of the request was empty")
-            result = api.patch(target, req.body, req.content_type, req.query)
+            if self.chain.active(target):
+                result = await self.chain.patch(target, req.body, req.content_type, req.query)
+            else:
+                result = api.patch(target, req.body, req.content_type, req.query)
         elif method == "DELETE":
             if sub is not None:
                 raise ApiError.method_not_supported(
                     f"{rtype.resource}/{sub}", rtype.group, "delete"
                 )
             opts = self._delete_options(req)
+            chain = self.chain if self.chain.active(target) else None
             if target.name is None:
-                result = api.delete_collection(target, opts, req.query)
+                result = (
+                    await chain.delete_collection(target, opts, req.query)
+                    if chain is not None
+                    else api.delete_collection(target, opts, req.query)
+                )
+            elif chain is not None:
+                result = await chain.delete(target, opts, req.query)
             else:
                 result = api.delete(target, opts, req.query)
         else:

@@ -65,6 +65,10 @@ class RestResponse:
     status: int
     body: JSON
     warnings: list[str] = field(default_factory=list)
+    commit: Callable[[], RestResponse] | None = None
+    """Set by a write asked to ``defer``: ``body`` is the admitted object (as served) that
+    validating admission sees, and ``commit()`` stores it (with the revision it was read
+    at: ``ApiError`` 409 if the object changed meanwhile) and gives the real answer."""
 
 
 def dry_run(query: dict[str, str], body: JSON | None = None) -> bool:

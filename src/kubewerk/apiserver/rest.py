@@ -263,8 +263,13 @@ class ResourceApi:
 
     # -- create ------------------------------------------------------------------
 
-    def create(self, target: Target, body: JSON, query: dict[str, str]) -> RestResponse:
-        """Create from ``body``, which the caller hands over (it is changed in place)."""
+    def create(
+        self, target: Target, body: JSON, query: dict[str, str], *, defer: bool = False
+    ) -> RestResponse:
+        """Create from ``body``, which the caller hands over (it is changed in place).
+
+        ``defer``: stop before storage and answer with ``commit`` set (see
+        ``RestResponse.commit``), for the admission chain's asynchronous path."""
         rtype = target.rtype
         if target.subresource:
             raise ApiError.method_not_supported(
@@ -320,20 +325,43 @@ class ResourceApi:
         obj = rtype.strategy.to_storage(obj)
         meta = obj["metadata"]
         key = rtype.key(meta.get("namespace", "") if rtype.namespaced else "", meta["name"])
+        if not defer:
+            return self._finish_create(target, key, obj, query, warnings)
+        return RestResponse(
+            201,
+            self.serve(target, obj),
+            warnings,
+            lambda: self._finish_create(target, key, obj, query, warnings),
+        )
+
+    def _finish_create(
+        self,
+        target: Target,
+        key: str,
+        obj: JSON,
+        query: dict[str, str],
+        warnings: builtins.list[str],
+    ) -> RestResponse:
+        rtype = target.rtype
+        name = obj["metadata"]["name"]
         if dry_run(query):
             if self.store.get(key) is not None:
-                raise ApiError.already_exists(rtype.resource, rtype.group, meta["name"])
+                raise ApiError.already_exists(rtype.resource, rtype.group, name)
             return RestResponse(201, self.serve(target, obj), warnings)
         try:
             stored = self.store.create(key, obj)
         except KeyExists:
-            raise ApiError.already_exists(rtype.resource, rtype.group, meta["name"]) from None
+            raise ApiError.already_exists(rtype.resource, rtype.group, name) from None
         self._note_defaulted(target, key, stored)
         return RestResponse(201, self.serve(target, stored), warnings)
 
     # -- update ------------------------------------------------------------------
 
-    def update(self, target: Target, body: JSON, query: dict[str, str]) -> RestResponse:
+    def update(
+        self, target: Target, body: JSON, query: dict[str, str], *, defer: bool = False
+    ) -> RestResponse:
+        """Replace the object with ``body``; ``defer`` as for ``create`` (not for the
+        scale and finalize subresources)."""
         rtype = target.rtype
         if target.subresource == "scale":
             return self._update_scale(target, body, query)
@@ -364,7 +392,9 @@ class ResourceApi:
                 ],
             )
         key, current = self._get_stored(target)
-        return self._apply_update(target, key, current, copy_json(body), query, rv_text)
+        return self._apply_update(
+            target, key, current, copy_json(body), query, rv_text, defer=defer
+        )
 
     def _apply_update(
         self,
@@ -375,10 +405,13 @@ class ResourceApi:
         query: dict[str, str],
         rv_text: Any,
         served: JSON | None = None,
+        *,
+        defer: bool = False,
     ) -> RestResponse:
         """The shared tail of PUT and PATCH: system fields, status rules, admission, write.
 
-        ``served`` is ``current`` as served in the target version, when the caller has it.
+        ``served`` is ``current`` as served in the target version, when the caller has it;
+        ``defer`` as for ``create``.
         """
         rtype = target.rtype
         if rv_text:
@@ -441,7 +474,27 @@ class ResourceApi:
         warnings = self._admit("UPDATE", target, new, old_served, query, trusted)
         new["metadata"].pop("resourceVersion", None)
         new = rtype.strategy.to_storage(new)
-        meta = new["metadata"]
+        if not defer:
+            return self._finish_update(target, key, current, new, query, warnings)
+        admitted = copy_json(new)
+        admitted["metadata"]["resourceVersion"] = current["metadata"]["resourceVersion"]
+        return RestResponse(
+            200,
+            self.serve(target, admitted),
+            warnings,
+            lambda: self._finish_update(target, key, current, new, query, warnings),
+        )
+
+    def _finish_update(
+        self,
+        target: Target,
+        key: str,
+        current: JSON,
+        new: JSON,
+        query: dict[str, str],
+        warnings: builtins.list[str],
+    ) -> RestResponse:
+        rtype = target.rtype
         if dry_run(query):
             new["metadata"]["resourceVersion"] = current["metadata"]["resourceVersion"]
             return RestResponse(200, self.serve(target, new), warnings)
@@ -534,6 +587,43 @@ class ResourceApi:
     ) -> RestResponse:
         from kubewerk.core import patch as patchlib
 
+        media = self._patch_media(target, content_type)
+        patch_doc = self._patch_doc(patch_body)
+        key, current = self._get_stored(target)
+        served = self.serve(target, current)
+        if target.subresource == "scale":
+            scale = self._scale_of(target, served)
+            patched_scale = self._run_patch(target, media, scale, patch_doc, patchlib)
+            return self._update_scale(target, patched_scale, query)
+        patched, rv_text = self._patched(target, media, patch_doc, current, served)
+        return self._apply_update(target, key, current, patched, query, rv_text, served)
+
+    def prepare_patch(
+        self, target: Target, patch_body: bytes, content_type: str
+    ) -> tuple[str, JSON, JSON, JSON, Any]:
+        """A PATCH (not of ``/scale``) up to admission: ``(key, stored object, stored
+        object as served, patched object, resourceVersion precondition)``; finish it with
+        ``finish_patch``. For the admission chain's asynchronous path."""
+        media = self._patch_media(target, content_type)
+        patch_doc = self._patch_doc(patch_body)
+        key, current = self._get_stored(target)
+        served = self.serve(target, current)
+        patched, rv_text = self._patched(target, media, patch_doc, current, served)
+        return key, current, served, patched, rv_text
+
+    def finish_patch(
+        self,
+        target: Target,
+        prepared: tuple[str, JSON, JSON, JSON, Any],
+        patched: JSON,
+        query: dict[str, str],
+    ) -> RestResponse:
+        """Admit ``patched`` (what ``prepare_patch`` gave, as mutating admission left it)
+        and answer with ``commit`` set (``defer``)."""
+        key, current, served, _, rv_text = prepared
+        return self._apply_update(target, key, current, patched, query, rv_text, served, defer=True)
+
+    def _patch_media(self, target: Target, content_type: str) -> str:
         rtype = target.rtype
         media = content_type.split(";")[0].strip().lower()
         if media == "application/apply-patch+yaml":
@@ -550,18 +640,23 @@ class ResourceApi:
                 "the body of the request was in an unknown format - accepted media types include: "
                 + ", ".join([*allowed, "application/apply-patch+yaml"])
             )
+        return media
+
+    @staticmethod
+    def _patch_doc(patch_body: bytes) -> Any:
         try:
-            patch_doc = decode.json_value(patch_body, "the patch")
+            return decode.json_value(patch_body, "the patch")
         except decode.TooDeep as exc:
             raise ApiError.bad_request(str(exc)) from None
         except decode.DecodeError as exc:
             raise ApiError.bad_request(f"error decoding patch: {exc}") from None
-        key, current = self._get_stored(target)
-        served = self.serve(target, current)
-        if target.subresource == "scale":
-            scale = self._scale_of(target, served)
-            patched_scale = self._run_patch(target, media, scale, patch_doc, patchlib)
-            return self._update_scale(target, patched_scale, query)
+
+    def _patched(
+        self, target: Target, media: str, patch_doc: Any, current: JSON, served: JSON
+    ) -> tuple[JSON, Any]:
+        from kubewerk.core import patch as patchlib
+
+        rtype = target.rtype
         patched = self._run_patch(target, media, served, patch_doc, patchlib)
         if not isinstance(patched, dict):
             raise ApiError.bad_request("the patched object is not a JSON object")
@@ -580,7 +675,7 @@ class ResourceApi:
             # unchanged by the patch: no precondition (only a patch that sets it is guarded)
             patch_rv = _patch_sets_resource_version(media, patch_doc)
             rv_text = rv_text if patch_rv else None
-        return self._apply_update(target, key, current, patched, query, rv_text, served)
+        return patched, rv_text
 
     def _run_patch(
         self, target: Target, media: str, doc: JSON, patch_doc: Any, patchlib: Any

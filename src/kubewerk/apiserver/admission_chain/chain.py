@@ -1,0 +1,487 @@
+"""The asynchronous write path: mutating webhooks → schema admission → policies and
+validating webhooks → commit.
+
+``AdmissionChain.active(target)`` is a flag check: with no webhook configuration and no
+ValidatingAdmissionPolicy binding stored (the common case), the ASGI app keeps its
+synchronous path exactly as it was. Otherwise a write runs here:
+
+1. the object as the REST layer prepares it for admission (a create's decoded body;
+   an update's body; a patch applied to the stored object) goes through the matching
+   mutating webhooks, in order, each one's JSON Patch applied before the next call;
+   ``reinvocationPolicy: IfNeeded`` webhooks run once more when a later webhook changed
+   the object;
+2. the REST verb admits it (defaults, pruning, validation) and stops before storage
+   (``defer``);
+3. ValidatingAdmissionPolicies (the schema layer's engine, params read from storage on
+   each request) and the validating webhooks (in parallel) see the admitted object;
+4. the write is committed against the revision it was read at. An update or patch
+   without a resourceVersion precondition that meets a concurrent write starts again
+   from 1 (kube's GuaranteedUpdate retries such writes); one with a precondition gets
+   the usual 409.
+
+DELETE runs policies and validating webhooks with ``oldObject`` (and no object), then
+deletes if the object is still the one they saw. Audit annotations (from policies with
+``Audit`` and from webhooks) are logged on ``kubewerk.apiserver.audit`` at INFO.
+"""
+
+from __future__ import annotations
+
+import logging
+from typing import Any, Final
+
+import orjson
+
+from kubewerk.apiserver.admission_chain import webhooks
+from kubewerk.apiserver.admission_chain.registration import GROUP
+from kubewerk.apiserver.registry import Registry
+from kubewerk.apiserver.request import RestResponse, Target, dry_run
+from kubewerk.apiserver.rest import ResourceApi
+from kubewerk.apiserver.storage.base import Event, Store
+from kubewerk.core.errors import ApiError
+from kubewerk.core.jsoncopy import copy_json
+from kubewerk.schema import admission_policy as vap
+
+JSON = dict[str, Any]
+audit_log = logging.getLogger("kubewerk.apiserver.audit")
+
+_POLICY_PREFIX: Final = f"/{GROUP}/validatingadmissionpolicies/"
+_BINDING_PREFIX: Final = f"/{GROUP}/validatingadmissionpolicybindings/"
+MAX_ATTEMPTS: Final = 5
+"""Times an unconditional write is tried again after a concurrent change."""
+
+
+class PolicyIndex:
+    """The stored policies, compiled once per (uid, generation), and the bindings."""
+
+    def __init__(self, store: Store) -> None:
+        self.store = store
+        self._dirty = True
+        self._compiled: dict[tuple[str, int], vap.CompiledPolicy] = {}
+        self.policies: list[vap.CompiledPolicy] = []
+        self.bindings: list[JSON] = []
+        store.subscribe(self._on_event)
+
+    def _on_event(self, ev: Event) -> None:
+        if ev.key.startswith((_POLICY_PREFIX, _BINDING_PREFIX)):
+            self._dirty = True
+
+    def load(self) -> None:
+        if not self._dirty:
+            return
+        self._dirty = False
+        items, _, _ = self.store.list(_POLICY_PREFIX)
+        compiled: dict[tuple[str, int], vap.CompiledPolicy] = {}
+        policies = []
+        for _, obj in items:
+            meta = obj.get("metadata") or {}
+            cache_key = (str(meta.get("uid", "")), int(meta.get("generation") or 0))
+            hit = self._compiled.get(cache_key)
+            if hit is None:
+                hit = vap.compile_policy(obj)
+            compiled[cache_key] = hit
+            policies.append(hit)
+        self._compiled = compiled
+        self.policies = policies
+        self.bindings = [obj for _, obj in self.store.list(_BINDING_PREFIX)[0]]
+
+    def any(self) -> bool:
+        self.load()
+        return bool(self.policies and self.bindings)
+
+
+class AdmissionChain:
+    """Runs writes through webhooks and policies (see the module docstring)."""
+
+    def __init__(self, store: Store, registry: Registry, api: ResourceApi) -> None:
+        self.store = store
+        self.registry = registry
+        self.api = api
+        self.hooks = webhooks.HookIndex(store)
+        self.policies = PolicyIndex(store)
+
+    def active(self, target: Target) -> bool:
+        """Whether a write to ``target`` takes the asynchronous path."""
+        if target.rtype.group == GROUP or target.subresource in ("scale", "finalize"):
+            return False  # kube exempts admission configuration objects
+        return self.hooks.any() or self.policies.any()
+
+    # -- the request as admission sees it ----------------------------------------------
+
+    def _request(
+        self,
+        operation: str,
+        target: Target,
+        obj: JSON | None,
+        old: JSON | None,
+        query: dict[str, str],
+        options: JSON | None = None,
+    ) -> vap.Request:
+        rtype = target.rtype
+        source = obj if obj is not None else old
+        meta = (source or {}).get("metadata") or {}
+        namespace = target.namespace or "" if rtype.namespaced else ""
+        name = target.name or str(meta.get("name") or "")
+        if rtype.group == "" and rtype.resource == "namespaces":
+            namespace = name
+        ns_obj = None
+        if rtype.namespaced and namespace:
+            ns_obj = self.store.get(f"/core/namespaces//{namespace}")
+        version = target.version
+        equivalents = tuple(
+            ((rtype.group, v, rtype.resource), (rtype.group, v, rtype.kind))
+            for v in rtype.versions
+            if v != version
+        )
+        if options is None:
+            kind = {"CREATE": "CreateOptions", "UPDATE": "UpdateOptions"}.get(operation)
+            options = {"kind": kind, "apiVersion": "meta.k8s.io/v1"} if kind else None
+        return vap.Request(
+            operation=operation,
+            kind=(rtype.group, version, rtype.kind),
+            resource=(rtype.group, version, rtype.resource),
+            object=obj,
+            old_object=old,
+            sub_resource=target.subresource or "",
+            namespace=namespace,
+            name=name,
+            dry_run=dry_run(query, options),
+            options=options,
+            namespace_object=ns_obj,
+            equivalents=equivalents,
+        )
+
+    def _in_version(self, target: Target, obj: JSON | None, version: str) -> JSON | None:
+        """``obj`` (served in ``target``'s version) as served in ``version``."""
+        if obj is None or version == target.version:
+            return obj
+        strategy = target.rtype.strategy
+        return strategy.from_storage(
+            strategy.to_storage(copy_json(obj)), target.rtype.api_version(version)
+        )
+
+    def _resolve(self, namespace: str, name: str, port: int) -> tuple[str, int]:
+        """A service reference → an address, through the Service and its endpoints."""
+        service = self.store.get(f"/core/services/{namespace}/{name}")
+        if service is None:
+            raise LookupError(f'service "{name}" not found')
+        ports = (service.get("spec") or {}).get("ports") or []
+        match = next((p for p in ports if isinstance(p, dict) and p.get("port") == port), None)
+        if match is None:
+            raise LookupError(f'no service port {port} found for service "{name}"')
+        port_name = match.get("name") or ""
+        endpoints = self.store.get(f"/core/endpoints/{namespace}/{name}")
+        for subset in (endpoints or {}).get("subsets") or []:
+            eps = [p for p in subset.get("ports") or [] if (p.get("name") or "") == port_name]
+            addresses = subset.get("addresses") or []
+            if eps and addresses:
+                return str(addresses[0].get("ip")), int(eps[0].get("port"))
+        slices, _, _ = self.store.list(f"/discovery.k8s.io/endpointslices/{namespace}/")
+        for _, es in slices:
+            labels = (es.get("metadata") or {}).get("labels") or {}
+            if labels.get("kubernetes.io/service-name") != name:
+                continue
+            eps = [p for p in es.get("ports") or [] if (p.get("name") or "") == port_name]
+            for ep in es.get("endpoints") or []:
+                if eps and ep.get("addresses") and (ep.get("conditions") or {}).get("ready", True):
+                    return str(ep["addresses"][0]), int(eps[0].get("port"))
+        raise LookupError(f'no endpoints available for service "{name}"')
+
+    # -- the stages ------------------------------------------------------------------
+
+    async def _mutate(
+        self,
+        operation: str,
+        target: Target,
+        obj: JSON,
+        old: JSON | None,
+        query: dict[str, str],
+        warnings: list[str],
+        annotations: dict[str, str],
+    ) -> JSON:
+        hooks = self.hooks.mutating()
+        if not hooks:
+            return obj
+        called: list[tuple[int, webhooks.Hook]] = []
+        changed_at = -1
+        reinvoke: set[str] = set()
+        for round_ in (0, 1):
+            step = 0
+            for hook in hooks:
+                if round_ == 1 and hook.name not in reinvoke:
+                    continue
+                req = self._request(operation, target, obj, old, query)
+                inv = webhooks.should_call(
+                    hook, req, list(req.equivalents), not target.rtype.namespaced
+                )
+                if inv is None:
+                    continue
+                req = self._versioned(req, target, inv)
+                try:
+                    answer = await webhooks.call(hook, req, inv, self._resolve)
+                except webhooks.CallingError as exc:
+                    if hook.failure_policy == "Ignore":
+                        continue
+                    raise ApiError.internal(str(exc)) from None
+                for k, v in answer.audit_annotations.items():
+                    annotations[f"{hook.name}/{k}"] = v
+                warnings.extend(answer.warnings)
+                if not answer.allowed:
+                    raise webhooks.denial(hook.name, answer.status)
+                if round_ == 0:
+                    called.append((step, hook))
+                if answer.patch:
+                    seen = self._in_version(target, obj, inv.kind[1])
+                    assert seen is not None
+                    patched = webhooks.apply_patch(seen, answer.patch)
+                    back = self._in_version(
+                        Target(target.rtype, inv.kind[1], target.namespace, target.name),
+                        patched,
+                        target.version,
+                    )
+                    assert back is not None
+                    if orjson.dumps(back) != orjson.dumps(obj):
+                        obj = back
+                        changed_at = step
+                step += 1
+            if round_ == 0:
+                reinvoke = {
+                    h.name
+                    for i, h in called
+                    if h.spec.get("reinvocationPolicy") == "IfNeeded" and i < changed_at
+                }
+                if not reinvoke:
+                    break
+        return obj
+
+    def _versioned(self, req: vap.Request, target: Target, inv: webhooks.Invocation) -> vap.Request:
+        """The request with its objects in the invocation's version (matchPolicy
+        Equivalent may pick another version than the request's)."""
+        version = inv.kind[1]
+        if version == target.version:
+            return req
+        from dataclasses import replace
+
+        return replace(
+            req,
+            object=self._in_version(target, req.object, version),
+            old_object=self._in_version(target, req.old_object, version),
+        )
+
+    async def _validate(
+        self,
+        operation: str,
+        target: Target,
+        obj: JSON | None,
+        old: JSON | None,
+        query: dict[str, str],
+        warnings: list[str],
+        annotations: dict[str, str],
+        options: JSON | None = None,
+    ) -> None:
+        req = self._request(operation, target, obj, old, query, options)
+        self.policies.load()
+        if self.policies.policies and self.policies.bindings:
+            verdict = vap.admit(
+                self.policies.policies,
+                self.policies.bindings,
+                req,
+                params=self._params(),
+            )
+            warnings.extend(verdict.warnings)
+            annotations.update(verdict.audit_annotations)
+            if verdict.error is not None:
+                self._audit(target, req, annotations)
+                raise verdict.error
+        invocations = []
+        for hook in self.hooks.validating():
+            inv = webhooks.should_call(
+                hook, req, list(req.equivalents), not target.rtype.namespaced
+            )
+            if inv is not None:
+                invocations.append(inv)
+        if invocations:
+            try:
+                await webhooks.run_validating(
+                    [inv for inv in invocations],
+                    req,
+                    self._resolve,
+                    warnings,
+                    annotations,
+                    versioned=lambda inv: self._versioned(req, target, inv),
+                )
+            finally:
+                self._audit(target, req, annotations)
+        else:
+            self._audit(target, req, annotations)
+
+    def _params(self) -> vap.ParamStore:
+        """Every object of the policies' param kinds, read from storage now (so a changed
+        ConfigMap counts on the next request), with the scope of every served kind."""
+        objects: list[JSON] = []
+        scopes: dict[tuple[str, str], bool] = {}
+        wanted: set[tuple[str, str]] = set()
+        for policy in self.policies.policies:
+            if policy.param_kind:
+                wanted.add(
+                    (str(policy.param_kind.get("apiVersion")), str(policy.param_kind.get("kind")))
+                )
+        for rtype in self.registry.all():
+            for version in rtype.versions:
+                key = (rtype.api_version(version), rtype.kind)
+                scopes[key] = rtype.namespaced
+                if key not in wanted:
+                    continue
+                items, _, _ = self.store.list(rtype.key_prefix)
+                for _, obj in items:
+                    objects.append(rtype.strategy.from_storage(obj, key[0]))
+        return vap.ParamStore(objects, scopes)
+
+    def _audit(self, target: Target, req: vap.Request, annotations: dict[str, str]) -> None:
+        if annotations:
+            audit_log.info(
+                "admission audit annotations for %s %s %s/%s: %s",
+                req.operation,
+                target.rtype.qualified,
+                req.namespace,
+                req.name,
+                orjson.dumps(annotations).decode(),
+            )
+
+    # -- the verbs -----------------------------------------------------------------------
+
+    async def create(self, target: Target, body: JSON, query: dict[str, str]) -> RestResponse:
+        warnings: list[str] = []
+        annotations: dict[str, str] = {}
+        meta = body.get("metadata")
+        if target.rtype.namespaced and target.namespace and isinstance(meta, dict):
+            meta.setdefault("namespace", target.namespace)
+        body = await self._mutate("CREATE", target, body, None, query, warnings, annotations)
+        result = self.api.create(target, body, query, defer=True)
+        assert result.commit is not None
+        await self._validate("CREATE", target, result.body, None, query, warnings, annotations)
+        final = result.commit()
+        final.warnings = warnings + final.warnings
+        return final
+
+    async def update(self, target: Target, body: JSON, query: dict[str, str]) -> RestResponse:
+        conditional = bool((body.get("metadata") or {}).get("resourceVersion"))
+        for _attempt in range(MAX_ATTEMPTS):
+            warnings: list[str] = []
+            annotations: dict[str, str] = {}
+            key, current = self._stored(target)
+            old = self.api.serve(target, current)
+            mine = await self._mutate(
+                "UPDATE", target, copy_json(body), old, query, warnings, annotations
+            )
+            if self._moved(key, current):
+                continue
+            result = self.api.update(target, mine, query, defer=True)
+            final = await self._finish(target, result, old, query, warnings, annotations)
+            if final is not None or conditional:
+                return final if final is not None else self._stale(target)
+        return self._stale(target)
+
+    async def patch(
+        self, target: Target, patch_body: bytes, content_type: str, query: dict[str, str]
+    ) -> RestResponse:
+        for _attempt in range(MAX_ATTEMPTS):
+            warnings: list[str] = []
+            annotations: dict[str, str] = {}
+            prepared = self.api.prepare_patch(target, patch_body, content_type)
+            key, current, served, patched, rv_text = prepared
+            mine = await self._mutate(
+                "UPDATE", target, patched, served, query, warnings, annotations
+            )
+            if self._moved(key, current):
+                continue
+            result = self.api.finish_patch(target, prepared, mine, query)
+            final = await self._finish(target, result, served, query, warnings, annotations)
+            if final is not None or rv_text:
+                return final if final is not None else self._stale(target)
+        return self._stale(target)
+
+    async def delete(self, target: Target, options: JSON, query: dict[str, str]) -> RestResponse:
+        for _attempt in range(MAX_ATTEMPTS):
+            warnings: list[str] = []
+            annotations: dict[str, str] = {}
+            key, current = self._stored(target)
+            old = self.api.serve(target, current)
+            opts = {"kind": "DeleteOptions", "apiVersion": "meta.k8s.io/v1", **options}
+            await self._validate("DELETE", target, None, old, query, warnings, annotations, opts)
+            if self._moved(key, current):
+                continue
+            result = self.api.delete(target, options, query)
+            result.warnings = warnings + result.warnings
+            return result
+        return self._stale(target)
+
+    async def delete_collection(
+        self, target: Target, options: JSON, query: dict[str, str]
+    ) -> RestResponse:
+        rtype = target.rtype
+        items, _ = self.api.list(
+            target, {k: v for k, v in query.items() if k not in ("limit", "continue")}
+        )
+        deleted: list[JSON] = []
+        for item in items:
+            one = Target(
+                rtype, target.version, item["metadata"].get("namespace"), item["metadata"]["name"]
+            )
+            try:
+                res = await self.delete(one, options, query)
+            except ApiError as exc:
+                if exc.code == 404:
+                    continue
+                raise
+            deleted.append(res.body if res.body.get("kind") != "Status" else item)
+        return RestResponse(
+            200,
+            {
+                "kind": rtype.list_kind,
+                "apiVersion": target.api_version,
+                "metadata": {"resourceVersion": str(self.store.revision)},
+                "items": deleted,
+            },
+        )
+
+    # -- helpers -------------------------------------------------------------------------
+
+    def _stored(self, target: Target) -> tuple[str, JSON]:
+        assert target.name is not None
+        key = target.rtype.key(target.namespace or "", target.name)
+        obj = self.store.get(key)
+        if obj is None:
+            raise ApiError.not_found(target.rtype.resource, target.rtype.group, target.name)
+        return key, obj
+
+    def _moved(self, key: str, current: JSON) -> bool:
+        """Whether the object at ``key`` changed (or went) since ``current`` was read."""
+        now = self.store.get(key)
+        return (
+            now is None
+            or now["metadata"]["resourceVersion"] != current["metadata"]["resourceVersion"]
+        )
+
+    async def _finish(
+        self,
+        target: Target,
+        result: RestResponse,
+        old: JSON,
+        query: dict[str, str],
+        warnings: list[str],
+        annotations: dict[str, str],
+    ) -> RestResponse | None:
+        """Validate and commit an update; None when a concurrent write got in first."""
+        assert result.commit is not None
+        await self._validate("UPDATE", target, result.body, old, query, warnings, annotations)
+        try:
+            final = result.commit()
+        except ApiError as exc:
+            if exc.code == 409 and exc.reason == "Conflict":
+                return None
+            raise
+        final.warnings = warnings + final.warnings
+        return final
+
+    def _stale(self, target: Target) -> RestResponse:
+        raise ApiError.stale(target.rtype.resource, target.rtype.group, target.name or "")
