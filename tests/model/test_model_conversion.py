@@ -282,3 +282,45 @@ def test_multi_version_crd_needs_one_storage_version() -> None:
 
     with pytest.raises(ModelDefinitionError, match="plural 'dups' differs"):
         crd_for(Dup, DupV2, DupV3)
+
+
+def test_labels_and_annotations_assigned_after_building_survive() -> None:
+    # a converter that builds the target without metadata= and then assigns to
+    # out.metadata's labels/annotations (the default metadata object) keeps them;
+    # a change to anything else that way is still refused
+    class Late(Resource[SpecV1alpha1, None], group=GROUP, version="v1", storage=True):
+        pass
+
+    class LateV2(Resource[SpecV1alpha1, None], group=GROUP, kind="Late", version="v2"):
+        pass
+
+    @converter
+    def up(src: LateV2) -> Late:
+        out = Late(spec=src.spec)
+        out.metadata.annotations = {**(src.metadata.annotations or {}), "seen": "v2"}
+        out.metadata.labels = {"converted": "yes"}
+        return out
+
+    @converter
+    def down(src: Late) -> LateV2:
+        out = LateV2(spec=src.spec)
+        out.metadata.name = "renamed"
+        return out
+
+    src = LateV2.from_dict(
+        {
+            "apiVersion": f"{GROUP}/v2",
+            "kind": "Late",
+            "metadata": {"name": "a", "uid": "u-9", "annotations": {"keep": "1"}},
+            "spec": {"image": "x"},
+        }
+    )
+    got = convert(src, Late).to_dict()["metadata"]
+    assert got == {
+        "name": "a",
+        "uid": "u-9",
+        "annotations": {"keep": "1", "seen": "v2"},
+        "labels": {"converted": "yes"},
+    }
+    with pytest.raises(ConversionError, match=r"changed metadata.name"):
+        convert(Late.from_dict({"metadata": {"name": "a"}, "spec": {"image": "x"}}), LateV2)

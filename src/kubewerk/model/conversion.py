@@ -12,8 +12,10 @@ spoke → hub and hub → spoke, typed with the classes they convert between::
 :func:`convert` then goes from any version to any other through the hub (or directly,
 when a direct function is registered). A converter builds the target's spec and
 status; metadata is carried over by :func:`convert` as a conversion webhook must:
-only labels and annotations may change, and a converter that touches name,
-namespace, uid or anything else raises :class:`ConversionError`. Annotations are the
+only labels and annotations may change (set through ``metadata=`` when building the
+target, or assigned to ``out.metadata.labels`` / ``out.metadata.annotations`` later),
+and a converter that touches name, namespace, uid or anything else raises
+:class:`ConversionError`. Annotations are the
 customary place to keep fields an older version cannot hold, so that
 ``v1 → v1alpha1 → v1`` is lossless.
 """
@@ -123,9 +125,12 @@ _MUTABLE_META = frozenset({"labels", "annotations"})
 
 
 def _carry_metadata(src: AnyResource, out: AnyResource) -> AnyResource:
+    """``out`` with ``src``'s metadata, keeping the labels and annotations the converter
+    set on ``out`` — whether it passed ``metadata=`` when building ``out`` or assigned
+    ``out.metadata.labels`` / ``.annotations`` afterwards (on the default metadata)."""
     meta = src.metadata.model_copy(deep=True)
-    if "metadata" in out.model_fields_set:
-        changed = out.metadata
+    changed = out.metadata
+    if "metadata" in out.model_fields_set or changed.model_fields_set:
         for name in changed.model_fields_set:
             if name in _MUTABLE_META:
                 continue
