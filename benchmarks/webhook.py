@@ -15,7 +15,10 @@ Load comes from ``wrk`` (keep-alive, ``-c`` connections, one thread; TLS session
 set up once per connection). Target (issue 14): the webhook answers >= 0.5x the no-op
 handler's rate.
 
-    .venv/bin/python benchmarks/webhook.py [-c 32] [-d 5]
+Each row alternates ``--rounds`` runs of the no-op app and the webhook (the order
+flipped every round) and reports the round with the median ratio.
+
+    .venv/bin/python benchmarks/webhook.py [-c 32] [-d 5] [-r 3]
 """
 
 from __future__ import annotations
@@ -236,6 +239,7 @@ def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("-c", "--connections", type=int, default=32)
     parser.add_argument("-d", "--duration", type=int, default=5)
+    parser.add_argument("-r", "--rounds", type=int, default=3, help="alternating rounds per row")
     args = parser.parse_args()
     if shutil.which("wrk") is None:
         print("wrk not found: apt-get install wrk / brew install wrk", file=sys.stderr)
@@ -256,21 +260,25 @@ def main() -> int:
             try:
                 check_answers(hook_port, scheme, body)
                 for path in (VALIDATE, MUTATE):
-                    # warm-up, then alternate so drift hits both alike
-                    wrk(f"{scheme}://127.0.0.1:{hook_port}{path}", args.connections, 1, body)
-                    wrk(f"{scheme}://127.0.0.1:{noop_port}{path}", args.connections, 1, body)
-                    noop = wrk(
-                        f"{scheme}://127.0.0.1:{noop_port}{path}",
-                        args.connections,
-                        args.duration,
-                        body,
-                    )
-                    hook = wrk(
-                        f"{scheme}://127.0.0.1:{hook_port}{path}",
-                        args.connections,
-                        args.duration,
-                        body,
-                    )
+                    # warm-up, then alternate so drift hits both alike; the row is the
+                    # round with the median ratio
+                    hook_url = f"{scheme}://127.0.0.1:{hook_port}{path}"
+                    noop_url = f"{scheme}://127.0.0.1:{noop_port}{path}"
+                    wrk(hook_url, args.connections, 1, body)
+                    wrk(noop_url, args.connections, 1, body)
+                    rounds = []
+                    for i in range(args.rounds):
+                        if i % 2 == 0:
+                            noop = wrk(noop_url, args.connections, args.duration, body)
+                            hook = wrk(hook_url, args.connections, args.duration, body)
+                        else:
+                            hook = wrk(hook_url, args.connections, args.duration, body)
+                            noop = wrk(noop_url, args.connections, args.duration, body)
+                        rounds.append((hook / noop, hook, noop))
+                    rounds.sort()
+                    _, hook, noop = rounds[len(rounds) // 2]
+                    ratios = " ".join(f"{r:.2f}" for r, _, _ in rounds)
+                    print(f"{scheme} {path.split('-')[0].strip('/')}: ratios {ratios}")
                     rows.append((scheme, path.split("-")[0].strip("/"), hook, noop))
             finally:
                 for proc in (noop_proc, hook_proc):

@@ -104,6 +104,9 @@ def _gvk(req: Mapping[str, Any], key: str) -> GroupVersionKind | None:
         return None
     if type(value) is not dict:
         raise _bad(key, "an object with group, version and kind")
+    g, v, k = value.get("group"), value.get("version"), value.get("kind")
+    if type(g) is str and type(v) is str and type(k) is str:  # what kube-apiserver sends
+        return GroupVersionKind(g, v, k)
     return GroupVersionKind(*_strings(value, f"{key}.", "group", "version", "kind"))
 
 
@@ -113,6 +116,9 @@ def _gvr(req: Mapping[str, Any], key: str) -> GroupVersionResource | None:
         return None
     if type(value) is not dict:
         raise _bad(key, "an object with group, version and resource")
+    g, v, r = value.get("group"), value.get("version"), value.get("resource")
+    if type(g) is str and type(v) is str and type(r) is str:
+        return GroupVersionResource(g, v, r)
     return GroupVersionResource(*_strings(value, f"{key}.", "group", "version", "resource"))
 
 
