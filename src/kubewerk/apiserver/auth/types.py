@@ -1,0 +1,109 @@
+"""The interfaces authentication and authorization share.
+
+``UserInfo`` is who a request is (kube's ``user.Info``), ``Attributes`` what it asks to do
+(kube's ``authorizer.AttributesRecord``), ``Decision`` an authorizer's answer and
+``Authorizer`` the protocol an authorizer implements. ``AlwaysAllow`` is the authorizer
+answering when authorization is off: it allows everything and lists the wildcard rules
+kube's ``AlwaysAllow`` authorizer lists.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from typing import Any, NamedTuple, Protocol
+
+JSON = dict[str, Any]
+
+# Well-known user names and groups (k8s.io/apiserver/pkg/authentication/user).
+ANONYMOUS_USER = "system:anonymous"
+ALL_AUTHENTICATED = "system:authenticated"
+ALL_UNAUTHENTICATED = "system:unauthenticated"
+SYSTEM_MASTERS = "system:masters"
+SERVICE_ACCOUNT_PREFIX = "system:serviceaccount:"
+SERVICE_ACCOUNTS_GROUP = "system:serviceaccounts"
+
+
+@dataclass(frozen=True, slots=True)
+class UserInfo:
+    """Who a request is: the user name, uid, groups and extra attributes kube's
+    ``user.Info`` carries. Immutable; hashable on name, uid and groups (``extra``
+    takes part in equality only)."""
+
+    name: str
+    uid: str = ""
+    groups: tuple[str, ...] = ()
+    extra: Mapping[str, tuple[str, ...]] = field(default_factory=dict, hash=False)
+
+    def to_json(self) -> JSON:
+        """The ``authentication.k8s.io/v1`` ``UserInfo`` form (empty fields omitted)."""
+        out: JSON = {"username": self.name}
+        if self.uid:
+            out["uid"] = self.uid
+        if self.groups:
+            out["groups"] = list(self.groups)
+        if self.extra:
+            out["extra"] = {key: list(values) for key, values in self.extra.items()}
+        return out
+
+
+@dataclass(frozen=True, slots=True)
+class Attributes:
+    """What a request asks to do, as kube's ``authorizer.AttributesRecord``.
+
+    For a resource request (``resource_request``) ``verb`` is one of kube's API verbs
+    (get, list, watch, create, update, patch, delete, deletecollection, or a special verb
+    such as ``impersonate``) and ``namespace``/``api_group``/``api_version``/``resource``/
+    ``subresource``/``name`` address the object; for a non-resource request ``verb`` is the
+    lower-case HTTP method (get, post, put, patch, delete, head, options) and ``path`` the
+    URL path."""
+
+    user: UserInfo
+    verb: str
+    namespace: str = ""
+    api_group: str = ""
+    api_version: str = ""
+    resource: str = ""
+    subresource: str = ""
+    name: str = ""
+    path: str = ""
+    resource_request: bool = True
+
+
+class Decision(NamedTuple):
+    """An authorizer's answer. ``allowed`` False with an empty ``reason`` is kube's
+    NoOpinion (denied when no other authorizer allows); ``reason`` is appended to the 403
+    message as kube does."""
+
+    allowed: bool
+    reason: str = ""
+
+
+class Authorizer(Protocol):
+    """Decides requests and lists a user's rules (for SelfSubjectRulesReview)."""
+
+    def authorize(self, attrs: Attributes) -> Decision:
+        """Whether ``attrs`` is allowed; must not raise for any well-formed Attributes."""
+        ...
+
+    def rules_for(self, user: UserInfo, namespace: str) -> tuple[list[JSON], list[JSON], bool]:
+        """``(resourceRules, nonResourceRules, incomplete)`` as SelfSubjectRulesReview's
+        ``status`` lists them for ``user`` in ``namespace``."""
+        ...
+
+
+class AlwaysAllow:
+    """The authorizer when authorization is off: every request allowed, and the rules
+    kube's AlwaysAllow authorizer reports (every verb on every resource and URL)."""
+
+    def authorize(self, attrs: Attributes) -> Decision:
+        """Always allowed, with no reason."""
+        return Decision(True)
+
+    def rules_for(self, user: UserInfo, namespace: str) -> tuple[list[JSON], list[JSON], bool]:
+        """One wildcard resource rule and one wildcard non-resource rule, complete."""
+        return (
+            [{"verbs": ["*"], "apiGroups": ["*"], "resources": ["*"]}],
+            [{"verbs": ["*"], "nonResourceURLs": ["*"]}],
+            False,
+        )
