@@ -5,11 +5,17 @@
 ``Authorizer`` the protocol an authorizer implements. ``AlwaysAllow`` is the authorizer
 answering when authorization is off: it allows everything and lists the wildcard rules
 kube's ``AlwaysAllow`` authorizer lists.
+
+The user of the request being served travels with it: the server sets it for the
+request's whole handling (``Request.user`` in ``apiserver.app``, and the context variable
+read by ``request_user()`` for code that only sees a ``Target`` and a body: the REST
+layer, admission, the audit log). Outside a request ``request_user()`` is None.
 """
 
 from __future__ import annotations
 
 from collections.abc import Mapping
+from contextvars import ContextVar
 from dataclasses import dataclass, field
 from typing import Any, NamedTuple, Protocol
 
@@ -107,3 +113,18 @@ class AlwaysAllow:
             [{"verbs": ["*"], "nonResourceURLs": ["*"]}],
             False,
         )
+
+
+ANONYMOUS = UserInfo(ANONYMOUS_USER, groups=(ALL_UNAUTHENTICATED,))
+"""The user of a request no authenticator recognised, when anonymous requests are allowed
+(and of every request when authentication is off, as a kube-apiserver with no
+authenticator configured and anonymous auth on reports it)."""
+
+CURRENT_USER: ContextVar[UserInfo | None] = ContextVar("kubewerk_request_user", default=None)
+"""The user of the request being served (set by the server around each request)."""
+
+
+def request_user() -> UserInfo | None:
+    """The authenticated (or impersonated) user of the request being served; None when
+    no request is being served (a controller's own write, a test calling the REST layer)."""
+    return CURRENT_USER.get()
