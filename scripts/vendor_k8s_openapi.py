@@ -75,6 +75,17 @@ SERVED_KINDS: tuple[tuple[str, str, str], ...] = (
     ("admissionregistration.k8s.io", "v1", "ValidatingWebhookConfiguration"),
     ("admissionregistration.k8s.io", "v1", "ValidatingAdmissionPolicy"),
     ("admissionregistration.k8s.io", "v1", "ValidatingAdmissionPolicyBinding"),
+    # issue 15: RBAC, the access reviews, and authentication's review and TokenRequest
+    ("rbac.authorization.k8s.io", "v1", "Role"),
+    ("rbac.authorization.k8s.io", "v1", "ClusterRole"),
+    ("rbac.authorization.k8s.io", "v1", "RoleBinding"),
+    ("rbac.authorization.k8s.io", "v1", "ClusterRoleBinding"),
+    ("authorization.k8s.io", "v1", "SubjectAccessReview"),
+    ("authorization.k8s.io", "v1", "LocalSubjectAccessReview"),
+    ("authorization.k8s.io", "v1", "SelfSubjectAccessReview"),
+    ("authorization.k8s.io", "v1", "SelfSubjectRulesReview"),
+    ("authentication.k8s.io", "v1", "SelfSubjectReview"),
+    ("authentication.k8s.io", "v1", "TokenRequest"),
 )
 """Every kind whose definition is vendored (with its ``...List`` kind)."""
 
