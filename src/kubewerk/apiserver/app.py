@@ -121,6 +121,10 @@ class ApiServer:
 
         # webhooks and policies; a write takes the async path only when one is stored
         self.chain = AdmissionChain(store, self.registry, self.api)
+        from kubewerk.apiserver.conversion_webhook import ConversionWebhooks
+
+        # CRDs with conversion strategy Webhook, in a version other than the storage one
+        self.conversion = ConversionWebhooks(self)
         self.reads = ReadCache(store, self.registry)
         self.hub = WatchHub(store, max_backlog_bytes=watch_backlog_bytes)
         self.metrics = ApiMetrics(store, self.registry, self.hub)
@@ -644,9 +648,19 @@ class ApiServer:
         api = self.api
         watching = method == "GET" and req.query.get("watch", "").lower() in ("true", "1")
         req.labels = labels = _resource_labels(req, target, watching)
+        # a CRD converting through a webhook, addressed in a non-storage version
+        converter = self.conversion.converter(target)
+        if converter is not None and not watching:
+            return await self.conversion.serve(converter, req, target, notes, send)
         if watching:
             stream = WatchStream(
-                self.hub, api, target, req.query, req.accept, self.bookmark_interval
+                self.hub,
+                api,
+                target,
+                req.query,
+                req.accept,
+                self.bookmark_interval,
+                self.conversion.watch_converter(target) if converter is not None else None,
             )
             stream.open()
             # a watch is long-running: counted there, not among the in-flight requests

@@ -27,6 +27,10 @@ Memory bounds, each in encoded JSON bytes (``Event.size``):
 
 ``WatchStream`` is one watch request: it checks the watch options, registers a watcher
 (with the initial state or the replayed log) and writes the events as chunked NDJSON.
+A stream given ``convert`` (a version of a CRD that converts through a webhook, see
+``apiserver.conversion_webhook``) converts the objects of the events it has at hand in one
+call before writing them, encodes them for itself only, and ends with an ``ERROR`` event
+carrying the ``Status`` when a conversion fails (nothing of that batch is written).
 """
 
 from __future__ import annotations
@@ -36,7 +40,7 @@ import collections
 import logging
 import random
 import weakref
-from collections.abc import Callable, Iterable, Iterator
+from collections.abc import Awaitable, Callable, Iterable, Iterator
 from dataclasses import dataclass
 from typing import Any, Final
 
@@ -64,6 +68,8 @@ DEFAULT_ENCODED_CACHE_BYTES: Final = 32 * MiB
 """For all watchers together: encodings kept for reuse by other watchers."""
 CHUNK_BYTES: Final = 64 * 1024
 """The most a stream joins into one write; a larger event is written on its own."""
+CONVERT_BATCH: Final = 500
+"""The most events a converting stream sends to a conversion webhook in one review."""
 
 log = logging.getLogger("kubewerk.apiserver.watch")
 
@@ -382,8 +388,10 @@ class WatchStream:
         query: dict[str, str],
         accept: str,
         bookmark_interval: float,
+        convert: Callable[[list[JSON]], Awaitable[list[JSON]]] | None = None,
     ) -> None:
         rtype = target.rtype
+        self.convert = convert
         query = dict(query)
         if target.name is not None:
             name_sel = f"metadata.name={target.name}"
@@ -439,14 +447,18 @@ class WatchStream:
         if self.error_event is None:
             self.hub.register(watcher)
 
-    def encode(self, ev: WatchEvent) -> bytes:
+    def encode(self, ev: WatchEvent, served: JSON | None = None) -> bytes:
         """One NDJSON line for ``ev`` as this stream serves it (version, Table or object).
 
         A shared event's line is kept on it for the next stream serving the same version
-        (and recorded in the hub's bounded ``EncodedCache``).
+        (and recorded in the hub's bounded ``EncodedCache``). ``served``: the event's object
+        already served (converted) by this stream, encoded for it alone.
         """
         target = self.target
-        if not self.as_table:
+        if served is not None:
+            if not self.as_table:
+                return orjson.dumps({"type": ev.type, "object": served}) + b"\n"
+        elif not self.as_table:
             key = self._cache_key
             cached = ev.encoded
             if cached is not None and ev.encoded_key == key:
@@ -456,7 +468,7 @@ class WatchStream:
                 ev.encoded_key, ev.encoded = key, line
                 self.hub.encoded.add(ev, line)
             return line
-        obj = self.api.serve(target, ev.obj)
+        obj = served if served is not None else self.api.serve(target, ev.obj)
         rows = table.to_table(
             target.rtype,
             target.version,
@@ -541,6 +553,13 @@ class WatchStream:
 
         try:
             initial = self.initial
+            if self.convert is not None:
+                batch = list(initial)
+                initial.clear()
+                for start in range(0, len(batch), CONVERT_BATCH):
+                    if watcher.closed:
+                        break
+                    await self._send_converted(send, batch[start : start + CONVERT_BATCH])
             for chunk in _chunks(
                 encode(initial.popleft()) for _ in range(len(initial)) if not watcher.closed
             ):
@@ -550,6 +569,10 @@ class WatchStream:
                 await self._write(send, self.bookmark(self.initial_end_rev, True))
             next_bookmark = loop.time() + self.bookmark_interval
             while not watcher.closed or watcher.queue:
+                if watcher.queue and self.convert is not None:
+                    batch = [watcher.pop() for _ in range(min(len(watcher.queue), CONVERT_BATCH))]
+                    await self._send_converted(send, batch)
+                    continue
                 if watcher.queue:
                     for chunk in _chunks(self._drain()):
                         await self._write(send, chunk)
@@ -574,6 +597,29 @@ class WatchStream:
         finally:
             if timer is not None:
                 timer.cancel()
+
+    async def _send_converted(self, send: Send, events: list[WatchEvent]) -> None:
+        """Convert ``events``' objects in one call and write them; on a failed conversion
+        write an ``ERROR`` event with its Status and close the watcher."""
+        assert self.convert is not None
+        watcher = self.watcher
+        # waiting on the webhook counts as lagging: a backlog over the bound closes it
+        watcher.sending = True
+        try:
+            served = await self.convert([ev.obj for ev in events])
+        except ApiError as exc:
+            watcher.close()
+            watcher.queue.clear()
+            watcher.queued_bytes = 0
+            await self._write(
+                send, orjson.dumps({"type": "ERROR", "object": exc.to_status()}) + b"\n"
+            )
+            return
+        finally:
+            watcher.sending = False
+        lines = (self.encode(ev, obj) for ev, obj in zip(events, served, strict=True))
+        for chunk in _chunks(lines):
+            await self._write(send, chunk)
 
     def _drain(self) -> Iterator[bytes]:
         """Encoded lines of the queued events, popped one at a time while any are queued."""

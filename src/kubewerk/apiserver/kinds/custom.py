@@ -2,7 +2,11 @@
 Established CRD serves (apiextensions-apiserver's ``customResourceStrategy``).
 
 Every served version shares one storage space; with conversion strategy ``None`` only
-``apiVersion`` differs, rewritten on the way in and out. The schema engine
+``apiVersion`` differs, rewritten on the way in and out. With strategy ``Webhook`` the
+strategy carries the CRD's ``WebhookClientConfig`` and the server converts objects in
+any other version through that webhook (``apiserver.conversion_webhook``); the
+synchronous ``to_storage``/``from_storage`` below still only rewrite ``apiVersion``, for
+the callers that address the storage version. The schema engine
 (``SchemaAdmission``) defaults, prunes and validates; the strategy keeps the rest:
 status and generation rules, finalizer warnings, field selectors from
 ``selectableFields`` and Tables from ``additionalPrinterColumns``.
@@ -10,7 +14,11 @@ status and generation rules, finalizer warnings, field selectors from
 
 from __future__ import annotations
 
+import base64
+import binascii
+import ssl
 from collections.abc import Sequence
+from dataclasses import dataclass, field
 from typing import Any, ClassVar
 
 from kubewerk.apiserver.discovery import sorted_versions, version_priority
@@ -27,12 +35,84 @@ _AGE = PrinterColumn("Age", "date", ".metadata.creationTimestamp")
 """The column of a version that declares no ``additionalPrinterColumns``."""
 
 
+@dataclass(frozen=True, slots=True)
+class WebhookClientConfig:
+    """``spec.conversion.webhook`` of a CRD with strategy ``Webhook``, as read once when the
+    CRD is served: a ``url``, or a ``service`` (namespace, name, port, path); the PEM
+    ``caBundle`` (None: the system roots) and the ``conversionReviewVersions`` in order.
+    ``ca_error`` is set when the caBundle is not base64 (every call then fails)."""
+
+    crd_name: str
+    url: str | None
+    service_namespace: str
+    service_name: str
+    service_port: int
+    service_path: str
+    ca_pem: bytes | None
+    review_versions: tuple[str, ...]
+    ca_error: str | None = None
+    _contexts: dict[str, ssl.SSLContext] = field(
+        default_factory=dict, compare=False, hash=False, repr=False
+    )
+
+    def context(self) -> ssl.SSLContext:
+        """The TLS client context trusting the caBundle, made on first use and kept (the
+        config is replaced when the CRD changes). ``ssl.SSLError``/``ValueError`` when the
+        bundle holds no usable certificate."""
+        ctx = self._contexts.get("ctx")
+        if ctx is None:
+            from kubewerk.apiserver.admission_chain.httpclient import client_context
+
+            ctx = self._contexts["ctx"] = client_context(self.ca_pem)
+        return ctx
+
+    @classmethod
+    def from_crd(cls, crd: JSON) -> WebhookClientConfig | None:
+        """The webhook of ``crd``'s conversion (None unless the strategy is ``Webhook``)."""
+        spec = crd.get("spec") or {}
+        conversion = spec.get("conversion")
+        if not isinstance(conversion, dict) or conversion.get("strategy") != "Webhook":
+            return None
+        webhook = _mapping(conversion.get("webhook"))
+        client = _mapping(webhook.get("clientConfig"))
+        service = _mapping(client.get("service"))
+        ca_pem: bytes | None = None
+        ca_error: str | None = None
+        ca = client.get("caBundle")
+        if ca:
+            try:
+                ca_pem = base64.b64decode(str(ca), validate=True)
+            except (binascii.Error, ValueError) as exc:
+                ca_error = str(exc)
+        versions = webhook.get("conversionReviewVersions")
+        port = service.get("port")
+        return cls(
+            crd_name=str((crd.get("metadata") or {}).get("name") or ""),
+            url=str(client["url"]) if client.get("url") else None,
+            service_namespace=str(service.get("namespace") or ""),
+            service_name=str(service.get("name") or ""),
+            service_port=port if isinstance(port, int) and not isinstance(port, bool) else 443,
+            service_path=str(service.get("path") or ""),
+            ca_pem=ca_pem,
+            review_versions=tuple(str(v) for v in versions if isinstance(v, str))
+            if isinstance(versions, list)
+            else (),
+            ca_error=ca_error,
+        )
+
+
+def _mapping(value: Any) -> JSON:
+    """``value`` if it is a JSON object, else an empty one."""
+    return value if isinstance(value, dict) else {}
+
+
 class CustomResourceStrategy(Strategy):
     """The strategy of one custom resource type.
 
     ``storage_api_version`` is what stored objects carry; ``columns`` and
     ``selectable_fields`` are per served version, as the CRD declares them (selectable
-    fields as paths without the leading dot).
+    fields as paths without the leading dot). ``conversion_webhook`` is the CRD's
+    conversion webhook (None for strategy ``None``).
     """
 
     prunes_unknown_fields: ClassVar[bool] = False  # the structural schema prunes
@@ -46,8 +126,10 @@ class CustomResourceStrategy(Strategy):
         status_subresource: bool,
         columns: dict[str, list[PrinterColumn]],
         selectable_fields: dict[str, list[str]],
+        conversion_webhook: WebhookClientConfig | None = None,
     ) -> None:
         super().__init__()
+        self.conversion_webhook = conversion_webhook
         self._storage_api_version = storage_api_version
         self._namespaced = namespaced
         self._status_subresource = status_subresource
@@ -195,6 +277,7 @@ def crd_to_type(crd: JSON) -> ServedResource | None:
             status_subresource=status_sub,
             columns=printer,
             selectable_fields=selectable,
+            conversion_webhook=WebhookClientConfig.from_crd(crd),
         ),
     )
 
