@@ -48,6 +48,13 @@ _POLICY_PREFIX: Final = f"/{GROUP}/validatingadmissionpolicies/"
 _BINDING_PREFIX: Final = f"/{GROUP}/validatingadmissionpolicybindings/"
 MAX_ATTEMPTS: Final = 5
 """Times an unconditional write is tried again after a concurrent change."""
+UNSECURED_USER: Final = vap.UserInfo(
+    username="system:unsecured", groups=("system:masters", "system:authenticated")
+)
+"""Who every request is, for webhooks and policies: the embedded server has no
+authentication, and kube-apiserver's insecure port (which had none either) authenticated
+every request as this superuser, so ``request.userInfo`` is what such a request carried
+there rather than empty."""
 
 
 class PolicyIndex:
@@ -144,6 +151,7 @@ class AdmissionChain:
             sub_resource=target.subresource or "",
             namespace=namespace,
             name=name,
+            user=UNSECURED_USER,
             dry_run=dry_run(query, options),
             options=options,
             namespace_object=ns_obj,
