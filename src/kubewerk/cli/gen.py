@@ -13,6 +13,14 @@ names its service (default: kubebuilder's kustomize placeholder, see
 :class:`kubewerk.webhook.policy.Policy` of a module (or of a YAML file of policies as
 data) as ``<name>.yaml``: the ValidatingAdmissionPolicy and its binding, validated by
 the engine kube-apiserver's checks are reproduced in before they are written.
+
+``kubewerk gen rbac pkg.main:manager -n ops -o config/rbac`` writes the least-privilege
+RBAC of an operator (a :class:`kubewerk.runtime.Manager`, a
+:class:`kubewerk.lifecycle.Platform`, or a function returning either, as ``kubewerk
+run`` takes them; a Manager whose module also defines a Platform on it is read as that
+Platform): ``service_account.yaml``, ``role.yaml`` (the ClusterRole and any Roles) and
+``role_binding.yaml``, derived by :mod:`kubewerk.runtime.rbac` and
+:mod:`kubewerk.lifecycle.rbac`. Without ``-o`` the objects go to standard output.
 """
 
 from __future__ import annotations
@@ -65,6 +73,39 @@ def register(sub: Any) -> None:
     pol.add_argument("targets", nargs="+", metavar="MODULE|FILE", help="a module or a YAML file")
     pol.add_argument("-o", "--output", metavar="DIR", help="directory to write the files to")
     pol.set_defaults(func=run_policy)
+    rb = kinds.add_parser(
+        "rbac",
+        help="write the least-privilege RBAC of an operator (MODULE:MANAGER)",
+        description="Write the ServiceAccount, ClusterRole/Roles and bindings an operator "
+        "needs, derived from what its controllers watch, own and write (status, finalizers, "
+        "Events, the leader-election Lease) plus the rules declared with "
+        "kubewerk.runtime.rbac. With -o: service_account.yaml, role.yaml and "
+        "role_binding.yaml in DIR; else YAML on stdout.",
+    )
+    rb.add_argument(
+        "target",
+        metavar="MODULE:MANAGER",
+        help="a Manager, a Platform, or a function returning either (e.g. pkg.main:manager)",
+    )
+    rb.add_argument("-o", "--output", metavar="DIR", help="directory to write the files to")
+    rb.add_argument(
+        "-n",
+        "--namespace",
+        default="default",
+        help="the namespace the operator runs in: its ServiceAccount's, and the Lease's "
+        "unless the manager names one (default: default)",
+    )
+    rb.add_argument(
+        "--name", help="the ServiceAccount's (and the roles') name (default: the manager's name)"
+    )
+    rb.add_argument(
+        "--leader-elect",
+        action="store_true",
+        default=None,
+        help="include the leader-election Lease even if the manager does not enable it "
+        "(as kubewerk run --leader-elect does at run time)",
+    )
+    rb.set_defaults(func=run_rbac)
     parser.set_defaults(func=lambda args: _no_artefact(parser))
 
 
@@ -210,6 +251,102 @@ def run_policy(args: argparse.Namespace) -> int:
         raise UsageError(f"-o {out}: {exc.strerror or exc}") from None
     for name, text in texts:
         path = out / f"{name}.yaml"
+        if not path.exists() or path.read_text(encoding="utf-8") != text:
+            path.write_text(text, encoding="utf-8")
+        print(path)
+    return 0
+
+
+RBAC_FILES = (
+    ("service_account.yaml", ("ServiceAccount",)),
+    ("role.yaml", ("ClusterRole", "Role")),
+    ("role_binding.yaml", ("ClusterRoleBinding", "RoleBinding")),
+)
+"""The files ``gen rbac -o DIR`` writes, and the kinds each holds (kubebuilder's names)."""
+
+
+def _rbac_target(target: str) -> Any:
+    """The Platform or Manager ``MODULE:ATTR`` names (a factory is called; a Manager
+    whose module defines a Platform on it gives that Platform)."""
+    from kubewerk.lifecycle.platform import Platform
+    from kubewerk.runtime.manager import Manager
+
+    module_name, sep, attr = target.partition(":")
+    if not sep or not module_name or not attr:
+        raise UsageError(f"target {target!r} must look like MODULE:MANAGER")
+    module = _import(module_name)
+    obj: Any = module
+    for part in attr.split("."):
+        if not hasattr(obj, part):
+            raise UsageError(f"module {module_name!r} has no attribute {attr!r}")
+        obj = getattr(obj, part)
+    if not isinstance(obj, (Manager, Platform)) and callable(obj):
+        obj = obj()
+    if isinstance(obj, Manager):
+        for value in vars(module).values():
+            if isinstance(value, Platform) and value.manager is obj:
+                return value
+        return obj
+    if isinstance(obj, Platform):
+        return obj
+    raise UsageError(
+        f"{target} is not a kubewerk.runtime.Manager or kubewerk.lifecycle.Platform "
+        f"(got {type(obj).__name__})"
+    )
+
+
+def rbac_for(
+    target: Any, namespace: str, name: str | None, leader_election: bool | None
+) -> list[dict[str, Any]]:
+    """The RBAC objects of a Manager or Platform (see the module doc)."""
+    from kubewerk.lifecycle.platform import Platform
+    from kubewerk.lifecycle.rbac import platform_permissions
+    from kubewerk.model.errors import ModelDefinitionError
+    from kubewerk.runtime.rbac import manager_permissions, rbac_objects
+
+    manager = target.manager if isinstance(target, Platform) else target
+    try:
+        if isinstance(target, Platform):
+            perms = platform_permissions(
+                target, namespace=namespace, leader_election=leader_election
+            )
+        else:
+            perms = manager_permissions(
+                target, namespace=namespace, leader_election=leader_election
+            )
+    except (ModelDefinitionError, ValueError) as exc:
+        raise UsageError(str(exc)) from None
+    return rbac_objects(perms, name or manager.name, namespace)
+
+
+def run_rbac(args: argparse.Namespace) -> int:
+    from kubewerk.core.validation import is_dns1123_label, is_dns1123_subdomain
+    from kubewerk.model import dump_yaml
+
+    checks = (
+        (args.namespace, "--namespace", is_dns1123_label),
+        (args.name, "--name", is_dns1123_subdomain),
+    )
+    for value, flag, check in checks:
+        errors = check(value) if value is not None else []
+        if errors:
+            raise UsageError(f"{flag} {value!r}: {errors[0]}")
+    objects = rbac_for(_rbac_target(args.target), args.namespace, args.name, args.leader_elect)
+    if not args.output:
+        sys.stdout.write("---\n".join(dump_yaml(o) for o in objects))
+        return 0
+    out = Path(args.output)
+    try:
+        out.mkdir(parents=True, exist_ok=True)
+    except OSError as exc:
+        raise UsageError(f"-o {out}: {exc.strerror or exc}") from None
+    for filename, kinds in RBAC_FILES:
+        docs = [o for o in objects if o["kind"] in kinds]
+        path = out / filename
+        if not docs:
+            path.unlink(missing_ok=True)
+            continue
+        text = "---\n".join(dump_yaml(o) for o in docs)
         if not path.exists() or path.read_text(encoding="utf-8") != text:
             path.write_text(text, encoding="utf-8")
         print(path)
