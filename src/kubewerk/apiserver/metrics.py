@@ -20,6 +20,15 @@ Families (Prometheus text format, served at ``GET /metrics``):
   ``kubewerk_storage_history_bytes``, ``kubewerk_storage_compactions_total``,
   ``kubewerk_storage_compacted_events_total``, ``kubewerk_watch_queued_events``,
   ``kubewerk_watch_queued_bytes``, ``kubewerk_watch_encoded_cache_bytes``.
+- admission (``AdmissionMetrics``, recorded by the admission chain), kube-apiserver's
+  names, labels and buckets: ``apiserver_admission_webhook_admission_duration_seconds
+  {name,type,operation,rejected}``, ``apiserver_admission_webhook_request_total
+  {name,type,operation,code,rejected}``, ``apiserver_admission_webhook_rejection_count
+  {name,type,operation,error_type,rejection_code}``,
+  ``apiserver_admission_webhook_fail_open_count{name,type}`` (``type`` is ``admit`` for
+  mutating webhooks, ``validating`` for validating ones), and
+  ``apiserver_validating_admission_policy_check_total`` / ``_check_duration_seconds``
+  ``{policy,policy_binding,error_type,enforcement_action}``.
 - the process collector (``process_resident_memory_bytes``, open descriptors, ...).
 
 Recording a request is a dictionary update and a bucket search on the event loop (well
@@ -30,7 +39,7 @@ from __future__ import annotations
 
 from bisect import bisect_left
 from collections.abc import Iterator
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from prometheus_client import CollectorRegistry, ProcessCollector, generate_latest
 from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily, HistogramMetricFamily
@@ -89,6 +98,139 @@ def non_resource_labels(method: str) -> RequestLabels:
     return (method, "", "", "", "", "", "", "apiserver")
 
 
+WEBHOOK_BUCKETS = (0.005, 0.025, 0.1, 0.5, 1.0, 2.5, 10, 25)
+"""kube-apiserver's ``apiserver_admission_webhook_admission_duration_seconds`` buckets."""
+POLICY_BUCKETS = (0.0000005, 0.001, 0.01, 0.1, 1.0)
+"""kube-apiserver's ``apiserver_validating_admission_policy_check_duration_seconds`` buckets."""
+
+
+class _Histograms:
+    """Bucket counts and sums per label tuple (the last bucket is +Inf)."""
+
+    def __init__(self, bounds: tuple[float, ...]) -> None:
+        self.bounds = bounds
+        self.data: dict[tuple[str, ...], tuple[list[int], list[float]]] = {}
+
+    def observe(self, labels: tuple[str, ...], seconds: float) -> None:
+        entry = self.data.get(labels)
+        if entry is None:
+            entry = self.data[labels] = ([0] * (len(self.bounds) + 1), [0.0])
+        entry[0][bisect_left(self.bounds, seconds)] += 1
+        entry[1][0] += seconds
+
+    def family(
+        self, name: str, documentation: str, labels: tuple[str, ...]
+    ) -> HistogramMetricFamily:
+        family = HistogramMetricFamily(name, documentation, labels=labels)
+        for key, (counts, total) in list(self.data.items()):
+            cumulative, buckets = 0, []
+            for bound, count in zip((*self.bounds, float("inf")), counts, strict=True):
+                cumulative += count
+                buckets.append((floatToGoString(bound), cumulative))  # type: ignore[no-untyped-call]
+            family.add_metric(key, buckets, total[0])
+        return family
+
+
+def _counter(name: str, documentation: str, labels: tuple[str, ...], data: dict[Any, int]) -> Any:
+    family = CounterMetricFamily(name, documentation, labels=labels)
+    for key, count in list(data.items()):
+        family.add_metric(key, count)
+    return family
+
+
+class AdmissionMetrics:
+    """What the admission chain records, as kube-apiserver's admission metrics.
+
+    Recording is a dictionary update on the event loop; families are built at scrape.
+    """
+
+    def __init__(self) -> None:
+        self.webhook_durations = _Histograms(WEBHOOK_BUCKETS)
+        self.webhook_requests: dict[tuple[str, str, str, str, str], int] = {}
+        self.webhook_rejections: dict[tuple[str, str, str, str, str], int] = {}
+        self.webhook_fail_open: dict[tuple[str, str], int] = {}
+        self.policy_checks: dict[tuple[str, str, str, str], int] = {}
+        self.policy_durations = _Histograms(POLICY_BUCKETS)
+
+    def webhook(
+        self, name: str, step: str, operation: str, seconds: float, code: int, rejected: bool
+    ) -> None:
+        """``ObserveWebhook``: one call of webhook ``name`` (``step`` ``admit`` or
+        ``validating``) answered with ``code`` (200 allowed, the denial's code, the
+        calling error's status code; above 600 counted as 600)."""
+        flag = "true" if rejected else "false"
+        key = (name, step, operation, str(min(code, 600)), flag)
+        self.webhook_requests[key] = self.webhook_requests.get(key, 0) + 1
+        self.webhook_durations.observe((name, step, operation, flag), seconds)
+
+    def webhook_rejection(
+        self, name: str, step: str, operation: str, error_type: str, code: int
+    ) -> None:
+        """``ObserveWebhookRejection``: ``error_type`` is ``calling_webhook_error``,
+        ``apiserver_internal_error`` or ``no_error`` (the webhook denied)."""
+        key = (name, step, operation, error_type, str(min(code, 600)))
+        self.webhook_rejections[key] = self.webhook_rejections.get(key, 0) + 1
+
+    def fail_open(self, name: str, step: str) -> None:
+        """``ObserveWebhookFailOpen``: a failed call ignored by ``failurePolicy: Ignore``."""
+        key = (name, step)
+        self.webhook_fail_open[key] = self.webhook_fail_open.get(key, 0) + 1
+
+    def policy_check(
+        self, policy: str, binding: str, error_type: str, action: str, seconds: float
+    ) -> None:
+        """One policy decision counted as kube's dispatcher counts it: ``action`` ``allow``
+        (an expression error under Ignore), ``deny``, ``warn`` or ``audit``."""
+        key = (policy, binding, error_type, action)
+        self.policy_checks[key] = self.policy_checks.get(key, 0) + 1
+        self.policy_durations.observe(key, seconds)
+
+    def families(self) -> Iterator[Any]:
+        """The Prometheus families, as kube-apiserver names and labels them."""
+        hook = ("name", "type", "operation")
+        yield self.webhook_durations.family(
+            "apiserver_admission_webhook_admission_duration_seconds",
+            "Admission webhook latency histogram in seconds, identified by name and broken "
+            "out for each operation and API resource and type (validate or admit).",
+            (*hook, "rejected"),
+        )
+        yield _counter(
+            "apiserver_admission_webhook_request",
+            "Admission webhook request total, identified by name and broken out for each "
+            "admission type (validating or mutating) and operation.",
+            (*hook, "code", "rejected"),
+            self.webhook_requests,
+        )
+        yield _counter(
+            "apiserver_admission_webhook_rejection_count",
+            "Admission webhook rejection count, identified by name and broken out for each "
+            "admission type (validating or admit) and operation.",
+            (*hook, "error_type", "rejection_code"),
+            self.webhook_rejections,
+        )
+        yield _counter(
+            "apiserver_admission_webhook_fail_open_count",
+            "Admission webhook fail open count, identified by name and broken out for each "
+            "admission type (validating or mutating).",
+            ("name", "type"),
+            self.webhook_fail_open,
+        )
+        policy = ("policy", "policy_binding", "error_type", "enforcement_action")
+        yield _counter(
+            "apiserver_validating_admission_policy_check",
+            "Validation admission policy check total, labeled by policy and further "
+            "identified by binding and enforcement action taken.",
+            policy,
+            self.policy_checks,
+        )
+        yield self.policy_durations.family(
+            "apiserver_validating_admission_policy_check_duration_seconds",
+            "Validation admission latency for individual validation expressions in seconds, "
+            "labeled by policy and further including binding and enforcement action taken.",
+            policy,
+        )
+
+
 class ApiMetrics:
     """Counters of one ``ApiServer``, and its ``/metrics`` exposition.
 
@@ -101,6 +243,7 @@ class ApiMetrics:
         self.durations: dict[RequestLabels, tuple[list[int], list[float]]] = {}
         self.inflight = {"readOnly": 0, "mutating": 0}
         self.longrunning: dict[RequestLabels, int] = {}
+        self.admission = AdmissionMetrics()
         self._registry = CollectorRegistry(auto_describe=False)
         self._registry.register(_Exposition(self, store, registry, hub))
         ProcessCollector(registry=self._registry)
@@ -137,6 +280,7 @@ class _Exposition(Collector):
         yield from self._watches()
         yield from self._objects()
         yield from self._storage()
+        yield from self.metrics.admission.families()
 
     def _requests(
         self,
@@ -271,4 +415,11 @@ def _gauge(name: str, documentation: str, value: float) -> GaugeMetricFamily:
     return family
 
 
-__all__ = ["CONTENT_TYPE", "REQUEST_BUCKETS", "ApiMetrics", "RequestLabels", "non_resource_labels"]
+__all__ = [
+    "CONTENT_TYPE",
+    "REQUEST_BUCKETS",
+    "AdmissionMetrics",
+    "ApiMetrics",
+    "RequestLabels",
+    "non_resource_labels",
+]

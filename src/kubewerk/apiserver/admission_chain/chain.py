@@ -27,12 +27,14 @@ deletes if the object is still the one they saw. Audit annotations (from policie
 from __future__ import annotations
 
 import logging
+import time
 from typing import Any, Final
 
 import orjson
 
 from kubewerk.apiserver.admission_chain import webhooks
 from kubewerk.apiserver.admission_chain.registration import GROUP
+from kubewerk.apiserver.metrics import AdmissionMetrics
 from kubewerk.apiserver.registry import Registry
 from kubewerk.apiserver.request import RestResponse, Target, dry_run
 from kubewerk.apiserver.rest import ResourceApi
@@ -105,6 +107,9 @@ class AdmissionChain:
         self.api = api
         self.hooks = webhooks.HookIndex(store)
         self.policies = PolicyIndex(store)
+        self.metrics = AdmissionMetrics()
+        """Where webhook calls and policy decisions are counted; the server's ``/metrics``
+        exposes ``ApiMetrics.admission``, so the app points this at that one."""
 
     def active(self, target: Target) -> bool:
         """Whether a write to ``target`` takes the asynchronous path."""
@@ -200,12 +205,16 @@ class AdmissionChain:
         self,
         operation: str,
         target: Target,
-        obj: JSON,
+        obj: JSON | None,
         old: JSON | None,
         query: dict[str, str],
         warnings: list[str],
         annotations: dict[str, str],
-    ) -> JSON:
+        options: JSON | None = None,
+    ) -> JSON | None:
+        """The object after the matching mutating webhooks. On DELETE (``obj`` None) they
+        are called too, as kube-apiserver calls them, and a webhook that answers with a
+        patch fails the request (there is no object to patch)."""
         hooks = self.hooks.mutating()
         if not hooks:
             return obj
@@ -217,7 +226,7 @@ class AdmissionChain:
             for hook in hooks:
                 if round_ == 1 and hook.name not in reinvoke:
                     continue
-                req = self._request(operation, target, obj, old, query)
+                req = self._request(operation, target, obj, old, query, options)
                 inv = webhooks.should_call(
                     hook, req, list(req.equivalents), not target.rtype.namespaced
                 )
@@ -225,7 +234,7 @@ class AdmissionChain:
                     continue
                 req = self._versioned(req, target, inv)
                 try:
-                    answer = await webhooks.call(hook, req, inv, self._resolve)
+                    answer = await webhooks.timed_call(hook, req, inv, self._resolve, self.metrics)
                 except webhooks.CallingError as exc:
                     if hook.failure_policy == "Ignore":
                         continue
@@ -237,6 +246,11 @@ class AdmissionChain:
                     raise webhooks.denial(hook.name, answer.status)
                 if round_ == 0:
                     called.append((step, hook))
+                if answer.patch and obj is None:
+                    raise ApiError.internal(
+                        f'admission webhook "{hook.name}" attempted to modify the object, '
+                        "which is not supported for this operation"
+                    )
                 if answer.patch:
                     seen = self._in_version(target, obj, inv.kind[1])
                     assert seen is not None
@@ -289,12 +303,14 @@ class AdmissionChain:
         req = self._request(operation, target, obj, old, query, options)
         self.policies.load()
         if self.policies.policies and self.policies.bindings:
+            start = time.perf_counter()
             verdict = vap.admit(
                 self.policies.policies,
                 self.policies.bindings,
                 req,
                 params=self._params(),
             )
+            self._count_policies(verdict, time.perf_counter() - start)
             warnings.extend(verdict.warnings)
             annotations.update(verdict.audit_annotations)
             if verdict.error is not None:
@@ -316,11 +332,49 @@ class AdmissionChain:
                     warnings,
                     annotations,
                     versioned=lambda inv: self._versioned(req, target, inv),
+                    metrics=self.metrics,
                 )
             finally:
                 self._audit(target, req, annotations)
         else:
             self._audit(target, req, annotations)
+
+    def _count_policies(self, verdict: vap.Admission, seconds: float) -> None:
+        """``apiserver_validating_admission_policy_check_*`` as kube's dispatcher counts:
+        only failed validations and expression errors, one count per enforcement action
+        of the binding (``deny``/``warn``/``audit``; an error admitted under
+        ``failurePolicy: Ignore`` as ``allow``), ``error_type`` ``no_error`` only for
+        admitted evaluations (kube counts a false validation as ``invalid_error``).
+        ``seconds`` is the whole policy evaluation of the request: the engine does not
+        time single expressions."""
+        if not verdict.outcomes:
+            return
+        actions_of: dict[str, list[str]] = {}
+        for b in self.policies.bindings:
+            spec = b.get("spec") or {}
+            name = str((b.get("metadata") or {}).get("name", ""))
+            actions_of[name] = [str(a) for a in spec.get("validationActions") or []]
+        for outcome in verdict.outcomes:
+            for decision in outcome.decisions:
+                if decision.evaluation == "admit":
+                    continue
+                if decision.message.startswith("compilation"):
+                    error_type = "compile_error"
+                elif decision.message.startswith(
+                    "validation failed due to running out of cost budget"
+                ):
+                    error_type = "out_of_budget"
+                else:
+                    error_type = "invalid_error"
+                if decision.action != "Deny":
+                    self.metrics.policy_check(
+                        outcome.policy, outcome.binding, error_type, "allow", seconds
+                    )
+                    continue
+                for action in actions_of.get(outcome.binding, []):
+                    self.metrics.policy_check(
+                        outcome.policy, outcome.binding, error_type, action.lower(), seconds
+                    )
 
     def _params(self) -> vap.ParamStore:
         """Every object of the policies' param kinds, read from storage now (so a changed
@@ -363,7 +417,9 @@ class AdmissionChain:
         meta = body.get("metadata")
         if target.rtype.namespaced and target.namespace and isinstance(meta, dict):
             meta.setdefault("namespace", target.namespace)
-        body = await self._mutate("CREATE", target, body, None, query, warnings, annotations)
+        mutated = await self._mutate("CREATE", target, body, None, query, warnings, annotations)
+        assert mutated is not None  # webhooks patch an object, never remove it
+        body = mutated
         result = self.api.create(target, body, query, defer=True)
         assert result.commit is not None
         await self._validate("CREATE", target, result.body, None, query, warnings, annotations)
@@ -381,6 +437,7 @@ class AdmissionChain:
             mine = await self._mutate(
                 "UPDATE", target, copy_json(body), old, query, warnings, annotations
             )
+            assert mine is not None
             if self._moved(key, current):
                 continue
             result = self.api.update(target, mine, query, defer=True)
@@ -400,6 +457,7 @@ class AdmissionChain:
             mine = await self._mutate(
                 "UPDATE", target, patched, served, query, warnings, annotations
             )
+            assert mine is not None
             if self._moved(key, current):
                 continue
             result = self.api.finish_patch(target, prepared, mine, query)
@@ -415,6 +473,7 @@ class AdmissionChain:
             key, current = self._stored(target)
             old = self.api.serve(target, current)
             opts = {"kind": "DeleteOptions", "apiVersion": "meta.k8s.io/v1", **options}
+            await self._mutate("DELETE", target, None, old, query, warnings, annotations, opts)
             await self._validate("DELETE", target, None, old, query, warnings, annotations, opts)
             if self._moved(key, current):
                 continue

@@ -34,6 +34,7 @@ from __future__ import annotations
 import asyncio
 import base64
 import binascii
+import time
 import uuid
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -48,6 +49,7 @@ from kubewerk.apiserver.admission_chain.registration import (
     MUTATING_KIND,
     default_webhook,
 )
+from kubewerk.apiserver.metrics import AdmissionMetrics
 from kubewerk.apiserver.storage.base import Event, Store
 from kubewerk.core.errors import ApiError
 from kubewerk.core.patch import json_patch
@@ -63,11 +65,15 @@ _VALIDATING_PREFIX: Final = f"/{GROUP}/validatingwebhookconfigurations/"
 
 
 class CallingError(Exception):
-    """``webhookutil.ErrCallingWebhook``: subject to the webhook's failurePolicy."""
+    """``webhookutil.ErrCallingWebhook``: subject to the webhook's failurePolicy. ``code``
+    is the status kube attaches (the webhook's HTTP status when it answered with an
+    error, 503 when the call or the answer failed, 500 when no client could be made),
+    which the admission metrics report."""
 
-    def __init__(self, webhook: str, reason: str) -> None:
+    def __init__(self, webhook: str, reason: str, code: int = 503) -> None:
         super().__init__(f'failed calling webhook "{webhook}": {reason}')
         self.webhook = webhook
+        self.code = code
 
 
 @dataclass
@@ -426,7 +432,9 @@ async def call(hook: Hook, req: Request, inv: Invocation, resolve: Resolver) -> 
         context = httpclient.client_context(ca_pem)
     except (binascii.Error, ValueError, OSError) as exc:
         raise CallingError(
-            hook.name, f"could not get REST client: unable to load root certificates: {exc}"
+            hook.name,
+            f"could not get REST client: unable to load root certificates: {exc}",
+            500,
         ) from None
     try:
         response = await httpclient.post(
@@ -442,7 +450,9 @@ async def call(hook: Hook, req: Request, inv: Invocation, resolve: Resolver) -> 
     except httpclient.CallError as exc:
         raise CallingError(hook.name, f"failed to call webhook: {exc}") from None
     if not 200 <= response.status < 300:
-        raise CallingError(hook.name, "failed to call webhook: " + _http_error(response))
+        raise CallingError(
+            hook.name, "failed to call webhook: " + _http_error(response), _http_code(response)
+        )
     try:
         parsed = orjson.loads(response.body)
     except orjson.JSONDecodeError as exc:
@@ -453,6 +463,19 @@ async def call(hook: Hook, req: Request, inv: Invocation, resolve: Resolver) -> 
         return verify(parsed, uid, version, hook.mutating)
     except ValueError as exc:
         raise CallingError(hook.name, f"received invalid webhook response: {exc}") from None
+
+
+def _http_code(response: httpclient.HttpResponse) -> int:
+    """The code of the StatusError client-go makes of a non-2xx answer: the Status's own
+    code when the body is one, else the HTTP status."""
+    try:
+        status = orjson.loads(response.body)
+    except orjson.JSONDecodeError:
+        return response.status
+    if not isinstance(status, dict) or status.get("kind") != "Status":
+        return response.status
+    code = status.get("code")
+    return code if isinstance(code, int) and not isinstance(code, bool) and code > 0 else 500
 
 
 def _http_error(response: httpclient.HttpResponse) -> str:
@@ -481,6 +504,59 @@ def apply_patch(obj: JSON, patch: list[Any]) -> JSON:
     return patched
 
 
+def observe(
+    metrics: AdmissionMetrics | None,
+    hook: Hook,
+    operation: str,
+    seconds: float,
+    outcome: Answer | BaseException,
+) -> None:
+    """Record one webhook call as kube's dispatchers do (``type`` ``admit`` for mutating
+    webhooks, ``validating`` for validating ones): allowed → code 200; denied → a
+    ``no_error`` rejection with the denial's code; a failed call → a
+    ``calling_webhook_error`` rejection under ``failurePolicy: Fail``, a fail-open count
+    under ``Ignore``; any other error → ``apiserver_internal_error`` with code 0."""
+    if metrics is None:
+        return
+    step = "admit" if hook.mutating else "validating"
+    name = hook.name
+    if isinstance(outcome, Answer):
+        if outcome.allowed:
+            metrics.webhook(name, step, operation, seconds, 200, False)
+            return
+        code = denial(name, outcome.status).code
+        metrics.webhook_rejection(name, step, operation, "no_error", code)
+        metrics.webhook(name, step, operation, seconds, code, True)
+    elif isinstance(outcome, CallingError):
+        if hook.failure_policy == "Ignore":
+            metrics.webhook(name, step, operation, seconds, outcome.code, False)
+            metrics.fail_open(name, step)
+        else:
+            metrics.webhook_rejection(name, step, operation, "calling_webhook_error", outcome.code)
+            metrics.webhook(name, step, operation, seconds, outcome.code, True)
+    else:
+        metrics.webhook_rejection(name, step, operation, "apiserver_internal_error", 0)
+        metrics.webhook(name, step, operation, seconds, 0, True)
+
+
+async def timed_call(
+    hook: Hook,
+    req: Request,
+    inv: Invocation,
+    resolve: Resolver,
+    metrics: AdmissionMetrics | None = None,
+) -> Answer:
+    """:func:`call`, recorded in ``metrics``."""
+    start = time.perf_counter()
+    try:
+        answer = await call(hook, req, inv, resolve)
+    except (CallingError, ApiError) as exc:
+        observe(metrics, hook, req.operation, time.perf_counter() - start, exc)
+        raise
+    observe(metrics, hook, req.operation, time.perf_counter() - start, answer)
+    return answer
+
+
 async def run_validating(
     invocations: list[Invocation],
     req: Request,
@@ -488,11 +564,14 @@ async def run_validating(
     warnings: list[str],
     annotations: dict[str, str],
     versioned: Callable[[Invocation], Request] | None = None,
+    metrics: AdmissionMetrics | None = None,
 ) -> None:
     """Call the validating webhooks in parallel; raise the first rejection (in order)."""
     results = await asyncio.gather(
         *(
-            call(inv.hook, versioned(inv) if versioned is not None else req, inv, resolve)
+            timed_call(
+                inv.hook, versioned(inv) if versioned is not None else req, inv, resolve, metrics
+            )
             for inv in invocations
         ),
         return_exceptions=True,
