@@ -27,6 +27,12 @@ from .base import (
     UnstorableObject,
 )
 from .boundary import MAX_STORED_DEPTH
+from .encryption import (
+    EncryptionConfig,
+    EncryptionConfigError,
+    UndecryptableValue,
+    load_encryption_config,
+)
 from .memory import DEFAULT_RETAIN_BYTES, MemoryStore
 from .sqlite import SQLiteStore
 
@@ -35,6 +41,8 @@ __all__ = [
     "JSON",
     "MAX_STORED_DEPTH",
     "Compacted",
+    "EncryptionConfig",
+    "EncryptionConfigError",
     "Event",
     "EventType",
     "FutureRevision",
@@ -49,7 +57,9 @@ __all__ = [
     "StoreOpenError",
     "StoreStats",
     "Subscriber",
+    "UndecryptableValue",
     "UnstorableObject",
+    "load_encryption_config",
     "open_store",
 ]
 
@@ -63,7 +73,11 @@ def open_store(spec: str, **policy: Any) -> Store:
     100,000), ``retain_seconds`` (float | None, default 3600), ``retain_bytes`` (int |
     None, default 64 MiB: the history's encoded size, bounded at every commit),
     ``clock``, and for SQLite only ``durable`` (bool, default False: fsync every commit
-    when True). For SQLite, ``~`` is expanded, missing parent directories are created
+    when True). ``encryption_config`` (a path to a kube-apiserver EncryptionConfiguration
+    file, or an ``EncryptionConfig``; kube's ``--encryption-provider-config``) encrypts the
+    resources it names at rest (see ``encryption``); the file is read and validated before
+    the store is opened (``EncryptionConfigError``, a ``ValueError``, says what is wrong).
+    For SQLite, ``~`` is expanded, missing parent directories are created
     with mode 0700 and a new database file with mode 0600 (see ``sqlite``);
     ``sqlite::memory:`` opens a private in-memory SQLite database.
 
@@ -71,6 +85,11 @@ def open_store(spec: str, **policy: Any) -> Store:
     ``StoreOpenError`` if the SQLite file cannot be opened, is corrupt, is not a kubewerk
     store, or is held by another process.
     """
+    config = policy.pop("encryption_config", None)
+    if config is not None:
+        if not isinstance(config, EncryptionConfig):
+            config = load_encryption_config(config)
+        policy["encryption"] = config
     kind, sep, rest = spec.partition(":")
     if kind == "memory" and not sep:
         if "durable" in policy:

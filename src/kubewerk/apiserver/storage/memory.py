@@ -21,6 +21,11 @@ oldest events are compacted until it is at most 15/16 of it (the slack makes com
 an occasional batch, not a list shift per write). So the history never holds more than
 ``retain_bytes`` of encoded objects once a write returns; the objects stored now are not
 bounded here (they are the data, not history).
+
+Encryption at rest: the store takes the same ``encryption`` configuration as the SQLite
+store (validated by the time it is built), so a server switches stores with one flag;
+nothing of this store is ever at rest, so values are kept as objects and nothing is
+encrypted.
 """
 
 from __future__ import annotations
@@ -56,6 +61,7 @@ from .base import (
     Subscriber,
 )
 from .boundary import encode_storable
+from .encryption import EncryptionConfig
 
 __all__ = ["DEFAULT_RETAIN_BYTES", "MemoryStore"]
 
@@ -104,6 +110,7 @@ class MemoryStore:
         retain_seconds: float | None = 3600.0,
         retain_bytes: int | None = DEFAULT_RETAIN_BYTES,
         clock: Callable[[], float] = time.time,
+        encryption: EncryptionConfig | None = None,
     ) -> None:
         if retain_events is not None and retain_events < 0:
             raise ValueError(f"retain_events must not be negative, got {retain_events}")
@@ -114,6 +121,7 @@ class MemoryStore:
         self.retain_events = retain_events
         self.retain_seconds = retain_seconds
         self.retain_bytes = retain_bytes
+        self.encryption = encryption  # nothing at rest: see the module docstring
         self._clock = clock
         self._lock = threading.RLock()
         self._fanout = Fanout()

@@ -39,6 +39,17 @@ into memory, so it is bounded in encoded bytes by ``retain_bytes`` as in the mem
 (same default, checked at every commit, compacting the oldest events to 15/16 of the
 bound); that also bounds the file's growth between the periodic count/age compactions.
 
+Encryption at rest: with ``encryption`` (an ``EncryptionConfig``, see ``encryption``) the
+values of the resources it names are stored transformed by their first provider
+(``k8s:enc:aesgcm:v1:NAME:...``), in ``log.value``, every version of them: the file holds
+no plaintext of those objects. Reads decrypt with any provider of the chain; a value none
+opens raises ``UndecryptableValue`` (kube-apiserver's words). At open, every stored value
+not written by its resource's first provider (stale after a key rotation, or plaintext
+written before encryption was turned on) is rewritten with it, in batches, in place (same
+revision): so rotating is "add the new key first, restart, drop the old key". Values no
+provider can open are left as they are (and logged). Sizes in ``stats()`` and the
+``retain_bytes`` bound count stored bytes (ciphertext with its prefix, nonce and tag).
+
 Files: the database file and its ``-wal``/``-shm`` files are created readable by their
 owner only (0600, whatever the umask) and a missing parent directory is created 0700 by
 ``open_store``; an existing file's mode is left as it is, with a warning when group or
@@ -77,6 +88,13 @@ from .base import (
     Subscriber,
 )
 from .boundary import EMBED_HEADROOM, encode_storable
+from .encryption import (
+    ENCRYPTED_PREFIX,
+    IDENTITY_READ,
+    EncryptionConfig,
+    UndecryptableValue,
+    open_unmatched,
+)
 from .memory import DEFAULT_RETAIN_BYTES
 
 __all__ = ["SCHEMA_VERSION", "SQLiteStore"]
@@ -168,6 +186,7 @@ class SQLiteStore:
         retain_seconds: float | None = 3600.0,
         retain_bytes: int | None = DEFAULT_RETAIN_BYTES,
         clock: Callable[[], float] = time.time,
+        encryption: EncryptionConfig | None = None,
     ) -> None:
         if retain_events is not None and retain_events < 0:
             raise ValueError(f"retain_events must not be negative, got {retain_events}")
@@ -184,6 +203,7 @@ class SQLiteStore:
         self._history_events = self._history_bytes = 0
         self._compactions = self._compacted_events = self._compacted_bytes = 0
         self._clock = clock
+        self._encryption = encryption
         self._lock = threading.RLock()
         self._fanout = Fanout()
         self._conn: sqlite3.Connection | None = None
@@ -209,6 +229,11 @@ class SQLiteStore:
                 ) from e
             raise StoreOpenError(f"cannot open SQLite store {self.path}: {msg}") from e
         self._conn = conn
+        try:
+            self._check_readable()
+        except StorageError:
+            self.close()
+            raise
 
     def _open(self, conn: sqlite3.Connection) -> tuple[int, int, float]:
         conn.execute("PRAGMA locking_mode=EXCLUSIVE")
@@ -243,14 +268,7 @@ class SQLiteStore:
                 )
             compacted = int(meta["compacted"])
             newest = conn.execute("SELECT rev, ts FROM log ORDER BY rev DESC LIMIT 1").fetchone()
-            # length() of a BLOB reads the record header, not the value
-            self._objects, self._object_bytes = conn.execute(
-                f"SELECT count(*), coalesce(sum(length(log.value)), 0) FROM {_CURRENT}"
-            ).fetchone()
-            self._history_events, self._history_bytes = conn.execute(
-                "SELECT count(*), coalesce(sum(length(value)), 0) FROM log WHERE rev > ?",
-                (compacted,),
-            ).fetchone()
+            self._count_sizes(conn, compacted)
             conn.execute("COMMIT")
         except BaseException:
             if conn.in_transaction:
@@ -259,6 +277,156 @@ class SQLiteStore:
         if newest is None:
             return compacted, compacted, float("-inf")
         return max(int(newest[0]), compacted), compacted, float(newest[1])
+
+    def _count_sizes(self, conn: sqlite3.Connection, compacted: int) -> None:
+        """Count the stored objects and history and their stored bytes (at open)."""
+        # length() of a BLOB reads the record header, not the value
+        self._objects, self._object_bytes = conn.execute(
+            f"SELECT count(*), coalesce(sum(length(log.value)), 0) FROM {_CURRENT}"
+        ).fetchone()
+        self._history_events, self._history_bytes = conn.execute(
+            "SELECT count(*), coalesce(sum(length(value)), 0) FROM log WHERE rev > ?",
+            (compacted,),
+        ).fetchone()
+
+    # -- encryption at rest ------------------------------------------------------------
+
+    def _seal(self, key: str, blob: bytes | memoryview) -> bytes | memoryview:
+        """What is stored for ``blob`` (the object's JSON) under ``key``."""
+        enc = self._encryption
+        if enc is None:
+            return blob
+        sealer = enc.sealer_for(key)
+        if sealer is None or sealer.writes_plaintext:
+            return blob
+        return sealer.seal(key, bytes(blob))
+
+    def _decode(self, key: str, raw: bytes) -> JSON:
+        """The object stored as ``raw`` under ``key``; ``UndecryptableValue`` if unreadable."""
+        enc = self._encryption
+        if enc is None:
+            try:
+                obj: JSON = _loads(raw)
+            except orjson.JSONDecodeError:
+                open_unmatched(key, raw)  # raises for an encrypted value
+                raise
+            return obj
+        sealer = enc.sealer_for(key)
+        plain = open_unmatched(key, raw) if sealer is None else sealer.open(key, raw)[0]
+        obj = _loads(plain)
+        return obj
+
+    def _check_readable(self) -> None:
+        """At open: rewrite stale values (with a configuration), and refuse a file that
+        holds values the configuration cannot read, with ``StoreOpenError``.
+
+        The server reads every stored object when it starts (garbage-collector index), so
+        a value it cannot decrypt would fail it later with less context; this names the
+        first such key, the cause in kube-apiserver's words and what to do.
+        """
+        if self._encryption is not None:
+            _, unreadable, first = self._rewrite(500)
+        else:
+            row = (
+                self._connection()
+                .execute(
+                    "SELECT key FROM log WHERE substr(value, 1, ?) = ? LIMIT 1",
+                    (len(ENCRYPTED_PREFIX), ENCRYPTED_PREFIX),
+                )
+                .fetchone()
+            )
+            unreadable = 0 if row is None else 1
+            first = None if row is None else str(UndecryptableValue(row[0], IDENTITY_READ))
+        if unreadable:
+            raise StoreOpenError(
+                f"cannot open SQLite store {self.path}: it holds encrypted values the "
+                f"encryption configuration cannot read ({first}); give the encryption "
+                "provider configuration the provider and key that wrote them"
+            )
+
+    def rewrite_stale(self, batch: int = 500) -> int:
+        """Rewrite every stored value (all versions) that its resource's first provider
+        did not write, with that provider; returns how many were rewritten.
+
+        Run at open when the store has an encryption configuration. A value no provider
+        opens is left as it is and logged (reading it raises ``UndecryptableValue``). Each
+        batch of ``batch`` rows is one transaction; revisions do not change. Values the
+        first provider wrote are not rewritten; the first of them per resource is opened,
+        so a key replaced under its old name is found here.
+        """
+        return self._rewrite(batch)[0]
+
+    def _rewrite(self, batch: int) -> tuple[int, int, str | None]:
+        """``rewrite_stale``; returns (rewritten, unreadable, the first unreadable's error)."""
+        enc = self._encryption
+        if enc is None:
+            return 0, 0, None
+        rewritten = unreadable = 0
+        first: str | None = None
+        verified: set[int] = set()
+        after = -1
+        with self._lock:
+            conn = self._connection()
+            while True:
+                rows = conn.execute(
+                    "SELECT rev, key, value FROM log WHERE rev > ? ORDER BY rev LIMIT ?",
+                    (after, batch),
+                ).fetchall()
+                if not rows:
+                    break
+                after = rows[-1][0]
+                updates: builtins.list[tuple[bytes | memoryview, int]] = []
+                for rev, key, raw in rows:
+                    sealer = enc.sealer_for(key)
+                    if sealer is None:
+                        if raw.startswith(ENCRYPTED_PREFIX):  # no rule names it any more
+                            unreadable += 1
+                            first = first or str(UndecryptableValue(key, IDENTITY_READ))
+                        continue
+                    prefix = sealer.write_prefix
+                    if prefix and raw.startswith(prefix):
+                        # current: open one value per resource to prove the key is right
+                        # (a key replaced under the same name fails here, not at a read)
+                        if id(sealer) not in verified:
+                            try:
+                                sealer.open(key, raw)
+                                verified.add(id(sealer))
+                            except UndecryptableValue as e:
+                                unreadable += 1
+                                first = first or str(e)
+                        continue
+                    if not prefix and not raw.startswith(ENCRYPTED_PREFIX):
+                        continue
+                    try:
+                        plain, _ = sealer.open(key, raw)
+                    except UndecryptableValue as e:
+                        unreadable += 1
+                        first = first or str(e)
+                        if unreadable <= 5:
+                            log.warning(
+                                "SQLite store %s: cannot rewrite revision %d: %s", self.path, rev, e
+                            )
+                        continue
+                    updates.append((sealer.seal(key, plain), rev))
+                if updates:
+                    with self._transaction(conn, timed=False):
+                        conn.executemany("UPDATE log SET value = ? WHERE rev = ?", updates)
+                    rewritten += len(updates)
+            if rewritten:
+                self._count_sizes(conn, self._compacted)
+                log.info(
+                    "SQLite store %s: rewrote %d stored values with the first encryption provider",
+                    self.path,
+                    rewritten,
+                )
+            if unreadable:
+                log.warning(
+                    "SQLite store %s: %d stored values cannot be opened by any configured "
+                    "encryption provider (reading them fails)",
+                    self.path,
+                    unreadable,
+                )
+        return rewritten, unreadable, first
 
     # -- reads -------------------------------------------------------------------------
 
@@ -280,7 +448,7 @@ class SQLiteStore:
                 .execute(f"SELECT log.value FROM {_CURRENT} WHERE kv.key = ?", (key,))
                 .fetchone()
             )
-        return None if row is None else _loads(row[0])
+        return None if row is None else self._decode(key, row[0])
 
     def list(
         self,
@@ -326,7 +494,13 @@ class SQLiteStore:
         else:
             more = limit is not None and len(rows) > limit
             page = rows[:limit] if more else rows
-        return [(k, _loads(v)) for k, v in page], at, more
+        if self._encryption is None:
+            try:
+                return [(k, _loads(v)) for k, v in page], at, more
+            except orjson.JSONDecodeError:
+                pass  # find the value and say why (an encrypted one without configuration)
+        decode = self._decode
+        return [(k, decode(k, v)) for k, v in page], at, more
 
     def count(self, prefix: str, *, start_after: str | None = None) -> int:
         """How many objects are under ``prefix`` now (keys > ``start_after`` if given)."""
@@ -359,10 +533,22 @@ class SQLiteStore:
                 f" WHERE l.rev > ? AND {where} ORDER BY l.rev",
                 [revision, *params],
             ).fetchall()
-        return [
-            Event(_TYPES[t], k, rev, _loads(v), None if p is None else _loads(p), len(v))
-            for rev, t, k, v, p in rows
-        ]
+        if self._encryption is None:
+            try:
+                return [
+                    Event(_TYPES[t], k, rev, _loads(v), None if p is None else _loads(p), len(v))
+                    for rev, t, k, v, p in rows
+                ]
+            except orjson.JSONDecodeError:
+                pass  # find the value and say why (an encrypted one without configuration)
+        decode = self._decode
+        out: builtins.list[Event] = []
+        for rev, t, k, v, p in rows:
+            obj = decode(k, v)
+            out.append(
+                Event(_TYPES[t], k, rev, obj, None if p is None else decode(k, p), len(_dumps(obj)))
+            )
+        return out
 
     # -- writes ------------------------------------------------------------------------
 
@@ -373,7 +559,7 @@ class SQLiteStore:
             rev = self._rev + 1
             new = stamp(obj, rev)
             wrapped, size = encode_storable(key, new)
-            blob = memoryview(wrapped)[EMBED_HEADROOM : EMBED_HEADROOM + size]
+            blob = self._seal(key, memoryview(wrapped)[EMBED_HEADROOM : EMBED_HEADROOM + size])
             try:
                 with self._transaction(conn) as now:
                     conn.execute("INSERT INTO kv(key, rev) VALUES (?, ?)", (key, rev))
@@ -388,8 +574,8 @@ class SQLiteStore:
                 raise StorageError(f"SQLite store write failed: {e}") from e
             self._rev = rev
             self._objects += 1
-            self._object_bytes += size
-            self._logged(size)
+            self._object_bytes += len(blob)
+            self._logged(len(blob))
             self._fanout.publish(Event("ADDED", key, rev, new, None, size))
             return new
 
@@ -401,10 +587,11 @@ class SQLiteStore:
         with self._lock:
             conn = self._connection()
             prev_rev, prev_blob = self._current_for_write(conn, key, expected_revision)
+            prev = self._decode(key, prev_blob)
             rev = self._rev + 1
             new = stamp(obj, rev)
             wrapped, size = encode_storable(key, new)
-            blob = memoryview(wrapped)[EMBED_HEADROOM : EMBED_HEADROOM + size]
+            blob = self._seal(key, memoryview(wrapped)[EMBED_HEADROOM : EMBED_HEADROOM + size])
             with self._transaction(conn) as now:
                 conn.execute("UPDATE kv SET rev = ? WHERE key = ?", (rev, key))
                 conn.execute(
@@ -413,9 +600,9 @@ class SQLiteStore:
                     (rev, now, key, blob, prev_rev),
                 )
             self._rev = rev
-            self._object_bytes += size - len(prev_blob)
-            self._logged(size)
-            self._fanout.publish(Event("MODIFIED", key, rev, new, _loads(prev_blob), size))
+            self._object_bytes += len(blob) - len(prev_blob)
+            self._logged(len(blob))
+            self._fanout.publish(Event("MODIFIED", key, rev, new, prev, size))
             return new
 
     def delete(self, key: str, expected_revision: int | None = None) -> JSON:
@@ -426,10 +613,11 @@ class SQLiteStore:
         with self._lock:
             conn = self._connection()
             prev_rev, prev_blob = self._current_for_write(conn, key, expected_revision)
-            prev: JSON = _loads(prev_blob)
+            prev = self._decode(key, prev_blob)
             rev = self._rev + 1
             last = stamp(prev, rev)
-            blob = _dumps(last)
+            plain = _dumps(last)
+            blob = self._seal(key, plain)
             with self._transaction(conn) as now:
                 conn.execute("DELETE FROM kv WHERE key = ?", (key,))
                 conn.execute(
@@ -441,7 +629,7 @@ class SQLiteStore:
             self._objects -= 1
             self._object_bytes -= len(prev_blob)
             self._logged(len(blob))
-            self._fanout.publish(Event("DELETED", key, rev, last, prev, len(blob)))
+            self._fanout.publish(Event("DELETED", key, rev, last, prev, len(plain)))
             return last
 
     def subscribe(self, fn: Subscriber) -> Callable[[], None]:
@@ -587,7 +775,7 @@ class SQLiteStore:
         if row is None:
             raise KeyNotFound(f"key {key!r} not found")
         if expected_revision is not None and row[0] != expected_revision:
-            raise RevisionConflict(_loads(row[1]))
+            raise RevisionConflict(self._decode(key, row[1]))
         blob: bytes = row[1]
         return int(row[0]), blob
 
