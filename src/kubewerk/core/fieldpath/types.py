@@ -1,0 +1,242 @@
+"""The schema view server-side apply needs: for each position of an object, whether it is
+a scalar, a map (struct fields and/or free-form keys; granular or atomic) or a list
+(atomic, a set, or a map keyed by some of its items' fields).
+
+``OpenApiTypes`` reads it from OpenAPI schemas as plain dicts — a CRD's structural
+``openAPIV3Schema``, or the built-in kinds' published definitions (``$ref`` to
+``#/definitions/NAME`` or ``#/components/schemas/NAME``) — the way kube-openapi's
+``schemaconv`` turns them into structured-merge-diff schemas:
+
+- ``x-kubernetes-list-type``: ``atomic`` / ``set`` / ``map`` with
+  ``x-kubernetes-list-map-keys``; without it a list whose ``x-kubernetes-patch-strategy``
+  has ``merge`` is keyed by ``x-kubernetes-patch-merge-key`` (a set if it has none),
+  anything else is atomic;
+- ``x-kubernetes-map-type: atomic`` makes a map or struct one leaf; ``granular`` (the
+  default) lets each field have its own owner;
+- a schema that says nothing (``x-kubernetes-preserve-unknown-fields``, ``{}``) and
+  fields a struct does not declare are *deduced* from the value: objects are granular
+  maps, lists atomic, the rest scalars.
+
+Nodes are built lazily and cached, so recursive definitions (``JSONSchemaProps``) cost
+only what an object actually reaches.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping
+from typing import Any
+
+__all__ = ["DEDUCED", "OpenApiTypes", "TypeNode"]
+
+SCALAR = "scalar"
+MAP = "map"
+LIST = "list"
+UNTYPED = "deduced"
+
+ATOMIC = "atomic"
+GRANULAR = "granular"
+SET = "set"
+KEYED = "map"
+
+
+class TypeNode:
+    """One position's type. ``kind`` is ``scalar``, ``map``, ``list`` or ``deduced``;
+    ``relation`` is ``atomic`` or ``granular`` for maps and ``atomic``, ``set`` or ``map``
+    for lists; ``keys`` the key fields of a keyed list."""
+
+    __slots__ = (
+        "_default_of",
+        "_element",
+        "_element_of",
+        "_field_of",
+        "_fields",
+        "keys",
+        "kind",
+        "relation",
+    )
+
+    def __init__(
+        self,
+        kind: str,
+        relation: str = GRANULAR,
+        keys: tuple[str, ...] = (),
+        field_of: Callable[[str], TypeNode | None] | None = None,
+        element_of: Callable[[], TypeNode] | None = None,
+        default_of: Callable[[str], Any] | None = None,
+    ) -> None:
+        self.kind = kind
+        self._default_of = default_of
+        self.relation = relation
+        self.keys = keys
+        self._field_of = field_of
+        self._element_of = element_of
+        self._fields: dict[str, TypeNode | None] = {}
+        self._element: TypeNode | None = None
+
+    def declared(self, name: str) -> TypeNode | None:
+        """The type of the struct field ``name``, or None if the struct does not declare
+        it (free-form map keys are never declared)."""
+        if self._field_of is None:
+            return None
+        try:
+            return self._fields[name]
+        except KeyError:
+            found = self._fields[name] = self._field_of(name)
+            return found
+
+    def field_default(self, name: str) -> Any:
+        """The schema's default for struct field ``name`` (None if it has none): what a
+        keyed list item that omits a key field is identified by."""
+        return self._default_of(name) if self._default_of is not None else None
+
+    def element(self) -> TypeNode:
+        """The type of list items, or of map values not declared as fields."""
+        if self._element is None:
+            self._element = self._element_of() if self._element_of is not None else DEDUCED
+        return self._element
+
+    def member(self, name: str) -> TypeNode:
+        """The type of map key ``name``: the declared field's, else the element type."""
+        declared = self.declared(name)
+        return declared if declared is not None else self.element()
+
+    def with_fields(self, overrides: Mapping[str, TypeNode]) -> TypeNode:
+        """This map type with some fields' types replaced (or added)."""
+        base = self
+
+        def field_of(name: str) -> TypeNode | None:
+            found = overrides.get(name)
+            return found if found is not None else base.declared(name)
+
+        return TypeNode(
+            self.kind, self.relation, self.keys, field_of, self.element, self._default_of
+        )
+
+    def resolve(self, value: Any) -> TypeNode:
+        """The concrete node for ``value`` (a deduced type becomes what the value is)."""
+        if self.kind != UNTYPED:
+            return self
+        if isinstance(value, dict):
+            return _DEDUCED_MAP
+        if isinstance(value, list):
+            return _DEDUCED_LIST
+        return _SCALAR
+
+
+DEDUCED = TypeNode(UNTYPED)
+_SCALAR = TypeNode(SCALAR)
+_DEDUCED_MAP = TypeNode(MAP, GRANULAR, (), None, lambda: DEDUCED)
+_DEDUCED_LIST = TypeNode(LIST, ATOMIC, (), None, lambda: DEDUCED)
+
+
+def scalar() -> TypeNode:
+    return _SCALAR
+
+
+def struct(fields: Mapping[str, TypeNode], atomic: bool = False) -> TypeNode:
+    """A struct type with these fields (undeclared fields are deduced)."""
+    table = dict(fields)
+    return TypeNode(MAP, ATOMIC if atomic else GRANULAR, (), table.get, lambda: DEDUCED)
+
+
+def map_of(element: TypeNode, atomic: bool = False) -> TypeNode:
+    return TypeNode(MAP, ATOMIC if atomic else GRANULAR, (), None, lambda: element)
+
+
+def list_of(element: TypeNode, list_type: str = ATOMIC, keys: tuple[str, ...] = ()) -> TypeNode:
+    return TypeNode(LIST, list_type, keys, None, lambda: element)
+
+
+class OpenApiTypes:
+    """Type nodes for OpenAPI schemas given as dicts (see the module docstring).
+
+    ``definitions`` resolves ``$ref``s (never modified); ``node`` is cached per schema
+    object, which must stay alive and unchanged while this instance is used."""
+
+    __slots__ = ("_cache", "definitions")
+
+    def __init__(self, definitions: Mapping[str, Mapping[str, Any]] | None = None) -> None:
+        self.definitions: Mapping[str, Mapping[str, Any]] = definitions or {}
+        self._cache: dict[int, tuple[Mapping[str, Any], TypeNode]] = {}
+
+    def _deref(self, schema: Mapping[str, Any]) -> Mapping[str, Any]:
+        for _ in range(8):
+            ref = schema.get("$ref")
+            if not isinstance(ref, str):
+                all_of = schema.get("allOf")
+                if isinstance(all_of, list) and len(all_of) == 1 and isinstance(all_of[0], dict):
+                    ref = all_of[0].get("$ref")
+            if not isinstance(ref, str):
+                return schema
+            found = self.definitions.get(ref.rsplit("/", 1)[-1])
+            if found is None:
+                return {}
+            schema = found
+        return schema
+
+    def definition(self, name: str) -> TypeNode | None:
+        found = self.definitions.get(name)
+        return self.node(found) if found is not None else None
+
+    def node(self, schema: Mapping[str, Any]) -> TypeNode:
+        """The type ``schema`` describes."""
+        cached = self._cache.get(id(schema))
+        if cached is not None and cached[0] is schema:
+            return cached[1]
+        made = self._build(schema)
+        self._cache[id(schema)] = (schema, made)
+        return made
+
+    def _build(self, outer: Mapping[str, Any]) -> TypeNode:
+        schema = self._deref(outer)
+
+        def ext(name: str) -> Any:
+            value = outer.get(name)
+            return value if value is not None else schema.get(name)
+
+        kind = schema.get("type")
+        if kind == "array" or (kind is None and isinstance(schema.get("items"), dict)):
+            items = schema.get("items")
+            list_type = ext("x-kubernetes-list-type")
+            keys: tuple[str, ...] = ()
+            if list_type == KEYED:
+                raw_keys = ext("x-kubernetes-list-map-keys")
+                keys = tuple(k for k in raw_keys or () if isinstance(k, str))
+            elif list_type not in (ATOMIC, SET):
+                strategy = str(ext("x-kubernetes-patch-strategy") or "")
+                merge_key = ext("x-kubernetes-patch-merge-key")
+                if "merge" in strategy.split(","):
+                    list_type = KEYED if merge_key else SET
+                    keys = (str(merge_key),) if merge_key else ()
+                else:
+                    list_type = ATOMIC
+            item_schema: Mapping[str, Any] = items if isinstance(items, dict) else {}
+            return TypeNode(LIST, list_type, keys, None, lambda: self.node(item_schema))
+        props = schema.get("properties")
+        extra = schema.get("additionalProperties")
+        if kind == "object" or isinstance(props, dict) or isinstance(extra, dict):
+            relation = ATOMIC if ext("x-kubernetes-map-type") == ATOMIC else GRANULAR
+            table: Mapping[str, Any] = props if isinstance(props, dict) else {}
+
+            def field_of(name: str) -> TypeNode | None:
+                sub = table.get(name)
+                return self.node(sub) if isinstance(sub, dict) else None
+
+            def default_of(name: str) -> Any:
+                sub = table.get(name)
+                return sub.get("default") if isinstance(sub, dict) else None
+
+            extra_schema: Mapping[str, Any] | None = extra if isinstance(extra, dict) else None
+            return TypeNode(
+                MAP,
+                relation,
+                (),
+                field_of if table else None,
+                (lambda: self.node(extra_schema)) if extra_schema is not None else None,
+                default_of if table else None,
+            )
+        if kind in ("string", "integer", "number", "boolean") or schema.get(
+            "x-kubernetes-int-or-string"
+        ):
+            return _SCALAR
+        return DEDUCED
