@@ -37,6 +37,34 @@ def test_malformed_quantities(text: str) -> None:
     assert canonical(text) == text  # left for the typed decode to refuse
 
 
+def test_remembered_quantities_answer_as_computed() -> None:
+    """The remembered parse and canonical form are what computing them gives, again and
+    again; a malformed text raises every time; a text longer than ``CACHED_TEXT`` or a
+    ``str`` subclass is computed each time and never takes a place in the cache."""
+    from kubewerk.apiserver.kindrules import quantity
+
+    texts = ["500m", "128Mi", "1.5Gi", "0.0001", "1e3", "2000", "-1", "+.5k", "7E-2"]
+    for _ in range(3):
+        for text in texts:
+            assert quantity.parse(text) == quantity._parse(text)
+            assert quantity.canonical(text) == quantity._canonical(text)
+    for _ in range(2):
+        with pytest.raises(ValueError, match="quantities must match"):
+            quantity.parse("1.2.3")
+        assert quantity.canonical("1.2.3") == "1.2.3"
+
+    class Text(str):
+        pass
+
+    cached = quantity._canonical_remembered.cache_info().currsize
+    long_text = "1" * (quantity.CACHED_TEXT + 1)
+    assert quantity.canonical(long_text) == quantity._canonical(long_text)
+    assert quantity.parse(long_text) == quantity._parse(long_text)
+    odd = Text("bogus")
+    assert quantity.canonical(odd) is odd
+    assert quantity._canonical_remembered.cache_info().currsize == cached
+
+
 def test_parse_error_text() -> None:
     with pytest.raises(ValueError, match="quantities must match the regular expression"):
         parse("abc")

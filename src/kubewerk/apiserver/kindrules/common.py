@@ -25,6 +25,10 @@ from kubewerk.core.validation import (
 JSON = dict[str, Any]
 Errs = list[FieldError]
 
+MAPPING: Final = (dict, Mapping)
+"""``isinstance(x, MAPPING)`` is ``isinstance(x, Mapping)``, answered without the ABC
+machinery for the dicts a decoded body holds."""
+
 IMMUTABLE: Final = "field is immutable"
 """``apimachineryvalidation.FieldImmutableErrorMsg``."""
 NON_NEGATIVE: Final = "must be greater than or equal to 0"
@@ -50,7 +54,7 @@ class KindRules:
 
 def obj(parent: Mapping[str, Any] | None, key: str) -> JSON:
     """``parent[key]`` when it is an object, else an empty dict (not attached)."""
-    if not isinstance(parent, Mapping):
+    if not isinstance(parent, MAPPING):
         return {}
     value = parent.get(key)
     return value if isinstance(value, dict) else {}
@@ -67,7 +71,7 @@ def ensure(parent: JSON, key: str) -> JSON:
 
 def items(parent: Mapping[str, Any] | None, key: str) -> list[JSON]:
     """The objects in the list ``parent[key]`` (non-objects skipped)."""
-    if not isinstance(parent, Mapping):
+    if not isinstance(parent, MAPPING):
         return []
     value = parent.get(key)
     if not isinstance(value, list):
@@ -77,7 +81,7 @@ def items(parent: Mapping[str, Any] | None, key: str) -> list[JSON]:
 
 def str_of(parent: Mapping[str, Any] | None, key: str) -> str:
     """``parent[key]`` as Go would hold it in a string field ("" when absent)."""
-    if not isinstance(parent, Mapping):
+    if not isinstance(parent, MAPPING):
         return ""
     value = parent.get(key)
     return value if isinstance(value, str) else ""
@@ -85,7 +89,7 @@ def str_of(parent: Mapping[str, Any] | None, key: str) -> str:
 
 def int_of(parent: Mapping[str, Any] | None, key: str, default: int = 0) -> int:
     """``parent[key]`` as an integer field (``default`` when absent)."""
-    if not isinstance(parent, Mapping):
+    if not isinstance(parent, MAPPING):
         return default
     value = parent.get(key)
     if isinstance(value, int) and not isinstance(value, bool):
@@ -112,7 +116,7 @@ def set_default(parent: JSON, key: str, value: Any) -> None:
 def struct_value(value: Any, order: Sequence[str]) -> GoText:
     """A bad value that kube prints as ``json.Marshal`` of a Go struct: fields in the
     struct's declaration order (``order``), not sorted."""
-    if not isinstance(value, Mapping):
+    if not isinstance(value, MAPPING):
         return GoText(go_json(value))
     keys = [k for k in order if k in value] + sorted(k for k in value if k not in order)
     inner = ",".join(f"{go_json(k)}:{go_json(value[k])}" for k in keys)
@@ -124,7 +128,7 @@ SELECTOR_ORDER: Final = ("matchLabels", "matchExpressions")
 
 def selector_value(selector: Any) -> GoText:
     """A ``LabelSelector`` as kube prints it in an error."""
-    if not isinstance(selector, Mapping):
+    if not isinstance(selector, MAPPING):
         return GoText(go_json(selector))
     value: dict[str, Any] = dict(selector)
     exprs = value.get("matchExpressions")
@@ -281,7 +285,7 @@ _OPERATORS: Final = ("In", "NotIn", "Exists", "DoesNotExist")
 
 def check_label_selector(errs: Errs, selector: Any, path: str) -> None:
     """``metav1validation.ValidateLabelSelector``."""
-    if not isinstance(selector, Mapping):
+    if not isinstance(selector, MAPPING):
         return
     for i, req in enumerate(items(selector, "matchExpressions")):
         rpath = f"{path}.matchExpressions[{i}]"
@@ -324,7 +328,7 @@ def selector_is_valid(selector: Any) -> bool:
 
 def selector_is_empty(selector: Any) -> bool:
     """No matchLabels and no matchExpressions (``selector.Empty()``)."""
-    if not isinstance(selector, Mapping):
+    if not isinstance(selector, MAPPING):
         return True
     return not selector.get("matchLabels") and not selector.get("matchExpressions")
 
@@ -333,7 +337,7 @@ def selector_matches(selector: Any, labels: Mapping[str, Any] | None) -> bool:
     """Whether a (valid) ``LabelSelector`` selects an object with ``labels`` (a nil
     selector selects nothing, an empty one everything)."""
     labels = labels or {}
-    if not isinstance(selector, Mapping):
+    if not isinstance(selector, MAPPING):
         return False
     for key, value in (selector.get("matchLabels") or {}).items():
         if labels.get(key) != value:

@@ -1,6 +1,12 @@
 """Resource quantities (``resource.Quantity``): parsing and the canonical form a typed
 decode writes back (``1000m`` -> ``1``, ``0.5`` -> ``500m``, ``1.5Gi`` -> ``1536Mi``),
 with ``SetDefaults_ResourceList``'s rounding up to milli units.
+
+The same few quantities come back in body after body (``500m``, ``128Mi``), so what a
+quantity text parses and canonicalises to is remembered: the last ``CACHE_SIZE`` distinct
+texts of at most ``CACHED_TEXT`` characters (of type ``str`` exactly), so the memory held
+stays bounded whatever the bodies carry. Remembering changes no answer: ``parse`` of a
+malformed text raises again on every call, and ``canonical`` gives the same string.
 """
 
 from __future__ import annotations
@@ -8,6 +14,7 @@ from __future__ import annotations
 import math
 import re
 from fractions import Fraction
+from functools import lru_cache
 from typing import Any, Final, Literal
 
 from kubewerk.apiserver.kindrules.common import JSON
@@ -38,9 +45,21 @@ _DECIMAL_BY_EXP: Final = {v: k for k, v in _DECIMAL.items()}
 _BINARY_BY_EXP: Final = {v: k for k, v in _BINARY.items()}
 
 
+CACHED_TEXT: Final = 64
+"""The longest quantity text whose parse and canonical form are remembered."""
+CACHE_SIZE: Final = 2048
+"""How many distinct quantity texts are remembered (least recently used dropped)."""
+
+
 def parse(text: str) -> tuple[Fraction, Format]:
     """The value and format of a quantity; ``ValueError(PARSE_ERROR)`` when malformed
     (or ``ValueError("unable to parse quantity's suffix")``)."""
+    if type(text) is str and len(text) <= CACHED_TEXT:
+        return _parse_remembered(text)
+    return _parse(text)
+
+
+def _parse(text: str) -> tuple[Fraction, Format]:
     m = _QUANTITY_RE.fullmatch(text.strip()) if text == text.strip() else None
     if not m or not _NUMBER_RE.fullmatch(m.group(1)):
         raise ValueError(PARSE_ERROR)
@@ -53,6 +72,9 @@ def parse(text: str) -> tuple[Fraction, Format]:
     if suffix[:1] in ("e", "E") and re.fullmatch(r"[-+]?[0-9]+", suffix[1:]):
         return number * Fraction(10) ** int(suffix[1:]), "DecimalExponent"
     raise ValueError("unable to parse quantity's suffix")
+
+
+_parse_remembered = lru_cache(maxsize=CACHE_SIZE)(_parse)
 
 
 def value_of(text: Any) -> Fraction | None:
@@ -72,6 +94,12 @@ def value_of(text: Any) -> Fraction | None:
 def canonical(text: Any) -> Any:
     """The quantity as kube-apiserver serializes it after ``SetDefaults_ResourceList``
     (rounded up to milli units); a value that does not parse is returned unchanged."""
+    if type(text) is str and len(text) <= CACHED_TEXT:
+        return _canonical_remembered(text)
+    return _canonical(text)
+
+
+def _canonical(text: Any) -> Any:
     if isinstance(text, bool) or not isinstance(text, str | int | float):
         return text
     try:
@@ -79,6 +107,9 @@ def canonical(text: Any) -> Any:
     except ValueError:
         return text
     return format_value(value, fmt)
+
+
+_canonical_remembered = lru_cache(maxsize=CACHE_SIZE)(_canonical)
 
 
 def format_value(value: Fraction, fmt: Format) -> str:

@@ -146,32 +146,40 @@ def default_replication_controller(rc: JSON) -> None:
 # -- validation ----------------------------------------------------------------
 
 
-def _check_selector(errs: Errs, spec: JSON, noun: str) -> None:
-    """A required, valid, non-empty selector (``empty selector is invalid for <noun>``)."""
+def _check_selector(errs: Errs, spec: JSON, noun: str) -> bool:
+    """A required, valid, non-empty selector (``empty selector is invalid for <noun>``).
+    Returns ``selector_is_valid`` of the selector, read off the checks just made."""
     selector = spec.get("selector")
     if selector is None:
         errs.append(FieldError.required("spec.selector"))
-        return
+        return True
+    before = len(errs)
     check_label_selector(errs, selector, "spec.selector")
+    valid = len(errs) == before
     if selector_is_empty(selector):
         errs.append(
             FieldError.invalid(
                 "spec.selector", selector_value(selector), f"empty selector is invalid for {noun}"
             )
         )
+    return valid
 
 
-def _check_template_for_replica_set(errs: Errs, spec: JSON, owner: str) -> None:
-    """``ValidatePodTemplateSpecForReplicaSet`` (and its RC and DaemonSet twins)."""
+def _check_template_for_replica_set(
+    errs: Errs, spec: JSON, owner: str, selector_valid: bool | None = None
+) -> None:
+    """``ValidatePodTemplateSpecForReplicaSet`` (and its RC and DaemonSet twins);
+    ``selector_valid``: ``selector_is_valid`` of the spec's selector when the caller
+    already knows it."""
     template = spec.get("template")
     if not isinstance(template, dict):
         errs.append(FieldError.required("spec.template"))
         return
     selector = spec.get("selector")
+    if selector_valid is None:
+        selector_valid = selector_is_valid(selector)
     # a nil selector selects nothing (so nothing matches); an empty one selects everything
-    matchable = selector is None or (
-        selector_is_valid(selector) and not selector_is_empty(selector)
-    )
+    matchable = selector is None or (selector_valid and not selector_is_empty(selector))
     if matchable and not selector_matches(selector, _labels(template)):
         errs.append(
             FieldError.invalid("spec.template.metadata.labels", _labels_value(template), MISMATCH)
@@ -236,15 +244,15 @@ def validate_deployment(new: JSON, old: JSON | None) -> list[FieldError]:
     errs: Errs = []
     spec = obj(new, "spec")
     check_nonnegative(errs, spec.get("replicas"), "spec.replicas")
-    _check_selector(errs, spec, "deployment")
-    if not selector_is_valid(spec.get("selector")):
+    selector_valid = _check_selector(errs, spec, "deployment")
+    if not selector_valid:
         errs.append(
             FieldError.invalid(
                 "spec.selector", selector_value(spec.get("selector")), "invalid label selector"
             )
         )
     else:
-        _check_template_for_replica_set(errs, spec, "ReplicaSet")
+        _check_template_for_replica_set(errs, spec, "ReplicaSet", selector_valid)
     _check_deployment_strategy(errs, obj(spec, "strategy"))
     min_ready = int_of(spec, "minReadySeconds")
     check_nonnegative(errs, min_ready, "spec.minReadySeconds")
@@ -279,15 +287,15 @@ def validate_replica_set(new: JSON, old: JSON | None) -> list[FieldError]:
     spec = obj(new, "spec")
     check_nonnegative(errs, spec.get("replicas"), "spec.replicas")
     check_nonnegative(errs, spec.get("minReadySeconds"), "spec.minReadySeconds")
-    _check_selector(errs, spec, "deployment")
-    if not selector_is_valid(spec.get("selector")):
+    selector_valid = _check_selector(errs, spec, "deployment")
+    if not selector_valid:
         errs.append(
             FieldError.invalid(
                 "spec.selector", selector_value(spec.get("selector")), "invalid label selector"
             )
         )
     else:
-        _check_template_for_replica_set(errs, spec, "ReplicaSet")
+        _check_template_for_replica_set(errs, spec, "ReplicaSet", selector_valid)
     if old is not None:
         _immutable_selector(errs, spec, obj(old, "spec"))
     return errs
