@@ -298,25 +298,15 @@ def _rbac_target(target: str) -> Any:
 def rbac_for(
     target: Any, namespace: str, name: str | None, leader_election: bool | None
 ) -> list[dict[str, Any]]:
-    """The RBAC objects of a Manager or Platform (see the module doc)."""
-    from kubewerk.lifecycle.platform import Platform
-    from kubewerk.lifecycle.rbac import platform_permissions
+    """The RBAC objects of a Manager or Platform (see the module doc); a refusal of the
+    derivation is a usage error."""
+    from kubewerk.lifecycle.rbac import operator_rbac
     from kubewerk.model.errors import ModelDefinitionError
-    from kubewerk.runtime.rbac import manager_permissions, rbac_objects
 
-    manager = target.manager if isinstance(target, Platform) else target
     try:
-        if isinstance(target, Platform):
-            perms = platform_permissions(
-                target, namespace=namespace, leader_election=leader_election
-            )
-        else:
-            perms = manager_permissions(
-                target, namespace=namespace, leader_election=leader_election
-            )
+        return operator_rbac(target, namespace, name=name, leader_election=leader_election)
     except (ModelDefinitionError, ValueError) as exc:
         raise UsageError(str(exc)) from None
-    return rbac_objects(perms, name or manager.name, namespace)
 
 
 def run_rbac(args: argparse.Namespace) -> int:

@@ -36,9 +36,10 @@ from kubewerk.runtime.rbac import (
     controller_permissions,
     declared_rules,
     manager_permissions,
+    rbac_objects,
 )
 
-__all__ = ["keeps_finalizer", "platform_permissions"]
+__all__ = ["keeps_finalizer", "operator_rbac", "platform_permissions"]
 
 
 def keeps_finalizer(platform: Platform, registration: KindRegistration) -> bool:
@@ -113,3 +114,22 @@ def _target_type(cls: type) -> ResourceType:
     if issubclass(cls, ExternalKind):
         return ResourceType(cls.group, cls.version, cls.kind, cls.plural, cls.namespaced)
     return resource_type_of(cls)
+
+
+def operator_rbac(
+    target: Any,
+    namespace: str,
+    *,
+    name: str | None = None,
+    leader_election: bool | None = None,
+) -> list[dict[str, Any]]:
+    """The ServiceAccount ``namespace/name`` (default: the manager's name) and the roles
+    and bindings granting what ``target`` (a Manager or a Platform) needs, as
+    :func:`~kubewerk.runtime.rbac.rbac_objects` lists them."""
+    if isinstance(target, Platform):
+        perms = platform_permissions(target, namespace=namespace, leader_election=leader_election)
+        manager = target.manager
+    else:
+        perms = manager_permissions(target, namespace=namespace, leader_election=leader_election)
+        manager = target
+    return rbac_objects(perms, name or manager.name, namespace)

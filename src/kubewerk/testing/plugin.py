@@ -46,6 +46,28 @@ else:
     )
 
 
+def pytest_addoption(parser: pytest.Parser) -> None:
+    """``--kubewerk-rbac``: every ``kube_server`` authenticates and authorizes with RBAC,
+    as the ``kubewerk_rbac`` marker asks for one test."""
+    group = parser.getgroup("kubewerk")
+    group.addoption(
+        "--kubewerk-rbac",
+        action="store_true",
+        dest="kubewerk_rbac",
+        default=False,
+        help="kubewerk: run kube_server with token authentication and RBAC, and managers "
+        "under run_manager as their ServiceAccounts with their generated RBAC",
+    )
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    config.addinivalue_line(
+        "markers",
+        "kubewerk_rbac: kube_server authenticates and authorizes with RBAC; run_manager runs "
+        "managers as their ServiceAccounts with the RBAC kubewerk gen rbac derives",
+    )
+
+
 @pytest.fixture
 def wait_for() -> Callable[..., Awaitable[Any]]:
     """:func:`kubewerk.testing.wait_for`: ``await wait_for(condition, timeout=10)``."""
