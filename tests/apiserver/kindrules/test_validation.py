@@ -241,6 +241,28 @@ CASES = [
         ['spec.containers[0].volumeMounts[0].name: Not found: "data"'],
     ),
     Case(
+        # the sources are taken in kube's order (validateVolumeSource), not the body's
+        "pod-volume-with-three-sources",
+        edit(
+            pod(),
+            lambda o: o["spec"].update(
+                volumes=[
+                    {
+                        "name": "v",
+                        "configMap": {"name": "c", "defaultMode": 420},
+                        "emptyDir": None,
+                        "secret": {"secretName": "s", "defaultMode": 420},
+                        "hostPath": {"path": "/x", "type": ""},
+                    }
+                ]
+            ),
+        ),
+        [
+            "spec.volumes[0].secret: Forbidden: may not specify more than 1 volume type",
+            "spec.volumes[0].configMap: Forbidden: may not specify more than 1 volume type",
+        ],
+    ),
+    Case(
         "pod-requests-over-limits",
         edit(
             pod(),

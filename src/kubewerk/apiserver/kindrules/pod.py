@@ -76,6 +76,17 @@ _VOLUME_SOURCES: Final = (
     "ephemeral",
     "image",
 )
+_VOLUME_SOURCE_ORDER: Final = {name: i for i, name in enumerate(_VOLUME_SOURCES)}
+"""Each volume source's place in ``_VOLUME_SOURCES`` (a volume is scanned by its own
+few keys rather than by the thirty source names)."""
+
+
+def _volume_sources(vol: JSON) -> list[str]:
+    """The sources a volume sets (not null), in ``_VOLUME_SOURCES`` order."""
+    found = [k for k, v in vol.items() if v is not None and k in _VOLUME_SOURCE_ORDER]
+    if len(found) > 1:
+        found.sort(key=_VOLUME_SOURCE_ORDER.__getitem__)
+    return found
 
 
 # -- defaults ------------------------------------------------------------------
@@ -155,7 +166,7 @@ def default_container(ctr: JSON) -> None:
 
 def default_volume(vol: JSON) -> None:
     """``SetDefaults_Volume`` and its sources' defaulters."""
-    if not any(vol.get(src) is not None for src in _VOLUME_SOURCES):
+    if not _volume_sources(vol):
         vol["emptyDir"] = {}
     for key in ("secret", "configMap", "downwardAPI", "projected"):
         source = vol.get(key)
@@ -420,7 +431,7 @@ def _check_volumes(errs: Errs, volumes: list[JSON], path: str) -> set[str]:
             if name in names:
                 errs.append(FieldError.duplicate(f"{vpath}.name", name))
             names.add(name)
-        sources = [s for s in _VOLUME_SOURCES if vol.get(s) is not None]
+        sources = _volume_sources(vol)
         if not sources:
             errs.append(FieldError.required(vpath, "must specify a volume type"))
         for extra in sources[1:]:
