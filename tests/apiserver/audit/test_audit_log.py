@@ -327,4 +327,52 @@ async def test_spec_history_replays_to_every_past_version(audited: Audited) -> N
     assert read_history(lines, parse_target("databases.demo.kubewerk.dev/hist")) == writes
     assert read_history(lines, parse_target("databases/hist", "other-ns")) == []
     assert read_history(lines, parse_target("databases.example.com/hist")) == []
-    await asyncio.sleep(0)
+    # the command line: the list, a past version, errors
+    log = audited.log
+    assert cli("history", "databases/hist", "--log", str(log), "-n", "default") == 0
+    out = cli_json("history", "databases/hist", "--log", str(log), "-o", "json")
+    assert [w["resourceVersion"] for w in out["writes"]] == [
+        rv or w["resourceVersion"] for (rv, _), w in zip(seen, out["writes"], strict=True)
+    ]
+    for rv, spec_doc in seen:
+        if rv:
+            got = cli_json("history", "databases/hist", "--log", str(log), "--at", rv, "-o", "json")
+            assert {"spec": got["spec"]} == spec_doc
+            assert got["metadata"] == {
+                "name": "hist",
+                "namespace": "default",
+                "resourceVersion": rv,
+            }
+            assert got["apiVersion"] == "demo.kubewerk.dev/v1"
+    deleted_rv = str(writes[6].resource_version)
+    assert cli("history", "databases/hist", "--log", str(log), "--at", deleted_rv) == 1
+    assert cli("history", "databases/nothing", "--log", str(log)) == 1
+    assert cli("history", "databases", "--log", str(log)) == 2
+    assert cli("history", "databases/hist", "--log", str(log), "--at", "yesterday") == 2
+    assert cli("history", "databases/hist", "--log", str(log / "missing")) == 2
+
+
+def cli(*argv: str) -> int:
+    import argparse
+
+    from kubewerk.cli import UsageError
+    from kubewerk.cli import audit as audit_cli
+
+    parser = argparse.ArgumentParser(prog="kubewerk")
+    audit_cli.register(parser.add_subparsers(dest="command"))
+    args = parser.parse_args(["audit", *argv])
+    try:
+        code: int = args.func(args)
+    except UsageError:
+        return 2
+    return code
+
+
+def cli_json(*argv: str) -> Any:
+    import contextlib
+    import io
+
+    buf = io.StringIO()
+    with contextlib.redirect_stdout(buf):
+        assert cli(*argv) == 0
+    return orjson.loads(buf.getvalue())
