@@ -1,0 +1,306 @@
+"""Admission benchmark: creates through the embedded server with and without admission.
+
+Starts, each in its own process, the embedded API server (memory store, the stack
+``kubewerk up`` serves) and a ``kubewerk.webhook`` validating webhook over TLS on
+loopback (a CA and serving certificate from ``kubewerk.webhook.certs``). Then, in one
+run, alternating rounds (the order rotated each round) of ``wrk`` POSTing ConfigMaps
+with ``generateName`` in one namespace:
+
+- (a) no admission configuration stored (the synchronous write path);
+- (b) one ValidatingAdmissionPolicy with three validations bound to the namespace;
+- (c) one ValidatingWebhookConfiguration calling the webhook over TLS with its caBundle.
+
+Each mode is set up through the API before its round and removed after it. Printed:
+each mode's creates/s (median over rounds) and its ratio to (a). Target (issue 14): the
+policy costs <= 20% of a create, i.e. (b)/(a) >= 0.8.
+
+    .venv/bin/python benchmarks/admission.py [-c 32] [-d 5] [-r 3] [--profile FILE]
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import multiprocessing as mp
+import os
+import re
+import statistics
+import subprocess
+import tempfile
+import time
+import urllib.error
+import urllib.request
+from typing import Any
+
+NS = "bench"
+PATH = f"/apis/demo.kubewerk.dev/v1/namespaces/{NS}/databases"
+BODY = json.dumps(
+    {
+        "apiVersion": "demo.kubewerk.dev/v1",
+        "kind": "Database",
+        "metadata": {"generateName": "db-", "labels": {"app": "bench", "tier": "web"}},
+        "spec": {"engine": "postgres", "version": "16", "replicas": 2},
+    }
+).encode()
+BAD = dict(json.loads(BODY), spec={"engine": "postgres", "replicas": 5})
+AR = "/apis/admissionregistration.k8s.io/v1"
+POLICY = {
+    "apiVersion": "admissionregistration.k8s.io/v1",
+    "kind": "ValidatingAdmissionPolicy",
+    "metadata": {"name": "bench-policy"},
+    "spec": {
+        "failurePolicy": "Fail",
+        "matchConstraints": {
+            "resourceRules": [
+                {
+                    "apiGroups": ["demo.kubewerk.dev"],
+                    "apiVersions": ["v1"],
+                    "operations": ["CREATE", "UPDATE"],
+                    "resources": ["databases"],
+                }
+            ]
+        },
+        "validations": [
+            {"expression": "has(object.spec.version)", "message": "spec.version is required"},
+            {"expression": "object.spec.replicas <= 3", "message": "at most 3 replicas"},
+            {
+                "expression": "has(object.metadata.labels) && 'app' in object.metadata.labels",
+                "messageExpression": "'database ' + object.metadata.name + ' has no app label'",
+            },
+        ],
+    },
+}
+BINDING = {
+    "apiVersion": "admissionregistration.k8s.io/v1",
+    "kind": "ValidatingAdmissionPolicyBinding",
+    "metadata": {"name": "bench-binding"},
+    "spec": {
+        "policyName": "bench-policy",
+        "validationActions": ["Deny"],
+        "matchResources": {"namespaceSelector": {"matchLabels": {"bench": "yes"}}},
+    },
+}
+
+
+def serve_api(q: Any, profile: str | None) -> None:
+    import asyncio
+
+    from kubewerk.apiserver.server import EmbeddedServer
+
+    async def main() -> None:
+        async with EmbeddedServer("memory") as srv:
+            q.put(srv.port)
+            await asyncio.Event().wait()
+
+    if profile:
+        import cProfile
+        import signal
+
+        prof = cProfile.Profile()
+
+        def dump(*_: Any) -> None:
+            prof.disable()
+            prof.dump_stats(profile)
+            os._exit(0)
+
+        signal.signal(signal.SIGTERM, dump)
+        prof.enable()
+    asyncio.run(main())
+
+
+def serve_webhook_raw(q: Any, cert: str, key: str) -> None:
+    """A validating webhook: the kubewerk.webhook server with a typed Database handler."""
+    import asyncio
+
+    from kubewerk.model import KubeModel, Resource
+    from kubewerk.webhook import AdmissionRequest, Allowed, Denied, WebhookApp, WebhookServer
+
+    class Spec(KubeModel):
+        engine: str
+        version: str | None = None
+        replicas: int | None = None
+        storage: str | None = None
+
+    class Database(
+        Resource[Spec, dict[str, Any]], group="demo.kubewerk.dev", version="v1", kind="Database"
+    ):
+        """The demo Database as the webhook sees it."""
+
+    app = WebhookApp()
+
+    @app.validating(Database, "/validate")
+    async def check(db: Database, old: Database | None, req: AdmissionRequest) -> Allowed | Denied:
+        if (db.spec.replicas or 1) > 3:
+            return Denied("at most 3 replicas")
+        return Allowed()
+
+    async def main() -> None:
+        server = WebhookServer(app, host="127.0.0.1", port=0, cert_file=cert, key_file=key)
+        async with server:
+            q.put(server.port)
+            await asyncio.Event().wait()
+
+    asyncio.run(main())
+
+
+def start(target: Any, *args: Any) -> tuple[mp.process.BaseProcess, int]:
+    ctx = mp.get_context("spawn")
+    q = ctx.Queue()
+    proc = ctx.Process(target=target, args=(q, *args), daemon=True)
+    proc.start()
+    return proc, int(q.get(timeout=60))
+
+
+def call(base: str, method: str, path: str, body: Any = None) -> Any:
+    data = json.dumps(body).encode() if body is not None else None
+    req = urllib.request.Request(
+        base + path, data, {"Content-Type": "application/json"}, method=method
+    )
+    with urllib.request.urlopen(req) as answer:
+        return json.loads(answer.read())
+
+
+def wrk(url: str, connections: int, duration: int) -> float:
+    """Creates/s from one wrk thread; fails on any non-2xx answer."""
+    with tempfile.NamedTemporaryFile("w", suffix=".lua", delete=False) as script:
+        script.write('wrk.method = "POST"\n')
+        script.write(f"wrk.body = [==[{BODY.decode()}]==]\n")
+        script.write('wrk.headers["Content-Type"] = "application/json"\n')
+    try:
+        out = subprocess.run(
+            ["wrk", "-t1", f"-c{connections}", f"-d{duration}s", "-s", script.name, url],
+            capture_output=True,
+            text=True,
+            check=True,
+        ).stdout
+    finally:
+        os.unlink(script.name)
+    bad = re.search(r"Non-2xx or 3xx responses: (\d+)", out)
+    if bad:
+        raise RuntimeError(f"{bad.group(1)} non-2xx answers from {url}:\n{out}")
+    match = re.search(r"Requests/sec:\s+([\d.]+)", out)
+    if match is None:
+        raise RuntimeError(out)
+    return float(match.group(1))
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("-c", "--connections", type=int, default=32)
+    parser.add_argument("-d", "--duration", type=int, default=5)
+    parser.add_argument("-r", "--rounds", type=int, default=3)
+    parser.add_argument("--profile", help="cProfile the API server into FILE")
+    args = parser.parse_args()
+
+    from kubewerk.webhook.certs import make_certificates, write_certificates
+
+    tmp = tempfile.mkdtemp(prefix="kubewerk-bench-")
+    certs = make_certificates("hooks", "default", days=1, extra_names=["127.0.0.1"])
+    files = write_certificates(certs, os.path.join(tmp, "certs"))
+    api_proc, api_port = start(serve_api, args.profile)
+    hook_proc, hook_port = start(serve_webhook_raw, str(files["cert"]), str(files["key"]))
+    base = f"http://127.0.0.1:{api_port}"
+    webhooks = {
+        "apiVersion": "admissionregistration.k8s.io/v1",
+        "kind": "ValidatingWebhookConfiguration",
+        "metadata": {"name": "bench-webhook"},
+        "webhooks": [
+            {
+                "name": "check.bench.kubewerk.dev",
+                "clientConfig": {
+                    "url": f"https://127.0.0.1:{hook_port}/validate",
+                    "caBundle": certs.ca_bundle,
+                },
+                "rules": [
+                    {
+                        "apiGroups": ["demo.kubewerk.dev"],
+                        "apiVersions": ["v1"],
+                        "operations": ["CREATE"],
+                        "resources": ["databases"],
+                    }
+                ],
+                "namespaceSelector": {"matchLabels": {"bench": "yes"}},
+                "sideEffects": "None",
+                "admissionReviewVersions": ["v1"],
+                "failurePolicy": "Fail",
+            }
+        ],
+    }
+    try:
+        import yaml
+
+        from kubewerk.cli import demo_data
+
+        crd_file = os.path.join(os.path.dirname(demo_data.__file__), "crd.yaml")
+        with open(crd_file) as f:
+            call(
+                base,
+                "POST",
+                "/apis/apiextensions.k8s.io/v1/customresourcedefinitions",
+                yaml.safe_load(f),
+            )
+        time.sleep(1.0)  # established
+        ns = {"apiVersion": "v1", "kind": "Namespace"}
+        call(
+            base,
+            "POST",
+            "/api/v1/namespaces",
+            {**ns, "metadata": {"name": NS, "labels": {"bench": "yes"}}},
+        )
+
+        def setup(mode: str) -> None:
+            if mode == "policy":
+                call(base, "POST", f"{AR}/validatingadmissionpolicies", POLICY)
+                call(base, "POST", f"{AR}/validatingadmissionpolicybindings", BINDING)
+            elif mode == "webhook":
+                call(base, "POST", f"{AR}/validatingwebhookconfigurations", webhooks)
+            # the chain must answer (and deny) as configured before measuring
+            try:
+                call(base, "POST", PATH, BAD)
+                denied = False
+            except urllib.error.HTTPError:
+                denied = True
+            if denied != (mode != "none"):
+                raise RuntimeError(f"{mode}: the check request was not answered as expected")
+
+        def teardown(mode: str) -> None:
+            if mode == "policy":
+                call(base, "DELETE", f"{AR}/validatingadmissionpolicybindings/bench-binding")
+                call(base, "DELETE", f"{AR}/validatingadmissionpolicies/bench-policy")
+            elif mode == "webhook":
+                call(base, "DELETE", f"{AR}/validatingwebhookconfigurations/bench-webhook")
+            call(base, "DELETE", PATH)  # keep the store the same size for every round
+
+        modes = ["none", "policy", "webhook"]
+        rates: dict[str, list[float]] = {m: [] for m in modes}
+        for r in range(args.rounds):
+            order = modes[r % 3 :] + modes[: r % 3]
+            for mode in order:
+                setup(mode)
+                rates[mode].append(wrk(base + PATH, args.connections, args.duration))
+                teardown(mode)
+                time.sleep(0.5)
+        none = statistics.median(rates["none"])
+        print(f"creates/s, {args.connections} connections, {args.rounds} rounds (median):")
+        labels = {
+            "none": "(a) no admission",
+            "policy": "(b) one VAP, 3 validations",
+            "webhook": "(c) one validating webhook, TLS",
+        }
+        for mode in modes:
+            rate = statistics.median(rates[mode])
+            runs = " ".join(f"{x:.0f}" for x in rates[mode])
+            print(f"  {labels[mode]:34s} {rate:8.0f}/s  {rate / none:5.2f}x (a)   [{runs}]")
+        policy_cost = 1 - statistics.median(rates["policy"]) / none
+        verdict = "met" if policy_cost <= 0.20 else "NOT met"
+        print(f"VAP cost: {policy_cost:.0%} of a create (target <= 20%: {verdict})")
+    finally:
+        api_proc.terminate()
+        hook_proc.terminate()
+        api_proc.join(10)
+        hook_proc.join(10)
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
