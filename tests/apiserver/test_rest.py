@@ -324,11 +324,15 @@ async def test_patch_types(api: Api) -> None:
     status, err = await api.patch(path, {"spec": {"replicas": 2}}, kind="strategic")
     assert status == 415
     assert err["reason"] == "UnsupportedMediaType"
+    # server-side apply is served; without a fieldManager it is refused as kube refuses it
     status, err = await api.request(
         "PATCH", path, raw=b"x: 1", content_type="application/apply-patch+yaml"
     )
-    assert status == 415
-    assert "server-side apply" in err["message"]
+    assert status == 422
+    assert err["message"] == (
+        'PatchOptions.meta.k8s.io "" is invalid: fieldManager: Required value: '
+        "is required for apply patch"
+    )
 
 
 async def test_table_output(api: Api) -> None:
@@ -733,6 +737,7 @@ async def test_initial_namespaces(api: Api) -> None:
             "uid",
             "creationTimestamp",
             "labels",
+            "managedFields",  # the server's own create, an Update entry
             "resourceVersion",
         ]
         assert ns["metadata"]["labels"] == {"kubernetes.io/metadata.name": name}

@@ -18,7 +18,7 @@ from typing import Any
 
 import orjson
 
-from kubewerk.apiserver import decode
+from kubewerk.apiserver import decode, fieldmanager
 from kubewerk.apiserver.admission import Admission, AdmissionRequest
 from kubewerk.apiserver.listing import list_objects
 from kubewerk.apiserver.registry import Registry, ServedResource
@@ -264,12 +264,19 @@ class ResourceApi:
     # -- create ------------------------------------------------------------------
 
     def create(
-        self, target: Target, body: JSON, query: dict[str, str], *, defer: bool = False
+        self,
+        target: Target,
+        body: JSON,
+        query: dict[str, str],
+        *,
+        defer: bool = False,
+        applied: bool = False,
     ) -> RestResponse:
         """Create from ``body``, which the caller hands over (it is changed in place).
 
         ``defer``: stop before storage and answer with ``commit`` set (see
-        ``RestResponse.commit``), for the admission chain's asynchronous path."""
+        ``RestResponse.commit``), for the admission chain's asynchronous path.
+        ``applied``: ``body`` is a server-side apply's result, its managedFields final."""
         rtype = target.rtype
         if target.subresource:
             raise ApiError.method_not_supported(
@@ -304,16 +311,21 @@ class ResourceApi:
         # system fields (rest.FillObjectMetaSystemFields / BeforeCreate)
         meta["uid"] = metautil.new_uid()
         meta["creationTimestamp"] = metautil.now_rfc3339()
+        requested_fields = meta.get("managedFields")
         for key in (
             "deletionTimestamp",
             "deletionGracePeriodSeconds",
             "resourceVersion",
             "selfLink",
-            "managedFields",
+            *(() if applied else ("managedFields",)),
         ):
             meta.pop(key, None)
         _omit_empty_meta(meta)
         rtype.strategy.prepare_for_create(obj)
+        if not applied:
+            fieldmanager.track(
+                rtype, target.version, None, None, obj, requested_fields, query, "create"
+            )
         warnings = self._admit("CREATE", target, obj, None, query)
         if not meta.get("name"):
             raise ApiError.invalid(
@@ -407,11 +419,15 @@ class ResourceApi:
         served: JSON | None = None,
         *,
         defer: bool = False,
+        applied: bool = False,
+        verb: str = "update",
     ) -> RestResponse:
         """The shared tail of PUT and PATCH: system fields, status rules, admission, write.
 
         ``served`` is ``current`` as served in the target version, when the caller has it;
-        ``defer`` as for ``create``.
+        ``defer`` as for ``create``. The write's ``Update`` ownership is recorded in
+        ``managedFields``, unless ``applied`` (a server-side apply's result, whose
+        managedFields are final).
         """
         rtype = target.rtype
         if rv_text:
@@ -423,6 +439,7 @@ class ResourceApi:
                 raise ApiError.stale(rtype.resource, rtype.group, target.name or "")
         old_served = served if served is not None else self.serve(target, current)
         meta = new.setdefault("metadata", {})
+        requested_fields = meta.get("managedFields")
         old_meta = current.get("metadata") or {}
         if meta.get("uid") and meta["uid"] != old_meta.get("uid"):
             raise ApiError.conflict(
@@ -464,6 +481,22 @@ class ResourceApi:
             rtype.strategy.prepare_for_update(new, old_served)
             if "generation" in old_meta and rtype.strategy.generation_changed(new, old_served):
                 meta["generation"] = int(old_meta["generation"]) + 1
+        if applied:
+            if requested_fields:
+                new["metadata"]["managedFields"] = requested_fields
+            else:
+                new["metadata"].pop("managedFields", None)
+        else:
+            fieldmanager.track(
+                rtype,
+                target.version,
+                target.subresource,
+                old_served,
+                new,
+                requested_fields,
+                query,
+                verb,
+            )
         # validation sees the resourceVersion being updated (ValidateObjectMetaUpdate requires one)
         new["metadata"]["resourceVersion"] = current["metadata"]["resourceVersion"]
         # the stored object was admitted by this server under this very schema: the
@@ -587,7 +620,9 @@ class ResourceApi:
     ) -> RestResponse:
         from kubewerk.core import patch as patchlib
 
-        media = self._patch_media(target, content_type)
+        media = self._patch_media(target, content_type, query)
+        if media == APPLY_YAML:
+            return self._server_side_apply(target, patch_body, query)
         patch_doc = self._patch_doc(patch_body)
         key, current = self._get_stored(target)
         served = self.serve(target, current)
@@ -596,7 +631,80 @@ class ResourceApi:
             patched_scale = self._run_patch(target, media, scale, patch_doc, patchlib)
             return self._update_scale(target, patched_scale, query)
         patched, rv_text = self._patched(target, media, patch_doc, current, served)
-        return self._apply_update(target, key, current, patched, query, rv_text, served)
+        return self._apply_update(
+            target, key, current, patched, query, rv_text, served, verb="patch"
+        )
+
+    # -- server-side apply ---------------------------------------------------------
+
+    def _apply_config(self, target: Target, patch_body: bytes) -> JSON:
+        """The applied configuration, checked as kube-apiserver's applyPatcher and
+        field manager check it."""
+        try:
+            config = decode.yaml_value(patch_body, "the patch")
+        except decode.TooDeep as exc:
+            raise ApiError.bad_request(str(exc)) from None
+        except decode.DecodeError as exc:
+            raise ApiError.bad_request(f"error decoding YAML: {exc}") from None
+        if not isinstance(config, dict):
+            raise ApiError.bad_request(
+                "error decoding YAML: json: cannot unmarshal "
+                f"{unmarshal_kind(config)} into Go value of type map[string]interface {{}}"
+            )
+        api_version = config.get("apiVersion")
+        if api_version != target.api_version:
+            raise ApiError.bad_request(
+                "Incorrect version specified in apply patch. Specified patch version: "
+                f"{api_version or ''}, expected: {target.api_version}"
+            )
+        if config.get("kind") != target.rtype.kind:
+            raise ApiError.bad_request(
+                f"the kind in the data ({config.get('kind') or ''}) does not match the "
+                f"expected kind ({target.rtype.kind})"
+            )
+        meta = config.get("metadata")
+        if meta is not None and not isinstance(meta, dict):
+            raise ApiError.bad_request("metadata must be an object")
+        meta = meta or {}
+        if meta.get("managedFields") is not None:
+            raise ApiError.bad_request("metadata.managedFields must be nil")
+        if meta.get("name") not in (None, target.name):
+            raise ApiError.bad_request(
+                f"the name of the object ({meta.get('name')}) does "
+                f"not match the name on the URL ({target.name})"
+            )
+        return config
+
+    def _server_side_apply(
+        self, target: Target, patch_body: bytes, query: dict[str, str]
+    ) -> RestResponse:
+        """``PATCH`` with ``application/apply-patch+yaml``: merge the configuration into
+        the object by the kind's schema, with field ownership (``fieldmanager``); creates
+        the object when it does not exist, as kube-apiserver does."""
+        rtype = target.rtype
+        config = self._apply_config(target, patch_body)
+        key = rtype.key(target.namespace or "", target.name or "")
+        current = self.store.get(key)
+        if current is None:
+            if target.subresource:
+                raise self._not_found(target)
+            new = fieldmanager.apply_config(
+                rtype, target.version, None, None, copy_json(config), query
+            )
+            new.setdefault("metadata", {})["name"] = target.name
+            result = self.create(
+                Target(rtype, target.version, target.namespace, None), new, query, applied=True
+            )
+            return result
+        served = self.serve(target, current)
+        new = fieldmanager.apply_config(
+            rtype, target.version, target.subresource, served, config, query
+        )
+        new = copy_json(new)
+        rv_text = (config.get("metadata") or {}).get("resourceVersion")
+        return self._apply_update(
+            target, key, current, new, query, rv_text, served, applied=True, verb="patch"
+        )
 
     def prepare_patch(
         self, target: Target, patch_body: bytes, content_type: str
@@ -604,7 +712,12 @@ class ResourceApi:
         """A PATCH (not of ``/scale``) up to admission: ``(key, stored object, stored
         object as served, patched object, resourceVersion precondition)``; finish it with
         ``finish_patch``. For the admission chain's asynchronous path."""
-        media = self._patch_media(target, content_type)
+        media = self._patch_media(target, content_type, {})
+        if media == APPLY_YAML:
+            raise ApiError.unsupported_media_type(
+                "server-side apply is not available while admission webhooks or policies "
+                "are configured in kubewerk yet; use a merge or JSON patch"
+            )
         patch_doc = self._patch_doc(patch_body)
         key, current = self._get_stored(target)
         served = self.serve(target, current)
@@ -621,25 +734,42 @@ class ResourceApi:
         """Admit ``patched`` (what ``prepare_patch`` gave, as mutating admission left it)
         and answer with ``commit`` set (``defer``)."""
         key, current, served, _, rv_text = prepared
-        return self._apply_update(target, key, current, patched, query, rv_text, served, defer=True)
+        return self._apply_update(
+            target, key, current, patched, query, rv_text, served, defer=True, verb="patch"
+        )
 
-    def _patch_media(self, target: Target, content_type: str) -> str:
+    def _patch_media(
+        self, target: Target, content_type: str, query: dict[str, str] | None = None
+    ) -> str:
+        """The patch's media type, and the PatchOptions checks that depend on it
+        (ValidatePatchOptions: ``fieldManager`` required for apply, ``force`` only there)."""
         rtype = target.rtype
+        query = query if query is not None else {}
         media = content_type.split(";")[0].strip().lower()
-        if media == "application/apply-patch+yaml":
-            raise ApiError.unsupported_media_type(
-                "server-side apply (application/apply-patch+yaml) is not "
-                "supported by kubewerk yet; use client-side apply (kubectl "
-                "apply without --server-side), or a merge or JSON patch"
-            )
         allowed = ["application/json-patch+json", "application/merge-patch+json"]
         if rtype.strategic_kind:
             allowed.append("application/strategic-merge-patch+json")
-        if media not in allowed:
+        if media == APPLY_CBOR:
+            raise ApiError.unsupported_media_type(
+                "the body of the request was in an unknown format - accepted media types "
+                "include: " + ", ".join([*allowed, APPLY_YAML]) + " (kubewerk does not read "
+                "CBOR: send the apply configuration as application/apply-patch+yaml)"
+            )
+        if media not in allowed and media != APPLY_YAML:
             raise ApiError.unsupported_media_type(
                 "the body of the request was in an unknown format - accepted media types include: "
-                + ", ".join([*allowed, "application/apply-patch+yaml"])
+                + ", ".join([*allowed, APPLY_YAML])
             )
+        errors: builtins.list[FieldError] = []
+        if media == APPLY_YAML:
+            if not query.get("fieldManager"):
+                errors.append(FieldError.required("fieldManager", "is required for apply patch"))
+        elif "force" in query:
+            errors.append(FieldError.forbidden("force", "may not be specified for non-apply patch"))
+        if errors:
+            raise ApiError.invalid("PatchOptions", "meta.k8s.io", "", errors)
+        if query.get("fieldManager"):
+            fieldmanager.manager_name(query, "patch")
         return media
 
     @staticmethod
@@ -979,6 +1109,9 @@ def _with_status_of(new: JSON, old: JSON) -> JSON:
 
 
 _ABSENT: Any = object()
+
+APPLY_YAML = "application/apply-patch+yaml"
+APPLY_CBOR = "application/apply-patch+cbor"
 
 
 # ObjectMeta fields tagged omitempty that a write can leave empty (the last label removed,

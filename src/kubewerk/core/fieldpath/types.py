@@ -153,10 +153,18 @@ class OpenApiTypes:
     ``definitions`` resolves ``$ref``s (never modified); ``node`` is cached per schema
     object, which must stay alive and unchanged while this instance is used."""
 
-    __slots__ = ("_cache", "definitions")
+    __slots__ = ("_cache", "definitions", "key_defaults")
 
-    def __init__(self, definitions: Mapping[str, Mapping[str, Any]] | None = None) -> None:
+    def __init__(
+        self,
+        definitions: Mapping[str, Mapping[str, Any]] | None = None,
+        key_defaults: Mapping[str, Any] | None = None,
+    ) -> None:
         self.definitions: Mapping[str, Mapping[str, Any]] = definitions or {}
+        # defaults of struct fields the schemas leave undeclared (kube's built-in SSA
+        # schema defaults every ``protocol`` list-map key to "TCP"; the published
+        # definitions only say so in prose)
+        self.key_defaults: Mapping[str, Any] = key_defaults or {}
         self._cache: dict[int, tuple[Mapping[str, Any], TypeNode]] = {}
 
     def _deref(self, schema: Mapping[str, Any]) -> Mapping[str, Any]:
@@ -224,7 +232,8 @@ class OpenApiTypes:
 
             def default_of(name: str) -> Any:
                 sub = table.get(name)
-                return sub.get("default") if isinstance(sub, dict) else None
+                found = sub.get("default") if isinstance(sub, dict) else None
+                return found if found is not None else self.key_defaults.get(name)
 
             extra_schema: Mapping[str, Any] | None = extra if isinstance(extra, dict) else None
             return TypeNode(

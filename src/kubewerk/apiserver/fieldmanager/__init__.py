@@ -1,0 +1,338 @@
+"""Field management in the embedded server: ``metadata.managedFields`` on every write and
+server-side apply (``PATCH`` with ``application/apply-patch+yaml``), over the pure
+algorithms of ``kubewerk.core.fieldpath``.
+
+- ``manager_name``: the ``fieldManager`` query parameter, else the request's
+  User-Agent up to its first ``/`` (printable characters, at most 128 bytes), as
+  kube-apiserver derives it; checked as kube validates Create/Update/PatchOptions.
+- ``track``: the ``Update`` entry of a non-apply write (create, update, merge / JSON /
+  strategic patch, ``/status``, ``/scale``). The request's own ``managedFields`` are used
+  when they decode and are not empty (``[{}]`` therefore resets ownership), else the
+  live object's (a client that drops them keeps them; ``[]`` changes nothing).
+- ``apply_config``: the merged object and entries of an apply, or ``ApplyConflict``.
+
+The object's type comes from the kind's schema: the vendored OpenAPI definition of a
+built-in kind (its list types, map types and strategic merge keys), a CRD's structural
+schema with ``metadata`` typed as ObjectMeta.
+"""
+
+from __future__ import annotations
+
+import contextvars
+from typing import Any
+
+from kubewerk.apiserver.registry import ServedResource
+from kubewerk.core import meta as metautil
+from kubewerk.core.errors import ApiError, FieldError
+from kubewerk.core.fieldpath import (
+    APPLY,
+    UPDATE,
+    BadManagedFields,
+    FieldSet,
+    ListItemError,
+    ManagedFields,
+    Manager,
+    OpenApiTypes,
+    TypeNode,
+    apply,
+    update,
+)
+from kubewerk.core.fieldpath.path import field
+from kubewerk.core.fieldpath.types import scalar
+
+__all__ = [
+    "USER_AGENT",
+    "apply_config",
+    "manager_name",
+    "track",
+]
+
+JSON = dict[str, Any]
+
+FIELD_MANAGER_MAX_LENGTH = 128
+
+USER_AGENT: contextvars.ContextVar[str] = contextvars.ContextVar("kubewerk_user_agent", default="")
+"""The User-Agent of the request being served (set by the HTTP layer); the manager of
+writes that give no ``fieldManager``."""
+
+_OBJECT_META = "io.k8s.apimachinery.pkg.apis.meta.v1.ObjectMeta"
+_types_cache: dict[tuple[Any, ...], TypeNode] = {}
+_builtin_types: OpenApiTypes | None = None
+
+
+def _builtins() -> OpenApiTypes:
+    global _builtin_types
+    if _builtin_types is None:
+        from kubewerk.apiserver.kinds import k8s_openapi
+
+        _builtin_types = OpenApiTypes(k8s_openapi.definitions(), {"protocol": "TCP"})
+    return _builtin_types
+
+
+def object_type(rtype: ServedResource, version: str) -> TypeNode:
+    """The type of ``rtype``'s objects in ``version`` (cached per CRD generation)."""
+    cache_key = (rtype.group, rtype.resource, version, rtype.crd_uid, rtype.crd_generation)
+    found = _types_cache.get(cache_key)
+    if found is not None:
+        return found
+    from kubewerk.apiserver.kinds import k8s_openapi
+    from kubewerk.core.fieldpath import DEDUCED
+
+    node: TypeNode | None = None
+    if rtype.builtin:
+        name = k8s_openapi.definition_name(rtype.group, version, rtype.kind)
+        if name is not None:
+            node = _builtins().definition(name)
+    if node is None:
+        schema = rtype.schemas.get(version)
+        base = OpenApiTypes().node(schema) if isinstance(schema, dict) else DEDUCED
+        meta = _builtins().definition(_OBJECT_META)
+        overrides = {"apiVersion": scalar(), "kind": scalar()}
+        if meta is not None:
+            overrides["metadata"] = meta
+        if base.kind == "deduced":
+            from kubewerk.core.fieldpath.types import struct
+
+            node = struct(overrides)
+        else:
+            node = base.with_fields(overrides)
+    if len(_types_cache) > 1024:
+        _types_cache.clear()
+    _types_cache[cache_key] = node
+    return node
+
+
+def _ignored(rtype: ServedResource, subresource: str | None) -> FieldSet:
+    """The strategy's reset fields: never owned (``GetResetFields``)."""
+    if subresource == "status":
+        return FieldSet.of((field("spec"),))
+    if rtype.status_subresource:
+        return FieldSet.of((field("status"),))
+    return FieldSet()
+
+
+def _options_kind(verb: str) -> str:
+    return {"create": "CreateOptions", "update": "UpdateOptions"}.get(verb, "PatchOptions")
+
+
+def _check_manager(name: str, verb: str) -> None:
+    errors: list[FieldError] = []
+    if len(name.encode()) > FIELD_MANAGER_MAX_LENGTH:
+        errors.append(FieldError.too_long("fieldManager", FIELD_MANAGER_MAX_LENGTH))
+    elif not name.isprintable():
+        errors.append(
+            FieldError.invalid("fieldManager", name, "must only contain printable characters")
+        )
+    if errors:
+        raise ApiError.invalid(_options_kind(verb), "meta.k8s.io", "", errors)
+
+
+def manager_name(query: dict[str, str], verb: str) -> str:
+    """The manager of a write (see the module docstring); 422 for a bad ``fieldManager``."""
+    name = query.get("fieldManager", "")
+    if name:
+        _check_manager(name, verb)
+        return name
+    out: list[str] = []
+    size = 0
+    for ch in USER_AGENT.get().split("/", 1)[0]:
+        if not ch.isprintable():
+            continue
+        width = len(ch.encode())
+        if size + width > FIELD_MANAGER_MAX_LENGTH:
+            break
+        out.append(ch)
+        size += width
+    return "".join(out)
+
+
+def _decode(entries: Any) -> ManagedFields | None:
+    try:
+        return ManagedFields.decode(entries)
+    except BadManagedFields:
+        return None
+
+
+def _set_entries(obj: JSON, managed: ManagedFields) -> None:
+    meta = obj.setdefault("metadata", {})
+    entries = managed.encode()
+    if entries:
+        meta["managedFields"] = entries
+    else:
+        meta.pop("managedFields", None)
+
+
+def track(
+    rtype: ServedResource,
+    version: str,
+    subresource: str | None,
+    old: JSON | None,
+    new: JSON,
+    requested: Any,
+    query: dict[str, str],
+    verb: str,
+) -> None:
+    """Set ``new``'s ``metadata.managedFields`` after a non-apply write from ``old`` (the
+    live object as served; None on create). ``requested`` is the managedFields the
+    request carried."""
+    manager = manager_name(query, verb)
+    managed: ManagedFields | None = None
+    if requested and not subresource:
+        managed = _decode(requested)
+        if managed is not None and not managed.owners:
+            managed = None
+    if managed is None:
+        live = (old or {}).get("metadata", {}).get("managedFields") if old else None
+        managed = _decode(live) or ManagedFields()
+    api_version = rtype.api_version(version)
+    node = object_type(rtype, version)
+    try:
+        out = update(
+            old,
+            new,
+            node,
+            managed,
+            Manager(manager, UPDATE, api_version, subresource or ""),
+            api_version,
+            metautil.now_rfc3339(),
+            _ignored(rtype, subresource),
+        )
+    except ListItemError:
+        # a list the schema keys that the object cannot key (admission refuses it, or
+        # the kind tolerates it): ownership stays as it was
+        out = managed
+    _set_entries(new, out)
+
+
+def apply_config(
+    rtype: ServedResource,
+    version: str,
+    subresource: str | None,
+    live: JSON | None,
+    config: JSON,
+    query: dict[str, str],
+) -> JSON:
+    """The object an apply of ``config`` to ``live`` (served form, None if the object
+    does not exist) gives, with its managedFields; raises ``ApiError`` (400 for a
+    configuration structured-merge-diff refuses, 409 ``ApplyConflict``)."""
+    manager = query.get("fieldManager", "")
+    force_text = query.get("force", "")
+    force = force_text.lower() in ("true", "1")
+    managed = _decode(((live or {}).get("metadata") or {}).get("managedFields")) or ManagedFields()
+    api_version = rtype.api_version(version)
+    node = object_type(rtype, version)
+    now = metautil.now_rfc3339()
+    ident = Manager(manager, APPLY, "", subresource or "")
+    base = live if live is not None else {}
+    try:
+        try:
+            new, out = apply(
+                base,
+                config,
+                node,
+                managed,
+                ident,
+                api_version,
+                now,
+                force,
+                _ignored(rtype, subresource),
+            )
+        except ApiError as exc:
+            if exc.code != 409 or manager != "kubectl" or force or live is None:
+                raise
+            if not _conflicts_allowed_by_last_applied(exc, live, node):
+                raise
+            new, out = apply(
+                base,
+                config,
+                node,
+                managed,
+                ident,
+                api_version,
+                now,
+                True,
+                _ignored(rtype, subresource),
+            )
+    except ListItemError as exc:
+        raise ApiError.bad_request(
+            f"failed to create typed patch object ({_gvk_text(rtype, version)}): {exc}"
+        ) from None
+    result = _without_managed(new if new is not None else base)
+    if manager == "kubectl":
+        _sync_last_applied(result, config)
+    _set_entries(result, out)
+    return result
+
+
+def _gvk_text(rtype: ServedResource, version: str) -> str:
+    gv = f"{rtype.group}/{version}" if rtype.group else f"/{version}"
+    return f"{gv}, Kind={rtype.kind}"
+
+
+def _without_managed(obj: JSON) -> JSON:
+    out = dict(obj)
+    meta = out.get("metadata")
+    if isinstance(meta, dict):
+        out["metadata"] = {k: v for k, v in meta.items() if k != "managedFields"}
+    return out
+
+
+LAST_APPLIED = "kubectl.kubernetes.io/last-applied-configuration"
+_LAST_APPLIED_MAX = 256 * 1024
+
+
+def _last_applied(obj: JSON) -> str | None:
+    annotations = (obj.get("metadata") or {}).get("annotations") or {}
+    value = annotations.get(LAST_APPLIED) if isinstance(annotations, dict) else None
+    return value if isinstance(value, str) and value else None
+
+
+def _conflicts_allowed_by_last_applied(exc: ApiError, live: JSON, node: TypeNode) -> bool:
+    """kubectl's upgrade from client-side apply (lastAppliedManager): conflicts over
+    fields the last-applied-configuration set, with the values it set, are forced."""
+    import orjson
+
+    from kubewerk.core.fieldpath import ApplyConflict, compare, to_field_set
+
+    if not isinstance(exc, ApplyConflict):
+        return False
+    text = _last_applied(live)
+    if text is None:
+        return False
+    try:
+        last = orjson.loads(text)
+    except orjson.JSONDecodeError:
+        return False
+    if not isinstance(last, dict):
+        return False
+    try:
+        allowed = to_field_set(last, node).difference(
+            compare(last, _without_managed(live), node).modified
+        )
+    except ListItemError:
+        return False
+    return all(allowed.has(path) for _, path in exc.conflicts)
+
+
+def _sync_last_applied(result: JSON, config: JSON) -> None:
+    """kubectl's server-side applies keep an existing last-applied-configuration in step
+    with what was applied (lastAppliedUpdater)."""
+    import orjson
+
+    if _last_applied(result) is None:
+        return
+    applied = dict(config)
+    meta = dict(applied.get("metadata") or {})
+    annotations = dict(meta.get("annotations") or {})
+    annotations.pop(LAST_APPLIED, None)
+    if annotations:
+        meta["annotations"] = annotations
+    else:
+        meta.pop("annotations", None)
+    applied["metadata"] = meta
+    text = orjson.dumps(applied, option=orjson.OPT_SORT_KEYS).decode()
+    if len(text) > _LAST_APPLIED_MAX:
+        return
+    out_meta = dict(result["metadata"])
+    out_meta["annotations"] = {**out_meta["annotations"], LAST_APPLIED: text}
+    result["metadata"] = out_meta
