@@ -12,7 +12,7 @@ import asyncio
 import contextlib
 import logging
 import time
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from typing import Any
 from urllib.parse import parse_qsl, unquote
 
@@ -21,6 +21,10 @@ import orjson
 from kubewerk import __version__
 from kubewerk.apiserver import decode, discovery, openapi, openapi_v2, protobuf, table
 from kubewerk.apiserver.admission import Admission
+from kubewerk.apiserver.auth.authn import AuthenticationConfig, Authenticator
+from kubewerk.apiserver.auth.guard import RequestGuard
+from kubewerk.apiserver.auth.tokens import DEFAULT_ISSUER, ServiceAccountTokens, SigningKey
+from kubewerk.apiserver.auth.types import CURRENT_USER, UNSECURED, Authorizer, UserInfo
 from kubewerk.apiserver.builtins import INITIAL_NAMESPACES, install_builtins
 from kubewerk.apiserver.controllers import Controllers
 from kubewerk.apiserver.hosts import HostPolicy
@@ -59,10 +63,16 @@ class ClientGone(Exception):
     """The connection ended before the request body was complete."""
 
 
-class Request:
-    """The parts of an HTTP request the API looks at."""
+CreateHandler = Callable[[Target, JSON, UserInfo, dict[str, str]], RestResponse]
+"""Answers a create (POST) of a resource or subresource that is not stored: a review, a
+``TokenRequest``. Gets the target, the decoded body, the request's user and its query."""
 
-    __slots__ = ("body", "headers", "labels", "method", "path", "query")
+
+class Request:
+    """The parts of an HTTP request the API looks at; ``user`` is who it is (after
+    authentication and impersonation)."""
+
+    __slots__ = ("body", "headers", "labels", "method", "path", "query", "user")
 
     def __init__(
         self, method: str, path: str, query: dict[str, str], headers: dict[str, str], body: bytes
@@ -74,6 +84,7 @@ class Request:
         self.body = body
         # the metric labels; routing to a resource replaces them with its own
         self.labels = non_resource_labels(method)
+        self.user: UserInfo = UNSECURED
 
     @property
     def accept(self) -> str:
@@ -85,7 +96,17 @@ class Request:
 
 
 class ApiServer:
-    """The embedded control plane as an ASGI application."""
+    """The embedded control plane as an ASGI application.
+
+    ``authentication`` (None: off, every request ``system:unsecured`` in
+    ``system:masters``) and ``authorizer`` (None: everything allowed) secure every
+    request, in kube-apiserver's order (see ``auth.guard``). The request's user is
+    ``Request.user`` and, for code that sees only a target and a body,
+    ``auth.types.request_user()``. ServiceAccount tokens (``serviceaccounts/token``)
+    are signed by ``service_account_key`` (a key, or a callable making one on first use;
+    default: a new key in memory) with ``service_account_issuer``, and accepted for
+    ``api_audiences`` (default: the issuer).
+    """
 
     def __init__(
         self,
@@ -101,12 +122,37 @@ class ApiServer:
         service_node_port_range: str = DEFAULT_SERVICE_NODE_PORT_RANGE,
         advertise_address: str | None = None,
         advertise_port: int | None = None,
+        authentication: AuthenticationConfig | None = None,
+        authorizer: Authorizer | None = None,
+        service_account_key: SigningKey | Callable[[], SigningKey] | None = None,
+        service_account_issuer: str = DEFAULT_ISSUER,
+        api_audiences: Iterable[str] = (),
     ) -> None:
         # the ranges are parsed first: a malformed one refuses the arguments (ValueError)
         self.service_network = ServiceNetwork.parse(
             service_cluster_ip_range, service_node_port_range
         )
         self.store = store
+        self.service_accounts = ServiceAccountTokens(
+            service_account_key if service_account_key is not None else SigningKey.generate,
+            self._lookup,
+            issuer=service_account_issuer,
+            audiences=tuple(api_audiences),
+        )
+        authenticator = (
+            None
+            if authentication is None
+            else Authenticator(
+                tokens=authentication.tokens,
+                service_accounts=(
+                    self.service_accounts if authentication.service_account_tokens else None
+                ),
+                client_certificates=authentication.client_certificates,
+                anonymous=authentication.anonymous,
+            )
+        )
+        self.guard = RequestGuard(authenticator, authorizer)
+        self.creates: dict[tuple[str, str, str], CreateHandler] = {}
         # None: every Host is answered (for callers with authentication in front)
         self.hosts = HostPolicy(allowed_hosts) if allowed_hosts is not None else None
         self.registry = Registry()
@@ -140,8 +186,30 @@ class ApiServer:
         self.started = False
         self._tasks: list[asyncio.Task[None]] = []
         self._bootstrap()
+        from kubewerk.apiserver.auth.selfsubject import install_self_subject_review
+        from kubewerk.apiserver.kinds.serviceaccounts import install_token_request
+
+        install_self_subject_review(self)
+        install_token_request(self)
         if advertise_address is not None and advertise_port is not None:
             self.advertise(advertise_address, advertise_port)
+
+    def _lookup(self, resource: str, namespace: str, name: str) -> JSON | None:
+        """A stored core/v1 object (for token validation), or None."""
+        rtype = self.registry.get("", resource)
+        return None if rtype is None else self.store.get(rtype.key(namespace, name))
+
+    def serve_create(
+        self, rtype: ServedResource, handler: CreateHandler, subresource: str = ""
+    ) -> None:
+        """Answer POSTs to ``rtype`` (or to its ``subresource`` of a named object) with
+        ``handler`` instead of storing anything. Without ``subresource`` the type is added
+        to the registry (discovery lists its ``verbs``; give it ``verbs=("create",)``)
+        and every other method on it is 405 MethodNotAllowed, as for kube's reviews; with
+        one, the type's strategy must list the subresource."""
+        if not subresource and self.registry.get(rtype.group, rtype.resource) is not rtype:
+            self.registry.add(rtype)
+        self.creates[(rtype.group, rtype.resource, subresource)] = handler
 
     # -- lifecycle ----------------------------------------------------------------
 
@@ -266,6 +334,23 @@ class ApiServer:
                     non_resource_labels(scope["method"]), 403, time.perf_counter() - started
                 )
                 return
+        try:
+            user = self.guard.check(scope)
+        except ApiError as err:
+            await self._send_json(send, err.code, err.to_status())
+            self.metrics.record(
+                non_resource_labels(scope["method"]), err.code, time.perf_counter() - started
+            )
+            return
+        user_token = CURRENT_USER.set(user)
+        try:
+            await self._serve(scope, receive, send, user, started)
+        finally:
+            CURRENT_USER.reset(user_token)
+
+    async def _serve(
+        self, scope: AsgiScope, receive: Receive, send: Send, user: UserInfo, started: float
+    ) -> None:
         method = scope["method"]
         if method == "GET" and not self.log_requests and not scope.get("query_string"):
             hit = self.reads.lookup(scope)
@@ -278,6 +363,7 @@ class ApiServer:
         kind = "readOnly" if method in ("GET", "HEAD", "OPTIONS") else "mutating"
         inflight[kind] += 1
         req = Request(method, scope["path"], {}, {}, b"")
+        req.user = user
         status = 500
         try:
             status = await self._handle(req, scope, receive, send)
@@ -646,6 +732,12 @@ class ApiServer:
         method = req.method
         result: RestResponse
         api = self.api
+        if self.creates:
+            create = self.creates.get((rtype.group, rtype.resource, sub or ""))
+            if create is not None or (
+                sub is None and (rtype.group, rtype.resource, "") in self.creates
+            ):
+                return await self._virtual_create(req, target, create, notes, send)
         watching = method == "GET" and req.query.get("watch", "").lower() in ("true", "1")
         req.labels = labels = _resource_labels(req, target, watching)
         # a CRD converting through a webhook, addressed in a non-storage version
@@ -764,6 +856,35 @@ class ApiServer:
                 f"the server does not allow this method on the requested resource ({method})",
                 {},
             )
+        await self._send_json(send, result.status, result.body, notes + result.warnings)
+        return result.status
+
+    async def _virtual_create(
+        self,
+        req: Request,
+        target: Target,
+        handler: CreateHandler | None,
+        notes: list[str],
+        send: Send,
+    ) -> int:
+        """A create answered by ``handler`` (see ``serve_create``); 405 for any other
+        method, or for a create of a named object of a virtual type."""
+        rtype = target.rtype
+        req.labels = _resource_labels(req, target, False)
+        if (
+            req.method != "POST"
+            or handler is None
+            or (target.subresource is None and target.name is not None)
+        ):
+            raise ApiError(
+                405,
+                "MethodNotAllowed",
+                "the server does not allow this method on the requested resource",
+                {"group": rtype.group, "kind": rtype.resource}
+                if rtype.group
+                else {"kind": rtype.resource},
+            )
+        result = handler(target, self._decode(req, target), req.user, req.query)
         await self._send_json(send, result.status, result.body, notes + result.warnings)
         return result.status
 

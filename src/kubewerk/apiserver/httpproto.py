@@ -26,6 +26,11 @@ is that protocol with the bounds kube-apiserver's Go server has:
 
 None of these ever cuts a response in progress: a watch streams for as long as it
 likes, and the idle timer only starts when a response is complete.
+
+Over TLS, each request's ASGI scope carries ``scope["extensions"]["tls"]`` with
+kubewerk's own keys (not the ASGI TLS extension's): ``client_cert_der``, the DER of the
+client certificate the handshake verified (or None), ``version`` (``"TLSv1.3"``) and
+``cipher``; read once per connection.
 """
 
 from __future__ import annotations
@@ -154,6 +159,7 @@ class LimitedHttpToolsProtocol(HttpToolsProtocol):
         self._head_timer: TimerHandle | None = None
         self._body_timer: TimerHandle | None = None
         self._closing = False  # answered with an error: input is dropped until the close
+        self._extensions: dict[str, Any] | None = None  # the TLS extension, on TLS connections
 
     # -- connection --------------------------------------------------------------------
 
@@ -169,6 +175,16 @@ class LimitedHttpToolsProtocol(HttpToolsProtocol):
             transport.close()
             return
         super().connection_made(transport)
+        ssl_object = transport.get_extra_info("ssl_object")
+        if ssl_object is not None:
+            cipher = ssl_object.cipher()
+            self._extensions = {
+                "tls": {
+                    "client_cert_der": ssl_object.getpeercert(binary_form=True),
+                    "version": ssl_object.version(),
+                    "cipher": cipher[0] if cipher else None,
+                }
+            }
         self._head_timer = self.loop.call_later(
             self.limits.read_header_timeout, self._head_timed_out
         )
@@ -233,6 +249,8 @@ class LimitedHttpToolsProtocol(HttpToolsProtocol):
         if self._head_timer is not None:
             self._head_timer.cancel()
             self._head_timer = None
+        if self._extensions is not None:
+            self.scope["extensions"] = self._extensions
         super().on_headers_complete()
 
     def on_message_complete(self) -> None:

@@ -1,8 +1,9 @@
 """Where the embedded API server listens, and what that is safe to do.
 
-The server has no authentication, so it binds to loopback unless told otherwise:
+Without authentication the server binds to loopback unless told otherwise:
 ``check_bind`` refuses a non-loopback address (a wildcard such as ``0.0.0.0`` or ``::``,
-a LAN address, a name resolving to one) unless the caller opted in, and
+a LAN address, a name resolving to one) unless authentication is on or the caller opted
+in, and
 ``exposure_warning`` is the warning to give on every start when it did. A client must
 never be handed a wildcard address: ``client_host`` turns ``0.0.0.0`` into ``127.0.0.1``
 and ``::`` into ``::1``. ``raise_open_file_limit`` lifts the soft descriptor limit to the
@@ -79,9 +80,10 @@ def refusal(bind: BindAddress, opt_in: str) -> str:
     resolved = "" if bind.address == bind.host else f" (it resolves to {bind.address})"
     return (
         f"{bind.host or '0.0.0.0'} is not a loopback address{resolved}, and the embedded API "
-        "server has no authentication: anyone who can reach the port could read and write every "
-        "object, Secrets included. Keep the default 127.0.0.1 (reach it from elsewhere through an "
-        f"SSH tunnel), or pass {opt_in} if you mean it"
+        "server has no authentication on: anyone who can reach the port could read and write "
+        "every object, Secrets included. Keep the default 127.0.0.1 (reach it from elsewhere "
+        "through an SSH tunnel), turn authentication on (TLS with client certificates, or a "
+        f"token file), or pass {opt_in} if you mean it"
     )
 
 

@@ -5,22 +5,30 @@ The server binds before it reports ready, so ``url`` is usable as soon as ``star
 returns; ``write_kubeconfig`` gives a kubeconfig with a ``kubewerk`` context that kubectl,
 the official clients and kopf use unchanged, readable by its owner only.
 
-The server has no authentication: it binds to loopback unless
-``insecure_bind_non_loopback=True`` (and then warns on every start), and its connections
-have kube-apiserver's HTTP bounds (header size, header-read, idle and body timeouts; see
-``kubewerk.apiserver.httpproto``).
+``tls=True`` serves HTTPS with a CA and serving certificate kept beside the store (see
+``kubewerk.apiserver.auth.certs``), and turns authentication on: client certificates
+signed by that CA (the kubeconfig ``write_kubeconfig`` writes uses the admin certificate,
+group ``system:masters``), ``token_auth_file`` tokens and ServiceAccount tokens.
+Without authentication the server binds to loopback unless
+``insecure_bind_non_loopback=True`` (and then warns on every start); with it, any address
+is allowed. Connections have kube-apiserver's HTTP bounds (header size, header-read,
+idle and body timeouts; see ``kubewerk.apiserver.httpproto``).
 """
 
 from __future__ import annotations
 
 import asyncio
+import base64
 import contextlib
 import dataclasses
 import logging
 import os
+import shutil
 import socket
+import ssl
+import tempfile
 import threading
-from collections.abc import Iterable
+from collections.abc import Iterable, Sequence
 from pathlib import Path
 from types import TracebackType
 from typing import TYPE_CHECKING, Any
@@ -29,6 +37,10 @@ import yaml
 
 from kubewerk.apiserver import listen
 from kubewerk.apiserver.app import ApiServer
+from kubewerk.apiserver.auth.authn import AuthenticationConfig
+from kubewerk.apiserver.auth.certs import ServerPki, pki_directory_for
+from kubewerk.apiserver.auth.tokens import DEFAULT_ISSUER, SigningKey, StaticTokens
+from kubewerk.apiserver.auth.types import Authorizer
 from kubewerk.apiserver.httpproto import (
     DEFAULT_IDLE_TIMEOUT,
     DEFAULT_MAX_HEADER_BYTES,
@@ -61,13 +73,33 @@ except ImportError:  # pragma: no cover
     _LOOP = "asyncio"
 
 
-def kubeconfig_text(url: str, context: str = "kubewerk", namespace: str = "default") -> str:
-    """A kubeconfig (YAML) pointing at ``url`` with one context named ``context``."""
+def kubeconfig_text(
+    url: str,
+    context: str = "kubewerk",
+    namespace: str = "default",
+    *,
+    ca_pem: bytes | None = None,
+    client_cert_pem: bytes | None = None,
+    client_key_pem: bytes | None = None,
+    token: str | None = None,
+) -> str:
+    """A kubeconfig (YAML) pointing at ``url`` with one context named ``context``:
+    ``certificate-authority-data`` from ``ca_pem``, and the user's client certificate
+    and key or bearer ``token`` when given."""
+    cluster: dict[str, Any] = {"server": url}
+    if ca_pem is not None:
+        cluster["certificate-authority-data"] = base64.b64encode(ca_pem).decode("ascii")
+    user: dict[str, Any] = {}
+    if client_cert_pem is not None and client_key_pem is not None:
+        user["client-certificate-data"] = base64.b64encode(client_cert_pem).decode("ascii")
+        user["client-key-data"] = base64.b64encode(client_key_pem).decode("ascii")
+    if token is not None:
+        user["token"] = token
     config = {
         "apiVersion": "v1",
         "kind": "Config",
-        "clusters": [{"name": context, "cluster": {"server": url}}],
-        "users": [{"name": context, "user": {}}],
+        "clusters": [{"name": context, "cluster": cluster}],
+        "users": [{"name": context, "user": user}],
         "contexts": [
             {
                 "name": context,
@@ -114,9 +146,23 @@ class EmbeddedServer:
     ``store`` is a ``Store`` or a spec for ``open_store`` (``"memory"``,
     ``"sqlite:PATH"``). ``port=0`` picks a free port.
 
-    ``host`` must be a loopback address or name unless ``insecure_bind_non_loopback`` is
-    true (the server has no authentication); otherwise ``ValueError`` says why, before
-    anything is opened. ``allowed_hosts`` names the extra ``Host`` header values the API
+    Security (kube-apiserver's flags of the same names): ``tls`` serves HTTPS with the
+    material ``auth.certs.ServerPki`` keeps in ``pki_dir`` (default: ``PATH.pki`` beside a
+    SQLite store, a private temporary directory for a memory store), or with
+    ``tls_cert_file``/``tls_private_key_file``; ``client_ca_file`` adds CAs whose client
+    certificates authenticate; ``token_auth_file`` is kube's static token CSV;
+    ``authentication`` (default: on with TLS, a token file or a client CA) turns the
+    authenticators on (ServiceAccount tokens included), ``anonymous_auth`` lets requests
+    without credentials in as ``system:anonymous``; ``authorizer`` decides requests
+    (``"RBAC"``, ``"AlwaysAllow"`` or an ``Authorizer``; default: everything allowed).
+    ServiceAccount tokens carry ``service_account_issuer`` and are accepted for
+    ``api_audiences`` (default: the issuer). A malformed or unreadable file is a
+    ``SecurityConfigError`` (a ``ValueError``) before anything is opened.
+
+    ``host`` must be a loopback address or name unless authentication is on or
+    ``insecure_bind_non_loopback`` is true; otherwise ``ValueError`` says why, before
+    anything is opened. With authentication on every ``Host`` is answered; without it,
+    ``allowed_hosts`` names the extra ``Host`` header values the API
     answers besides loopback ones (``"*"``: every one); the bound address, and the name it
     was given as, are added when it is a specific non-loopback one. Connection bounds:
     ``max_header_bytes`` (431 beyond it plus Go's 4 KiB slop), ``read_header_timeout``,
@@ -155,12 +201,61 @@ class EmbeddedServer:
         simulate: SimulationConfig | bool | None = None,
         service_cluster_ip_range: str = DEFAULT_SERVICE_CLUSTER_IP_RANGE,
         service_node_port_range: str = DEFAULT_SERVICE_NODE_PORT_RANGE,
+        tls: bool = False,
+        tls_cert_file: str | Path | None = None,
+        tls_private_key_file: str | Path | None = None,
+        client_ca_file: str | Path | None = None,
+        token_auth_file: str | Path | None = None,
+        authentication: bool | None = None,
+        anonymous_auth: bool = False,
+        authorizer: Authorizer | str | None = None,
+        service_account_issuer: str = DEFAULT_ISSUER,
+        api_audiences: Sequence[str] = (),
+        pki_dir: str | Path | None = None,
         **store_policy: Any,
     ) -> None:
         # everything that can refuse the arguments runs before the store is opened
+        if (tls_cert_file is None) != (tls_private_key_file is None):
+            raise SecurityConfigError(
+                "tls_cert_file and tls_private_key_file must be given together"
+            )
+        self.tls = bool(tls or tls_cert_file is not None)
+        try:
+            given_pki = (
+                ServerPki.given(tls_cert_file, tls_private_key_file)
+                if tls_cert_file is not None and tls_private_key_file is not None
+                else None
+            )
+            self.client_ca_file = (
+                None if client_ca_file is None else Path(client_ca_file).expanduser()
+            )
+            if self.client_ca_file is not None:
+                _check_ca_file(self.client_ca_file)
+            tokens = StaticTokens.load(token_auth_file) if token_auth_file is not None else None
+        except ValueError as exc:
+            raise SecurityConfigError(str(exc)) from None
+        except OSError as exc:
+            raise SecurityConfigError(
+                f"cannot read {exc.filename}: {exc.strerror or exc}"
+            ) from None
+        if authentication is None:
+            authentication = self.tls or tokens is not None or client_ca_file is not None
+        self.authentication = (
+            AuthenticationConfig(
+                tokens=tokens, client_certificates=self.tls, anonymous=anonymous_auth
+            )
+            if authentication
+            else None
+        )
+        if isinstance(authorizer, str) and authorizer not in ("RBAC", "AlwaysAllow"):
+            raise SecurityConfigError(
+                f"authorizer must be RBAC or AlwaysAllow (or an Authorizer), not {authorizer!r}"
+            )
         self.bind = listen.resolve(host)
         listen.check_bind(
-            self.bind, allowed=insecure_bind_non_loopback, opt_in="insecure_bind_non_loopback=True"
+            self.bind,
+            allowed=insecure_bind_non_loopback or self.authentication is not None,
+            opt_in="insecure_bind_non_loopback=True",
         )
         self.limits = HttpLimits(
             max_header_bytes=max_header_bytes,
@@ -173,14 +268,37 @@ class EmbeddedServer:
         ServiceNetwork.parse(service_cluster_ip_range, service_node_port_range)
         self.store = open_store(store, **store_policy) if isinstance(store, str) else store
         self._owns_store = isinstance(store, str)
+        self._temp_pki: Path | None = None
+        self._pki_dir = Path(pki_dir).expanduser() if pki_dir is not None else None
+        if self._pki_dir is None:
+            store_path = getattr(self.store, "path", "")
+            if isinstance(store_path, str) and store_path not in ("", ":memory:"):
+                self._pki_dir = pki_directory_for(store_path)
+        self.pki: ServerPki | None = given_pki
+        if self.tls and self.pki is None:
+            self.pki = ServerPki.ensure(self._private_pki_dir(), [host, self.bind.address])
+        resolved_authorizer: Authorizer | None
+        if authorizer == "RBAC":
+            from kubewerk.apiserver.auth.authorizer import rbac_authorizer
+
+            resolved_authorizer = rbac_authorizer(self.store)
+        elif isinstance(authorizer, str):
+            resolved_authorizer = None
+        else:
+            resolved_authorizer = authorizer
         self.app = ApiServer(
             self.store,
             log_requests=log_requests,
             bookmark_interval=bookmark_interval,
-            allowed_hosts=self.allowed_hosts,
+            allowed_hosts=None if self.authentication is not None else self.allowed_hosts,
             watch_backlog_bytes=watch_backlog_bytes,
             service_cluster_ip_range=service_cluster_ip_range,
             service_node_port_range=service_node_port_range,
+            authentication=self.authentication,
+            authorizer=resolved_authorizer,
+            service_account_key=self._signing_key,
+            service_account_issuer=service_account_issuer,
+            api_audiences=api_audiences,
         )
         self.simulation: Simulation | None = None
         if simulate:
@@ -197,17 +315,100 @@ class EmbeddedServer:
         self._thread: threading.Thread | None = None
         self._thread_loop: asyncio.AbstractEventLoop | None = None
 
+    def _private_pki_dir(self) -> Path:
+        """Where TLS material and the signing key live: ``pki_dir``, beside the store, or a
+        private temporary directory removed on ``stop``."""
+        if self._pki_dir is not None:
+            return self._pki_dir
+        if self._temp_pki is None:
+            self._temp_pki = Path(tempfile.mkdtemp(prefix="kubewerk-pki-"))
+        return self._temp_pki
+
+    def _signing_key(self) -> SigningKey:
+        """The ServiceAccount token key: kept beside the store (or ``pki_dir``) when there
+        is one, else a new key for this server's life."""
+        if self._pki_dir is None and (self.pki is None or self.pki.directory is None):
+            return SigningKey.generate()
+        directory = self._pki_dir or (self.pki.directory if self.pki else None)
+        assert directory is not None
+        if not directory.exists():
+            directory.mkdir(mode=0o700, parents=True)
+        return ServerPki(directory / "-", directory / "-", b"", directory=directory).signing_key()
+
     @property
     def url(self) -> str:
         """The URL a client on this machine uses: never a wildcard (0.0.0.0 becomes
-        127.0.0.1, :: ::1)."""
+        127.0.0.1, :: ::1); ``https`` with TLS."""
         host = self.bind.client_host()
         host = f"[{host}]" if ":" in host else host
-        return f"http://{host}:{self.port}"
+        return f"{'https' if self.tls else 'http'}://{host}:{self.port}"
 
-    def write_kubeconfig(self, path: str | Path, context: str = "kubewerk") -> Path:
-        """Write a kubeconfig for ``url`` to ``path``, created 0600 (its new directories 0700)."""
-        return write_private_file(path, kubeconfig_text(self.url, context))
+    def write_kubeconfig(
+        self,
+        path: str | Path,
+        context: str = "kubewerk",
+        *,
+        token: str | None = None,
+        user: str | None = None,
+        groups: Iterable[str] = (),
+    ) -> Path:
+        """Write a kubeconfig for ``url`` to ``path``, created 0600 (its new directories
+        0700). With TLS it carries the CA; its user is ``token`` when given, else a new
+        client certificate for ``user`` in ``groups`` when given, else (with this server's
+        own CA) the admin certificate (group ``system:masters``)."""
+        pki = self.pki
+        cert = key = None
+        if token is None and pki is not None and pki.ca is not None:
+            if user is not None:
+                cert, key = pki.client_certificate(user, groups, days=365)
+            elif pki.admin is not None:
+                cert, key = pki.admin
+        return write_private_file(
+            path,
+            kubeconfig_text(
+                self.url,
+                context,
+                ca_pem=pki.ca_pem if pki is not None else None,
+                client_cert_pem=cert,
+                client_key_pem=key,
+                token=token,
+            ),
+        )
+
+    def service_account_token(
+        self,
+        namespace: str,
+        name: str,
+        *,
+        audiences: Sequence[str] = (),
+        expiration_seconds: int = 3600,
+    ) -> str:
+        """A token for ServiceAccount ``namespace/name`` (as a TokenRequest issues it);
+        ``LookupError`` when no such ServiceAccount is stored."""
+        account = self.app._lookup("serviceaccounts", namespace, name)
+        if account is None:
+            raise LookupError(f'serviceaccounts "{name}" not found in namespace "{namespace}"')
+        tokens = self.app.service_accounts
+        token, _ = tokens.issue(
+            account, list(audiences) or list(tokens.audiences), expiration_seconds
+        )
+        return token
+
+    def ssl_context(self) -> ssl.SSLContext:
+        """The server's TLS context: its serving certificate, TLS 1.2 or newer, client
+        certificates requested and, when sent, verified against this server's CA and
+        ``client_ca_file`` (a certificate from another CA fails the handshake)."""
+        pki = self.pki
+        assert pki is not None
+        context = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
+        context.minimum_version = ssl.TLSVersion.TLSv1_2
+        context.load_cert_chain(str(pki.cert_file), str(pki.key_file))
+        cas = [p for p in (pki.ca_file, self.client_ca_file) if p is not None]
+        if cas and self.authentication is not None:
+            for ca in cas:
+                context.load_verify_locations(cafile=str(ca))
+            context.verify_mode = ssl.CERT_OPTIONAL
+        return context
 
     # -- asyncio -------------------------------------------------------------------
 
@@ -242,8 +443,12 @@ class EmbeddedServer:
         self.app.advertise(self.bind.client_host(), self.port)
         if not self.bind.is_loopback:
             log.warning("%s", listen.exposure_warning(self.bind, self.port))
+        tls_context = self.ssl_context() if self.tls else None
         config = uvicorn.Config(
             self.app,
+            ssl_context_factory=(
+                (lambda _config, _default: tls_context) if tls_context is not None else None
+            ),
             lifespan="on",
             http=protocol_class(limits),
             loop="none",
@@ -287,6 +492,9 @@ class EmbeddedServer:
             self._sock = None
         if self._owns_store:
             self.store.close()
+        if self._temp_pki is not None:
+            shutil.rmtree(self._temp_pki, ignore_errors=True)
+            self._temp_pki = None
 
     async def __aenter__(self) -> EmbeddedServer:
         await self.start()
@@ -347,6 +555,22 @@ class EmbeddedServer:
         tb: TracebackType | None,
     ) -> None:
         self.stop_thread()
+
+
+class SecurityConfigError(ValueError):
+    """A TLS or authentication argument (or the file it names) the server cannot use."""
+
+
+def _check_ca_file(path: Path) -> None:
+    """``ValueError`` unless ``path`` holds at least one PEM certificate."""
+    from cryptography import x509
+
+    try:
+        certs = x509.load_pem_x509_certificates(path.read_bytes())
+    except ValueError:
+        certs = []
+    if not certs:
+        raise ValueError(f"{path} holds no PEM certificate")
 
 
 def _allowed_hosts(bind: listen.BindAddress, extra: Iterable[str]) -> tuple[str, ...]:

@@ -70,7 +70,7 @@ def register(sub: Any) -> None:
         "--host",
         default="127.0.0.1",
         help="address to listen on (default: 127.0.0.1); a non-loopback address needs "
-        f"{INSECURE_BIND_FLAG}",
+        f"authentication (--tls, --token-auth-file) or {INSECURE_BIND_FLAG}",
     )
     parser.add_argument(
         "--port",
@@ -183,6 +183,43 @@ def register(sub: Any) -> None:
         help="where NodePort and LoadBalancer Services' node ports come from "
         f"(default: {DEFAULT_SERVICE_NODE_PORT_RANGE})",
     )
+    sec = parser.add_argument_group(
+        "security",
+        "TLS and authentication as kube-apiserver's flags of the same names (see docs/security.md)",
+    )
+    sec.add_argument(
+        "--tls",
+        action="store_true",
+        help="serve HTTPS with a CA and serving certificate generated on first start and kept "
+        "beside the store (memory store: a private temporary directory); turns authentication "
+        "on and writes a kubeconfig with an admin client certificate (group system:masters)",
+    )
+    sec.add_argument(
+        "--tls-cert-file", metavar="PATH", help="serving certificate (PEM; implies --tls)"
+    )
+    sec.add_argument("--tls-private-key-file", metavar="PATH", help="its private key (PEM)")
+    sec.add_argument(
+        "--client-ca-file",
+        metavar="PATH",
+        help="also accept client certificates signed by these CAs (CN: user, O: groups)",
+    )
+    sec.add_argument(
+        "--token-auth-file",
+        metavar="PATH",
+        help='static bearer tokens, kube\'s CSV: token,user,uid,"group1,group2"',
+    )
+    sec.add_argument(
+        "--anonymous-auth",
+        action="store_true",
+        help="with authentication on, let requests without credentials in as system:anonymous "
+        "(default: they get 401)",
+    )
+    sec.add_argument(
+        "--authorization-mode",
+        choices=("AlwaysAllow", "RBAC"),
+        default="AlwaysAllow",
+        help="who may do what (default: AlwaysAllow)",
+    )
     sim = parser.add_argument_group(
         "simulated cluster",
         "with --simulate the server runs fake Nodes, a scheduler, kubelets and the workload "
@@ -258,7 +295,7 @@ def _simulation(args: argparse.Namespace) -> Any:
 
 def run(args: argparse.Namespace) -> int:
     from kubewerk.apiserver import listen
-    from kubewerk.apiserver.server import EmbeddedServer, new_event_loop
+    from kubewerk.apiserver.server import EmbeddedServer, SecurityConfigError, new_event_loop
     from kubewerk.apiserver.storage import StorageError
 
     logging.basicConfig(
@@ -269,9 +306,18 @@ def run(args: argparse.Namespace) -> int:
     if not (0 <= args.port <= 65535):
         raise UsageError(f"--port must be between 0 and 65535, not {args.port}")
     started = time.perf_counter()
+    if (args.tls_cert_file is None) != (args.tls_private_key_file is None):
+        raise UsageError("--tls-cert-file and --tls-private-key-file must be given together")
+    authenticating = bool(
+        args.tls or args.tls_cert_file or args.token_auth_file or args.client_ca_file
+    )
     try:
         bind = listen.resolve(args.host)
-        listen.check_bind(bind, allowed=args.insecure_bind_non_loopback, opt_in=INSECURE_BIND_FLAG)
+        listen.check_bind(
+            bind,
+            allowed=args.insecure_bind_non_loopback or authenticating,
+            opt_in=INSECURE_BIND_FLAG,
+        )
     except ValueError as exc:
         raise UsageError(f"--host {args.host}: {exc}") from None
     for name in args.allow_host:
@@ -308,7 +354,16 @@ def run(args: argparse.Namespace) -> int:
             max_connections=args.max_connections,
             service_cluster_ip_range=args.service_cluster_ip_range,
             service_node_port_range=args.service_node_port_range,
+            tls=args.tls,
+            tls_cert_file=args.tls_cert_file,
+            tls_private_key_file=args.tls_private_key_file,
+            client_ca_file=args.client_ca_file,
+            token_auth_file=args.token_auth_file,
+            anonymous_auth=args.anonymous_auth,
+            authorizer=args.authorization_mode,
         )
+    except SecurityConfigError as exc:
+        raise UsageError(str(exc)) from None
     except (ValueError, StorageError) as exc:
         raise UsageError(f"--store {args.store}: {exc}") from None
 
@@ -350,6 +405,16 @@ def run(args: argparse.Namespace) -> int:
                 f"simulated cluster: {len(server.simulation.node_names)} nodes "
                 f"({args.node_cpu} CPU, {args.node_memory}, {args.node_pods} pods each)"
             )
+        if server.authentication is not None:
+            pki = server.pki
+            who = (
+                "admin client certificate, group system:masters"
+                if pki is not None and pki.admin is not None and pki.ca is not None
+                else "no credentials: add a token or client certificate"
+            )
+            print(f"authentication on ({who}); authorization: {args.authorization_mode}")
+            if pki is not None and pki.directory is not None and server._temp_pki is None:
+                print(f"TLS material in {pki.directory}")
         print(f"kubeconfig written to {path} (context: kubewerk)")
         print("use it with:")
         print(f"  export KUBECONFIG={path.resolve()}")

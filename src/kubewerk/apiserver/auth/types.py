@@ -116,9 +116,12 @@ class AlwaysAllow:
 
 
 ANONYMOUS = UserInfo(ANONYMOUS_USER, groups=(ALL_UNAUTHENTICATED,))
-"""The user of a request no authenticator recognised, when anonymous requests are allowed
-(and of every request when authentication is off, as a kube-apiserver with no
-authenticator configured and anonymous auth on reports it)."""
+"""The user of a request without credentials when anonymous requests are allowed."""
+
+UNSECURED = UserInfo("system:unsecured", groups=(SYSTEM_MASTERS, ALL_AUTHENTICATED))
+"""The user of every request when authentication is off: kube-apiserver's insecure port
+(no authentication, no authorization; removed in 1.20) served every request as this
+superuser, which is what a server with security off is."""
 
 CURRENT_USER: ContextVar[UserInfo | None] = ContextVar("kubewerk_request_user", default=None)
 """The user of the request being served (set by the server around each request)."""

@@ -1,11 +1,41 @@
-"""``v1`` ServiceAccount: the default strategy with its Table; a delete answers the object."""
+"""``v1`` ServiceAccount: the default strategy with its Table; a delete answers the object.
+
+``serviceaccounts/token`` (``TokenRequest``, ``authentication.k8s.io/v1``; ``kubectl create
+token``) issues a signed token for the ServiceAccount as kube-apiserver's ``TokenREST``
+does: ``spec.audiences`` defaults to the server's API audiences, ``spec.expirationSeconds``
+to 3600 (at least 600, at most 2^32), ``spec.boundObjectRef`` may bind it to a Pod running
+as that ServiceAccount or to a Secret (the token then dies with that object). The answer
+is 201 with ``status.token`` and ``status.expirationTimestamp``; nothing is stored.
+"""
 
 from __future__ import annotations
 
+import time
+from typing import TYPE_CHECKING, Any, ClassVar
+
 from kubewerk.apiserver.kinds.schemas import OBJECT_REFERENCE, object_schema
 from kubewerk.apiserver.registry import ServedResource
+from kubewerk.apiserver.request import RestResponse, Target
 from kubewerk.apiserver.strategy import AGE, PrinterColumn, Strategy
-from kubewerk.core.meta import age
+from kubewerk.core.errors import ApiError, FieldError
+from kubewerk.core.meta import age, now_rfc3339
+
+if TYPE_CHECKING:
+    from kubewerk.apiserver.app import ApiServer
+    from kubewerk.apiserver.auth.types import UserInfo
+
+JSON = dict[str, Any]
+TOKEN_GROUP = "authentication.k8s.io"
+TOKEN_API_VERSION = "authentication.k8s.io/v1"
+DEFAULT_EXPIRATION_SECONDS = 3600
+MIN_EXPIRATION_SECONDS = 600
+MAX_EXPIRATION_SECONDS = 1 << 32
+
+
+class ServiceAccountStrategy(Strategy):
+    """The default strategy plus the ``token`` subresource (create only)."""
+
+    subresources: ClassVar[dict[str, tuple[str, ...]]] = {"token": ("create",)}
 
 
 def resource_type() -> ServedResource:
@@ -21,7 +51,7 @@ def resource_type() -> ServedResource:
         short_names=["sa"],
         strategic_kind="ServiceAccount",
         return_deleted_object=True,
-        strategy=Strategy(
+        strategy=ServiceAccountStrategy(
             columns=[PrinterColumn("Secrets", "string", ".secrets"), AGE],
             cells=lambda o: [len(o.get("secrets") or []), age(o)],
         ),
@@ -39,3 +69,154 @@ def resource_type() -> ServedResource:
             )
         },
     )
+
+
+def _invalid(name: str, errors: list[FieldError]) -> ApiError:
+    return ApiError.invalid("TokenRequest", TOKEN_GROUP, name, errors)
+
+
+def token_request(server: ApiServer) -> Any:
+    """The ``serviceaccounts/token`` create handler of ``server`` (see the module doc)."""
+
+    def create(target: Target, body: JSON, user: UserInfo, query: dict[str, str]) -> RestResponse:
+        name = target.name or ""
+        namespace = target.namespace or ""
+        kind, api_version = body.get("kind"), body.get("apiVersion")
+        if kind not in (None, "", "TokenRequest") or api_version not in (
+            None,
+            "",
+            TOKEN_API_VERSION,
+        ):
+            raise ApiError.bad_request(
+                f"the body of the request must be a {TOKEN_API_VERSION} TokenRequest, "
+                f"not {api_version or '<no apiVersion>'} {kind or '<no kind>'}"
+            )
+        meta = body.get("metadata") or {}
+        spec = body.get("spec") or {}
+        if not isinstance(meta, dict) or not isinstance(spec, dict):
+            raise ApiError.bad_request("metadata and spec of a TokenRequest must be objects")
+        errors: list[FieldError] = []
+        if meta.get("name") and meta["name"] != name:
+            errors.append(
+                FieldError.invalid(
+                    "metadata.name",
+                    meta["name"],
+                    "must match the service account name if specified",
+                )
+            )
+        if meta.get("namespace") and meta["namespace"] != namespace:
+            errors.append(
+                FieldError.invalid(
+                    "metadata.namespace",
+                    meta["namespace"],
+                    "must match the service account namespace if specified",
+                )
+            )
+        seconds = spec.get("expirationSeconds")
+        if seconds is None:
+            seconds = DEFAULT_EXPIRATION_SECONDS
+        if isinstance(seconds, bool) or not isinstance(seconds, int):
+            raise ApiError.bad_request(
+                'TokenRequest in version "v1" cannot be handled as a TokenRequest: '
+                "spec.expirationSeconds must be an integer"
+            )
+        if seconds < MIN_EXPIRATION_SECONDS:
+            errors.append(
+                FieldError.invalid(
+                    "spec.expirationSeconds",
+                    seconds,
+                    "may not specify a duration less than 10 minutes",
+                )
+            )
+        elif seconds > MAX_EXPIRATION_SECONDS:
+            errors.append(
+                FieldError.invalid(
+                    "spec.expirationSeconds",
+                    seconds,
+                    "may not specify a duration larger than 2^32 seconds",
+                )
+            )
+        audiences = spec.get("audiences") or []
+        if not isinstance(audiences, list) or not all(isinstance(a, str) for a in audiences):
+            raise ApiError.bad_request("spec.audiences of a TokenRequest must be a list of strings")
+        if errors:
+            raise _invalid(name, errors)
+        account = server._lookup("serviceaccounts", namespace, name)
+        if account is None:
+            raise ApiError.not_found("serviceaccounts", "", name)
+        bound = _bound_object(server, namespace, name, spec.get("boundObjectRef"))
+        tokens = server.service_accounts
+        audiences = list(audiences) or list(tokens.audiences)
+        created = now_rfc3339()
+        token, exp = tokens.issue(account, audiences, seconds, bound)
+        return RestResponse(
+            201,
+            {
+                "kind": "TokenRequest",
+                "apiVersion": TOKEN_API_VERSION,
+                "metadata": {"name": name, "namespace": namespace, "creationTimestamp": created},
+                "spec": {
+                    "audiences": audiences,
+                    "expirationSeconds": seconds,
+                    "boundObjectRef": spec.get("boundObjectRef"),
+                },
+                "status": {
+                    "token": token,
+                    "expirationTimestamp": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime(exp)),
+                },
+            },
+        )
+
+    return create
+
+
+def _bound_object(
+    server: ApiServer, namespace: str, account: str, ref: Any
+) -> tuple[str, JSON] | None:
+    """The object ``boundObjectRef`` names (checked as kube's TokenREST), or None."""
+    if ref is None:
+        return None
+    if not isinstance(ref, dict):
+        raise ApiError.bad_request("spec.boundObjectRef of a TokenRequest must be an object")
+    api_version, kind, ref_name = (
+        ref.get("apiVersion", ""),
+        ref.get("kind", ""),
+        ref.get("name", ""),
+    )
+    group = api_version.rpartition("/")[0] if isinstance(api_version, str) else ""
+    version = api_version.rpartition("/")[2] if isinstance(api_version, str) else ""
+    if group == "" and kind == "Pod":
+        obj = server._lookup("pods", namespace, str(ref_name))
+        if obj is None:
+            raise ApiError.not_found("pods", "", str(ref_name))
+        running_as = (obj.get("spec") or {}).get("serviceAccountName", "")
+        if running_as != account:
+            raise ApiError.bad_request(
+                f'cannot bind token for serviceaccount "{account}" to pod running with '
+                f'serviceaccount "{running_as}"'
+            )
+    elif group == "" and kind == "Secret":
+        obj = server._lookup("secrets", namespace, str(ref_name))
+        if obj is None:
+            raise ApiError.not_found("secrets", "", str(ref_name))
+    else:
+        raise ApiError.bad_request(
+            f"cannot bind token to object of type {group}/{version}, Kind={kind}"
+        )
+    uid = (obj.get("metadata") or {}).get("uid", "")
+    if ref.get("uid") and ref["uid"] != uid:
+        raise ApiError.conflict(
+            kind,
+            group,
+            str(ref_name),
+            f"the UID in the bound object reference ({ref['uid']}) does not match the UID in "
+            f"record ({uid}). The object might have been deleted and then recreated",
+        )
+    return kind, obj
+
+
+def install_token_request(server: ApiServer) -> None:
+    """Serve ``serviceaccounts/token`` on ``server``."""
+    rtype = server.registry.get("", "serviceaccounts")
+    if rtype is not None:
+        server.serve_create(rtype, token_request(server), "token")
