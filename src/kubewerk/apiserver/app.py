@@ -153,6 +153,7 @@ class ApiServer:
         )
         self.guard = RequestGuard(authenticator, authorizer)
         self.creates: dict[tuple[str, str, str], CreateHandler] = {}
+        self._create_decoders: dict[tuple[str, str, str], Callable[[bytes], JSON]] = {}
         # None: every Host is answered (for callers with authentication in front)
         self.hosts = HostPolicy(allowed_hosts) if allowed_hosts is not None else None
         self.registry = Registry()
@@ -200,16 +201,24 @@ class ApiServer:
         return None if rtype is None else self.store.get(rtype.key(namespace, name))
 
     def serve_create(
-        self, rtype: ServedResource, handler: CreateHandler, subresource: str = ""
+        self,
+        rtype: ServedResource,
+        handler: CreateHandler,
+        subresource: str = "",
+        protobuf_decoder: Callable[[bytes], JSON] | None = None,
     ) -> None:
         """Answer POSTs to ``rtype`` (or to its ``subresource`` of a named object) with
         ``handler`` instead of storing anything. Without ``subresource`` the type is added
         to the registry (discovery lists its ``verbs``; give it ``verbs=("create",)``)
         and every other method on it is 405 MethodNotAllowed, as for kube's reviews; with
-        one, the type's strategy must list the subresource."""
+        one, the type's strategy must list the subresource. ``protobuf_decoder`` turns a
+        ``application/vnd.kubernetes.protobuf`` body into its JSON form (kubectl sends
+        reviews and TokenRequests as protobuf); without one such a body is 415."""
         if not subresource and self.registry.get(rtype.group, rtype.resource) is not rtype:
             self.registry.add(rtype)
         self.creates[(rtype.group, rtype.resource, subresource)] = handler
+        if protobuf_decoder is not None:
+            self._create_decoders[(rtype.group, rtype.resource, subresource)] = protobuf_decoder
 
     # -- lifecycle ----------------------------------------------------------------
 
@@ -884,7 +893,14 @@ class ApiServer:
                 if rtype.group
                 else {"kind": rtype.resource},
             )
-        result = handler(target, self._decode(req, target), req.user, req.query)
+        decoder = self._create_decoders.get((rtype.group, rtype.resource, target.subresource or ""))
+        ctype = req.content_type.split(";")[0].strip().lower()
+        body = (
+            decoder(req.body)
+            if decoder is not None and ctype == protobuf.MEDIA_TYPE
+            else self._decode(req, target)
+        )
+        result = handler(target, body, req.user, req.query)
         await self._send_json(send, result.status, result.body, notes + result.warnings)
         return result.status
 

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
+from kubewerk.apiserver.auth.protobody import decoder
 from kubewerk.apiserver.registry import ServedResource
 from kubewerk.apiserver.request import RestResponse, Target
 from kubewerk.core.errors import ApiError
@@ -78,4 +79,4 @@ def review(target: Target, body: JSON, user: UserInfo, query: dict[str, str]) ->
 
 def install_self_subject_review(server: ApiServer) -> None:
     """Serve SelfSubjectReview on ``server``."""
-    server.serve_create(resource_type(), review)
+    server.serve_create(resource_type(), review, protobuf_decoder=decoder("SelfSubjectReview"))

@@ -13,6 +13,7 @@ from __future__ import annotations
 import time
 from typing import TYPE_CHECKING, Any, ClassVar
 
+from kubewerk.apiserver.auth.protobody import decoder
 from kubewerk.apiserver.kinds.schemas import OBJECT_REFERENCE, object_schema
 from kubewerk.apiserver.registry import ServedResource
 from kubewerk.apiserver.request import RestResponse, Target
@@ -219,4 +220,6 @@ def install_token_request(server: ApiServer) -> None:
     """Serve ``serviceaccounts/token`` on ``server``."""
     rtype = server.registry.get("", "serviceaccounts")
     if rtype is not None:
-        server.serve_create(rtype, token_request(server), "token")
+        server.serve_create(
+            rtype, token_request(server), "token", protobuf_decoder=decoder("TokenRequest")
+        )
