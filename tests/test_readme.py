@@ -18,8 +18,8 @@ def test_every_path_in_where_things_are_exists() -> None:
 
 
 async def test_the_servers_feature_list_matches_what_it_answers() -> None:
-    """README: protobuf bodies work for built-in kinds; server-side apply answers 415;
-    managedFields are not maintained. Checked against the server itself."""
+    """README: protobuf bodies work for built-in kinds; server-side apply works and every
+    write keeps managedFields. Checked against the server itself."""
     from kubewerk.apiserver.app import ApiServer
     from kubewerk.apiserver.storage.memory import MemoryStore
     from tests.apiserver.helpers import asgi_call
@@ -27,8 +27,8 @@ async def test_the_servers_feature_list_matches_what_it_answers() -> None:
 
     text = (ROOT / "README.md").read_text()
     assert "protobuf request bodies for the built-in kinds" in text
-    assert "`kubectl apply --server-side` gets a clear 415" in text
-    assert "Not yet: server-side apply" in text and "`managedFields`" in text
+    assert "`kubectl apply --server-side` works; every write keeps `managedFields`" in text
+    assert "Not yet: server-side apply" not in text
     app = ApiServer(MemoryStore())
     cms = "/api/v1/namespaces/default/configmaps"
     body = envelope("v1", "ConfigMap", meta("from-protobuf"))
@@ -42,8 +42,8 @@ async def test_the_servers_feature_list_matches_what_it_answers() -> None:
         f"{cms}/from-protobuf",
         "fieldManager=me",
         headers={"content-type": "application/apply-patch+yaml"},
-        body=b"data: {a: b}",
+        body=b"{apiVersion: v1, kind: ConfigMap, metadata: {name: from-protobuf}, data: {a: b}}",
     )
-    assert status == 415, payload
+    assert status == 200, payload
     status, _, payload = await asgi_call(app, "GET", f"{cms}/from-protobuf")
-    assert status == 200 and b"managedFields" not in payload
+    assert status == 200 and b'"manager":"me","operation":"Apply"' in payload
