@@ -1,0 +1,232 @@
+"""Comparing two sources object by object: :func:`diff_sources`.
+
+Objects are matched by :class:`~kubewerk.sync.keys.ObjectKey` (group, kind, namespace,
+name; a manifest of a namespaced kind without a namespace is in ``default``, as kubectl
+reads it). Each matched pair is compared after :mod:`~kubewerk.sync.normalize` removed
+server-managed fields, with schema defaults applied to both sides:
+
+- custom resources through the schema engine, from the CRD of the right side when it
+  has one (the destination), else the left's;
+- built-in kinds by the server itself when one side is a cluster and the other holds
+  manifests: the manifest is sent to that cluster as a dry-run write (a replace
+  guarded by the live ``resourceVersion`` when the object exists, a create otherwise)
+  and the answer, which carries every default the server applies, is what is compared;
+  two manifests of a built-in kind are compared as written;
+- when the sides hold an object at different versions and one side is a cluster, the
+  cluster's copy is read again at the other side's version (the server converts it).
+
+Comparison shapes (list types, patch merge keys, by-value scalars) come from the CRDs and,
+for built-in kinds, from a cluster side's ``/openapi/v2``.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+from kubewerk.core.jsoncopy import copy_tree
+from kubewerk.sync.apply import server_defaulted
+from kubewerk.sync.diff import ObjectDiff, diff_objects, quick_equal
+from kubewerk.sync.keys import GroupKind, ObjectKey, key_of
+from kubewerk.sync.normalize import strip_server_fields
+from kubewerk.sync.schemas import KindSchemas
+from kubewerk.sync.sources import _CRD_RT, ClusterSource, Entry, Source
+
+__all__ = ["DiffReport", "ItemDiff", "Side", "diff_sources", "index_entries", "prepare_schemas"]
+
+_CONCURRENCY = 32
+
+
+@dataclass(slots=True)
+class ItemDiff:
+    """One object's comparison (``diff.status``: added / removed / changed / equal)."""
+
+    key: ObjectKey
+    diff: ObjectDiff
+    left_entry: Entry | None = None
+    right_entry: Entry | None = None
+
+    @property
+    def status(self) -> str:
+        return self.diff.status
+
+
+@dataclass(slots=True)
+class DiffReport:
+    """Every object's comparison, sorted by key, and the errors met on the way."""
+
+    items: list[ItemDiff] = field(default_factory=list)
+    errors: list[str] = field(default_factory=list)
+
+    def summary(self) -> dict[str, int]:
+        """Counts of ``added``, ``removed``, ``changed`` and ``equal`` objects."""
+        counts = {"added": 0, "removed": 0, "changed": 0, "equal": 0}
+        for item in self.items:
+            counts[item.status] += 1
+        return counts
+
+    @property
+    def different(self) -> bool:
+        return any(item.status != "equal" for item in self.items)
+
+
+@dataclass(slots=True)
+class Side:
+    """One side of a comparison: the source and its objects keyed."""
+
+    source: Source
+    entries: dict[ObjectKey, Entry] = field(default_factory=dict)
+
+
+def index_entries(
+    entries: Sequence[Entry], schemas: KindSchemas, *, manifests: bool
+) -> dict[ObjectKey, Entry]:
+    """Entries keyed by identity (later duplicates win, as ``kubectl apply`` would)."""
+    out: dict[ObjectKey, Entry] = {}
+    for entry in entries:
+        obj = entry.obj
+        gk = GroupKind(key_of_group(obj), str(obj.get("kind", "")))
+        namespaced = schemas.namespaced(gk)
+        key = key_of(obj, "default" if namespaced and manifests else "")
+        if not namespaced and key.namespace:
+            key = key._replace(namespace="")
+        out[key] = entry
+    return out
+
+
+def key_of_group(obj: Mapping[str, Any]) -> str:
+    from kubewerk.core.gvk import split_api_version
+
+    return split_api_version(str(obj.get("apiVersion") or "")).group
+
+
+async def prepare_schemas(
+    left: Source, left_entries: Sequence[Entry], right: Source, right_entries: Sequence[Entry]
+) -> KindSchemas:
+    """Kind knowledge from both sides: the right side's CRDs preferred, a cluster's
+    published OpenAPI for built-in kinds."""
+    schemas = KindSchemas()
+    for source, entries in ((right, right_entries), (left, left_entries)):
+        schemas.add_objects((e.obj for e in entries), prefer=False)
+        if isinstance(source, ClusterSource):
+            crds = await source.client.list_all(_CRD_RT)
+            schemas.add_objects(crds.items, prefer=source is right)
+            if not schemas.has_builtin_shapes:
+                doc = await source.openapi_v2()
+                if doc is not None:
+                    schemas.add_openapi_v2(doc)
+    return schemas
+
+
+def _kinds_of(entries: Sequence[Entry]) -> dict[GroupKind, str]:
+    kinds: dict[GroupKind, str] = {}
+    for e in entries:
+        kinds.setdefault(
+            GroupKind(key_of_group(e.obj), str(e.obj.get("kind"))), str(e.obj.get("apiVersion"))
+        )
+    return kinds
+
+
+async def load_pair(left: Source, right: Source) -> tuple[list[Entry], list[Entry]]:
+    """Both sides' objects: a cluster lists the kinds the other side holds (both
+    clusters: the left's default kinds, see :meth:`ClusterSource.default_kinds`)."""
+    if not left.is_cluster:
+        left_entries = await left.objects()
+        right_entries = await right.objects(_kinds_of(left_entries) if right.is_cluster else None)
+        return left_entries, right_entries
+    if not right.is_cluster:
+        right_entries = await right.objects()
+        return await left.objects(_kinds_of(right_entries)), right_entries
+    assert isinstance(left, ClusterSource)
+    kinds = await left.default_kinds()
+    if isinstance(right, ClusterSource):
+        for gk, av in (await right.default_kinds()).items():
+            kinds.setdefault(gk, av)
+    return await left.objects(kinds), await right.objects(kinds)
+
+
+class Normalizer:
+    """Turns a pair of objects into their comparable forms (see the module docstring)."""
+
+    def __init__(self, schemas: KindSchemas, keep_status: bool = False) -> None:
+        self.schemas = schemas
+        self.keep_status = keep_status
+
+    def strip(self, obj: Mapping[str, Any]) -> dict[str, Any]:
+        return strip_server_fields(obj, keep_status=self.keep_status)
+
+    def defaulted(self, obj: Mapping[str, Any]) -> dict[str, Any]:
+        """A deep copy of ``obj`` with its CRD's schema defaults applied (if a CRD)."""
+        out: dict[str, Any] = copy_tree(dict(obj))
+        compiled = self.schemas.defaulter(str(obj.get("apiVersion", "")), str(obj.get("kind", "")))
+        if compiled is not None:
+            compiled.apply_defaults(out)
+        return out
+
+
+async def diff_sources(left: Source, right: Source, *, keep_status: bool = False) -> DiffReport:
+    """Compare ``left`` with ``right`` (patches go from left to right)."""
+    left_entries, right_entries = await load_pair(left, right)
+    schemas = await prepare_schemas(left, left_entries, right, right_entries)
+    lk = index_entries(left_entries, schemas, manifests=not left.is_cluster)
+    rk = index_entries(right_entries, schemas, manifests=not right.is_cluster)
+    norm = Normalizer(schemas, keep_status)
+    report = DiffReport()
+    sem = asyncio.Semaphore(_CONCURRENCY)
+    slow: list[tuple[ObjectKey, Entry, Entry]] = []
+    for key in sorted(set(lk) | set(rk)):
+        le, re_ = lk.get(key), rk.get(key)
+        if le is None or re_ is None:
+            lo = norm.strip(le.obj) if le is not None else None
+            ro = norm.strip(re_.obj) if re_ is not None else None
+            report.items.append(ItemDiff(key, ObjectDiff(lo, ro), le, re_))
+            continue
+        a, b = norm.strip(le.obj), norm.strip(re_.obj)
+        if quick_equal(a, b):
+            report.items.append(ItemDiff(key, ObjectDiff(a, b), le, re_))
+        else:
+            slow.append((key, le, re_))
+
+    async def compare(key: ObjectKey, le: Entry, re_: Entry) -> ItemDiff:
+        async with sem:
+            a_obj, b_obj = await _aligned(left, le.obj, right, re_.obj, schemas)
+        a = norm.defaulted(norm.strip(a_obj))
+        b = norm.defaulted(norm.strip(b_obj))
+        d = diff_objects(a, b, schemas.shape(str(b.get("apiVersion", "")), key.kind))
+        return ItemDiff(key, d, le, re_)
+
+    if slow:
+        results = await asyncio.gather(*(compare(*s) for s in slow), return_exceptions=True)
+        for s, r in zip(slow, results, strict=True):
+            if isinstance(r, BaseException):
+                if not isinstance(r, Exception):
+                    raise r
+                report.errors.append(f"{s[0]}: {r}")
+                continue
+            report.items.append(r)
+        report.items.sort(key=lambda i: i.key)
+    return report
+
+
+async def _aligned(
+    left: Source, a: dict[str, Any], right: Source, b: dict[str, Any], schemas: KindSchemas
+) -> tuple[dict[str, Any], dict[str, Any]]:
+    """The pair at one version, built-in manifests defaulted by a cluster side."""
+    av, bv = a.get("apiVersion"), b.get("apiVersion")
+    kind = str(a.get("kind"))
+    meta = b.get("metadata") or {}
+    name, ns = str(meta.get("name", "")), str(meta.get("namespace", "") or "")
+    if av != bv:
+        if isinstance(right, ClusterSource):
+            b = await right.get(str(av), kind, name, ns) or b
+        elif isinstance(left, ClusterSource):
+            a = await left.get(str(bv), kind, name, ns) or a
+    gk = GroupKind(key_of_group(a), kind)
+    if not schemas.is_custom(gk) and left.is_cluster != right.is_cluster:
+        if isinstance(right, ClusterSource):
+            a = await server_defaulted(right.client, a, b) or a
+        elif isinstance(left, ClusterSource):
+            b = await server_defaulted(left.client, b, a) or b
+    return a, b
