@@ -89,6 +89,12 @@ class Authenticator:
         anonymous: bool = False,
     ) -> None:
         self.tokens = tokens
+        # the users of static tokens, with system:authenticated added once
+        self._static = (
+            {token: with_authenticated_group(user) for token, user in tokens.users.items()}
+            if tokens is not None
+            else {}
+        )
         self.service_accounts = service_accounts
         self.client_certificates = client_certificates
         self.anonymous = anonymous
@@ -121,10 +127,9 @@ class Authenticator:
         return user
 
     def _token_user(self, token: str) -> UserInfo | None:
-        if self.tokens is not None:
-            user = self.tokens.authenticate(token)
-            if user is not None:
-                return with_authenticated_group(user)
+        user = self._static.get(token)
+        if user is not None:
+            return user
         if self.service_accounts is not None:
             user = self.service_accounts.authenticate(token)
             if user is not None:
