@@ -37,6 +37,7 @@ import yaml
 
 from kubewerk.apiserver import listen
 from kubewerk.apiserver.app import ApiServer
+from kubewerk.apiserver.audit import Auditor, LogWriter, load_policy
 from kubewerk.apiserver.auth.authn import AuthenticationConfig
 from kubewerk.apiserver.auth.certs import ServerPki, pki_directory_for
 from kubewerk.apiserver.auth.tokens import DEFAULT_ISSUER, SigningKey, StaticTokens
@@ -169,7 +170,13 @@ class EmbeddedServer:
     ``idle_timeout``, ``request_body_timeout`` (seconds) and ``max_connections``
     (``None``: the descriptor limit less a reserve). ``watch_backlog_bytes`` bounds each
     watcher's undelivered events; ``store_policy`` (``retain_events``, ``retain_seconds``,
-    ``retain_bytes``) goes to ``open_store``.
+    ``retain_bytes``, ``encryption_config``: kube's EncryptionConfiguration file for
+    Secrets at rest) goes to ``open_store``.
+
+    ``audit_policy_file`` and ``audit_log_path`` (kube's ``--audit-policy-file`` and
+    ``--audit-log-path``, given together) write the audit log (``apiserver.audit``): a
+    malformed policy is an ``AuditPolicyError`` (a ``ValueError``) before anything is
+    opened; the log is flushed and closed by ``stop``.
 
     ``service_cluster_ip_range`` (a CIDR) and ``service_node_port_range`` (``BASE-MAX``) are
     where Services' cluster IPs and node ports come from, as kube-apiserver's flags of
@@ -212,6 +219,8 @@ class EmbeddedServer:
         service_account_issuer: str = DEFAULT_ISSUER,
         api_audiences: Sequence[str] = (),
         pki_dir: str | Path | None = None,
+        audit_policy_file: str | Path | None = None,
+        audit_log_path: str | Path | None = None,
         **store_policy: Any,
     ) -> None:
         # everything that can refuse the arguments runs before the store is opened
@@ -266,6 +275,9 @@ class EmbeddedServer:
         )
         self.allowed_hosts = _allowed_hosts(self.bind, allowed_hosts)
         ServiceNetwork.parse(service_cluster_ip_range, service_node_port_range)
+        if (audit_policy_file is None) != (audit_log_path is None):
+            raise ValueError("audit_policy_file and audit_log_path must be given together")
+        audit_policy = None if audit_policy_file is None else load_policy(audit_policy_file)
         self.store = open_store(store, **store_policy) if isinstance(store, str) else store
         self._owns_store = isinstance(store, str)
         self._temp_pki: Path | None = None
@@ -300,6 +312,12 @@ class EmbeddedServer:
             service_account_issuer=service_account_issuer,
             api_audiences=api_audiences,
         )
+        # the audit log sees every request the socket serves (apiserver.audit)
+        self.auditor: Auditor | None = None
+        self._asgi: Any = self.app
+        if audit_policy is not None and audit_log_path is not None:
+            self.auditor = Auditor(audit_policy, LogWriter(audit_log_path))
+            self._asgi = self.auditor.wrap(self.app)
         self.simulation: Simulation | None = None
         if simulate:
             from kubewerk.apiserver.simulate import Simulation, SimulationConfig
@@ -445,7 +463,7 @@ class EmbeddedServer:
             log.warning("%s", listen.exposure_warning(self.bind, self.port))
         tls_context = self.ssl_context() if self.tls else None
         config = uvicorn.Config(
-            self.app,
+            self._asgi,
             ssl_context_factory=(
                 (lambda _config, _default: tls_context) if tls_context is not None else None
             ),
@@ -487,6 +505,8 @@ class EmbeddedServer:
                     await self._serve_task
             self._server = None
         await self.app.stop()
+        if self.auditor is not None:
+            self.auditor.close()
         if self._sock is not None:
             self._sock.close()
             self._sock = None

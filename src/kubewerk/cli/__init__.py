@@ -24,6 +24,7 @@ SUBCOMMAND_MODULES: tuple[str, ...] = (
     "policy",
     "run",
     "webhook",
+    "audit",
 )
 
 

@@ -220,6 +220,22 @@ def register(sub: Any) -> None:
         default="AlwaysAllow",
         help="who may do what (default: AlwaysAllow)",
     )
+    sec.add_argument(
+        "--encryption-provider-config",
+        metavar="PATH",
+        help="encrypt the resources it names at rest (kube's EncryptionConfiguration: aesgcm, "
+        "secretbox, identity; SQLite store)",
+    )
+    sec.add_argument(
+        "--audit-policy-file",
+        metavar="PATH",
+        help="kube's audit Policy: which requests the audit log records and at what level",
+    )
+    sec.add_argument(
+        "--audit-log-path",
+        metavar="PATH",
+        help="write audit.k8s.io/v1 events as JSON lines here (with --audit-policy-file)",
+    )
     sim = parser.add_argument_group(
         "simulated cluster",
         "with --simulate the server runs fake Nodes, a scheduler, kubelets and the workload "
@@ -295,8 +311,9 @@ def _simulation(args: argparse.Namespace) -> Any:
 
 def run(args: argparse.Namespace) -> int:
     from kubewerk.apiserver import listen
+    from kubewerk.apiserver.audit import AuditPolicyError
     from kubewerk.apiserver.server import EmbeddedServer, SecurityConfigError, new_event_loop
-    from kubewerk.apiserver.storage import StorageError
+    from kubewerk.apiserver.storage import EncryptionConfigError, StorageError
 
     logging.basicConfig(
         level=logging.INFO if args.verbose else logging.WARNING,
@@ -334,6 +351,11 @@ def run(args: argparse.Namespace) -> int:
         except ValueError as exc:
             raise UsageError(f"{flag} {value}: {exc}") from None
     simulate = _simulation(args)
+    if (args.audit_policy_file is None) != (args.audit_log_path is None):
+        raise UsageError("--audit-policy-file and --audit-log-path must be given together")
+    extra: dict[str, Any] = {}
+    if args.encryption_provider_config is not None:
+        extra["encryption_config"] = args.encryption_provider_config
     try:
         server = EmbeddedServer(
             args.store,
@@ -361,9 +383,16 @@ def run(args: argparse.Namespace) -> int:
             token_auth_file=args.token_auth_file,
             anonymous_auth=args.anonymous_auth,
             authorizer=args.authorization_mode,
+            audit_policy_file=args.audit_policy_file,
+            audit_log_path=args.audit_log_path,
+            **extra,
         )
     except SecurityConfigError as exc:
         raise UsageError(str(exc)) from None
+    except AuditPolicyError as exc:
+        raise UsageError(f"--audit-policy-file: {exc}") from None
+    except EncryptionConfigError as exc:
+        raise UsageError(f"--encryption-provider-config: {exc}") from None
     except (ValueError, StorageError) as exc:
         raise UsageError(f"--store {args.store}: {exc}") from None
 

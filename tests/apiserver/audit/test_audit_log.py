@@ -12,6 +12,7 @@ from typing import Any
 
 import orjson
 import pytest
+import yaml
 
 from kubewerk.apiserver.audit import Auditor, LogWriter, parse_policy
 from kubewerk.apiserver.audit.history import parse_target, read_history, replay, version_at
@@ -22,10 +23,10 @@ TRACE = "4bf92f3577b34da6a3ce929d0e0e4736"
 TRACEPARENT = f"00-{TRACE}-00f067aa0ba902b7-01"
 
 
-def policy(*rules: dict[str, Any], **top: Any) -> Any:
-    return parse_policy(
-        {"apiVersion": "audit.k8s.io/v1", "kind": "Policy", "rules": list(rules), **top}
-    )
+def policy(*rules: dict[str, Any], **top: Any) -> dict[str, Any]:
+    doc = {"apiVersion": "audit.k8s.io/v1", "kind": "Policy", "rules": list(rules), **top}
+    parse_policy(doc)  # valid
+    return doc
 
 
 class Audited:
@@ -39,13 +40,14 @@ class Audited:
         return [orjson.loads(line) for line in self.log.read_bytes().splitlines() if line]
 
 
-async def start(tmp_path: Path, pol: Any) -> tuple[EmbeddedServer, Auditor, Path]:
+async def start(tmp_path: Path, pol: dict[str, Any]) -> tuple[EmbeddedServer, Auditor, Path]:
     log = tmp_path / "audit" / "audit.log"
-    auditor = Auditor(pol, LogWriter(log))
-    server = EmbeddedServer()
-    server.app = auditor.wrap(server.app)  # type: ignore[assignment]
+    policy_file = tmp_path / "policy.yaml"
+    policy_file.write_text(yaml.safe_dump(pol))
+    server = EmbeddedServer(audit_policy_file=policy_file, audit_log_path=log)
     await server.start()
-    return server, auditor, log
+    assert server.auditor is not None
+    return server, server.auditor, log
 
 
 @pytest.fixture
@@ -59,9 +61,6 @@ async def audited(tmp_path: Path, request: pytest.FixtureRequest) -> AsyncIterat
     finally:
         await api.close()
         await server.stop()
-        auditor.detach()
-        assert isinstance(auditor.sink, LogWriter)
-        auditor.sink.close()
 
 
 async def every_verb(api: Api) -> dict[str, str]:
@@ -105,7 +104,7 @@ async def test_lines_for_every_verb_at_each_level(tmp_path: Path, level: str) ->
         {"level": level, "resources": [{"group": "demo.kubewerk.dev", "resources": ["databases"]}]},
         {"level": "None"},
     )
-    server, auditor, log = await start(tmp_path, pol)
+    server, _auditor, log = await start(tmp_path, pol)
     api = Api(server.url)
     try:
         await api.install_demo_crd()
@@ -113,9 +112,6 @@ async def test_lines_for_every_verb_at_each_level(tmp_path: Path, level: str) ->
     finally:
         await api.close()
         await server.stop()
-        auditor.detach()
-        assert isinstance(auditor.sink, LogWriter)
-        auditor.sink.close()
     events = [orjson.loads(line) for line in log.read_bytes().splitlines()]
     assert log.stat().st_mode & 0o777 == 0o600
     if level == "None":
@@ -376,3 +372,33 @@ def cli_json(*argv: str) -> Any:
     with contextlib.redirect_stdout(buf):
         assert cli(*argv) == 0
     return orjson.loads(buf.getvalue())
+
+
+async def test_embedded_server_audit_flags(tmp_path: Path) -> None:
+    pol = tmp_path / "policy.yaml"
+    pol.write_text("apiVersion: audit.k8s.io/v1\nkind: Policy\nrules:\n- level: Metadata\n")
+    log = tmp_path / "audit.log"
+    with pytest.raises(ValueError, match="must be given together"):
+        EmbeddedServer(audit_policy_file=pol)
+    bad = tmp_path / "bad.yaml"
+    bad.write_text("apiVersion: audit.k8s.io/v1\nkind: Policy\nrules:\n- level: Loud\n")
+    with pytest.raises(ValueError, match=r'level: Unsupported value: "Loud"'):
+        EmbeddedServer(audit_policy_file=bad, audit_log_path=log)
+    async with EmbeddedServer(audit_policy_file=pol, audit_log_path=log) as server:
+        api = Api(server.url)
+        try:
+            assert (await api.get("/api/v1/namespaces/default"))[0] == 200
+        finally:
+            await api.close()
+    events = [orjson.loads(line) for line in log.read_bytes().splitlines()]
+    got = [e for e in events if e["requestURI"] == "/api/v1/namespaces/default"]
+    assert [e["stage"] for e in got] == ["RequestReceived", "ResponseComplete"]
+    assert got[1]["objectRef"] == {
+        "resource": "namespaces",
+        "namespace": "default",
+        "name": "default",
+        "apiVersion": "v1",
+    }
+    from kubewerk.cli import main
+
+    assert main(["audit", "history", "databases/x", "--log", str(log)]) == 1

@@ -165,7 +165,14 @@ class Auditor:
             self._unsubscribe()
             self._unsubscribe = None
 
-    def wrap(self, app: Asgi) -> Asgi:
+    def close(self) -> None:
+        """Stop watching the store and close the sink (its queued events are written)."""
+        self.detach()
+        close = getattr(self.sink, "close", None)
+        if close is not None:
+            close()
+
+    def wrap(self, app: Any) -> Asgi:
         """``app`` with every HTTP request audited (and ``/metrics`` carrying the audit
         counters). Uses ``app.registry`` (custom resources), ``app.store`` (writes) and
         ``app.guard`` (impersonating requesters) when ``app`` has them."""
@@ -485,7 +492,7 @@ class AuditRecord:
 class AuditMiddleware:
     """An ASGI app auditing every HTTP request to ``app`` through ``auditor``."""
 
-    def __init__(self, app: Asgi, auditor: Auditor) -> None:
+    def __init__(self, app: Any, auditor: Auditor) -> None:
         self.app = app
         self.auditor = auditor
 
