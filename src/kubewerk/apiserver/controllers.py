@@ -187,11 +187,11 @@ class Controllers:
             self._reconcile_crd(key)
         elif kind == "crd-gone":
             name = key.rsplit("/", 1)[-1]
-            for rtype in list(self.registry.all()):
-                if rtype.crd_name == name:
-                    self.registry.remove(rtype.group, rtype.resource)
-                    # kube-apiserver ends the watches of a resource whose storage goes away
-                    self.hub.close_under(rtype.key_prefix)
+            rtype = self.registry.by_crd(name)
+            if rtype is not None:
+                self.registry.remove(rtype.group, rtype.resource)
+                # kube-apiserver ends the watches of a resource whose storage goes away
+                self.hub.close_under(rtype.key_prefix)
         elif kind == "gc":
             self._gc_dependent(key)
         elif kind == "owner":
@@ -237,8 +237,8 @@ class Controllers:
             self._cleanup_crd(key, crd, old_conditions)
             return
         conflict = None
-        for other in registry.all():
-            if other.group != spec.get("group") or other.crd_name == meta.get("name"):
+        for other in registry.group(str(spec.get("group", ""))):
+            if other.crd_name == meta.get("name"):
                 continue
             if other.kind == names.get("kind"):
                 conflict = f'"{names.get("kind")}" is already in use'
@@ -298,8 +298,23 @@ class Controllers:
             self._write(key, new)
             crd = self.store.get(key) or crd
         if not conflict:
+            served = registry.by_crd(str(meta.get("name", "")))
+            if (
+                served is not None
+                and served.crd_uid == meta.get("uid")
+                and served.crd_generation == int(meta.get("generation", 0) or 0)
+                and registry.get(served.group, served.resource) is served
+            ):
+                # a status or metadata write: the spec (all a served type is made of) is
+                # the one already served, so discovery and OpenAPI stay as they are
+                return
             rtype = crd_to_type(crd)
             if rtype is not None:
+                if served is not None and (served.group, served.resource) != (
+                    rtype.group,
+                    rtype.resource,
+                ):
+                    registry.remove(served.group, served.resource)
                 registry.add(rtype)
             else:
                 registry.remove(spec.get("group", ""), names.get("plural", ""))

@@ -62,40 +62,64 @@ def version_info(kubewerk_version: str) -> JSON:
 
 
 def root_paths(registry: Registry) -> list[str]:
+    """``/``'s path list, kept until the registry changes."""
+    return registry.memo(("discovery.root",), lambda: _root_paths(registry))
+
+
+def _root_paths(registry: Registry) -> list[str]:
     paths = ["/api", "/api/v1", "/apis", "/healthz", "/livez", "/readyz", "/openapi/v3", "/version"]
-    for group, types in registry.groups().items():
+    for group in registry.group_names():
         if not group:
             continue
         paths.append(f"/apis/{group}")
-        versions = {v for t in types for v in t.versions}
-        paths.extend(f"/apis/{group}/{v}" for v in sorted_versions(list(versions)))
+        paths.extend(f"/apis/{group}/{v}" for v in group_versions(registry, group))
     return sorted(paths)
 
 
-def _group_versions(types: list[ServedResource]) -> list[str]:
-    return sorted_versions(list({v for t in types for v in t.versions}))
+def group_versions(registry: Registry, group: str) -> list[str]:
+    """The versions ``group`` serves, highest priority first (kept until it changes)."""
+    return registry.memo(
+        ("discovery.versions",),
+        lambda: sorted_versions(list({v for t in registry.group(group) for v in t.versions})),
+        group,
+    )
 
 
-def _group_entry(group: str, types: list[ServedResource]) -> JSON:
-    versions = _group_versions(types)
-    entries = [{"groupVersion": f"{group}/{v}", "version": v} for v in versions]
-    return {"name": group, "versions": entries, "preferredVersion": entries[0]}
+def _group_entry(registry: Registry, group: str) -> JSON:
+    def build() -> JSON:
+        versions = group_versions(registry, group)
+        entries = [{"groupVersion": f"{group}/{v}", "version": v} for v in versions]
+        return {"name": group, "versions": entries, "preferredVersion": entries[0]}
+
+    return registry.memo(("discovery.group",), build, group)
 
 
 def api_group_list(registry: Registry) -> JSON:
-    groups = [_group_entry(g, types) for g, types in registry.groups().items() if g]
-    return {"kind": "APIGroupList", "apiVersion": "v1", "groups": groups}
+    """``/apis`` (``APIGroupList``), rebuilt from the per-group entries after a change."""
+
+    def build() -> JSON:
+        groups = [_group_entry(registry, g) for g in registry.group_names() if g]
+        return {"kind": "APIGroupList", "apiVersion": "v1", "groups": groups}
+
+    return registry.memo(("discovery.groups",), build)
 
 
 def api_group(registry: Registry, group: str) -> JSON | None:
-    types = registry.groups().get(group)
-    if not group or not types:
+    """``/apis/G`` (``APIGroup``); costs the size of ``group``."""
+    if not group or not registry.group(group):
         return None
-    return {"kind": "APIGroup", "apiVersion": "v1", **_group_entry(group, types)}
+    return {"kind": "APIGroup", "apiVersion": "v1", **_group_entry(registry, group)}
 
 
 def resource_list(registry: Registry, group: str, version: str) -> JSON | None:
-    types = [t for t in registry.groups().get(group, []) if version in t.versions]
+    """``/api/v1`` or ``/apis/G/V`` (``APIResourceList``), kept until ``group`` changes."""
+    return registry.memo(
+        ("discovery.resources", version), lambda: _resource_list(registry, group, version), group
+    )
+
+
+def _resource_list(registry: Registry, group: str, version: str) -> JSON | None:
+    types = [t for t in registry.group(group) if version in t.versions]
     if not types:
         return None
     resources: list[JSON] = []
@@ -213,25 +237,37 @@ def _aggregated_resource(t: ServedResource, version: str) -> JSON:
     return entry
 
 
-def aggregated(registry: Registry, legacy: bool, agg_version: str) -> tuple[JSON, str]:
-    """The ``APIGroupDiscoveryList`` for ``/api`` (legacy) or ``/apis``, and its content type."""
-    items: list[JSON] = []
-    for group, types in registry.groups().items():
-        if legacy != (group == ""):
-            continue
+def _aggregated_group(registry: Registry, group: str) -> JSON:
+    def build() -> JSON:
+        types = registry.group(group)
         versions = []
-        for v in _group_versions(types):
+        for v in group_versions(registry, group):
             resources = [_aggregated_resource(t, v) for t in types if v in t.versions]
             versions.append({"version": v, "resources": resources, "freshness": "Current"})
         meta: JSON = (
             {"name": group, "creationTimestamp": None} if group else {"creationTimestamp": None}
         )
-        items.append({"metadata": meta, "versions": versions})
-    body = {
-        "kind": "APIGroupDiscoveryList",
-        "apiVersion": _AGG_VERSIONS[agg_version],
-        "metadata": {},
-        "items": items,
-    }
+        return {"metadata": meta, "versions": versions}
+
+    return registry.memo(("discovery.aggregated",), build, group)
+
+
+def aggregated(registry: Registry, legacy: bool, agg_version: str) -> tuple[JSON, str]:
+    """The ``APIGroupDiscoveryList`` for ``/api`` (legacy) or ``/apis``, and its content
+    type. Each group's entry is kept until that group changes; the list itself until any
+    group does (assembling it costs one reference per group)."""
+
+    def build() -> JSON:
+        items = [
+            _aggregated_group(registry, g) for g in registry.group_names() if legacy == (g == "")
+        ]
+        return {
+            "kind": "APIGroupDiscoveryList",
+            "apiVersion": _AGG_VERSIONS[agg_version],
+            "metadata": {},
+            "items": items,
+        }
+
+    body = registry.memo(("discovery.aggregated", legacy, agg_version), build)
     ctype = f"application/json;g=apidiscovery.k8s.io;v={agg_version};as=APIGroupDiscoveryList"
     return body, ctype

@@ -9,14 +9,14 @@ A built-in kind marked ``vendored_openapi`` (every kind ``apiserver.builtins`` d
 is served with its vendored definition (``kinds.k8s_openapi``: the published Kubernetes
 definitions) and every definition it references, as
 kube-apiserver serves them; ObjectMeta is the vendored one too. Others (and custom
-resources) use ``ServedResource.schemas``. Documents are built once per registry
-generation (``documents``).
+resources) use ``ServedResource.schemas``. Each group-version's document (and its hash)
+is built on first request and kept until a type of that group changes
+(``Registry.memo``), so a change to one CRD rebuilds one group's documents, not all.
 """
 
 from __future__ import annotations
 
 import hashlib
-import weakref
 from typing import Any
 
 import orjson
@@ -265,18 +265,39 @@ def _vendored_schemas(names: list[str]) -> JSON:
     return out
 
 
-def document(registry: Registry, gv: str) -> JSON | None:
-    """The OpenAPI v3 document for ``api/v1`` or ``apis/G/V``; None when not served."""
+class BuildCounts:
+    """How many documents were built (not served from cache) since start: what the
+    scale tests count to see that one CRD's change rebuilds only its own group."""
+
+    __slots__ = ("v3_documents",)
+
+    def __init__(self) -> None:
+        self.v3_documents = 0
+
+
+BUILDS = BuildCounts()
+
+
+def _split_gv(gv: str) -> tuple[str, str] | None:
     parts = gv.split("/")
     if parts[0] == "api" and len(parts) == 2:
-        group, version = "", parts[1]
-    elif parts[0] == "apis" and len(parts) == 3:
-        group, version = parts[1], parts[2]
-    else:
+        return "", parts[1]
+    if parts[0] == "apis" and len(parts) == 3:
+        return parts[1], parts[2]
+    return None
+
+
+def document(registry: Registry, gv: str) -> JSON | None:
+    """The OpenAPI v3 document for ``api/v1`` or ``apis/G/V``; None when not served.
+    Reads only the types of that group."""
+    split = _split_gv(gv)
+    if split is None:
         return None
-    types = [t for t in registry.groups().get(group, []) if version in t.versions]
+    group, version = split
+    types = [t for t in registry.group(group) if version in t.versions]
     if not types:
         return None
+    BUILDS.v3_documents += 1
     vendored = [n for t in types if (n := _vendored_name(t, version)) is not None]
     schemas: JSON = _vendored_schemas([*vendored, OBJECT_META]) if vendored else {}
     schemas.setdefault(OBJECT_META, OBJECT_META_SCHEMA)
@@ -329,48 +350,43 @@ def document(registry: Registry, gv: str) -> JSON | None:
 _SCALE = "io.k8s.api.autoscaling.v1.Scale"
 
 
-class _Documents:
-    """The documents of one registry generation: built on first request, kept until the
-    registry changes."""
-
-    def __init__(self, generation: int) -> None:
-        self.generation = generation
-        self.encoded: dict[str, bytes | None] = {}
-        self.index: JSON | None = None
-
-
-_CACHE: weakref.WeakKeyDictionary[Registry, _Documents] = weakref.WeakKeyDictionary()
-
-
-def _documents(registry: Registry) -> _Documents:
-    docs = _CACHE.get(registry)
-    if docs is None or docs.generation != registry.generation:
-        docs = _CACHE[registry] = _Documents(registry.generation)
-    return docs
-
-
 def encoded_document(registry: Registry, gv: str) -> bytes | None:
-    """``document`` as JSON bytes (keys sorted), cached per registry generation."""
-    docs = _documents(registry)
-    if gv not in docs.encoded:
-        doc = document(registry, gv)
-        docs.encoded[gv] = (
-            orjson.dumps(doc, option=orjson.OPT_SORT_KEYS) if doc is not None else None
-        )
-    return docs.encoded[gv]
+    """``document`` as JSON bytes (keys sorted), kept until a type of its group changes."""
+    split = _split_gv(gv)
+    if split is None:
+        return None
+    group, version = split
+    return registry.memo(("openapi.v3", version), lambda: _encode(registry, gv), group)
+
+
+def _encode(registry: Registry, gv: str) -> bytes | None:
+    doc = document(registry, gv)
+    return orjson.dumps(doc, option=orjson.OPT_SORT_KEYS) if doc is not None else None
+
+
+def document_hash(registry: Registry, group: str, version: str) -> str:
+    """The ``hash`` of a group-version's URL in the index: the first 64 hex digits
+    (upper case) of the SHA-512 of its document's bytes, so it changes exactly when the
+    document does; kept until a type of the group changes."""
+
+    def build() -> str:
+        encoded = encoded_document(registry, _gv_path(group, version)) or b""
+        return hashlib.sha512(encoded).hexdigest()[:64].upper()
+
+    return registry.memo(("openapi.v3.hash", version), build, group)
 
 
 def index(registry: Registry) -> JSON:
-    """``/openapi/v3``: every served group-version with a content-hash URL."""
-    docs = _documents(registry)
-    if docs.index is not None:
-        return docs.index
-    paths: JSON = {}
-    for group, types in registry.groups().items():
-        for version in sorted({v for t in types for v in t.versions}):
-            gv = _gv_path(group, version)
-            encoded = encoded_document(registry, gv) or b""
-            digest = hashlib.sha512(encoded).hexdigest()[:64].upper()
-            paths[gv] = {"serverRelativeURL": f"/openapi/v3/{gv}?hash={digest}"}
-    docs.index = {"paths": paths}
-    return docs.index
+    """``/openapi/v3``: every served group-version with a content-hash URL. After a change
+    only the changed group's documents are built again; the others' hashes are kept."""
+
+    def build() -> JSON:
+        paths: JSON = {}
+        for group in registry.group_names():
+            for version in sorted({v for t in registry.group(group) for v in t.versions}):
+                gv = _gv_path(group, version)
+                digest = document_hash(registry, group, version)
+                paths[gv] = {"serverRelativeURL": f"/openapi/v3/{gv}?hash={digest}"}
+        return {"paths": paths}
+
+    return registry.memo(("openapi.v3.index",), build)

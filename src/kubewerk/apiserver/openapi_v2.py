@@ -17,14 +17,15 @@ patch, delete, ``/status``, ``/scale``) with ``x-kubernetes-action`` and
 looks for; definitions are the vendored Kubernetes ones for built-in kinds (and what they
 reference), and for custom resources their structural schema in v2 form (``nullable``,
 ``oneOf``/``anyOf``/``not`` dropped as kube-apiserver's v2 conversion drops them) with
-their group-version-kind. Both encodings are built once per registry generation.
+their group-version-kind. Each group's share (paths, definitions and their protobuf
+entries) is built once and kept until a type of that group changes; after a change the
+document is assembled again from those shares on the next request.
 """
 
 from __future__ import annotations
 
 import hashlib
 import struct
-import weakref
 from dataclasses import dataclass
 from typing import Any
 
@@ -156,38 +157,97 @@ def _custom_schema(rtype: ServedResource, version: str) -> JSON:
     return schema
 
 
-def document(registry: Registry) -> JSON:
-    """The whole Swagger 2.0 document of what ``registry`` serves."""
-    from kubewerk.apiserver.kinds import k8s_openapi
+class BuildCounts:
+    """How many groups' parts were built (not taken from cache) since start: what the
+    scale tests count to see that one CRD's change rebuilds only its own group."""
 
-    paths: JSON = {}
-    definitions: JSON = {}
-    vendored: list[str] = [OBJECT_META, _STATUS]
-    for group, types in registry.groups().items():
-        for rtype in types:
+    __slots__ = ("v2_groups",)
+
+    def __init__(self) -> None:
+        self.v2_groups = 0
+
+
+BUILDS = BuildCounts()
+
+
+@dataclass
+class _GroupPart:
+    """One group's share of the document: its paths, the definitions of its kinds that
+    are not vendored, and the vendored definitions it needs; with their protobuf
+    encodings, made on first use."""
+
+    paths: JSON
+    definitions: JSON
+    vendored: list[str]
+    _paths_pb: dict[str, bytes] | None = None
+    _definitions_pb: dict[str, bytes] | None = None
+
+    def paths_pb(self) -> dict[str, bytes]:
+        if self._paths_pb is None:
+            self._paths_pb = {k: _path_entry(k, v) for k, v in self.paths.items()}
+        return self._paths_pb
+
+    def definitions_pb(self) -> dict[str, bytes]:
+        if self._definitions_pb is None:
+            self._definitions_pb = {k: _definition_entry(k, v) for k, v in self.definitions.items()}
+        return self._definitions_pb
+
+
+def _group_part(registry: Registry, group: str) -> _GroupPart:
+    """``group``'s part, kept until a type of that group changes."""
+
+    def build() -> _GroupPart:
+        from kubewerk.apiserver.kinds import k8s_openapi
+
+        BUILDS.v2_groups += 1
+        part = _GroupPart({}, {}, [])
+        for rtype in registry.group(group):
             for version in rtype.versions:
                 name = None
                 if rtype.builtin and rtype.vendored_openapi:
                     name = k8s_openapi.definition_name(group, version, rtype.kind)
                 if name is not None:
-                    vendored.append(name)
+                    part.vendored.append(name)
                 else:
                     name = schema_name(rtype, version)
-                    definitions[name] = _custom_schema(rtype, version)
-                _add_paths(paths, rtype, version, _REF + name)
+                    part.definitions[name] = _custom_schema(rtype, version)
+                _add_paths(part.paths, rtype, version, _REF + name)
                 if rtype.scale is not None:
-                    vendored.append(_SCALE)
+                    part.vendored.append(_SCALE)
+        return part
+
+    return registry.memo(("openapi.v2",), build, group)
+
+
+def _assemble(registry: Registry) -> tuple[JSON, list[_GroupPart]]:
+    """The whole document from the groups' parts (only changed groups are rebuilt)."""
+    from kubewerk.apiserver.kinds import k8s_openapi
+
+    parts = [_group_part(registry, g) for g in registry.group_names()]
+    paths: JSON = {}
+    definitions: JSON = {}
+    vendored: list[str] = [OBJECT_META, _STATUS]
+    for part in parts:
+        paths.update(part.paths)
+        definitions.update(part.definitions)
+        vendored.extend(part.vendored)
     for name in k8s_openapi.closure(vendored):
         schema = k8s_openapi.definition(name)
         if schema is not None:
             definitions[name] = schema
     definitions.setdefault(OBJECT_META, _v2_schema(OBJECT_META_SCHEMA))
-    return {
+    doc = {
         "swagger": "2.0",
         "info": {"title": "Kubernetes", "version": f"v{KUBE_MAJOR}.{KUBE_MINOR}.0"},
         "paths": dict(sorted(paths.items())),
         "definitions": dict(sorted(definitions.items())),
     }
+    return doc, parts
+
+
+def document(registry: Registry) -> JSON:
+    """The whole Swagger 2.0 document of what ``registry`` serves."""
+    return _assemble(registry)[0]
 
 
 def _add_paths(paths: JSON, rtype: ServedResource, version: str, ref: str) -> None:
@@ -435,17 +495,52 @@ def _operation_pb(op: JSON) -> bytes:
 _METHOD_FIELDS = {"get": 2, "put": 3, "post": 4, "delete": 5, "options": 6, "head": 7, "patch": 8}
 
 
-def encode_protobuf(doc: JSON) -> bytes:
+def _path_entry(name: str, item: JSON) -> bytes:
+    """One ``Paths.path`` entry (field 2: a NamedPathItem), key and length included."""
+    methods = _Writer()
+    for method, op in item.items():
+        field = _METHOD_FIELDS.get(method)
+        if field is not None:
+            methods.message(field, _operation_pb(op), keep_empty=True)
+    w = _Writer()
+    w.message(2, _named_value(name, methods.data()))
+    return w.data()
+
+
+def _definition_entry(name: str, schema: Any) -> bytes:
+    """One ``Definitions.additional_properties`` entry (field 1: a NamedSchema), key and
+    length included; empty for a value that is not a schema object."""
+    if not isinstance(schema, dict):
+        return b""
+    w = _Writer()
+    w.message(1, _named_value(name, _schema(schema)))
+    return w.data()
+
+
+_VENDORED_PB: dict[str, bytes] = {}
+"""Encoded vendored definitions (they never change while the process runs)."""
+
+
+def encode_protobuf(
+    doc: JSON,
+    known_paths: dict[str, bytes] | None = None,
+    known_definitions: dict[str, bytes] | None = None,
+) -> bytes:
     """``doc`` as gnostic's ``openapi.v2.Document`` (what client-go's ``OpenAPISchema``
-    decodes)."""
-    paths = _Writer()
+    decodes). ``known_paths``/``known_definitions`` hold entries already encoded (from
+    ``_GroupPart``); only the others are encoded here."""
+    known_paths = known_paths or {}
+    known_definitions = known_definitions or {}
+    path_entries = []
     for name, item in (doc.get("paths") or {}).items():
-        methods = _Writer()
-        for method, op in item.items():
-            field = _METHOD_FIELDS.get(method)
-            if field is not None:
-                methods.message(field, _operation_pb(op), keep_empty=True)
-        paths.message(2, _named_value(name, methods.data()))
+        entry = known_paths.get(name)
+        path_entries.append(entry if entry is not None else _path_entry(name, item))
+    definition_entries = []
+    for name, schema in (doc.get("definitions") or {}).items():
+        entry = known_definitions.get(name)
+        if entry is None:
+            entry = _definition_entry(name, schema)
+        definition_entries.append(entry)
     info = doc.get("info") or {}
     info_w = _Writer()
     info_w.string(1, info.get("title"))
@@ -453,8 +548,8 @@ def encode_protobuf(doc: JSON) -> bytes:
     w = _Writer()
     w.string(1, doc.get("swagger"))
     w.message(2, info_w.data(), keep_empty=True)
-    w.message(8, paths.data(), keep_empty=True)
-    w.message(9, _named_schemas(doc.get("definitions") or {}), keep_empty=True)
+    w.message(8, b"".join(path_entries), keep_empty=True)
+    w.message(9, b"".join(definition_entries), keep_empty=True)
     return w.data()
 
 
@@ -463,34 +558,63 @@ def encode_protobuf(doc: JSON) -> bytes:
 
 @dataclass
 class Encoded:
-    """One registry generation's document in both forms, with its ETag."""
+    """One registry generation's document in both forms, with its ETag. The protobuf
+    form is made on first request, reusing each group's encoded entries."""
 
     generation: int
     json: bytes
     etag: str
     _protobuf: bytes | None = None
     _doc: JSON | None = None
+    _parts: list[_GroupPart] | None = None
 
     def protobuf(self) -> bytes:
         if self._protobuf is None:
             doc = self._doc if self._doc is not None else orjson.loads(self.json)
-            self._protobuf = encode_protobuf(doc)
+            known_paths: dict[str, bytes] = {}
+            known_definitions: dict[str, bytes] = {}
+            paths = doc.get("paths") or {}
+            definitions = doc.get("definitions") or {}
+            for part in self._parts or ():
+                # a part's entry stands for the document's only where the document holds
+                # that part's very value (a vendored definition of the same name wins)
+                for name, entry in part.paths_pb().items():
+                    if paths.get(name) is part.paths[name]:
+                        known_paths[name] = entry
+                for name, entry in part.definitions_pb().items():
+                    if definitions.get(name) is part.definitions[name]:
+                        known_definitions[name] = entry
+            for name, schema in definitions.items():
+                if name not in known_definitions:
+                    vendored = _VENDORED_PB.get(name)
+                    if vendored is None and name in _vendored_names():
+                        vendored = _VENDORED_PB[name] = _definition_entry(name, schema)
+                    if vendored is not None:
+                        known_definitions[name] = vendored
+            self._protobuf = encode_protobuf(doc, known_paths, known_definitions)
             self._doc = None
+            self._parts = None
         return self._protobuf
 
 
-_CACHE: weakref.WeakKeyDictionary[Registry, Encoded] = weakref.WeakKeyDictionary()
+def _vendored_names() -> Any:
+    from kubewerk.apiserver.kinds import k8s_openapi
+
+    return k8s_openapi.definitions()
 
 
 def encoded(registry: Registry) -> Encoded:
-    """The document of ``registry``'s current generation (built on first use)."""
-    hit = _CACHE.get(registry)
-    if hit is None or hit.generation != registry.generation:
-        doc = document(registry)
+    """The document of ``registry``'s current generation: assembled on first request
+    after a change from the groups' parts, of which only the changed groups' are built
+    again."""
+
+    def build() -> Encoded:
+        doc, parts = _assemble(registry)
         payload = orjson.dumps(doc)
         etag = '"' + hashlib.sha512(payload).hexdigest().upper() + '"'
-        hit = _CACHE[registry] = Encoded(registry.generation, payload, etag, None, doc)
-    return hit
+        return Encoded(registry.generation, payload, etag, None, doc, parts)
+
+    return registry.memo(("openapi.v2.encoded",), build)
 
 
 def wants_protobuf(accept: str) -> bool:

@@ -11,9 +11,9 @@ and the built-in controllers look a resource up.
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Callable, Hashable, Iterable
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, TypeVar, cast
 
 from kubewerk.apiserver.strategy import Strategy
 from kubewerk.core.gvk import format_api_version, qualified
@@ -96,21 +96,66 @@ class ServedResource:
         return qualified(self.resource, self.group)
 
 
+T = TypeVar("T")
+
+
 class Registry:
-    """Lookup of served resources by group, version and resource name."""
+    """Lookup of served resources by group, version and resource name.
+
+    Every lookup (``get``, ``lookup``, ``group``, ``by_crd``) is a dict access, whatever the
+    number of served types. ``generation`` rises on every change and
+    ``group_generation(g)`` is the generation of the last change in group ``g``, so a
+    document of one group can be kept until that group changes. ``memo`` keeps such
+    derived values: per group (dropped when that group changes) or for the whole registry
+    (dropped on any change).
+    """
 
     def __init__(self) -> None:
         self._types: dict[tuple[str, str], ServedResource] = {}
+        self._by_group: dict[str, dict[str, ServedResource]] = {}
+        self._by_crd: dict[str, ServedResource] = {}
+        self._group_generation: dict[str, int] = {}
+        self._sorted_groups: list[str] | None = None
+        self._group_memo: dict[str, dict[Hashable, Any]] = {}
+        self._memo: dict[Hashable, Any] = {}
         self.generation = 0
         """Bumped on every change; discovery and OpenAPI caches key on it."""
 
-    def add(self, rtype: ServedResource) -> None:
-        self._types[(rtype.group, rtype.resource)] = rtype
+    def _changed(self, group: str) -> None:
         self.generation += 1
+        self._group_generation[group] = self.generation
+        self._group_memo.pop(group, None)
+        self._memo.clear()
+
+    def add(self, rtype: ServedResource) -> None:
+        """Serve ``rtype``, replacing the type of the same group and resource."""
+        key = (rtype.group, rtype.resource)
+        old = self._types.get(key)
+        if old is not None and old.crd_name is not None and self._by_crd.get(old.crd_name) is old:
+            del self._by_crd[old.crd_name]
+        self._types[key] = rtype
+        members = self._by_group.get(rtype.group)
+        if members is None:
+            members = self._by_group[rtype.group] = {}
+            self._sorted_groups = None
+        members[rtype.resource] = rtype
+        if rtype.crd_name is not None:
+            self._by_crd[rtype.crd_name] = rtype
+        self._changed(rtype.group)
 
     def remove(self, group: str, resource: str) -> None:
-        if self._types.pop((group, resource), None) is not None:
-            self.generation += 1
+        """Stop serving ``group``/``resource`` (nothing when it is not served)."""
+        old = self._types.pop((group, resource), None)
+        if old is None:
+            return
+        if old.crd_name is not None and self._by_crd.get(old.crd_name) is old:
+            del self._by_crd[old.crd_name]
+        members = self._by_group[group]
+        del members[resource]
+        if not members:
+            del self._by_group[group]
+            self._sorted_groups = None
+        self._changed(group)
 
     def get(self, group: str, resource: str) -> ServedResource | None:
         return self._types.get((group, resource))
@@ -121,14 +166,49 @@ class Registry:
             return None
         return rtype
 
+    def by_crd(self, crd_name: str) -> ServedResource | None:
+        """The type the CRD named ``crd_name`` serves, if any."""
+        return self._by_crd.get(crd_name)
+
     def all(self) -> Iterable[ServedResource]:
         return self._types.values()
 
+    def group_names(self) -> list[str]:
+        """Served group names: core (``""``) first, then by name (sorted once per change
+        of the set of groups)."""
+        if self._sorted_groups is None:
+            self._sorted_groups = sorted(self._by_group, key=lambda g: (g != "", g))
+        return self._sorted_groups
+
+    def group(self, group: str) -> list[ServedResource]:
+        """The types of ``group`` by resource name (empty when the group is not served);
+        costs the size of that group, not of the registry."""
+        members = self._by_group.get(group)
+        if not members:
+            return []
+        return self.memo(("types",), lambda: [members[r] for r in sorted(members)], group)
+
+    def group_generation(self, group: str) -> int:
+        """The registry generation of the last change to ``group`` (0: never served)."""
+        return self._group_generation.get(group, 0)
+
     def groups(self) -> dict[str, list[ServedResource]]:
         """Types by group name, in a stable order (core first, then by name)."""
-        out: dict[str, list[ServedResource]] = {}
-        for rtype in sorted(
-            self._types.values(), key=lambda r: (r.group != "", r.group, r.resource)
-        ):
-            out.setdefault(rtype.group, []).append(rtype)
-        return out
+        return self.memo(("groups",), lambda: {g: self.group(g) for g in self.group_names()})
+
+    def memo(self, key: Hashable, build: Callable[[], T], group: str | None = None) -> T:
+        """``build()``, kept under ``key`` until ``group`` changes (``group`` None: until
+        anything changes). Nothing is kept for a group that is not served, so a client
+        naming unknown groups cannot grow it. Callers must not mutate what it returns."""
+        if group is None:
+            store = self._memo
+        else:
+            if group not in self._by_group:
+                return build()
+            found = self._group_memo.get(group)
+            store = found if found is not None else self._group_memo.setdefault(group, {})
+        try:
+            return cast(T, store[key])
+        except KeyError:
+            value = store[key] = build()
+            return value
