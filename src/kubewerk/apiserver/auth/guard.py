@@ -32,6 +32,8 @@ from kubewerk.apiserver.auth.types import UNSECURED, AlwaysAllow, Attributes, Au
 from kubewerk.core.errors import ApiError
 from kubewerk.core.gvk import qualified
 
+REQUESTER_KEY = "kubewerk.requester"
+"""The ASGI scope key holding the authenticated user of an impersonating request."""
 _SANITIZE = str.maketrans({"&": "&amp;", "<": "&lt;", ">": "&gt;"})
 _INFO_CACHE_LIMIT = 1024
 
@@ -101,7 +103,9 @@ class RequestGuard:
         self._infos: dict[tuple[str, str, bytes], RequestInfo] = {}
 
     def check(self, scope: dict[str, Any]) -> UserInfo:
-        """The user to serve ``scope`` as; ``ApiError`` 401/403/500 otherwise."""
+        """The user to serve ``scope`` as; ``ApiError`` 401/403/500 otherwise. For an
+        impersonating request the authenticated user is left in
+        ``scope["kubewerk.requester"]`` (for the audit log)."""
         headers: Sequence[tuple[bytes, bytes]] = scope["headers"]
         authenticator = self.authenticator
         if authenticator is None:
@@ -114,6 +118,8 @@ class RequestGuard:
                 raise unauthorized()
             user = found
         if impersonation.asks_to_impersonate(headers):
+            # the authenticated user, before impersonation (what kube's audit records as user)
+            scope[REQUESTER_KEY] = user
             user = self._impersonate(user, headers)
         if self.authorizing:
             info = self.info(scope)
