@@ -208,6 +208,8 @@ def _system_object(obj: Mapping[str, Any]) -> bool:
         return True
     if kind == "ServiceAccount" and name == "default":
         return True
+    if kind in ("Service", "Endpoints", "EndpointSlice") and name == "kubernetes":
+        return meta.get("namespace") == "default"
     return str(meta.get("namespace", "")) in _SYSTEM_NAMESPACES - {"default"}
 
 
