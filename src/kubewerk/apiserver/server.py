@@ -318,6 +318,12 @@ class EmbeddedServer:
         if audit_policy is not None and audit_log_path is not None:
             self.auditor = Auditor(audit_policy, LogWriter(audit_log_path))
             self._asgi = self.auditor.wrap(self.app)
+        self._rbac: Any = None
+        if authorizer == "RBAC":
+            # the RBAC kinds, bootstrap policy, aggregation controller and access reviews
+            from kubewerk.apiserver.kinds.rbac import install_rbac
+
+            self._rbac = install_rbac(self.app)
         self.simulation: Simulation | None = None
         if simulate:
             from kubewerk.apiserver.simulate import Simulation, SimulationConfig
@@ -505,6 +511,9 @@ class EmbeddedServer:
                     await self._serve_task
             self._server = None
         await self.app.stop()
+        if self._rbac is not None:
+            self._rbac.close()
+            self._rbac = None
         if self.auditor is not None:
             self.auditor.close()
         if self._sock is not None:

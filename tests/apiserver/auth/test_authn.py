@@ -457,3 +457,20 @@ async def test_given_serving_certificate(tmp_path: Path) -> None:
         context = ssl.create_default_context(cadata=pki.ca_pem.decode())
         status, body = await call(server, "GET", "/version", ssl_context=context)
         assert status == 200, body
+
+
+async def test_rbac_mode_installs_rbac_and_answers_kubes_403(tmp_path: Path) -> None:
+    tokens = tmp_path / "tokens.csv"
+    tokens.write_text('adm,admin,1,"system:masters"\nbob,bob,2\n')
+    async with EmbeddedServer(token_auth_file=tokens, authorizer="RBAC") as server:
+        path = "/api/v1/namespaces/default/configmaps"
+        status, _ = await call(server, "GET", path, headers={"Authorization": "Bearer adm"})
+        assert status == 200
+        status, body = await call(server, "GET", path, headers={"Authorization": "Bearer bob"})
+        assert (status, body["message"]) == (
+            403,
+            'configmaps is forbidden: User "bob" cannot list resource "configmaps" in API '
+            'group "" in the namespace "default"',
+        )
+        # the default roles are there: bob may still ask who he is
+        assert (await whoami(server, headers={"Authorization": "Bearer bob"}))["username"] == "bob"
