@@ -460,3 +460,39 @@ async def test_policy_with_configmap_params(api: Api) -> None:
             "299 - \"Validation failed for ValidatingAdmissionPolicy 'max-keys' with binding "
             "'max-keys-binding': at most 2 keys\""
         ]
+
+
+async def test_webhook_connections_are_reused_and_follow_ca_bundle(
+    aserver: EmbeddedServer,
+    api: Api,
+    hook_server: tuple[WebhookServer, Recorder],
+    certs: CertificateSet,
+) -> None:
+    server, recorder = hook_server
+    url = f"https://127.0.0.1:{server.port}/validate"
+    await register(
+        api, "ValidatingWebhookConfiguration", "keep", hook("keep.hooks.test", certs, url=url)
+    )
+    pool = aserver.app.chain.pool
+    for i in range(5):
+        status, body = await api.post(CM, configmap(f"seq-{i}"))
+        assert status == 201, body
+    assert len(recorder.reviews) == 5
+    assert pool.connections_made == 1  # one TLS handshake for five calls
+    # a caBundle the server's certificate does not chain to: the kept connection, made
+    # under the old trust, must not carry the call
+    other = make_certificates("other", "default", days=2)
+    status, body = await api.put(
+        f"{AR}/validatingwebhookconfigurations/keep",
+        {
+            "apiVersion": "admissionregistration.k8s.io/v1",
+            "kind": "ValidatingWebhookConfiguration",
+            "metadata": {"name": "keep"},
+            "webhooks": [hook("keep.hooks.test", other, url=url)],
+        },
+    )
+    assert status == 200, body
+    status, body = await api.post(CM, configmap("after"))
+    assert status == 500
+    assert "x509: certificate signed by unknown authority" in body["message"]
+    assert len(recorder.reviews) == 5

@@ -32,7 +32,7 @@ from typing import Any, Final
 
 import orjson
 
-from kubewerk.apiserver.admission_chain import webhooks
+from kubewerk.apiserver.admission_chain import httpclient, webhooks
 from kubewerk.apiserver.admission_chain.registration import GROUP
 from kubewerk.apiserver.metrics import AdmissionMetrics
 from kubewerk.apiserver.registry import Registry
@@ -107,6 +107,8 @@ class AdmissionChain:
         self.api = api
         self.hooks = webhooks.HookIndex(store)
         self.policies = PolicyIndex(store)
+        self.pool = httpclient.ConnectionPool()
+        """Keep-alive connections to the webhooks, per endpoint and caBundle."""
         self.metrics = AdmissionMetrics()
         """Where webhook calls and policy decisions are counted; the server's ``/metrics``
         exposes ``ApiMetrics.admission``, so the app points this at that one."""
@@ -234,7 +236,9 @@ class AdmissionChain:
                     continue
                 req = self._versioned(req, target, inv)
                 try:
-                    answer = await webhooks.timed_call(hook, req, inv, self._resolve, self.metrics)
+                    answer = await webhooks.timed_call(
+                        hook, req, inv, self._resolve, self.metrics, self.pool
+                    )
                 except webhooks.CallingError as exc:
                     if hook.failure_policy == "Ignore":
                         continue
@@ -333,6 +337,7 @@ class AdmissionChain:
                     annotations,
                     versioned=lambda inv: self._versioned(req, target, inv),
                     metrics=self.metrics,
+                    pool=self.pool,
                 )
             finally:
                 self._audit(target, req, annotations)

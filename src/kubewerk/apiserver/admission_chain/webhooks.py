@@ -417,8 +417,16 @@ def _url_and_endpoint(hook: Hook, resolve: Resolver) -> tuple[str, str, int, str
     return url, host, port, server_name, path
 
 
-async def call(hook: Hook, req: Request, inv: Invocation, resolve: Resolver) -> Answer:
-    """Call one webhook; raises ``CallingError`` (failurePolicy applies) or ``ApiError``."""
+async def call(
+    hook: Hook,
+    req: Request,
+    inv: Invocation,
+    resolve: Resolver,
+    pool: httpclient.ConnectionPool | None = None,
+) -> Answer:
+    """Call one webhook (on a keep-alive connection of ``pool`` when given, else on a
+    connection of its own); raises ``CallingError`` (failurePolicy applies) or
+    ``ApiError``."""
     if req.dry_run and hook.spec.get("sideEffects") not in ("None", "NoneOnDryRun"):
         raise dry_run_unsupported(hook.name)
     versions = [v for v in hook.spec.get("admissionReviewVersions") or [] if v in ("v1", "v1beta1")]
@@ -436,8 +444,9 @@ async def call(hook: Hook, req: Request, inv: Invocation, resolve: Resolver) -> 
             f"could not get REST client: unable to load root certificates: {exc}",
             500,
         ) from None
+    send = pool.post if pool is not None else httpclient.post
     try:
-        response = await httpclient.post(
+        response = await send(
             url,
             host,
             port,
@@ -545,11 +554,12 @@ async def timed_call(
     inv: Invocation,
     resolve: Resolver,
     metrics: AdmissionMetrics | None = None,
+    pool: httpclient.ConnectionPool | None = None,
 ) -> Answer:
     """:func:`call`, recorded in ``metrics``."""
     start = time.perf_counter()
     try:
-        answer = await call(hook, req, inv, resolve)
+        answer = await call(hook, req, inv, resolve, pool)
     except (CallingError, ApiError) as exc:
         observe(metrics, hook, req.operation, time.perf_counter() - start, exc)
         raise
@@ -565,12 +575,18 @@ async def run_validating(
     annotations: dict[str, str],
     versioned: Callable[[Invocation], Request] | None = None,
     metrics: AdmissionMetrics | None = None,
+    pool: httpclient.ConnectionPool | None = None,
 ) -> None:
     """Call the validating webhooks in parallel; raise the first rejection (in order)."""
     results = await asyncio.gather(
         *(
             timed_call(
-                inv.hook, versioned(inv) if versioned is not None else req, inv, resolve, metrics
+                inv.hook,
+                versioned(inv) if versioned is not None else req,
+                inv,
+                resolve,
+                metrics,
+                pool,
             )
             for inv in invocations
         ),
