@@ -132,3 +132,22 @@ def test_whoami_with_security_off(tserver: EmbeddedServer, tmp_path: Path) -> No
         "[qa",
         "system:authenticated]",
     ]
+
+
+def test_can_i_reviews_arrive_as_protobuf(tmp_path: Path) -> None:
+    tokens = tmp_path / "tokens.csv"
+    tokens.write_text('adm,admin,1,"system:masters"\nbob,bob,2\n')
+    # kubectl sends bearer tokens over HTTPS only
+    server = EmbeddedServer(
+        tls=True, token_auth_file=tokens, authorizer="RBAC", pki_dir=tmp_path / "pki"
+    ).start_in_thread()
+    try:
+        admin = server.write_kubeconfig(tmp_path / "admin.yaml", token="adm")
+        assert kubectl(admin, "auth", "can-i", "delete", "nodes").stdout.strip() == "yes"
+        no = kubectl(admin, "auth", "can-i", "list", "pods", "--as", "bob", check=False)
+        assert (no.returncode, no.stdout.strip()) == (1, "no")
+        bob = server.write_kubeconfig(tmp_path / "bob.yaml", token="bob")
+        rules = kubectl(bob, "auth", "can-i", "--list").stdout
+        assert "selfsubjectaccessreviews.authorization.k8s.io" in rules
+    finally:
+        server.stop_thread()

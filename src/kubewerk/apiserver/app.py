@@ -213,7 +213,9 @@ class ApiServer:
         and every other method on it is 405 MethodNotAllowed, as for kube's reviews; with
         one, the type's strategy must list the subresource. ``protobuf_decoder`` turns a
         ``application/vnd.kubernetes.protobuf`` body into its JSON form (kubectl sends
-        reviews and TokenRequests as protobuf); without one such a body is 415."""
+        reviews and TokenRequests as protobuf); without one, the decoder
+        ``auth.protobody`` has for the type's kind (the authentication and authorization
+        reviews), else such a body is 415."""
         if not subresource and self.registry.get(rtype.group, rtype.resource) is not rtype:
             self.registry.add(rtype)
         self.creates[(rtype.group, rtype.resource, subresource)] = handler
@@ -894,6 +896,11 @@ class ApiServer:
                 else {"kind": rtype.resource},
             )
         decoder = self._create_decoders.get((rtype.group, rtype.resource, target.subresource or ""))
+        if decoder is None and target.subresource is None:
+            # the reviews kubectl sends as protobuf (auth can-i, whoami)
+            from kubewerk.apiserver.auth.protobody import decoder as review_decoder
+
+            decoder = review_decoder(rtype.kind)
         ctype = req.content_type.split(";")[0].strip().lower()
         body = (
             decoder(req.body)

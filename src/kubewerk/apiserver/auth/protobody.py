@@ -1,10 +1,13 @@
-"""Protobuf request bodies of the ``authentication.k8s.io/v1`` creates kubectl sends as
-protobuf (``kubectl auth whoami``: SelfSubjectReview; ``kubectl create token``:
-TokenRequest), decoded to the JSON object the same client would have sent as JSON.
+"""Protobuf request bodies of the creates kubectl sends as protobuf and that store
+nothing, decoded to the JSON object the same client would have sent as JSON:
+``authentication.k8s.io/v1`` SelfSubjectReview (``kubectl auth whoami``) and
+TokenRequest (``kubectl create token``), ``authorization.k8s.io/v1``
+SelfSubjectAccessReview, SubjectAccessReview, LocalSubjectAccessReview and
+SelfSubjectRulesReview (``kubectl auth can-i``).
 
-Only the fields the server reads are decoded (ObjectMeta name and namespace; a
-TokenRequest's ``spec.audiences``, ``spec.expirationSeconds`` and ``spec.boundObjectRef``);
-every other field is skipped. Malformed input is a 400 ``ApiError``.
+Only the fields the server reads are decoded (ObjectMeta name and namespace, the
+specs); status and every other field are skipped. Malformed input is a 400
+``ApiError``. ``decoder(kind)`` is None for a kind not listed here.
 """
 
 from __future__ import annotations
@@ -93,17 +96,80 @@ def _self_subject_review(raw: bytes) -> JSON:
     return obj
 
 
-_DECODERS = {"TokenRequest": _token_request, "SelfSubjectReview": _self_subject_review}
+_RESOURCE_ATTRIBUTES = {
+    1: "namespace",
+    2: "verb",
+    3: "group",
+    4: "version",
+    5: "resource",
+    6: "subresource",
+    7: "name",
+}
+
+
+def _strings(raw: bytes, names: dict[int, str]) -> JSON:
+    return {names[n]: _text(v) for n, _, v in _fields(raw) if n in names}
+
+
+def _access_spec(raw: bytes) -> JSON:
+    """A (Self)SubjectAccessReviewSpec (the self one has fields 1 and 2 only)."""
+    spec: JSON = {}
+    for number, _, value in _fields(raw):
+        if number == 1 and isinstance(value, bytes):
+            spec["resourceAttributes"] = _strings(value, _RESOURCE_ATTRIBUTES)
+        elif number == 2 and isinstance(value, bytes):
+            spec["nonResourceAttributes"] = _strings(value, {1: "path", 2: "verb"})
+        elif number == 3:
+            spec["user"] = _text(value)
+        elif number == 4:
+            spec.setdefault("groups", []).append(_text(value))
+        elif number == 5 and isinstance(value, bytes):
+            key, items = "", []
+            for n, _, v in _fields(value):
+                if n == 1:
+                    key = _text(v)
+                elif n == 2 and isinstance(v, bytes):
+                    items = [_text(i) for m, _, i in _fields(v) if m == 1]
+            spec.setdefault("extra", {})[key] = items
+        elif number == 6:
+            spec["uid"] = _text(value)
+    return spec
+
+
+def _review(spec: Any) -> Any:
+    def decode_raw(raw: bytes) -> JSON:
+        obj: JSON = {}
+        for number, _, value in _fields(raw):
+            if number == 1 and isinstance(value, bytes):
+                obj["metadata"] = _meta(value)
+            elif number == 2 and isinstance(value, bytes):
+                obj["spec"] = spec(value)
+        return obj
+
+    return decode_raw
+
+
+_DECODERS = {
+    "TokenRequest": _token_request,
+    "SelfSubjectReview": _self_subject_review,
+    "SubjectAccessReview": _review(_access_spec),
+    "LocalSubjectAccessReview": _review(_access_spec),
+    "SelfSubjectAccessReview": _review(_access_spec),
+    "SelfSubjectRulesReview": _review(lambda raw: _strings(raw, {1: "namespace"})),
+}
 
 
 def decoder(kind: str) -> Any:
-    """A ``bytes -> JSON`` decoder of protobuf bodies for ``kind`` (see the module doc)."""
-    decode_raw = _DECODERS[kind]
+    """A ``bytes -> JSON`` decoder of protobuf bodies for ``kind`` (see the module doc),
+    or None."""
+    decode_raw = _DECODERS.get(kind)
+    if decode_raw is None:
+        return None
 
     def decode(body: bytes) -> JSON:
         try:
             env = decode_envelope(body)
-            obj = decode_raw(env.raw)
+            obj: JSON = decode_raw(env.raw)
         except ProtobufError as exc:
             raise ApiError.bad_request(
                 f"the object provided is unrecognized (must be of type {kind}): {exc}"
