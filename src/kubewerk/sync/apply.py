@@ -25,7 +25,7 @@ from typing import Any, Final, Literal
 import orjson
 
 from kubewerk.client import Client, ResourceType
-from kubewerk.client.errors import ApiError, NotFound
+from kubewerk.client.errors import ApiError, Conflict, NotFound
 from kubewerk.core.gvk import split_api_version
 from kubewerk.core.jsoncopy import copy_tree
 from kubewerk.sync.diff import same_value
@@ -144,9 +144,17 @@ async def apply_object(
         existed = _was_existing(result)
     if force and not dry_run and not await same_in_cluster(client, result, body, schemas):
         # another manager's fields survive an apply: the source wins, replace them
+        # (guarded; a controller's status write in between is read and retried)
         meta = body["metadata"]
-        meta["resourceVersion"] = (result.get("metadata") or {}).get("resourceVersion")
-        result = await client.replace(body, dry_run=dry_run, field_manager=field_manager)
+        for attempt in range(3):
+            meta["resourceVersion"] = (result.get("metadata") or {}).get("resourceVersion")
+            try:
+                result = await client.replace(body, field_manager=field_manager)
+                break
+            except Conflict:
+                if attempt == 2:
+                    raise
+                result = await client.get(rt, name, ns)
     result.setdefault("apiVersion", body["apiVersion"])
     result.setdefault("kind", body["kind"])
     return ApplyResult("updated" if existed else "created", result)
@@ -184,16 +192,17 @@ async def _put(
 async def server_defaulted(
     client: Client, manifest: Mapping[str, Any], live: Mapping[str, Any] | None
 ) -> dict[str, Any] | None:
-    """``manifest`` as the cluster would store it (a dry run: nothing is written): a
-    replace guarded by ``live``'s ``resourceVersion`` when the object exists, else a
-    create. None when the server refuses it (the refusal is the caller's difference)."""
+    """``manifest`` as the cluster would store it (a dry run: nothing is written): an
+    unconditional replace when the object exists (``live`` given), else a create.
+    None when the server refuses it (the refusal is the caller's difference)."""
     body = copy_tree(dict(manifest))
     meta = body.setdefault("metadata", {})
     for name in ("resourceVersion", "uid", "managedFields", "creationTimestamp", "generation"):
         meta.pop(name, None)
     try:
         if live is not None:
-            meta["resourceVersion"] = (live.get("metadata") or {}).get("resourceVersion")
+            # an unconditional update (no resourceVersion): a status write in between
+            # does not make the dry run fail with a conflict
             result: dict[str, Any] = await client.replace(body, dry_run=True)
         else:
             result = await client.create(body, dry_run=True)

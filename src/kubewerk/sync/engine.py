@@ -1,0 +1,359 @@
+"""``kubewerk sync``: bring clusters to a source, or a source to a cluster.
+
+:func:`sync` takes one source and any number of target clusters and a policy:
+
+- ``git-wins``: every target is made equal to the source (:func:`~kubewerk.sync.apply.apply_object`
+  with force, foreign fields replaced away);
+- ``merge``: three-way per field (:func:`~kubewerk.sync.merge3.merge3`) between the base
+  recorded at the last sync (the ``sync.kubewerk.dev/last-synced`` annotation on each
+  cluster object), the source and the cluster; fields changed on one side take that
+  side's value, fields changed on both are conflicts, reported and left as the cluster
+  has them. An object never synced before is adopted as under ``git-wins``;
+- ``cluster-wins``: the cluster's state is written back as manifests into the source
+  (a directory or file; one target only): changed documents are replaced in their
+  files, objects only in the cluster go to new files, nothing is written to the cluster.
+
+Objects are applied in dependency order: Namespaces, then CRDs (waited for until
+Established), then the rest with each object after the objects its kind's lifecycle refs
+name (the CRD annotation ``kubewerk.dev/references``), else in key order. With
+``prune``, objects a previous sync created (they carry the last-synced annotation) of the
+source's kinds that the source no longer holds are deleted (cluster-wins: removed from the
+manifests); without it they are reported as ``extra``. ``dry_run`` writes nothing (the
+server's dry run answers for cluster writes). A second run with nothing changed reports
+every object ``unchanged``.
+
+Each target is synced on its own: one that cannot be reached (``ServerUnreachable``,
+after the client's retries) is reported ``unreachable`` with the objects done so far and
+the others go on; running the sync again resumes it (only what still differs is written).
+"""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from kubewerk.client import ServerUnreachable
+from kubewerk.client.errors import ApiError, NotFound
+from kubewerk.model import REFERENCES_ANNOTATION, parse_references
+from kubewerk.sync.apply import Policy, apply_object, delete_object, desired_state, last_synced
+from kubewerk.sync.compare import index_entries, key_of_group, prepare_schemas
+from kubewerk.sync.keys import GroupKind, ObjectKey
+from kubewerk.sync.merge3 import merge3
+from kubewerk.sync.normalize import strip_server_fields
+from kubewerk.sync.schemas import KindSchemas
+from kubewerk.sync.sources import (
+    _CRD_RT,
+    ClusterSource,
+    Entry,
+    ManifestSource,
+    Source,
+    SourceError,
+    dump_manifests,
+    parse_manifests,
+)
+
+__all__ = ["ObjectResult", "SyncReport", "TargetReport", "dependency_order", "sync"]
+
+_NS = GroupKind("", "Namespace")
+_CRD = GroupKind("apiextensions.k8s.io", "CustomResourceDefinition")
+
+
+@dataclass(slots=True)
+class ObjectResult:
+    """One object's outcome: ``action`` is ``created``, ``updated``, ``unchanged``,
+    ``deleted``, ``extra`` (only in the cluster, not pruned), ``conflict`` (merge: fields
+    left as the cluster has them, listed in ``conflicts``), ``written`` (cluster-wins:
+    manifest written) or ``failed`` (``detail`` says why)."""
+
+    key: ObjectKey
+    action: str
+    detail: str = ""
+    conflicts: list[str] = field(default_factory=list)
+
+
+@dataclass(slots=True)
+class TargetReport:
+    """One target's sync: ``status`` ``ok``, ``failed`` (some objects failed) or
+    ``unreachable`` (stopped; ``results`` holds what was done before)."""
+
+    target: str
+    status: str = "ok"
+    detail: str = ""
+    results: list[ObjectResult] = field(default_factory=list)
+
+    def counts(self) -> dict[str, int]:
+        out: dict[str, int] = {}
+        for r in self.results:
+            out[r.action] = out.get(r.action, 0) + 1
+        return out
+
+
+@dataclass(slots=True)
+class SyncReport:
+    """Every target's report; ``ok`` when all are ``ok``."""
+
+    policy: str
+    dry_run: bool
+    targets: list[TargetReport] = field(default_factory=list)
+
+    @property
+    def ok(self) -> bool:
+        return all(t.status == "ok" for t in self.targets)
+
+    @property
+    def changed(self) -> bool:
+        return any(r.action not in ("unchanged", "extra") for t in self.targets for r in t.results)
+
+
+def _obj(entry: Entry | None) -> dict[str, Any] | None:
+    return entry.obj if entry is not None else None
+
+
+def _gk(obj: Mapping[str, Any]) -> GroupKind:
+    return GroupKind(key_of_group(obj), str(obj.get("kind", "")))
+
+
+def dependency_order(entries: Mapping[ObjectKey, Entry], schemas: KindSchemas) -> list[ObjectKey]:
+    """Keys in apply order: Namespaces, CRDs, then the rest topologically by lifecycle
+    refs (a ref to an object not in ``entries``, or a cycle, does not hold anything back),
+    ties in key order."""
+    rank = {k: (0 if k.group_kind == _NS else 1 if k.group_kind == _CRD else 2) for k in entries}
+    deps: dict[ObjectKey, set[ObjectKey]] = {k: set() for k in entries}
+    for key, entry in entries.items():
+        crd = schemas.crd(key.group_kind)
+        ann = ((crd or {}).get("metadata") or {}).get("annotations") or {}
+        text = ann.get(REFERENCES_ANNOTATION)
+        if not isinstance(text, str):
+            continue
+        try:
+            refs = parse_references(text)
+        except ValueError:
+            continue
+        for ref in refs:
+            for name, ns in ref.names(entry.obj):
+                target = ObjectKey(
+                    ref.group, ref.kind, (ns or key.namespace) if ref.namespaced else "", name
+                )
+                if target in deps and target != key:
+                    deps[key].add(target)
+    order: list[ObjectKey] = []
+    done: set[ObjectKey] = set()
+    pending = sorted(entries, key=lambda k: (rank[k], k))
+    while pending:
+        progress = [k for k in pending if deps[k] <= done]
+        if not progress:  # a cycle: take the first left in order
+            progress = [pending[0]]
+        first = progress[0]
+        order.append(first)
+        done.add(first)
+        pending.remove(first)
+    return order
+
+
+async def _wait_established(
+    target: ClusterSource, names: Sequence[str], timeout: float = 10.0
+) -> None:
+    loop = asyncio.get_running_loop()
+    deadline = loop.time() + timeout
+    for name in names:
+        while True:
+            crd = await target.client.get(_CRD_RT, name)
+            conds = (crd.get("status") or {}).get("conditions") or []
+            if any(c.get("type") == "Established" and c.get("status") == "True" for c in conds):
+                break
+            if loop.time() > deadline:
+                raise TimeoutError(f"CRD {name} not Established within {timeout:.0f}s")
+            await asyncio.sleep(0.05)
+    target.client.forget_discovery()
+
+
+async def _sync_target(
+    source: Source,
+    source_entries: list[Entry],
+    target: ClusterSource,
+    policy: Policy,
+    prune: bool,
+    dry_run: bool,
+) -> TargetReport:
+    report = TargetReport(target.name)
+    try:
+        kinds: dict[GroupKind, str] = {}
+        for e in source_entries:
+            kinds.setdefault(_gk(e.obj), str(e.obj.get("apiVersion")))
+        live_entries = await target.objects(kinds)
+        schemas = await prepare_schemas(source, source_entries, target, live_entries)
+        src = index_entries(source_entries, schemas, manifests=True)
+        live = index_entries(live_entries, schemas, manifests=False)
+        if policy == "cluster-wins":
+            await _write_back(source, target, src, live, schemas, prune, dry_run, report)
+            return report
+        crds_applied: list[str] = []
+        for key in dependency_order(src, schemas):
+            if key.group_kind != _CRD and crds_applied:
+                if not dry_run:
+                    await _wait_established(target, crds_applied)
+                crds_applied = []
+            result = await _sync_object(
+                target, key, src[key].obj, _obj(live.get(key)), policy, schemas, dry_run
+            )
+            report.results.append(result)
+            if key.group_kind == _CRD and result.action in ("created", "updated"):
+                crds_applied.append(key.name)
+        if crds_applied and not dry_run:
+            await _wait_established(target, crds_applied)
+        for key in sorted(set(live) - set(src), reverse=True):
+            obj = live[key].obj
+            if last_synced(obj) is None:
+                continue  # never synced from a source: not ours to prune
+            if prune:
+                gone = await delete_object(target.client, obj, dry_run=dry_run)
+                report.results.append(ObjectResult(key, "deleted" if gone else "unchanged"))
+            else:
+                report.results.append(ObjectResult(key, "extra", "not in the source (use --prune)"))
+    except ServerUnreachable as exc:
+        report.status = "unreachable"
+        report.detail = str(exc)
+        return report
+    except (ApiError, TimeoutError, SourceError) as exc:
+        report.status = "failed"
+        report.detail = str(exc)
+        return report
+    if any(r.action == "failed" for r in report.results):
+        report.status = "failed"
+    return report
+
+
+async def _sync_object(
+    target: ClusterSource,
+    key: ObjectKey,
+    obj: dict[str, Any],
+    live_obj: dict[str, Any] | None,
+    policy: Policy,
+    schemas: KindSchemas,
+    dry_run: bool,
+) -> ObjectResult:
+    client = target.client
+    try:
+        desired = desired_state(obj)
+        record: dict[str, Any] | None = None
+        conflicts: list[str] = []
+        if live_obj is not None and live_obj.get("apiVersion") != obj.get("apiVersion"):
+            live_obj = await target.get(
+                str(obj.get("apiVersion")), key.kind, key.name, key.namespace
+            )
+        if policy == "merge" and live_obj is not None:
+            base = last_synced(live_obj)
+            if base is not None:
+                shape = schemas.shape(str(obj.get("apiVersion", "")), key.kind)
+                theirs = desired_state(live_obj)
+                merged, conflicts, record = merge3(base, desired, theirs, shape)
+                desired = merged
+        result = await apply_object(
+            client,
+            desired,
+            policy,
+            live=live_obj,
+            record=record if record is not None else desired_state(obj),
+            schemas=schemas,
+            dry_run=dry_run,
+        )
+    except NotFound as exc:
+        if dry_run:
+            return ObjectResult(key, "created", f"dry run: {exc} (its CRD is created first)")
+        return ObjectResult(key, "failed", str(exc))
+    except ApiError as exc:
+        return ObjectResult(key, "failed", str(exc))
+    if conflicts:
+        return ObjectResult(
+            key, "conflict", f"{result.action}; kept the cluster's value", conflicts
+        )
+    return ObjectResult(key, result.action)
+
+
+async def _write_back(
+    source: Source,
+    target: ClusterSource,
+    src: dict[ObjectKey, Entry],
+    live: dict[ObjectKey, Entry],
+    schemas: KindSchemas,
+    prune: bool,
+    dry_run: bool,
+    report: TargetReport,
+) -> None:
+    """cluster-wins: the cluster's objects written into the source's manifests."""
+    if not isinstance(source, ManifestSource) or source.root is None or not source.writable:
+        raise SourceError(
+            f"{source.name}: cluster-wins writes manifests; the source must be a directory or file"
+        )
+    edits: dict[str, dict[int, dict[str, Any] | None]] = {}
+    new_objects: list[tuple[ObjectKey, dict[str, Any]]] = []
+    from kubewerk.sync.diff import same_value
+
+    for key in sorted(set(src) | set(live)):
+        s, c = src.get(key), live.get(key)
+        if c is not None:
+            cobj = c.obj
+            if s is not None and s.obj.get("apiVersion") != cobj.get("apiVersion"):
+                version = str(s.obj.get("apiVersion"))
+                cobj = await target.get(version, key.kind, key.name, key.namespace) or cobj
+            state = desired_state(cobj)
+            if s is not None:
+                shape = schemas.shape(str(state["apiVersion"]), key.kind)
+                if same_value(strip_server_fields(s.obj), state, shape):
+                    report.results.append(ObjectResult(key, "unchanged"))
+                    continue
+                assert s.path is not None
+                edits.setdefault(s.path, {})[s.index] = state
+            else:
+                new_objects.append((key, state))
+            report.results.append(ObjectResult(key, "written"))
+        elif s is not None:
+            if prune:
+                assert s.path is not None
+                edits.setdefault(s.path, {})[s.index] = None
+                report.results.append(ObjectResult(key, "deleted", f"removed from {s.path}"))
+            else:
+                report.results.append(
+                    ObjectResult(key, "extra", "not in the cluster (use --prune)")
+                )
+    if dry_run:
+        return
+    for path, changes in edits.items():
+        text = Path(path).read_bytes()
+        docs = parse_manifests(text, path)
+        kept = [changes.get(i, d) for i, d in enumerate(docs)]
+        Path(path).write_text(dump_manifests(d for d in kept if d is not None))
+    if new_objects:
+        root = source.root
+        for key, state in new_objects:
+            if root.is_dir():
+                parts = [key.kind.lower(), key.namespace, key.name]
+                out = root / ("-".join(p for p in parts if p) + ".yaml")
+                out.write_text(dump_manifests([state]))
+            else:
+                with root.open("a") as fh:
+                    fh.write("---\n" + dump_manifests([state]))
+
+
+async def sync(
+    source: Source,
+    targets: Sequence[ClusterSource],
+    policy: Policy = "git-wins",
+    *,
+    prune: bool = False,
+    dry_run: bool = False,
+) -> SyncReport:
+    """Sync ``targets`` with ``source`` under ``policy`` (see the module docstring);
+    targets are synced concurrently and independently."""
+    if policy not in ("git-wins", "cluster-wins", "merge"):
+        raise ValueError(f"unknown policy {policy!r}: expected git-wins, cluster-wins or merge")
+    if policy == "cluster-wins" and len(targets) != 1:
+        raise ValueError("cluster-wins writes one cluster's state back: give exactly one target")
+    entries = await source.objects()
+    reports = await asyncio.gather(
+        *(_sync_target(source, entries, t, policy, prune, dry_run) for t in targets)
+    )
+    return SyncReport(policy, dry_run, list(reports))
