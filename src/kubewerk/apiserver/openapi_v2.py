@@ -296,6 +296,8 @@ class _Writer:
 
     @staticmethod
     def _varint(value: int) -> bytes:
+        if 0 <= value < 128:
+            return _SMALL_VARINTS[value]
         if value < 0:
             value += 1 << 64
         out = bytearray()
@@ -336,11 +338,17 @@ class _Writer:
             self.parts.append(struct.pack("<d", float(value)))
 
     def message(self, field: int, payload: bytes, keep_empty: bool = False) -> None:
-        if not payload and not keep_empty:
-            payload = b""
-        self._key(field, 2)
-        self.parts.append(self._varint(len(payload)))
-        self.parts.append(payload)
+        parts = self.parts
+        parts.append(
+            _SMALL_VARINTS[(field << 3) | 2] if field < 16 else self._varint((field << 3) | 2)
+        )
+        size = len(payload)
+        parts.append(_SMALL_VARINTS[size] if size < 128 else self._varint(size))
+        parts.append(payload)
+
+
+_SMALL_VARINTS = tuple(bytes((n,)) for n in range(128))
+"""The one-byte varints (0-127): most keys and lengths."""
 
 
 def _named_value(name: str, value: bytes) -> bytes:
@@ -475,7 +483,21 @@ def _responses(responses: JSON) -> bytes:
     return w.data()
 
 
+_SHARED_PARAMS: dict[int, tuple[JSON, bytes]] = {}
+"""The query parameters every write operation shares, encoded once (as field 8 of an
+Operation), by the identity of their dict."""
+
+
+def _shared_params() -> None:
+    for param in _WRITE_PARAMS:
+        w = _Writer()
+        w.message(8, _parameter(param), keep_empty=True)
+        _SHARED_PARAMS[id(param)] = (param, w.data())
+
+
 def _operation_pb(op: JSON) -> bytes:
+    if not _SHARED_PARAMS:
+        _shared_params()
     w = _Writer()
     w.strings(1, op.get("tags"))
     w.string(2, op.get("summary"))
@@ -484,7 +506,11 @@ def _operation_pb(op: JSON) -> bytes:
     w.strings(6, op.get("produces"))
     w.strings(7, op.get("consumes"))
     for param in op.get("parameters") or []:
-        w.message(8, _parameter(param), keep_empty=True)
+        shared = _SHARED_PARAMS.get(id(param))
+        if shared is None or shared[0] is not param:
+            w.message(8, _parameter(param), keep_empty=True)
+        else:
+            w.parts.append(shared[1])
     w.message(9, _responses(op.get("responses") or {}), keep_empty=True)
     w.strings(10, op.get("schemes"))
     w.boolean(11, op.get("deprecated"))
