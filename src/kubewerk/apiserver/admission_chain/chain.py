@@ -35,7 +35,7 @@ import orjson
 from kubewerk.apiserver.admission_chain import httpclient, webhooks
 from kubewerk.apiserver.admission_chain.registration import GROUP
 from kubewerk.apiserver.metrics import AdmissionMetrics
-from kubewerk.apiserver.registry import Registry
+from kubewerk.apiserver.registry import Registry, ServedResource
 from kubewerk.apiserver.request import RestResponse, Target, dry_run
 from kubewerk.apiserver.rest import ResourceApi
 from kubewerk.apiserver.storage.base import Event, Store
@@ -68,6 +68,8 @@ class PolicyIndex:
         self._compiled: dict[tuple[str, int], vap.CompiledPolicy] = {}
         self.policies: list[vap.CompiledPolicy] = []
         self.bindings: list[JSON] = []
+        self.version = 0
+        """Rises each time the index is rebuilt."""
         store.subscribe(self._on_event)
 
     def _on_event(self, ev: Event) -> None:
@@ -92,10 +94,51 @@ class PolicyIndex:
         self._compiled = compiled
         self.policies = policies
         self.bindings = [obj for _, obj in self.store.list(_BINDING_PREFIX)[0]]
+        self.version += 1
 
     def any(self) -> bool:
         self.load()
         return bool(self.policies and self.bindings)
+
+    def bound(self) -> list[vap.CompiledPolicy]:
+        """The policies at least one binding names (the engine skips the others)."""
+        self.load()
+        named = {
+            (b.get("spec") or {}).get("policyName") for b in self.bindings if isinstance(b, dict)
+        }
+        return [p for p in self.policies if p.name in named]
+
+
+def could_match(rules: Any, group: str, resource: str, subresource: str) -> bool:
+    """Whether a list of ``resourceRules``/webhook ``rules`` can select some request for
+    ``group``/``resource``/``subresource`` — true whenever the precise match
+    (``matching.rule_matches``, with every equivalent version) can be, since versions,
+    operations, scope and names are left out. Not a list: true."""
+    if not isinstance(rules, list):
+        return True
+    for rule in rules:
+        if not isinstance(rule, dict):
+            continue
+        groups = rule.get("apiGroups") or []
+        if "*" not in groups and group not in groups:
+            continue
+        for pattern in rule.get("resources") or []:
+            if not isinstance(pattern, str):
+                continue
+            pr, _, ps = pattern.partition("/")
+            if (pr == "*" or pr == resource) and (ps == "*" or ps == subresource):
+                return True
+    return False
+
+
+def _policy_could_match(policy: vap.CompiledPolicy, group: str, resource: str, sub: str) -> bool:
+    constraints = policy.match_constraints
+    if not isinstance(constraints, dict):
+        return True  # the engine decides (and reports) what a policy without them does
+    rules = constraints.get("resourceRules")
+    if not rules:
+        return True  # an empty list matches everything
+    return could_match(rules, group, resource, sub)
 
 
 class AdmissionChain:
@@ -107,6 +150,11 @@ class AdmissionChain:
         self.api = api
         self.hooks = webhooks.HookIndex(store)
         self.policies = PolicyIndex(store)
+        self._routes: dict[tuple[str, str, str], bool] = {}
+        self._routes_stamp = (-1, -1)
+        self._params_key: tuple[int, int] = (-1, -1)
+        self._param_types: list[tuple[str, ServedResource]] = []
+        self._scopes: dict[tuple[str, str], bool] = {}
         self.pool = httpclient.ConnectionPool()
         """Keep-alive connections to the webhooks, per endpoint and caBundle."""
         self.metrics = AdmissionMetrics()
@@ -114,10 +162,31 @@ class AdmissionChain:
         exposes ``ApiMetrics.admission``, so the app points this at that one."""
 
     def active(self, target: Target) -> bool:
-        """Whether a write to ``target`` takes the asynchronous path."""
-        if target.rtype.group == GROUP or target.subresource in ("scale", "finalize"):
+        """Whether a write to ``target`` takes the asynchronous path: some stored webhook
+        or bound policy has a rule that can select the target's group, resource and
+        subresource (decided once per resource until a configuration changes, so a
+        write no configuration can select keeps the synchronous path)."""
+        rtype = target.rtype
+        if rtype.group == GROUP or target.subresource in ("scale", "finalize"):
             return False  # kube exempts admission configuration objects
-        return self.hooks.any() or self.policies.any()
+        hooks, policies = self.hooks.any(), self.policies.any()
+        if not hooks and not policies:
+            return False
+        stamp = (self.hooks.version, self.policies.version)
+        if stamp != self._routes_stamp:
+            self._routes.clear()
+            self._routes_stamp = stamp
+        key = (rtype.group, rtype.resource, target.subresource or "")
+        hit = self._routes.get(key)
+        if hit is None:
+            hit = self._routes[key] = self._selectable(*key)
+        return hit
+
+    def _selectable(self, group: str, resource: str, sub: str) -> bool:
+        for hook in (*self.hooks.mutating(), *self.hooks.validating()):
+            if could_match(hook.spec.get("rules"), group, resource, sub):
+                return True
+        return any(_policy_could_match(p, group, resource, sub) for p in self.policies.bound())
 
     # -- the request as admission sees it ----------------------------------------------
 
@@ -383,25 +452,35 @@ class AdmissionChain:
 
     def _params(self) -> vap.ParamStore:
         """Every object of the policies' param kinds, read from storage now (so a changed
-        ConfigMap counts on the next request), with the scope of every served kind."""
+        ConfigMap counts on the next request), with the scope of every served kind. Which
+        served types hold param kinds, and the scopes, are worked out once per change of
+        the policies or the registry."""
+        key = (self.policies.version, self.registry.generation)
+        if key != self._params_key:
+            wanted: set[tuple[str, str]] = set()
+            for policy in self.policies.policies:
+                if policy.param_kind:
+                    wanted.add(
+                        (
+                            str(policy.param_kind.get("apiVersion")),
+                            str(policy.param_kind.get("kind")),
+                        )
+                    )
+            scopes: dict[tuple[str, str], bool] = {}
+            types: list[tuple[str, ServedResource]] = []
+            for rtype in self.registry.all():
+                for version in rtype.versions:
+                    kind_key = (rtype.api_version(version), rtype.kind)
+                    scopes[kind_key] = rtype.namespaced
+                    if kind_key in wanted:
+                        types.append((kind_key[0], rtype))
+            self._scopes, self._param_types, self._params_key = scopes, types, key
         objects: list[JSON] = []
-        scopes: dict[tuple[str, str], bool] = {}
-        wanted: set[tuple[str, str]] = set()
-        for policy in self.policies.policies:
-            if policy.param_kind:
-                wanted.add(
-                    (str(policy.param_kind.get("apiVersion")), str(policy.param_kind.get("kind")))
-                )
-        for rtype in self.registry.all():
-            for version in rtype.versions:
-                key = (rtype.api_version(version), rtype.kind)
-                scopes[key] = rtype.namespaced
-                if key not in wanted:
-                    continue
-                items, _, _ = self.store.list(rtype.key_prefix)
-                for _, obj in items:
-                    objects.append(rtype.strategy.from_storage(obj, key[0]))
-        return vap.ParamStore(objects, scopes)
+        for api_version, rtype in self._param_types:
+            items, _, _ = self.store.list(rtype.key_prefix)
+            for _, obj in items:
+                objects.append(rtype.strategy.from_storage(obj, api_version))
+        return vap.ParamStore(objects, self._scopes)
 
     def _audit(self, target: Target, req: vap.Request, annotations: dict[str, str]) -> None:
         if annotations:

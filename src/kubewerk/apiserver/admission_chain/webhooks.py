@@ -108,6 +108,8 @@ class HookIndex:
         self._dirty = True
         self._mutating: list[Hook] = []
         self._validating: list[Hook] = []
+        self.version = 0
+        """Rises each time the index is rebuilt."""
         store.subscribe(self._on_event)
 
     def _on_event(self, ev: Event) -> None:
@@ -120,6 +122,7 @@ class HookIndex:
         self._dirty = False
         self._mutating = self._read(_MUTATING_PREFIX, True)
         self._validating = self._read(_VALIDATING_PREFIX, False)
+        self.version += 1
 
     def _read(self, prefix: str, mutating: bool) -> list[Hook]:
         items, _, _ = self.store.list(prefix)
