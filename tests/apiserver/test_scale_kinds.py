@@ -243,3 +243,27 @@ async def test_deleting_a_crd_removes_only_its_type(many: EmbeddedServer) -> Non
     assert [t.resource for t in registry.group("g11.scale.test")] == sorted(
         f"kind{i}s" for i in range(CRDS) if i % GROUPS == 11 and i != 11
     )
+
+
+async def test_documents_are_built_ahead_when_the_server_is_quiet(
+    many: EmbeddedServer, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from kubewerk.apiserver import controllers
+
+    monkeypatch.setattr(controllers, "WARM_QUIET", 0.05)
+    registry = many.app.registry
+    generation = registry.generation
+
+    def add_field(crd: JSON) -> None:
+        spec_schema = crd["spec"]["versions"][0]["schema"]["openAPIV3Schema"]["properties"]["spec"]
+        spec_schema["properties"]["tier"] = {"type": "string"}
+
+    _change_crd(many, "kind13s.g13.scale.test", add_field)
+    await _wait(lambda: registry.generation != generation)
+    # nobody asked: the controller builds every group's documents once it is idle
+    await _wait(lambda: registry.has_memo(("openapi.v2.encoded",)), timeout=60)
+    assert registry.has_memo(("openapi.v3.hash", "v1"), "g13.scale.test")
+    v3_before, v2_before = openapi.BUILDS.v3_documents, openapi_v2.BUILDS.v2_groups
+    openapi.index(registry)
+    openapi_v2.encoded(registry).protobuf()
+    assert (openapi.BUILDS.v3_documents, openapi_v2.BUILDS.v2_groups) == (v3_before, v2_before)

@@ -6,6 +6,10 @@
   ``blockOwnerDeletion``) and Orphan (``orphan``) propagation; dependents of absent owners.
 - Namespaces: a deleted namespace turns Terminating, its contents are deleted, then the
   ``kubernetes`` finalizer is removed and the namespace goes.
+- OpenAPI: when nothing else is queued for ``WARM_QUIET`` seconds after the registry
+  changed, the v3 documents and v2 parts of the changed groups are built, one group per
+  slice of the event loop (kube-apiserver's CRD OpenAPI controllers build a CRD's spec
+  when it changes), so ``kubectl`` after a burst of CRD changes does not wait for them.
 
 They react to storage events (subscribed synchronously, work queued) and act on one
 asyncio task. They read the store and write only through ``ResourceApi``: deletes and
@@ -18,9 +22,11 @@ client's update.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import logging
 from typing import Any
 
+from kubewerk.apiserver import openapi, openapi_v2
 from kubewerk.apiserver.kinds.crds import CRD_CLEANUP_FINALIZER
 from kubewerk.apiserver.kinds.custom import crd_to_type
 from kubewerk.apiserver.kinds.namespaces import NAMESPACE_FINALIZER
@@ -38,6 +44,9 @@ log = logging.getLogger("kubewerk.apiserver.controllers")
 
 CRD_PREFIX = "/apiextensions.k8s.io/customresourcedefinitions/"
 NS_PREFIX = "/core/namespaces/"
+WARM_QUIET = 1.0
+"""Seconds without controller work before the OpenAPI documents of changed groups are
+built ahead of requests."""
 
 
 def _condition(ctype: str, status: str, reason: str, message: str, old: list[JSON]) -> JSON:
@@ -70,6 +79,8 @@ class Controllers:
         self.api = api
         self.hub = hub
         self._pending: dict[tuple[str, str], None] = {}
+        self._warmed = -1
+        """The registry generation whose OpenAPI documents are all built."""
         self._wakeup: asyncio.Event | None = None
         self._task: asyncio.Task[None] | None = None
         # garbage-collector graph
@@ -171,6 +182,13 @@ class Controllers:
     async def _run(self) -> None:
         assert self._wakeup is not None
         while True:
+            if self._warmed != self.registry.generation:
+                # idle with documents to build: after WARM_QUIET seconds without new work
+                with contextlib.suppress(TimeoutError):
+                    await asyncio.wait_for(self._wakeup.wait(), WARM_QUIET)
+                if not self._wakeup.is_set():
+                    await self._warm_documents()
+                    continue
             await self._wakeup.wait()
             self._wakeup.clear()
             while self._pending:
@@ -181,6 +199,25 @@ class Controllers:
                 except Exception:
                     log.exception("controller %s failed on %s", kind, key)
                 await asyncio.sleep(0)
+
+    async def _warm_documents(self) -> None:
+        """Build the OpenAPI documents of every changed group, one group at a time with
+        the event loop free in between; stop as soon as other work is queued (the rest
+        is built at the next quiet moment, or on request)."""
+        registry = self.registry
+        generation = registry.generation
+        for group in list(registry.group_names()):
+            if self._wakeup is not None and self._wakeup.is_set():
+                return
+            if registry.generation != generation:
+                return
+            built = openapi_v2.warm_group(registry, group)
+            built = openapi.warm_group(registry, group) or built
+            if built:
+                await asyncio.sleep(0)
+        if registry.generation == generation:
+            openapi_v2.encoded(registry).protobuf()
+            self._warmed = generation
 
     def _process(self, kind: str, key: str) -> None:
         if kind == "crd":

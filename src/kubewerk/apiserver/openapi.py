@@ -376,6 +376,17 @@ def document_hash(registry: Registry, group: str, version: str) -> str:
     return registry.memo(("openapi.v3.hash", version), build, group)
 
 
+def warm_group(registry: Registry, group: str) -> bool:
+    """Build the documents and hashes of ``group``'s versions now unless already kept;
+    whether anything was built (see ``openapi_v2.warm_group``)."""
+    built = False
+    for version in sorted({v for t in registry.group(group) for v in t.versions}):
+        if not registry.has_memo(("openapi.v3.hash", version), group):
+            document_hash(registry, group, version)
+            built = True
+    return built
+
+
 def index(registry: Registry) -> JSON:
     """``/openapi/v3``: every served group-version with a content-hash URL. After a change
     only the changed group's documents are built again; the others' hashes are kept."""

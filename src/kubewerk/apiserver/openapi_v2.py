@@ -219,6 +219,19 @@ def _group_part(registry: Registry, group: str) -> _GroupPart:
     return registry.memo(("openapi.v2",), build, group)
 
 
+def warm_group(registry: Registry, group: str) -> bool:
+    """Build ``group``'s part and its protobuf entries now unless already kept; whether
+    anything was built. (The CRD controller calls it when idle, as kube-apiserver's CRD
+    OpenAPI controller builds each CRD's spec when the CRD changes, so that a request
+    after many CRD changes only assembles.)"""
+    if registry.has_memo(("openapi.v2",), group):
+        return False
+    part = _group_part(registry, group)
+    part.paths_pb()
+    part.definitions_pb()
+    return True
+
+
 def _assemble(registry: Registry) -> tuple[JSON, list[_GroupPart]]:
     """The whole document from the groups' parts (only changed groups are rebuilt)."""
     from kubewerk.apiserver.kinds import k8s_openapi

@@ -196,6 +196,11 @@ class Registry:
         """Types by group name, in a stable order (core first, then by name)."""
         return self.memo(("groups",), lambda: {g: self.group(g) for g in self.group_names()})
 
+    def has_memo(self, key: Hashable, group: str | None = None) -> bool:
+        """Whether ``memo(key, ..., group)`` would answer without building."""
+        store = self._memo if group is None else self._group_memo.get(group, {})
+        return key in store
+
     def memo(self, key: Hashable, build: Callable[[], T], group: str | None = None) -> T:
         """``build()``, kept under ``key`` until ``group`` changes (``group`` None: until
         anything changes). Nothing is kept for a group that is not served, so a client
