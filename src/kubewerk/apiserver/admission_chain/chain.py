@@ -34,6 +34,7 @@ import orjson
 
 from kubewerk.apiserver.admission_chain import httpclient, webhooks
 from kubewerk.apiserver.admission_chain.registration import GROUP
+from kubewerk.apiserver.admission_chain.typechecking import TypeChecker
 from kubewerk.apiserver.metrics import AdmissionMetrics
 from kubewerk.apiserver.registry import Registry, ServedResource
 from kubewerk.apiserver.request import RestResponse, Target, dry_run
@@ -150,6 +151,8 @@ class AdmissionChain:
         self.api = api
         self.hooks = webhooks.HookIndex(store)
         self.policies = PolicyIndex(store)
+        self.type_checker = TypeChecker(store, registry, api)
+        """Writes the policies' ``status.typeChecking`` (kube's status controller)."""
         self._routes: dict[tuple[str, str, str], bool] = {}
         self._routes_stamp = (-1, -1)
         self._params_key: tuple[int, int] = (-1, -1)
