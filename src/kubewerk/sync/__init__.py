@@ -25,6 +25,10 @@ Public API (stable; ``kubewerk.sync.federation`` builds on it)::
   ``diff_sources`` over two whole sources.
 - :mod:`~kubewerk.sync.apply`: ``apply_object`` (server-side apply, force under git-wins,
   guarded replace to drop foreign fields), ``delete_object``, ``server_defaulted``.
+- :mod:`~kubewerk.sync.engine`: ``sync(source, targets, policy, prune=, dry_run=)`` →
+  ``SyncReport``; :mod:`~kubewerk.sync.merge3`: the merge policy's three-way rule.
+- :mod:`~kubewerk.sync.drift`: ``DriftController`` (``Drifted`` on a ``SyncTarget``,
+  Events, ``kubewerk_drift_objects{cluster,kind}``, optional self-heal).
 
 Layering: imports core, schema, model, client and runtime only (never the embedded API
 server): a built-in kind's defaults are read from the destination server with a dry-run
@@ -43,6 +47,8 @@ from kubewerk.sync.apply import (
 )
 from kubewerk.sync.compare import DiffReport, ItemDiff, diff_sources
 from kubewerk.sync.diff import ObjectDiff, diff_objects, same_value
+from kubewerk.sync.drift import SYNC_TARGET_CRD, DriftController
+from kubewerk.sync.engine import ObjectResult, SyncReport, TargetReport, sync
 from kubewerk.sync.keys import GroupKind, ObjectKey, key_of
 from kubewerk.sync.normalize import LAST_SYNCED_ANNOTATION, strip_server_fields
 from kubewerk.sync.schemas import KindSchemas
@@ -54,9 +60,11 @@ __all__ = [
     "FIELD_MANAGER",
     "LAST_SYNCED_ANNOTATION",
     "POLICIES",
+    "SYNC_TARGET_CRD",
     "ApplyResult",
     "ClusterSource",
     "DiffReport",
+    "DriftController",
     "Entry",
     "GroupKind",
     "ItemDiff",
@@ -64,10 +72,13 @@ __all__ = [
     "ManifestSource",
     "ObjectDiff",
     "ObjectKey",
+    "ObjectResult",
     "Policy",
     "Shape",
     "Source",
     "SourceError",
+    "SyncReport",
+    "TargetReport",
     "apply_object",
     "delete_object",
     "diff_objects",
@@ -78,4 +89,5 @@ __all__ = [
     "same_value",
     "server_defaulted",
     "strip_server_fields",
+    "sync",
 ]

@@ -212,12 +212,18 @@ async def server_defaulted(
 
 
 async def same_in_cluster(
-    client: Client, live: Mapping[str, Any], desired: Mapping[str, Any], schemas: KindSchemas | None
+    client: Client,
+    live: Mapping[str, Any],
+    desired: Mapping[str, Any],
+    schemas: KindSchemas | None,
+    *,
+    check_record: bool = True,
 ) -> bool:
     """Whether the cluster's ``live`` object already holds ``desired`` (server-managed
     fields ignored, defaults applied: a CRD's through the schema engine, a built-in
-    kind's by the server in a dry run), including the recorded last-synced state."""
-    if last_synced(live) != last_synced(desired):
+    kind's by the server in a dry run), including the recorded last-synced state unless
+    ``check_record`` is False."""
+    if check_record and last_synced(live) != last_synced(desired):
         return False
     a = strip_server_fields(live)
     b = strip_server_fields(desired)

@@ -1,0 +1,317 @@
+"""``kubewerk diff`` and ``kubewerk sync``: many clusters (see docs/sync.md).
+
+``kubewerk diff SRC [DST] [--context CTX] [--kubeconfig FILE] [-n NS] [--status]
+[-o text|json|summary] [--color auto|always|never]`` compares two sources semantically
+(SRC/DST: a manifest file or directory, ``git:REV:PATH``, ``cluster:[CONTEXT]`` or an
+``http(s)://`` URL; without DST, the cluster of ``--context``, or the current context).
+Exit 0 when equal, 1 when different, 2 on errors.
+
+``kubewerk sync --from SRC --to CLUSTER [--to CLUSTER ...] --policy
+git-wins|cluster-wins|merge [--prune] [--dry-run] [-o text|json]`` brings each cluster to
+the source (or, cluster-wins, the source's manifests to the one cluster); ``--watch``
+then keeps watching for drift (``--self-heal`` reverts it). CLUSTER is a kubeconfig
+context, ``cluster:CONTEXT`` or a URL. Exit 0 when every target synced, 1 when one
+failed or was unreachable (or had conflicts), 2 on usage errors or unreadable sources.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import os
+import sys
+from typing import Any
+
+import orjson
+
+from kubewerk.cli import UsageError
+
+
+def register(sub: Any) -> None:
+    diff = sub.add_parser(
+        "diff",
+        help="semantic diff of manifests, Git revisions and clusters",
+        description="Compare two sources object by object, ignoring server-managed fields, "
+        "defaults, set and map-list order, and quantity spelling.",
+    )
+    diff.add_argument("src", metavar="SRC", help="DIR|FILE, git:REV:PATH, cluster:[CTX] or URL")
+    diff.add_argument(
+        "dst",
+        metavar="DST",
+        nargs="?",
+        default=None,
+        help="as SRC (default: the cluster of --context)",
+    )
+    diff.add_argument("--context", default=None, help="kubeconfig context of the cluster side")
+    diff.add_argument("--kubeconfig", default=None, metavar="FILE")
+    diff.add_argument(
+        "-n",
+        "--namespace",
+        default=None,
+        metavar="NS",
+        help="compare only this namespace's objects in a cluster",
+    )
+    diff.add_argument("--status", action="store_true", help="compare status too")
+    diff.add_argument("-o", "--output", choices=("text", "json", "summary"), default="text")
+    diff.add_argument("--color", choices=("auto", "always", "never"), default="auto")
+    diff.set_defaults(func=run_diff)
+
+    sync = sub.add_parser(
+        "sync",
+        help="bring clusters to a source under a conflict policy; watch for drift",
+        description="Apply a source's objects to clusters in dependency order "
+        "(git-wins / merge), or write a cluster's state back (cluster-wins).",
+    )
+    sync.add_argument("--from", dest="source", required=True, metavar="SRC")
+    sync.add_argument("--to", dest="targets", action="append", required=True, metavar="CLUSTER")
+    sync.add_argument("--policy", choices=("git-wins", "cluster-wins", "merge"), default="git-wins")
+    sync.add_argument(
+        "--prune", action="store_true", help="delete what a sync made and the source dropped"
+    )
+    sync.add_argument("--dry-run", action="store_true", help="write nothing (the server's dry run)")
+    sync.add_argument("--kubeconfig", default=None, metavar="FILE")
+    sync.add_argument("-o", "--output", choices=("text", "json"), default="text")
+    sync.add_argument(
+        "--watch", action="store_true", help="after syncing, report drift until stopped"
+    )
+    sync.add_argument("--self-heal", action="store_true", help="with --watch: revert drift")
+    sync.add_argument(
+        "--metrics-port",
+        type=int,
+        default=None,
+        help="with --watch: serve kubewerk_drift_objects on this port",
+    )
+    sync.set_defaults(func=run_sync)
+
+
+def _cluster_spec(text: str) -> str:
+    from kubewerk.sync.sources import is_cluster_spec
+
+    return text if is_cluster_spec(text) else f"cluster:{text}"
+
+
+def _colour(args: argparse.Namespace) -> bool:
+    if args.color == "always":
+        return True
+    if args.color == "never" or os.environ.get("NO_COLOR"):
+        return False
+    return sys.stdout.isatty()
+
+
+def _short(value: Any) -> str:
+    text = orjson.dumps(value).decode()
+    return text if len(text) <= 120 else text[:117] + "..."
+
+
+def render_text(report: Any, colour: bool) -> str:
+    """The human form: one block per differing object, then the summary."""
+    red, green, yellow, bold, reset = (
+        ("\x1b[31m", "\x1b[32m", "\x1b[33m", "\x1b[1m", "\x1b[0m") if colour else ("",) * 5
+    )
+    from kubewerk.core.patch import decode_pointer_token
+
+    lines: list[str] = []
+    for item in report.items:
+        status = item.status
+        if status == "equal":
+            continue
+        mark = {"added": f"{green}+", "removed": f"{red}-", "changed": f"{yellow}~"}[status]
+        lines.append(f"{bold}{mark} {item.key}{reset} ({status})")
+        if status != "changed":
+            continue
+        left = item.diff.left
+        for op in item.diff.patch:
+            path = op["path"]
+            old = _lookup(left, [decode_pointer_token(t) for t in path.split("/")[1:]])
+            if op["op"] in ("remove", "replace") and old is not _MISSING:
+                lines.append(f"  {red}- {path}: {_short(old)}{reset}")
+            if op["op"] in ("add", "replace"):
+                lines.append(f"  {green}+ {path}: {_short(op['value'])}{reset}")
+    for err in report.errors:
+        lines.append(f"{red}! {err}{reset}")
+    s = report.summary()
+    lines.append(
+        f"{s['added']} added, {s['removed']} removed, {s['changed']} changed, {s['equal']} equal"
+    )
+    return "\n".join(lines)
+
+
+_MISSING = object()
+
+
+def _lookup(doc: Any, tokens: list[str]) -> Any:
+    for t in tokens:
+        if isinstance(doc, dict) and t in doc:
+            doc = doc[t]
+        elif isinstance(doc, list) and t.isdigit() and int(t) < len(doc):
+            doc = doc[int(t)]
+        else:
+            return _MISSING
+    return doc
+
+
+def report_json(report: Any) -> dict[str, Any]:
+    """The JSON form: summary, each object's status and RFC 6902 patch, errors."""
+    return {
+        "summary": report.summary(),
+        "objects": [
+            {
+                "group": i.key.group,
+                "kind": i.key.kind,
+                "namespace": i.key.namespace,
+                "name": i.key.name,
+                "status": i.status,
+                "patch": i.diff.patch,
+            }
+            for i in report.items
+        ],
+        "errors": report.errors,
+    }
+
+
+class _Summary:
+    """A report with its items hidden: renders as the summary line alone."""
+
+    def __init__(self, report: Any) -> None:
+        self.items: list[Any] = []
+        self.errors: list[str] = report.errors
+        self._report = report
+
+    def summary(self) -> dict[str, int]:
+        counts: dict[str, int] = self._report.summary()
+        return counts
+
+
+def run_diff(args: argparse.Namespace) -> int:
+    from kubewerk.client import ServerUnreachable
+    from kubewerk.client.errors import ApiError
+    from kubewerk.sync import diff_sources, load
+    from kubewerk.sync.sources import SourceError
+
+    dst = args.dst or "cluster:"
+    if dst == "cluster:" and args.context:
+        dst = f"cluster:{args.context}"
+
+    async def go() -> Any:
+        left = right = None
+        try:
+            left = load(args.src, kubeconfig=args.kubeconfig, namespace=args.namespace)
+            right = load(dst, kubeconfig=args.kubeconfig, namespace=args.namespace)
+            return await diff_sources(left, right, keep_status=args.status)
+        finally:
+            for s in (left, right):
+                if s is not None:
+                    await s.close()
+
+    try:
+        report = asyncio.run(go())
+    except (SourceError, ServerUnreachable, ApiError) as exc:
+        raise UsageError(str(exc)) from None
+    if args.output == "json":
+        sys.stdout.write(
+            orjson.dumps(report_json(report), option=orjson.OPT_INDENT_2).decode() + "\n"
+        )
+    elif args.output == "summary":
+        print(render_text(_Summary(report), False))
+    else:
+        print(render_text(report, _colour(args)))
+    if report.errors:
+        return 2
+    return 1 if report.different else 0
+
+
+def sync_json(report: Any) -> dict[str, Any]:
+    return {
+        "policy": report.policy,
+        "dryRun": report.dry_run,
+        "targets": [
+            {
+                "target": t.target,
+                "status": t.status,
+                "detail": t.detail,
+                "counts": t.counts(),
+                "objects": [
+                    {
+                        "object": str(r.key),
+                        "action": r.action,
+                        "detail": r.detail,
+                        **({"conflicts": r.conflicts} if r.conflicts else {}),
+                    }
+                    for r in t.results
+                ],
+            }
+            for t in report.targets
+        ],
+    }
+
+
+def render_sync(report: Any) -> str:
+    lines: list[str] = []
+    for t in report.targets:
+        counts = ", ".join(f"{n} {a}" for a, n in sorted(t.counts().items())) or "nothing to do"
+        head = f"{t.target}: {t.status}"
+        lines.append(f"{head} ({counts})" + (f": {t.detail}" if t.detail else ""))
+        for r in t.results:
+            if r.action == "unchanged":
+                continue
+            extra = f" {r.detail}" if r.detail else ""
+            if r.conflicts:
+                extra += f" conflicts: {', '.join(r.conflicts)}"
+            lines.append(f"  {r.action:9} {r.key}{extra}")
+    if report.dry_run:
+        lines.append("(dry run: nothing was written)")
+    return "\n".join(lines)
+
+
+def run_sync(args: argparse.Namespace) -> int:
+    from kubewerk.client.errors import ApiError
+    from kubewerk.sync import load
+    from kubewerk.sync.engine import sync
+    from kubewerk.sync.sources import ClusterSource, SourceError, cluster
+
+    if args.self_heal and not args.watch:
+        raise UsageError("--self-heal needs --watch")
+    if args.policy == "cluster-wins" and len(args.targets) != 1:
+        raise UsageError("--policy cluster-wins writes one cluster back: give exactly one --to")
+
+    async def go() -> int:
+        source = load(args.source, kubeconfig=args.kubeconfig)
+        targets: list[ClusterSource] = [
+            cluster(_cluster_spec(t), kubeconfig=args.kubeconfig) for t in args.targets
+        ]
+        try:
+            report = await sync(
+                source, targets, args.policy, prune=args.prune, dry_run=args.dry_run
+            )
+            if args.output == "json":
+                sys.stdout.write(
+                    orjson.dumps(sync_json(report), option=orjson.OPT_INDENT_2).decode() + "\n"
+                )
+            else:
+                print(render_sync(report), flush=True)
+            code = (
+                0
+                if report.ok
+                and not any(r.action == "conflict" for t in report.targets for r in t.results)
+                else 1
+            )
+            if args.watch:
+                from kubewerk.sync.drift import run_drift
+
+                await run_drift(
+                    source,
+                    targets,
+                    policy=args.policy,
+                    self_heal=args.self_heal,
+                    metrics_port=args.metrics_port,
+                )
+            return code
+        finally:
+            await source.close()
+            for t in targets:
+                await t.close()
+
+    try:
+        return asyncio.run(go())
+    except (SourceError, ApiError, ValueError) as exc:
+        raise UsageError(str(exc)) from None
