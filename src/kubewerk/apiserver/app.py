@@ -27,6 +27,7 @@ from kubewerk.apiserver.auth.tokens import DEFAULT_ISSUER, ServiceAccountTokens,
 from kubewerk.apiserver.auth.types import CURRENT_USER, UNSECURED, Authorizer, UserInfo
 from kubewerk.apiserver.builtins import INITIAL_NAMESPACES, install_builtins
 from kubewerk.apiserver.controllers import Controllers
+from kubewerk.apiserver.fieldmanager import USER_AGENT
 from kubewerk.apiserver.hosts import HostPolicy
 from kubewerk.apiserver.kinds.kubernetes_service import KEYS as KUBERNETES_SERVICE_KEYS
 from kubewerk.apiserver.kinds.kubernetes_service import (
@@ -46,7 +47,7 @@ from kubewerk.apiserver.registry import Registry, ServedResource
 from kubewerk.apiserver.request import RestResponse, Target
 from kubewerk.apiserver.responses import AsgiScope, Receive, Send, json_headers, wants_table
 from kubewerk.apiserver.rest import ResourceApi
-from kubewerk.apiserver.storage.base import Event, Store, UnstorableObject
+from kubewerk.apiserver.storage.base import Event, StorageError, Store, UnstorableObject
 from kubewerk.apiserver.watch import DEFAULT_MAX_BACKLOG_BYTES, WatchHub, WatchStream
 from kubewerk.core.errors import ApiError
 from kubewerk.core.gofmt import unmarshal_kind
@@ -70,9 +71,10 @@ CreateHandler = Callable[[Target, JSON, UserInfo, dict[str, str]], RestResponse]
 
 class Request:
     """The parts of an HTTP request the API looks at; ``user`` is who it is (after
-    authentication and impersonation)."""
+    authentication and impersonation); ``warnings`` are the Warning headers gathered for
+    the response so far (sent with it, an error response included)."""
 
-    __slots__ = ("body", "headers", "labels", "method", "path", "query", "user")
+    __slots__ = ("body", "headers", "labels", "method", "path", "query", "user", "warnings")
 
     def __init__(
         self, method: str, path: str, query: dict[str, str], headers: dict[str, str], body: bytes
@@ -85,6 +87,7 @@ class Request:
         # the metric labels; routing to a resource replaces them with its own
         self.labels = non_resource_labels(method)
         self.user: UserInfo = UNSECURED
+        self.warnings: list[str] = []
 
     @property
     def accept(self) -> str:
@@ -175,6 +178,8 @@ class ApiServer:
         self.reads = ReadCache(store, self.registry)
         self.hub = WatchHub(store, max_backlog_bytes=watch_backlog_bytes)
         self.metrics = ApiMetrics(store, self.registry, self.hub)
+        # the chain's webhook and policy counts are the ones /metrics renders
+        self.chain.metrics = self.metrics.admission
         self.controllers = Controllers(store, self.registry, self.api, self.hub)
         self.service_allocator = ServiceAllocator(store, self.service_network)
         services = self.registry.get("", "services")
@@ -412,6 +417,8 @@ class ApiServer:
         raw_query = scope.get("query_string", b"")
         if raw_query:
             req.query = dict(parse_qsl(raw_query.decode("latin-1"), keep_blank_values=True))
+        # the manager of a write without fieldManager is derived from the User-Agent
+        agent = USER_AGENT.set(headers.get("user-agent", ""))
         try:
             req.body = await self._read_body(receive, headers)
             return await self._route(req, receive, send)
@@ -420,18 +427,32 @@ class ApiServer:
             # nothing of it is acted on, and there is no one to answer
             return 499
         except ApiError as err:
-            await self._send_json(send, err.code, err.to_status())
+            # Warning headers gathered before the error go out with it, as kube-apiserver's
+            # warning recorder writes them with whatever response is written; an error
+            # may carry its own (``warnings``: admission warnings before a denial)
+            carried = getattr(err, "warnings", None)
+            warnings = req.warnings + [w for w in carried or () if isinstance(w, str)]
+            await self._send_json(send, err.code, err.to_status(), warnings)
             return err.code
         except UnstorableObject as exc:
             # the storage boundary's backstop: the decoding limits normally refuse such
             # values first; nothing was stored
             await self._send_json(send, 400, ApiError.bad_request(str(exc)).to_status())
             return 400
+        except StorageError as exc:
+            # a stored value the server cannot read (an undecryptable Secret, a closed
+            # store): kube's 500 InternalError with the storage layer's words; the cause
+            # is known, so one log line and no traceback
+            log.error("%s %s: %s", scope["method"], scope["path"], exc)
+            await self._send_json(send, 500, ApiError.internal(str(exc)).to_status())
+            return 500
         except Exception as exc:
             log.exception("internal error on %s %s", scope["method"], scope["path"])
             internal = ApiError.internal(str(exc) or type(exc).__name__)
             await self._send_json(send, 500, internal.to_status())
             return 500
+        finally:
+            USER_AGENT.reset(agent)
 
     async def _read_body(self, receive: Receive, headers: dict[str, str]) -> bytes:
         declared = headers.get("content-length")
@@ -720,7 +741,10 @@ class ApiServer:
         target = self._resolve(group, version, segs)
         rtype = target.rtype
         deprecation = rtype.deprecated.get(version)
-        notes = [deprecation] if deprecation else []
+        # the same list as the request's: a deprecation warning also goes with an error
+        notes = req.warnings
+        if deprecation:
+            notes.append(deprecation)
         sub = target.subresource
         if sub is not None:
             if target.name is None:
