@@ -323,7 +323,13 @@ class _Activation:
             return False, self._error_text(compiled, str(exc))
         if result.type() == T.ERROR:
             return False, self._error_text(compiled, str(result.value()))
-        return True, result.value()
+        value = result.value()
+        if isinstance(value, (list, dict)):
+            # a list or map result holds accessors into the evaluation's arena, which
+            # cannot be handed to another evaluation (a variable read by a later
+            # expression): its plain Python form can, and reads the same in CEL
+            return True, result.plain_value()
+        return True, value
 
     def _error_text(self, compiled: Compiled, text: str) -> str:
         msg = runtime_error(text)
