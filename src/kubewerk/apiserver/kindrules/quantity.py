@@ -18,6 +18,7 @@ from functools import lru_cache
 from typing import Any, Final, Literal
 
 from kubewerk.apiserver.kindrules.common import JSON
+from kubewerk.core.quantity import go_exponent, scaled_value
 
 Format = Literal["BinarySI", "DecimalSI", "DecimalExponent"]
 
@@ -63,14 +64,16 @@ def _parse(text: str) -> tuple[Fraction, Format]:
     m = _QUANTITY_RE.fullmatch(text.strip()) if text == text.strip() else None
     if not m or not _NUMBER_RE.fullmatch(m.group(1)):
         raise ValueError(PARSE_ERROR)
-    number = Fraction(m.group(1))
+    number = m.group(1)
     suffix = m.group(2)
     if suffix in _BINARY:
-        return number * 1024 ** _BINARY[suffix], "BinarySI"
+        return scaled_value(number, 0, _BINARY[suffix]), "BinarySI"
     if suffix in _DECIMAL:
-        return number * Fraction(10) ** _DECIMAL[suffix], "DecimalSI"
-    if suffix[:1] in ("e", "E") and re.fullmatch(r"[-+]?[0-9]+", suffix[1:]):
-        return number * Fraction(10) ** int(suffix[1:]), "DecimalExponent"
+        return scaled_value(number, _DECIMAL[suffix]), "DecimalSI"
+    if suffix[:1] in ("e", "E"):
+        exponent = go_exponent(suffix[1:])
+        if exponent is not None:
+            return scaled_value(number, exponent), "DecimalExponent"
     raise ValueError("unable to parse quantity's suffix")
 
 

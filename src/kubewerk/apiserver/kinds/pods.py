@@ -7,58 +7,22 @@ A Pod is created ``Pending`` with its QoS class (``pkg/registry/core/pod`` strat
 
 from __future__ import annotations
 
-import re
-from decimal import Decimal, InvalidOperation
+from fractions import Fraction
 from typing import Any
 
+from kubewerk.apiserver.kindrules.quantity import value_of
 from kubewerk.apiserver.kinds.typed import TypedKindStrategy
 from kubewerk.core import meta as metautil
 
 JSON = dict[str, Any]
 
 _QOS_RESOURCES = ("cpu", "memory")
-_SUFFIXES = {
-    "n": Decimal("1e-9"),
-    "u": Decimal("1e-6"),
-    "m": Decimal("1e-3"),
-    "": Decimal(1),
-    "k": Decimal(10**3),
-    "M": Decimal(10**6),
-    "G": Decimal(10**9),
-    "T": Decimal(10**12),
-    "P": Decimal(10**15),
-    "E": Decimal(10**18),
-    "Ki": Decimal(2**10),
-    "Mi": Decimal(2**20),
-    "Gi": Decimal(2**30),
-    "Ti": Decimal(2**40),
-    "Pi": Decimal(2**50),
-    "Ei": Decimal(2**60),
-}
-_QUANTITY = re.compile(r"^([+-]?[0-9.]+)([eE][+-]?[0-9]+|[numkMGTPE]i?|)$")
 
 
-def quantity_value(value: Any) -> Decimal | None:
-    """A resource quantity (``500m``, ``1Gi``, ``1e3``, a number) as a Decimal; None if
-    it does not parse (validation reports those)."""
-    if isinstance(value, bool):
-        return None
-    if isinstance(value, int | float):
-        return Decimal(str(value))
-    if not isinstance(value, str):
-        return None
-    match = _QUANTITY.match(value.strip())
-    if match is None:
-        return None
-    number, suffix = match.groups()
-    try:
-        base = Decimal(number)
-        if suffix[:1] in ("e", "E"):
-            return base * (Decimal(10) ** int(suffix[1:]))
-        factor = _SUFFIXES.get(suffix)
-        return base * factor if factor is not None else None
-    except (InvalidOperation, ValueError):
-        return None
+def quantity_value(value: Any) -> Fraction | None:
+    """A resource quantity (``500m``, ``1Gi``, ``1e3``, a number) as ``ParseQuantity``
+    keeps it; None if it does not parse (validation reports those)."""
+    return value_of(value)
 
 
 def pod_qos_class(pod: JSON) -> str:
@@ -67,8 +31,8 @@ def pod_qos_class(pod: JSON) -> str:
     requests (a missing one defaults to the limit) equal the limits, else Burstable."""
     spec = pod.get("spec") if isinstance(pod.get("spec"), dict) else {}
     assert isinstance(spec, dict)
-    requests: dict[str, Decimal] = {}
-    limits: dict[str, Decimal] = {}
+    requests: dict[str, Fraction] = {}
+    limits: dict[str, Fraction] = {}
     guaranteed = True
     containers = [
         c
@@ -87,10 +51,10 @@ def pod_qos_class(pod: JSON) -> str:
             limit = quantity_value(lim.get(name))
             request = quantity_value(req.get(name)) if name in req else limit
             if request is not None and request != 0:
-                requests[name] = requests.get(name, Decimal(0)) + request
+                requests[name] = requests.get(name, Fraction(0)) + request
             if limit is not None and limit != 0:
                 found_limits.add(name)
-                limits[name] = limits.get(name, Decimal(0)) + limit
+                limits[name] = limits.get(name, Fraction(0)) + limit
         if len(found_limits) != len(_QOS_RESOURCES):
             guaranteed = False
     if not requests and not limits:

@@ -13,6 +13,7 @@ from fractions import Fraction
 from typing import Any, Final
 
 from kubewerk.core.meta import human_duration, parse_time
+from kubewerk.core.quantity import go_exponent, scaled_value
 from kubewerk.core.selectors import LabelSelectorError, label_selector_from_dict
 
 JSON = dict[str, Any]
@@ -167,19 +168,15 @@ def _parse_quantity(text: str) -> tuple[Fraction, str] | None:
     if not m or not m.group(2) or m.group(2) == ".":
         return None
     sign, number, suffix = m.groups()
-    value = Fraction(number)
+    number = sign + number
     if suffix in _BINARY_SUFFIXES:
-        value *= 1024 ** _BINARY_SUFFIXES[suffix]
-        fmt = "BinarySI"
-    elif suffix in _DECIMAL_SUFFIXES:
-        value *= Fraction(10) ** _DECIMAL_SUFFIXES[suffix]
-        fmt = "DecimalSI"
-    elif re.fullmatch(r"[eE][+-]?[0-9]+", suffix):
-        value *= Fraction(10) ** int(suffix[1:])
-        fmt = "DecimalExponent"
-    else:
+        return scaled_value(number, 0, _BINARY_SUFFIXES[suffix]), "BinarySI"
+    if suffix in _DECIMAL_SUFFIXES:
+        return scaled_value(number, _DECIMAL_SUFFIXES[suffix]), "DecimalSI"
+    exponent = go_exponent(suffix[1:]) if suffix[:1] in ("e", "E") else None
+    if exponent is None:
         return None
-    return (-value if sign == "-" else value), fmt
+    return scaled_value(number, exponent), "DecimalExponent"
 
 
 def _round_up(value: Fraction, scale: int) -> Fraction:

@@ -21,6 +21,8 @@ from urllib.parse import parse_qs, urlsplit
 import re2
 from cel_expr_python import cel
 
+from kubewerk.core.quantity import go_exponent, scaled_value
+
 from .._regexp import compile_go_regexp
 from .._structural import dns1035_label_errors, dns1123_label_errors, dns1123_subdomain_errors
 from ..formats import is_base64, is_date, is_datetime
@@ -221,7 +223,8 @@ def url_query(u: Any) -> dict[str, list[str]]:
 
 # -------------------------------------------------------------------- quantity
 _QTY = re.compile(r"^([+-]?)(\d+\.?\d*|\.\d+)(.*)\Z")
-_BINARY: Final = {"Ki": 2**10, "Mi": 2**20, "Gi": 2**30, "Ti": 2**40, "Pi": 2**50, "Ei": 2**60}
+_BINARY: Final = {"Ki": 1, "Mi": 2, "Gi": 3, "Ti": 4, "Pi": 5, "Ei": 6}
+"""Binary suffixes: the power of 1024."""
 _DECIMAL: Final = {
     "n": -9,
     "u": -6,
@@ -237,24 +240,22 @@ _DECIMAL: Final = {
 
 
 def parse_quantity(s: str) -> Fraction | None:
-    """``resource.ParseQuantity``'s value (exact), or None if ``s`` is not a quantity."""
+    """``resource.ParseQuantity``'s value (rounded up to nanos, capped at ``2**63 - 1``,
+    as it keeps it), or None if ``s`` is not a quantity."""
     m = _QTY.match(s)
     if not m:
         return None
     sign, number, suffix = m.groups()
-    value = Fraction(number)
+    number = sign + number
     if suffix in _BINARY:
-        value *= _BINARY[suffix]
-    elif suffix in _DECIMAL:
-        value *= Fraction(10) ** _DECIMAL[suffix]
-    elif suffix[:1] in ("e", "E") and re.fullmatch(r"[eE][+-]?\d+", suffix):
-        exp = int(suffix[1:])
-        if abs(exp) > 1000:
-            return None
-        value *= Fraction(10) ** exp
-    else:
-        return None
-    return -value if sign == "-" else value
+        return scaled_value(number, 0, _BINARY[suffix])
+    if suffix in _DECIMAL:
+        return scaled_value(number, _DECIMAL[suffix])
+    if suffix[:1] in ("e", "E"):
+        exponent = go_exponent(suffix[1:])
+        if exponent is not None:
+            return scaled_value(number, exponent)
+    return None
 
 
 def _tagged_quantity(value: Fraction) -> dict[str, Any]:

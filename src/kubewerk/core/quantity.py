@@ -1,0 +1,86 @@
+"""The numeric part of ``resource.ParseQuantity``: a quantity's value, bounded as
+Kubernetes bounds it, at a cost bounded whatever the text.
+
+``ParseQuantity`` keeps a value that is not a whole number of nanos rounded up (away from
+zero) to the next nano, and caps the magnitude at ``2**63 - 1``. Exponents are read as
+Go does (``strconv.ParseInt`` into int64, then ``int32(...)``, which wraps). Done naively
+(``Fraction(10) ** exponent``), ``1e999999999`` would build a billion-digit integer and
+block the event loop; here the magnitude is decided from the digit count first, and at
+most :data:`SIGNIFICANT` digits take part in any arithmetic.
+
+Every parser of quantities in kubewerk (typed defaults and validation, the QoS class, the
+CEL ``quantity()`` library, the printers) reads the number through :func:`scaled_value`.
+"""
+
+from __future__ import annotations
+
+import re
+from fractions import Fraction
+from typing import Final
+
+MAX_MAGNITUDE: Final = 2**63 - 1
+"""``maxAllowed``: a larger quantity is capped here (its sign kept)."""
+NANOS: Final = 10**9
+SIGNIFICANT: Final = 64
+"""Leading digits that take part in the arithmetic; the rest only say "not zero"."""
+
+_INT64 = 2**63
+_NUMBER = re.compile(r"[0-9]*\.?[0-9]*")
+_NONZERO = re.compile(r"[1-9]")
+
+
+def go_exponent(text: str) -> int | None:
+    """An ``e``/``E`` suffix's exponent as ``quantitySuffixer.interpret`` reads it
+    (``int32(strconv.ParseInt(text, 10, 64))``), None when it is not an int64."""
+    body = text[1:] if text[:1] in ("+", "-") else text
+    if not body or not body.isascii() or not body.isdigit():
+        return None
+    # a long digit string is out of int64 range before it is converted
+    if len(body.lstrip("0")) > 19:
+        return None
+    value = int(text)
+    if not -_INT64 <= value < _INT64:
+        return None
+    return (value + 2**31) % 2**32 - 2**31
+
+
+def scaled_value(number: str, exp10: int = 0, binary_power: int = 0) -> Fraction:
+    """``number * 10**exp10 * 1024**binary_power`` as ``ParseQuantity`` leaves it: rounded
+    up (away from zero) to a whole number of nanos, magnitude capped at ``2**63 - 1``.
+
+    ``number`` is the quantity's numeric text (``[+-]?digits[.digits]``, either side
+    possibly empty but not both); ``ValueError`` if it is not one. ``binary_power`` is at
+    most 6 (``Ei``).
+    """
+    sign = 1
+    body = number
+    if body[:1] in ("+", "-"):
+        sign = -1 if body[0] == "-" else 1
+        body = body[1:]
+    if body in ("", ".") or _NUMBER.fullmatch(body) is None:
+        raise ValueError(f"not a quantity number: {number[:40]!r}")
+    point = body.find(".")
+    if point < 0:
+        point = len(body)
+    first = _NONZERO.search(body)
+    if first is None:
+        return Fraction(0)
+    # the leading digit stands for 10**(top - 1) in number * 10**exp10
+    lead = first.start()
+    top = (point - lead if lead < point else point - lead + 1) + exp10
+    kept = body[lead : lead + SIGNIFICANT + 1].replace(".", "")[:SIGNIFICANT]
+    rest = lead + SIGNIFICANT + (1 if lead < point <= lead + SIGNIFICANT else 0)
+    sticky = _NONZERO.search(body, rest) is not None
+    # 10**(top-1) ≤ |number * 10**exp10| < 10**top, and 1024**p lies in [10**(3p), 10**(3.02p))
+    if top - 1 + 3 * binary_power >= 19:  # ≥ 10**19 > 2**63 - 1
+        return Fraction(sign * MAX_MAGNITUDE)
+    if top + 4 * binary_power < -9:  # < 10**-9 whatever the digits: one nano
+        return Fraction(sign, NANOS)
+    shift = top - len(kept)  # value = int(kept) * 10**shift * 1024**p (+ sticky)
+    nanos = Fraction(int(kept)) * Fraction(10) ** (shift + 9) * 1024**binary_power
+    whole_nanos = nanos.numerator // nanos.denominator
+    if whole_nanos != nanos or sticky:
+        whole_nanos += 1
+    if whole_nanos > MAX_MAGNITUDE * NANOS:
+        return Fraction(sign * MAX_MAGNITUDE)
+    return Fraction(sign * whole_nanos, NANOS)
