@@ -109,12 +109,20 @@ def test_apply_twice_with_a_change(kc: KubectlRun, demo: Path, tmp_path: Path) -
     assert last["spec"] == {"engine": "postgres", "replicas": 5}
 
 
-def test_apply_server_side_fails_clearly(kc: KubectlRun, demo: Path) -> None:
-    proc = kc("apply", "--server-side", "-f", str(demo / "databases.yaml"), check=False)
-    assert proc.returncode != 0
-    assert "server-side apply" in proc.stderr and "not supported" in proc.stderr
-    assert "client-side apply" in proc.stderr
-    assert kc("get", "db", check=False).stdout == ""  # nothing was created
+def test_apply_server_side_creates_and_records_kubectl_as_manager(
+    kc: KubectlRun, demo: Path
+) -> None:
+    out = kc("apply", "--server-side", "-f", str(demo / "databases.yaml")).stdout
+    assert "database.demo.kubewerk.dev/orders serverside-applied" in out
+    one = json.loads(kc("get", "db", "orders", "-o", "json", "--show-managed-fields").stdout)
+    assert one["spec"]["engine"] == "postgres"
+    managers = [(e["manager"], e["operation"]) for e in one["metadata"]["managedFields"]]
+    assert managers == [("kubectl", "Apply")]
+    # applied again unchanged: still one Apply entry, and nothing changes
+    again = kc("apply", "--server-side", "-f", str(demo / "databases.yaml")).stdout
+    assert "database.demo.kubewerk.dev/orders serverside-applied" in again
+    rv = one["metadata"]["resourceVersion"]
+    assert get_json(kc, "db", "orders")["metadata"]["resourceVersion"] == rv
 
 
 # -- get -----------------------------------------------------------------------------
