@@ -58,6 +58,10 @@ def test_every_kind_of_the_issue_has_a_printer() -> None:
         "discovery.k8s.io/v1/EndpointSlice", "policy/v1/PodDisruptionBudget",
         "autoscaling/v2/HorizontalPodAutoscaler", "autoscaling/v1/HorizontalPodAutoscaler",
         "storage.k8s.io/v1/StorageClass", "scheduling.k8s.io/v1/PriorityClass",
+        # issue 15: the RBAC kinds (tests/apiserver/auth/test_rbac_tables.py)
+        "rbac.authorization.k8s.io/v1/Role", "rbac.authorization.k8s.io/v1/ClusterRole",
+        "rbac.authorization.k8s.io/v1/RoleBinding",
+        "rbac.authorization.k8s.io/v1/ClusterRoleBinding",
     }  # fmt: skip
     assert set(printers()) == expected
     assert printer("v1", "ConfigMap") is None
