@@ -6,12 +6,13 @@ from __future__ import annotations
 
 from typing import Any
 
+from tests.apiserver.auth.test_app_wiring import call
+
 from kubewerk.apiserver.app import ApiServer
 from kubewerk.apiserver.kinds.rbac import install_rbac
 from kubewerk.apiserver.printers import printer
 from kubewerk.apiserver.storage import MemoryStore
 from kubewerk.core.meta import parse_time
-from tests.apiserver.auth.test_app_wiring import call
 
 RBAC = "rbac.authorization.k8s.io/v1"
 NOW = parse_time("2025-01-01T12:00:00Z") or 0.0
@@ -98,9 +99,7 @@ async def test_tables_over_http() -> None:
         assert status == 200, table
         assert [c["name"] for c in table["columnDefinitions"]] == ["Name", "Created At"]
         assert table["rows"][0]["cells"] == ["edit", created["metadata"]["creationTimestamp"]]
-        status, _, table = await call(
-            app, "GET", f"{base}/rolebindings", headers={"Accept": TABLE}
-        )
+        status, _, table = await call(app, "GET", f"{base}/rolebindings", headers={"Accept": TABLE})
         assert [(c["name"], c["priority"]) for c in table["columnDefinitions"]] == [
             ("Name", 0),
             ("Role", 0),
