@@ -29,3 +29,21 @@ if ! command -v redis-server >/dev/null 2>&1; then
          "(apt-get install redis-server); the Redis bus tests will be skipped" >&2
   fi
 fi
+# Debian's chromium and chromedriver, for the dashboard's browser test
+# (tests/e2e/test_dashboard_browser.py drives them with selenium; where they are missing
+# that test is skipped). Debian's packages keep security updates; nothing is downloaded
+# by pip or selenium itself.
+if ! command -v chromium >/dev/null 2>&1 || ! command -v chromedriver >/dev/null 2>&1; then
+  if [ "$(id -u)" = 0 ] && command -v apt-get >/dev/null 2>&1; then
+    echo "bootstrap: installing Debian's chromium and chromium-driver (dashboard browser test)" >&2
+    if ! { DEBIAN_FRONTEND=noninteractive apt-get update -qq \
+           && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends \
+              chromium chromium-driver >/dev/null; }; then
+      echo "bootstrap: WARNING: apt-get could not install chromium; the dashboard browser" \
+           "test will be skipped" >&2
+    fi
+  else
+    echo "bootstrap: chromium/chromedriver are missing and need root to install" \
+         "(apt-get install chromium chromium-driver); the dashboard browser test will be skipped" >&2
+  fi
+fi

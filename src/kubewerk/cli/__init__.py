@@ -23,6 +23,7 @@ SUBCOMMAND_MODULES: tuple[str, ...] = (
     "graph",
     "policy",
     "run",
+    "dashboard",
     "sync",
     "webhook",
     "audit",
