@@ -67,10 +67,17 @@ def parse_manifests(text: str | bytes, origin: str) -> list[dict[str, Any]]:
 
     Raises :class:`SourceError` naming ``origin`` for text that does not parse or a
     document that is not an object with ``apiVersion`` and ``kind``."""
-    try:
-        docs = list(yaml.load_all(text, Loader=_Loader))
-    except yaml.YAMLError as exc:
-        raise SourceError(f"{origin}: not YAML: {exc}") from None
+    docs: list[Any] | None = None
+    if origin.endswith(".json"):
+        try:
+            docs = [orjson.loads(text)]
+        except orjson.JSONDecodeError:
+            docs = None  # JSON with YAML-only liberties: let the YAML reader say what is wrong
+    if docs is None:
+        try:
+            docs = list(yaml.load_all(text, Loader=_Loader))
+        except yaml.YAMLError as exc:
+            raise SourceError(f"{origin}: not YAML: {exc}") from None
     out: list[dict[str, Any]] = []
     for i, doc in enumerate(docs):
         if doc is None:
