@@ -16,10 +16,11 @@ Subcommands:
 - ``lint [PATH...] [kubewerk lint's options]`` — lint the CRDs installed in the
   cluster (``kubewerk lint --cluster``), or the given files.
 
-kubectl's flags are honoured wherever they appear (kubectl moves global flags given
-before the plugin's name after it): ``--kubeconfig``, ``--context``, ``-n/--namespace``,
-``-A/--all-namespaces``; ``--cache-dir``, ``--request-timeout`` and ``-v`` are accepted
-and ignored. Without ``--kubeconfig`` the client reads ``$KUBECONFIG`` (which kubectl
+kubectl's flags are honoured wherever they appear after the plugin's name (kubectl
+passes every argument after it on unchanged, and refuses flags before it):
+``--kubeconfig``, ``--context``, ``-n/--namespace``, ``-A/--all-namespaces``;
+``--cache-dir``, ``--request-timeout`` and ``-v`` are accepted and ignored.
+Without ``--kubeconfig`` the client reads ``$KUBECONFIG`` (which kubectl
 passes on) or ``~/.kube/config``, and uses its current context, as kubectl does.
 Exit code 2 for usage errors and an unusable kubeconfig or unreachable cluster.
 """
@@ -194,10 +195,16 @@ def _why(flags: KubectlFlags, target: str, output: str) -> int:
 
 
 def _delegate(command: str, flags: KubectlFlags, rest: list[str]) -> int:
+    from kubewerk.cli import build_parser
     from kubewerk.cli import main as kubewerk_main
 
     argv = [command]
-    if command == "graph" or not any(not a.startswith("-") for a in rest):
+    if command == "graph" or (
+        "-h" not in rest
+        and "--help" not in rest
+        # lint: the cluster's CRDs unless files are named (argparse errors exit 2 here)
+        and not build_parser().parse_args([command, *rest]).paths
+    ):
         argv.append("--cluster")
     if flags.kubeconfig:
         argv += ["--kubeconfig", flags.kubeconfig]
