@@ -21,6 +21,13 @@ no-op, watch p99 < 20 ms.
 
     .venv/bin/python benchmarks/apiserver.py [-c 32] [-d 5] [--objects 10000] [--watchers 100]
     .venv/bin/python benchmarks/apiserver.py --profile /tmp/api.prof   # cProfile the server
+    .venv/bin/python benchmarks/apiserver.py --auth [--rounds 3]  # authn + RBAC on vs off
+
+``--auth`` (issue 15) measures instead GET and create rates of the same server with
+authentication (a bearer token from a static token file) and RBAC on — the token's user
+is no superuser, so every request is decided by a RoleBinding — against the server with
+both off, in alternating rounds of the same run; the median ratio of the rounds is
+reported. Target: >= 0.85x for both.
 """
 
 from __future__ import annotations
@@ -104,6 +111,25 @@ def serve_api(port_q: Any, profile: str | None) -> None:
     loop.run_until_complete(main())
 
 
+def serve_api_secured(port_q: Any, token_file: str) -> None:
+    """The embedded server with ``--token-auth-file`` and ``--authorization-mode RBAC``."""
+    from kubewerk.apiserver.server import EmbeddedServer, new_event_loop
+
+    loop = new_event_loop()
+    asyncio.set_event_loop(loop)
+    server = EmbeddedServer("memory", token_auth_file=token_file, authorizer="RBAC")
+    stop = asyncio.Event()
+
+    async def main() -> None:
+        await server.start()
+        loop.add_signal_handler(signal.SIGTERM, stop.set)
+        port_q.put(server.port)
+        await stop.wait()
+        await server.stop()
+
+    loop.run_until_complete(main())
+
+
 def serve_noop(port_q: Any) -> None:
     """The no-op app on the same uvicorn configuration as ``EmbeddedServer``."""
     import uvicorn
@@ -150,11 +176,18 @@ def rss_mib(pid: int) -> float:
 
 
 def wrk(
-    url: str, connections: int, duration: int, method: str = "GET", body: bytes | None = None
+    url: str,
+    connections: int,
+    duration: int,
+    method: str = "GET",
+    body: bytes | None = None,
+    headers: dict[str, str] | None = None,
 ) -> float:
     """Requests/s from one wrk thread; fails if any answer was not 2xx."""
     with tempfile.NamedTemporaryFile("w", suffix=".lua", delete=False) as script:
         script.write(f'wrk.method = "{method}"\n')
+        for name, value in (headers or {}).items():
+            script.write(f'wrk.headers["{name}"] = "{value}"\n')
         if body is not None:
             script.write(f"wrk.body = [==[{body.decode()}]==]\n")
             script.write('wrk.headers["Content-Type"] = "application/json"\n')
@@ -177,7 +210,12 @@ def wrk(
 
 
 def aiohttp_load(
-    url: str, connections: int, duration: int, method: str = "GET", body: bytes | None = None
+    url: str,
+    connections: int,
+    duration: int,
+    method: str = "GET",
+    body: bytes | None = None,
+    extra_headers: dict[str, str] | None = None,
 ) -> float:
     """Requests/s from one aiohttp client process (the fallback when wrk is missing)."""
 
@@ -185,6 +223,7 @@ def aiohttp_load(
         count = 0
         deadline = time.monotonic() + duration
         headers = {"content-type": "application/json"} if body is not None else {}
+        headers.update(extra_headers or {})
         async with aiohttp.ClientSession(
             connector=aiohttp.TCPConnector(limit=connections)
         ) as session:
@@ -210,8 +249,8 @@ def aiohttp_load(
 # -- measurements driven from this process ----------------------------------------------
 
 
-async def setup(base: str) -> None:
-    async with aiohttp.ClientSession(base) as s:
+async def setup(base: str, headers: dict[str, str] | None = None) -> None:
+    async with aiohttp.ClientSession(base, headers=headers) as s:
         async with s.post(
             "/apis/apiextensions.k8s.io/v1/customresourcedefinitions",
             json=yaml.safe_load(CRD.read_text()),
@@ -312,6 +351,105 @@ async def write_stamped(base: str, n: int, interval: float) -> None:
             await asyncio.sleep(interval)
 
 
+BENCH_RBAC = [
+    {
+        "apiVersion": "rbac.authorization.k8s.io/v1",
+        "kind": "ClusterRole",
+        "metadata": {"name": "bench-databases"},
+        "rules": [
+            {
+                "apiGroups": ["demo.kubewerk.dev"],
+                "resources": ["databases"],
+                "verbs": ["get", "list", "create"],
+            }
+        ],
+    },
+    {
+        "apiVersion": "rbac.authorization.k8s.io/v1",
+        "kind": "RoleBinding",
+        "metadata": {"name": "bench-databases", "namespace": "bench"},
+        "roleRef": {
+            "apiGroup": "rbac.authorization.k8s.io",
+            "kind": "ClusterRole",
+            "name": "bench-databases",
+        },
+        "subjects": [{"apiGroup": "rbac.authorization.k8s.io", "kind": "User", "name": "bench"}],
+    },
+]
+
+
+async def setup_rbac(base: str, headers: dict[str, str]) -> None:
+    """The bench user's ClusterRole and its RoleBinding in ``bench`` (as the admin)."""
+    async with aiohttp.ClientSession(base, headers=headers) as s:
+        for obj in BENCH_RBAC:
+            plural = obj["kind"].lower() + "s"
+            ns = f"/namespaces/{obj['metadata']['namespace']}" if plural == "rolebindings" else ""
+            url = f"/apis/rbac.authorization.k8s.io/v1{ns}/{plural}"
+            async with s.post(url, json=obj) as r:
+                assert r.status == 201, await r.text()
+
+
+def auth_run(args: Any, client: str) -> int:
+    """``--auth``: GET and create rates with bearer-token authentication and RBAC on vs
+    the same server with both off, alternating rounds (order flipped each round)."""
+    with tempfile.TemporaryDirectory() as tmp:
+        tokens = Path(tmp) / "tokens.csv"
+        tokens.write_text('bench-admin,admin,1,"system:masters"\nbench-token,bench,2\n')
+        plain, plain_port = start(serve_api, None)
+        secured, secured_port = start(serve_api_secured, str(tokens))
+        admin = {"Authorization": "Bearer bench-admin"}
+        user = {"Authorization": "Bearer bench-token"}
+        post_body = orjson.dumps(database())
+        rounds: list[tuple[float, float, float, float]] = []
+        try:
+            asyncio.run(setup(f"http://127.0.0.1:{plain_port}"))
+            asyncio.run(setup(f"http://127.0.0.1:{secured_port}", admin))
+            asyncio.run(setup_rbac(f"http://127.0.0.1:{secured_port}", admin))
+
+            def rates(port: int, headers: dict[str, str] | None) -> tuple[float, float]:
+                base = f"http://127.0.0.1:{port}/apis/{GV}/namespaces/bench/databases"
+                c, d = args.connections, args.duration
+                if client == "wrk":
+                    get = wrk(f"{base}/get-me", c, d, headers=headers)
+                    create = wrk(base, c, d, "POST", post_body, headers=headers)
+                else:
+                    get = aiohttp_load(f"{base}/get-me", c, d, extra_headers=headers)
+                    create = aiohttp_load(base, c, d, "POST", post_body, headers)
+                return get, create
+
+            for i in range(args.rounds):
+                if i % 2 == 0:
+                    off, on = rates(plain_port, None), rates(secured_port, user)
+                else:
+                    on, off = rates(secured_port, user), rates(plain_port, None)
+                rounds.append((off[0], on[0], off[1], on[1]))
+        finally:
+            for proc in (plain, secured):
+                if proc.pid is not None and proc.is_alive():
+                    os.kill(proc.pid, signal.SIGTERM)
+                    proc.join(15)
+                if proc.is_alive():
+                    proc.kill()
+    print(
+        f"embedded API server (memory store): bearer token + RBAC (a RoleBinding) vs off, "
+        f"client: {client} ({args.connections} connections), {os.cpu_count()} CPUs, "
+        f"{args.rounds} alternating rounds of {args.duration} s"
+    )
+    print()
+    print(f"{'round':>5} {'GET off':>10} {'GET on':>10} {'ratio':>6} "
+          f"{'POST off':>10} {'POST on':>10} {'ratio':>6}")  # fmt: skip
+    for i, (g_off, g_on, c_off, c_on) in enumerate(rounds, 1):
+        print(
+            f"{i:>5} {g_off:10,.0f} {g_on:10,.0f} {g_on / g_off:5.2f}x "
+            f"{c_off:10,.0f} {c_on:10,.0f} {c_on / c_off:5.2f}x"
+        )
+    get_ratio = statistics.median(r[1] / r[0] for r in rounds)
+    create_ratio = statistics.median(r[3] / r[2] for r in rounds)
+    print()
+    print(f"median ratio: GET {get_ratio:.2f}x, create {create_ratio:.2f}x (target >= 0.85x)")
+    return 0
+
+
 def percentile(values: list[float], q: float) -> float:
     ordered = sorted(values)
     return ordered[min(len(ordered) - 1, int(q * len(ordered)))]
@@ -331,6 +469,10 @@ def main() -> int:
     parser.add_argument("--write-interval", type=float, default=0.01)
     parser.add_argument("--client", choices=("auto", "wrk", "aiohttp"), default="auto")
     parser.add_argument("--profile", help="write a cProfile of the API server to this file")
+    parser.add_argument(
+        "--auth", action="store_true", help="authentication + RBAC on vs off (issue 15)"
+    )
+    parser.add_argument("--rounds", type=int, default=3, help="alternating rounds for --auth")
     args = parser.parse_args()
 
     client = args.client
@@ -343,6 +485,8 @@ def main() -> int:
                 file=sys.stderr,
             )
     load = wrk if client == "wrk" else aiohttp_load
+    if args.auth:
+        return auth_run(args, client)
 
     api, api_port = start(serve_api, args.profile)
     noop, noop_port = start(serve_noop)
