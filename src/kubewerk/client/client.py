@@ -30,7 +30,7 @@ import base64
 import logging
 import random
 import time
-from collections.abc import AsyncIterator, Mapping
+from collections.abc import AsyncIterator, Callable, Mapping
 from dataclasses import dataclass, field
 from email.utils import parsedate_to_datetime
 from typing import Any, Literal, Protocol, TypeVar, overload
@@ -150,6 +150,35 @@ class _Origin:
         return cls(
             server, parts.scheme, parts.hostname, port, parts.netloc.rpartition("@")[2], base
         )
+
+
+class RequestTrace(Protocol):
+    """What a request hook returns for one API request (see :func:`set_request_hook`).
+
+    ``headers`` are extra header lines sent with every attempt of the request, each
+    ``"Name: value\r\n"`` (a ``traceparent``); :meth:`end` is called exactly once when
+    the request is over, with the last HTTP status (0 when no answer came) and the
+    exception the call raises (None on success)."""
+
+    headers: str
+
+    def end(self, status: int, error: BaseException | None) -> None: ...
+
+
+RequestHook = Callable[[str, str], RequestTrace | None]
+"""Called with the method and path of each API request (not watches) before it is
+sent; returns a :class:`RequestTrace` to follow it, or None to leave it alone."""
+
+_request_hook: RequestHook | None = None
+
+
+def set_request_hook(hook: RequestHook | None) -> RequestHook | None:
+    """Install ``hook`` for every :class:`Client` of this process (None removes it);
+    returns the hook it replaces. With no hook a request pays one comparison, nothing
+    else (:mod:`kubewerk.observe.tracing` installs one for OpenTelemetry)."""
+    global _request_hook
+    previous, _request_hook = _request_hook, hook
+    return previous
 
 
 def _check_header(what: str, value: str) -> str:
@@ -331,8 +360,10 @@ class Client:
         creds: Credentials,
         data: bytes | None,
         content_type: str,
+        extra: str = "",
     ) -> bytes:
-        """The serialised request: request line, headers, body."""
+        """The serialised request: request line, headers (``extra``: more header lines,
+        each ending in CRLF), body."""
         ua, basic, for_origin, prefix = self._prefix
         if ua != self.user_agent or basic != self.config.basic or for_origin is not origin:
             lines = [
@@ -346,7 +377,7 @@ class Client:
                 lines.append(f"Authorization: Basic {encoded}\r\n")
             prefix = "".join(lines)
             self._prefix = (self.user_agent, self.config.basic, origin, prefix)
-        head = f"{method} {target} HTTP/1.1\r\n{prefix}"
+        head = f"{method} {target} HTTP/1.1\r\n{prefix}{extra}"
         if creds.token:
             head += f"Authorization: Bearer {_check_header('the bearer token', creds.token)}\r\n"
         if data is not None:
@@ -369,69 +400,92 @@ class Client:
         content_type: str = "application/json",
         retry: RetryPolicy | None = None,
     ) -> Any:
-        """Send one API request and return the decoded JSON answer (retries as documented above)."""
-        policy = retry or self.retry
-        data = None if body is None else (body if isinstance(body, bytes) else orjson.dumps(body))
-        origin = self._get_origin()
-        target = self._target(origin, path, params)
-        safe = method in _SAFE_METHODS
-        attempt = 0
-        reauthed = False
-        while True:
-            creds = await self.config.auth.credentials()
-            pool = self._pool
-            if (
-                pool is None
-                or creds.client_cert_pem != self._pool_cert
-                or origin is not self._pool_origin
-            ):
-                pool = await self._get_pool(creds, origin)
-            wire = self._wire(method, target, origin, creds, data, content_type)
-            try:
-                resp = await pool.request(
-                    wire, safe=safe, head=method == "HEAD", timeout=self.timeout
+        """Send one API request and return the decoded JSON answer (retries as documented
+        above). An installed request hook (:func:`set_request_hook`) sees it."""
+        hook = _request_hook
+        trace = hook(method, path) if hook is not None else None
+        status = 0
+        try:
+            policy = retry or self.retry
+            data = (
+                None if body is None else (body if isinstance(body, bytes) else orjson.dumps(body))
+            )
+            origin = self._get_origin()
+            target = self._target(origin, path, params)
+            safe = method in _SAFE_METHODS
+            attempt = 0
+            reauthed = False
+            while True:
+                creds = await self.config.auth.credentials()
+                pool = self._pool
+                if (
+                    pool is None
+                    or creds.client_cert_pem != self._pool_cert
+                    or origin is not self._pool_origin
+                ):
+                    pool = await self._get_pool(creds, origin)
+                wire = self._wire(
+                    method,
+                    target,
+                    origin,
+                    creds,
+                    data,
+                    content_type,
+                    trace.headers if trace is not None else "",
                 )
-            except ConnectError as exc:
-                # nothing was sent: safe to retry for every verb (unless it cannot help:
-                # a proxy that refused the tunnel with a 4xx)
-                if attempt >= policy.max_retries or not exc.retry:
-                    raise ServerUnreachable(self.config.server, _why(exc, pool)) from None
-                await asyncio.sleep(policy.delay(attempt))
-                attempt += 1
-                continue
-            except (TimeoutError, TransportError) as exc:
-                if not safe or attempt >= policy.max_retries:
-                    raise ServerUnreachable(self.config.server, _why(exc, pool)) from None
-                await asyncio.sleep(policy.delay(attempt))
-                attempt += 1
-                continue
-            status = resp.status
-            raw = resp.body
-            resp_headers = resp.headers
-            if status < 400:
-                return orjson.loads(raw) if raw else None
-            try:
-                decoded = orjson.loads(raw) if raw else None
-            except orjson.JSONDecodeError:
-                decoded = None
-            if status == 401 and not reauthed and self.config.auth.invalidate():
-                reauthed = True
-                continue
-            if status in _RETRY_CODES and attempt < policy.max_retries:
-                wait = _retry_after(resp_headers)
-                retryable = safe or status in (429, 503) or wait is not None
-                if retryable:
-                    delay = (
-                        min(wait, policy.max_retry_after)
-                        if wait is not None
-                        else policy.delay(attempt)
+                try:
+                    resp = await pool.request(
+                        wire, safe=safe, head=method == "HEAD", timeout=self.timeout
                     )
-                    log.debug("%s %s: HTTP %d, retrying in %.2fs", method, path, status, delay)
-                    await asyncio.sleep(delay)
+                except ConnectError as exc:
+                    # nothing was sent: safe to retry for every verb (unless it cannot help:
+                    # a proxy that refused the tunnel with a 4xx)
+                    if attempt >= policy.max_retries or not exc.retry:
+                        raise ServerUnreachable(self.config.server, _why(exc, pool)) from None
+                    await asyncio.sleep(policy.delay(attempt))
                     attempt += 1
                     continue
-            text = raw.decode(errors="replace").strip()[:200] if decoded is None else ""
-            raise error_from_status(status, decoded, text)
+                except (TimeoutError, TransportError) as exc:
+                    if not safe or attempt >= policy.max_retries:
+                        raise ServerUnreachable(self.config.server, _why(exc, pool)) from None
+                    await asyncio.sleep(policy.delay(attempt))
+                    attempt += 1
+                    continue
+                status = resp.status
+                raw = resp.body
+                resp_headers = resp.headers
+                if status < 400:
+                    result = orjson.loads(raw) if raw else None
+                    if trace is not None:
+                        done, trace = trace, None  # ended once, even if end() raised
+                        done.end(status, None)
+                    return result
+                try:
+                    decoded = orjson.loads(raw) if raw else None
+                except orjson.JSONDecodeError:
+                    decoded = None
+                if status == 401 and not reauthed and self.config.auth.invalidate():
+                    reauthed = True
+                    continue
+                if status in _RETRY_CODES and attempt < policy.max_retries:
+                    wait = _retry_after(resp_headers)
+                    retryable = safe or status in (429, 503) or wait is not None
+                    if retryable:
+                        delay = (
+                            min(wait, policy.max_retry_after)
+                            if wait is not None
+                            else policy.delay(attempt)
+                        )
+                        log.debug("%s %s: HTTP %d, retrying in %.2fs", method, path, status, delay)
+                        await asyncio.sleep(delay)
+                        attempt += 1
+                        continue
+                text = raw.decode(errors="replace").strip()[:200] if decoded is None else ""
+                raise error_from_status(status, decoded, text)
+        except BaseException as exc:
+            if trace is not None:
+                trace.end(status, exc)
+            raise
 
     # -- kinds --------------------------------------------------------------------------
 
