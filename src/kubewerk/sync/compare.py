@@ -113,6 +113,10 @@ async def prepare_schemas(
         if isinstance(source, ClusterSource):
             crds = await source.client.list_all(_CRD_RT)
             schemas.add_objects(crds.items, prefer=source is right)
+            if source is right:
+                schemas.served_by_right.update(
+                    GroupKind(c["spec"]["group"], c["spec"]["names"]["kind"]) for c in crds.items
+                )
             if not schemas.has_builtin_shapes:
                 doc = await source.openapi_v2()
                 if doc is not None:
@@ -193,7 +197,10 @@ async def diff_sources(left: Source, right: Source, *, keep_status: bool = False
         async with sem:
             a_obj, b_obj = await _aligned(left, le.obj, right, re_.obj, schemas)
         a = norm.defaulted(norm.strip(a_obj))
-        b = norm.defaulted(norm.strip(b_obj))
+        b = norm.strip(b_obj)
+        if key.group_kind not in schemas.served_by_right:
+            # a cluster on the right already defaulted its objects with the CRD used here
+            b = norm.defaulted(b)
         d = diff_objects(a, b, schemas.shape(str(b.get("apiVersion", "")), key.kind))
         return ItemDiff(key, d, le, re_)
 

@@ -62,6 +62,9 @@ class KindSchemas:
         self._crd_reader = ShapeReader()
         self._builtin_reader = ShapeReader()
         self._builtin_defs: dict[tuple[str, str, str], str] = {}
+        self.served_by_right: set[GroupKind] = set()
+        """Kinds whose CRD (the one used here) is served by the right side's cluster, whose
+        objects therefore already carry its defaults."""
 
     # -- input ---------------------------------------------------------------------
 
