@@ -1,8 +1,11 @@
-"""Per-watcher backlog bounded in bytes: a watcher that does not keep up is closed alone.
+"""Per-watcher backlog bounded in bytes and in time: a watcher that does not keep up is
+closed alone.
 
 Over real HTTP: one client opens a watch and stops reading; 1 MiB objects are written.
 Its queue never holds more than the bound, it is closed (its stream ends cleanly, so the
-client re-watches), while another watcher receives every event and LISTs stay fast.
+client re-watches), while another watcher receives every event and LISTs stay fast. A
+client that stops reading with fewer bytes waiting is closed after the stall bound, and
+its connection is closed when it still takes nothing after a second one.
 """
 
 from __future__ import annotations
@@ -22,6 +25,7 @@ from kubewerk.apiserver.storage.memory import MemoryStore
 from kubewerk.apiserver.watch import (
     CHUNK_BYTES,
     DEFAULT_MAX_BACKLOG_BYTES,
+    DEFAULT_MAX_STALL,
     EncodedCache,
     WatchEvent,
     WatchHub,
@@ -39,6 +43,17 @@ BOUND = 2 * MiB
 async def small_bound() -> AsyncIterator[EmbeddedServer]:
     async with EmbeddedServer("memory", bookmark_interval=60.0) as srv:
         srv.app.hub.max_backlog_bytes = BOUND
+        srv.app.hub.max_stall = 60.0  # these tests are about the byte bound
+        yield srv
+
+
+STALL = 0.4
+
+
+@pytest.fixture
+async def short_stall() -> AsyncIterator[EmbeddedServer]:
+    async with EmbeddedServer("memory", bookmark_interval=60.0) as srv:
+        srv.app.hub.max_stall = STALL  # the byte bound stays the default 16 MiB
         yield srv
 
 
@@ -99,6 +114,28 @@ class StalledWatch:
         except TimeoutError:
             ended = False
         return [orjson.loads(line) for line in bytes(body).splitlines() if line.strip()], ended
+
+    async def read_all(self, timeout: float = 10.0) -> tuple[list[dict[str, Any]], str]:
+        """Every event, and how the response ended: ``"end"`` (its last chunk),
+        ``"closed"`` (the server closed the connection first) or ``"timeout"``."""
+        body = bytearray()
+
+        async def chunks() -> str:
+            while True:
+                try:
+                    size = int((await self.reader.readuntil(b"\r\n")).strip(), 16)
+                    data = await self.reader.readexactly(size + 2)
+                except (asyncio.IncompleteReadError, ConnectionError):
+                    return "closed"
+                if size == 0:
+                    return "end"
+                body.extend(data[:-2])
+
+        try:
+            how = await asyncio.wait_for(chunks(), timeout)
+        except TimeoutError:
+            how = "timeout"
+        return [orjson.loads(line) for line in bytes(body).splitlines() if line.strip()], how
 
     def close(self) -> None:
         self.writer.close()
@@ -205,6 +242,86 @@ async def test_a_slow_reader_that_keeps_up_is_not_closed(small_bound: EmbeddedSe
         await api.close()
 
 
+async def stall_a_watch(srv: EmbeddedServer, n: int) -> tuple[StalledWatch, float]:
+    """A watch that never reads while ``n`` ConfigMaps of 512 KiB are written (more than
+    the connection's buffers take, far less than the byte bound); when the last was written."""
+    api = Api(srv.url)
+    try:
+        _, first = await api.post(CMS, configmap("first"))
+        rv = first["metadata"]["resourceVersion"]
+        stalled = await StalledWatch.open(srv.host, srv.port, f"{CMS}?watch=1&resourceVersion={rv}")
+        await asyncio.sleep(0.1)
+        for i in range(n):
+            status, body = await api.post(CMS, configmap(f"cm{i}", {"k": "s" * (512 * 1024)}))
+            assert status == 201, body
+        return stalled, time.monotonic()
+    finally:
+        await api.close()
+
+
+async def test_a_watch_whose_client_takes_nothing_is_closed_after_the_stall_bound(
+    short_stall: EmbeddedServer,
+) -> None:
+    """Under the byte bound, a client that takes nothing is closed once events have waited
+    the stall bound; still taking nothing, its connection is closed after a second one."""
+    srv = short_stall
+    hub = srv.app.hub
+    stalled, written = await stall_a_watch(srv, 24)  # 12 MiB: over the socket buffers
+    assert hub.stats().queued_bytes < DEFAULT_MAX_BACKLOG_BYTES
+    deadline = written + 10
+    while not hub.terminated and time.monotonic() < deadline:
+        await asyncio.sleep(0.05)
+    assert hub.terminated == {("", "configmaps"): 1}
+    assert not hub.watchers and hub.stats().queued_bytes == 0
+    # the server gives up on the rest of the response after another STALL
+    await asyncio.sleep(3 * STALL)
+    events, how = await stalled.read_all()
+    stalled.close()
+    assert how == "closed"
+    names = [e["object"]["metadata"]["name"] for e in events]
+    assert names == [f"cm{i}" for i in range(len(names))] and len(names) < 24
+    assert srv.app.hub.watchers == set()
+
+
+async def test_a_stalled_client_that_reads_in_time_sees_the_normal_end(
+    short_stall: EmbeddedServer,
+) -> None:
+    srv = short_stall
+    hub = srv.app.hub
+    stalled, written = await stall_a_watch(srv, 24)
+    deadline = written + 10
+    while not hub.terminated and time.monotonic() < deadline:
+        await asyncio.sleep(0.01)
+    assert hub.terminated == {("", "configmaps"): 1}
+    events, how = await stalled.read_all()  # within STALL of the closing
+    stalled.close()
+    assert how == "end"
+    names = [e["object"]["metadata"]["name"] for e in events]
+    assert names == [f"cm{i}" for i in range(len(names))] and len(names) < 24
+
+
+async def test_a_reading_watch_under_the_stall_bound_is_not_closed(
+    short_stall: EmbeddedServer,
+) -> None:
+    """Stalled for less than the bound, then reading: every event, nothing closed."""
+    srv = short_stall
+    stalled, _ = await stall_a_watch(srv, 12)
+    await asyncio.sleep(STALL / 4)
+    api = Api(srv.url)
+    try:
+        await api.post(CMS, configmap("last"))
+    finally:
+        await api.close()
+    events, how = await stalled.read_all(timeout=1.5)
+    stalled.close()
+    assert how == "timeout"  # still open: the watch goes on
+    assert [e["object"]["metadata"]["name"] for e in events] == [
+        *(f"cm{i}" for i in range(12)),
+        "last",
+    ]
+    assert srv.app.hub.terminated == {}
+
+
 # -- the pieces ----------------------------------------------------------------------
 
 
@@ -238,8 +355,43 @@ def test_a_watcher_lagging_while_sending_overflows_and_leaves_the_hub() -> None:
 
 def test_default_bound() -> None:
     assert 16 * MiB == DEFAULT_MAX_BACKLOG_BYTES
+    assert DEFAULT_MAX_STALL == 5.0
     hub = WatchHub(MemoryStore())
-    assert hub.new_watcher("/core/pods/", None).max_backlog_bytes == DEFAULT_MAX_BACKLOG_BYTES
+    watcher = hub.new_watcher("/core/pods/", None)
+    assert watcher.max_backlog_bytes == DEFAULT_MAX_BACKLOG_BYTES
+    assert watcher.max_stall == DEFAULT_MAX_STALL
+    with pytest.raises(ValueError, match="max_stall"):
+        WatchHub(MemoryStore(), max_stall=0)
+
+
+async def test_a_stalled_writer_is_closed_then_its_write_cancelled() -> None:
+    """The timers alone: events waiting behind a write close the watcher after
+    ``max_stall``; the write still waiting ``max_stall`` later is cancelled."""
+    hub = WatchHub(MemoryStore(), max_stall=0.05)
+    watcher = hub.new_watcher("/core/configmaps/", None)
+    hub.register(watcher)
+    never: asyncio.Future[None] = asyncio.get_running_loop().create_future()
+    writer = asyncio.get_running_loop().create_task(asyncio.wait_for(never, 5))
+    watcher.sending, watcher.writer = True, writer
+    hub.dispatch(event("/core/configmaps/default/c0", 10, 1))
+    assert watcher.stall_timer is not None and not watcher.closed
+    await asyncio.sleep(0.08)
+    assert watcher.overflowed and watcher not in hub.watchers and not watcher.queue
+    assert hub.terminated == {("", "configmaps"): 1} and not writer.done()
+    await asyncio.sleep(0.08)
+    assert watcher.abandoned and writer.cancelled()
+
+
+async def test_a_write_taken_in_time_disarms_the_stall_timer() -> None:
+    hub = WatchHub(MemoryStore(), max_stall=0.05)
+    watcher = hub.new_watcher("/core/configmaps/", None)
+    hub.register(watcher)
+    watcher.sending, watcher.writer = True, asyncio.current_task()
+    hub.dispatch(event("/core/configmaps/default/c0", 10, 1))
+    watcher.write_done()
+    assert watcher.stall_timer is None
+    await asyncio.sleep(0.08)
+    assert not watcher.closed and hub.terminated == {} and len(watcher.queue) == 1
 
 
 def test_group_resource_of_prefixes() -> None:

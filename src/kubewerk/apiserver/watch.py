@@ -16,8 +16,17 @@ Memory bounds, each in encoded JSON bytes (``Event.size``):
   not run yet) may hold more for a moment, e.g. the events of one request that commits
   many large objects at once, or the replay of a watch from an old resourceVersion (at
   most the store's history bound); it is closed only if its client then falls behind
-  with the queue still over the bound. Closings are logged and counted per resource
-  (``WatchHub.terminated``, kube's ``apiserver_terminated_watchers_total{group,resource}``).
+  with the queue still over the bound.
+- Time, as kube-apiserver's cacher bounds its wait for a full watcher: a watcher is also
+  closed when events have waited ``max_stall`` seconds (default 5) behind one write its
+  client has not taken, however few bytes they are. After closing, what is left of the
+  response (the pending write and the last chunk) gets another ``max_stall`` seconds;
+  a client that takes it sees the response end normally, one that still does not read
+  has its connection closed by the server (it sees the data already sent, then the
+  connection's end, and re-watches). So a client that stops reading holds, after at most
+  twice ``max_stall``, nothing on the server beyond its connection's buffers.
+  Closings are logged and counted per resource (``WatchHub.terminated``, kube's
+  ``apiserver_terminated_watchers_total{group,resource}``).
 - Encodings shared between watchers (one per event and served version) live in one
   cache bounded by ``encoded_cache_bytes`` (default 32 MiB) for all watchers together; an
   encoding evicted from it is dropped from its event, so a slow watcher's queued events
@@ -37,6 +46,7 @@ from __future__ import annotations
 
 import asyncio
 import collections
+import contextvars
 import logging
 import random
 import weakref
@@ -64,6 +74,8 @@ INITIAL_EVENTS_END = "k8s.io/initial-events-end"
 MiB: Final = 1024 * 1024
 DEFAULT_MAX_BACKLOG_BYTES: Final = 16 * MiB
 """Per watcher: the encoded size of queued events at which a lagging watcher is closed."""
+DEFAULT_MAX_STALL: Final = 5.0
+"""Per watcher: seconds events may wait behind a write the client does not take."""
 DEFAULT_ENCODED_CACHE_BYTES: Final = 32 * MiB
 """For all watchers together: encodings kept for reuse by other watchers."""
 CHUNK_BYTES: Final = 64 * 1024
@@ -125,22 +137,31 @@ class Watcher:
     """One watch stream's queue; filled by the hub, drained by the HTTP response.
 
     ``queued_bytes`` is the encoded size of the queued events. ``sending`` is True while
-    the stream waits for the client to take a write; a push that leaves the queue over
-    ``max_backlog_bytes`` while it does closes the watcher (``overflowed``), drops the
-    queue and calls ``on_overflow``.
+    the stream waits for the client to take a write (or for a conversion webhook), and
+    ``writer`` is the stream's task while it waits on its client. The watcher is closed
+    (``overflowed``: its queue dropped, ``on_overflow`` called) when a push leaves the
+    queue over ``max_backlog_bytes`` while ``sending``, or when events have waited
+    ``max_stall`` seconds behind one write to the client. After that, a write to the
+    client still waiting ``max_stall`` seconds later is cancelled (``abandoned``), so the
+    stream ends without waiting for its client any longer.
     """
 
     __slots__ = (
+        "abandon_timer",
+        "abandoned",
         "closed",
         "match",
         "max_backlog_bytes",
+        "max_stall",
         "on_overflow",
         "overflowed",
         "prefix",
         "queue",
         "queued_bytes",
         "sending",
+        "stall_timer",
         "wakeup",
+        "writer",
     )
 
     def __init__(
@@ -149,14 +170,20 @@ class Watcher:
         match: Callable[[JSON], bool] | None,
         max_backlog_bytes: int = DEFAULT_MAX_BACKLOG_BYTES,
         on_overflow: Callable[[Watcher], None] | None = None,
+        max_stall: float | None = DEFAULT_MAX_STALL,
     ) -> None:
         self.prefix = prefix
         self.match = match
         self.max_backlog_bytes = max_backlog_bytes
+        self.max_stall = max_stall
         self.on_overflow = on_overflow
         self.queue: collections.deque[WatchEvent] = collections.deque()
         self.queued_bytes = 0
         self.sending = False
+        self.writer: asyncio.Task[Any] | None = None
+        self.stall_timer: asyncio.TimerHandle | None = None
+        self.abandon_timer: asyncio.TimerHandle | None = None
+        self.abandoned = False
         self.wakeup = asyncio.Event()
         self.overflowed = False
         self.closed = False
@@ -166,8 +193,18 @@ class Watcher:
             return
         self.queue.append(event)
         self.queued_bytes += event.size
-        if self.sending and self.queued_bytes > self.max_backlog_bytes:
-            self._overflow()
+        if self.sending:
+            if self.queued_bytes > self.max_backlog_bytes:
+                self._overflow(
+                    f"{self.queued_bytes} bytes of events are waiting "
+                    f"(limit {self.max_backlog_bytes})"
+                )
+            elif (
+                self.writer is not None and self.stall_timer is None and self.max_stall is not None
+            ):
+                # events now wait behind a write the client has not taken: bounded wait
+                loop = asyncio.get_running_loop()
+                self.stall_timer = loop.call_later(self.max_stall, self._stalled)
         self.wakeup.set()
 
     def pop(self) -> WatchEvent:
@@ -176,20 +213,67 @@ class Watcher:
         self.queued_bytes -= ev.size
         return ev
 
-    def _overflow(self) -> None:
+    def write_done(self) -> None:
+        """The stream's write to its client returned: no longer waiting on it."""
+        self.sending = False
+        self.writer = None
+        timer = self.stall_timer
+        if timer is not None:
+            timer.cancel()
+            self.stall_timer = None
+
+    def _stalled(self) -> None:
+        self.stall_timer = None
+        if not self.closed and self.writer is not None:
+            assert self.max_stall is not None
+            self._overflow(
+                f"{len(self.queue)} events ({self.queued_bytes} bytes) have waited "
+                f"{self.max_stall:g} s behind a write it has not taken"
+            )
+
+    def _overflow(self, why: str) -> None:
         self.overflowed = True
         self.closed = True
         self.queue.clear()
-        backlog, self.queued_bytes = self.queued_bytes, 0
+        self.queued_bytes = 0
         if self.on_overflow is not None:
             self.on_overflow(self)
         log.info(
-            "closing watcher of %s: the client is not reading and %d bytes of events "
-            "are waiting (limit %d); it will re-watch from its last resourceVersion",
+            "closing watcher of %s: the client is not reading and %s; "
+            "it will re-watch from its last resourceVersion",
             self.prefix,
-            backlog,
-            self.max_backlog_bytes,
+            why,
         )
+        if self.writer is not None:
+            self.arm_abandon()
+
+    def arm_abandon(self) -> None:
+        """After closing: give what is left of the response ``max_stall`` seconds (or the
+        default) before a write still waiting on the client is cancelled."""
+        if self.abandon_timer is None and not self.abandoned:
+            grace = self.max_stall if self.max_stall is not None else DEFAULT_MAX_STALL
+            loop = asyncio.get_running_loop()
+            self.abandon_timer = loop.call_later(grace, self._abandon)
+
+    def _abandon(self) -> None:
+        self.abandon_timer = None  # not writing now: the next write arms it again
+        writer = self.writer
+        if writer is not None and not self.abandoned:
+            self.abandoned = True
+            log.info(
+                "closing the connection of watcher of %s: its client still takes nothing",
+                self.prefix,
+            )
+            writer.cancel()
+
+    def finish(self) -> None:
+        """The stream is over: no timer of this watcher fires any more."""
+        self.closed = True
+        for timer in (self.stall_timer, self.abandon_timer):
+            if timer is not None:
+                timer.cancel()
+        self.stall_timer = self.abandon_timer = None
+        self.writer = None
 
     def offer(self, ev: Event, shared: WatchEvent | None = None) -> None:
         """Translate a storage event through the selectors (ADDED/DELETED on transitions).
@@ -249,8 +333,10 @@ class WatchStats:
 class WatchHub:
     """Registry of live watchers; the store's single subscriber for HTTP watches.
 
-    ``max_backlog_bytes`` bounds each watcher's queue and ``encoded_cache_bytes`` the
-    encodings shared between watchers (see the module docstring).
+    ``max_backlog_bytes`` bounds each watcher's queue, ``max_stall`` how long events wait
+    behind a write its client does not take (``None``: no time bound) and
+    ``encoded_cache_bytes`` the encodings shared between watchers (see the module
+    docstring).
     """
 
     def __init__(
@@ -258,29 +344,38 @@ class WatchHub:
         store: Store,
         max_backlog_bytes: int = DEFAULT_MAX_BACKLOG_BYTES,
         encoded_cache_bytes: int = DEFAULT_ENCODED_CACHE_BYTES,
+        max_stall: float | None = DEFAULT_MAX_STALL,
     ) -> None:
         if max_backlog_bytes < 0 or encoded_cache_bytes < 0:
             raise ValueError("watch backlog and cache bounds must not be negative")
+        if max_stall is not None and not max_stall > 0:
+            raise ValueError(f"max_stall must be a positive number of seconds, not {max_stall!r}")
         self.store = store
         self.max_backlog_bytes = max_backlog_bytes
+        self.max_stall = max_stall
         self.encoded = EncodedCache(encoded_cache_bytes)
         self.watchers: set[Watcher] = set()
         self.terminated: collections.Counter[tuple[str, str]] = collections.Counter()
         self._overflowing: list[Watcher] = []
+        self._dispatching = False
         self._unsubscribe = store.subscribe(self.dispatch)
 
     def dispatch(self, ev: Event) -> None:
         shared = WatchEvent(ev.type, ev.obj, ev.size, shared=True)
-        for watcher in self.watchers:
-            watcher.offer(ev, shared)
+        self._dispatching = True
+        try:
+            for watcher in self.watchers:
+                watcher.offer(ev, shared)
+        finally:
+            self._dispatching = False
         if self._overflowing:  # closed during this dispatch: no more events for them
             for watcher in self._overflowing:
                 self.watchers.discard(watcher)
             self._overflowing.clear()
 
     def new_watcher(self, prefix: str, match: Callable[[JSON], bool] | None) -> Watcher:
-        """A watcher with this hub's backlog bound, not yet registered."""
-        return Watcher(prefix, match, self.max_backlog_bytes, self._overflowed)
+        """A watcher with this hub's backlog and stall bounds, not yet registered."""
+        return Watcher(prefix, match, self.max_backlog_bytes, self._overflowed, self.max_stall)
 
     def register(self, watcher: Watcher) -> None:
         """Start dispatching committed events to ``watcher`` (made by ``new_watcher``, and
@@ -299,9 +394,11 @@ class WatchHub:
                 watcher.close()
 
     def _overflowed(self, watcher: Watcher) -> None:
-        # called during dispatch, which removes it from ``watchers`` when done
         self.terminated[group_resource(watcher.prefix)] += 1
-        self._overflowing.append(watcher)
+        if self._dispatching:  # the set is being iterated: removed when dispatch is done
+            self._overflowing.append(watcher)
+        else:  # a stall timer
+            self.watchers.discard(watcher)
 
     def stats(self) -> WatchStats:
         """Open watchers, terminated watchers and queued bytes, as ``WatchStats``."""
@@ -419,6 +516,7 @@ class WatchStream:
         self.error_event: JSON | None = None
         self._first_table = True
         self._cache_key = f"{target.api_version}@{rtype.crd_generation}"
+        self._task: asyncio.Task[Any] | None = None
 
     def open(self) -> None:
         """Fill the initial events or replay the log, then register; no ``await`` inside."""
@@ -528,13 +626,21 @@ class WatchStream:
 
         loop = asyncio.get_running_loop()
         listener = loop.create_task(watch_disconnect())
+        self._task = asyncio.current_task()
         try:
             await self._send_events(send)
+            self.hub.unregister(watcher)
+            if not disconnected.is_set():
+                await self._write(send, b"", more_body=False)
+        except _Abandoned:
+            # the response cannot be completed: the server (uvicorn) closes the connection
+            # when this returns; its "returned without completing response" is expected
+            _ABANDONED.set(True)
+            _quiet_abandoned_responses()
         finally:
             self.hub.unregister(watcher)
+            watcher.finish()
             listener.cancel()
-        if not disconnected.is_set():
-            await send({"type": "http.response.body", "body": b""})
 
     async def _send_events(self, send: Send) -> None:
         watcher, encode, bookmarks = self.watcher, self.encode, self.bookmarks
@@ -627,14 +733,54 @@ class WatchStream:
         while watcher.queue:
             yield encode(watcher.pop())
 
-    async def _write(self, send: Send, body: bytes) -> None:
-        """One body write; while it waits for the client, the watcher counts as lagging."""
+    async def _write(self, send: Send, body: bytes, more_body: bool = True) -> None:
+        """One body write; while it waits for the client, the watcher counts as lagging.
+
+        Raises ``_Abandoned`` when the watcher gave up waiting for its client (the write
+        was cancelled by the watcher's abandon timer; any other cancellation propagates).
+        """
         watcher = self.watcher
         watcher.sending = True
+        watcher.writer = self._task
+        if watcher.overflowed:
+            watcher.arm_abandon()
         try:
-            await send({"type": "http.response.body", "body": body, "more_body": True})
+            await send({"type": "http.response.body", "body": body, "more_body": more_body})
+        except asyncio.CancelledError:
+            task = self._task
+            if watcher.abandoned and task is not None and task.uncancel() == 0:
+                raise _Abandoned from None
+            raise
         finally:
-            watcher.sending = False
+            watcher.write_done()
+
+
+class _Abandoned(Exception):
+    """A stream's write was given up: its client took nothing for the stall bound twice."""
+
+
+_ABANDONED: contextvars.ContextVar[bool] = contextvars.ContextVar(
+    "kubewerk_watch_abandoned", default=False
+)
+_UNCOMPLETED = "ASGI callable returned without completing response."
+
+
+class _AbandonedFilter(logging.Filter):
+    """Drops uvicorn's error for a response left incomplete on purpose (an abandoned
+    watch, marked in the request task's context); every other record passes."""
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        return not (record.msg == _UNCOMPLETED and _ABANDONED.get())
+
+
+_abandoned_filter = _AbandonedFilter()
+
+
+def _quiet_abandoned_responses() -> None:
+    """Install ``_AbandonedFilter`` on uvicorn's error logger (once)."""
+    logger = logging.getLogger("uvicorn.error")
+    if _abandoned_filter not in logger.filters:
+        logger.addFilter(_abandoned_filter)
 
 
 def _chunks(lines: Iterable[bytes]) -> Iterator[bytes]:
