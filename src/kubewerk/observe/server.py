@@ -94,6 +94,9 @@ class DashboardServer:
         family = socket.AF_INET6 if ":" in self.host.strip("[]") else socket.AF_INET
         sock = socket.socket(family, socket.SOCK_STREAM)
         sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        # inherited by accepted connections: a response's head and body are two writes,
+        # and Nagle would hold the body for the client's delayed ACK (~40 ms) on keep-alive
+        sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
         try:
             sock.bind((self.host.strip("[]"), self.port))
         except OSError as exc:

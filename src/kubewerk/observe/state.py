@@ -164,6 +164,9 @@ class ClusterState:
     """Owner uid → the watched objects that name it in ownerReferences."""
     uids: dict[str, NodeId] = field(default_factory=dict)
     version: int = 0
+    health_cache: dict[int, tuple[Any, ...]] = field(default_factory=dict)
+    """id(object) → (the object, its phase, Ready, stuck reasons): the views' memo; an
+    entry is dropped when its object is replaced or forgotten."""
     _waiters: list[asyncio.Future[None]] = field(default_factory=list)
 
     # -- kinds -----------------------------------------------------------------------------
@@ -330,6 +333,7 @@ class ClusterState:
         self, info: KindInfo, node: NodeId, obj: dict[str, Any], previous: dict[str, Any] | None
     ) -> None:
         if previous is not None:
+            self.health_cache.pop(id(previous), None)
             self._unown(node, previous)
         meta = _mapping(obj.get("metadata"))
         uid = _str(meta.get("uid"))
@@ -355,6 +359,7 @@ class ClusterState:
                     del self.children[owner_uid]
 
     def _forget(self, node: NodeId, obj: dict[str, Any]) -> None:
+        self.health_cache.pop(id(obj), None)
         self._unown(node, obj)
         if node in self.graph:
             self.graph.remove(node)

@@ -24,6 +24,7 @@ from typing import Any, Final
 from kubewerk.lifecycle.depgraph import NodeId
 from kubewerk.observe.health import (
     SEVERITY,
+    Stuck,
     conditions_of,
     phase_of,
     ready_of,
@@ -41,6 +42,8 @@ __all__ = [
     "summary",
 ]
 
+_FAR: Final = datetime(9999, 1, 1, tzinfo=UTC)
+_EPOCH: Final = datetime(1970, 1, 1, tzinfo=UTC)
 STUCK_LIMIT: Final = 200
 """Stuck objects listed in a summary (the count is always the full one)."""
 GRAPH_LIMIT: Final = 400
@@ -66,6 +69,30 @@ def _events(state: ClusterState, node: NodeId, last: int) -> list[dict[str, Any]
     return [r.to_json() for r in state.events_of(node)[-last:]][::-1]
 
 
+def _health(
+    state: ClusterState, obj: dict[str, Any], now: datetime
+) -> tuple[str | None, str | None, list[Stuck]]:
+    """Phase, Ready and stuck reasons of ``obj``, remembered per object (by identity:
+    the state replaces an object's dict on every change) unless the answer depends on
+    the time (a deletion or a generation not yet observed)."""
+    cached = state.health_cache.get(id(obj))
+    if cached is not None and cached[0] is obj:
+        return cached[1], cached[2], cached[3]
+    answer = (phase_of(obj), ready_of(obj), stuck_reasons(obj, now))
+    meta = obj.get("metadata")
+    # the grace periods are what makes an answer depend on the time: an object with no
+    # deletion and no generation lag gets the same answer at any time
+    timeless = (
+        isinstance(meta, dict)
+        and "deletionTimestamp" not in meta
+        and stuck_reasons(obj, _FAR) == answer[2]
+        and stuck_reasons(obj, _EPOCH) == answer[2]
+    )
+    if timeless:
+        state.health_cache[id(obj)] = (obj, *answer)
+    return answer
+
+
 def summary(
     state: ClusterState, now: datetime | None = None, *, limit: int = STUCK_LIMIT
 ) -> dict[str, Any]:
@@ -82,17 +109,17 @@ def summary(
         ready: Counter[str] = Counter()
         stuck_here = 0
         for node, obj in objects.items():
-            phases[phase_of(obj) or "(none)"] += 1
-            ready[ready_of(obj) or "None"] += 1
-            reasons = stuck_reasons(obj, now)
+            phase, ready_status, reasons = _health(state, obj, now)
+            phases[phase or "(none)"] += 1
+            ready[ready_status or "None"] += 1
             if not reasons:
                 continue
             stuck_here += 1
             first = reasons[0]
             entry = {
                 **ident(node),
-                "phase": phase_of(obj),
-                "ready": ready_of(obj),
+                "phase": phase,
+                "ready": ready_status,
                 "reasons": [r.to_json() for r in reasons],
             }
             sort_key = (SEVERITY[first.code], key.label, f"{node.namespace or ''}/{node.name}")
