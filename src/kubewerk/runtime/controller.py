@@ -24,7 +24,10 @@ Guarantees:
 - the result decides what happens next: done (backoff forgotten), requeue after a
   delay, or requeue with backoff (``Result(requeue=True)``);
 - objects that are gone from the cache are not reconciled (cleanup belongs in
-  finalizers, see :meth:`Context.finalize`).
+  finalizers, see :meth:`Context.finalize`);
+- a reconcile hook (:func:`set_reconcile_hook`, what :mod:`kubewerk.observe.tracing`
+  installs) sees every reconcile: the object, the outcome, and a context of its own
+  around the call; without one a reconcile pays one comparison.
 """
 
 from __future__ import annotations
@@ -36,7 +39,7 @@ import time
 import uuid
 from collections.abc import Awaitable, Callable, Iterable, Mapping, MutableMapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any, Final, Generic, TypeVar
+from typing import Any, Final, Generic, Protocol, TypeVar
 
 import orjson
 
@@ -85,6 +88,41 @@ PANIC_EXCEPTIONS: Final[tuple[type[Exception], ...]] = (
 nil dereference, an index or key out of range, a failed type assertion, division by
 zero, an assertion, a runaway recursion), i.e. bugs in the reconcile rather than
 failures it reports on purpose. They are errors too (logged, counted, retried)."""
+
+
+class ReconcileTrace(Protocol):
+    """What a reconcile hook returns for one reconcile (see :func:`set_reconcile_hook`).
+
+    It is entered before the reconcile function is called and exited after it returned
+    or raised, in the worker's task (so a context it sets there, such as the current
+    span, is what the reconcile's own calls see); in between :meth:`given` gets the
+    object the reconcile is given and :meth:`result` the outcome (one of the
+    ``controller_runtime_reconcile_total`` result labels, and the exception on an
+    error or conflict)."""
+
+    def __enter__(self) -> object: ...
+
+    def __exit__(self, exc_type: Any, exc: Any, tb: Any, /) -> None: ...
+
+    def given(self, obj: Any) -> None: ...
+
+    def result(self, result: str, error: BaseException | None) -> None: ...
+
+
+ReconcileHook = Callable[["Controller[Any]", str], ReconcileTrace | None]
+"""Called with the controller and the key of each reconcile about to run (the object
+is in the cache); returns a :class:`ReconcileTrace` to follow it, or None."""
+
+_reconcile_hook: ReconcileHook | None = None
+
+
+def set_reconcile_hook(hook: ReconcileHook | None) -> ReconcileHook | None:
+    """Install ``hook`` for every controller of this process (None removes it); returns
+    the hook it replaces. With no hook a reconcile pays one comparison, nothing else
+    (:mod:`kubewerk.observe.tracing` installs one for OpenTelemetry)."""
+    global _reconcile_hook
+    previous, _reconcile_hook = _reconcile_hook, hook
+    return previous
 
 
 @dataclass(frozen=True, slots=True)
@@ -656,6 +694,15 @@ class Controller(Generic[T]):
         if stored is None:
             self.queue.forget(key)
             return
+        hook = _reconcile_hook
+        trace = hook(self, key) if hook is not None else None
+        if trace is None:
+            await self._reconcile(key, stored, None)
+            return
+        with trace:
+            await self._reconcile(key, stored, trace)
+
+    async def _reconcile(self, key: str, stored: bytes, trace: ReconcileTrace | None) -> None:
         ctx = self.context_factory(self, key, stored)
         started = time.perf_counter()
         self.reconciles += 1
@@ -667,6 +714,8 @@ class Controller(Generic[T]):
                     raise TerminalError(f"object does not fit {self.kind.__name__}: {exc}") from exc
             else:
                 obj = orjson.loads(stored)  # the reconcile's own copy, independent of the snapshot
+            if trace is not None:
+                trace.given(obj)
             call = self.reconcile_fn(obj, ctx)
             if self.reconcile_timeout is not None:
                 result = await asyncio.wait_for(call, self.reconcile_timeout)
@@ -680,17 +729,23 @@ class Controller(Generic[T]):
             self._total[RESULT_ERROR].inc()
             self.queue.forget(key)
             ctx.log.error("terminal error (not retried until the object changes): %s", exc)
+            if trace is not None:
+                trace.result(RESULT_ERROR, exc)
             return
         except Conflict as exc:
             self._total[RESULT_REQUEUE].inc()
             ctx.log.debug("conflict, requeueing: %s", exc.message)
             self.queue.add_rate_limited(key)
+            if trace is not None:
+                trace.result(RESULT_REQUEUE, exc)
             return
-        except TimeoutError:
+        except TimeoutError as exc:
             self._errors.inc()
             self._total[RESULT_ERROR].inc()
             ctx.log.error("reconcile timed out after %.1fs", self.reconcile_timeout or 0.0)
             self.queue.add_rate_limited(key)
+            if trace is not None:
+                trace.result(RESULT_ERROR, exc)
             return
         except Exception as exc:
             self._errors.inc()
@@ -699,19 +754,27 @@ class Controller(Generic[T]):
                 self._panics.inc()
             ctx.log.exception("reconcile failed; retrying with backoff")
             self.queue.add_rate_limited(key)
+            if trace is not None:
+                trace.result(RESULT_ERROR, exc)
             return
         finally:
             self._time.observe(time.perf_counter() - started)
         if result is None:
             self.queue.forget(key)
             self._success.inc()
+            outcome = RESULT_SUCCESS
         elif result.requeue_after is not None and result.requeue_after > 0:
             self.queue.forget(key)
             self.queue.add_after(key, result.requeue_after)
             self._total[RESULT_REQUEUE_AFTER].inc()
+            outcome = RESULT_REQUEUE_AFTER
         elif result.requeue:
             self.queue.add_rate_limited(key)
             self._total[RESULT_REQUEUE].inc()
+            outcome = RESULT_REQUEUE
         else:
             self.queue.forget(key)
             self._success.inc()
+            outcome = RESULT_SUCCESS
+        if trace is not None:
+            trace.result(outcome, None)
