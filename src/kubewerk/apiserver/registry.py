@@ -73,6 +73,12 @@ class ServedResource:
 
     key_prefix: str = field(init=False, default="")
     """``/<storage group or "core">/<resource>/``: where this type's objects live."""
+    derived: dict[Hashable, Any] = field(
+        init=False, default_factory=dict, compare=False, repr=False
+    )
+    """Values computed from this type and kept with it (admission's compiled schemas, per
+    version): they live exactly as long as the type is served, so a CRD's new generation
+    (served as a new ``ServedResource``) or its deletion drops them; never copied."""
 
     def __post_init__(self) -> None:
         group = self.group if self.storage_group is None else self.storage_group

@@ -10,7 +10,7 @@ Unknown fields follow ``fieldValidation``: ``Strict`` rejects the request with 4
 from __future__ import annotations
 
 from collections.abc import Callable
-from typing import Any
+from typing import Any, Final
 
 from kubewerk.apiserver.admission import Admission, AdmissionRequest
 from kubewerk.apiserver.registry import ServedResource
@@ -78,8 +78,34 @@ def _without(schema: JSON, keys: frozenset[str]) -> JSON:
     return {**schema, "properties": props}
 
 
+MAX_PARTIALS: Final = 64
+"""Per served version: the most reduced variants (one per set of unchanged top-level
+properties) kept at once."""
+
+
+class VersionSchema:
+    """What admission derives from one served version's schema: the compiled schema,
+    whether it declares defaults, the properties an update may skip and the reduced
+    variants compiled for such updates. Kept on the ``ServedResource`` (see ``derived``)."""
+
+    __slots__ = ("__weakref__", "compiled", "has_defaults", "partials", "schema", "skippable")
+
+    def __init__(self, schema: JSON, compiled: CompiledSchema) -> None:
+        self.schema = schema
+        self.compiled = compiled
+        self.has_defaults = _has_defaults(schema)
+        self.skippable: frozenset[str] | None = None
+        self.partials: dict[frozenset[str], CompiledSchema] = {}
+
+
 class SchemaAdmission(Admission):
     """``Admission`` plus the structural-schema and CEL checks of the apiextensions server.
+
+    Each served version's schema compiles once, on first use, and is kept on its
+    ``ServedResource`` (``derived``): for as long as that type is served, and no longer.
+    A CRD's new generation is served as a new type, so the old generation's compiled
+    schemas go with the old type, and a deleted CRD's with it; what is kept is bounded by
+    the versions in use of the served kinds, with no eviction of kinds still served.
 
     An update whose old object is trusted (``AdmissionRequest.trusted_old``) skips the
     top-level properties it leaves unchanged (``spec`` on a status write, say), when
@@ -91,44 +117,42 @@ class SchemaAdmission(Admission):
     are skipped. List-type checks of the old object still look at all of it.
     """
 
-    def __init__(self) -> None:
-        self._cache: dict[tuple[str | None, int, str, int], tuple[CompiledSchema, bool]] = {}
-        self._skippable: dict[tuple[str | None, int, str, int], frozenset[str]] = {}
-        self._partial: dict[tuple[str | None, int, str, int, frozenset[str]], CompiledSchema] = {}
-
-    def compiled(self, rtype: ServedResource, version: str) -> tuple[CompiledSchema, bool] | None:
-        """The compiled schema of a served CRD version and whether it declares defaults."""
+    def version_schema(self, rtype: ServedResource, version: str) -> VersionSchema | None:
+        """The compiled schema of a served CRD version and what goes with it (compiled on
+        first use, kept with ``rtype``); None when the version has no schema."""
         schema = rtype.schemas.get(version)
         if schema is None:
             return None
-        key = (rtype.crd_uid, rtype.crd_generation, version, id(schema))
-        hit = self._cache.get(key)
-        if hit is None:
-            try:
-                compiled = compile_schema(schema)
-            except SchemaError as exc:  # accepted CRDs compile; keep serving if one does not
-                raise ApiError.internal(
-                    f"the schema of {rtype.qualified}/{version} does not compile: {exc}"
-                ) from None
-            hit = (compiled, _has_defaults(schema))
-            if len(self._cache) > 4096:
-                self._cache.clear()
-            self._cache[key] = hit
-        return hit
+        key = ("schema_admission", version)
+        found = rtype.derived.get(key)
+        if isinstance(found, VersionSchema) and found.schema is schema:
+            return found
+        try:
+            compiled = compile_schema(schema)
+        except SchemaError as exc:  # accepted CRDs compile; keep serving if one does not
+            raise ApiError.internal(
+                f"the schema of {rtype.qualified}/{version} does not compile: {exc}"
+            ) from None
+        found = rtype.derived[key] = VersionSchema(schema, compiled)
+        return found
+
+    def compiled(self, rtype: ServedResource, version: str) -> tuple[CompiledSchema, bool] | None:
+        """The compiled schema of a served CRD version and whether it declares defaults."""
+        found = self.version_schema(rtype, version)
+        return None if found is None else (found.compiled, found.has_defaults)
 
     def admit(self, req: AdmissionRequest) -> None:
         rtype = req.rtype
         if rtype.builtin:  # typed kinds: their strategy's defaults and validation
             super().admit(req)
             return
-        hit = self.compiled(rtype, req.version)
-        if hit is None:
+        found = self.version_schema(rtype, req.version)
+        if found is None:
             super().admit(req)
             return
-        compiled, _ = hit
-        full = compiled
+        compiled = full = found.compiled
         if req.trusted_old and req.old is not None:
-            compiled = self._for_update(rtype, req.version, compiled, req.obj, req.old)
+            compiled = _for_update(found, req.obj, req.old)
         compiled.apply_defaults(req.obj)
         unknown = compiled.prune(req.obj)
         if unknown and req.field_validation != "Ignore":
@@ -141,44 +165,38 @@ class SchemaAdmission(Admission):
         if errors:
             raise ApiError.invalid(rtype.kind, rtype.group, _name(req.obj), errors)
 
-    def _for_update(
-        self, rtype: ServedResource, version: str, compiled: CompiledSchema, obj: JSON, old: JSON
-    ) -> CompiledSchema:
-        """``compiled``, or a variant without the properties this update leaves unchanged."""
-        schema = rtype.schemas[version]
-        schema_key = (rtype.crd_uid, rtype.crd_generation, version, id(schema))
-        candidates = self._skippable.get(schema_key)
-        if candidates is None:
-            if len(self._skippable) > 4096:
-                self._skippable.clear()
-            candidates = self._skippable[schema_key] = _skippable(schema)
-        if not candidates:
-            return compiled
-        # equal as JSON text, not as Python values (True == 1 == 1.0 in Python, not in JSON)
-        same = frozenset(
-            k for k in candidates if k in obj and k in old and json_same_text(obj[k], old[k])
-        )
-        if not same:
-            return compiled
-        key = (*schema_key, same)
-        partial = self._partial.get(key)
-        if partial is None:
-            try:
-                partial = compile_schema(_without(schema, same))
-            except SchemaError:  # cannot happen for an accepted schema; never skip then
-                return compiled
-            if len(self._partial) > 4096:
-                self._partial.clear()
-            self._partial[key] = partial
-        return partial
-
     def on_read(self, rtype: ServedResource, version: str, obj: JSON) -> JSON:
-        hit = self.compiled(rtype, version)
-        if hit is None or not hit[1]:
+        found = self.version_schema(rtype, version)
+        if found is None or not found.has_defaults:
             return obj
         served: JSON = copy_json(obj)
-        hit[0].apply_defaults(served)
+        found.compiled.apply_defaults(served)
         return served
+
+
+def _for_update(found: VersionSchema, obj: JSON, old: JSON) -> CompiledSchema:
+    """``found.compiled``, or a variant without the properties this update leaves unchanged."""
+    candidates = found.skippable
+    if candidates is None:
+        candidates = found.skippable = _skippable(found.schema)
+    if not candidates:
+        return found.compiled
+    # equal as JSON text, not as Python values (True == 1 == 1.0 in Python, not in JSON)
+    same = frozenset(
+        k for k in candidates if k in obj and k in old and json_same_text(obj[k], old[k])
+    )
+    if not same:
+        return found.compiled
+    partial = found.partials.get(same)
+    if partial is None:
+        try:
+            partial = compile_schema(_without(found.schema, same))
+        except SchemaError:  # cannot happen for an accepted schema; never skip then
+            return found.compiled
+        if len(found.partials) >= MAX_PARTIALS:
+            found.partials.clear()
+        found.partials[same] = partial
+    return partial
 
 
 def _name(obj: JSON) -> str:
