@@ -105,11 +105,16 @@ async def test_strategic_merge_and_apply_on_the_embedded_server(
     with pytest.raises(ApiError) as strategic:
         await kube_client.patch(WIDGET, "w", {"spec": {"a": 1}}, "default", type="strategic")
     assert strategic.value.code == 415
-    # "Not done yet: server-side apply ... the embedded server answers 415"
-    with pytest.raises(ApiError) as apply:
-        await kube_client.patch(
-            CONFIGMAP, "c", {"apiVersion": "v1", "kind": "ConfigMap"}, "default", type="apply"
-        )
-    assert apply.value.code == 415
-    not_done = DOC.split("## Not done yet", 1)[1]
-    assert re.search(r"Server-side apply:.*?embedded server answers 415", not_done, re.S)
+    # "Server-side apply ... works on both, with managedFields"
+    applied = await kube_client.patch(
+        CONFIGMAP,
+        "c",
+        {"apiVersion": "v1", "kind": "ConfigMap", "data": {"c": "3"}},
+        "default",
+        type="apply",
+        field_manager="docs",
+    )
+    assert applied["data"] == {"a": "1", "b": "2", "c": "3"}
+    managers = {e["manager"]: e["operation"] for e in applied["metadata"]["managedFields"]}
+    assert managers["docs"] == "Apply"
+    assert 'Server-side apply (`apply`,\n`type="apply"`) works on both' in DOC
