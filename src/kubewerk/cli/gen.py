@@ -21,6 +21,14 @@ run`` takes them; a Manager whose module also defines a Platform on it is read a
 Platform): ``service_account.yaml``, ``role.yaml`` (the ClusterRole and any Roles) and
 ``role_binding.yaml``, derived by :mod:`kubewerk.runtime.rbac` and
 :mod:`kubewerk.lifecycle.rbac`. Without ``-o`` the objects go to standard output.
+
+``kubewerk gen deploy pkg.main:manager --image REF -o deploy`` writes everything the
+operator needs in a cluster (:mod:`kubewerk.observe.deploy`): CRDs, RBAC, ServiceAccount,
+Deployment, metrics Service and ServiceMonitor, webhook Service, configurations and
+certificate when the target module serves webhooks (a :class:`kubewerk.webhook.WebhookServer`
+or :class:`kubewerk.webhook.WebhookApp` defined in it), ``kustomization.yaml`` and a
+``Dockerfile`` template. Files it wrote before and no longer writes are removed from its
+own subdirectories.
 """
 
 from __future__ import annotations
@@ -106,6 +114,7 @@ def register(sub: Any) -> None:
         "(as kubewerk run --leader-elect does at run time)",
     )
     rb.set_defaults(func=run_rbac)
+    _register_deploy(kinds)
     parser.set_defaults(func=lambda args: _no_artefact(parser))
 
 
@@ -340,4 +349,221 @@ def run_rbac(args: argparse.Namespace) -> int:
         if not path.exists() or path.read_text(encoding="utf-8") != text:
             path.write_text(text, encoding="utf-8")
         print(path)
+    return 0
+
+
+# -- gen deploy -------------------------------------------------------------------------
+
+DEPLOY_DIRS = ("crd", "rbac", "manager", "metrics", "webhook")
+"""The subdirectories ``gen deploy`` owns: a stale ``.yaml`` in them is removed."""
+
+
+def _register_deploy(kinds: Any) -> None:
+    dp = kinds.add_parser(
+        "deploy",
+        help="write the manifests (and a Dockerfile) to run an operator in a cluster",
+        description="Write CRDs, least-privilege RBAC, a ServiceAccount, a Deployment (probes, "
+        "resources, leader election when replicas > 1, SIGTERM grace), a metrics Service and "
+        "ServiceMonitor, webhook configurations with their certificate when webhooks are "
+        "served, a kustomization.yaml and a Dockerfile template into DIR.",
+    )
+    dp.add_argument(
+        "target",
+        metavar="MODULE:MANAGER",
+        help="a Manager, a Platform, or a function returning either (e.g. pkg.main:manager)",
+    )
+    dp.add_argument("-o", "--output", metavar="DIR", required=True, help="directory to write to")
+    dp.add_argument("--image", required=True, help="the operator's container image")
+    dp.add_argument("-n", "--namespace", help="the namespace to run in (default: <name>-system)")
+    dp.add_argument("--name", help="base name of every object (default: the manager's name)")
+    dp.add_argument(
+        "--replicas",
+        type=int,
+        default=1,
+        help="replicas; more than 1 turns leader election on (default: 1)",
+    )
+    dp.add_argument(
+        "--requests",
+        default="cpu=100m,memory=128Mi",
+        metavar="RES=QTY,...",
+        help="the container's resource requests (default: cpu=100m,memory=128Mi)",
+    )
+    dp.add_argument(
+        "--limits",
+        default="cpu=1,memory=512Mi",
+        metavar="RES=QTY,...",
+        help="the container's resource limits (default: cpu=1,memory=512Mi)",
+    )
+    dp.add_argument(
+        "--certs",
+        choices=("cert-manager", "secret"),
+        default="cert-manager",
+        help="webhook serving certificate: a cert-manager Certificate with CA injection "
+        "(default), or a kubernetes.io/tls Secret you fill",
+    )
+    dp.add_argument(
+        "--no-service-monitor",
+        action="store_true",
+        help="leave out the ServiceMonitor (clusters without the Prometheus Operator)",
+    )
+    dp.set_defaults(func=run_deploy)
+
+
+def _resources(flag: str, text: str) -> dict[str, str]:
+    from kubewerk.schema.cel.library import parse_quantity
+
+    out: dict[str, str] = {}
+    for item in filter(None, text.split(",")):
+        name, sep, value = item.partition("=")
+        if not sep or not name or not value:
+            raise UsageError(f"{flag} {text!r}: expected RESOURCE=QUANTITY[,...]")
+        if parse_quantity(value) is None:
+            raise UsageError(f"{flag} {name}={value!r}: not a Kubernetes quantity")
+        out[name] = value
+    return dict(sorted(out.items()))
+
+
+def _webhook_serving(module_name: str) -> Any:
+    """The webhooks the target's module serves: its WebhookServer (port and certificate
+    files) or, without one, its WebhookApp (the default port and certificate directory)."""
+    from kubewerk.client.resources import resource_type_of
+    from kubewerk.observe.deploy import WebhookEndpoint, WebhookServing
+    from kubewerk.webhook.admission import AdmissionEndpoint
+    from kubewerk.webhook.app import WebhookApp
+    from kubewerk.webhook.server import WebhookServer
+
+    module = sys.modules[module_name]
+    servers = [v for v in vars(module).values() if isinstance(v, WebhookServer)]
+    apps = [s.app for s in servers] or [
+        v for v in vars(module).values() if isinstance(v, WebhookApp)
+    ]
+    if not apps:
+        return None
+    if len(apps) > 1 or len(servers) > 1:
+        raise UsageError(f"module {module_name!r} defines more than one webhook server or app")
+    endpoints: list[WebhookEndpoint] = []
+    # WebhookApp lists its paths publicly, not what each serves: read its routes
+    for path, route in getattr(apps[0], "_routes", {}).items():
+        endpoint = route.endpoint
+        if isinstance(endpoint, AdmissionEndpoint):
+            info = endpoint.model.kind_info()
+            rt = resource_type_of(endpoint.model)
+            endpoints.append(
+                WebhookEndpoint(
+                    path,
+                    info.group,
+                    info.version,
+                    info.kind,
+                    rt.plural,
+                    rt.namespaced,
+                    endpoint.mutating,
+                    endpoint.side_effects,
+                )
+            )
+        else:
+            endpoints.append(WebhookEndpoint(path, conversion=True))
+    if not servers:
+        return WebhookServing(tuple(endpoints))
+    server = servers[0]
+    if server.files is None:
+        raise UsageError(
+            f"the webhook server of {module_name!r} has no certificate: kube-apiserver calls "
+            "webhooks over HTTPS only (give WebhookServer cert_file= and key_file=)"
+        )
+    cert, key = server.files.cert_file, server.files.key_file
+    if cert.parent != key.parent or not cert.is_absolute():
+        raise UsageError(
+            f"the webhook server of {module_name!r} reads {cert} and {key}: the Deployment "
+            "mounts one Secret, so give absolute paths in one directory"
+        )
+    return WebhookServing(tuple(endpoints), server.port, str(cert.parent), cert.name, key.name)
+
+
+def _deploy_crds(target: Any, webhook: Any) -> list[dict[str, Any]]:
+    """The CRDs of the kinds the operator reconciles or watches that are model classes."""
+    from kubewerk.lifecycle.platform import Platform
+    from kubewerk.model import ModelDefinitionError, Resource, crds_for
+
+    manager = target.manager if isinstance(target, Platform) else target
+    kinds: list[Any] = []
+    candidates: list[Any] = []
+    if isinstance(target, Platform):
+        candidates.extend(r.kind for r in target.kinds.values())
+    for controller in manager.controllers:
+        candidates.append(controller.kind)
+        candidates.extend(w.kind for w in controller.watches)
+    for kind in candidates:
+        if (
+            inspect.isclass(kind)
+            and issubclass(kind, Resource)
+            and kind.__kube__ is not None
+            and kind not in kinds
+        ):
+            kinds.append(kind)
+    kinds.sort(key=lambda k: (k.kind_info().group, k.kind_info().kind))
+    try:
+        return crds_for(kinds, webhook=webhook)
+    except ModelDefinitionError as exc:
+        raise UsageError(str(exc)) from None
+
+
+def run_deploy(args: argparse.Namespace) -> int:
+    from kubewerk.core.validation import is_dns1123_label
+    from kubewerk.lifecycle.platform import Platform
+    from kubewerk.model import ConversionWebhook, dump_yaml
+    from kubewerk.model.errors import ModelDefinitionError
+    from kubewerk.observe.deploy import DeployOptions, deploy_files
+
+    target = _rbac_target(args.target)
+    manager = target.manager if isinstance(target, Platform) else target
+    name = args.name or manager.name
+    namespace = args.namespace or f"{name}-system"
+    checks = ((namespace, "--namespace", is_dns1123_label), (name, "--name", is_dns1123_label))
+    for value, flag, check in checks:
+        errors = check(value)
+        if errors:
+            raise UsageError(f"{flag} {value!r}: {errors[0]}")
+    if not args.image.strip() or any(c.isspace() for c in args.image):
+        raise UsageError(f"--image {args.image!r}: not an image reference")
+    if args.replicas < 1:
+        raise UsageError(f"--replicas {args.replicas}: must be at least 1")
+    serving = _webhook_serving(args.target.partition(":")[0])
+    conversion = None
+    if serving is not None:
+        convert = next((e.path for e in serving.endpoints if e.conversion), None)
+        if convert is not None:
+            conversion = ConversionWebhook(namespace, f"{name}-webhook", convert, 443)
+    options = DeployOptions(
+        target=args.target,
+        image=args.image,
+        namespace=namespace,
+        name=name,
+        replicas=args.replicas,
+        requests=_resources("--requests", args.requests),
+        limits=_resources("--limits", args.limits),
+        certs=args.certs,
+        service_monitor=not args.no_service_monitor,
+    )
+    try:
+        files = deploy_files(target, _deploy_crds(target, conversion), options, serving)
+    except (ModelDefinitionError, ValueError) as exc:
+        raise UsageError(str(exc)) from None
+    out = Path(args.output)
+    try:
+        out.mkdir(parents=True, exist_ok=True)
+        for sub in DEPLOY_DIRS:
+            for stale in sorted((out / sub).glob("*.yaml")):
+                if stale.relative_to(out).as_posix() not in files:
+                    stale.unlink()
+        for rel, content in files.items():
+            path = out / rel
+            path.parent.mkdir(parents=True, exist_ok=True)
+            text = content if isinstance(content, str) else "---\n".join(map(dump_yaml, content))
+            if not path.exists() or path.read_text(encoding="utf-8") != text:
+                path.write_text(text, encoding="utf-8")
+            print(path)
+        if "namespace.yaml" not in files:
+            (out / "namespace.yaml").unlink(missing_ok=True)
+    except OSError as exc:
+        raise UsageError(f"-o {out}: {exc.strerror or exc}") from None
     return 0
