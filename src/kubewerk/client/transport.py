@@ -7,8 +7,14 @@ Kubernetes API needs one origin, JSON bodies and chunked watch streams, nothing 
 
 Guarantees:
 
-- At most ``limit`` connections are open at once (0 or less: no limit); a request that
-  finds none free waits in line (first come, first served) for one to be released.
+- At most ``limit`` connections serve requests at once (0 or less: no limit); a request
+  that finds none free waits in line (first come, first served) for one to be released.
+  A stream (:meth:`ConnectionPool.stream`, a watch) never waits for one and never holds
+  one: it gets a connection of its own outside the limit (an idle one, whose place under
+  the limit is given up at once, or a new one), as each watch of client-go over HTTP/1.1
+  holds its own connection. So any number of long-lived watches neither queue behind
+  each other nor starve requests. A stream's connection that ends cleanly joins the
+  idle ones when there is room under the limit, and is closed otherwise.
 - Idle connections are reused last-in first-out. A connection is never reused after the
   server closed it (EOF or transport closing seen), asked to close it
   (``Connection: close``, HTTP/1.0 without keep-alive), sent an EOF-delimited body or
@@ -201,6 +207,7 @@ class _Connection(asyncio.Protocol):
         self.lost: asyncio.Future[None] = loop.create_future()
         self.broken = False  # never reuse: closed, EOF, Connection: close, protocol error
         self.idle_since = 0.0
+        self.slotted = True  # counts against the pool's limit (False: a stream's own)
         self._busy = False
         self._head = False
         self._stream = False
@@ -665,7 +672,7 @@ class ConnectionPool:
         self._idle: list[_Connection] = []
         self._waiters: deque[asyncio.Future[_Connection | None]] = deque()
         self._conns: set[_Connection] = set()  # every open connection, idle or busy
-        self._open = 0  # slots taken: open connections plus connects under way
+        self._open = 0  # slots taken: open connections plus connects under way (not streams)
         self.closed = False
 
     # -- public ------------------------------------------------------------------------------
@@ -717,7 +724,13 @@ class ConnectionPool:
         if self._forward is not None:
             data = self._absolute_form(data)
         async with asyncio.timeout_at(deadline):
-            conn, reused = await self._acquire(connect_timeout)
+            conn = self._take_idle()
+            reused = conn is not None
+            if conn is not None:
+                conn.slotted = False
+                self._free_slot(None)  # its place under the limit: to a waiter, or free
+            else:
+                conn = await self._connect_stream(connect_timeout)
             try:
                 try:
                     await self._exchange(conn, data, head=False, stream=True)
@@ -726,7 +739,7 @@ class ConnectionPool:
                     self._conns.discard(conn)
                     if not (reused and self._resend(exc, True)):
                         raise
-                    conn = await self._connect_in_slot(connect_timeout)
+                    conn = await self._connect_stream(connect_timeout)
                     await self._exchange(conn, data, head=False, stream=True)
             except BaseException:
                 conn.close()
@@ -764,8 +777,14 @@ class ConnectionPool:
 
     @property
     def open_count(self) -> int:
-        """Connections open or being opened (idle and busy)."""
+        """Connections under the limit, open or being opened (idle and busy); streams'
+        own connections are not among them (see ``stream_count``)."""
         return self._open
+
+    @property
+    def stream_count(self) -> int:
+        """Open connections of streams (outside the limit)."""
+        return sum(1 for conn in self._conns if not conn.slotted)
 
     # -- internals --------------------------------------------------------------------------
 
@@ -843,6 +862,12 @@ class ConnectionPool:
                 return await self._connect()
         except TimeoutError:
             raise ConnectError(self._timeout_why) from None
+
+    async def _connect_stream(self, connect_timeout: float | None) -> _Connection:
+        """A fresh connection of a stream's own, outside the limit."""
+        conn = await self._connect_in_slot(connect_timeout)
+        conn.slotted = False
+        return conn
 
     def _absolute_form(self, data: bytes) -> bytes:
         """``data`` with an origin-form target (``/path``) made absolute and the
@@ -959,6 +984,13 @@ class ConnectionPool:
             conn.close_gracefully()
             self._free_slot(conn)
             return
+        if not conn.slotted:  # a stream's: kept only where there is room under the limit
+            if self.limit > 0 and self._open >= self.limit:
+                conn.close_gracefully()
+                self._conns.discard(conn)
+                return
+            conn.slotted = True
+            self._open += 1
         waiters = self._waiters
         while waiters:
             fut = waiters.popleft()
@@ -972,6 +1004,8 @@ class ConnectionPool:
         else free it."""
         if conn is not None:
             self._conns.discard(conn)
+            if not conn.slotted:  # a stream's own: it held no slot
+                return
         waiters = self._waiters
         while waiters:
             fut = waiters.popleft()

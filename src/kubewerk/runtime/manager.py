@@ -404,6 +404,7 @@ class Manager:
             raise RuntimeError("the manager was already started")
         self._started = True
         self._stopped = asyncio.Event()
+        _raise_open_file_limit()
         if self._client is None:
             self._client = Client.from_environment(self.kubeconfig, self.kube_context)
         client = self._client
@@ -590,3 +591,18 @@ def _has_loop() -> bool:
     except RuntimeError:
         return False
     return True
+
+
+def _raise_open_file_limit() -> None:
+    """Lift the soft RLIMIT_NOFILE to the hard limit, best effort, as Go programs (and so
+    kube's controllers) do at start: every watched kind holds a connection of its own,
+    so a thousand kinds would not fit under the common soft limit of 1,024."""
+    try:
+        import resource
+    except ImportError:  # pragma: no cover - Windows
+        return
+    soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
+    if soft == hard or soft == resource.RLIM_INFINITY or hard == resource.RLIM_INFINITY:
+        return  # already at the top, or an unlimited hard limit some systems refuse as soft
+    with contextlib.suppress(ValueError, OSError):
+        resource.setrlimit(resource.RLIMIT_NOFILE, (hard, hard))
