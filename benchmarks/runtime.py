@@ -117,6 +117,24 @@ KUBEWERK_OPERATOR = textwrap.dedent(
     BENCH = ResourceType("bench.kubewerk.dev", "v1", "Bench", "benches")
     manager = Manager(namespaces=[os.environ["BENCH_NAMESPACE"]], probe_port=None)
 
+    if os.environ.get("BENCH_TRACING") == "1":  # --tracing: spans made, batched, dropped
+        from opentelemetry.sdk.trace import TracerProvider
+        from opentelemetry.sdk.trace.export import (
+            BatchSpanProcessor, SpanExporter, SpanExportResult,
+        )
+        from kubewerk.observe import tracing
+
+        class Discard(SpanExporter):
+            def export(self, spans):
+                return SpanExportResult.SUCCESS
+
+        from opentelemetry.sdk.trace.sampling import ParentBased, TraceIdRatioBased
+
+        ratio = float(os.environ.get("BENCH_TRACING_RATIO", "1"))
+        provider = TracerProvider(sampler=ParentBased(TraceIdRatioBased(ratio)))
+        provider.add_span_processor(BatchSpanProcessor(Discard()))
+        assert tracing.instrument(provider)
+
     @manager.reconciler(BENCH, predicates=[GENERATION_CHANGED],
                         max_concurrent_reconciles=int(os.environ["BENCH_CONCURRENCY"]))
     async def reconcile(obj: dict, ctx: Context) -> Result:
@@ -352,6 +370,25 @@ async def main() -> None:
     parser.add_argument("--no-kopf", action="store_true")
     parser.add_argument("--timeout", type=float, default=600)
     parser.add_argument("--repeat", type=int, default=3, help="rounds (medians are reported)")
+    parser.add_argument(
+        "--tracing",
+        action="store_true",
+        help="also run the kubewerk operator with OpenTelemetry tracing on (kubewerk[otel]: "
+        "a span per reconcile and per request, batched to an exporter that drops them) "
+        "and report its rate against the untraced run of the same round",
+    )
+    parser.add_argument(
+        "--tracing-ratio",
+        type=float,
+        default=1.0,
+        help="with --tracing: the share of reconciles sampled (default 1: every one)",
+    )
+    parser.add_argument(
+        "--tracing-control",
+        action="store_true",
+        help="with --tracing: run the second kubewerk operator untraced too (an A/A run: "
+        "what its place in the round costs by itself)",
+    )
     args = parser.parse_args()
     n = args.n
 
@@ -393,10 +430,11 @@ async def main() -> None:
             }
             for r in range(args.repeat):
                 namespaces = {
-                    k: f"bench-{k}-{r}" for k in ("inproc", "raw", "rawkw", "kubewerk", "kopf")
+                    k: f"bench-{k}-{r}"
+                    for k in ("inproc", "raw", "rawkw", "kubewerk", "kopf", "traced")
                 }
                 for key, ns in namespaces.items():
-                    if key != "kopf" or not args.no_kopf:
+                    if (key != "kopf" or not args.no_kopf) and (key != "traced" or args.tracing):
                         await create_objects(client, ns, n, 32)
                 row: dict[str, Any] = {
                     "inproc": await raw_patch_rate(url, namespaces["inproc"], n, args.concurrency)
@@ -450,6 +488,32 @@ async def main() -> None:
                     n,
                     args.timeout,
                 )
+                if args.tracing:
+                    row["traced"] = await run_operator(
+                        client,
+                        "kubewerk+otel",
+                        [
+                            PY,
+                            "-m",
+                            "kubewerk.cli",
+                            "run",
+                            "kw_operator:manager",
+                            "--probe-address",
+                            "0",
+                            "--log-level",
+                            "warning",
+                        ],
+                        {
+                            **env,
+                            "BENCH_NAMESPACE": namespaces["traced"],
+                            "BENCH_CONCURRENCY": str(args.concurrency),
+                            "BENCH_TRACING": "0" if args.tracing_control else "1",
+                            "BENCH_TRACING_RATIO": str(args.tracing_ratio),
+                        },
+                        namespaces["traced"],
+                        n,
+                        args.timeout,
+                    )
                 if not args.no_kopf:
                     kopf_bin = str(Path(PY).parent / "kopf")
                     row["kopf"] = await run_operator(
@@ -521,6 +585,22 @@ async def main() -> None:
             f"{name:<10} {flag:>10} {med['converge_s']:>7.2f}s {med['rate']:>13,.0f} "
             f"{med['vs_raw']:>6.2f}x {med['rss_mib']:>8.1f}MiB   "
             f"({med['vs_inproc']:.2f}x the unobserved in-driver rate)"
+        )
+    traced_runs = [r["traced"] for r in rounds if "traced" in r]
+    if traced_runs:
+        ratios = [r["traced"]["rate"] / r["kubewerk"]["rate"] for r in rounds if "traced" in r]
+        print()
+        print(
+            (
+                "A/A control (the second kubewerk run untraced): "
+                if args.tracing_control
+                else f"tracing on (a span per reconcile and per request, sampled "
+                f"{args.tracing_ratio:.0%}): "
+            )
+            + f"{statistics.median(x['rate'] for x in traced_runs):,.0f} reconciles/s, "
+            f"{statistics.median(ratios):.2f}x the untraced rate of the same round "
+            f"(rounds: {', '.join(f'{x:.2f}x' for x in ratios)}); "
+            f"converged: {'yes' if all(x['ok'] for x in traced_runs) else 'NO'}"
         )
     if "kopf" in medians:
         kw, kp = medians["kubewerk"], medians["kopf"]
