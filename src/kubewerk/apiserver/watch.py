@@ -160,7 +160,7 @@ class Watcher:
         "queued_bytes",
         "sending",
         "stall_timer",
-        "wakeup",
+        "waiter",
         "writer",
     )
 
@@ -184,7 +184,7 @@ class Watcher:
         self.stall_timer: asyncio.TimerHandle | None = None
         self.abandon_timer: asyncio.TimerHandle | None = None
         self.abandoned = False
-        self.wakeup = asyncio.Event()
+        self.waiter: asyncio.Future[None] | None = None
         self.overflowed = False
         self.closed = False
 
@@ -205,7 +205,19 @@ class Watcher:
                 # events now wait behind a write the client has not taken: bounded wait
                 loop = asyncio.get_running_loop()
                 self.stall_timer = loop.call_later(self.max_stall, self._stalled)
-        self.wakeup.set()
+        waiter = self.waiter
+        if waiter is not None:
+            self.waiter = None
+            if not waiter.done():
+                waiter.set_result(None)
+
+    def wake(self) -> None:
+        """Wake the stream if it waits for events (``waiter``)."""
+        waiter = self.waiter
+        if waiter is not None:
+            self.waiter = None
+            if not waiter.done():
+                waiter.set_result(None)
 
     def pop(self) -> WatchEvent:
         """The oldest queued event (the queue must not be empty)."""
@@ -302,7 +314,7 @@ class Watcher:
 
     def close(self) -> None:
         self.closed = True
-        self.wakeup.set()
+        self.wake()
 
 
 def group_resource(prefix: str) -> tuple[str, str]:
@@ -516,7 +528,6 @@ class WatchStream:
         self.error_event: JSON | None = None
         self._first_table = True
         self._cache_key = f"{target.api_version}@{rtype.crd_generation}"
-        self._task: asyncio.Task[Any] | None = None
 
     def open(self) -> None:
         """Fill the initial events or replay the log, then register; no ``await`` inside."""
@@ -626,9 +637,15 @@ class WatchStream:
 
         loop = asyncio.get_running_loop()
         listener = loop.create_task(watch_disconnect())
-        self._task = asyncio.current_task()
+        # the events go out from a task of their own: waking it per event resumes only
+        # this stream's frames, not the whole request handling chain above ``run``
+        sender = loop.create_task(self._send_events(send))
         try:
-            await self._send_events(send)
+            try:
+                await sender
+            except asyncio.CancelledError:
+                sender.cancel()
+                raise
             self.hub.unregister(watcher)
             if not disconnected.is_set():
                 await self._write(send, b"", more_body=False)
@@ -655,7 +672,7 @@ class WatchStream:
         def fire() -> None:
             nonlocal timer
             timer = None
-            watcher.wakeup.set()
+            watcher.wake()
 
         try:
             initial = self.initial
@@ -680,8 +697,11 @@ class WatchStream:
                     await self._send_converted(send, batch)
                     continue
                 if watcher.queue:
-                    for chunk in _chunks(self._drain()):
-                        await self._write(send, chunk)
+                    if len(watcher.queue) == 1:  # the common case: one event at a time
+                        await self._write(send, encode(watcher.pop()))
+                    else:
+                        for chunk in _chunks(self._drain()):
+                            await self._write(send, chunk)
                     continue
                 if watcher.closed:
                     break
@@ -698,11 +718,12 @@ class WatchStream:
                         timer.cancel()
                     timer_at = wake_at
                     timer = loop.call_at(max(wake_at, now + 0.001), fire)
-                watcher.wakeup.clear()
-                await watcher.wakeup.wait()
+                waiter = watcher.waiter = loop.create_future()
+                await waiter
         finally:
             if timer is not None:
                 timer.cancel()
+            self.hub.unregister(watcher)  # at once: no more events for a stream that is over
 
     async def _send_converted(self, send: Send, events: list[WatchEvent]) -> None:
         """Convert ``events``' objects in one call and write them; on a failed conversion
@@ -740,14 +761,14 @@ class WatchStream:
         was cancelled by the watcher's abandon timer; any other cancellation propagates).
         """
         watcher = self.watcher
+        task = asyncio.current_task()
         watcher.sending = True
-        watcher.writer = self._task
+        watcher.writer = task
         if watcher.overflowed:
             watcher.arm_abandon()
         try:
             await send({"type": "http.response.body", "body": body, "more_body": more_body})
         except asyncio.CancelledError:
-            task = self._task
             if watcher.abandoned and task is not None and task.uncancel() == 0:
                 raise _Abandoned from None
             raise
