@@ -7,6 +7,7 @@ from __future__ import annotations
 import contextlib
 import importlib
 import io
+import os
 from pathlib import Path
 from typing import Any
 
@@ -250,14 +251,15 @@ def rbac_from(directory: Path) -> list[dict[str, Any]]:
 
 @pytest.mark.kubewerk_rbac
 async def test_the_generated_rbac_suffices_for_the_example_operator(
-    tmp_path: Path, kube_client: Client, run_manager: Any
+    tmp_path: Path, kube_client: Client, run_manager: Any, request: pytest.FixtureRequest
 ) -> None:
     """The database operator, two replicas' worth of RBAC (leader election on), run as
     its ServiceAccount: every request it makes is allowed (the fixture fails the test
     with the 403s otherwise)."""
     import examples.database_operator.main as main
 
-    main = importlib.reload(main)
+    main = importlib.reload(main)  # a manager of its own, put back after the test
+    request.addfinalizer(lambda: importlib.reload(main))
     from examples.database_operator.models import BackupPolicy, Database
 
     generate(tmp_path, "examples.database_operator.main:manager", "--replicas", "2")
@@ -309,14 +311,24 @@ async def test_the_generated_rbac_suffices_for_the_example_operator(
 
 @pytest.mark.kubewerk_rbac
 async def test_the_generated_rbac_suffices_for_the_platform(
-    tmp_path: Path, kube_client: Client, run_manager: Any, monkeypatch: pytest.MonkeyPatch
+    tmp_path: Path, kube_client: Client, run_manager: Any, request: pytest.FixtureRequest
 ) -> None:
     """The platform example as its ServiceAccount: a tenant's whole stack provisioned
     (reads, status writes, finalizers, Events, the Secret a binding reads), then torn
     down (the kernel's cascading deletes)."""
-    monkeypatch.setenv("KUBEWERK_PLATFORM_DELAY", "0.01")
     import examples.platform.main as main
 
+    before = os.environ.get("KUBEWERK_PLATFORM_DELAY")
+
+    def restore() -> None:
+        if before is None:
+            os.environ.pop("KUBEWERK_PLATFORM_DELAY", None)
+        else:
+            os.environ["KUBEWERK_PLATFORM_DELAY"] = before
+        importlib.reload(main)  # the module's own platform again, as other tests expect
+
+    request.addfinalizer(restore)
+    os.environ["KUBEWERK_PLATFORM_DELAY"] = "0.01"
     main = importlib.reload(main)
     from examples.platform.models import KINDS
 
