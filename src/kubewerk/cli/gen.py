@@ -442,9 +442,7 @@ def _webhook_serving(module_name: str) -> Any:
     if len(apps) > 1 or len(servers) > 1:
         raise UsageError(f"module {module_name!r} defines more than one webhook server or app")
     endpoints: list[WebhookEndpoint] = []
-    # WebhookApp lists its paths publicly, not what each serves: read its routes
-    for path, route in getattr(apps[0], "_routes", {}).items():
-        endpoint = route.endpoint
+    for path, endpoint in apps[0].endpoints.items():
         if isinstance(endpoint, AdmissionEndpoint):
             info = endpoint.model.kind_info()
             rt = resource_type_of(endpoint.model)

@@ -178,6 +178,13 @@ class WebhookApp:
         """The registered paths, in registration order."""
         return list(self._routes)
 
+    @property
+    def endpoints(self) -> dict[str, AdmissionEndpoint[Any] | ConversionEndpoint]:
+        """What each path serves (its model, mutating or not, side effects; or the
+        conversion and its kinds), in registration order: for manifests that register
+        the webhooks (``kubewerk gen deploy``)."""
+        return {path: route.endpoint for path, route in self._routes.items()}
+
     def use_registry(self, registry: CollectorRegistry) -> WebhookMetrics:
         """Count requests on ``registry`` (a manager's: ``manager.metrics.registry``)."""
         self._metrics = metrics_for(registry)
