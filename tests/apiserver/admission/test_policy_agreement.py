@@ -576,9 +576,6 @@ async def test_offline_cli_and_server_agree(
             "warnings": r["warnings"],
             "auditAnnotations": r["auditAnnotations"],
         }
-        if not case.server["allowed"] and offline["warnings"]:
-            # the server sends no Warning headers with an error (see the xfail below)
-            offline["warnings"] = []
         if offline != case.server:
             disagreements.append((case.name, case.server, offline))
         assert case.server["allowed"] == case.allowed, (case.name, case.server)
@@ -588,11 +585,6 @@ async def test_offline_cli_and_server_agree(
     assert proc.returncode == 0, proc.stdout
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="the ASGI app answers an ApiError without the Warning headers gathered before it "
-    "(kube-apiserver sends them with the error); needs a change in apiserver/app.py",
-)
 async def test_warnings_reach_the_client_with_a_denial(api: Api) -> None:
     await _create(
         api,

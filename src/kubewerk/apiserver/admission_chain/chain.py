@@ -28,7 +28,8 @@ from __future__ import annotations
 
 import logging
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from typing import Any, Final
 
 import orjson
@@ -36,6 +37,7 @@ import orjson
 from kubewerk.apiserver.admission_chain import httpclient, webhooks
 from kubewerk.apiserver.admission_chain.registration import GROUP
 from kubewerk.apiserver.admission_chain.typechecking import TypeChecker
+from kubewerk.apiserver.auth.types import UNSECURED, request_user
 from kubewerk.apiserver.metrics import AdmissionMetrics
 from kubewerk.apiserver.registry import Registry, ServedResource
 from kubewerk.apiserver.request import RestResponse, Target, dry_run
@@ -58,10 +60,37 @@ resource stays the scaled one (``apps/v1`` ``deployments``, subresource ``scale`
 UNSECURED_USER: Final = vap.UserInfo(
     username="system:unsecured", groups=("system:masters", "system:authenticated")
 )
-"""Who every request is, for webhooks and policies: the embedded server has no
-authentication, and kube-apiserver's insecure port (which had none either) authenticated
-every request as this superuser, so ``request.userInfo`` is what such a request carried
-there rather than empty."""
+"""Who a request is for webhooks and policies when authentication is off (or the write is
+the server's own): kube-apiserver's insecure port, which had no authentication either,
+served every request as this superuser, so ``request.userInfo`` is what such a request
+carried there rather than empty. With authentication on, the request's own user."""
+
+
+@contextmanager
+def _carrying(warnings: list[str]) -> Iterator[None]:
+    """Re-raise an ``ApiError`` with ``warnings`` (the request's so far) before its own,
+    which the server sends as Warning headers with the error's Status."""
+    try:
+        yield
+    except ApiError as err:
+        carried = getattr(err, "warnings", None) or []
+        err.warnings = [*warnings, *(w for w in carried if w not in warnings)]  # type: ignore[attr-defined]
+        raise
+
+
+def _requester() -> vap.UserInfo:
+    """The request's user as admission sees it (``request.userInfo``): the authenticated
+    or impersonated one, else :data:`UNSECURED_USER` (security off, or the server's own
+    write)."""
+    user = request_user()
+    if user is None or user == UNSECURED:
+        return UNSECURED_USER
+    return vap.UserInfo(
+        username=user.name,
+        uid=user.uid,
+        groups=tuple(user.groups),
+        extra={k: list(v) for k, v in user.extra.items()},
+    )
 
 
 class PolicyIndex:
@@ -239,7 +268,7 @@ class AdmissionChain:
             sub_resource=target.subresource or "",
             namespace=namespace,
             name=name,
-            user=UNSECURED_USER,
+            user=_requester(),
             dry_run=dry_run(query, options),
             options=options,
             namespace_object=ns_obj,
@@ -286,6 +315,23 @@ class AdmissionChain:
     # -- the stages ------------------------------------------------------------------
 
     async def _mutate(
+        self,
+        operation: str,
+        target: Target,
+        obj: JSON | None,
+        old: JSON | None,
+        query: dict[str, str],
+        warnings: list[str],
+        annotations: dict[str, str],
+        options: JSON | None = None,
+    ) -> JSON | None:
+        """:meth:`_mutate_stage`; an error leaves carrying the warnings gathered so far."""
+        with _carrying(warnings):
+            return await self._mutate_stage(
+                operation, target, obj, old, query, warnings, annotations, options
+            )
+
+    async def _mutate_stage(
         self,
         operation: str,
         target: Target,
@@ -382,6 +428,24 @@ class AdmissionChain:
         )
 
     async def _validate(
+        self,
+        operation: str,
+        target: Target,
+        obj: JSON | None,
+        old: JSON | None,
+        query: dict[str, str],
+        warnings: list[str],
+        annotations: dict[str, str],
+        options: JSON | None = None,
+    ) -> None:
+        """:meth:`_validate_stage`; an error leaves carrying the warnings gathered so far
+        (kube-apiserver sends them with the error)."""
+        with _carrying(warnings):
+            await self._validate_stage(
+                operation, target, obj, old, query, warnings, annotations, options
+            )
+
+    async def _validate_stage(
         self,
         operation: str,
         target: Target,
