@@ -300,6 +300,7 @@ class ApiServer:
     async def stop(self) -> None:
         self.hub.close()
         self.controllers.stop()
+        self.chain.pool.close()  # idle keep-alive connections to webhooks
         for task in self._tasks:
             task.cancel()
         for task in self._tasks:
