@@ -30,9 +30,28 @@ from typing import Any
 import pytest
 import yaml
 
+from kubewerk.apiserver.server import EmbeddedServer
+
 from .conftest import KubectlRun
 
 pytestmark = pytest.mark.e2e
+
+
+@pytest.fixture(params=["plain", "tls"])
+def tserver(
+    request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory
+) -> Iterator[EmbeddedServer]:
+    """The embedded server over plain HTTP, and over TLS with its own CA and an admin
+    client certificate in the kubeconfig (``kubewerk up --tls``): kopf logs in with it."""
+    tls = request.param == "tls"
+    pki = tmp_path_factory.mktemp("pki") / "pki" if tls else None
+    srv = EmbeddedServer("memory", bookmark_interval=0.5, tls=tls, pki_dir=pki)
+    srv.start_in_thread()
+    try:
+        yield srv
+    finally:
+        srv.stop_thread()
+
 
 OPERATOR_SOURCE = '''
 """kopf admission handlers for the demo Database kind (written by test_kopf_webhooks)."""
