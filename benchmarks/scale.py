@@ -271,6 +271,7 @@ def run_kinds(args: argparse.Namespace, work: Path, cases: set[str]) -> None:
             after * 1.048576 <= 500,
         )
         if "kubectl" in cases and shutil.which("kubectl"):
+            time.sleep(args.settle)  # --settle: let the server's background builds finish
             run_kubectl(args, work, url)
         if "restart" in cases:
             stop_server(proc)
@@ -832,6 +833,9 @@ def main() -> int:
         "--watch-procs", type=int, default=2, help="client processes for the watchers case"
     )
     parser.add_argument("--duration", type=int, default=3, help="seconds per wrk run")
+    parser.add_argument(
+        "--settle", type=float, default=0.0, help="seconds to wait between registering and kubectl"
+    )
     parser.add_argument("--only", default=",".join(CASES), help="comma-separated cases")
     args = parser.parse_args()
     cases = set(args.only.split(","))

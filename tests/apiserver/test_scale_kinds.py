@@ -132,6 +132,7 @@ async def test_one_crd_change_rebuilds_only_its_group(many: EmbeddedServer) -> N
     before_agg, _ = discovery.aggregated(registry, False, "v2")
     other_group = next(i for i in before_agg["items"] if i["metadata"]["name"] == "g2.scale.test")
     v3_before, v2_before = openapi.BUILDS.v3_documents, openapi_v2.BUILDS.v2_groups
+    types_before = openapi_v2.BUILDS.v2_types
     generation = registry.generation
 
     # Kind7 lives in g7.scale.test with 19 other kinds: a new field in its schema
@@ -147,9 +148,11 @@ async def test_one_crd_change_rebuilds_only_its_group(many: EmbeddedServer) -> N
     doc = orjson.loads(openapi.encoded_document(registry, "apis/g7.scale.test/v1") or b"")
     openapi_v2.encoded(registry).protobuf()
     after_agg, _ = discovery.aggregated(registry, False, "v2")
-    # one v3 document (the changed group-version) and one v2 group part were built
+    # one v3 document (the changed group-version) was built, one v2 type part (Kind7's
+    # new generation; its 19 neighbours' are kept) and one group gathered
     assert openapi.BUILDS.v3_documents - v3_before == 1
     assert openapi_v2.BUILDS.v2_groups - v2_before == 1
+    assert openapi_v2.BUILDS.v2_types - types_before == 1
     assert (
         "tier"
         in doc["components"]["schemas"]["test.scale.g7.v1.Kind7"]["properties"]["spec"][

@@ -158,23 +158,25 @@ def _custom_schema(rtype: ServedResource, version: str) -> JSON:
 
 
 class BuildCounts:
-    """How many groups' parts were built (not taken from cache) since start: what the
-    scale tests count to see that one CRD's change rebuilds only its own group."""
+    """How many parts were built (not taken from cache) since start: what the scale tests
+    count to see that one CRD's change builds only its own type's part (``v2_types``) and
+    regathers only its group (``v2_groups``)."""
 
-    __slots__ = ("v2_groups",)
+    __slots__ = ("v2_groups", "v2_types")
 
     def __init__(self) -> None:
         self.v2_groups = 0
+        self.v2_types = 0
 
 
 BUILDS = BuildCounts()
 
 
 @dataclass
-class _GroupPart:
-    """One group's share of the document: its paths, the definitions of its kinds that
-    are not vendored, and the vendored definitions it needs; with their protobuf
-    encodings, made on first use."""
+class _Part:
+    """One served type's share of the document (or a group's, gathered from its types'):
+    its paths, the definitions of its versions that are not vendored, and the vendored
+    definitions it needs; with their protobuf encodings, made on first use."""
 
     paths: JSON
     definitions: JSON
@@ -193,50 +195,63 @@ class _GroupPart:
         return self._definitions_pb
 
 
-def _group_part(registry: Registry, group: str) -> _GroupPart:
-    """``group``'s part, kept until a type of that group changes."""
+_PART_KEY = ("openapi.v2.part",)
 
-    def build() -> _GroupPart:
-        from kubewerk.apiserver.kinds import k8s_openapi
 
+def _type_part(rtype: ServedResource) -> _Part:
+    """``rtype``'s part, kept on it (``ServedResource.derived``): built once per served
+    type, so a CRD's change (a new served type) builds its own part and nothing else."""
+    found = rtype.derived.get(_PART_KEY)
+    if isinstance(found, _Part):
+        return found
+    from kubewerk.apiserver.kinds import k8s_openapi
+
+    BUILDS.v2_types += 1
+    part = _Part({}, {}, [])
+    group = rtype.group
+    for version in rtype.versions:
+        name = None
+        if rtype.builtin and rtype.vendored_openapi:
+            name = k8s_openapi.definition_name(group, version, rtype.kind)
+        if name is not None:
+            part.vendored.append(name)
+        else:
+            name = schema_name(rtype, version)
+            part.definitions[name] = _custom_schema(rtype, version)
+        _add_paths(part.paths, rtype, version, _REF + name)
+        if rtype.scale is not None:
+            part.vendored.append(_SCALE)
+    rtype.derived[_PART_KEY] = part
+    return part
+
+
+def _group_parts(registry: Registry, group: str) -> list[_Part]:
+    """The parts of ``group``'s types, gathered until a type of that group changes."""
+
+    def build() -> list[_Part]:
         BUILDS.v2_groups += 1
-        part = _GroupPart({}, {}, [])
-        for rtype in registry.group(group):
-            for version in rtype.versions:
-                name = None
-                if rtype.builtin and rtype.vendored_openapi:
-                    name = k8s_openapi.definition_name(group, version, rtype.kind)
-                if name is not None:
-                    part.vendored.append(name)
-                else:
-                    name = schema_name(rtype, version)
-                    part.definitions[name] = _custom_schema(rtype, version)
-                _add_paths(part.paths, rtype, version, _REF + name)
-                if rtype.scale is not None:
-                    part.vendored.append(_SCALE)
-        return part
+        return [_type_part(rtype) for rtype in registry.group(group)]
 
-    return registry.memo(("openapi.v2",), build, group)
+    parts: list[_Part] = registry.memo(("openapi.v2",), build, group)
+    return parts
 
 
 def warm_group(registry: Registry, group: str) -> bool:
-    """Build ``group``'s part and its protobuf entries now unless already kept; whether
-    anything was built. (The CRD controller calls it when idle, as kube-apiserver's CRD
-    OpenAPI controller builds each CRD's spec when the CRD changes, so that a request
-    after many CRD changes only assembles.)"""
+    """Build the parts of ``group``'s types and their protobuf entries now, unless already
+    gathered; whether anything was gathered. (The CRD controller calls it when idle.)"""
     if registry.has_memo(("openapi.v2",), group):
         return False
-    part = _group_part(registry, group)
-    part.paths_pb()
-    part.definitions_pb()
+    for part in _group_parts(registry, group):
+        part.paths_pb()
+        part.definitions_pb()
     return True
 
 
-def _assemble(registry: Registry) -> tuple[JSON, list[_GroupPart]]:
+def _assemble(registry: Registry) -> tuple[JSON, list[_Part]]:
     """The whole document from the groups' parts (only changed groups are rebuilt)."""
     from kubewerk.apiserver.kinds import k8s_openapi
 
-    parts = [_group_part(registry, g) for g in registry.group_names()]
+    parts = [part for g in registry.group_names() for part in _group_parts(registry, g)]
     paths: JSON = {}
     definitions: JSON = {}
     vendored: list[str] = [OBJECT_META, _STATUS]
@@ -567,7 +582,7 @@ def encode_protobuf(
 ) -> bytes:
     """``doc`` as gnostic's ``openapi.v2.Document`` (what client-go's ``OpenAPISchema``
     decodes). ``known_paths``/``known_definitions`` hold entries already encoded (from
-    ``_GroupPart``); only the others are encoded here."""
+    ``_Part``); only the others are encoded here."""
     known_paths = known_paths or {}
     known_definitions = known_definitions or {}
     path_entries = []
@@ -605,7 +620,7 @@ class Encoded:
     etag: str
     _protobuf: bytes | None = None
     _doc: JSON | None = None
-    _parts: list[_GroupPart] | None = None
+    _parts: list[_Part] | None = None
 
     def protobuf(self) -> bytes:
         if self._protobuf is None:
