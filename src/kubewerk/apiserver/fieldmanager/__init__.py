@@ -153,11 +153,47 @@ def _decode(entries: Any) -> ManagedFields | None:
         return None
 
 
+_LIVE_CACHE_SIZE = 4096
+_live_cache: dict[int, tuple[list[Any], ManagedFields]] = {}
+"""Decoded ownership of the ``managedFields`` lists this module wrote, by the list's
+identity (the list is held, so its id is not reused while it is here). Objects handed
+to storage are not changed in place, so a stored object's list still holds what was
+written; a store that decodes objects afresh (SQLite) simply misses."""
+
+
+def _remember(entries: list[Any], managed: ManagedFields) -> None:
+    if len(_live_cache) >= _LIVE_CACHE_SIZE:
+        del _live_cache[next(iter(_live_cache))]  # the oldest (insertion order)
+    _live_cache[id(entries)] = (entries, managed)
+
+
+def _live(entries: Any) -> ManagedFields:
+    """The ownership a live (stored) object's ``managedFields`` hold; empty when they do
+    not decode. Never changed by callers (``update``/``apply`` copy it)."""
+    if not entries:
+        return _NO_OWNERS
+    if type(entries) is list:
+        found = _live_cache.get(id(entries))
+        if found is not None and found[0] is entries:
+            return found[1]
+    try:
+        managed = ManagedFields.decode(entries, stored=True)
+    except BadManagedFields:
+        return _NO_OWNERS
+    if type(entries) is list:
+        _remember(entries, managed)
+    return managed
+
+
+_NO_OWNERS = ManagedFields()
+
+
 def _set_entries(obj: JSON, managed: ManagedFields) -> None:
     meta = obj.setdefault("metadata", {})
     entries = managed.encode()
     if entries:
         meta["managedFields"] = entries
+        _remember(entries, managed)
     else:
         meta.pop("managedFields", None)
 
@@ -176,14 +212,16 @@ def track(
     live object as served; None on create). ``requested`` is the managedFields the
     request carried."""
     manager = manager_name(query, verb)
+    live = (old.get("metadata") or {}).get("managedFields") if old else None
     managed: ManagedFields | None = None
-    if requested and not subresource:
+    if requested and not subresource and not (requested is live or requested == live):
+        # the request's own entries (a client sending back the live ones unchanged,
+        # as a read-modify-write does, is the live ownership: decoded once)
         managed = _decode(requested)
         if managed is not None and not managed.owners:
             managed = None
     if managed is None:
-        live = (old or {}).get("metadata", {}).get("managedFields") if old else None
-        managed = _decode(live) or ManagedFields()
+        managed = _live(live)
     api_version = rtype.api_version(version)
     node = object_type(rtype, version)
     try:
@@ -218,7 +256,7 @@ def apply_config(
     manager = query.get("fieldManager", "")
     force_text = query.get("force", "")
     force = force_text.lower() in ("true", "1")
-    managed = _decode(((live or {}).get("metadata") or {}).get("managedFields")) or ManagedFields()
+    managed = _live(((live or {}).get("metadata") or {}).get("managedFields"))
     api_version = rtype.api_version(version)
     node = object_type(rtype, version)
     now = metautil.now_rfc3339()

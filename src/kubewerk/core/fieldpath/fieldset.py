@@ -4,7 +4,9 @@ encoding.
 A ``FieldSet`` is a tree: ``members`` are the elements that are themselves in the set,
 ``children`` the sets below elements some longer path goes through. An element may be
 both (``.`` in ``fieldsV1``). Sets are values: every operation returns a new set and
-never changes its operands, except ``insert``, which builds one in place.
+never changes its operands, except ``insert``, which builds one in place. A result may
+share unchanged subtrees with its operands (nothing is copied that need not be), so
+``insert`` only into a set you built yourself and have not yet combined with another.
 
 ``to_fields_v1`` writes exactly the JSON object Kubernetes stores in
 ``managedFields[].fieldsV1``: keys sorted as structured-merge-diff sorts path elements,
@@ -129,54 +131,81 @@ class FieldSet:
         return out
 
     def union(self, other: FieldSet) -> FieldSet:
-        if other.empty():
-            return self.copy()
-        out = FieldSet()
-        out.members = self.members | other.members
-        for pe in self.children.keys() | other.children.keys():
-            a = self.children.get(pe)
-            b = other.children.get(pe)
+        """Paths in either set. Shares subtrees with both; ``self`` itself when ``other``
+        adds nothing to it (so an encoding made of ``self`` still holds)."""
+        if other is self or other.empty():
+            return self
+        if self.empty():
+            return other
+        members = self.members
+        if not other.members <= members:
+            members = members | other.members
+        mine = self.children
+        kids: dict[PathElement, FieldSet] | None = None
+        for pe, b in other.children.items():
+            a = mine.get(pe)
             if a is None:
-                assert b is not None
-                out.children[pe] = b.copy()
-            elif b is None:
-                out.children[pe] = a.copy()
+                if b.empty():
+                    continue
+                merged = b
             else:
-                out.children[pe] = a.union(b)
+                merged = a.union(b)
+                if merged is a:
+                    continue
+            if kids is None:
+                kids = dict(mine)
+            kids[pe] = merged
+        if kids is None and members is self.members:
+            return self
+        out = FieldSet()
+        out.members = members if members is not self.members else set(members)
+        out.children = kids if kids is not None else dict(mine)
         return out
 
     def intersection(self, other: FieldSet) -> FieldSet:
         out = FieldSet()
         out.members = self.members & other.members
-        for pe, a in self.children.items():
-            b = other.children.get(pe)
-            if b is not None:
-                sub = a.intersection(b)
-                if not sub.empty():
-                    out.children[pe] = sub
+        if self.children and other.children:
+            theirs = other.children
+            for pe, a in self.children.items():
+                b = theirs.get(pe)
+                if b is not None:
+                    sub = a.intersection(b)
+                    if not sub.empty():
+                        out.children[pe] = sub
         return out
 
     def difference(self, other: FieldSet) -> FieldSet:
         """Paths of ``self`` not in ``other`` (a path stays even if ``other`` holds one of
         its prefixes: structured-merge-diff's ``Difference``)."""
+        if not other.members and not other.children:
+            return self
         out = FieldSet()
-        out.members = self.members - other.members
+        out.members = self.members - other.members if other.members else set(self.members)
+        theirs = other.children
+        same = len(out.members) == len(self.members)
         for pe, a in self.children.items():
-            b = other.children.get(pe)
-            sub = a.copy() if b is None else a.difference(b)
+            b = theirs.get(pe)
+            sub = a if b is None else a.difference(b)
+            if sub is not a:
+                same = False
             if not sub.empty():
                 out.children[pe] = sub
-        return out
+        return self if same else out
 
     def recursive_difference(self, other: FieldSet) -> FieldSet:
         """Paths of ``self`` that are neither in ``other`` nor below one of its paths."""
+        if not other.members and not other.children:
+            return self
         out = FieldSet()
-        out.members = self.members - other.members
+        gone = other.members
+        out.members = self.members - gone if gone else set(self.members)
+        theirs = other.children
         for pe, a in self.children.items():
-            if pe in other.members:
+            if pe in gone:
                 continue
-            b = other.children.get(pe)
-            sub = a.copy() if b is None else a.recursive_difference(b)
+            b = theirs.get(pe)
+            sub = a if b is None else a.recursive_difference(b)
             if not sub.empty():
                 out.children[pe] = sub
         return out

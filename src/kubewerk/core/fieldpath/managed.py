@@ -35,8 +35,10 @@ from kubewerk.core.fieldpath.path import path_string
 from kubewerk.core.fieldpath.typed import (
     compare,
     ensure_named_fields_are_members,
+    entry_fields_v1,
     equal,
     merge,
+    new_fields_v1,
     remove_items,
     to_field_set,
 )
@@ -101,15 +103,75 @@ def _go_quote(text: str) -> str:
     return go_quote(text)
 
 
-@dataclass(slots=True)
 class Owned:
     """What one manager owns: its fields, the apiVersion they were recorded in, whether
-    it applied them, and the entry's time (RFC 3339, or None)."""
+    it applied them, and the entry's time (RFC 3339, or None).
 
-    fields: FieldSet
-    api_version: str
-    applied: bool
-    time: str | None = None
+    ``v1`` is the ``fieldsV1`` encoding of ``fields`` when it is known (the stored
+    entry it was decoded from, or the last encoding made): it is dropped whenever
+    ``fields`` is replaced, so it always encodes the current fields. ``fields`` may be
+    given as None with ``v1`` (a valid encoding, as ``FieldSet.to_fields_v1`` writes
+    them): the set is then decoded the first time it is read. Encoded dicts are shared
+    between objects and must not be changed."""
+
+    __slots__ = ("_fields", "api_version", "applied", "time", "v1")
+
+    def __init__(
+        self,
+        fields: FieldSet | None,
+        api_version: str,
+        applied: bool,
+        time: str | None = None,
+        v1: dict[str, Any] | None = None,
+    ) -> None:
+        if fields is None and v1 is None:
+            fields = FieldSet()
+        self._fields = fields
+        self.api_version = api_version
+        self.applied = applied
+        self.time = time
+        self.v1 = v1
+
+    @property
+    def fields(self) -> FieldSet:
+        found = self._fields
+        if found is None:
+            assert self.v1 is not None
+            found = self._fields = FieldSet.from_fields_v1(self.v1)
+        return found
+
+    @fields.setter
+    def fields(self, value: FieldSet) -> None:
+        if value is not self._fields:
+            self._fields = value
+            self.v1 = None
+
+    def empty(self) -> bool:
+        """Whether the manager owns nothing (without decoding an encoded set)."""
+        if self._fields is None:
+            return not self.v1
+        return self._fields.empty()
+
+    def encoded(self) -> dict[str, Any]:
+        """``fields`` as ``fieldsV1`` (made once, then reused)."""
+        if self.v1 is None:
+            self.v1 = self.fields.to_fields_v1()
+        return self.v1
+
+    def __eq__(self, other: object) -> bool:
+        if not isinstance(other, Owned):
+            return NotImplemented
+        return (self.fields, self.api_version, self.applied, self.time) == (
+            other.fields,
+            other.api_version,
+            other.applied,
+            other.time,
+        )
+
+    __hash__ = None  # type: ignore[assignment]
+
+    def __repr__(self) -> str:
+        return f"Owned({self.fields!r}, {self.api_version!r}, {self.applied!r}, {self.time!r})"
 
 
 @dataclass(slots=True)
@@ -120,15 +182,20 @@ class ManagedFields:
 
     def copy(self) -> ManagedFields:
         return ManagedFields(
-            {m: Owned(o.fields, o.api_version, o.applied, o.time) for m, o in self.owners.items()}
+            {
+                m: Owned(o._fields, o.api_version, o.applied, o.time, o.v1)
+                for m, o in self.owners.items()
+            }
         )
 
     # -- the metadata.managedFields encoding ----------------------------------------------
 
     @classmethod
-    def decode(cls, entries: Any) -> ManagedFields:
+    def decode(cls, entries: Any, stored: bool = False) -> ManagedFields:
         """Read ``metadata.managedFields``; raises ``BadManagedFields`` (kube's wording)
-        for entries that do not decode."""
+        for entries that do not decode. ``stored``: the entries are ones ``encode`` wrote
+        (a stored object's), so their ``fieldsV1`` are kept as the owners' encodings
+        instead of being written again from the decoded sets."""
         out = cls()
         if entries is None:
             return out
@@ -151,13 +218,20 @@ class ManagedFields:
             raw = entry.get("fieldsV1")
             if fields_type not in ("", "FieldsV1") or (fields_type == "" and raw is not None):
                 raise BadManagedFields(f'invalid fieldsType "{fields_type}"')
-            try:
-                owned = FieldSet.from_fields_v1(raw) if raw is not None else FieldSet()
-            except BadFieldsV1 as exc:
-                raise BadManagedFields(f"error decoding fields: {exc}") from None
             time = entry.get("time")
+            owned: FieldSet | None = None
+            if not (stored and type(raw) is dict and raw):
+                # a stored non-empty entry is decoded when (if ever) its set is read
+                try:
+                    owned = FieldSet.from_fields_v1(raw) if raw is not None else FieldSet()
+                except BadFieldsV1 as exc:
+                    raise BadManagedFields(f"error decoding fields: {exc}") from None
             out.owners[manager] = Owned(
-                owned, api_version, operation == APPLY, time if isinstance(time, str) else None
+                owned,
+                api_version,
+                operation == APPLY,
+                time if isinstance(time, str) else None,
+                raw if owned is None else None,
             )
         return out
 
@@ -167,7 +241,7 @@ class ManagedFields:
         are left out."""
         rows: list[tuple[tuple[Any, ...], dict[str, Any]]] = []
         for manager, owned in self.owners.items():
-            if owned.fields.empty():
+            if owned.empty():
                 continue
             entry: dict[str, Any] = {}
             if manager.name:
@@ -178,7 +252,7 @@ class ManagedFields:
             if owned.time:
                 entry["time"] = owned.time
             entry["fieldsType"] = "FieldsV1"
-            entry["fieldsV1"] = owned.fields.to_fields_v1()
+            entry["fieldsV1"] = owned.encoded()
             if manager.subresource:
                 entry["subresource"] = manager.subresource
             order = (
@@ -189,17 +263,30 @@ class ManagedFields:
                 manager.subresource,
             )
             rows.append((order, entry))
-        rows.sort(key=lambda row: row[0])
+        if len(rows) > 1:
+            rows.sort(key=lambda row: row[0])
         return [entry for _, entry in rows]
 
 
+_unix_seen: dict[str, int] = {}
+
+
 def _unix(time: str | None) -> int:
+    """Seconds of an entry's RFC 3339 time (0 if none or unreadable); remembered per
+    text, since the same few times are read on every write of an object."""
     if not time:
         return 0
+    found = _unix_seen.get(time)
+    if found is not None:
+        return found
     from kubewerk.core.meta import parse_time
 
     seconds = parse_time(time)
-    return int(seconds) if seconds is not None else 0
+    value = int(seconds) if seconds is not None else 0
+    if len(_unix_seen) >= 4096:
+        _unix_seen.clear()
+    _unix_seen[time] = value
+    return value
 
 
 class BadManagedFields(ValueError):
@@ -272,6 +359,25 @@ def _without_managed_fields(obj: Any) -> Any:
     return out
 
 
+def _without_server_fields(old: Any, new: Any) -> Any:
+    """``old`` without managedFields, and without the resourceVersion when ``new`` has
+    none (a write's body has it taken off before ownership is worked out: the write
+    does not remove it)."""
+    old = _without_managed_fields(old)
+    if not isinstance(old, dict) or not isinstance(new, dict):
+        return old
+    meta = old.get("metadata")
+    new_meta = new.get("metadata")
+    if (
+        isinstance(meta, dict)
+        and "resourceVersion" in meta
+        and not (isinstance(new_meta, dict) and "resourceVersion" in new_meta)
+    ):
+        old = dict(old)
+        old["metadata"] = {k: v for k, v in meta.items() if k != "resourceVersion"}
+    return old
+
+
 def _settle(
     old: Any,
     new: Any,
@@ -287,6 +393,8 @@ def _settle(
     cmp = compare(old, new, node).exclude(ignored)
     changed = cmp.modified.union(cmp.added)
     conflicts: dict[Manager, FieldSet] = {}
+    if changed.empty() and cmp.removed.empty():
+        return changed, cmp.removed  # nothing changed: nobody's fields are read
     for manager, owned in managed.owners.items():
         if manager == acting:
             continue
@@ -327,15 +435,18 @@ def update(
     by ``manager`` (an ``Update`` identity); ``managed`` is the ownership before it (not
     changed). Never raises a conflict: an update always takes what it changes."""
     ignored = ignored if ignored is not None else FieldSet()
+    if old is None and not managed.owners and not ignored.children and type(new) is dict:
+        return _created(new, node, manager, api_version, now, ignored)
     out = managed.copy()
-    old_obj = _without_managed_fields(old) if old is not None else {}
-    changed, removed = _settle(
-        old_obj, _without_managed_fields(new), node, out, None, True, ignored
-    )
+    new_obj = _without_managed_fields(new)
+    old_obj = _without_server_fields(old, new_obj) if old is not None else {}
+    # the acting manager's own fields are not taken from it (it gets what it changed
+    # back below): its set stays the same object when it changes what it owns
+    changed, removed = _settle(old_obj, new_obj, node, out, manager, True, ignored)
     mine = changed.recursive_difference(ignored).difference(_STRIPPED)
     previous = out.owners.get(manager)
     if mine.empty():
-        if previous is not None:
+        if previous is not None and not removed.empty():
             rest = previous.fields.difference(removed)
             if rest.empty():
                 del out.owners[manager]
@@ -343,9 +454,54 @@ def update(
                 previous.fields = rest
         return out
     base = previous.fields.difference(removed) if previous is not None else FieldSet()
-    out.owners[manager] = Owned(base.union(mine), api_version, False, now)
+    fields = base.union(mine)
+    kept = previous.v1 if previous is not None and fields is previous.fields else None
+    out.owners[manager] = Owned(fields, api_version, False, now, kept)
     _cap_updaters(out)
     return out
+
+
+_STRIPPED_TOP = frozenset(("apiVersion", "kind"))
+_STRIPPED_META = frozenset(pe[1] for pe in _STRIPPED.child(fe("metadata")).members)
+
+
+def _created(
+    new: dict[str, Any],
+    node: TypeNode,
+    manager: Manager,
+    api_version: str,
+    now: str,
+    ignored: FieldSet,
+) -> ManagedFields:
+    """``update`` of a create with no prior ownership, in one walk straight to the
+    ``fieldsV1`` of the creator's entry: every field of ``new`` but system metadata and
+    the ``ignored`` top-level fields (the same set ``compare`` from nothing gives)."""
+    walk = node.resolve(new)
+    skip = _STRIPPED_TOP | {pe[1] for pe in ignored.members if pe[0] == 0}
+    out: dict[str, Any] = {}
+    if walk.kind == "map" and walk.relation != "atomic":
+        for key in sorted(new):
+            if key in skip:
+                continue
+            value = new[key]
+            sub = walk.member(key)
+            if key == "metadata":
+                meta_walk = sub.resolve(value)
+                if (
+                    type(value) is dict
+                    and meta_walk.kind == "map"
+                    and meta_walk.relation != "atomic"
+                ):
+                    meta = {k: v for k, v in value.items() if k not in _STRIPPED_META}
+                    inner = new_fields_v1(meta, meta_walk, (fe("metadata"),))
+                    if inner:
+                        out["f:metadata"] = inner
+                continue
+            out["f:" + key] = entry_fields_v1(value, sub, (fe(key),))
+    managed = ManagedFields()
+    if out:
+        managed.owners[manager] = Owned(None, api_version, False, now, out)
+    return managed
 
 
 def apply(

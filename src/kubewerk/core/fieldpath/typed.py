@@ -13,11 +13,14 @@ from __future__ import annotations
 
 from typing import Any
 
+import orjson
+
 from kubewerk.core.fieldpath.fieldset import FieldSet
 from kubewerk.core.fieldpath.path import (
     FIELD,
     Path,
     PathElement,
+    encode_element,
     field,
     freeze,
     key_element,
@@ -31,8 +34,10 @@ __all__ = [
     "ListItemError",
     "compare",
     "ensure_named_fields_are_members",
+    "entry_fields_v1",
     "equal",
     "merge",
+    "new_fields_v1",
     "remove_items",
     "to_field_set",
 ]
@@ -205,6 +210,8 @@ def _compare(lhs: Any, rhs: Any, node: TypeNode, path: Path, out: Comparison) ->
         empty_r = rhs is _MISSING or not rhs
         if empty_l and empty_r:
             walk = None
+        elif other is not _MISSING and lhs is not _MISSING and _same(lhs, rhs):
+            return  # an unchanged subtree: nothing added, modified or removed below
     if walk is None:
         if lhs is _MISSING:
             out.added.insert(path)
@@ -216,14 +223,22 @@ def _compare(lhs: Any, rhs: Any, node: TypeNode, path: Path, out: Comparison) ->
     if walk.kind == MAP:
         left: dict[str, Any] = lhs if lhs is not _MISSING else {}
         right: dict[str, Any] = rhs if rhs is not _MISSING else {}
-        for key in left.keys() | right.keys():
-            _compare(
-                left.get(key, _MISSING),
-                right.get(key, _MISSING),
-                walk.member(key),
-                (*path, field(key)),
-                out,
-            )
+        member = walk.member
+        for key, rv in right.items():
+            lv = left.get(key, _MISSING)
+            if lv is rv:
+                continue
+            kind = type(rv)
+            if kind is type(lv):
+                if kind is str or kind is int or kind is bool or kind is float:
+                    if lv == rv:
+                        continue
+                elif (kind is dict or kind is list) and _same(lv, rv):
+                    continue
+            _compare(lv, rv, member(key), (*path, (FIELD, key)), out)
+        for key, lv in left.items():
+            if key not in right:
+                _compare(lv, _MISSING, member(key), (*path, (FIELD, key)), out)
     else:
         _compare_lists(
             lhs if lhs is not _MISSING else [], rhs if rhs is not _MISSING else [], walk, path, out
@@ -232,6 +247,16 @@ def _compare(lhs: Any, rhs: Any, node: TypeNode, path: Path, out: Comparison) ->
         out.added.insert(path)
     elif rhs is _MISSING:
         out.removed.insert(path)
+
+
+def _same(lhs: Any, rhs: Any) -> bool:
+    """Whether two containers are the same JSON (so ``equal``): the same object, or
+    equal to Python and encoding to the same bytes (Python's ``==`` alone takes
+    ``true`` for ``1``; the bytes tell them apart). False negatives (key order,
+    ``1`` vs ``1.0``) only cost the walk."""
+    if lhs is rhs:
+        return True
+    return bool(lhs == rhs) and orjson.dumps(lhs) == orjson.dumps(rhs)
 
 
 def _group(items: list[Any], node: TypeNode, path: Path) -> dict[PathElement, list[Any]]:
@@ -264,6 +289,73 @@ def _compare_lists(
             if ls:
                 _compare(ls[0], _MISSING, elem, sub, out)
             out.added.insert(sub)
+
+
+# -- the fields of a new object -----------------------------------------------------------
+
+_encoded: dict[PathElement, str] = {}
+
+
+def encoded_element(pe: PathElement) -> str:
+    """``encode_element`` remembered per element (list item keys repeat on every write
+    of an object)."""
+    text = _encoded.get(pe)
+    if text is None:
+        if len(_encoded) >= 8192:
+            _encoded.clear()
+        text = _encoded[pe] = encode_element(pe)
+    return text
+
+
+def new_fields_v1(value: Any, node: TypeNode, path: Path = ()) -> dict[str, Any]:
+    """The ``fieldsV1`` of ``compare(<absent>, value, node).added`` below ``value`` (its
+    own path not included), made in one walk: every map field, list item and leaf of
+    ``value``, a container that has content marked ``"."`` and holding its contents; a
+    duplicated list item is only itself. Keys in ``to_fields_v1``'s order. Raises
+    ``ListItemError`` as ``compare`` does."""
+    walk = _shape(node, value)
+    if walk is None or not value:
+        return {}
+    return _contents_v1(value, walk, path)
+
+
+def entry_fields_v1(value: Any, node: TypeNode, path: Path) -> dict[str, Any]:
+    """The ``fieldsV1`` value of a field or item that holds ``value`` in a new object:
+    ``{}`` for a leaf or an empty container, else ``"."`` and its contents."""
+    walk = _shape(node, value)
+    if walk is None or not value:
+        return {}
+    out: dict[str, Any] = {".": {}}
+    out.update(_contents_v1(value, walk, path))
+    return out
+
+
+def _contents_v1(value: Any, walk: TypeNode, path: Path) -> dict[str, Any]:
+    out: dict[str, Any] = {}
+    if walk.kind == MAP:
+        member = walk.member
+        for key in sorted(value):
+            out["f:" + key] = entry_fields_v1(value[key], member(key), (*path, (FIELD, key)))
+        return out
+    elem = walk.element()
+    pes = [item_element(walk, item, i, path) for i, item in enumerate(value)]
+    counts: dict[PathElement, int] = {}
+    for pe in pes:
+        counts[pe] = counts.get(pe, 0) + 1
+    rows: list[tuple[PathElement, Any]] = []
+    for pe, item in zip(pes, value, strict=True):
+        seen = counts[pe]
+        if seen == 1:
+            rows.append((pe, item))
+        elif seen > 1:
+            rows.append((pe, _MISSING))  # duplicated: the item only, listed once
+            counts[pe] = 0
+    rows.sort(key=lambda row: row[0])
+    for pe, item in rows:
+        out[encoded_element(pe)] = (
+            {} if item is _MISSING else entry_fields_v1(item, elem, (*path, pe))
+        )
+    return out
 
 
 # -- merge --------------------------------------------------------------------------------
