@@ -15,6 +15,14 @@ each mode's creates/s (median over rounds) and its ratio to (a). Target (issue 1
 policy costs <= 20% of a create, i.e. (b)/(a) >= 0.8.
 
     .venv/bin/python benchmarks/admission.py [-c 32] [-d 5] [-r 3] [--profile FILE]
+
+``--in-process`` measures the same two first modes without HTTP, wrk or other
+processes: one ``ApiServer`` called through ASGI, alternating rounds of ``-n`` creates
+(after a warm-up) without admission and with the policy, and prints the µs per create
+of each and the policy's share; ``--profile FILE`` there dumps cProfile stats of one
+more round with the policy into FILE and of one without into FILE.none.
+
+    .venv/bin/python benchmarks/admission.py --in-process [-n 2000] [-r 5] [--profile FILE]
 """
 
 from __future__ import annotations
@@ -184,13 +192,159 @@ def wrk(url: str, connections: int, duration: int) -> float:
     return float(match.group(1))
 
 
+async def asgi(app: Any, method: str, path: str, body: Any = None) -> tuple[int, bytes]:
+    """One request straight into the ASGI app ``app``: (status, response body)."""
+    raw = body if isinstance(body, bytes) else (json.dumps(body).encode() if body else b"")
+    scope: dict[str, Any] = {
+        "type": "http",
+        "method": method,
+        "path": path,
+        "query_string": b"",
+        "headers": [
+            (b"content-type", b"application/json"),
+            (b"content-length", str(len(raw)).encode()),
+        ],
+    }
+    sent = False
+
+    async def receive() -> dict[str, Any]:
+        nonlocal sent
+        if sent:
+            return {"type": "http.disconnect"}
+        sent = True
+        return {"type": "http.request", "body": raw, "more_body": False}
+
+    status = 0
+    parts: list[bytes] = []
+
+    async def send(message: dict[str, Any]) -> None:
+        nonlocal status
+        if message["type"] == "http.response.start":
+            status = message["status"]
+        else:
+            parts.append(message.get("body", b""))
+
+    await app(scope, receive, send)
+    return status, b"".join(parts)
+
+
+async def in_process(n: int, rounds: int, profile: str | None) -> int:
+    """Alternating rounds of ``n`` creates through the ASGI app without admission and
+    with the bound policy; prints µs per create and the policy's share of a create."""
+    from kubewerk.apiserver.app import ApiServer
+    from kubewerk.apiserver.storage import open_store
+
+    app = ApiServer(open_store("memory"))
+    await app.start()
+    try:
+        return await _in_process(app, n, rounds, profile)
+    finally:
+        await app.stop()
+
+
+async def _in_process(app: Any, n: int, rounds: int, profile: str | None) -> int:
+    import asyncio
+    import cProfile
+    import gc
+
+    import yaml
+
+    from kubewerk.cli import demo_data
+
+    with open(os.path.join(os.path.dirname(demo_data.__file__), "crd.yaml")) as f:
+        crd = yaml.safe_load(f)
+    crds = "/apis/apiextensions.k8s.io/v1/customresourcedefinitions"
+    status, _ = await asgi(app, "POST", crds, crd)
+    assert status == 201, status
+    for _ in range(500):
+        _, raw = await asgi(app, "GET", f"{crds}/{crd['metadata']['name']}")
+        conds = json.loads(raw).get("status", {}).get("conditions") or []
+        if any(c["type"] == "Established" and c["status"] == "True" for c in conds):
+            break
+        await asyncio.sleep(0.01)
+    ns = {"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": NS}}
+    ns["metadata"]["labels"] = {"bench": "yes"}
+    status, _ = await asgi(app, "POST", "/api/v1/namespaces", ns)
+    assert status == 201, status
+
+    async def creates(count: int) -> float:
+        gc.collect()
+        start = time.perf_counter()
+        for _ in range(count):
+            status, raw = await asgi(app, "POST", PATH, BODY)
+            if status != 201:
+                raise RuntimeError(f"create answered {status}: {raw[:300]!r}")
+        return (time.perf_counter() - start) / count * 1e6
+
+    async def policy(on: bool) -> None:
+        if on:
+            for path, obj in (
+                (f"{AR}/validatingadmissionpolicies", POLICY),
+                (f"{AR}/validatingadmissionpolicybindings", BINDING),
+            ):
+                status, raw = await asgi(app, "POST", path, obj)
+                assert status == 201, raw
+            status, _ = await asgi(app, "POST", PATH, BAD)
+            assert status == 422, status
+        else:
+            for path in (
+                f"{AR}/validatingadmissionpolicybindings/bench-binding",
+                f"{AR}/validatingadmissionpolicies/bench-policy",
+            ):
+                status, raw = await asgi(app, "DELETE", path)
+                assert status == 200, raw
+        await asgi(app, "DELETE", PATH)  # the store the same size for every round
+
+    await creates(200)  # warm-up
+    await policy(True)
+    await creates(200)
+    await policy(False)
+    per: dict[bool, list[float]] = {False: [], True: []}
+    for r in range(rounds):
+        for on in (False, True) if r % 2 == 0 else (True, False):
+            if on:
+                await policy(True)
+            per[on].append(await creates(n))
+            if on:
+                await policy(False)
+            else:
+                await asgi(app, "DELETE", PATH)
+    off, on_ = statistics.median(per[False]), statistics.median(per[True])
+    print(f"in-process creates, {rounds} rounds of {n} (median µs per create):")
+    for label, on in (("(a) no admission", False), ("(b) one VAP, 3 validations", True)):
+        runs = " ".join(f"{x:.0f}" for x in per[on])
+        print(f"  {label:30s} {statistics.median(per[on]):7.1f}   [{runs}]")
+    share = on_ / off - 1
+    verdict = "met" if share <= 0.20 else "NOT met"
+    print(f"VAP cost: {share:.0%} of a create (target <= 20%: {verdict})")
+    if profile:
+        for on, path in ((False, profile + ".none"), (True, profile)):
+            if on:
+                await policy(True)
+            prof = cProfile.Profile()
+            prof.enable()
+            await creates(n)
+            prof.disable()
+            prof.dump_stats(path)
+            print(f"cProfile of {n} creates {'with' if on else 'without'} the policy: {path}")
+    return 0
+
+
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("-c", "--connections", type=int, default=32)
     parser.add_argument("-d", "--duration", type=int, default=5)
     parser.add_argument("-r", "--rounds", type=int, default=3)
     parser.add_argument("--profile", help="cProfile the API server into FILE")
+    parser.add_argument(
+        "--in-process", action="store_true", help="no HTTP: ASGI calls into one ApiServer"
+    )
+    parser.add_argument("-n", type=int, default=2000, help="creates per in-process round")
     args = parser.parse_args()
+    if args.in_process:
+        import asyncio
+
+        return asyncio.run(in_process(args.n, args.rounds, args.profile))
 
     from kubewerk.webhook.certs import make_certificates, write_certificates
 

@@ -101,7 +101,12 @@ class PolicyIndex:
         self._dirty = True
         self._compiled: dict[tuple[str, int], vap.CompiledPolicy] = {}
         self.policies: list[vap.CompiledPolicy] = []
+        self.param_kinds = False
+        """Whether some policy has a ``paramKind`` (without one, no params are read)."""
         self.bindings: list[JSON] = []
+        self.compiled_bindings: list[vap.CompiledBinding] = []
+        """``bindings`` read once each (per uid and resourceVersion), in the same order."""
+        self._compiled_bindings: dict[tuple[str, str, str], vap.CompiledBinding] = {}
         self.version = 0
         """Rises each time the index is rebuilt."""
         store.subscribe(self._on_event)
@@ -127,7 +132,24 @@ class PolicyIndex:
             policies.append(hit)
         self._compiled = compiled
         self.policies = policies
+        self.param_kinds = any(p.param_kind is not None for p in policies)
         self.bindings = [obj for _, obj in self.store.list(_BINDING_PREFIX)[0]]
+        compiled_bindings: dict[tuple[str, str, str], vap.CompiledBinding] = {}
+        in_order: list[vap.CompiledBinding] = []
+        for obj in self.bindings:
+            meta = obj.get("metadata") or {}
+            bkey = (
+                str(meta.get("uid", "")),
+                str(meta.get("name", "")),
+                str(meta.get("resourceVersion", "")),
+            )
+            found = self._compiled_bindings.get(bkey)
+            if found is None:  # read again only when the binding was written
+                found = vap.compile_binding(obj)
+            compiled_bindings[bkey] = found
+            in_order.append(found)
+        self._compiled_bindings = compiled_bindings
+        self.compiled_bindings = in_order
         self.version += 1
 
     def any(self) -> bool:
@@ -462,9 +484,9 @@ class AdmissionChain:
             start = time.perf_counter()
             verdict = vap.admit(
                 self.policies.policies,
-                self.policies.bindings,
+                self.policies.compiled_bindings,
                 req,
-                params=self._params(),
+                params=self._params() if self.policies.param_kinds else None,
             )
             self._count_policies(verdict, time.perf_counter() - start)
             warnings.extend(verdict.warnings)

@@ -10,7 +10,9 @@ and decided as kube-apiserver does:
   ERROR: <input>:1:11: Syntax error: …``.
 - :func:`type_check`: the ``status.typeChecking.expressionWarnings`` for the kinds
   whose schemas the caller can resolve (best effort, see :mod:`.typecheck`).
-- :func:`compile_policy`: compile once into a :class:`CompiledPolicy`.
+- :func:`compile_policy`: compile once into a :class:`CompiledPolicy` (selectors parsed,
+  the names its expressions read worked out); :func:`compile_binding` reads a binding
+  once into a :class:`CompiledBinding`.
 - :func:`matches`: whether ``matchConstraints`` (or a binding's ``matchResources``)
   select a :class:`Request`.
 - :func:`admit`: evaluate every matching (policy, binding, param) for a request with
@@ -33,6 +35,7 @@ docs/policy.md.
 from .authz import Authorizer, AuthzAttributes
 from .engine import (
     Admission,
+    CompiledBinding,
     CompiledPolicy,
     ConfigError,
     Decision,
@@ -41,6 +44,7 @@ from .engine import (
     ValidateResult,
     admit,
     collect_params,
+    compile_binding,
     compile_policy,
     validate,
 )
@@ -53,6 +57,7 @@ __all__ = [
     "Admission",
     "Authorizer",
     "AuthzAttributes",
+    "CompiledBinding",
     "CompiledPolicy",
     "ConfigError",
     "Decision",
@@ -64,6 +69,7 @@ __all__ = [
     "ValidateResult",
     "admit",
     "collect_params",
+    "compile_binding",
     "compile_policy",
     "default_binding",
     "default_policy",

@@ -43,6 +43,17 @@ _ENVS: dict[tuple[bool, bool, bool], Any] = {}
 _STRING_LIT: Final = re.compile(
     r"[rR]?(?:'''.*?'''|\"\"\".*?\"\"\"|'(?:[^'\\\n]|\\.)*'|\"(?:[^\"\\\n]|\\.)*\")", re.S
 )
+TOP_LEVEL: Final = (
+    "object",
+    "oldObject",
+    "request",
+    "namespaceObject",
+    "params",
+    "authorizer",
+    "variables",
+)
+"""The names an admission expression's activation can hold."""
+_TOP_LEVEL_REF: Final = re.compile(r"\b(" + "|".join(TOP_LEVEL) + r")\b")
 _VARIABLE_REF: Final = re.compile(r"(?<![\w.])variables\s*\.\s*([A-Za-z_][A-Za-z0-9_]*)")
 
 
@@ -99,6 +110,15 @@ def variable_refs(expression: str) -> list[str]:
     return out
 
 
+def top_level_refs(expression: str) -> frozenset[str]:
+    """The activation names (:data:`TOP_LEVEL`) ``expression`` may read: every one that
+    appears as a word outside string literals. A superset of what it reads (a field or a
+    comprehension variable of the same name counts too), never less: CEL has no way to
+    read a variable without naming it."""
+    code = _STRING_LIT.sub(lambda m: " " * len(m.group(0)), expression)
+    return frozenset(m.group(1) for m in _TOP_LEVEL_REF.finditer(code))
+
+
 def undefined_variables(expression: str, declared: set[str] | frozenset[str]) -> str | None:
     """cel-go's error for the first ``variables.<name>`` not in ``declared``, or None.
 
@@ -128,7 +148,9 @@ class Compiled:
 
     ``detail`` is what follows the field path in kube's field error, e.g.
     ``compilation failed: ERROR: <input>:1:5: Syntax error: …`` or ``must evaluate to
-    bool``. ``variables`` are the names the expression reads from ``variables``.
+    bool``. ``variables`` are the names the expression reads from ``variables``;
+    ``reads`` the activation names (:data:`TOP_LEVEL`) it may read (see
+    :func:`top_level_refs`), so an evaluation can leave the others out.
     """
 
     expression: str
@@ -137,6 +159,7 @@ class Compiled:
     variables: tuple[str, ...]
     return_type: str
     env_key: tuple[bool, bool, bool] = (False, False, False)
+    reads: frozenset[str] = frozenset(TOP_LEVEL)
 
     @property
     def ok(self) -> bool:
@@ -182,4 +205,4 @@ def compile_expression(
             reason = "must evaluate to one of [" + " ".join(returns) + "]"
         return Compiled(expression, None, reason, refs, name)
     key = (params, authorizer, declared_variables is not None)
-    return Compiled(expression, checked, "", refs, name, key)
+    return Compiled(expression, checked, "", refs, name, key, top_level_refs(expression))

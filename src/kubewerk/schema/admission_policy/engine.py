@@ -12,6 +12,7 @@ validation_failure``).
 
 from __future__ import annotations
 
+import contextlib
 import json
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
@@ -25,7 +26,7 @@ from kubewerk.schema.cel.error_text import runtime_error
 
 from . import authz
 from .cel_env import Compiled, activation, compile_expression
-from .matching import Match, matches
+from .matching import Criteria, Match, compile_criteria, matches
 from .request import Request, namespace_object_value
 from .validation import default_policy, validate_policy
 
@@ -65,6 +66,28 @@ class CompiledPolicy:
     validations: list[Validation]
     audit_annotations: list[tuple[str, Compiled]]
     errors: list[FieldError]
+    criteria: Criteria | None = None
+    """``match_constraints`` with its selectors parsed once."""
+    reads: frozenset[str] = frozenset()
+    """The activation names any of the policy's expressions may read: an evaluation
+    builds only these."""
+
+    def __post_init__(self) -> None:
+        self.criteria = compile_criteria(self.match_constraints)
+        reads: set[str] = set()
+        for compiled in self._expressions():
+            reads |= compiled.reads
+        self.reads = frozenset(reads)
+
+    def _expressions(self) -> list[Compiled]:
+        out = [c for _, c in self.match_conditions]
+        out += [c for _, c in self.variables]
+        for v in self.validations:
+            out.append(v.expression)
+            if v.message_expression is not None:
+                out.append(v.message_expression)
+        out += [c for _, c in self.audit_annotations]
+        return out
 
 
 def compile_policy(policy: Mapping[str, Any]) -> CompiledPolicy:
@@ -165,6 +188,35 @@ def compile_policy(policy: Mapping[str, Any]) -> CompiledPolicy:
         validations=validations,
         audit_annotations=audits,
         errors=errors,
+    )
+
+
+@dataclass(frozen=True)
+class CompiledBinding:
+    """A ValidatingAdmissionPolicyBinding read once: what :func:`admit` needs of it, its
+    ``matchResources`` selectors parsed (``criteria`` None: no ``matchResources``)."""
+
+    binding: Mapping[str, Any]
+    name: str
+    policy_name: Any
+    criteria: Criteria | None
+    param_ref: dict[str, Any] | None
+    actions: tuple[str, ...]
+
+
+def compile_binding(binding: Mapping[str, Any]) -> CompiledBinding:
+    """Read a (defaulted) binding object once for :func:`admit`."""
+    spec = binding.get("spec") if isinstance(binding.get("spec"), dict) else {}
+    assert isinstance(spec, dict)
+    mr = spec.get("matchResources")
+    ref = spec.get("paramRef")
+    return CompiledBinding(
+        binding,
+        str(_meta(binding).get("name", "")),
+        spec.get("policyName"),
+        compile_criteria(mr) if isinstance(mr, dict) else None,
+        ref if isinstance(ref, dict) else None,
+        tuple(a for a in spec.get("validationActions") or [] if isinstance(a, str)),
     )
 
 
@@ -305,7 +357,8 @@ class _Activation:
             return False, "\0compile"
         try:
             if compiled.variables or self.policy.variables:
-                data = dict(self.data)
+                reads = compiled.reads
+                data = {k: v for k, v in self.data.items() if k in reads}
                 for ref in compiled.variables:
                     self._variable(ref)
                 data["variables"] = {
@@ -369,16 +422,24 @@ def validate(
     """Evaluate one policy for a request with one param (``validator.Validate``)."""
     fail = policy.failure_policy != "Ignore"
     error_action = "Deny" if fail else "Admit"
-    ns_name = request.namespace
-    if request.kind == ("", "v1", "Namespace"):
-        ns_name = ""
-    namespace_obj = namespace_object_value(request.namespace_object) if ns_name else None
-    data: dict[str, Any] = {
-        "object": request.object,
-        "oldObject": request.old_object,
-        "request": request.to_cel(match.resource, match.kind),
-        "namespaceObject": namespace_obj,
-        "authorizer": authz.authorizer_value(
+    reads = policy.reads
+    # only the names some expression of the policy reads are built and converted
+    data: dict[str, Any] = {}
+    if "object" in reads:
+        data["object"] = request.object
+    if "oldObject" in reads:
+        data["oldObject"] = request.old_object
+    if "request" in reads:
+        data["request"] = request.to_cel(match.resource, match.kind)
+    if "namespaceObject" in reads:
+        ns_name = request.namespace
+        if request.kind == ("", "v1", "Namespace"):
+            ns_name = ""
+        data["namespaceObject"] = (
+            namespace_object_value(request.namespace_object) if ns_name else None
+        )
+    if "authorizer" in reads:
+        data["authorizer"] = authz.authorizer_value(
             request.user.username,
             request.user.groups,
             request.user.extra,
@@ -390,12 +451,11 @@ def validate(
                 "namespace": request.namespace,
                 "name": request.name,
             },
-        ),
-    }
-    if policy.param_kind is not None:
+        )
+    if policy.param_kind is not None and "params" in reads:
         data["params"] = dict(param) if param is not None else None
     act = _Activation(data, policy)
-    with authz.using(authorizer):
+    with authz.using(authorizer) if "authorizer" in reads else contextlib.nullcontext():
         if policy.match_conditions:
             errors: list[str] = []
             excluded = False
@@ -533,13 +593,15 @@ def _denial(
 
 def admit(
     policies: Sequence[CompiledPolicy],
-    bindings: Sequence[Mapping[str, Any]],
+    bindings: Sequence[Mapping[str, Any] | CompiledBinding],
     request: Request,
     *,
     params: ParamStore | None = None,
     authorizer: authz.Authorizer | None = None,
 ) -> Admission:
-    """Run every policy and its bindings for ``request`` (the dispatcher)."""
+    """Run every policy and its bindings for ``request`` (the dispatcher). A binding
+    given as its object is read on each call; compiled once (:func:`compile_binding`) it
+    is not."""
     denied: list[tuple[str, str | None, Decision]] = []
     warnings: list[str] = []
     annotations: dict[str, str] = {}
@@ -555,32 +617,26 @@ def admit(
         )
         denied.append((policy.name, binding, Decision("Deny", "error", prefix + err)))
 
+    compiled_bindings = [
+        b if isinstance(b, CompiledBinding) else compile_binding(b) for b in bindings
+    ]
     for policy in policies:
-        match = matches(policy.match_constraints, request)
+        match = matches(policy.criteria, request)
         if match is None:
             continue
         collected: dict[str, list[str]] = {}
-        for b in bindings:
-            spec = b.get("spec") if isinstance(b.get("spec"), dict) else {}
-            assert isinstance(spec, dict)
-            if spec.get("policyName") != policy.name:
+        for b in compiled_bindings:
+            if b.policy_name != policy.name:
                 continue
-            bname = str(_meta(b).get("name", ""))
-            mr = spec.get("matchResources")
-            if matches(mr if isinstance(mr, dict) else None, request, binding=True) is None:
+            bname = b.name
+            if matches(b.criteria, request, binding=True) is None:
                 continue
-            ref = spec.get("paramRef")
             try:
-                found = collect_params(
-                    policy.param_kind,
-                    ref if isinstance(ref, dict) else None,
-                    request.namespace,
-                    params,
-                )
+                found = collect_params(policy.param_kind, b.param_ref, request.namespace, params)
             except ConfigError as exc:
                 config_error(policy, bname, str(exc))
                 continue
-            actions = [a for a in spec.get("validationActions") or [] if isinstance(a, str)]
+            actions = list(b.actions)
             for param in found:
                 result = validate(policy, request, match, param, authorizer)
                 pname = ""

@@ -7,6 +7,11 @@ hit excludes), then ``resourceRules`` (an empty list matches everything: only a
 binding may leave it empty) with their ``resourceNames``; ``matchPolicy:
 Equivalent`` also tries the request's equivalent resources (given by the caller, since
 only the server knows which group versions serve the same objects).
+
+:func:`compile_criteria` parses the selectors of a ``matchConstraints`` /
+``matchResources`` once into a :class:`Criteria`, which :func:`matches` accepts in place
+of the dict (a dict is compiled on each call): a policy or binding compiled once per
+generation does not parse its label selectors again on every request.
 """
 
 from __future__ import annotations
@@ -15,7 +20,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from kubewerk.core.selectors import LabelSelectorError, label_selector_from_dict
+from kubewerk.core.selectors import LabelSelector, LabelSelectorError, label_selector_from_dict
 
 from .request import Request
 
@@ -28,12 +33,12 @@ class Match:
     kind: tuple[str, str, str]
 
 
-def _labels(obj: Any) -> dict[str, str]:
+def _labels(obj: Any) -> Mapping[str, str]:
     if not isinstance(obj, Mapping):
         return {}
     meta = obj.get("metadata")
     labels = meta.get("labels") if isinstance(meta, Mapping) else None
-    return dict(labels) if isinstance(labels, Mapping) else {}
+    return labels if isinstance(labels, Mapping) else {}
 
 
 def selector_matches(selector: Any, labels: Mapping[str, str]) -> bool:
@@ -49,6 +54,50 @@ def selector_matches(selector: Any, labels: Mapping[str, str]) -> bool:
 def _selector_empty(selector: Any) -> bool:
     return not isinstance(selector, Mapping) or (
         not selector.get("matchLabels") and not selector.get("matchExpressions")
+    )
+
+
+_Selector = LabelSelector | bool
+"""A compiled selector: True selects everything (empty), False nothing (unparsable)."""
+
+
+def _compile_selector(selector: Any) -> _Selector:
+    if _selector_empty(selector):
+        return True
+    try:
+        return label_selector_from_dict(selector)
+    except LabelSelectorError:
+        return False
+
+
+def _selects(selector: _Selector, labels: Mapping[str, str]) -> bool:
+    if isinstance(selector, bool):
+        return selector
+    return selector.matches(labels)
+
+
+@dataclass(frozen=True)
+class Criteria:
+    """A defaulted ``matchConstraints``/``matchResources`` with its selectors parsed
+    once; :func:`matches` decides with it exactly as with the dict it came from."""
+
+    namespace_selector: _Selector
+    object_selector: _Selector
+    match_policy: str
+    exclude_rules: tuple[Any, ...]
+    resource_rules: tuple[Any, ...]
+
+
+def compile_criteria(criteria: Mapping[str, Any] | None) -> Criteria | None:
+    """``criteria`` (None stays None) compiled for :func:`matches`."""
+    if criteria is None:
+        return None
+    return Criteria(
+        _compile_selector(criteria.get("namespaceSelector")),
+        _compile_selector(criteria.get("objectSelector")),
+        criteria.get("matchPolicy") or "Equivalent",
+        tuple(criteria.get("excludeResourceRules") or ()),
+        tuple(criteria.get("resourceRules") or ()),
     )
 
 
@@ -107,34 +156,36 @@ def _resource_rules(rules: Sequence[Any], match_policy: str, req: Request) -> Ma
 
 
 def matches(
-    criteria: Mapping[str, Any] | None, req: Request, *, binding: bool = False
+    criteria: Mapping[str, Any] | Criteria | None, req: Request, *, binding: bool = False
 ) -> Match | None:
-    """The match of ``criteria`` (a defaulted ``matchConstraints``/``matchResources``).
+    """The match of ``criteria`` (a defaulted ``matchConstraints``/``matchResources``,
+    or the :class:`Criteria` compiled from one).
 
     None when it does not select the request. A binding without ``matchResources``
     (``criteria`` None and ``binding``) selects every request its policy selects.
     """
     if criteria is None:
         return Match(req.resource, req.kind) if binding else None
-    ns_selector = criteria.get("namespaceSelector")
-    cluster_scoped = req.namespace == "" and req.resource[2] != "namespaces"
-    if (
-        not cluster_scoped
-        and not _selector_empty(ns_selector)
-        and not selector_matches(ns_selector, req.namespace_labels())
+    if not isinstance(criteria, Criteria):
+        compiled = compile_criteria(criteria)
+        assert compiled is not None
+        criteria = compiled
+    ns_selector = criteria.namespace_selector
+    if ns_selector is not True:
+        cluster_scoped = req.namespace == "" and req.resource[2] != "namespaces"
+        if not cluster_scoped and not _selects(ns_selector, req.namespace_labels()):
+            return None
+    obj_selector = criteria.object_selector
+    if obj_selector is not True and not (
+        (req.object is not None and _selects(obj_selector, _labels(req.object)))
+        or (req.old_object is not None and _selects(obj_selector, _labels(req.old_object)))
     ):
         return None
-    obj_selector = criteria.get("objectSelector")
-    if not _selector_empty(obj_selector) and not (
-        (req.object is not None and selector_matches(obj_selector, _labels(req.object)))
-        or (req.old_object is not None and selector_matches(obj_selector, _labels(req.old_object)))
-    ):
-        return None
-    policy = criteria.get("matchPolicy") or "Equivalent"
-    exclude = criteria.get("excludeResourceRules") or []
+    policy = criteria.match_policy
+    exclude = criteria.exclude_rules
     if exclude and _resource_rules(exclude, policy, req) is not None:
         return None
-    rules = criteria.get("resourceRules") or []
+    rules = criteria.resource_rules
     if not rules:
         return Match(req.resource, req.kind)
     return _resource_rules(rules, policy, req)
