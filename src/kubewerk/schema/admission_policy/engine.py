@@ -15,7 +15,7 @@ from __future__ import annotations
 import contextlib
 import json
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Any, Final
 
 from cel_expr_python import cel
@@ -330,13 +330,19 @@ class Decision:
     index: int = -1
 
 
-@dataclass
 class _Activation:
-    data: dict[str, Any]
-    policy: CompiledPolicy
-    var_values: dict[str, Any] = field(default_factory=dict)
-    var_errors: dict[str, str] = field(default_factory=dict)
-    activations: dict[tuple[bool, bool, bool], Any] = field(default_factory=dict)
+    """One evaluation's variables: ``data`` converted into a CEL activation once per
+    environment and set of ``variables`` values it carries (not once per expression),
+    the policy's ``variables`` each evaluated at most once, when first read."""
+
+    __slots__ = ("activations", "data", "policy", "var_errors", "var_values")
+
+    def __init__(self, data: dict[str, Any], policy: CompiledPolicy) -> None:
+        self.data = data
+        self.policy = policy
+        self.var_values: dict[str, Any] = {}
+        self.var_errors: dict[str, str] = {}
+        self.activations: dict[tuple[tuple[bool, bool, bool], tuple[str, ...]], Any] = {}
 
     def _variable(self, name: str) -> None:
         if name in self.var_values or name in self.var_errors:
@@ -356,22 +362,19 @@ class _Activation:
         if compiled.program is None:
             return False, "\0compile"
         try:
-            if compiled.variables or self.policy.variables:
-                reads = compiled.reads
-                data = {k: v for k, v in self.data.items() if k in reads}
+            present: tuple[str, ...] = ()
+            if compiled.variables:
                 for ref in compiled.variables:
                     self._variable(ref)
-                data["variables"] = {
-                    k: self.var_values[k] for k in compiled.variables if k in self.var_values
-                }
-                result = compiled.program.eval(data=data)
-            else:
-                act = self.activations.get(compiled.env_key)
-                if act is None:
-                    act = self.activations[compiled.env_key] = activation(
-                        compiled.env_key, self.data
-                    )
-                result = compiled.program.eval(act)
+                present = tuple(k for k in compiled.variables if k in self.var_values)
+            key = (compiled.env_key, present)
+            act = self.activations.get(key)
+            if act is None:
+                data = self.data
+                if self.policy.variables:
+                    data = {**data, "variables": {k: self.var_values[k] for k in present}}
+                act = self.activations[key] = activation(compiled.env_key, data)
+            result = compiled.program.eval(act)
         except RuntimeError as exc:
             return False, self._error_text(compiled, str(exc))
         if result.type() == T.ERROR:
