@@ -851,24 +851,73 @@ class Client:
             field_manager=field_manager,
         )
 
+    @overload
+    async def apply(
+        self,
+        obj: M,
+        *,
+        field_manager: str,
+        force: bool = False,
+        subresource: str | None = None,
+        namespace: str | None = None,
+        dry_run: bool = False,
+    ) -> M: ...
+    @overload
+    async def apply(
+        self,
+        obj: dict[str, Any],
+        *,
+        field_manager: str,
+        force: bool = False,
+        subresource: str | None = None,
+        namespace: str | None = None,
+        dry_run: bool = False,
+    ) -> dict[str, Any]: ...
     async def apply(
         self,
         obj: Any,
         *,
-        field_manager: str | None = None,
+        field_manager: str,
         force: bool = False,
         subresource: str | None = None,
+        namespace: str | None = None,
+        dry_run: bool = False,
     ) -> Any:
-        """Server-side apply of a full intent (dict or model)."""
+        """Server-side apply of ``obj``, the full intent of ``field_manager`` (a dict, or a
+        typed model instance: only the fields that were set are sent).
+
+        Guarantees, as on any Kubernetes API server: the object is created when it does
+        not exist (not through ``/status``); ``field_manager`` then owns exactly the
+        fields sent, and fields it applied before and leaves out now are removed unless
+        another manager owns them; re-applying the same intent changes nothing (the same
+        ``resourceVersion`` comes back). A field another manager owns with a different
+        value raises :class:`~kubewerk.client.errors.Conflict` (409, the server's
+        "Apply failed with N conflict(s): ..." message and one cause per field) unless
+        ``force``, which takes those fields over. ``subresource="status"`` applies to
+        ``/status`` (only status is taken). A ``metadata.resourceVersion`` in ``obj`` is
+        a precondition (stale: Conflict); ``metadata.managedFields`` must be absent
+        (the server answers 400). Returns the server's copy in the form given.
+
+        ``field_manager`` is required (Kubernetes refuses an apply without one); an
+        empty one, or an ``obj`` without ``metadata.name``, raises ``ValueError`` before
+        anything is sent.
+        """
+        if not field_manager:
+            raise ValueError("apply needs a field_manager (Kubernetes requires one for apply)")
         kind, rt, body = await self._prepare(obj)
-        name = str(body.get("metadata", {}).get("name", ""))
+        meta = body.get("metadata")
+        name = str(meta.get("name") or "") if isinstance(meta, dict) else ""
+        if not name:
+            raise ValueError("apply needs metadata.name")
+        params: dict[str, str] = {"fieldManager": field_manager}
+        if force:
+            params["force"] = "true"
+        if dry_run:
+            params["dryRun"] = "All"
         data = await self.request(
             "PATCH",
-            rt.path(self._namespace_for(rt, None, body), name, subresource),
-            params={
-                "fieldManager": field_manager or self.field_manager,
-                **({"force": "true"} if force else {}),
-            },
+            rt.path(self._namespace_for(rt, namespace, body), name, subresource),
+            params=params,
             body=body,
             content_type=CONTENT_TYPES["apply"],
         )
