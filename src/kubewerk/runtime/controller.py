@@ -49,6 +49,7 @@ from kubewerk.client.resources import ResourceType, is_model_class, resource_typ
 from kubewerk.core.gvk import join_key, object_key, parse_api_version, split_key
 from kubewerk.core.jsoncopy import copy_json
 from kubewerk.runtime import conditions as _conditions
+from kubewerk.runtime.context_apply import ApplyMethods
 from kubewerk.runtime.events import EventRecorder, EventType
 from kubewerk.runtime.helpers import (
     OperationResult,
@@ -181,9 +182,10 @@ def status_of(obj: Any) -> Any:
     return to_dict(obj).get("status")
 
 
-class Context:
+class Context(ApplyMethods):
     """What a reconcile gets besides the object: the client, the cache, a logger with
-    object context, an event recorder, and helpers that write safely."""
+    object context, an event recorder, and helpers that write safely (server-side apply:
+    ``apply`` and ``apply_status``, see :mod:`kubewerk.runtime.context_apply`)."""
 
     def __init__(
         self,

@@ -13,7 +13,11 @@ Guarantees:
   caller's ``mutate`` and write only when something changed, reporting
   ``created`` / ``updated`` / ``unchanged``. ``create_or_update`` sends a PUT guarded by
   the read resourceVersion (a concurrent change raises Conflict, never lost);
-  ``create_or_patch`` sends only the changed fields as a merge patch.
+  ``create_or_patch`` sends only the changed fields as a merge patch;
+- :func:`apply_owned` server-side applies a child with ``owner`` as its controller
+  (one request, no read): the field manager owns exactly the fields in the intent,
+  fields it stops applying are removed, and an unchanged intent writes nothing;
+  :func:`apply_status` applies a status to ``/status`` the same way.
 """
 
 from __future__ import annotations
@@ -276,3 +280,75 @@ async def _create_or_write(
     if status_diff:
         result = await client.patch(rt, name, status_diff, namespace, subresource="status")
     return result, OperationResult.UPDATED
+
+
+def _intent(obj: Any) -> dict[str, Any]:
+    """A fresh dict of ``obj`` (dict or model) with apiVersion and kind filled in."""
+    data: dict[str, Any] = copy_json(to_dict(obj))
+    if "apiVersion" not in data or "kind" not in data:
+        rt = resource_type_of(type(obj))
+        data.setdefault("apiVersion", rt.api_version)
+        data.setdefault("kind", rt.kind)
+    return data
+
+
+async def apply_owned(
+    client: Client,
+    owner: Any,
+    child: Any,
+    *,
+    field_manager: str,
+    force: bool = True,
+) -> dict[str, Any]:
+    """Server-side apply ``child`` (dict or model: its fields are the whole intent of
+    ``field_manager``) with ``owner`` as its controller; returns the server's copy.
+
+    The child's namespace defaults to the owner's; its controller ownerReference to
+    ``owner`` is part of the intent (ownerReferences merge by uid, so references others
+    added stay). ``AlreadyOwnedError`` when the intent itself names another controller.
+    ``force`` (the default, as Kubernetes recommends for controllers) takes over fields
+    another manager changed; with ``force=False`` such a field raises Conflict. The
+    caller's ``child`` is not modified.
+    """
+    desired = _intent(child)
+    meta = desired.get("metadata")
+    if not isinstance(meta, dict):
+        meta = desired["metadata"] = {}
+    owner_ns = (_data(owner).get("metadata") or {}).get("namespace")
+    if not meta.get("namespace") and owner_ns:
+        rt = await client.resolve(str(desired["apiVersion"]), str(desired["kind"]))
+        if rt.namespaced:
+            meta["namespace"] = owner_ns
+    set_controller_reference(owner, desired)
+    result: dict[str, Any] = await client.apply(desired, field_manager=field_manager, force=force)
+    return result
+
+
+async def apply_status(
+    client: Client,
+    obj: Any,
+    status: Any,
+    *,
+    field_manager: str,
+    force: bool = True,
+) -> dict[str, Any]:
+    """Server-side apply ``status`` to the ``/status`` of the object ``obj`` names
+    (apiVersion, kind, name, namespace are taken from it, nothing else); returns the
+    server's copy. ``field_manager`` then owns exactly the status fields given; ones it
+    applied before and leaves out now are removed unless another manager owns them. An
+    unchanged status writes nothing (the same resourceVersion comes back). ``force`` as
+    for :func:`apply_owned`."""
+    data = _data(obj)
+    meta = data.get("metadata") or {}
+    api_version, kind = data.get("apiVersion"), data.get("kind")
+    if not api_version or not kind:
+        rt = resource_type_of(type(obj))
+        api_version, kind = rt.api_version, rt.kind
+    ident: dict[str, Any] = {"name": meta.get("name")}
+    if meta.get("namespace"):
+        ident["namespace"] = meta["namespace"]
+    body = {"apiVersion": api_version, "kind": kind, "metadata": ident, "status": status}
+    result: dict[str, Any] = await client.apply(
+        body, field_manager=field_manager, force=force, subresource="status"
+    )
+    return result
