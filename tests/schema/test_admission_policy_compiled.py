@@ -4,6 +4,7 @@ an expression reads, one activation per evaluation rather than per expression.""
 
 from __future__ import annotations
 
+import dataclasses
 from typing import Any
 
 import pytest
@@ -117,3 +118,75 @@ def test_one_activation_per_set_of_variable_values(monkeypatch: pytest.MonkeyPat
     # the variable's own evaluation (no variables yet), then every expression reading
     # `r`, and the one reading none: two conversions of the object, not five
     assert [sorted(d.get("variables", {})) for d in built] == [[], ["r"]]
+
+
+def _unbatched(pol: Any) -> Any:
+    return dataclasses.replace(pol, batch=None)
+
+
+@pytest.mark.parametrize("case", CASES, ids=[c[0] for c in CASES])
+def test_batched_validations_decide_as_one_by_one(case: Any) -> None:
+    _, policies, bindings, params, request, _ = case
+    compiled = [compile_policy(p) for p in policies]
+    batched = admit(compiled, bindings, request, params=ParamStore(params))
+    single = admit([_unbatched(p) for p in compiled], bindings, request, params=ParamStore(params))
+    assert batched.outcomes == single.outcomes
+    assert batched.warnings == single.warnings
+    assert batched.audit_annotations == single.audit_annotations
+    assert (batched.error is None) is (single.error is None)
+    if batched.error is not None and single.error is not None:
+        assert batched.error.to_status() == single.error.to_status()
+
+
+def test_batch_with_an_erring_or_non_bool_member_falls_back() -> None:
+    pol = compile_policy(
+        policy(
+            validations=[
+                {"expression": "object.spec.replicas > 1"},
+                {"expression": "object.spec.missing == 1"},  # no such key: errs
+                {"expression": "object.spec.replicas > 5", "message": "too few"},
+                {"expression": "object.metadata.name"},  # dyn, a string at run time
+                {"expression": "// a comment\nobject.spec.replicas < 9 // and one"},
+            ],
+            failurePolicy="Fail",
+        )
+    )
+    assert pol.batch is not None and pol.batch[1] == (0, 1, 2, 3, 4)
+    got = admit([pol], [binding()], req(deploy()))
+    want = admit([_unbatched(pol)], [binding()], req(deploy()))
+    assert got.outcomes == want.outcomes
+    decisions = got.outcomes[0].decisions
+    assert [d.evaluation for d in decisions] == ["admit", "error", "deny", "deny", "admit"]
+    assert decisions[1].message == (
+        "expression 'object.spec.missing == 1' resulted in error: no such key: missing"
+    )
+    # without the erring member, the list is evaluated once and gives the same decisions
+    ok = compile_policy(
+        policy(
+            validations=[
+                {"expression": "object.spec.replicas > 1"},
+                {"expression": "object.spec.replicas > 5", "message": "too few"},
+                {"expression": "// a comment\nobject.spec.replicas < 9 // and one"},
+            ]
+        )
+    )
+    out = admit([ok], [binding()], req(deploy())).outcomes[0].decisions
+    assert [(d.evaluation, d.message) for d in out] == [
+        ("admit", ""),
+        ("deny", "too few"),
+        ("admit", ""),
+    ]
+
+
+def test_no_batch_for_expressions_reading_variables_or_the_authorizer() -> None:
+    pol = compile_policy(
+        policy(
+            validations=[
+                {"expression": "variables.r > 1"},
+                {"expression": "authorizer.requestResource.check('get').allowed()"},
+                {"expression": "object.spec.replicas > 1"},
+            ],
+            variables=[{"name": "r", "expression": "object.spec.replicas"}],
+        )
+    )
+    assert pol.batch is None

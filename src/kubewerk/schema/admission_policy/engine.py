@@ -66,6 +66,8 @@ class CompiledPolicy:
     validations: list[Validation]
     audit_annotations: list[tuple[str, Compiled]]
     errors: list[FieldError]
+    batch: tuple[Compiled, tuple[int, ...]] | None = None
+    """Validations evaluated together (see :func:`_batch`), and which."""
     criteria: Criteria | None = None
     """``match_constraints`` with its selectors parsed once."""
     reads: frozenset[str] = frozenset()
@@ -177,6 +179,7 @@ def compile_policy(policy: Mapping[str, Any]) -> CompiledPolicy:
         for a in items("auditAnnotations")
     ]
     mc = spec.get("matchConstraints")
+    batched = _batch(validations, has_params, declared)
     return CompiledPolicy(
         policy=obj,
         name=str(meta.get("name", "")),
@@ -188,7 +191,38 @@ def compile_policy(policy: Mapping[str, Any]) -> CompiledPolicy:
         validations=validations,
         audit_annotations=audits,
         errors=errors,
+        batch=batched,
     )
+
+
+def _batch(
+    validations: list[Validation], has_params: bool, declared: frozenset[str] | None
+) -> tuple[Compiled, tuple[int, ...]] | None:
+    """The validations that read neither ``variables`` nor ``authorizer`` compiled into one
+    program giving the list of their values (one evaluation instead of one each), with
+    their indexes; None when fewer than two qualify or the list does not compile.
+
+    Evaluating the list reads nothing the separate expressions would not and calls
+    nothing with an effect, so it is only a cheaper way to get the same values: when
+    the list fails (some element errs) or holds something else than booleans, each
+    validation is evaluated on its own as without it."""
+    indexes = tuple(
+        i
+        for i, v in enumerate(validations)
+        if v.expression.ok
+        and "variables" not in v.expression.reads
+        and "authorizer" not in v.expression.reads
+    )
+    if len(indexes) < 2:
+        return None
+    # each expression on lines of its own: a trailing // comment ends with its line
+    text = "[" + ", ".join(f"(\n{validations[i].expression.expression}\n)" for i in indexes) + "]"
+    compiled = compile_expression(
+        text, returns=None, params=has_params, authorizer=True, declared_variables=declared
+    )
+    if not compiled.ok or compiled.env_key != validations[indexes[0]].expression.env_key:
+        return None
+    return compiled, indexes
 
 
 @dataclass(frozen=True)
@@ -480,8 +514,22 @@ def validate(
                 )
                 return ValidateResult(True, [Decision("Deny", "error", message)], [])
         decisions: list[Decision] = []
+        batched: dict[int, bool] = {}
+        if policy.batch is not None:
+            program, indexes = policy.batch
+            bok, values = act._run(program)
+            if (
+                bok
+                and isinstance(values, list)
+                and len(values) == len(indexes)
+                and all(type(x) is bool for x in values)
+            ):
+                batched = dict(zip(indexes, values, strict=True))
         for i, v in enumerate(policy.validations):
-            ok, value = act.run(v.expression)
+            if i in batched:
+                ok, value = True, batched[i]
+            else:
+                ok, value = act.run(v.expression)
             if not ok:
                 decisions.append(Decision(error_action, "error", value, "", i))
                 continue
