@@ -205,7 +205,7 @@ class Watcher:
                 # events now wait behind a write the client has not taken: bounded wait
                 loop = asyncio.get_running_loop()
                 self.stall_timer = loop.call_later(self.max_stall, self._stalled)
-        waiter = self.waiter
+        waiter = self.waiter  # wake(), inlined: this runs per event and watcher
         if waiter is not None:
             self.waiter = None
             if not waiter.done():
