@@ -34,6 +34,7 @@ from typing import Any, Final
 
 import orjson
 
+from kubewerk.apiserver import fieldmanager
 from kubewerk.apiserver.admission_chain import httpclient, webhooks
 from kubewerk.apiserver.admission_chain.registration import GROUP
 from kubewerk.apiserver.admission_chain.typechecking import TypeChecker
@@ -658,6 +659,11 @@ class AdmissionChain:
                 return result
 
             return await self._scale(target, query, apply_to)
+        if (
+            content_type.split(";")[0].strip().lower().startswith("application/apply-patch")
+            and self.api._patch_media(target, content_type, query) == APPLY_YAML
+        ):
+            return await self._server_side_apply(target, patch_body, query)
         for _attempt in range(MAX_ATTEMPTS):
             warnings: list[str] = []
             annotations: dict[str, str] = {}
@@ -673,6 +679,70 @@ class AdmissionChain:
             final = await self._finish(target, result, served, query, warnings, annotations)
             if final is not None or rv_text:
                 return final if final is not None else self._stale(target)
+        return self._stale(target)
+
+    async def _server_side_apply(
+        self, target: Target, patch_body: bytes, query: dict[str, str]
+    ) -> RestResponse:
+        """Server-side apply through admission, as kube-apiserver runs it: the applied
+        object (merged by the field manager, its managedFields final) goes through
+        mutating and validating admission as a CREATE when the object does not exist,
+        else as an UPDATE of the stored object; a concurrent write retries the merge."""
+        rtype = target.rtype
+        config = self.api._apply_config(target, patch_body)
+        rv_text = (config.get("metadata") or {}).get("resourceVersion")
+        for _attempt in range(MAX_ATTEMPTS):
+            warnings: list[str] = []
+            annotations: dict[str, str] = {}
+            key = rtype.key(target.namespace or "", target.name or "")
+            current = self.store.get(key)
+            if current is None:
+                if target.subresource:
+                    raise ApiError.not_found(rtype.resource, rtype.group, target.name or "")
+                new = fieldmanager.apply_config(
+                    rtype, target.version, None, None, copy_json(config), query
+                )
+                new.setdefault("metadata", {})["name"] = target.name
+                if rtype.namespaced and target.namespace:
+                    new["metadata"].setdefault("namespace", target.namespace)
+                collection = Target(rtype, target.version, target.namespace, None)
+                mutated = await self._mutate(
+                    "CREATE", target, new, None, query, warnings, annotations
+                )
+                assert mutated is not None
+                created = self.api.create(collection, mutated, query, defer=True, applied=True)
+                assert created.commit is not None
+                await self._validate(
+                    "CREATE", target, created.body, None, query, warnings, annotations
+                )
+                final = created.commit()
+                final.warnings = warnings + final.warnings
+                return final
+            served = self.api.serve(target, current)
+            new = copy_json(
+                fieldmanager.apply_config(
+                    rtype, target.version, target.subresource, served, config, query
+                )
+            )
+            mine = await self._mutate("UPDATE", target, new, served, query, warnings, annotations)
+            assert mine is not None
+            if self._moved(key, current):
+                continue
+            result = self.api._apply_update(
+                target,
+                key,
+                current,
+                mine,
+                query,
+                rv_text,
+                served,
+                defer=True,
+                applied=True,
+                verb="patch",
+            )
+            done = await self._finish(target, result, served, query, warnings, annotations)
+            if done is not None or rv_text:
+                return done if done is not None else self._stale(target)
         return self._stale(target)
 
     async def delete(self, target: Target, options: JSON, query: dict[str, str]) -> RestResponse:
