@@ -28,6 +28,16 @@ authentication (a bearer token from a static token file) and RBAC on — the tok
 is no superuser, so every request is decided by a RoleBinding — against the server with
 both off, in alternating rounds of the same run; the median ratio of the rounds is
 reported. Target: >= 0.85x for both.
+
+``--ssa`` (issue 16) measures server-side apply of the demo ``Database`` against a merge
+patch of the same object (the same document, ``fieldManager=bench``) on the same server,
+in alternating rounds: a no-op re-apply of one object, and an apply that creates a new
+object per request (a numbered name in the URL), each as a ratio to the merge patch's
+rate; the median ratio of the rounds is reported, and the re-applied object's
+resourceVersion is checked to be unchanged by the whole re-apply run (a no-op apply
+writes nothing). Target: apply >= 0.5x merge patch.
+
+    .venv/bin/python benchmarks/apiserver.py --ssa [--rounds 3] [-d 5]
 """
 
 from __future__ import annotations
@@ -450,6 +460,167 @@ def auth_run(args: Any, client: str) -> int:
     return 0
 
 
+APPLY = "application/apply-patch+yaml"
+MERGE = "application/merge-patch+json"
+
+
+def patch_load(
+    client: str,
+    base: str,
+    path: str,
+    body: bytes,
+    content_type: str,
+    connections: int,
+    duration: int,
+    numbered: str | None = None,
+) -> float:
+    """PATCHes/s of ``body`` to ``base + path`` (``path + numbered + n`` with ``n``
+    counting up per request when ``numbered`` is given: a new object each time); fails
+    if any answer was not 2xx."""
+    if client == "wrk":
+        with tempfile.NamedTemporaryFile("w", suffix=".lua", delete=False) as script:
+            script.write(f'wrk.method = "PATCH"\nwrk.body = [==[{body.decode()}]==]\n')
+            script.write(f'wrk.headers["Content-Type"] = "{content_type}"\n')
+            if numbered is not None:
+                head, _, query = path.partition("?")
+                script.write(
+                    "counter = 0\nrequest = function()\n  counter = counter + 1\n"
+                    f'  return wrk.format(nil, "{head}{numbered}" .. counter .. "?{query}")\n'
+                    "end\n"
+                )
+        try:
+            out = subprocess.run(
+                [
+                    "wrk",
+                    "-t1",
+                    f"-c{connections}",
+                    f"-d{duration}s",
+                    "-s",
+                    script.name,
+                    base + path,
+                ],
+                capture_output=True,
+                text=True,
+                check=True,
+            ).stdout
+        finally:
+            os.unlink(script.name)
+        bad = re.search(r"Non-2xx or 3xx responses: (\d+)", out)
+        if bad:
+            raise RuntimeError(f"{bad.group(1)} non-2xx answers from PATCH {path}:\n{out}")
+        match = re.search(r"Requests/sec:\s+([\d.]+)", out)
+        if match is None:
+            raise RuntimeError(out)
+        return float(match.group(1))
+
+    async def run() -> float:
+        count = 0
+        deadline = time.monotonic() + duration
+        head, _, query = path.partition("?")
+        async with aiohttp.ClientSession(
+            connector=aiohttp.TCPConnector(limit=connections)
+        ) as session:
+
+            async def worker() -> None:
+                nonlocal count
+                while time.monotonic() < deadline:
+                    count += 1
+                    url = base + (f"{head}{numbered}{count}?{query}" if numbered else path)
+                    headers = {"content-type": content_type}
+                    async with session.patch(url, data=body, headers=headers) as resp:
+                        await resp.read()
+                        if resp.status >= 300:
+                            raise RuntimeError(f"{resp.status} from PATCH {url}")
+
+            started = time.monotonic()
+            await asyncio.gather(*(worker() for _ in range(connections)))
+            return count / (time.monotonic() - started)
+
+    import uvloop
+
+    return uvloop.run(run())
+
+
+async def resource_version(base: str, path: str) -> str:
+    async with aiohttp.ClientSession(base) as s, s.get(path) as r:
+        assert r.status == 200, await r.text()
+        return str((await r.json())["metadata"]["resourceVersion"])
+
+
+def ssa_run(args: Any, client: str) -> int:
+    """``--ssa``: no-op re-apply and create-by-apply rates of the demo Database against a
+    merge patch of the same object, alternating rounds on one server."""
+    api, port = start(serve_api, args.profile)
+    base = f"http://127.0.0.1:{port}"
+    coll = f"/apis/{GV}/namespaces/bench/databases"
+    query = "?fieldManager=bench"
+    doc = database("ssa-me")
+    applied = orjson.dumps(doc)
+    merged = orjson.dumps({**doc, "metadata": {**doc["metadata"], "name": "merge-me"}})
+    nameless = orjson.dumps({**doc, "metadata": {"labels": doc["metadata"]["labels"]}})
+    rounds: list[tuple[float, float, float]] = []
+    unchanged: list[bool] = []
+    c, d = args.connections, args.duration
+    try:
+        asyncio.run(setup(base))
+        patch_load(client, base, f"{coll}/ssa-me{query}", applied, APPLY, 1, 1)
+        asyncio.run(_post(base, coll, database("merge-me")))
+        for i in range(args.rounds):
+
+            def merge() -> float:
+                return patch_load(client, base, f"{coll}/merge-me{query}", merged, MERGE, c, d)
+
+            def reapply() -> float:
+                before = asyncio.run(resource_version(base, f"{coll}/ssa-me"))
+                rate = patch_load(client, base, f"{coll}/ssa-me{query}", applied, APPLY, c, d)
+                after = asyncio.run(resource_version(base, f"{coll}/ssa-me"))
+                unchanged.append(before == after)
+                return rate
+
+            def create(prefix: str = f"r{i}-") -> float:
+                return patch_load(
+                    client, base, f"{coll}/{query}", nameless, APPLY, c, d, numbered=prefix
+                )
+
+            if i % 2 == 0:
+                m, r, n = merge(), reapply(), create()
+            else:
+                n, r, m = create(), reapply(), merge()
+            rounds.append((m, r, n))
+    finally:
+        if api.pid is not None and api.is_alive():
+            os.kill(api.pid, signal.SIGTERM)
+            api.join(15)
+        if api.is_alive():
+            api.kill()
+    print(
+        f"embedded API server (memory store): server-side apply of the demo Database vs a "
+        f"merge patch of the same object, client: {client} ({c} connections), "
+        f"{os.cpu_count()} CPUs, {args.rounds} alternating rounds of {d} s"
+    )
+    print()
+    print(f"{'round':>5} {'merge /s':>10} {'re-apply /s':>12} {'ratio':>6} "
+          f"{'apply-create /s':>16} {'ratio':>6}")  # fmt: skip
+    for i, (m, r, n) in enumerate(rounds, 1):
+        print(f"{i:>5} {m:10,.0f} {r:12,.0f} {r / m:5.2f}x {n:16,.0f} {n / m:5.2f}x")
+    print()
+    print(
+        f"median ratio to merge patch: no-op re-apply "
+        f"{statistics.median(r / m for m, r, _ in rounds):.2f}x, create by apply "
+        f"{statistics.median(n / m for m, _, n in rounds):.2f}x (target >= 0.5x)"
+    )
+    print(
+        "no-op re-apply wrote nothing (same resourceVersion after every run): "
+        + ("yes" if all(unchanged) else "NO")
+    )
+    return 0 if all(unchanged) else 1
+
+
+async def _post(base: str, path: str, obj: dict[str, Any]) -> None:
+    async with aiohttp.ClientSession(base) as s, s.post(path, json=obj) as r:
+        assert r.status == 201, await r.text()
+
+
 def percentile(values: list[float], q: float) -> float:
     ordered = sorted(values)
     return ordered[min(len(ordered) - 1, int(q * len(ordered)))]
@@ -472,7 +643,12 @@ def main() -> int:
     parser.add_argument(
         "--auth", action="store_true", help="authentication + RBAC on vs off (issue 15)"
     )
-    parser.add_argument("--rounds", type=int, default=3, help="alternating rounds for --auth")
+    parser.add_argument(
+        "--rounds", type=int, default=3, help="alternating rounds for --auth and --ssa"
+    )
+    parser.add_argument(
+        "--ssa", action="store_true", help="server-side apply vs merge patch (issue 16)"
+    )
     args = parser.parse_args()
 
     client = args.client
@@ -487,6 +663,8 @@ def main() -> int:
     load = wrk if client == "wrk" else aiohttp_load
     if args.auth:
         return auth_run(args, client)
+    if args.ssa:
+        return ssa_run(args, client)
 
     api, api_port = start(serve_api, args.profile)
     noop, noop_port = start(serve_noop)
