@@ -46,6 +46,12 @@ log = logging.getLogger("kubewerk.runtime.manager")
 
 T = TypeVar("T")
 Runnable = Callable[[], Coroutine[Any, Any, None]]
+AsgiApp = Callable[
+    [dict[str, Any], Callable[[], Awaitable[Any]], Callable[[Any], Awaitable[None]]],
+    Awaitable[None],
+]
+"""An ASGI application (what :meth:`Manager.mount` serves on the probe port)."""
+_PROBE_PATHS = ("/healthz", "/readyz", "/metrics")
 
 
 class LeaderElectionLost(Exception):
@@ -189,6 +195,7 @@ class Manager:
         self.name = name
         self.controllers: list[Controller[Any]] = []
         self._runnables: list[tuple[Runnable, bool]] = []
+        self._mounts: list[tuple[str, AsgiApp]] = []
         self._indexes: list[tuple[Any, str, Callable[[dict[str, Any]], Iterable[str]]]] = []
         self._runnable_tasks: list[asyncio.Task[None]] = []
         self._recorders: list[EventRecorder] = []
@@ -265,6 +272,19 @@ class Manager:
         if self.cache is not None:
             self.cache.informer(kind).add_indexer(name, fn)
 
+    def mount(self, prefix: str, app: AsgiApp) -> None:
+        """Serve ``app`` on the probe server for ``prefix`` and every path below it
+        (``/dashboard``, ``/dashboard/...``); the probe paths stay the manager's. The app
+        gets the request's scope unchanged (its path includes ``prefix``)."""
+        if not prefix.startswith("/") or prefix.endswith("/") or prefix in _PROBE_PATHS:
+            raise ValueError(
+                f"mount prefix {prefix!r} must start with '/', not end with one, and not be "
+                "a probe path"
+            )
+        if any(prefix == p for p, _ in self._mounts):
+            raise ValueError(f"something is already mounted at {prefix}")
+        self._mounts.append((prefix, app))
+
     def add_runnable(self, fn: Runnable, *, needs_leader: bool = True) -> None:
         """Run ``fn()`` while the manager runs (only while leading when ``needs_leader``)."""
         self._runnables.append((fn, needs_leader))
@@ -333,6 +353,10 @@ class Manager:
             body = self.metrics.exposition()
             content_type = CONTENT_TYPE_LATEST.encode()
         else:
+            for prefix, app in self._mounts:
+                if path == prefix or path.startswith(prefix + "/"):
+                    await app(scope, receive, send)
+                    return
             await send(
                 {
                     "type": "http.response.start",
@@ -365,6 +389,9 @@ class Manager:
         try:
             if os.name == "posix":  # as every server: restart while old connections linger
                 sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+            # inherited by accepted connections: without it a keep-alive response's body
+            # waits for the client's delayed ACK (~40 ms)
+            sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
             sock.bind((host, self.probe_port))
             sock.listen()
         except OSError as exc:
