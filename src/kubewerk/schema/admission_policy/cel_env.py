@@ -60,9 +60,10 @@ _VARIABLE_REF: Final = re.compile(r"(?<![\w.])variables\s*\.\s*([A-Za-z_][A-Za-z
 def activation(key: tuple[bool, bool, bool], data: dict[str, Any]) -> Any:
     """``data`` converted once for every expression compiled in environment ``key``
     (converting the object is most of a cheap expression's cost)."""
-    return env(params=key[0], authorizer=key[1], variables=key[2]).Activation(
-        data=data, arena=cel.Arena()
-    )
+    found = _ENVS.get(key)
+    if found is None:
+        found = env(params=key[0], authorizer=key[1], variables=key[2])
+    return found.Activation(data=data, arena=cel.Arena())
 
 
 def env(*, params: bool, authorizer: bool, variables: bool) -> Any:
