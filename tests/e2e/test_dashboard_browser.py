@@ -113,19 +113,24 @@ def test_dashboard_in_chromium(
     shots.mkdir()
     print(f"screenshots: {shots}")
 
+    def stuck_texts() -> list[str]:
+        # read the rows' text in one go: a live update may replace them between a find
+        # and a read (a stale element), and then the whole read is simply tried again
+        return [row.text for row in browser.find_elements(By.CSS_SELECTOR, "#stuck tbody tr")]
+
     browser.get(dashboard)
     try:
-        rows = wait(lambda: browser.find_elements(By.CSS_SELECTOR, "#stuck tbody tr"))
+        rows = wait(stuck_texts)
     except BaseException:
         print(browser.page_source[:3000], console_errors(browser))
         raise
-    first = rows[0].text
+    first = rows[0]
     assert "Environment/acme/prod" in first and "ProvisioningFailed" in first
     # the hostile message is text on the page; nothing of it ran or became an element
     assert HOSTILE in first
     assert browser.execute_script("return window.__pwned === undefined")
     assert not browser.find_elements(By.CSS_SELECTOR, "#main script, #main img")
-    assert "Database/acme/orders" in rows[1].text
+    assert "Database/acme/orders" in rows[1]
     browser.save_screenshot(str(shots / "summary.png"))
 
     # a change with kubectl reaches the page without a reload
@@ -150,8 +155,8 @@ def test_dashboard_in_chromium(
     )
 
     def env_gone() -> bool:
-        rows = browser.find_elements(By.CSS_SELECTOR, "#stuck tbody tr")
-        return bool(rows) and "Environment/acme/prod" not in rows[0].text
+        rows = stuck_texts()
+        return bool(rows) and "Environment/acme/prod" not in rows[0]
 
     wait(env_gone, timeout=5)
     elapsed = time.monotonic() - started
@@ -163,7 +168,7 @@ def test_dashboard_in_chromium(
     # one object's page
     browser.get(dashboard + "#/object/" + "Database.platform.kubewerk.dev%2Facme%2Forders")
     wait(lambda: "DependenciesNotReady" in browser.find_element(By.ID, "why").text)
-    page = browser.find_element(By.ID, "main").text
+    page = wait(lambda: browser.find_element(By.ID, "main").text)
     assert "Quota/acme/shop (missing)" in page and "(none) → Pending: Created" in page
     browser.save_screenshot(str(shots / "object.png"))
 
