@@ -4,7 +4,6 @@ typed ConfigMap apply through ``CoreV1Api``) and lightkube's ``apply``."""
 
 from __future__ import annotations
 
-import importlib.util
 import json
 from collections.abc import Iterator
 from pathlib import Path
@@ -96,10 +95,6 @@ def test_official_typed_client_apply_of_a_configmap(api: client.ApiClient) -> No
     assert got.data == {"b": "2"}
 
 
-@pytest.mark.skipif(
-    importlib.util.find_spec("lightkube") is None,
-    reason="lightkube is not installed in .venv (not a kubewerk dependency)",
-)
 def test_lightkube_apply(kubeconfig: Path) -> None:
     from lightkube import Client as LightClient
     from lightkube import KubeConfig
