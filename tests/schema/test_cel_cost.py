@@ -240,9 +240,12 @@ def test_unchanged_version_is_held_to_the_total_only_on_update() -> None:
     assert validate_crd(new, old) == []
 
 
-def test_corpus_crds_are_all_accepted_for_cost(corpus_dir: Path) -> None:
+def test_corpus_crd_history_is_all_accepted_for_cost(corpus_dir: Path) -> None:
+    """The earlier versions of the corpus CRDs: their rules stay within the budgets.
+    (The current ones go through the whole CRD acceptance, cost included, in
+    tests/schema/test_crd.py::test_corpus_accepted_and_compiles.)"""
     seen = 0
-    for f in sorted(corpus_dir.rglob("*.yaml")):
+    for f in sorted((corpus_dir / "crd-history").rglob("*.yaml")):
         for doc in yaml.load_all(f.read_text(encoding="utf-8"), Loader=yaml.CSafeLoader):
             if not isinstance(doc, dict) or doc.get("kind") != "CustomResourceDefinition":
                 continue
