@@ -51,8 +51,8 @@ import orjson
 import yaml
 
 from kubewerk.apiserver.audit.policy import NOT_LOGGED, Policy, RuleDecision
-from kubewerk.apiserver.audit.requestref import RequestRef, request_ref
 from kubewerk.apiserver.audit.specpatch import spec_patch
+from kubewerk.apiserver.auth.requestinfo import RequestInfo, request_info
 from kubewerk.apiserver.auth.types import Attributes, UserInfo, request_user
 from kubewerk.apiserver.storage.base import Event, Store
 
@@ -268,7 +268,7 @@ class AuditRecord:
         self.response_size = 0
         self.response_type = ""
         self.writes: list[Event] = []
-        self._info: RequestRef | None = None
+        self._info: RequestInfo | None = None
         self._query: dict[str, str] | None = None
 
     # -- what the request is -----------------------------------------------------------
@@ -281,9 +281,9 @@ class AuditRecord:
         return self._query
 
     @property
-    def info(self) -> RequestRef:
+    def info(self) -> RequestInfo:
         if self._info is None:
-            self._info = request_ref(self.scope["method"], self.scope["path"], self.query)
+            self._info = request_info(self.scope["method"], self.scope["path"], self.query)
         return self._info
 
     def decide(self, user: UserInfo | None, impersonated: UserInfo | None = None) -> None:
