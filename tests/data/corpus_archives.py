@@ -8,9 +8,10 @@ fixture hands to the tests. ``pack`` writes the archives reproducibly (sorted me
 timestamps or owners), so packing the same files twice gives the same bytes and a refresh shows
 up in git only for the projects whose files changed.
 
-Refresh from a corpus checkout (by default ``../shared/corpus`` beside the repository)::
+Refresh from a corpus checkout (by default ``../shared/corpus`` beside the repository), or
+only check that the archives hold exactly that corpus (exit 1 and the differences if not)::
 
-    .venv/bin/python -m tests.data.corpus_archives [--from DIR]
+    .venv/bin/python -m tests.data.corpus_archives [--from DIR] [--check]
 """
 
 from __future__ import annotations
@@ -128,6 +129,31 @@ def pack(corpus: Path, archive_dir: Path = ARCHIVE_DIR) -> dict[str, int]:
     return sizes
 
 
+def differences(corpus: Path, archive_dir: Path = ARCHIVE_DIR) -> list[str]:
+    """Where the archives of ``archive_dir`` differ from ``corpus``: files only in one of
+    them, and files whose bytes differ (relative POSIX paths, sorted; empty when equal)."""
+
+    def files(root: Path) -> dict[str, Path]:
+        return {
+            p.relative_to(root).as_posix(): p
+            for part in PARTS
+            for p in (root / part).rglob("*")
+            if p.is_file()
+        }
+
+    with tempfile.TemporaryDirectory() as tmp:
+        ours = files(unpack(archive_dir, Path(tmp)))
+        theirs = files(corpus)
+        out = [f"only in the archives: {f}" for f in sorted(ours.keys() - theirs.keys())]
+        out += [f"only in {corpus}: {f}" for f in sorted(theirs.keys() - ours.keys())]
+        out += [
+            f"differs: {f}"
+            for f in sorted(ours.keys() & theirs.keys())
+            if ours[f].read_bytes() != theirs[f].read_bytes()
+        ]
+    return out
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     """Command line: repack the archives from a corpus directory and print their sizes."""
     ap = argparse.ArgumentParser(
@@ -142,10 +168,25 @@ def main(argv: Sequence[str] | None = None) -> int:
         default=SHARED_CORPUS,
         help="corpus directory holding crds/ and crd-history/ (default: %(default)s)",
     )
+    ap.add_argument(
+        "--check",
+        action="store_true",
+        help="write nothing; exit 1 and list the differences unless the archives hold "
+        "exactly the corpus",
+    )
     args = ap.parse_args(argv)
     if not (args.corpus / "crds").is_dir() or not (args.corpus / "crd-history").is_dir():
         print(f"error: {args.corpus} has no crds/ and crd-history/ folders", file=sys.stderr)
         return 2
+    if args.check:
+        try:
+            found = differences(args.corpus)
+        except (CorpusArchiveError, FileNotFoundError) as exc:
+            print(f"error: {exc}", file=sys.stderr)
+            return 2
+        for line in found:
+            print(line)
+        return 1 if found else 0
     try:
         sizes = pack(args.corpus)
     except (CorpusArchiveError, FileNotFoundError) as exc:
