@@ -16,13 +16,22 @@ from __future__ import annotations
 
 import re
 from fractions import Fraction
-from typing import Final
+from typing import Final, Literal
 
 MAX_MAGNITUDE: Final = 2**63 - 1
 """``maxAllowed``: a larger quantity is capped here (its sign kept)."""
 NANOS: Final = 10**9
 SIGNIFICANT: Final = 64
 """Leading digits that take part in the arithmetic; the rest only say "not zero"."""
+
+Format = Literal["BinarySI", "DecimalSI", "DecimalExponent"]
+
+BINARY_SUFFIXES: Final = {"Ki": 1, "Mi": 2, "Gi": 3, "Ti": 4, "Pi": 5, "Ei": 6}
+"""Binary suffixes: the power of 1024 each stands for."""
+DECIMAL_SUFFIXES: Final = {
+    "n": -9, "u": -6, "m": -3, "": 0, "k": 3, "M": 6, "G": 9, "T": 12, "P": 15, "E": 18,
+}  # fmt: skip
+"""Decimal suffixes: the power of 10 each stands for."""
 
 _INT64 = 2**63
 _NUMBER = re.compile(r"[0-9]*\.?[0-9]*")
@@ -84,3 +93,17 @@ def scaled_value(number: str, exp10: int = 0, binary_power: int = 0) -> Fraction
     if whole_nanos > MAX_MAGNITUDE * NANOS:
         return Fraction(sign * MAX_MAGNITUDE)
     return Fraction(sign * whole_nanos, NANOS)
+
+
+def suffixed_value(number: str, suffix: str) -> tuple[Fraction, Format] | None:
+    """The value and format of ``number`` followed by ``suffix`` (a binary or decimal
+    suffix, or ``e``/``E`` and an exponent) as :func:`scaled_value` gives it; None when
+    ``suffix`` is none of those. ``ValueError`` when ``number`` is not a number."""
+    if suffix in BINARY_SUFFIXES:
+        return scaled_value(number, 0, BINARY_SUFFIXES[suffix]), "BinarySI"
+    if suffix in DECIMAL_SUFFIXES:
+        return scaled_value(number, DECIMAL_SUFFIXES[suffix]), "DecimalSI"
+    exponent = go_exponent(suffix[1:]) if suffix[:1] in ("e", "E") else None
+    if exponent is None:
+        return None
+    return scaled_value(number, exponent), "DecimalExponent"

@@ -15,12 +15,10 @@ import math
 import re
 from fractions import Fraction
 from functools import lru_cache
-from typing import Any, Final, Literal
+from typing import Any, Final
 
 from kubewerk.apiserver.kindrules.common import JSON
-from kubewerk.core.quantity import go_exponent, scaled_value
-
-Format = Literal["BinarySI", "DecimalSI", "DecimalExponent"]
+from kubewerk.core.quantity import BINARY_SUFFIXES, DECIMAL_SUFFIXES, Format, suffixed_value
 
 PARSE_ERROR: Final = (
     "quantities must match the regular expression '^([+-]?[0-9.]+)([eEinumkKMGTP]*[-+]?[0-9]*)$'"
@@ -29,21 +27,8 @@ PARSE_ERROR: Final = (
 
 _QUANTITY_RE: Final = re.compile(r"([+-]?[0-9.]+)([eEinumkKMGTP]*[-+]?[0-9]*)")
 _NUMBER_RE: Final = re.compile(r"[+-]?(?:[0-9]+\.?[0-9]*|\.[0-9]+)")
-_BINARY: Final = {"Ki": 1, "Mi": 2, "Gi": 3, "Ti": 4, "Pi": 5, "Ei": 6}
-_DECIMAL: Final = {
-    "n": -9,
-    "u": -6,
-    "m": -3,
-    "": 0,
-    "k": 3,
-    "M": 6,
-    "G": 9,
-    "T": 12,
-    "P": 15,
-    "E": 18,
-}
-_DECIMAL_BY_EXP: Final = {v: k for k, v in _DECIMAL.items()}
-_BINARY_BY_EXP: Final = {v: k for k, v in _BINARY.items()}
+_DECIMAL_BY_EXP: Final = {v: k for k, v in DECIMAL_SUFFIXES.items()}
+_BINARY_BY_EXP: Final = {v: k for k, v in BINARY_SUFFIXES.items()}
 
 
 CACHED_TEXT: Final = 64
@@ -64,17 +49,10 @@ def _parse(text: str) -> tuple[Fraction, Format]:
     m = _QUANTITY_RE.fullmatch(text.strip()) if text == text.strip() else None
     if not m or not _NUMBER_RE.fullmatch(m.group(1)):
         raise ValueError(PARSE_ERROR)
-    number = m.group(1)
-    suffix = m.group(2)
-    if suffix in _BINARY:
-        return scaled_value(number, 0, _BINARY[suffix]), "BinarySI"
-    if suffix in _DECIMAL:
-        return scaled_value(number, _DECIMAL[suffix]), "DecimalSI"
-    if suffix[:1] in ("e", "E"):
-        exponent = go_exponent(suffix[1:])
-        if exponent is not None:
-            return scaled_value(number, exponent), "DecimalExponent"
-    raise ValueError("unable to parse quantity's suffix")
+    found = suffixed_value(m.group(1), m.group(2))
+    if found is None:
+        raise ValueError("unable to parse quantity's suffix")
+    return found
 
 
 _parse_remembered = lru_cache(maxsize=CACHE_SIZE)(_parse)

@@ -13,7 +13,7 @@ from fractions import Fraction
 from typing import Any, Final
 
 from kubewerk.core.meta import human_duration, parse_time
-from kubewerk.core.quantity import go_exponent, scaled_value
+from kubewerk.core.quantity import DECIMAL_SUFFIXES, suffixed_value
 from kubewerk.core.selectors import LabelSelectorError, label_selector_from_dict
 
 JSON = dict[str, Any]
@@ -154,10 +154,7 @@ def int_or_string(value: Any) -> str:
 # -- quantities -------------------------------------------------------------------------
 
 _QUANTITY_RE: Final = re.compile(r"([+-]?)([0-9]*\.?[0-9]*)([a-zA-Z]*[-+]?[0-9]*)")
-_BINARY_SUFFIXES: Final = {"Ki": 1, "Mi": 2, "Gi": 3, "Ti": 4, "Pi": 5, "Ei": 6}
-_DECIMAL_SUFFIXES: Final = {"n": -9, "u": -6, "m": -3, "": 0, "k": 3, "M": 6, "G": 9,
-                            "T": 12, "P": 15, "E": 18}  # fmt: skip
-_DECIMAL_BY_EXP: Final = {v: k for k, v in _DECIMAL_SUFFIXES.items()}
+_DECIMAL_BY_EXP: Final = {v: k for k, v in DECIMAL_SUFFIXES.items()}
 _BINARY_BY_POWER: Final = ("", "Ki", "Mi", "Gi", "Ti", "Pi", "Ei")
 
 
@@ -168,15 +165,7 @@ def _parse_quantity(text: str) -> tuple[Fraction, str] | None:
     if not m or not m.group(2) or m.group(2) == ".":
         return None
     sign, number, suffix = m.groups()
-    number = sign + number
-    if suffix in _BINARY_SUFFIXES:
-        return scaled_value(number, 0, _BINARY_SUFFIXES[suffix]), "BinarySI"
-    if suffix in _DECIMAL_SUFFIXES:
-        return scaled_value(number, _DECIMAL_SUFFIXES[suffix]), "DecimalSI"
-    exponent = go_exponent(suffix[1:]) if suffix[:1] in ("e", "E") else None
-    if exponent is None:
-        return None
-    return scaled_value(number, exponent), "DecimalExponent"
+    return suffixed_value(sign + number, suffix)
 
 
 def _round_up(value: Fraction, scale: int) -> Fraction:

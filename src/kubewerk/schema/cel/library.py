@@ -21,7 +21,7 @@ from urllib.parse import parse_qs, urlsplit
 import re2
 from cel_expr_python import cel
 
-from kubewerk.core.quantity import go_exponent, scaled_value
+from kubewerk.core.quantity import suffixed_value
 
 from .._regexp import compile_go_regexp
 from .._structural import dns1035_label_errors, dns1123_label_errors, dns1123_subdomain_errors
@@ -223,20 +223,6 @@ def url_query(u: Any) -> dict[str, list[str]]:
 
 # -------------------------------------------------------------------- quantity
 _QTY = re.compile(r"^([+-]?)(\d+\.?\d*|\.\d+)(.*)\Z")
-_BINARY: Final = {"Ki": 1, "Mi": 2, "Gi": 3, "Ti": 4, "Pi": 5, "Ei": 6}
-"""Binary suffixes: the power of 1024."""
-_DECIMAL: Final = {
-    "n": -9,
-    "u": -6,
-    "m": -3,
-    "": 0,
-    "k": 3,
-    "M": 6,
-    "G": 9,
-    "T": 12,
-    "P": 15,
-    "E": 18,
-}
 
 
 def parse_quantity(s: str) -> Fraction | None:
@@ -246,16 +232,8 @@ def parse_quantity(s: str) -> Fraction | None:
     if not m:
         return None
     sign, number, suffix = m.groups()
-    number = sign + number
-    if suffix in _BINARY:
-        return scaled_value(number, 0, _BINARY[suffix])
-    if suffix in _DECIMAL:
-        return scaled_value(number, _DECIMAL[suffix])
-    if suffix[:1] in ("e", "E"):
-        exponent = go_exponent(suffix[1:])
-        if exponent is not None:
-            return scaled_value(number, exponent)
-    return None
+    found = suffixed_value(sign + number, suffix)
+    return None if found is None else found[0]
 
 
 def _tagged_quantity(value: Fraction) -> dict[str, Any]:
