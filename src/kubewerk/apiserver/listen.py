@@ -6,8 +6,9 @@ a LAN address, a name resolving to one) unless authentication is on or the calle
 in, and
 ``exposure_warning`` is the warning to give on every start when it did. A client must
 never be handed a wildcard address: ``client_host`` turns ``0.0.0.0`` into ``127.0.0.1``
-and ``::`` into ``::1``. ``raise_open_file_limit`` lifts the soft descriptor limit to the
-hard one, as every Go program (kube-apiserver included) does at start since Go 1.19.
+and ``::`` into ``::1``. ``raise_open_file_limit`` (from :mod:`kubewerk.core.openfiles`)
+lifts the soft descriptor limit to the hard one, as every Go program (kube-apiserver
+included) does at start.
 """
 
 from __future__ import annotations
@@ -16,8 +17,8 @@ import ipaddress
 import socket
 from dataclasses import dataclass
 
-# macOS refuses RLIM_INFINITY as a soft descriptor limit; Go caps it at OPEN_MAX there too
-_OPEN_MAX = 10240
+# re-exported: the server lifts the limit at start (the one copy lives in kubewerk.core)
+from kubewerk.core.openfiles import raise_open_file_limit as raise_open_file_limit
 
 
 @dataclass(frozen=True)
@@ -102,30 +103,3 @@ def exposure_warning(bind: BindAddress, port: int) -> str:
         f"the API server listens on {where}, which is not loopback, and has NO authentication: "
         "anyone who can reach this port can read and write every object, Secrets included"
     )
-
-
-def raise_open_file_limit() -> tuple[int, int]:
-    """Lift the soft RLIMIT_NOFILE to the hard limit (best effort); return (soft, hard) after.
-
-    Each idle client holds a descriptor; with the common soft limit of 1,024, a thousand idle
-    sockets would lock out every new client. Without ``resource`` (Windows) this is ``(-1, -1)``.
-    """
-    try:
-        import resource
-    except ImportError:  # pragma: no cover - Windows
-        return (-1, -1)
-    infinity = resource.RLIM_INFINITY
-    soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
-    if soft in (hard, infinity):
-        return (soft, hard)
-    # macOS refuses an unlimited (or very high) soft limit: fall back to OPEN_MAX there
-    candidates = [hard] if hard != infinity and hard <= _OPEN_MAX else [hard, _OPEN_MAX]
-    for target in candidates:
-        if target != infinity and target <= soft:
-            continue
-        try:
-            resource.setrlimit(resource.RLIMIT_NOFILE, (target, hard))
-        except (ValueError, OSError):
-            continue
-        break
-    return resource.getrlimit(resource.RLIMIT_NOFILE)

@@ -29,6 +29,7 @@ from typing import Any, TypeVar
 from kubewerk.client.client import Client, RetryPolicy
 from kubewerk.client.errors import ConfigError, NotFound
 from kubewerk.client.resources import resource_type_of
+from kubewerk.core.openfiles import raise_open_file_limit
 from kubewerk.runtime.controller import Controller, Mapper, Reconciler, Watch
 from kubewerk.runtime.events import EventRecorder
 from kubewerk.runtime.informer import Cache, Scope
@@ -431,7 +432,8 @@ class Manager:
             raise RuntimeError("the manager was already started")
         self._started = True
         self._stopped = asyncio.Event()
-        _raise_open_file_limit()
+        # a watch per kind holds a descriptor per kind: lift the soft limit as Go programs do
+        raise_open_file_limit()
         if self._client is None:
             self._client = Client.from_environment(self.kubeconfig, self.kube_context)
         client = self._client
@@ -618,18 +620,3 @@ def _has_loop() -> bool:
     except RuntimeError:
         return False
     return True
-
-
-def _raise_open_file_limit() -> None:
-    """Lift the soft RLIMIT_NOFILE to the hard limit, best effort, as Go programs (and so
-    kube's controllers) do at start: every watched kind holds a connection of its own,
-    so a thousand kinds would not fit under the common soft limit of 1,024."""
-    try:
-        import resource
-    except ImportError:  # pragma: no cover - Windows
-        return
-    soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
-    if soft == hard or soft == resource.RLIM_INFINITY or hard == resource.RLIM_INFINITY:
-        return  # already at the top, or an unlimited hard limit some systems refuse as soft
-    with contextlib.suppress(ValueError, OSError):
-        resource.setrlimit(resource.RLIMIT_NOFILE, (hard, hard))
