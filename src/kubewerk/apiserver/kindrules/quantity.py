@@ -11,7 +11,6 @@ malformed text raises again on every call, and ``canonical`` gives the same stri
 
 from __future__ import annotations
 
-import math
 import re
 from fractions import Fraction
 from functools import lru_cache
@@ -58,16 +57,20 @@ def _parse(text: str) -> tuple[Fraction, Format]:
 _parse_remembered = lru_cache(maxsize=CACHE_SIZE)(_parse)
 
 
+def number_text(value: int | float) -> str:
+    """The text of a JSON number as ``Quantity.UnmarshalJSON`` reads it (the raw number):
+    an integer's digits, a float's shortest round-trip form (``0.1``, ``1e+21``), which is
+    the number's text as written for any float a person or ``json.dumps`` writes."""
+    return str(value) if isinstance(value, int) else repr(value)
+
+
 def value_of(text: Any) -> Fraction | None:
-    """The value of a quantity given as a string or a JSON number, None when malformed."""
-    if isinstance(text, bool):
-        return None
-    if isinstance(text, int | float):
-        return Fraction(text)
-    if not isinstance(text, str):
+    """The value of a quantity given as a string or a JSON number (read as its text, so
+    ``0.1`` is exactly a tenth), None when malformed."""
+    if isinstance(text, bool) or not isinstance(text, str | int | float):
         return None
     try:
-        return parse(text)[0]
+        return parse(text if isinstance(text, str) else number_text(text))[0]
     except ValueError:
         return None
 
@@ -84,7 +87,7 @@ def _canonical(text: Any) -> Any:
     if isinstance(text, bool) or not isinstance(text, str | int | float):
         return text
     try:
-        value, fmt = parse(text) if isinstance(text, str) else (Fraction(text), "DecimalSI")
+        value, fmt = parse(text if isinstance(text, str) else number_text(text))
     except ValueError:
         return text
     return format_value(value, fmt)
@@ -94,8 +97,11 @@ _canonical_remembered = lru_cache(maxsize=CACHE_SIZE)(_canonical)
 
 
 def format_value(value: Fraction, fmt: Format) -> str:
-    """``Quantity.String()`` of ``value`` (rounded up to milli units) in ``fmt``."""
-    value = Fraction(math.ceil(value * 1000), 1000)
+    """``Quantity.String()`` of ``value`` in ``fmt`` after ``RoundUp(Milli)``: rounded to a
+    whole number of milli units away from zero (``-1.5m`` is ``-2m``), as ``RoundUp`` does."""
+    milli = value * 1000
+    whole = -(-abs(milli).numerator // abs(milli).denominator)  # ceil of |milli|
+    value = Fraction(whole if milli >= 0 else -whole, 1000)
     if value == 0:
         return "0"
     sign = "-" if value < 0 else ""
