@@ -55,7 +55,17 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "src"))
 import apiserver as base  # benchmarks/apiserver.py: servers, wrk, the watch client
 
 GROUP_SIZE = 20
-CASES = ("kinds", "kubectl", "restart", "objects", "stores", "watchers", "create", "manager")
+CASES = (
+    "kinds",
+    "kubectl",
+    "restart",
+    "objects",
+    "stores",
+    "watchers",
+    "fanout",
+    "create",
+    "manager",
+)
 PY = sys.executable
 
 
@@ -621,6 +631,131 @@ def run_watchers(args: argparse.Namespace) -> None:
         stop_server(proc)
 
 
+def run_fanout(args: argparse.Namespace) -> None:
+    """Server-side fan-out, in this process (the embedded server on uvloop, real sockets):
+    ``--watchers`` watch streams of one kind, then ``--fanout-writes`` commits one after
+    the other; for each, the time from just before the commit until every stream has
+    written the event to its socket (the loop has run every stream the commit woke), the
+    server's delivery time without any client. The clients' sockets are drained between
+    commits, outside the timed part; every stream must have received every event."""
+    from kubewerk.apiserver.server import EmbeddedServer, new_event_loop
+
+    loop = new_event_loop()
+    try:
+        took, cpu, per_round = loop.run_until_complete(
+            fanout_in_process(EmbeddedServer, args.watchers, args.fanout_writes)
+        )
+    finally:
+        loop.close()
+    took.sort()
+    cpu.sort()
+    p50, p99 = base.percentile(took, 0.5), base.percentile(took, 0.99)
+    line(
+        f"  fan-out in-process, {args.watchers:,} streams (server only)",
+        f"p50 {p50 * 1000:.2f} ms, p99 {p99 * 1000:.2f} ms, max {took[-1] * 1000:.2f} ms",
+        "",
+        None,
+    )
+    cpu50 = base.percentile(cpu, 0.5)
+    line(
+        "    per delivery (median of the per-commit times)",
+        f"{p50 / args.watchers * 1e6:.2f} us wall, {cpu50 / args.watchers * 1e6:.2f} us CPU "
+        f"({len(took):,} commits; rounds {per_round})",
+        "",
+        None,
+    )
+
+
+async def fanout_in_process(
+    server_class: Any, watchers: int, writes: int
+) -> tuple[list[float], list[float], str]:
+    """See ``run_fanout``: the per-commit delivery times and this process's CPU time for
+    each (seconds), and the rounds' median times."""
+    async with server_class("memory", bookmark_interval=3600.0) as srv:
+        url = f"http://127.0.0.1:{srv.port}"
+        await base.setup(url)
+        path = f"/apis/{base.GV}/namespaces/watch/databases"
+        async with (
+            aiohttp.ClientSession(url) as s,
+            s.post(path, json=base.database("template")) as r,
+        ):
+            assert r.status == 201, await r.text()
+        store, hub = srv.app.store, srv.app.hub
+        key = next(k for k, _ in store.list("/")[0] if k.endswith("/watch/template"))
+        template = store.get(key)
+        assert template is not None
+        socks = []
+        request = f"GET {path}?watch=true&resourceVersion={store.revision} HTTP/1.1\r\n"
+        request += f"Host: 127.0.0.1:{srv.port}\r\n\r\n"
+        for _ in range(watchers):
+            sock = socket.create_connection(("127.0.0.1", srv.port))
+            sock.setblocking(False)
+            sock.sendall(request.encode())
+            socks.append(sock)
+        t = time.perf_counter()
+        while len(hub.watchers) < watchers:
+            if time.perf_counter() - t > 60:
+                raise RuntimeError(f"{len(hub.watchers)} of {watchers} watches registered")
+            await asyncio.sleep(0.01)
+        await asyncio.sleep(0.2)
+        received = [0] * watchers
+
+        def drain() -> None:
+            for i, sock in enumerate(socks):
+                while True:
+                    try:
+                        data = sock.recv(1 << 20)
+                    except BlockingIOError:
+                        break
+                    received[i] += data.count(b'{"type":"ADDED"')
+
+        drain()
+        loop = asyncio.get_running_loop()
+        took: list[float] = []
+        cpu: list[float] = []
+        medians = []
+        rounds = 3
+        for r in range(rounds):
+            this_round: list[float] = []
+            for i in range(writes // rounds):
+                obj = dict(template)
+                meta = dict(obj["metadata"])
+                name = f"f{r}-{i:05d}"
+                meta.update(name=name, uid=f"uid-{r}-{i}")
+                obj["metadata"] = meta
+                done = loop.create_future()
+
+                def mark(done: asyncio.Future[tuple[float, float]] = done) -> None:
+                    # every stream the commit woke has run once the callbacks scheduled
+                    # before this one have; a stream not yet idle again: look again later
+                    if all(w.waiter is not None and not w.queue for w in hub.watchers):
+                        done.set_result((time.perf_counter(), time.process_time()))
+                    else:
+                        loop.call_soon(mark)
+
+                c0 = time.process_time()
+                t0 = time.perf_counter()
+                store.create(key.rsplit("/", 1)[0] + "/" + name, obj)
+                loop.call_soon(mark)
+                t1, c1 = await done
+                this_round.append(t1 - t0)
+                cpu.append(c1 - c0)
+                drain()
+                await asyncio.sleep(0.002)
+            took.extend(this_round)
+            this_round.sort()
+            medians.append(f"{base.percentile(this_round, 0.5) * 1000:.2f}")
+        await asyncio.sleep(0.05)
+        drain()
+        expected = rounds * (writes // rounds)
+        short = sum(1 for n in received if n != expected)
+        for sock in socks:
+            sock.close()
+        if short:
+            raise RuntimeError(f"{short} of {watchers} streams did not get {expected} events")
+        return took, cpu, "/".join(medians) + " ms"
+
+
 def watch_metrics(url: str) -> tuple[int, int]:
     """From /metrics: ``apiserver_terminated_watchers_total`` summed over resources, and
     the open WATCH requests of databases (``apiserver_longrunning_requests``)."""
@@ -832,6 +967,9 @@ def main() -> int:
     parser.add_argument(
         "--watch-procs", type=int, default=2, help="client processes for the watchers case"
     )
+    parser.add_argument(
+        "--fanout-writes", type=int, default=300, help="commits timed in the fanout case"
+    )
     parser.add_argument("--duration", type=int, default=3, help="seconds per wrk run")
     parser.add_argument(
         "--settle", type=float, default=0.0, help="seconds to wait between registering and kubectl"
@@ -850,6 +988,8 @@ def main() -> int:
             run_stores(args, work)
         if "watchers" in cases:
             run_watchers(args)
+        if "fanout" in cases:
+            run_fanout(args)
         if "create" in cases:
             run_create(args)
         if "manager" in cases:

@@ -31,6 +31,12 @@ Over TLS, each request's ASGI scope carries ``scope["extensions"]["tls"]`` with
 kubewerk's own keys (not the ASGI TLS extension's): ``client_cert_der``, the DER of the
 client certificate the handshake verified (or None), ``version`` (``"TLSv1.3"``) and
 ``cipher``; read once per connection.
+
+``direct_body(send)`` gives a streaming response (a watch) a ``DirectBody``: a way to
+write body chunks straight to the connection's transport, the same bytes uvicorn's
+``send`` writes, without a coroutine and an ASGI message per chunk. It exists only when
+``send`` is uvicorn's own (httptools) ``send`` of a chunked response already started, so
+a wrapper around ``send`` (the audit log, a middleware) always sees every byte.
 """
 
 from __future__ import annotations
@@ -43,7 +49,7 @@ from typing import Any, ClassVar
 
 import orjson
 from uvicorn.config import Config
-from uvicorn.protocols.http.httptools_impl import HttpToolsProtocol
+from uvicorn.protocols.http.httptools_impl import HttpToolsProtocol, RequestResponseCycle
 from uvicorn.server import ServerState
 
 from kubewerk.core.errors import ApiError
@@ -325,3 +331,72 @@ def protocol_class(limits: HttpLimits) -> type[LimitedHttpToolsProtocol]:
 
     BoundHttpToolsProtocol.limits = limits
     return BoundHttpToolsProtocol
+
+
+def chunk_frame(body: bytes) -> bytes:
+    """``body`` framed as one HTTP/1.1 chunk, byte for byte as uvicorn's ``send`` frames a
+    non-empty ``http.response.body`` with ``more_body`` (size in lower-case hex, CRLFs)."""
+    return b"%x\r\n%b\r\n" % (len(body), body)
+
+
+class DirectBody:
+    """Writes framed chunks of one started, chunked response straight to its transport.
+
+    ``write(framed)`` writes and answers True exactly when uvicorn's ``send`` of the same
+    chunk would write at once, without waiting: the client is connected, the response is
+    not complete, and the transport is not paused for writing (its buffer is under the
+    high-water mark). Otherwise it writes nothing and answers False, and the caller sends
+    through ``send`` (which waits for the client, or drops the chunk of a disconnected
+    one) as before. ``framed`` must be ``chunk_frame`` of a non-empty body.
+    """
+
+    __slots__ = ("_cycle", "_flow", "_transport")
+
+    def __init__(self, cycle: RequestResponseCycle) -> None:
+        self._cycle = cycle
+        self._flow = cycle.flow
+        self._transport = cycle.transport
+
+    def writable(self) -> bool:
+        """Whether ``write`` would write now (see the class doc)."""
+        cycle = self._cycle
+        return not (
+            cycle.disconnected
+            or cycle.response_complete
+            or self._flow.write_paused
+            or self._transport.is_closing()
+        )
+
+    def write(self, framed: bytes) -> bool:
+        """Write ``framed`` now if ``writable()``; whether it was written."""
+        cycle = self._cycle
+        if (
+            cycle.disconnected
+            or cycle.response_complete
+            or self._flow.write_paused
+            or self._transport.is_closing()
+        ):
+            return False
+        self._transport.write(framed)
+        return True
+
+
+def direct_body(send: Any) -> DirectBody | None:
+    """A ``DirectBody`` for the response ``send`` belongs to, or None.
+
+    Not None only when ``send`` is the ``send`` uvicorn's httptools protocol gave the
+    application itself (not a wrapper), for a response whose status and headers went out
+    with chunked framing (not a ``HEAD``). Call it after sending ``http.response.start``.
+    """
+    if getattr(send, "__func__", None) is not RequestResponseCycle.send:
+        return None
+    cycle = send.__self__
+    if not isinstance(cycle, RequestResponseCycle):
+        return None
+    if (
+        not cycle.response_started
+        or cycle.chunked_encoding is not True
+        or cycle.scope["method"] == "HEAD"
+    ):
+        return None
+    return DirectBody(cycle)

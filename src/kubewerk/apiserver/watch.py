@@ -57,6 +57,7 @@ from typing import Any, Final
 import orjson
 
 from kubewerk.apiserver import decode, table
+from kubewerk.apiserver.httpproto import DirectBody, chunk_frame, direct_body
 from kubewerk.apiserver.request import (
     Target,
     make_filter,
@@ -91,12 +92,22 @@ class WatchEvent:
 
     The hub makes one shared instance per committed event for every watcher that sends
     it unchanged (``shared``), so its encoded form is computed once per served version
-    and reused; only the most recent encoding is kept (``encoded_key``, ``encoded``), and
-    the hub's ``EncodedCache`` may drop it. Events made for one stream (initial state,
+    and reused; only the most recent encoding is kept (``encoded_key``, ``encoded``, and
+    ``framed``, the same line framed as one HTTP chunk for direct writes), and the hub's
+    ``EncodedCache`` may drop them. Events made for one stream (initial state,
     replay, selector transitions) are encoded once and never cached.
     """
 
-    __slots__ = ("__weakref__", "encoded", "encoded_key", "obj", "shared", "size", "type")
+    __slots__ = (
+        "__weakref__",
+        "encoded",
+        "encoded_key",
+        "framed",
+        "obj",
+        "shared",
+        "size",
+        "type",
+    )
 
     def __init__(self, type: str, obj: JSON, size: int = 0, shared: bool = False) -> None:
         self.type = type
@@ -105,6 +116,7 @@ class WatchEvent:
         self.shared = shared
         self.encoded_key: str | None = None
         self.encoded: bytes | None = None
+        self.framed: bytes | None = None  # ``encoded`` as one HTTP chunk, for direct writes
 
 
 class EncodedCache:
@@ -129,8 +141,11 @@ class EncodedCache:
             ref, old = ring.popleft()
             self.bytes -= len(old)
             held = ref()
-            if held is not None and held.encoded is old:
-                held.encoded = held.encoded_key = None
+            if held is not None:
+                if held.encoded is old:
+                    held.encoded = held.encoded_key = held.framed = None
+                elif held.framed is old:
+                    held.framed = None
 
 
 class Watcher:
@@ -144,12 +159,20 @@ class Watcher:
     ``max_stall`` seconds behind one write to the client. After that, a write to the
     client still waiting ``max_stall`` seconds later is cancelled (``abandoned``), so the
     stream ends without waiting for its client any longer.
+
+    ``direct`` is set by the stream only while it waits for events with nothing queued and
+    no write in progress: a push then hands the event to ``direct``, which writes it to the
+    client at once (the event is not queued and the stream is not woken) or answers False
+    (the client is not taking data now, say); from the first event ``direct`` does not
+    write, until the stream waits again, events are queued and the stream is woken. So
+    the events reach the connection in push order either way.
     """
 
     __slots__ = (
         "abandon_timer",
         "abandoned",
         "closed",
+        "direct",
         "match",
         "max_backlog_bytes",
         "max_stall",
@@ -185,12 +208,18 @@ class Watcher:
         self.abandon_timer: asyncio.TimerHandle | None = None
         self.abandoned = False
         self.waiter: asyncio.Future[None] | None = None
+        self.direct: Callable[[WatchEvent], bool] | None = None
         self.overflowed = False
         self.closed = False
 
     def push(self, event: WatchEvent) -> None:
         if self.closed:
             return
+        direct = self.direct
+        if direct is not None:
+            if direct(event):
+                return  # written to the client: the stream goes on waiting
+            self.direct = None  # this event and every later one queue (order kept)
         self.queue.append(event)
         self.queued_bytes += event.size
         if self.sending:
@@ -212,7 +241,9 @@ class Watcher:
                 waiter.set_result(None)
 
     def wake(self) -> None:
-        """Wake the stream if it waits for events (``waiter``)."""
+        """Wake the stream if it waits for events (``waiter``); no direct writes until it
+        waits again."""
+        self.direct = None
         waiter = self.waiter
         if waiter is not None:
             self.waiter = None
@@ -281,6 +312,7 @@ class Watcher:
     def finish(self) -> None:
         """The stream is over: no timer of this watcher fires any more."""
         self.closed = True
+        self.direct = None
         for timer in (self.stall_timer, self.abandon_timer):
             if timer is not None:
                 timer.cancel()
@@ -528,6 +560,7 @@ class WatchStream:
         self.error_event: JSON | None = None
         self._first_table = True
         self._cache_key = f"{target.api_version}@{rtype.crd_generation}"
+        self._body: DirectBody | None = None  # set by ``run`` where direct writes apply
 
     def open(self) -> None:
         """Fill the initial events or replay the log, then register; no ``await`` inside."""
@@ -574,7 +607,7 @@ class WatchStream:
                 return cached
             line = orjson.dumps({"type": ev.type, "object": self.api.serve(target, ev.obj)}) + b"\n"
             if ev.shared:
-                ev.encoded_key, ev.encoded = key, line
+                ev.encoded_key, ev.encoded, ev.framed = key, line, None
                 self.hub.encoded.add(ev, line)
             return line
         obj = served if served is not None else self.api.serve(target, ev.obj)
@@ -588,6 +621,32 @@ class WatchStream:
         )
         self._first_table = False
         return orjson.dumps({"type": ev.type, "object": rows}) + b"\n"
+
+    def _direct(self, ev: WatchEvent) -> bool:
+        """``Watcher.direct`` while the stream waits: write ``ev`` to the connection now,
+        framed as the one chunk ``send`` would have written for it, if the connection
+        takes data now (see ``DirectBody``); False, with nothing written, otherwise.
+
+        A shared event's framed line is kept on it with its encoding, so the streams
+        serving one version frame it once. An event that fails to encode is left to the
+        stream (False), which meets the same failure where it always did.
+        """
+        body = self._body
+        assert body is not None
+        framed = ev.framed
+        if framed is not None and ev.encoded_key == self._cache_key:
+            return body.write(framed)  # the common case: another stream framed it already
+        if not body.writable():
+            return False  # not encoded here: the stream encodes it when it sends it
+        try:
+            line = self.encode(ev)
+        except Exception:
+            return False
+        framed = chunk_frame(line)
+        if ev.encoded is line:  # shared and cached for this version: keep the frame too
+            ev.framed = framed
+            self.hub.encoded.add(ev, framed)
+        return body.write(framed)
 
     def bookmark(self, revision: int, initial_end: bool = False) -> bytes:
         """A ``BOOKMARK`` line at ``revision`` (annotated as the end of the initial events)."""
@@ -614,6 +673,10 @@ class WatchStream:
         headers = [(b"content-type", b"application/json"), (b"cache-control", b"no-cache, private")]
         headers.extend((b"warning", warning_header(w)) for w in warnings)
         await send({"type": "http.response.start", "status": 200, "headers": headers})
+        if not self.as_table and self.convert is None:
+            # events of a plain (not Table, not converting) stream may be written by the
+            # hub's dispatch itself while the stream waits (``Watcher.direct``)
+            self._body = direct_body(send)
         if self.error_event is not None:
             await send(
                 {
@@ -661,6 +724,7 @@ class WatchStream:
 
     async def _send_events(self, send: Send) -> None:
         watcher, encode, bookmarks = self.watcher, self.encode, self.bookmarks
+        direct = self._direct if self._body is not None else None
         loop = asyncio.get_running_loop()
         deadline = loop.time() + self.timeout
         # one timer wakes the stream for the deadline or the next bookmark; it is re-armed
@@ -719,7 +783,11 @@ class WatchStream:
                     timer_at = wake_at
                     timer = loop.call_at(max(wake_at, now + 0.001), fire)
                 waiter = watcher.waiter = loop.create_future()
-                await waiter
+                watcher.direct = direct  # the queue is empty and no write is in progress
+                try:
+                    await waiter
+                finally:
+                    watcher.direct = None
         finally:
             if timer is not None:
                 timer.cancel()
