@@ -30,7 +30,7 @@ from kubewerk.core.jsoncopy import copy_tree
 from kubewerk.core.validation import is_dns1035_label, is_dns1123_subdomain
 from kubewerk.model._docstrings import attribute_docstrings
 from kubewerk.model._naming import guess_plural, kind_from_class_name
-from kubewerk.model.base import KubeModel
+from kubewerk.model.base import KubeModel, _is_none
 from kubewerk.model.errors import ModelDefinitionError
 from kubewerk.model.markers import PrinterColumn, Scale
 from kubewerk.model.meta import ObjectMeta
@@ -278,7 +278,7 @@ class Resource(KubeModel, Generic[SpecT, StatusT]):
             if _is_none_type(spec.annotation):
                 new = copy.copy(spec)
                 new.default = None
-                new.exclude_if = lambda v: v is None
+                new.exclude_if = _is_none
                 fields["spec"] = new
                 changed = True
             elif _all_optional(spec.annotation):
