@@ -83,6 +83,16 @@ def named(data: bytes, number: int) -> dict[str, bytes]:
     return out
 
 
+def resolved(doc: dict[str, Any], params: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """An operation's parameters with ``#/parameters/`` references looked up, as kubectl
+    looks them up in the document's top-level ``parameters``."""
+    out = []
+    for param in params:
+        ref = param.get("$ref")
+        out.append(doc["parameters"][ref.removeprefix("#/parameters/")] if ref else param)
+    return out
+
+
 # -- the document ---------------------------------------------------------------------
 
 
@@ -111,13 +121,15 @@ async def test_json_document_has_builtins_and_custom_resources(api: Api) -> None
                 no_v3_only(v)
 
     no_v3_only(db)
+    replicas = db["properties"]["spec"]["properties"]["replicas"]
+    assert replicas["type"] == "integer" and "default" not in replicas  # pruned, as kube does
     patch = doc["paths"]["/apis/apps/v1/namespaces/{namespace}/deployments/{name}"]["patch"]
     assert patch["x-kubernetes-group-version-kind"] == {
         "group": "apps",
         "kind": "Deployment",
         "version": "v1",
     }
-    assert "fieldValidation" in [p["name"] for p in patch["parameters"]]
+    assert "fieldValidation" in [p["name"] for p in resolved(doc, patch["parameters"])]
     assert "/apis/apps/v1/namespaces/{namespace}/deployments/{name}/scale" in doc["paths"]
 
 
@@ -149,15 +161,90 @@ async def test_protobuf_form_and_etag(aserver: EmbeddedServer) -> None:
     paths = named(first(data, 8), 2)
     item = paths["/apis/apps/v1/namespaces/{namespace}/deployments/{name}"]
     patch = first(item, 8)
-    params = [v for n, v in fields(patch) if n == 8]
+    shared = named(first(data, 10), 1)  # Document.parameters: NamedParameter
     query_names = []
-    for param in params:
-        parameter = first(param, 1)
+    for param in [v for n, v in fields(patch) if n == 8]:  # ParametersItem
+        item_fields = dict(fields(param))
+        if 2 in item_fields:  # a JsonReference, resolved as kubectl resolves it
+            ref = first(item_fields[2], 1).decode()
+            assert ref.startswith("#/parameters/")
+            parameter = shared[ref.removeprefix("#/parameters/")]
+        else:
+            parameter = item_fields[1]
         for n, v in fields(parameter):
             if n == 2:  # non-body
                 query = first(v, 3)
                 query_names.append(first(query, 4).decode())
     assert "fieldValidation" in query_names
+
+
+async def test_query_parameters_shared_as_kube_openapi_shares_them(api: Api) -> None:
+    """Every query parameter is published once at the top level (``<name>-<8 characters
+    of a content hash>``) and named by reference; the protobuf form carries the same
+    parameters and references as the JSON form."""
+    _, doc = await api.get("/openapi/v2")
+    shared = doc["parameters"]
+    assert {p["name"] for p in shared.values()} == {"dryRun", "fieldManager", "fieldValidation"}
+    for name, param in shared.items():
+        assert re.fullmatch(re.escape(param["name"]) + r"-[A-Za-z0-9_-]{8}", name)
+        assert param["in"] == "query"
+    refs = set()
+    for item in doc["paths"].values():
+        for op in item.values():
+            for param in op["parameters"]:
+                if "$ref" in param:
+                    refs.add(param["$ref"])
+                else:
+                    assert param["in"] == "body", param  # only a body parameter is inline
+    assert refs == {"#/parameters/" + name for name in shared}
+
+    async with (
+        aiohttp.ClientSession() as session,
+        session.get(api.base + "/openapi/v2", headers={"Accept": PB}) as resp,
+    ):
+        data = await resp.read()
+    pb_shared = named(first(data, 10), 1)
+    assert pb_shared.keys() == shared.keys()
+    for name, param in shared.items():
+        query = first(first(pb_shared[name], 2), 3)  # NonBodyParameter.query_parameter_sub_schema
+        assert first(query, 4).decode() == param["name"]
+        assert first(query, 3).decode() == param["description"]
+    item = named(first(data, 8), 2)["/apis/demo.kubewerk.dev/v1/namespaces/{namespace}/databases"]
+    post = first(item, 4)
+    pb_params = [dict(fields(v)) for n, v in fields(post) if n == 8]
+    json_params = doc["paths"]["/apis/demo.kubewerk.dev/v1/namespaces/{namespace}/databases"][
+        "post"
+    ]["parameters"]
+    assert len(pb_params) == len(json_params)
+    for pb, js in zip(pb_params, json_params, strict=True):
+        if "$ref" in js:
+            assert first(pb[2], 1).decode() == js["$ref"]
+        else:
+            assert first(first(pb[1], 1), 2) == b"body"  # Parameter.body_parameter.name
+
+
+def test_v2_schema_prunes_keywords_not_properties() -> None:
+    """``default``, ``nullable``, ``oneOf``, ``anyOf`` and ``not`` go as schema keywords,
+    at any depth; properties with those names stay, with their own schemas converted."""
+    schema = {
+        "type": "object",
+        "default": {},
+        "properties": {
+            "default": {"type": "string", "default": "x", "nullable": True},
+            "not": {"type": "integer", "oneOf": [{"minimum": 1}]},
+            "list": {"type": "array", "items": {"type": "object", "default": {"a": 1}}},
+            "map": {"type": "object", "additionalProperties": {"type": "string", "default": ""}},
+        },
+    }
+    assert openapi_v2._v2_schema(schema) == {
+        "type": "object",
+        "properties": {
+            "default": {"type": "string"},
+            "not": {"type": "integer"},
+            "list": {"type": "array", "items": {"type": "object"}},
+            "map": {"type": "object", "additionalProperties": {"type": "string"}},
+        },
+    }
 
 
 def test_accept_negotiation() -> None:

@@ -14,16 +14,22 @@ JSON form) and 304 for a matching ``If-None-Match``.
 The document holds, for every served resource, its paths (list, create, get, replace,
 patch, delete, ``/status``, ``/scale``) with ``x-kubernetes-action`` and
 ``x-kubernetes-group-version-kind``, and the ``fieldValidation`` query parameter kubectl
-looks for; definitions are the vendored Kubernetes ones for built-in kinds (and what they
-reference), and for custom resources their structural schema in v2 form (``nullable``,
-``oneOf``/``anyOf``/``not`` dropped as kube-apiserver's v2 conversion drops them) with
-their group-version-kind. Each group's share (paths, definitions and their protobuf
-entries) is built once and kept until a type of that group changes; after a change the
-document is assembled again from those shares on the next request.
+looks for. As kube-openapi's builder does, the query parameters are published once in the
+top-level ``parameters`` section, named ``<name>-<8 characters of a content hash>``, and
+operations name them by ``$ref`` (kubectl resolves such references when it looks for a
+parameter); a body parameter stays inline. Definitions are the vendored Kubernetes ones
+for built-in kinds (and what they reference), and for custom resources their structural
+schema in v2 form (``nullable``, ``oneOf``/``anyOf``/``not`` dropped as kube-apiserver's
+v2 conversion drops them, and ``default`` pruned as kube-apiserver prunes it from the CRD
+definitions it merges into its v2 document) with their group-version-kind. Each type's
+share (paths, definitions and their protobuf entries) is built once and kept until that
+type changes; after a change the document is assembled again from those shares on the
+next request.
 """
 
 from __future__ import annotations
 
+import base64
 import hashlib
 import struct
 from dataclasses import dataclass
@@ -73,7 +79,22 @@ _FIELD_MANAGER = _query(
     "fieldManager",
     "fieldManager is a name associated with the actor or entity that is making these changes.",
 )
-_WRITE_PARAMS = [_DRY_RUN, _FIELD_MANAGER, _FIELD_VALIDATION]
+
+
+def _shared_name(param: JSON) -> str:
+    """The top-level name kube-openapi gives a shared parameter: its name, a dash and the
+    URL-safe base64 of the first 6 bytes of the SHA-224 of its JSON (8 characters)."""
+    digest = hashlib.sha224(orjson.dumps(param, option=orjson.OPT_SORT_KEYS)).digest()
+    return f"{param['name']}-{base64.urlsafe_b64encode(digest[:6]).decode()}"
+
+
+SHARED_PARAMETERS: dict[str, JSON] = {
+    _shared_name(p): p for p in (_DRY_RUN, _FIELD_MANAGER, _FIELD_VALIDATION)
+}
+"""The document's top-level ``parameters``: every query parameter an operation names."""
+_WRITE_PARAMS: list[JSON] = [{"$ref": "#/parameters/" + name} for name in SHARED_PARAMETERS]
+"""The write operations' parameters (dryRun, fieldManager, fieldValidation), as references
+into ``SHARED_PARAMETERS``; every operation holds these very dicts."""
 _PATCH_TYPES = [
     "application/json-patch+json",
     "application/merge-patch+json",
@@ -114,14 +135,16 @@ def _operation(
 
 def _v2_schema(value: Any) -> Any:
     """A CRD's structural (v3) schema in the v2 form kube-apiserver publishes: without
-    ``nullable``, ``oneOf``, ``anyOf`` and ``not``."""
+    ``nullable``, ``oneOf``, ``anyOf`` and ``not``, and without ``default`` (kube-apiserver
+    prunes defaults from the CRD definitions of its v2 document). Only schema keywords are
+    dropped: a property of that name is kept."""
     if isinstance(value, list):
         return [_v2_schema(v) for v in value]
     if not isinstance(value, dict):
         return value
     out: JSON = {}
     for key, item in value.items():
-        if key in ("nullable", "oneOf", "anyOf", "not"):
+        if key in ("nullable", "oneOf", "anyOf", "not", "default"):
             continue
         if key in ("properties", "patternProperties", "definitions") and isinstance(item, dict):
             out[key] = {k: _v2_schema(v) for k, v in item.items()}
@@ -269,6 +292,7 @@ def _assemble(registry: Registry) -> tuple[JSON, list[_Part]]:
         "info": {"title": "Kubernetes", "version": f"v{KUBE_MAJOR}.{KUBE_MINOR}.0"},
         "paths": dict(sorted(paths.items())),
         "definitions": dict(sorted(definitions.items())),
+        "parameters": dict(sorted(SHARED_PARAMETERS.items())),
     }
     return doc, parts
 
@@ -475,8 +499,19 @@ def _named_schemas(schemas: JSON) -> bytes:
     return w.data()
 
 
+def _parameter_item(param: JSON) -> bytes:
+    """A ``ParametersItem``: a ``JsonReference`` (field 2) for ``{"$ref": ...}``, otherwise
+    the ``Parameter`` itself (field 1)."""
+    ref = param.get("$ref")
+    if isinstance(ref, str):
+        reference = _Writer()
+        reference.string(1, ref)
+        return _wrap(2, reference.data())
+    return _wrap(1, _parameter(param))
+
+
 def _parameter(param: JSON) -> bytes:
-    """A ``ParametersItem`` holding a body or a query/path/header ``Parameter``."""
+    """A ``Parameter`` holding a body or a query/path/header parameter."""
     if param.get("in") == "body":
         body = _Writer()
         body.string(1, param.get("description"))
@@ -496,7 +531,7 @@ def _parameter(param: JSON) -> bytes:
         q.string(6 if field == 3 else 5, param.get("type"))
         q.boolean(20 if field == 3 else 19, param.get("uniqueItems"))
         parameter = _wrap(2, _wrap(field, q.data()))
-    return _wrap(1, parameter)
+    return parameter
 
 
 def _responses(responses: JSON) -> bytes:
@@ -512,14 +547,14 @@ def _responses(responses: JSON) -> bytes:
 
 
 _SHARED_PARAMS: dict[int, tuple[JSON, bytes]] = {}
-"""The query parameters every write operation shares, encoded once (as field 8 of an
+"""The references every write operation holds, encoded once (as field 8 of an
 Operation), by the identity of their dict."""
 
 
 def _shared_params() -> None:
     for param in _WRITE_PARAMS:
         w = _Writer()
-        w.message(8, _parameter(param), keep_empty=True)
+        w.message(8, _parameter_item(param), keep_empty=True)
         _SHARED_PARAMS[id(param)] = (param, w.data())
 
 
@@ -536,7 +571,7 @@ def _operation_pb(op: JSON) -> bytes:
     for param in op.get("parameters") or []:
         shared = _SHARED_PARAMS.get(id(param))
         if shared is None or shared[0] is not param:
-            w.message(8, _parameter(param), keep_empty=True)
+            w.message(8, _parameter_item(param), keep_empty=True)
         else:
             w.parts.append(shared[1])
     w.message(9, _responses(op.get("responses") or {}), keep_empty=True)
@@ -604,6 +639,13 @@ def encode_protobuf(
     w.message(2, info_w.data(), keep_empty=True)
     w.message(8, b"".join(path_entries), keep_empty=True)
     w.message(9, b"".join(definition_entries), keep_empty=True)
+    parameters = doc.get("parameters") or {}
+    if parameters:
+        named = _Writer()
+        for name, param in parameters.items():
+            if isinstance(param, dict):
+                named.message(1, _named_value(name, _parameter(param)))
+        w.message(10, named.data(), keep_empty=True)
     return w.data()
 
 
