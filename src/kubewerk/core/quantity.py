@@ -9,7 +9,9 @@ block the event loop; here the magnitude is decided from the digit count first, 
 most :data:`SIGNIFICANT` digits take part in any arithmetic.
 
 Every parser of quantities in kubewerk (typed defaults and validation, the QoS class, the
-CEL ``quantity()`` library, the printers) reads the number through :func:`scaled_value`.
+CEL ``quantity()`` library, the printers) reads the number through :func:`scaled_value`,
+and every writer of one (the typed decode's canonical form, the printers' cells) spells it
+through :func:`canonical_string`, ``Quantity.String()``'s canonical form.
 """
 
 from __future__ import annotations
@@ -107,3 +109,48 @@ def suffixed_value(number: str, suffix: str) -> tuple[Fraction, Format] | None:
     if exponent is None:
         return None
     return scaled_value(number, exponent), "DecimalExponent"
+
+
+_DECIMAL_BY_EXPONENT: Final = {v: k for k, v in DECIMAL_SUFFIXES.items()}
+_BINARY_BY_POWER: Final = {v: k for k, v in BINARY_SUFFIXES.items()} | {0: ""}
+
+
+def round_up(value: Fraction, scale: int) -> Fraction:
+    """``value`` rounded away from zero to a whole multiple of ``10**scale``, as
+    ``Quantity.RoundUp(scale)`` rounds (``-9`` at scale 1 is ``-10``)."""
+    units = value / Fraction(10) ** scale
+    whole = -(-abs(units).numerator // abs(units).denominator)  # ceil of |units|
+    return (whole if units >= 0 else -whole) * Fraction(10) ** scale
+
+
+def canonical_string(value: Fraction, fmt: Format) -> str:
+    """``Quantity.String()`` of ``value`` held in format ``fmt``, as ``CanonicalizeBytes``
+    spells it: ``0``; a BinarySI value of at least 1024 in magnitude that is whole, as a
+    number and the largest binary suffix it divides by (``1536Mi``); any other value as a
+    number and the largest power of 1000 it divides by (``1500m``, ``2k``), with its SI
+    suffix, or as ``e`` and the exponent in DecimalExponent (``12e6``) and where no SI
+    suffix stands for the power (beyond ``E``).
+
+    A quantity holds nanos at most: a finer ``value`` is rounded up (away from zero) to a
+    whole number of nanos first, as ``ParseQuantity`` leaves every parsed value. This is the
+    computed form only: ``String()`` answers the text a quantity was parsed from instead
+    when ``ParseQuantity`` judged that text canonical already (see ``ParseQuantity``).
+    """
+    nanos = round_up(value, -9) * NANOS
+    if nanos == 0:
+        return "0"
+    whole = int(nanos)
+    if fmt == "BinarySI" and abs(whole) >= 1024 * NANOS and whole % NANOS == 0:
+        number, power = whole // NANOS, 0
+        while power < 6 and number % 1024 == 0:
+            number //= 1024
+            power += 1
+        return f"{number}{_BINARY_BY_POWER[power]}"
+    number, exponent = whole, -9
+    while number % 1000 == 0:
+        number //= 1000
+        exponent += 3
+    suffix = _DECIMAL_BY_EXPONENT.get(exponent)
+    if fmt == "DecimalExponent" or suffix is None:
+        return f"{number}e{exponent}" if exponent else str(number)
+    return f"{number}{suffix}"

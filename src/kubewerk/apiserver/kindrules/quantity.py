@@ -17,7 +17,7 @@ from functools import lru_cache
 from typing import Any, Final
 
 from kubewerk.apiserver.kindrules.common import JSON
-from kubewerk.core.quantity import BINARY_SUFFIXES, DECIMAL_SUFFIXES, Format, suffixed_value
+from kubewerk.core.quantity import Format, canonical_string, round_up, suffixed_value
 
 PARSE_ERROR: Final = (
     "quantities must match the regular expression '^([+-]?[0-9.]+)([eEinumkKMGTP]*[-+]?[0-9]*)$'"
@@ -26,8 +26,6 @@ PARSE_ERROR: Final = (
 
 _QUANTITY_RE: Final = re.compile(r"([+-]?[0-9.]+)([eEinumkKMGTP]*[-+]?[0-9]*)")
 _NUMBER_RE: Final = re.compile(r"[+-]?(?:[0-9]+\.?[0-9]*|\.[0-9]+)")
-_DECIMAL_BY_EXP: Final = {v: k for k, v in DECIMAL_SUFFIXES.items()}
-_BINARY_BY_EXP: Final = {v: k for k, v in BINARY_SUFFIXES.items()}
 
 
 CACHED_TEXT: Final = 64
@@ -99,31 +97,7 @@ _canonical_remembered = lru_cache(maxsize=CACHE_SIZE)(_canonical)
 def format_value(value: Fraction, fmt: Format) -> str:
     """``Quantity.String()`` of ``value`` in ``fmt`` after ``RoundUp(Milli)``: rounded to a
     whole number of milli units away from zero (``-1.5m`` is ``-2m``), as ``RoundUp`` does."""
-    milli = value * 1000
-    whole = -(-abs(milli).numerator // abs(milli).denominator)  # ceil of |milli|
-    value = Fraction(whole if milli >= 0 else -whole, 1000)
-    if value == 0:
-        return "0"
-    sign = "-" if value < 0 else ""
-    mag = abs(value)
-    if fmt == "BinarySI" and mag.denominator == 1 and mag >= 1024:
-        n = int(mag)
-        exp = 0
-        while exp < 6 and n % 1024 == 0:
-            n //= 1024
-            exp += 1
-        return f"{sign}{n}{_BINARY_BY_EXP[exp]}" if exp else f"{sign}{n}"
-    # decimal: the largest exponent (a multiple of 3, -3..18) leaving an integer mantissa
-    exp = 18
-    while exp > -3 and (mag / Fraction(10) ** exp).denominator != 1:
-        exp -= 3
-    mantissa = int(mag / Fraction(10) ** exp)
-    while exp < 18 and mantissa % 1000 == 0 and mantissa:
-        mantissa //= 1000
-        exp += 3
-    if fmt == "DecimalExponent":
-        return f"{sign}{mantissa}e{exp}" if exp else f"{sign}{mantissa}"
-    return f"{sign}{mantissa}{_DECIMAL_BY_EXP[exp]}"
+    return canonical_string(round_up(value, -3), fmt)
 
 
 def canonicalize_list(resources: Any) -> None:

@@ -13,7 +13,7 @@ from fractions import Fraction
 from typing import Any, Final
 
 from kubewerk.core.meta import human_duration, parse_time
-from kubewerk.core.quantity import DECIMAL_SUFFIXES, suffixed_value
+from kubewerk.core.quantity import Format, canonical_string, suffixed_value
 from kubewerk.core.selectors import LabelSelectorError, label_selector_from_dict
 
 JSON = dict[str, Any]
@@ -154,11 +154,9 @@ def int_or_string(value: Any) -> str:
 # -- quantities -------------------------------------------------------------------------
 
 _QUANTITY_RE: Final = re.compile(r"([+-]?)([0-9]*\.?[0-9]*)([a-zA-Z]*[-+]?[0-9]*)")
-_DECIMAL_BY_EXP: Final = {v: k for k, v in DECIMAL_SUFFIXES.items()}
-_BINARY_BY_POWER: Final = ("", "Ki", "Mi", "Gi", "Ti", "Pi", "Ei")
 
 
-def _parse_quantity(text: str) -> tuple[Fraction, str] | None:
+def _parse_quantity(text: str) -> tuple[Fraction, Format] | None:
     """A quantity's exact value and format (``DecimalSI``, ``BinarySI`` or
     ``DecimalExponent``), or None when ``text`` is not a quantity."""
     m = _QUANTITY_RE.fullmatch(text.strip())
@@ -166,31 +164,6 @@ def _parse_quantity(text: str) -> tuple[Fraction, str] | None:
         return None
     sign, number, suffix = m.groups()
     return suffixed_value(sign + number, suffix)
-
-
-def _round_up(value: Fraction, scale: int) -> Fraction:
-    """``value`` rounded away from zero to a multiple of ``10**scale``."""
-    unit = Fraction(10) ** scale
-    q = value / unit
-    n = -((-abs(q).numerator) // abs(q).denominator)  # ceil of |q|
-    return (n if value >= 0 else -n) * unit
-
-
-def _decimal_canonical(value: Fraction, fmt: str) -> str:
-    value = _round_up(value, -9)  # a Quantity holds nano precision at most
-    mantissa = value * 10**9
-    exponent = -9
-    assert mantissa.denominator == 1
-    m = int(mantissa)
-    while m != 0 and m % 1000 == 0:
-        m //= 1000
-        exponent += 3
-    if fmt == "DecimalExponent":
-        return f"{m}e{exponent}" if exponent else str(m)
-    suffix = _DECIMAL_BY_EXP.get(exponent)
-    if suffix is None:
-        return f"{m}e{exponent}"
-    return f"{m}{suffix}"
 
 
 def quantity_string(value: Any) -> str:
@@ -215,20 +188,7 @@ def quantity_string(value: Any) -> str:
     parsed = _parse_quantity(text)
     if parsed is None:
         return text
-    amount, fmt = parsed
-    if amount == 0:
-        return "0"
-    if fmt == "BinarySI":
-        if -1024 < amount < 1024 or amount.denominator != 1:
-            fmt = "DecimalSI"
-        else:
-            n = int(amount)
-            power = 0
-            while power < 6 and n % 1024 == 0:
-                n //= 1024
-                power += 1
-            return f"{n}{_BINARY_BY_POWER[power]}"
-    return _decimal_canonical(amount, fmt)
+    return canonical_string(*parsed)
 
 
 def resource_quantity(resources: Any, name: str) -> str:
