@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import base64
+import math
 from typing import Any
 
 import orjson
@@ -134,3 +135,136 @@ def test_applies_refuses_what_would_fail(doc: Any, ops: list[dict[str, Any]]) ->
 def test_applies_follows_array_growth() -> None:
     ops = [{"op": "add", "path": "/l/1", "value": 2}, {"op": "add", "path": "/l/2", "value": 3}]
     assert applies({"l": [1]}, ops) and json_patch({"l": [1]}, ops) == {"l": [1, 2, 3]}
+
+
+def _reference_diff(old: Any, new: Any) -> list[dict[str, Any]]:
+    """The walk :func:`diff` performs, written plainly (one helper call per member): the
+    specification its inlined member loops are held to, operation for operation."""
+
+    def same(a: Any, b: Any) -> bool:
+        if a is b:
+            return True
+        if type(a) is not type(b):
+            return False
+        if not isinstance(a, dict | list):
+            return bool(a == b)
+        try:
+            return a == b and orjson.dumps(a) == orjson.dumps(b)
+        except (RecursionError, orjson.JSONEncodeError):
+            return False
+
+    def pair(a: Any, b: Any) -> bool:
+        return (isinstance(a, dict) and isinstance(b, dict)) or (
+            isinstance(a, list) and isinstance(b, list)
+        )
+
+    def token(key: str) -> str:
+        return key.replace("~", "~0").replace("/", "~1")
+
+    ops: list[dict[str, Any]] = []
+    stack: list[tuple[str, Any, Any]] = [("", old, new)]
+    while stack:
+        path, a, b = stack.pop()
+        later: list[tuple[str, Any, Any]] = []
+        if isinstance(a, dict) and isinstance(b, dict):
+            ops.extend({"op": "remove", "path": f"{path}/{token(k)}"} for k in a if k not in b)
+            for key, value in b.items():
+                child = f"{path}/{token(key)}"
+                if key not in a:
+                    ops.append({"op": "add", "path": child, "value": value})
+                elif same(a[key], value):
+                    continue
+                elif pair(a[key], value):
+                    later.append((child, a[key], value))
+                else:
+                    ops.append({"op": "replace", "path": child, "value": value})
+        elif isinstance(a, list) and isinstance(b, list):
+            common = min(len(a), len(b))
+            ops.extend(
+                {"op": "add", "path": f"{path}/{i}", "value": b[i]} for i in range(common, len(b))
+            )
+            ops.extend(
+                {"op": "remove", "path": f"{path}/{i}"} for i in range(len(a) - 1, common - 1, -1)
+            )
+            for i in range(common):
+                if same(a[i], b[i]):
+                    continue
+                if pair(a[i], b[i]):
+                    later.append((f"{path}/{i}", a[i], b[i]))
+                else:
+                    ops.append({"op": "replace", "path": f"{path}/{i}", "value": b[i]})
+        elif not same(a, b):
+            ops.append({"op": "replace", "path": path, "value": b})
+        stack.extend(reversed(later))
+    return ops
+
+
+# hostile leaves: values Python calls equal that JSON tells apart (1, 1.0, True; 0.0 and
+# -0.0), NaN (not equal to itself), None, and keys needing escapes
+hostile_leaves = st.sampled_from([0, 1, 1.0, True, False, 0.0, -0.0, math.nan, None, "", "a"])
+hostile_values = st.recursive(
+    hostile_leaves,
+    lambda children: (
+        st.lists(children, max_size=4)
+        | st.dictionaries(st.sampled_from(["a", "b", "a/b", "~", ""]), children, max_size=4)
+    ),
+    max_leaves=16,
+)
+
+
+def _mutated(data: st.DataObject, value: Any) -> Any:
+    """``value`` with a few members changed, the rest shared (the same objects)."""
+    if isinstance(value, dict):
+        out = dict(value)  # same keys in the same order, same member objects
+        for key in list(out):
+            choice = data.draw(st.integers(0, 5))
+            if choice == 0:
+                del out[key]
+            elif choice == 1:
+                out[key] = data.draw(hostile_values)
+            elif choice == 2:
+                out[key] = _mutated(data, out[key])
+        if data.draw(st.booleans()):
+            out[data.draw(st.sampled_from(["a", "c", "a/b"]))] = data.draw(hostile_values)
+        if data.draw(st.integers(0, 3)) == 0:  # the same members in another order
+            out = dict(reversed(list(out.items())))
+        return out
+    if isinstance(value, list):
+        items = [_mutated(data, v) if data.draw(st.booleans()) else v for v in value]
+        return items[: data.draw(st.integers(0, len(items)))] + data.draw(
+            st.lists(hostile_values, max_size=2)
+        )
+    return data.draw(hostile_values) if data.draw(st.booleans()) else value
+
+
+@settings(max_examples=60, deadline=None)
+@given(
+    st.dictionaries(st.sampled_from(["a", "b", "a/b", "~"]), hostile_values, max_size=4), st.data()
+)
+def test_diff_is_the_reference_walk_on_hostile_pairs(
+    old: dict[str, Any], data: st.DataObject
+) -> None:
+    new = _mutated(data, old)
+    assert diff(old, new) == _reference_diff(old, new)
+    assert diff(new, old) == _reference_diff(new, old)
+    assert diff(old, old) == [] == _reference_diff(old, old)
+
+
+_NAN = math.nan
+HOSTILE_PAIRS: list[tuple[Any, Any]] = [
+    ({"a": [1]}, {"a": [1.0]}),
+    ({"a": [True]}, {"a": [1]}),
+    ({"a": {"x": 0.0}}, {"a": {"x": -0.0}}),
+    ({"a": {"x": 1, "y": [2]}}, {"a": {"y": [2], "x": 1}}),  # equal, members reordered
+    ({"a": [_NAN]}, {"a": [_NAN]}),  # the same NaN object in two lists
+    ({"a": [float("nan")]}, {"a": [float("nan")]}),  # two NaN objects
+    ({"a": _NAN}, {"a": float("nan")}),
+    ({"a": 1, "b": None}, {"b": None, "a": True}),
+    ({"a": [[1, 1.0]]}, {"a": [[1.0, 1]]}),
+]
+
+
+@pytest.mark.parametrize(("old", "new"), HOSTILE_PAIRS, ids=repr)
+def test_diff_is_the_reference_walk_on_equal_looking_values(old: Any, new: Any) -> None:
+    assert orjson.dumps(diff(old, new)) == orjson.dumps(_reference_diff(old, new))
+    assert orjson.dumps(diff(new, old)) == orjson.dumps(_reference_diff(new, old))

@@ -39,10 +39,19 @@ def _same(a: Any, b: Any) -> bool:
         return False
     if not isinstance(a, dict | list):
         return bool(a == b)
+    return _same_containers(a, b)
+
+
+def _same_containers(a: Any, b: Any) -> bool:
+    """:func:`_same` of two containers of one type."""
     try:
-        return a == b and orjson.dumps(a) == orjson.dumps(b)
+        return a == b and _dumps(a) == _dumps(b)
     except (RecursionError, orjson.JSONEncodeError):
         return False  # too deep to compare at once: the walk compares it level by level
+
+
+_dumps = orjson.dumps
+_MISSING: Any = object()
 
 
 def _token(key: str) -> str:
@@ -53,9 +62,12 @@ def diff(old: Any, new: Any) -> list[dict[str, Any]]:
     """The operations that turn ``old`` into ``new`` (see the module doc).
 
     Unchanged subtrees cost one C-level comparison each: a member is descended into only
-    when it differs.
+    when it differs. (The member loops spell :func:`_same` out, since they run once per
+    member of every changed object: ``_same(x, y)`` is ``x is y``, or the same type and
+    ``x == y`` for scalars, or :func:`_same_containers` for containers.)
     """
     ops: list[dict[str, Any]] = []
+    emit = ops.append
     stack: list[tuple[str, Any, Any]] = [("", old, new)]
     while stack:
         path, a, b = stack.pop()
@@ -63,23 +75,33 @@ def diff(old: Any, new: Any) -> list[dict[str, Any]]:
             # removals first, then changes and additions, in key order
             for key in a:
                 if key not in b:
-                    ops.append({"op": "remove", "path": f"{path}/{_token(key)}"})
+                    emit({"op": "remove", "path": f"{path}/{_token(key)}"})
             later: list[tuple[str, Any, Any]] = []
             for key, value in b.items():
-                if key not in a:
-                    ops.append({"op": "add", "path": f"{path}/{_token(key)}", "value": value})
+                current = a.get(key, _MISSING)
+                if current is value:
                     continue
-                current = a[key]
-                if _same(current, value):
+                if current is _MISSING and key not in a:
+                    emit({"op": "add", "path": f"{path}/{_token(key)}", "value": value})
                     continue
-                child = f"{path}/{_token(key)}"
-                if _container_pair(current, value):
-                    later.append((child, current, value))
+                kind = type(current)
+                if kind is type(value):
+                    if not isinstance(current, dict | list):
+                        if current == value:
+                            continue
+                        emit({"op": "replace", "path": f"{path}/{_token(key)}", "value": value})
+                        continue
+                    if _same_containers(current, value):
+                        continue
+                    later.append((f"{path}/{_token(key)}", current, value))
+                elif _container_pair(current, value):
+                    later.append((f"{path}/{_token(key)}", current, value))
                 else:
-                    ops.append({"op": "replace", "path": child, "value": value})
+                    emit({"op": "replace", "path": f"{path}/{_token(key)}", "value": value})
             # sibling paths are disjoint: their order does not matter; recurse in
             # document order (the stack pops last-in first)
-            stack.extend(reversed(later))
+            if later:
+                stack.extend(reversed(later))
         elif isinstance(a, list) and isinstance(b, list):
             common = min(len(a), len(b))
             if len(b) > common:
@@ -99,10 +121,10 @@ def diff(old: Any, new: Any) -> list[dict[str, Any]]:
                 if _container_pair(a[i], b[i]):
                     later.append((f"{path}/{i}", a[i], b[i]))
                 else:
-                    ops.append({"op": "replace", "path": f"{path}/{i}", "value": b[i]})
+                    emit({"op": "replace", "path": f"{path}/{i}", "value": b[i]})
             stack.extend(reversed(later))
         elif not _same(a, b):
-            ops.append({"op": "replace", "path": path, "value": b})
+            emit({"op": "replace", "path": path, "value": b})
     return ops
 
 
