@@ -16,7 +16,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, Final, TypedDict
 
 from kubewerk.apiserver.kinds import k8s_openapi
 from kubewerk.apiserver.kinds.typed import KEEP_STATUS, TypedKindStrategy
@@ -140,307 +140,176 @@ def resource_type(row: KindRow) -> ServedResource:
     )
 
 
+# What kube-apiserver's registry declares for each kind (``pkg/registry/<group>/<resource>/
+# storage``), a group-version at a time, in registration order: the kind, its resource, its
+# short names and its traits: ``cluster`` (not namespaced), a category (``all``,
+# ``api-extensions``), the ``status`` and ``scale`` subresources, and ``generation``
+# (``metadata.generation`` tracked, from ``strategy.go``).
+# fmt: off
+_REGISTRY: Final[dict[tuple[str, tuple[str, ...]], tuple[tuple[str, str, str, str], ...]]] = {
+    ("", ("v1",)): (
+        # kind                    resource                  short     traits
+        ("Pod",                   "pods",                   "po",     "all status generation"),
+        ("Service",               "services",               "svc",    "all status"),
+        ("Endpoints",             "endpoints",              "ep",     ""),
+        ("PersistentVolumeClaim", "persistentvolumeclaims", "pvc",    "status"),
+        ("PersistentVolume",      "persistentvolumes",      "pv",     "cluster status"),
+        ("Node",                  "nodes",                  "no",     "cluster status"),
+        ("ReplicationController", "replicationcontrollers", "rc",
+                                                                     "all status scale generation"),
+        ("LimitRange",            "limitranges",            "limits", ""),
+        ("ResourceQuota",         "resourcequotas",         "quota",  "status"),
+        ("PodTemplate",           "podtemplates",           "",       "generation"),
+    ),
+    ("apps", ("v1",)): (
+        ("Deployment",         "deployments",         "deploy", "all status scale generation"),
+        ("ReplicaSet",         "replicasets",         "rs",     "all status scale generation"),
+        ("StatefulSet",        "statefulsets",        "sts",    "all status scale generation"),
+        ("DaemonSet",          "daemonsets",          "ds",     "all status generation"),
+        ("ControllerRevision", "controllerrevisions", "",       ""),
+    ),
+    ("batch", ("v1",)): (
+        ("Job",     "jobs",     "",   "all status generation"),
+        ("CronJob", "cronjobs", "cj", "all status generation"),
+    ),
+    ("networking.k8s.io", ("v1",)): (
+        ("Ingress",       "ingresses",       "ing",    "status generation"),
+        ("IngressClass",  "ingressclasses",  "",       "cluster generation"),
+        ("NetworkPolicy", "networkpolicies", "netpol", "generation"),
+    ),
+    ("discovery.k8s.io", ("v1",)): (
+        ("EndpointSlice", "endpointslices", "", "generation"),
+    ),
+    ("policy", ("v1",)): (
+        ("PodDisruptionBudget", "poddisruptionbudgets", "pdb", "status generation"),
+    ),
+    ("autoscaling", ("v2", "v1")): (  # v2 stored, v1 served too
+        ("HorizontalPodAutoscaler", "horizontalpodautoscalers", "hpa", "all status"),
+    ),
+    ("storage.k8s.io", ("v1",)): (
+        ("StorageClass", "storageclasses", "sc", "cluster"),
+    ),
+    ("scheduling.k8s.io", ("v1",)): (
+        ("PriorityClass", "priorityclasses", "pc", "cluster"),
+    ),
+    ("admissionregistration.k8s.io", ("v1",)): (  # issue 14: the admission chain
+        ("MutatingWebhookConfiguration", "mutatingwebhookconfigurations", "",
+                                                               "cluster api-extensions generation"),
+        ("ValidatingWebhookConfiguration", "validatingwebhookconfigurations", "",
+                                                               "cluster api-extensions generation"),
+        ("ValidatingAdmissionPolicy", "validatingadmissionpolicies", "",
+                                                        "cluster api-extensions status generation"),
+        ("ValidatingAdmissionPolicyBinding", "validatingadmissionpolicybindings", "",
+                                                               "cluster api-extensions generation"),
+    ),
+}
+# fmt: on
+
+_CATEGORIES: Final = ("all", "api-extensions")
+_TRAITS: Final = frozenset({"cluster", "status", "scale", "generation", *_CATEGORIES})
+
+
+class _StrategyFacts(TypedDict, total=False):
+    """What a kind's strategy needs beyond the registry's facts (``KindRow``'s fields)."""
+
+    created_status: JSON | str | None
+    spec_fields: tuple[str, ...] | None
+    strategy: Callable[[KindRow], Strategy] | None
+
+
 def _replicas_status(*extra: str) -> JSON:
     return {"replicas": 0, **{k: 0 for k in extra}}
 
 
-def _rows() -> tuple[KindRow, ...]:
+def _strategy_facts() -> dict[str, _StrategyFacts]:
+    """Per kind (absent: none of these): the status a create starts with (``strategy.go``'s
+    ``PrepareForCreate``: the empty Go status struct with its non-``omitempty`` fields), the
+    fields whose change bumps the generation, and a kind-specific strategy."""
     from kubewerk.apiserver.admission_chain.registration import (
         AdmissionRegistrationStrategy,
     )
     from kubewerk.apiserver.kinds import autoscaling, jobs, pods, services
 
-    admission = AdmissionRegistrationStrategy.for_kind
-    return (
-        # core/v1
-        KindRow(
-            "",
-            ("v1",),
-            "Pod",
-            "pods",
-            short_names=("po",),
-            categories=ALL,
-            status=True,
-            generation=True,
-            spec_fields=("spec",),
-            strategy=pods.PodStrategy.for_kind,
-        ),
-        KindRow(
-            "",
-            ("v1",),
-            "Service",
-            "services",
-            short_names=("svc",),
-            categories=ALL,
-            status=True,
-            created_status={"loadBalancer": {}},
-            strategy=services.ServiceStrategy.for_kind,
-        ),
-        KindRow("", ("v1",), "Endpoints", "endpoints", short_names=("ep",)),
-        KindRow(
-            "",
-            ("v1",),
-            "PersistentVolumeClaim",
-            "persistentvolumeclaims",
-            short_names=("pvc",),
-            status=True,
-            created_status={},
-        ),
-        KindRow(
-            "",
-            ("v1",),
-            "PersistentVolume",
-            "persistentvolumes",
-            namespaced=False,
-            short_names=("pv",),
-            status=True,
-            created_status={},
-            strategy=pods.PersistentVolumeStrategy.for_kind,
-        ),
-        KindRow(
-            "",
-            ("v1",),
-            "Node",
-            "nodes",
-            namespaced=False,
-            short_names=("no",),
-            status=True,
-            created_status=KEEP_STATUS,
-        ),
-        KindRow(
-            "",
-            ("v1",),
-            "ReplicationController",
-            "replicationcontrollers",
-            short_names=("rc",),
-            categories=ALL,
-            status=True,
-            scale=True,
-            generation=True,
-            created_status=_replicas_status(),
-            strategy=autoscaling.ReplicationControllerStrategy.for_kind,
-        ),
-        KindRow("", ("v1",), "LimitRange", "limitranges", short_names=("limits",)),
-        KindRow(
-            "",
-            ("v1",),
-            "ResourceQuota",
-            "resourcequotas",
-            short_names=("quota",),
-            status=True,
-            created_status={},
-        ),
-        KindRow(
-            "",
-            ("v1",),
-            "PodTemplate",
-            "podtemplates",
-            generation=True,
-            spec_fields=("template",),
-        ),
-        # apps/v1
-        KindRow(
-            "apps",
-            ("v1",),
-            "Deployment",
-            "deployments",
-            short_names=("deploy",),
-            categories=ALL,
-            status=True,
-            scale=True,
-            generation=True,
-            created_status={},
-            strategy=autoscaling.SelectorScaledStrategy.for_kind,
-        ),
-        KindRow(
-            "apps",
-            ("v1",),
-            "ReplicaSet",
-            "replicasets",
-            short_names=("rs",),
-            categories=ALL,
-            status=True,
-            scale=True,
-            generation=True,
-            created_status=_replicas_status(),
-            strategy=autoscaling.SelectorScaledStrategy.for_kind,
-        ),
-        KindRow(
-            "apps",
-            ("v1",),
-            "StatefulSet",
-            "statefulsets",
-            short_names=("sts",),
-            categories=ALL,
-            status=True,
-            scale=True,
-            generation=True,
-            created_status=_replicas_status("availableReplicas"),
-            strategy=autoscaling.SelectorScaledStrategy.for_kind,
-        ),
-        KindRow(
-            "apps",
-            ("v1",),
-            "DaemonSet",
-            "daemonsets",
-            short_names=("ds",),
-            categories=ALL,
-            status=True,
-            generation=True,
-            created_status={
+    admission: _StrategyFacts = {"strategy": AdmissionRegistrationStrategy.for_kind}
+    scaled: _StrategyFacts = {"strategy": autoscaling.SelectorScaledStrategy.for_kind}
+    return {
+        "Pod": {"spec_fields": ("spec",), "strategy": pods.PodStrategy.for_kind},
+        "Service": {
+            "created_status": {"loadBalancer": {}},
+            "strategy": services.ServiceStrategy.for_kind,
+        },
+        "PersistentVolumeClaim": {"created_status": {}},
+        "PersistentVolume": {
+            "created_status": {},
+            "strategy": pods.PersistentVolumeStrategy.for_kind,
+        },
+        "Node": {"created_status": KEEP_STATUS},
+        "ReplicationController": {
+            "created_status": _replicas_status(),
+            "strategy": autoscaling.ReplicationControllerStrategy.for_kind,
+        },
+        "ResourceQuota": {"created_status": {}},
+        "PodTemplate": {"spec_fields": ("template",)},
+        "Deployment": {"created_status": {}, **scaled},
+        "ReplicaSet": {"created_status": _replicas_status(), **scaled},
+        "StatefulSet": {"created_status": _replicas_status("availableReplicas"), **scaled},
+        "DaemonSet": {
+            "created_status": {
                 "currentNumberScheduled": 0,
                 "numberMisscheduled": 0,
                 "desiredNumberScheduled": 0,
                 "numberReady": 0,
-            },
-        ),
-        KindRow("apps", ("v1",), "ControllerRevision", "controllerrevisions"),
-        # batch/v1
-        KindRow(
-            "batch",
-            ("v1",),
-            "Job",
-            "jobs",
-            categories=ALL,
-            status=True,
-            generation=True,
-            created_status={},
-            strategy=jobs.JobStrategy.for_kind,
-        ),
-        KindRow(
-            "batch",
-            ("v1",),
-            "CronJob",
-            "cronjobs",
-            short_names=("cj",),
-            categories=ALL,
-            status=True,
-            generation=True,
-            created_status={},
-        ),
-        # networking.k8s.io/v1
-        KindRow(
-            "networking.k8s.io",
-            ("v1",),
-            "Ingress",
-            "ingresses",
-            short_names=("ing",),
-            status=True,
-            generation=True,
-            created_status={"loadBalancer": {}},
-        ),
-        KindRow(
-            "networking.k8s.io",
-            ("v1",),
-            "IngressClass",
-            "ingressclasses",
-            namespaced=False,
-            generation=True,
-        ),
-        KindRow(
-            "networking.k8s.io",
-            ("v1",),
-            "NetworkPolicy",
-            "networkpolicies",
-            short_names=("netpol",),
-            generation=True,
-        ),
-        # discovery.k8s.io/v1
-        KindRow(
-            "discovery.k8s.io",
-            ("v1",),
-            "EndpointSlice",
-            "endpointslices",
-            generation=True,
-        ),
-        # policy/v1
-        KindRow(
-            "policy",
-            ("v1",),
-            "PodDisruptionBudget",
-            "poddisruptionbudgets",
-            short_names=("pdb",),
-            status=True,
-            generation=True,
-            created_status={
+            }
+        },
+        "Job": {"created_status": {}, "strategy": jobs.JobStrategy.for_kind},
+        "CronJob": {"created_status": {}},
+        "Ingress": {"created_status": {"loadBalancer": {}}},
+        "PodDisruptionBudget": {
+            "created_status": {
                 "disruptionsAllowed": 0,
                 "currentHealthy": 0,
                 "desiredHealthy": 0,
                 "expectedPods": 0,
-            },
-        ),
-        # autoscaling/v2 (stored) and v1
-        KindRow(
-            "autoscaling",
-            ("v2", "v1"),
-            "HorizontalPodAutoscaler",
-            "horizontalpodautoscalers",
-            short_names=("hpa",),
-            categories=ALL,
-            status=True,
-            created_status={"desiredReplicas": 0},
-            strategy=autoscaling.HorizontalPodAutoscalerStrategy.for_kind,
-        ),
-        # storage.k8s.io/v1, scheduling.k8s.io/v1
-        KindRow(
-            "storage.k8s.io",
-            ("v1",),
-            "StorageClass",
-            "storageclasses",
-            namespaced=False,
-            short_names=("sc",),
-        ),
-        KindRow(
-            "scheduling.k8s.io",
-            ("v1",),
-            "PriorityClass",
-            "priorityclasses",
-            namespaced=False,
-            short_names=("pc",),
-        ),
-        # admissionregistration.k8s.io/v1 (issue 14): the admission chain's configuration
-        KindRow(
-            "admissionregistration.k8s.io",
-            ("v1",),
-            "MutatingWebhookConfiguration",
-            "mutatingwebhookconfigurations",
-            namespaced=False,
-            categories=("api-extensions",),
-            generation=True,
-            strategy=admission,
-        ),
-        KindRow(
-            "admissionregistration.k8s.io",
-            ("v1",),
-            "ValidatingWebhookConfiguration",
-            "validatingwebhookconfigurations",
-            namespaced=False,
-            categories=("api-extensions",),
-            generation=True,
-            strategy=admission,
-        ),
-        KindRow(
-            "admissionregistration.k8s.io",
-            ("v1",),
-            "ValidatingAdmissionPolicy",
-            "validatingadmissionpolicies",
-            namespaced=False,
-            categories=("api-extensions",),
-            status=True,
-            generation=True,
-            strategy=admission,
-        ),
-        KindRow(
-            "admissionregistration.k8s.io",
-            ("v1",),
-            "ValidatingAdmissionPolicyBinding",
-            "validatingadmissionpolicybindings",
-            namespaced=False,
-            categories=("api-extensions",),
-            generation=True,
-            strategy=admission,
-        ),
-    )
+            }
+        },
+        "HorizontalPodAutoscaler": {
+            "created_status": {"desiredReplicas": 0},
+            "strategy": autoscaling.HorizontalPodAutoscalerStrategy.for_kind,
+        },
+        "MutatingWebhookConfiguration": admission,
+        "ValidatingWebhookConfiguration": admission,
+        "ValidatingAdmissionPolicy": admission,
+        "ValidatingAdmissionPolicyBinding": admission,
+    }
+
+
+def _rows() -> tuple[KindRow, ...]:
+    facts = _strategy_facts()
+    built: list[KindRow] = []
+    for (group, versions), kinds in _REGISTRY.items():
+        for kind, resource, short, traits in kinds:
+            words = set(traits.split())
+            if not words <= _TRAITS:
+                raise ValueError(f"{kind}: unknown traits {sorted(words - _TRAITS)}")
+            built.append(
+                KindRow(
+                    group,
+                    versions,
+                    kind,
+                    resource,
+                    namespaced="cluster" not in words,
+                    short_names=tuple(short.split()),
+                    categories=tuple(c for c in _CATEGORIES if c in words),
+                    status="status" in words,
+                    scale="scale" in words,
+                    generation="generation" in words,
+                    **facts.get(kind, {}),
+                )
+            )
+    strays = facts.keys() - {row.kind for row in built}
+    if strays:
+        raise ValueError(f"strategy facts for kinds not in the registry table: {sorted(strays)}")
+    return tuple(built)
 
 
 def rows() -> tuple[KindRow, ...]:
