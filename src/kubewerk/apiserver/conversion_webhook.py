@@ -23,7 +23,9 @@ annotations are taken (validated as kube validates them), everything else is the
 original's. Any failure is ``500 InternalError`` ``conversion webhook for
 <group/version, Kind=K> failed: …`` and nothing is half converted: a write stores
 nothing, a read answers nothing. Objects already in the desired version are not sent;
-nothing is sent when none needs converting. The call's deadline is ``timeout``
+nothing is sent when none needs converting. Calls reuse the keep-alive connections of
+the admission chain's pool (``admission_chain.httpclient.ConnectionPool``: one TLS
+handshake per connection, not per review). The call's deadline is ``timeout``
 (``DEFAULT_TIMEOUT``, the 30 s of kube's webhook client); TLS is verified against the
 caBundle and, for a ``service`` reference, the name ``NAME.NAMESPACE.svc`` (the service
 resolved through its Endpoints, as for admission webhooks).
@@ -77,11 +79,14 @@ class Converter:
         config: WebhookClientConfig,
         resolve: Resolver,
         timeout: float = DEFAULT_TIMEOUT,
+        pool: httpclient.ConnectionPool | None = None,
     ) -> None:
         self.rtype = rtype
         self.config = config
         self.resolve = resolve
         self.timeout = timeout
+        self.pool = pool
+        """Keep-alive connections to reuse (the admission chain's); None: one per call."""
 
     async def convert(self, objects: list[JSON], desired: str, *, as_list: bool) -> list[JSON]:
         """``objects`` (each of the CRD's kind) in apiVersion ``desired``, in order.
@@ -152,7 +157,8 @@ class Converter:
             raise _failed(prefix + f"unable to load root certificates: {exc}") from None
         try:
             url, host, port, server_name, path = self._endpoint()
-            response = await httpclient.post(
+            send = self.pool.post if self.pool is not None else httpclient.post
+            response = await send(
                 url,
                 host,
                 port,
@@ -371,7 +377,8 @@ class ConversionWebhooks:
         config = getattr(rtype.strategy, "conversion_webhook", None)
         if not isinstance(config, WebhookClientConfig):
             return None
-        return Converter(rtype, config, self.server.chain._resolve, self.timeout)
+        chain = self.server.chain
+        return Converter(rtype, config, chain._resolve, self.timeout, chain.pool)
 
     def watch_converter(self, target: Target) -> Convert | None:
         """What a watch of ``target`` converts its events' objects with (None: nothing)."""

@@ -137,9 +137,10 @@ def alpha(name: str, **spec: Any) -> dict[str, Any]:
 
 
 async def test_written_in_one_version_read_in_the_other(
-    api: Api, hooks: tuple[WebhookServer, Hooks], certs: CertificateSet
+    api: Api, aserver: EmbeddedServer, hooks: tuple[WebhookServer, Hooks], certs: CertificateSet
 ) -> None:
     server, app = hooks
+    pool = aserver.app.chain.pool
     await install(api, url_config(server, certs))
     status, created = await api.post(V1A1, alpha("one", size="10Gi"))
     assert status == 201, created
@@ -187,6 +188,9 @@ async def test_written_in_one_version_read_in_the_other(
     assert patched["spec"]["size"] == "20Gi"
     status, back = await api.get(f"{V1}/one")
     assert back["spec"]["storageGi"] == 20 and back["spec"]["replicas"] == 3
+    # every review went over one kept connection (the admission chain's pool): one handshake
+    assert len(app.reviews) >= 8
+    assert pool.connections_made == 1 and pool.idle_count() == 1
 
 
 async def test_list_is_one_review_and_watch_is_converted(
