@@ -98,6 +98,14 @@ def _strings(req: Mapping[str, Any], where: str, *keys: str) -> list[str]:
     return out
 
 
+_GVK_CACHE: dict[tuple[str, str, str], GroupVersionKind] = {}
+_GVR_CACHE: dict[tuple[str, str, str], GroupVersionResource] = {}
+_CACHE_LIMIT: Final = 256
+"""At most this many distinct kinds (and as many resources) are kept for reuse: a
+server answers the same few on every request; beyond the bound each request builds its
+own (the cached values are immutable tuples, equal to what would be built)."""
+
+
 def _gvk(req: Mapping[str, Any], key: str) -> GroupVersionKind | None:
     value = req.get(key)
     if value is None:
@@ -106,7 +114,13 @@ def _gvk(req: Mapping[str, Any], key: str) -> GroupVersionKind | None:
         raise _bad(key, "an object with group, version and kind")
     g, v, k = value.get("group"), value.get("version"), value.get("kind")
     if type(g) is str and type(v) is str and type(k) is str:  # what kube-apiserver sends
-        return GroupVersionKind(g, v, k)
+        triple = (g, v, k)
+        found = _GVK_CACHE.get(triple)
+        if found is None:
+            found = GroupVersionKind(g, v, k)
+            if len(_GVK_CACHE) < _CACHE_LIMIT:
+                _GVK_CACHE[triple] = found
+        return found
     return GroupVersionKind(*_strings(value, f"{key}.", "group", "version", "kind"))
 
 
@@ -118,7 +132,13 @@ def _gvr(req: Mapping[str, Any], key: str) -> GroupVersionResource | None:
         raise _bad(key, "an object with group, version and resource")
     g, v, r = value.get("group"), value.get("version"), value.get("resource")
     if type(g) is str and type(v) is str and type(r) is str:
-        return GroupVersionResource(g, v, r)
+        triple = (g, v, r)
+        found = _GVR_CACHE.get(triple)
+        if found is None:
+            found = GroupVersionResource(g, v, r)
+            if len(_GVR_CACHE) < _CACHE_LIMIT:
+                _GVR_CACHE[triple] = found
+        return found
     return GroupVersionResource(*_strings(value, f"{key}.", "group", "version", "resource"))
 
 
@@ -132,8 +152,11 @@ def _object(req: Mapping[str, Any], key: str) -> dict[str, Any] | None:
 def _string_list(value: Any, field: str) -> tuple[str, ...]:
     if value is None:
         return ()
-    if type(value) is not list or not all(type(v) is str for v in value):
+    if type(value) is not list:
         raise _bad(field, "a list of strings")
+    for item in value:
+        if type(item) is not str:
+            raise _bad(field, "a list of strings")
     return tuple(value)
 
 
@@ -143,7 +166,9 @@ def _user_info(req: Mapping[str, Any]) -> UserInfo:
         return _NOBODY
     if type(value) is not dict:
         raise _bad("userInfo", "an object")
-    username, uid = _strings(value, "userInfo.", "username", "uid")
+    username, uid = value.get("username"), value.get("uid")
+    if not ((type(username) is str or username is None) and (type(uid) is str or uid is None)):
+        username, uid = _strings(value, "userInfo.", "username", "uid")
     groups = _string_list(value.get("groups"), "userInfo.groups")
     extra_in = value.get("extra")
     extra: dict[str, tuple[str, ...]] = {}
@@ -152,7 +177,7 @@ def _user_info(req: Mapping[str, Any]) -> UserInfo:
             raise _bad("userInfo.extra", "an object")
         for k, v in extra_in.items():
             extra[k] = _string_list(v, f"userInfo.extra[{k!r}]")
-    return UserInfo(username, uid, groups, extra)
+    return UserInfo(username or "", uid or "", groups, extra)
 
 
 _NOBODY = UserInfo()
@@ -203,20 +228,28 @@ def parse_admission_review(review: Mapping[str, Any]) -> tuple[str, AdmissionReq
     options = req.get("options")
     if options is not None and type(options) is not dict:
         raise _bad("options", "an object")
-    name, namespace, sub, request_sub = _strings(
-        req, "", "name", "namespace", "subResource", "requestSubResource"
-    )
+    name, namespace = req.get("name"), req.get("namespace")
+    sub, request_sub = req.get("subResource"), req.get("requestSubResource")
+    if not (
+        (type(name) is str or name is None)
+        and (type(namespace) is str or namespace is None)
+        and (type(sub) is str or sub is None)
+        and (type(request_sub) is str or request_sub is None)
+    ):  # the first one that is neither names itself in the error
+        name, namespace, sub, request_sub = _strings(
+            req, "", "name", "namespace", "subResource", "requestSubResource"
+        )
     return api_version, AdmissionRequest(
         uid,
         kind_,
         resource,
         operation,
-        name,
-        namespace,
-        sub,
+        name or "",
+        namespace or "",
+        sub or "",
         _gvk(req, "requestKind"),
         _gvr(req, "requestResource"),
-        request_sub,
+        request_sub or "",
         _user_info(req),
         _object(req, "object"),
         _object(req, "oldObject"),

@@ -1,0 +1,178 @@
+"""The AdmissionReview envelope: every field read as kube-apiserver sends it, every wrong
+JSON type refused with the message naming the first wrong field (the fast paths for
+well-typed fields decide exactly as the field-by-field checks)."""
+
+from __future__ import annotations
+
+import copy
+from typing import Any
+
+import pytest
+
+from kubewerk.core.gvk import GroupVersionKind, GroupVersionResource
+from kubewerk.webhook import review as review_module
+from kubewerk.webhook.review import ReviewError, UserInfo, parse_admission_review
+
+HOSTILE: list[Any] = [None, "", "x", 0, 1, True, False, 1.5, [], ["a"], ["a", 1], {}, {"a": "b"}]
+
+
+def _review() -> dict[str, Any]:
+    gvk = {"group": "g.example.com", "version": "v1", "kind": "Thing"}
+    gvr = {"group": "g.example.com", "version": "v1", "resource": "things"}
+    return {
+        "apiVersion": "admission.k8s.io/v1",
+        "kind": "AdmissionReview",
+        "request": {
+            "uid": "u-1",
+            "kind": gvk,
+            "resource": gvr,
+            "requestKind": dict(gvk),
+            "requestResource": dict(gvr),
+            "name": "n",
+            "namespace": "ns",
+            "subResource": "status",
+            "requestSubResource": "status",
+            "operation": "UPDATE",
+            "userInfo": {"username": "alice", "uid": "7", "groups": ["a", "b"]},
+            "object": {},
+            "oldObject": None,
+        },
+    }
+
+
+def _expect_string(value: Any, field: str) -> str:
+    """What a string field of the envelope reads as, or the error it gives."""
+    if value is None:
+        return ""
+    if type(value) is not str:
+        raise ReviewError(f"request.{field} must be a string")
+    return value
+
+
+def _outcome(body: dict[str, Any]) -> Any:
+    try:
+        _, req = parse_admission_review(body)
+    except ReviewError as exc:
+        return ("error", str(exc))
+    return ("ok", req)
+
+
+STRING_FIELDS = [
+    ("name", "name"),
+    ("namespace", "namespace"),
+    ("subResource", "sub_resource"),
+    ("requestSubResource", "request_sub_resource"),
+]
+
+
+@pytest.mark.parametrize(("key", "attribute"), STRING_FIELDS)
+@pytest.mark.parametrize("value", HOSTILE, ids=repr)
+def test_string_fields(key: str, attribute: str, value: Any) -> None:
+    body = _review()
+    body["request"][key] = value
+    try:
+        want: Any = ("ok", _expect_string(value, key))
+    except ReviewError as exc:
+        want = ("error", str(exc))
+    got = _outcome(body)
+    if want[0] == "ok":
+        assert got[0] == "ok" and getattr(got[1], attribute) == want[1]
+    else:
+        assert got == want
+
+
+def test_the_first_wrong_string_field_is_named() -> None:
+    body = _review()
+    body["request"]["requestSubResource"] = 1
+    body["request"]["namespace"] = ["x"]
+    assert _outcome(body) == ("error", "request.namespace must be a string")
+    del body["request"]["name"]
+    body["request"]["name"] = 3  # order of fields in the check, not in the JSON
+    assert _outcome(body) == ("error", "request.name must be a string")
+
+
+@pytest.mark.parametrize("key", ["username", "uid"])
+@pytest.mark.parametrize("value", HOSTILE, ids=repr)
+def test_user_name_and_uid(key: str, value: Any) -> None:
+    body = _review()
+    body["request"]["userInfo"][key] = value
+    got = _outcome(body)
+    if value is None or type(value) is str:
+        assert got[0] == "ok"
+        assert getattr(got[1].user_info, key) == (value or "")
+    else:
+        assert got == ("error", f"request.userInfo.{key} must be a string")
+
+
+@pytest.mark.parametrize("value", HOSTILE, ids=repr)
+def test_user_groups(value: Any) -> None:
+    body = _review()
+    body["request"]["userInfo"]["groups"] = value
+    got = _outcome(body)
+    if value is None:
+        assert got[0] == "ok" and got[1].user_info.groups == ()
+    elif type(value) is list and all(type(v) is str for v in value):
+        assert got[0] == "ok" and got[1].user_info.groups == tuple(value)
+    else:
+        assert got == ("error", "request.userInfo.groups must be a list of strings")
+
+
+def test_user_info_defaults_and_extra() -> None:
+    body = _review()
+    body["request"]["userInfo"] = {"extra": {"scopes": ["a"], "none": None}}
+    _, req = parse_admission_review(body)
+    assert req.user_info == UserInfo("", "", (), {"scopes": ("a",), "none": ()})
+    body["request"]["userInfo"] = {"username": "bob", "uid": 1}
+    assert _outcome(body) == ("error", "request.userInfo.uid must be a string")
+    body["request"]["userInfo"] = {"username": 1, "uid": 1}
+    assert _outcome(body) == ("error", "request.userInfo.username must be a string")
+    body["request"]["userInfo"] = {"extra": {"k": ["a", 2]}}
+    assert _outcome(body) == ("error", "request.userInfo.extra['k'] must be a list of strings")
+    # each request gets its own extra mapping
+    first = parse_admission_review(_review())[1].user_info.extra
+    assert first is not parse_admission_review(_review())[1].user_info.extra
+
+
+@pytest.mark.parametrize("key", ["kind", "requestKind", "resource", "requestResource"])
+@pytest.mark.parametrize("member", ["group", "version", "kind", "resource"])
+@pytest.mark.parametrize("value", [None, "", "y", 1, True, ["v1"], {}], ids=repr)
+def test_kinds_and_resources(key: str, member: str, value: Any) -> None:
+    body = _review()
+    is_kind = key.endswith("Kind") or key == "kind"
+    if (member == "resource") == is_kind:
+        return  # a kind has no resource member, a resource no kind
+    body["request"][key][member] = value
+    got = _outcome(body)
+    if value is not None and type(value) is not str:
+        assert got == ("error", f"request.{key}.{member} must be a string")
+        return
+    if key == "kind" and member in ("version", "kind") and not value:
+        assert got == ("error", "request.kind needs a version and a kind")
+        return
+    assert got[0] == "ok"
+    triple = dict(body["request"][key])
+    cls = GroupVersionKind if is_kind else GroupVersionResource
+    want = cls(*((triple.get(m) or "") for m in cls._fields))
+    attribute = {
+        "kind": "kind",
+        "requestKind": "request_kind",
+        "resource": "resource",
+        "requestResource": "request_resource",
+    }[key]
+    assert getattr(got[1], attribute) == want
+    assert type(getattr(got[1], attribute)) is cls
+
+
+def test_kinds_beyond_the_reuse_bound_are_still_read() -> None:
+    before = len(review_module._GVK_CACHE)
+    seen = []
+    for i in range(review_module._CACHE_LIMIT + 20):
+        body = _review()
+        body["request"]["kind"] = {"group": "g.example.com", "version": "v1", "kind": f"K{i}"}
+        _, req = parse_admission_review(copy.deepcopy(body))
+        assert req.kind == GroupVersionKind("g.example.com", "v1", f"K{i}")
+        seen.append(req.kind)
+    assert len(review_module._GVK_CACHE) <= review_module._CACHE_LIMIT
+    assert len(review_module._GVK_CACHE) >= min(before, review_module._CACHE_LIMIT)
+    again = parse_admission_review(_review())[1]
+    assert again.kind == GroupVersionKind("g.example.com", "v1", "Thing")
