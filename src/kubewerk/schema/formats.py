@@ -9,6 +9,7 @@ from __future__ import annotations
 import base64
 import binascii
 import ipaddress
+import unicodedata
 from collections.abc import Callable
 from typing import Final
 
@@ -43,11 +44,6 @@ SUPPORTED: Final = frozenset(
     }
 )
 
-_HOSTNAME = re2.compile(
-    r"^([a-zA-Z0-9\p{S}\p{L}]((-?[a-zA-Z0-9\p{S}\p{L}]{0,62})?)|"
-    r"([a-zA-Z0-9\p{S}\p{L}](([a-zA-Z0-9-\p{S}\p{L}]{0,61}[a-zA-Z0-9\p{S}\p{L}])?)(\.)){1,}"
-    r"([a-zA-Z\p{L}]){2,63})$"
-)
 _UUID = re2.compile(r"(?i)^[0-9a-f]{8}-?[0-9a-f]{4}-?[0-9a-f]{4}-?[0-9a-f]{4}-?[0-9a-f]{12}$")
 _UUID3 = re2.compile(r"(?i)^[0-9a-f]{8}-?[0-9a-f]{4}-?3[0-9a-f]{3}-?[0-9a-f]{4}-?[0-9a-f]{12}$")
 _UUID4 = re2.compile(
@@ -91,8 +87,48 @@ _EMAIL_DOMAIN = re2.compile(
 _SCHEME = re2.compile(r"^[A-Za-z][A-Za-z0-9+.\-]*:")
 
 
+def _label_char(c: str) -> bool:
+    """``[a-zA-Z0-9\\p{S}\\p{L}]``: an ASCII letter or digit, or any Unicode symbol or letter."""
+    return (c.isascii() and c.isalnum()) or unicodedata.category(c)[0] in "LS"
+
+
+def _tld_char(c: str) -> bool:
+    """``[a-zA-Z\\p{L}]``: any Unicode letter (ASCII letters included)."""
+    return unicodedata.category(c)[0] == "L"
+
+
+def _single_label(s: str) -> bool:
+    """The pattern's first alternative, ``X(-?X{0,62})?``: one label whose only hyphen, if
+    any, follows its first character."""
+    if not _label_char(s[0]):
+        return False
+    rest = s[2:] if s[1:2] == "-" else s[1:]
+    return len(rest) <= 62 and all(_label_char(c) for c in rest)
+
+
+def _dotted_name(s: str) -> bool:
+    """The pattern's second alternative, ``(X([X-]{0,61}X)?\\.)+T{2,63}``: labels that begin
+    and end with a label character, then a top-level label of letters."""
+    *labels, tld = s.split(".")
+    if not labels or not 2 <= len(tld) <= 63 or not all(_tld_char(c) for c in tld):
+        return False
+    for label in labels:
+        if not label or len(label) > 63 or not _label_char(label[0]):
+            return False
+        if len(label) > 1 and not (
+            _label_char(label[-1]) and all(c == "-" or _label_char(c) for c in label[1:-1])
+        ):
+            return False
+    return True
+
+
 def is_hostname(s: str) -> bool:
-    if not _HOSTNAME.search(s) or len(s) > 255:
+    """kube-openapi's ``hostname`` format (go-openapi strfmt's hostname pattern, at most 255
+    characters, each dot-separated part at most 63).
+
+    The pattern is matched by hand: as an RE2 program it takes ~0.15 s to compile and
+    exhausts RE2's DFA memory on first use (RE2 then prints an error to stderr)."""
+    if not s or len(s) > 255 or not (_single_label(s) or _dotted_name(s)):
         return False
     return all(len(p) <= 63 for p in s.split("."))
 
