@@ -52,7 +52,7 @@ from kubewerk.apiserver.request import RestResponse, Target
 from kubewerk.apiserver.responses import Send, wants_table
 from kubewerk.core import validation
 from kubewerk.core.errors import ApiError, FieldError
-from kubewerk.core.gofmt import unmarshal_kind
+from kubewerk.core.gofmt import go_type, unmarshal_kind
 from kubewerk.core.jsoncopy import copy_json
 
 if TYPE_CHECKING:
@@ -233,23 +233,6 @@ def _converted_objects(answer: JSON, version: str, uid: str) -> list[Any]:
     return objects
 
 
-def _go_type(value: Any) -> str:
-    """Go's ``%T`` of a decoded JSON value in an unstructured object."""
-    if value is None:
-        return "<nil>"
-    if isinstance(value, bool):
-        return "bool"
-    if isinstance(value, int):
-        return "int64"
-    if isinstance(value, float):
-        return "float64"
-    if isinstance(value, str):
-        return "string"
-    if isinstance(value, list):
-        return "[]interface {}"
-    return "map[string]interface {}"
-
-
 def _meta_text(obj: JSON, key: str) -> str:
     meta = obj.get("metadata")
     value = meta.get(key) if isinstance(meta, dict) else None
@@ -308,7 +291,7 @@ def _restore_meta(original: JSON, converted: JSON) -> JSON:
     if theirs is _ABSENT:
         raise ValueError("missing metadata in converted object")
     if not isinstance(theirs, dict):
-        raise ValueError(f"invalid metadata of type {_go_type(theirs)} in converted object")
+        raise ValueError(f"invalid metadata of type {go_type(theirs)} in converted object")
     meta = copy_json(original.get("metadata") or {})
     for fld in ("labels", "annotations"):
         value = theirs.get(fld)
@@ -316,21 +299,16 @@ def _restore_meta(original: JSON, converted: JSON) -> JSON:
             meta.pop(fld, None)
             continue
         if not isinstance(value, dict):
-            raise ValueError(
-                f"invalid metadata.{fld} of type {_go_type(value)} in converted object"
-            )
+            raise ValueError(f"invalid metadata.{fld} of type {go_type(value)} in converted object")
         before = meta.get(fld)
         if before is not None and not isinstance(before, dict):
-            raise ValueError(
-                f"invalid metadata.{fld} of type {_go_type(before)} in original object"
-            )
+            raise ValueError(f"invalid metadata.{fld} of type {go_type(before)} in original object")
         before = before or {}
         changed = len(before) != len(value)
         for k, v in value.items():
             if not isinstance(v, str):
                 raise ValueError(
-                    f"metadata.{fld}[{k}] must be a string, "
-                    f"but is {_go_type(v)} in converted object"
+                    f"metadata.{fld}[{k}] must be a string, but is {go_type(v)} in converted object"
                 )
             if before.get(k) != v:
                 changed = True

@@ -279,6 +279,25 @@ def go_sprint(value: Any) -> str:
     return str(value)
 
 
+def go_type(value: Any) -> str:
+    """Go's ``%T`` of a decoded JSON value held in an ``interface{}`` (an unstructured
+    object's field): ``<nil>``, ``bool``, ``int64``, ``float64``, ``string``,
+    ``[]interface {}``, ``map[string]interface {}``."""
+    if value is None:
+        return "<nil>"
+    if isinstance(value, bool):
+        return "bool"
+    if isinstance(value, int):
+        return "int64"
+    if isinstance(value, float):
+        return "float64"
+    if isinstance(value, str):
+        return "string"
+    if isinstance(value, list):
+        return "[]interface {}"
+    return "map[string]interface {}"
+
+
 def unmarshal_kind(value: Any) -> str:
     """The word ``encoding/json``'s ``UnmarshalTypeError`` uses for a JSON value
     (``json: cannot unmarshal <kind> into Go ...``): ``bool``, ``number`` (any

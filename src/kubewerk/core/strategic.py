@@ -36,7 +36,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any, Final, Protocol
 
-from kubewerk.core.gofmt import go_sprint, unmarshal_kind
+from kubewerk.core.gofmt import go_sprint, go_type, unmarshal_kind
 from kubewerk.core.jsoncopy import copy_tree
 from kubewerk.core.patch import PatchError
 from kubewerk.core.selectors import canonical_kind_key
@@ -132,20 +132,9 @@ class _Fail(Exception):
 
 
 def _go_type(value: Any) -> str:
-    """``reflect.TypeOf(v).String()`` for a decoded JSON value."""
-    if value is None:
-        return "%!s(<nil>)"
-    if isinstance(value, bool):
-        return "bool"
-    if isinstance(value, int):
-        return "int64"
-    if isinstance(value, float):
-        return "float64"
-    if isinstance(value, str):
-        return "string"
-    if isinstance(value, list):
-        return "[]interface {}"
-    return "map[string]interface {}"
+    """``reflect.TypeOf(v).String()`` for a decoded JSON value, as upstream's messages
+    print it with ``%s`` (a nil type prints as ``%!s(<nil>)``)."""
+    return "%!s(<nil>)" if value is None else go_type(value)
 
 
 def _go_percent_s(value: Any) -> str:
