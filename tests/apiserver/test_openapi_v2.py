@@ -13,6 +13,7 @@ from pathlib import Path
 from typing import Any
 
 import aiohttp
+import orjson
 import pytest
 
 from kubewerk.apiserver import openapi_v2
@@ -245,6 +246,104 @@ def test_v2_schema_prunes_keywords_not_properties() -> None:
             "map": {"type": "object", "additionalProperties": {"type": "string"}},
         },
     }
+
+
+def _decoded_operation(data: bytes) -> dict[str, Any]:
+    """An encoded ``Operation`` read back into the JSON shape it was encoded from (the
+    fields ``_operation`` sets), with the test's own reader."""
+    out: dict[str, Any] = {"parameters": [], "responses": {}}
+    for number, value in fields(data):
+        if number == 3:
+            out["description"] = value.decode()
+        elif number == 5:
+            out["operationId"] = value.decode()
+        elif number in (6, 7, 10):
+            name = {6: "produces", 7: "consumes", 10: "schemes"}[number]
+            out.setdefault(name, []).append(value.decode())
+        elif number == 8:
+            item = dict(fields(value))
+            if 2 in item:
+                out["parameters"].append({"$ref": first(item[2], 1).decode()})
+            else:
+                body = first(item[1], 1)
+                schema = first(body, 5)
+                out["parameters"].append(
+                    {
+                        "name": first(body, 2).decode(),
+                        "in": first(body, 3).decode(),
+                        "required": first(body, 4) == 1,
+                        "schema": {"$ref": first(schema, 1).decode()},
+                    }
+                )
+        elif number == 9:
+            for code, response in named(value, 1).items():
+                resp = first(response, 1)
+                entry: dict[str, Any] = {"description": first(resp, 1).decode()}
+                if any(n == 2 for n, _ in fields(resp)):
+                    entry["schema"] = {"$ref": first(first(first(resp, 2), 1), 1).decode()}
+                out["responses"][code] = entry
+        elif number == 13:
+            pair = dict(fields(value))
+            out[pair[1].decode()] = orjson.loads(first(pair[2], 2))
+    return out
+
+
+def test_operation_encoding_with_repeated_values_is_exact() -> None:
+    """Encoded operation fields are reused by their values' JSON text: a value met before
+    gives the bytes a fresh encoding gives, and values that differ only in type (true, 1,
+    1.0), key order or a character never share an encoding. Read back, each operation is
+    the dict it was encoded from; the memo stays bounded."""
+    long = "k" + "\u00e9" * 200  # lengths past one varint byte, non-ASCII
+    ref = "#/definitions/" + long
+
+    def op(
+        action: str, ext: Any, responses: dict[str, Any], kind: str = "Widget"
+    ) -> dict[str, Any]:
+        return {
+            "description": f"{action} {kind}",
+            "consumes": ["*/*"] if action != "patch" else ["application/merge-patch+json"],
+            "produces": ["application/json", "application/yaml"],
+            "schemes": ["https"],
+            "operationId": f"{action}{kind}",
+            "parameters": [
+                {"name": "body", "in": "body", "required": True, "schema": {"$ref": ref}},
+                *openapi_v2._WRITE_PARAMS,
+            ],
+            "responses": responses,
+            "x-kubernetes-action": action,
+            "x-kubernetes-group-version-kind": ext,
+        }
+
+    ok = {"200": {"description": "OK", "schema": {"$ref": ref}}}
+    swapped = {"200": {"schema": {"$ref": ref}, "description": "OK"}}
+    cases = [
+        op("post", {"group": "g", "kind": long, "version": "v1"}, ok, kind=long),
+        op("patch", {"kind": long, "group": "g", "version": "v1"}, swapped, kind=long),
+        op("put", {"x": True}, ok),
+        op("put", {"x": 1}, ok),
+        op("put", {"x": 1.0}, ok),
+        op("put", {"x": "1"}, ok),
+        op("get", {"group": "g\u0131", "kind": "W", "version": "v1"}, {"201": ok["200"]}),
+    ]
+    openapi_v2._FIELD_MEMO.clear()
+    fresh = []
+    for case in cases:
+        openapi_v2._FIELD_MEMO.clear()
+        fresh.append(openapi_v2._operation_pb(case))
+    openapi_v2._FIELD_MEMO.clear()
+    for _ in range(2):  # the second round is served from the memo
+        assert [openapi_v2._operation_pb(case) for case in cases] == fresh
+    assert len(set(fresh)) == len(fresh)
+    for case, data in zip(cases, fresh, strict=True):
+        decoded = _decoded_operation(data)
+        assert decoded == case
+        ext = decoded["x-kubernetes-group-version-kind"]
+        assert [type(v) for v in ext.values()] == [
+            type(v) for v in case["x-kubernetes-group-version-kind"].values()
+        ]
+    for i in range(openapi_v2._FIELD_MEMO_SIZE + 10):
+        openapi_v2._operation_pb(op("get", {"i": i}, ok))
+    assert len(openapi_v2._FIELD_MEMO) <= openapi_v2._FIELD_MEMO_SIZE
 
 
 def test_accept_negotiation() -> None:

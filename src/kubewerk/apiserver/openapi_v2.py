@@ -558,34 +558,76 @@ def _shared_params() -> None:
         _SHARED_PARAMS[id(param)] = (param, w.data())
 
 
+_FIELD_MEMO: dict[tuple[int, bytes], bytes] = {}
+"""Encoded operation fields by (field, JSON text of the value): media types, schemes,
+responses, parameters and extensions repeat across the operations of a type and across
+types. Emptied whenever it reaches ``_FIELD_MEMO_SIZE`` entries, so it stays bounded."""
+_FIELD_MEMO_SIZE = 4096
+
+
+def _encoded_field(field: int, value: Any) -> bytes:
+    """Operation field ``field`` (6, 7, 10: a string list; 8: one non-shared parameter; 9:
+    the responses; 13: one vendor extension, given as a ``[name, value]`` pair) encoded
+    with its key and length, from ``_FIELD_MEMO`` when the same value was encoded before.
+    The memo key is the value's JSON text, which fixes everything the encoding reads
+    (types, key order, strings), so a hit is exactly the bytes a fresh encoding gives."""
+    key = (field, orjson.dumps(value))
+    found = _FIELD_MEMO.get(key)
+    if found is None:
+        w = _Writer()
+        if field in (6, 7, 10):
+            w.strings(field, value)
+        elif field == 8:
+            w.message(8, _parameter_item(value), keep_empty=True)
+        elif field == 9:
+            w.message(9, _responses(value), keep_empty=True)
+        else:
+            w.message(13, _named_value(value[0], _any(value[1])))
+        if len(_FIELD_MEMO) >= _FIELD_MEMO_SIZE:
+            _FIELD_MEMO.clear()
+        found = _FIELD_MEMO[key] = w.data()
+    return found
+
+
 def _operation_pb(op: JSON) -> bytes:
+    """One ``Operation`` (what ``_operation`` builds, or any Swagger operation)."""
     if not _SHARED_PARAMS:
         _shared_params()
     w = _Writer()
+    parts = w.parts
     w.strings(1, op.get("tags"))
     w.string(2, op.get("summary"))
     w.string(3, op.get("description"))
     w.string(5, op.get("operationId"))
-    w.strings(6, op.get("produces"))
-    w.strings(7, op.get("consumes"))
+    for field, name in ((6, "produces"), (7, "consumes")):
+        value = op.get(name)
+        if isinstance(value, list):
+            parts.append(_encoded_field(field, value))
     for param in op.get("parameters") or []:
         shared = _SHARED_PARAMS.get(id(param))
         if shared is None or shared[0] is not param:
-            w.message(8, _parameter_item(param), keep_empty=True)
+            parts.append(_encoded_field(8, param))
         else:
-            w.parts.append(shared[1])
-    w.message(9, _responses(op.get("responses") or {}), keep_empty=True)
-    w.strings(10, op.get("schemes"))
+            parts.append(shared[1])
+    parts.append(_encoded_field(9, op.get("responses") or {}))
+    schemes = op.get("schemes")
+    if isinstance(schemes, list):
+        parts.append(_encoded_field(10, schemes))
     w.boolean(11, op.get("deprecated"))
-    _vendor_extensions(w, 13, op)
+    for key, value in op.items():
+        if key.startswith("x-"):
+            parts.append(_encoded_field(13, [key, value]))
     return w.data()
 
 
 _METHOD_FIELDS = {"get": 2, "put": 3, "post": 4, "delete": 5, "options": 6, "head": 7, "patch": 8}
 
 
-def _path_entry(name: str, item: JSON) -> bytes:
-    """One ``Paths.path`` entry (field 2: a NamedPathItem), key and length included."""
+def _path_entry(name: str, item: JSON, memo: dict[tuple[int, bytes], bytes] | None = None) -> bytes:
+    """One ``Paths.path`` entry (field 2: a NamedPathItem), key and length included.
+    ``memo``: see ``_operation_pb`` (one is shared by the paths of one part)."""
+    if memo is None:
+        memo = {}
     methods = _Writer()
     for method, op in item.items():
         field = _METHOD_FIELDS.get(method)
