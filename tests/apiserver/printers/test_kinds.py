@@ -420,6 +420,9 @@ def test_persistent_volumes_and_claims() -> None:
         "accessModes": ["ReadWriteOncePod"],
     }
     assert row(pvc) == ["Bound", "pv-1", "1536Mi", "RWOP", "standard", "<unset>", "60m", "Block"]
+    # the beta annotation wins over spec.storageClassName, even when empty
+    pvc["metadata"]["annotations"] = {"volume.beta.kubernetes.io/storage-class": ""}
+    assert row(pvc)[4] == ""
 
 
 def test_limit_range_uses_the_default_table() -> None:

@@ -511,6 +511,15 @@ def access_modes(modes: Any) -> str:
     return ",".join(abbr for mode, abbr in short if mode in have)
 
 
+def storage_class(obj: JSON) -> str:
+    """``storageutil.GetPersistentVolumeClass`` / ``GetPersistentVolumeClaimClass``: the
+    beta storage-class annotation when present (even empty), else ``spec.storageClassName``."""
+    annotations = obj_map(meta(obj).get("annotations"))
+    if BETA_STORAGE_CLASS_ANNOTATION in annotations:
+        return obj_str(annotations[BETA_STORAGE_CLASS_ANNOTATION])
+    return obj_str(obj_map(obj.get("spec")).get("storageClassName"))
+
+
 def persistent_volume_cells(pv: JSON, now: float) -> list[Any]:
     """``printPersistentVolume``."""
     spec = obj_map(pv.get("spec"))
@@ -519,11 +528,6 @@ def persistent_volume_cells(pv: JSON, now: float) -> list[Any]:
     if isinstance(spec.get("claimRef"), dict):
         ref = spec["claimRef"]
         claim = f"{obj_str(ref.get('namespace'))}/{obj_str(ref.get('name'))}"
-    annotations = obj_map(meta(pv).get("annotations"))
-    if BETA_STORAGE_CLASS_ANNOTATION in annotations:
-        storage_class = obj_str(annotations[BETA_STORAGE_CLASS_ANNOTATION])
-    else:
-        storage_class = obj_str(spec.get("storageClassName"))
     vac = spec.get("volumeAttributesClassName")
     return [
         quantity_string(obj_map(spec.get("capacity")).get("storage")),
@@ -531,7 +535,7 @@ def persistent_volume_cells(pv: JSON, now: float) -> list[Any]:
         obj_str(spec.get("persistentVolumeReclaimPolicy")),
         "Terminating" if deleting(pv) else obj_str(status.get("phase")),
         claim,
-        storage_class,
+        storage_class(pv),
         vac if isinstance(vac, str) else UNSET,
         obj_str(status.get("reason")),
         age(pv, now),
@@ -562,18 +566,13 @@ def persistent_volume_claim_cells(pvc: JSON, now: float) -> list[Any]:
     if volume:
         modes = access_modes(status.get("accessModes"))
         capacity = quantity_string(obj_map(status.get("capacity")).get("storage"))
-    annotations = obj_map(meta(pvc).get("annotations"))
-    if BETA_STORAGE_CLASS_ANNOTATION in annotations:
-        storage_class = obj_str(annotations[BETA_STORAGE_CLASS_ANNOTATION])
-    else:
-        storage_class = obj_str(spec.get("storageClassName"))
     vac = spec.get("volumeAttributesClassName")
     return [
         "Terminating" if deleting(pvc) else obj_str(status.get("phase")),
         volume,
         capacity,
         modes,
-        storage_class,
+        storage_class(pvc),
         vac if isinstance(vac, str) else UNSET,
         age(pvc, now),
         obj_str(spec.get("volumeMode")) or UNSET,
