@@ -15,9 +15,14 @@ as ``kubewerk up`` serves it) and prints its figures next to the issue's targets
   at ``--objects``; full and paginated (limit=500) list; memory per object for the memory
   and the SQLite store (in-process, store API); watch from the resourceVersion before the
   fill; compaction of the change log at that size;
-- watchers: ``--watchers`` streams in one client process, one write every 10 ms, delivery
-  delay p50/p99; a stuck watcher (never reads) while 20 MiB of events go out: server RSS
-  growth and whether the server closed it;
+- watchers: ``--watchers`` streams spread over ``--watch-procs`` client processes
+  (``--watch-client aiohttp``: each event decoded as it comes; ``raw``: bare protocols
+  noting arrival times, decoded after the run), 300 creates due every 10 ms, delivery
+  delay p50/p99 (stamp at send to arrival), CPU per delivery of server and clients, and
+  the server's own time from commit to the last stream's write; a stuck watcher (never
+  reads) while 20 MiB of events go out: server RSS growth and whether the server closed it;
+- fanout (in-process): the server's delivery time and CPU per delivery for
+  ``--watchers`` streams over real sockets, without client processes;
 - create (POST of the demo Database: schema, defaults, CEL) vs the no-op endpoint (same
   uvicorn configuration), wrk, same run;
 - Manager (kubewerk.runtime) with ``--kinds`` controllers, one per CRD, no objects: time
@@ -146,13 +151,52 @@ def serve(port_q: Any, store: str) -> None:
 
     async def main() -> None:
         await server.start()
+        probe_log = os.environ.get("SCALE_FANOUT_LOG")
+        fanout = fanout_probe(server) if probe_log else None
         loop.add_signal_handler(signal.SIGTERM, stop.set)
         port_q.put(server.port)
         port_q.put(entered)
         await stop.wait()
         await server.stop()
+        if probe_log and fanout is not None:
+            Path(probe_log).write_bytes(orjson.dumps(fanout))
 
     loop.run_until_complete(main())
+
+
+def fanout_probe(server: Any) -> list[float]:
+    """In the server process: for every committed object carrying the benchmark's send
+    stamp, the seconds from its commit until every watch stream has written it (each
+    stream idle again: waiting, nothing queued), appended to the returned list. The hub's
+    subscription is moved between two probes of the store's, so the first sees the commit
+    before the hub and the second after it."""
+    store, hub = server.app.store, server.app.hub
+    loop = asyncio.get_running_loop()
+    times: list[float] = []
+    committed = 0.0
+
+    def before(ev: Any) -> None:
+        nonlocal committed
+        committed = time.perf_counter()
+
+    def after(ev: Any) -> None:
+        if base.STAMP not in (ev.obj.get("metadata", {}).get("annotations") or {}):
+            return
+        start = committed
+
+        def mark() -> None:
+            if all(w.waiter is not None and not w.queue for w in hub.watchers):
+                times.append(time.perf_counter() - start)
+            else:
+                loop.call_later(0.0002, mark)
+
+        loop.call_soon(mark)
+
+    hub._unsubscribe()
+    store.subscribe(before)
+    hub._unsubscribe = store.subscribe(hub.dispatch)
+    store.subscribe(after)
+    return times
 
 
 def start_server(store: str) -> tuple[mp.process.BaseProcess, str, float]:
@@ -573,11 +617,127 @@ def watch_procs_client(url: str, watchers: int, expected: int, out_q: Any, ready
     out_q.put((delays, cpu() - before))
 
 
+def watch_procs_raw_client(
+    url: str, watchers: int, expected: int, out_q: Any, ready_q: Any
+) -> None:
+    """Like ``watch_procs_client``, but each stream is a bare asyncio protocol that only
+    notes when each piece of bytes arrived (``time.monotonic_ns``) and keeps it; the
+    chunked framing and the events are decoded after the last event came, to match each
+    event's stamp with the arrival of the piece that completed it. The delivery delay is
+    then the server's and the network's alone, not the client's own decoding time."""
+    import bisect
+    import resource
+
+    import uvloop
+
+    port = int(url.rsplit(":", 1)[1])
+    path = f"/apis/{base.GV}/namespaces/watch/databases?watch=true&resourceVersion=0"
+    request = f"GET {path}&timeoutSeconds=120 HTTP/1.1\r\nHost: 127.0.0.1:{port}\r\n\r\n"
+
+    class Stream(asyncio.Protocol):
+        def __init__(self, done: asyncio.Future[None]) -> None:
+            self.pieces: list[bytes] = []
+            self.times: list[int] = []
+            self.lines = 0
+            self.last = b""
+            self.done = done
+
+        def connection_made(self, transport: Any) -> None:
+            transport.write(request.encode())
+
+        def data_received(self, data: bytes) -> None:
+            self.times.append(time.monotonic_ns())
+            self.pieces.append(data)
+            # an event line ends with "}\n" (then the chunk's CRLF); one may span pieces
+            self.lines += data.count(b"}\n") + (self.last == b"}" and data[:1] == b"\n")
+            self.last = data[-1:]
+            if self.lines >= expected and not self.done.done():
+                self.done.set_result(None)
+
+        def connection_lost(self, exc: Exception | None) -> None:
+            if not self.done.done():
+                self.done.set_result(None)
+
+    def delays_of(stream: Stream) -> list[float]:
+        data = b"".join(stream.pieces)
+        ends, total = [], 0
+        for piece in stream.pieces:
+            total += len(piece)
+            ends.append(total)
+        pos = data.index(b"\r\n\r\n") + 4
+        carry, out = b"", []
+        while len(out) < expected:
+            eol = data.index(b"\r\n", pos)
+            size = int(data[pos:eol], 16)
+            start = eol + 2
+            chunk = data[start : start + size]
+            pos = start + size + 2
+            at = 0
+            while (nl := chunk.find(b"\n", at)) >= 0:
+                line, carry = carry + chunk[at:nl], b""
+                at = nl + 1
+                arrived = stream.times[bisect.bisect_right(ends, start + nl)]
+                ev = orjson.loads(line)
+                if ev["type"] == "BOOKMARK":
+                    continue
+                sent = int(ev["object"]["metadata"]["annotations"][base.STAMP])
+                out.append((arrived - sent) / 1e9)
+            carry += chunk[at:]
+        return out
+
+    def cpu() -> float:
+        usage = resource.getrusage(resource.RUSAGE_SELF)
+        return usage.ru_utime + usage.ru_stime
+
+    async def main() -> tuple[list[float], float]:
+        loop = asyncio.get_running_loop()
+        streams = []
+        for _ in range(watchers):
+            stream = Stream(loop.create_future())
+            await loop.create_connection(lambda s=stream: s, "127.0.0.1", port)  # type: ignore[misc]
+            streams.append(stream)
+        while not all(s.pieces for s in streams):  # every watch answered its head
+            await asyncio.sleep(0.01)
+        ready_q.put(True)
+        before = cpu()
+        await asyncio.wait_for(asyncio.gather(*(s.done for s in streams)), 300)
+        spent = cpu() - before
+        return [d for s in streams for d in delays_of(s)], spent
+
+    out_q.put(uvloop.run(main()))
+
+
+async def write_paced(url: str, n: int, interval: float) -> float:
+    """``n`` stamped creates on a fixed schedule, the ``i``-th due ``i * interval`` seconds
+    after the first (one at a time: a create that answers late makes the next ones go
+    at once until the schedule is met again); the writes per second achieved."""
+    async with aiohttp.ClientSession(url) as s:
+        start = time.monotonic()
+        for i in range(n):
+            delay = start + i * interval - time.monotonic()
+            if delay > 0:
+                await asyncio.sleep(delay)
+            body = base.database(f"w-{i:05d}", **{base.STAMP: str(time.monotonic_ns())})
+            async with s.post(
+                f"/apis/{base.GV}/namespaces/watch/databases",
+                data=orjson.dumps(body),
+                headers={"content-type": "application/json"},
+            ) as r:
+                assert r.status == 201, await r.text()
+        return n / (time.monotonic() - start)
+
+
 def run_watchers(args: argparse.Namespace) -> None:
     """Delivery delay with the watch streams spread over ``--watch-procs`` client
     processes, and the CPU the server and the clients spent meanwhile (on 2 cores, a
     process near 1.0 core is the bottleneck)."""
-    proc, url, _ = start_server("memory")
+    probe = Path(tempfile.mkdtemp(prefix="kubewerk-fanout-")) / "fanout.json"
+    os.environ["SCALE_FANOUT_LOG"] = str(probe)
+    try:
+        proc, url, _ = start_server("memory")
+    finally:
+        del os.environ["SCALE_FANOUT_LOG"]
+    stopped = False
     try:
         asyncio.run(base.setup(url))
         writes = 300
@@ -587,8 +747,9 @@ def run_watchers(args: argparse.Namespace) -> None:
         share = [
             args.watchers // procs + (1 if k < args.watchers % procs else 0) for k in range(procs)
         ]
+        client_main = watch_procs_raw_client if args.watch_client == "raw" else watch_procs_client
         clients = [
-            ctx.Process(target=watch_procs_client, args=(url, n, writes, out_q, ready_q))
+            ctx.Process(target=client_main, args=(url, n, writes, out_q, ready_q))
             for n in share
             if n
         ]
@@ -600,7 +761,7 @@ def run_watchers(args: argparse.Namespace) -> None:
         assert proc.pid is not None
         server_cpu = cpu_seconds(proc.pid)
         t = time.perf_counter()
-        asyncio.run(base.write_stamped(url, writes, 0.01))
+        rate = asyncio.run(write_paced(url, writes, 0.01))
         delays: list[float] = []
         client_cpu = 0.0
         for _ in clients:
@@ -614,21 +775,38 @@ def run_watchers(args: argparse.Namespace) -> None:
         p50, p99 = base.percentile(delays, 0.5), base.percentile(delays, 0.99)
         line(
             f"{args.watchers:,} watchers, one write every 10 ms",
-            f"p99 {p99 * 1000:.1f} ms (p50 {p50 * 1000:.1f}, {len(delays):,} deliveries)",
+            f"p99 {p99 * 1000:.1f} ms (p50 {p50 * 1000:.1f}, {len(delays):,} deliveries, "
+            f"{args.watch_client} client)",
             "p99 < 50 ms",
             p99 < 0.05,
         )
         line(
             f"  CPU while delivering ({len(clients)} client processes)",
             f"server {server_cpu / wall:.2f} cores, clients {client_cpu / wall:.2f} cores "
-            f"({wall:.1f} s)",
+            f"({wall:.1f} s, {rate:.0f} writes/s); per delivery: "
+            f"server {server_cpu / len(delays) * 1e6:.1f} us, "
+            f"clients {client_cpu / len(delays) * 1e6:.1f} us",
             "",
             None,
         )
         line("  server RSS with the watchers open", f"{rss_open:,.0f} MiB", "", None)
-        stuck_watcher(url, proc)
-    finally:
+        if not args.skip_stuck:
+            stuck_watcher(url, proc)
         stop_server(proc)
+        stopped = True
+        fanout = orjson.loads(probe.read_bytes()) if probe.exists() else []
+        if fanout:
+            line(
+                "  server side: commit to the last stream's write",
+                f"p50 {base.percentile(fanout, 0.5) * 1000:.1f} ms, "
+                f"p99 {base.percentile(fanout, 0.99) * 1000:.1f} ms ({len(fanout)} writes)",
+                "",
+                None,
+            )
+    finally:
+        if not stopped:
+            stop_server(proc)
+        shutil.rmtree(probe.parent, ignore_errors=True)
 
 
 def run_fanout(args: argparse.Namespace) -> None:
@@ -966,6 +1144,16 @@ def main() -> int:
     parser.add_argument("--kinds", type=int, default=1000)
     parser.add_argument(
         "--watch-procs", type=int, default=2, help="client processes for the watchers case"
+    )
+    parser.add_argument(
+        "--watch-client",
+        choices=("aiohttp", "raw"),
+        default="aiohttp",
+        help="watchers case: aiohttp streams decoding each event as it comes (default), or "
+        "bare protocols noting arrival times and decoding after the run",
+    )
+    parser.add_argument(
+        "--skip-stuck", action="store_true", help="watchers case: leave out the stuck watcher"
     )
     parser.add_argument(
         "--fanout-writes", type=int, default=300, help="commits timed in the fanout case"
