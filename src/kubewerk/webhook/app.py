@@ -252,10 +252,18 @@ class WebhookApp:
             return await _status(send, err)
         if length > route.max_body:
             return await _status(send, _too_large(route.max_body))
-        try:
-            body = await _read_body(receive, route.max_body)
-        except _TooLarge:
-            return await _status(send, _too_large(route.max_body))
+        message = await receive()
+        if message["type"] == "http.request" and not message.get("more_body", False):
+            # the whole body in one message (what uvicorn delivers for small bodies)
+            whole: bytes = message.get("body", b"")
+            if len(whole) > route.max_body:
+                return await _status(send, _too_large(route.max_body))
+            body: bytes | None = whole
+        else:
+            try:
+                body = await _read_body(receive, route.max_body, message)
+            except _TooLarge:
+                return await _status(send, _too_large(route.max_body))
         if body is None:  # the client went away
             return 499
         try:
@@ -283,9 +291,14 @@ def _too_large(limit: int) -> ApiError:
     )
 
 
-async def _read_body(receive: Receive, limit: int) -> bytes | None:
-    """The whole body, at most ``limit`` bytes (``_TooLarge`` beyond); None on disconnect."""
-    message = await receive()
+async def _read_body(
+    receive: Receive, limit: int, message: dict[str, Any] | None = None
+) -> bytes | None:
+    """The whole body, at most ``limit`` bytes (``_TooLarge`` beyond); None on disconnect.
+
+    ``message`` is the first message when the caller has already received it."""
+    if message is None:
+        message = await receive()
     if message["type"] == "http.disconnect":
         return None
     body: bytes = message.get("body", b"")
