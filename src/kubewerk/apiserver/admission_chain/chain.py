@@ -28,8 +28,7 @@ from __future__ import annotations
 
 import logging
 import time
-from collections.abc import Callable, Iterator
-from contextlib import contextmanager
+from collections.abc import Callable
 from typing import Any, Final
 
 import orjson
@@ -67,16 +66,11 @@ served every request as this superuser, so ``request.userInfo`` is what such a r
 carried there rather than empty. With authentication on, the request's own user."""
 
 
-@contextmanager
-def _carrying(warnings: list[str]) -> Iterator[None]:
-    """Re-raise an ``ApiError`` with ``warnings`` (the request's so far) before its own,
-    which the server sends as Warning headers with the error's Status."""
-    try:
-        yield
-    except ApiError as err:
-        carried = getattr(err, "warnings", None) or []
-        err.warnings = [*warnings, *(w for w in carried if w not in warnings)]  # type: ignore[attr-defined]
-        raise
+def _carry(err: ApiError, warnings: list[str]) -> None:
+    """Put ``warnings`` (the request's so far) before ``err``'s own, which the server
+    sends as Warning headers with the error's Status."""
+    carried = getattr(err, "warnings", None) or []
+    err.warnings = [*warnings, *(w for w in carried if w not in warnings)]  # type: ignore[attr-defined]
 
 
 def _requester() -> vap.UserInfo:
@@ -349,10 +343,15 @@ class AdmissionChain:
         options: JSON | None = None,
     ) -> JSON | None:
         """:meth:`_mutate_stage`; an error leaves carrying the warnings gathered so far."""
-        with _carrying(warnings):
+        if not self.hooks.mutating():
+            return obj
+        try:
             return await self._mutate_stage(
                 operation, target, obj, old, query, warnings, annotations, options
             )
+        except ApiError as err:
+            _carry(err, warnings)
+            raise
 
     async def _mutate_stage(
         self,
@@ -463,10 +462,13 @@ class AdmissionChain:
     ) -> None:
         """:meth:`_validate_stage`; an error leaves carrying the warnings gathered so far
         (kube-apiserver sends them with the error)."""
-        with _carrying(warnings):
+        try:
             await self._validate_stage(
                 operation, target, obj, old, query, warnings, annotations, options
             )
+        except ApiError as err:
+            _carry(err, warnings)
+            raise
 
     async def _validate_stage(
         self,
@@ -488,6 +490,9 @@ class AdmissionChain:
                 self.policies.compiled_bindings,
                 req,
                 params=self._params() if self.policies.param_kinds else None,
+                # objects here are decoded request bodies and stored objects: plain JSON
+                # (kubewerk.apiserver.decode), so CEL is handed only what it reads
+                json_values=True,
             )
             self._count_policies(verdict, time.perf_counter() - start)
             warnings.extend(verdict.warnings)
@@ -527,7 +532,7 @@ class AdmissionChain:
         admitted evaluations (kube counts a false validation as ``invalid_error``).
         ``seconds`` is the whole policy evaluation of the request: the engine does not
         time single expressions."""
-        if not verdict.outcomes:
+        if all(d.evaluation == "admit" for o in verdict.outcomes for d in o.decisions):
             return
         actions_of: dict[str, list[str]] = {}
         for b in self.policies.bindings:

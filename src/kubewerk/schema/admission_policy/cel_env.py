@@ -23,7 +23,7 @@ from __future__ import annotations
 
 import re
 import threading
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any, Final
 
 from cel_expr_python import cel
@@ -33,6 +33,7 @@ from kubewerk.schema.cel import library
 from kubewerk.schema.cel.error_text import clean_compile_error
 
 from . import authz
+from .projection import Selects, expression_reads
 
 T = cel.Type
 _OBJ: Final = T.Map(T.STRING, T.DYN)
@@ -53,7 +54,6 @@ TOP_LEVEL: Final = (
     "variables",
 )
 """The names an admission expression's activation can hold."""
-_TOP_LEVEL_REF: Final = re.compile(r"\b(" + "|".join(TOP_LEVEL) + r")\b")
 _VARIABLE_REF: Final = re.compile(r"(?<![\w.])variables\s*\.\s*([A-Za-z_][A-Za-z0-9_]*)")
 
 
@@ -111,15 +111,6 @@ def variable_refs(expression: str) -> list[str]:
     return out
 
 
-def top_level_refs(expression: str) -> frozenset[str]:
-    """The activation names (:data:`TOP_LEVEL`) ``expression`` may read: every one that
-    appears as a word outside string literals. A superset of what it reads (a field or a
-    comprehension variable of the same name counts too), never less: CEL has no way to
-    read a variable without naming it."""
-    code = _STRING_LIT.sub(lambda m: " " * len(m.group(0)), expression)
-    return frozenset(m.group(1) for m in _TOP_LEVEL_REF.finditer(code))
-
-
 def undefined_variables(expression: str, declared: set[str] | frozenset[str]) -> str | None:
     """cel-go's error for the first ``variables.<name>`` not in ``declared``, or None.
 
@@ -150,8 +141,9 @@ class Compiled:
     ``detail`` is what follows the field path in kube's field error, e.g.
     ``compilation failed: ERROR: <input>:1:5: Syntax error: …`` or ``must evaluate to
     bool``. ``variables`` are the names the expression reads from ``variables``;
-    ``reads`` the activation names (:data:`TOP_LEVEL`) it may read (see
-    :func:`top_level_refs`), so an evaluation can leave the others out.
+    ``reads`` the activation names (:data:`TOP_LEVEL`) it may read, so an evaluation
+    can leave the others out, and ``selects`` what it may read of each (see
+    :mod:`.projection`; a name read but absent there is read whole).
     """
 
     expression: str
@@ -161,6 +153,7 @@ class Compiled:
     return_type: str
     env_key: tuple[bool, bool, bool] = (False, False, False)
     reads: frozenset[str] = frozenset(TOP_LEVEL)
+    selects: Selects = field(default_factory=dict)
 
     @property
     def ok(self) -> bool:
@@ -206,4 +199,5 @@ def compile_expression(
             reason = "must evaluate to one of [" + " ".join(returns) + "]"
         return Compiled(expression, None, reason, refs, name)
     key = (params, authorizer, declared_variables is not None)
-    return Compiled(expression, checked, "", refs, name, key, top_level_refs(expression))
+    reads, selects = expression_reads(checked, TOP_LEVEL)
+    return Compiled(expression, checked, "", refs, name, key, reads, selects)

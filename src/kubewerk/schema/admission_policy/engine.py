@@ -12,10 +12,9 @@ validation_failure``).
 
 from __future__ import annotations
 
-import contextlib
 import json
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any, Final
 
 from cel_expr_python import cel
@@ -27,6 +26,7 @@ from kubewerk.schema.cel.error_text import runtime_error
 from . import authz
 from .cel_env import Compiled, activation, compile_expression
 from .matching import Criteria, Match, compile_criteria, matches
+from .projection import PROJECTED, Projection, merge_selects, project
 from .request import Request, namespace_object_value
 from .validation import default_policy, validate_policy
 
@@ -73,13 +73,31 @@ class CompiledPolicy:
     reads: frozenset[str] = frozenset()
     """The activation names any of the policy's expressions may read: an evaluation
     builds only these."""
+    admits: tuple[Decision, ...] = ()
+    """Each validation's ``Admit`` decision, by index (immutable, so one set serves every
+    evaluation)."""
+    projections: dict[str, Projection] = field(default_factory=dict)
+    """What the expressions may read of the request's JSON variables (``object``,
+    ``oldObject``, ``params``, ``namespaceObject``) when not the whole value: an
+    evaluation over plain JSON values converts only that (see :mod:`.projection`)."""
 
     def __post_init__(self) -> None:
         self.criteria = compile_criteria(self.match_constraints)
         reads: set[str] = set()
+        selects: dict[str, Projection | None] = {}
         for compiled in self._expressions():
             reads |= compiled.reads
+            whole = {name: None for name in compiled.reads if name not in compiled.selects}
+            selects = merge_selects(selects, {**compiled.selects, **whole})
         self.reads = frozenset(reads)
+        self.projections = {
+            name: proj
+            for name, proj in selects.items()
+            if name in PROJECTED and name in self.reads and proj is not None
+        }
+        self.admits = tuple(
+            Decision("Admit", "admit", "", "", i) for i in range(len(self.validations))
+        )
 
     def _expressions(self) -> list[Compiled]:
         out = [c for _, c in self.match_conditions]
@@ -429,6 +447,20 @@ class _Activation:
                 return self.var_errors[ref]
         return msg
 
+    def run_batch(self, program: Compiled, count: int) -> list[bool] | None:
+        """The values of a batch of validations (see :func:`_batch`): a list of ``count``
+        booleans, or None when the list erred or holds anything else (then each
+        validation is to be evaluated on its own)."""
+        ok, values = self._run(program)
+        if (
+            ok
+            and isinstance(values, list)
+            and len(values) == count
+            and all(type(x) is bool for x in values)
+        ):
+            return values
+        return None
+
     def run(self, compiled: Compiled) -> tuple[bool, Any]:
         """(True, value) or (False, the evaluation error as kube-apiserver words it)."""
         ok, value = self._run(compiled)
@@ -455,25 +487,35 @@ def validate(
     match: Match,
     param: Mapping[str, Any] | None,
     authorizer: authz.Authorizer | None = None,
+    *,
+    json_values: bool = False,
 ) -> ValidateResult:
-    """Evaluate one policy for a request with one param (``validator.Validate``)."""
+    """Evaluate one policy for a request with one param (``validator.Validate``).
+
+    ``json_values``: the request's objects, its namespace object and the param are plain
+    JSON values (str-keyed dicts, lists, strings, finite floats, booleans, null,
+    integers within int64, as the API server decodes them), which CEL always converts
+    whole; then only the parts of them the policy's expressions can read are handed to
+    CEL (the same decisions, less to convert). Otherwise they are handed over whole, so
+    a value CEL cannot convert fails every expression that reads its variable."""
     fail = policy.failure_policy != "Ignore"
-    error_action = "Deny" if fail else "Admit"
     reads = policy.reads
+    projections = policy.projections if json_values else {}
     # only the names some expression of the policy reads are built and converted
     data: dict[str, Any] = {}
     if "object" in reads:
-        data["object"] = request.object
+        data["object"] = project(request.object, projections.get("object"))
     if "oldObject" in reads:
-        data["oldObject"] = request.old_object
+        data["oldObject"] = project(request.old_object, projections.get("oldObject"))
     if "request" in reads:
         data["request"] = request.to_cel(match.resource, match.kind)
     if "namespaceObject" in reads:
         ns_name = request.namespace
         if request.kind == ("", "v1", "Namespace"):
             ns_name = ""
-        data["namespaceObject"] = (
-            namespace_object_value(request.namespace_object) if ns_name else None
+        data["namespaceObject"] = project(
+            namespace_object_value(request.namespace_object) if ns_name else None,
+            projections.get("namespaceObject"),
         )
     if "authorizer" in reads:
         data["authorizer"] = authz.authorizer_value(
@@ -490,84 +532,91 @@ def validate(
             },
         )
     if policy.param_kind is not None and "params" in reads:
-        data["params"] = dict(param) if param is not None else None
+        value = dict(param) if param is not None else None
+        data["params"] = project(value, projections.get("params"))
     act = _Activation(data, policy)
-    with authz.using(authorizer) if "authorizer" in reads else contextlib.nullcontext():
-        if policy.match_conditions:
-            errors: list[str] = []
-            excluded = False
-            for _name, compiled in policy.match_conditions:
-                ok, value = act.run(compiled)
-                if not ok:
-                    errors.append(value)
-                elif value is False:
-                    excluded = True
-            if excluded:
-                return ValidateResult(False, [], [])
-            if errors:
-                if not fail:
-                    return ValidateResult(False, [], [])
-                message = (
-                    errors[0]
-                    if len(set(errors)) == 1
-                    else "[" + ", ".join(dict.fromkeys(errors)) + "]"
-                )
-                return ValidateResult(True, [Decision("Deny", "error", message)], [])
-        decisions: list[Decision] = []
-        batched: dict[int, bool] = {}
-        if policy.batch is not None:
-            program, indexes = policy.batch
-            bok, values = act._run(program)
-            if (
-                bok
-                and isinstance(values, list)
-                and len(values) == len(indexes)
-                and all(type(x) is bool for x in values)
-            ):
-                batched = dict(zip(indexes, values, strict=True))
-        for i, v in enumerate(policy.validations):
-            if i in batched:
-                ok, value = True, batched[i]
-            else:
-                ok, value = act.run(v.expression)
-            if not ok:
-                decisions.append(Decision(error_action, "error", value, "", i))
-                continue
-            if value is True:
-                decisions.append(Decision("Admit", "admit", "", "", i))
-                continue
-            message = ""
-            if v.message_expression is not None:
-                mok, mval = act.run(v.message_expression)
-                if mok and isinstance(mval, str):
-                    message = mval.strip()
-                    if len(message.encode()) > MAX_MESSAGE_BYTES or "\n" in message:
-                        message = ""
-            if not message and v.message:
-                message = v.message.strip()
-            if not message:
-                message = f"failed expression: {v.expression.expression.strip()}"
-            decisions.append(Decision("Deny", "deny", message, v.reason or "Invalid", i))
-        audits: list[tuple[str, str, str]] = []
-        for key, compiled in policy.audit_annotations:
+    if "authorizer" in reads:
+        with authz.using(authorizer):
+            return _evaluate(policy, act, fail)
+    return _evaluate(policy, act, fail)
+
+
+def _evaluate(policy: CompiledPolicy, act: _Activation, fail: bool) -> ValidateResult:
+    """The match conditions, validations and audit annotations of ``policy`` over one
+    activation (``fail``: the failure policy is Fail)."""
+    error_action = "Deny" if fail else "Admit"
+    if policy.match_conditions:
+        errors: list[str] = []
+        excluded = False
+        for _name, compiled in policy.match_conditions:
             ok, value = act.run(compiled)
             if not ok:
-                audits.append((key, "error" if fail else "exclude", value))
-            elif value is None:
-                audits.append((key, "exclude", ""))
-            elif isinstance(value, str):
-                value = value.strip()
-                audits.append((key, "publish" if value else "exclude", value))
-            else:
-                audits.append(
-                    (
-                        key,
-                        "error" if fail else "exclude",
-                        f"valueExpression '{compiled.expression}' resulted in unsupported return "
-                        f"type: {_cel_type_name(value)}. "
-                        "Return type must be either string or null.",
-                    )
+                errors.append(value)
+            elif value is False:
+                excluded = True
+        if excluded:
+            return ValidateResult(False, [], [])
+        if errors:
+            if not fail:
+                return ValidateResult(False, [], [])
+            message = (
+                errors[0] if len(set(errors)) == 1 else "[" + ", ".join(dict.fromkeys(errors)) + "]"
+            )
+            return ValidateResult(True, [Decision("Deny", "error", message)], [])
+    validations = policy.validations
+    batched: dict[int, bool] = {}
+    if policy.batch is not None:
+        program, indexes = policy.batch
+        values = act.run_batch(program, len(indexes))
+        if values is not None:
+            if len(indexes) == len(validations) and all(values) and not policy.audit_annotations:
+                # every validation admits (the common case): the shared decisions
+                return ValidateResult(True, list(policy.admits), [])
+            batched = dict(zip(indexes, values, strict=True))
+    decisions: list[Decision] = []
+    for i, v in enumerate(validations):
+        if i in batched:
+            ok, value = True, batched[i]
+        else:
+            ok, value = act.run(v.expression)
+        if not ok:
+            decisions.append(Decision(error_action, "error", value, "", i))
+            continue
+        if value is True:
+            decisions.append(policy.admits[i])
+            continue
+        message = ""
+        if v.message_expression is not None:
+            mok, mval = act.run(v.message_expression)
+            if mok and isinstance(mval, str):
+                message = mval.strip()
+                if len(message.encode()) > MAX_MESSAGE_BYTES or "\n" in message:
+                    message = ""
+        if not message and v.message:
+            message = v.message.strip()
+        if not message:
+            message = f"failed expression: {v.expression.expression.strip()}"
+        decisions.append(Decision("Deny", "deny", message, v.reason or "Invalid", i))
+    audits: list[tuple[str, str, str]] = []
+    for key, compiled in policy.audit_annotations:
+        ok, value = act.run(compiled)
+        if not ok:
+            audits.append((key, "error" if fail else "exclude", value))
+        elif value is None:
+            audits.append((key, "exclude", ""))
+        elif isinstance(value, str):
+            value = value.strip()
+            audits.append((key, "publish" if value else "exclude", value))
+        else:
+            audits.append(
+                (
+                    key,
+                    "error" if fail else "exclude",
+                    f"valueExpression '{compiled.expression}' resulted in unsupported return "
+                    f"type: {_cel_type_name(value)}. "
+                    "Return type must be either string or null.",
                 )
+            )
     return ValidateResult(True, decisions, audits)
 
 
@@ -649,10 +698,12 @@ def admit(
     *,
     params: ParamStore | None = None,
     authorizer: authz.Authorizer | None = None,
+    json_values: bool = False,
 ) -> Admission:
     """Run every policy and its bindings for ``request`` (the dispatcher). A binding
     given as its object is read on each call; compiled once (:func:`compile_binding`) it
-    is not."""
+    is not. ``json_values``: as for :func:`validate` (the request's objects and the
+    params are plain JSON values)."""
     denied: list[tuple[str, str | None, Decision]] = []
     warnings: list[str] = []
     annotations: dict[str, str] = {}
@@ -689,7 +740,9 @@ def admit(
                 continue
             actions = list(b.actions)
             for param in found:
-                result = validate(policy, request, match, param, authorizer)
+                result = validate(
+                    policy, request, match, param, authorizer, json_values=json_values
+                )
                 pname = ""
                 if param is not None:
                     pm = _meta(param)
