@@ -236,6 +236,14 @@ async def test_idle_streams_get_events_from_the_dispatch_without_waking(
         for sock, n in zip(socks, (4, 4, 2), strict=True)
     ]
     tabled = await loop.run_in_executor(None, read_chunked, table, 4)
+    # from another thread than the server loop's, nothing is written directly
+    direct = plain[0].direct
+    assert direct is not None
+    shared = WatchEvent("ADDED", {}, shared=True)
+    assert not await asyncio.to_thread(direct, shared)
+    shared.encoded_key = direct.__self__._cache_key  # type: ignore[attr-defined]
+    shared.framed = chunk_frame(b"{}\n")  # as if framed for the stream's version already
+    assert not await asyncio.to_thread(direct, shared)
     for sock in (*socks, table):
         sock.close()
     for events in got[:2]:

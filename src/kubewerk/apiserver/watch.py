@@ -49,6 +49,7 @@ import collections
 import contextvars
 import logging
 import random
+import threading
 import weakref
 from collections.abc import Awaitable, Callable, Iterable, Iterator
 from dataclasses import dataclass
@@ -561,6 +562,8 @@ class WatchStream:
         self._first_table = True
         self._cache_key = f"{target.api_version}@{rtype.crd_generation}"
         self._body: DirectBody | None = None  # set by ``run`` where direct writes apply
+        self._body_write: Callable[[bytes], bool] = _no_write  # its ``write``
+        self._thread = 0  # the thread of the stream's event loop, set by ``run``
 
     def open(self) -> None:
         """Fill the initial events or replay the log, then register; no ``await`` inside."""
@@ -625,18 +628,20 @@ class WatchStream:
     def _direct(self, ev: WatchEvent) -> bool:
         """``Watcher.direct`` while the stream waits: write ``ev`` to the connection now,
         framed as the one chunk ``send`` would have written for it, if the connection
-        takes data now (see ``DirectBody``); False, with nothing written, otherwise.
+        takes data now (see ``DirectBody``) and this runs in the stream's event loop
+        thread; False, with nothing written, otherwise.
 
         A shared event's framed line is kept on it with its encoding, so the streams
         serving one version frame it once. An event that fails to encode is left to the
         stream (False), which meets the same failure where it always did.
         """
-        body = self._body
-        assert body is not None
         framed = ev.framed
         if framed is not None and ev.encoded_key == self._cache_key:
-            return body.write(framed)  # the common case: another stream framed it already
-        if not body.writable():
+            # the common case: another stream framed it already
+            return threading.get_ident() == self._thread and self._body_write(framed)
+        body = self._body
+        assert body is not None
+        if threading.get_ident() != self._thread or not body.writable():
             return False  # not encoded here: the stream encodes it when it sends it
         try:
             line = self.encode(ev)
@@ -676,7 +681,10 @@ class WatchStream:
         if not self.as_table and self.convert is None:
             # events of a plain (not Table, not converting) stream may be written by the
             # hub's dispatch itself while the stream waits (``Watcher.direct``)
-            self._body = direct_body(send)
+            self._body = body = direct_body(send)
+            if body is not None:
+                self._body_write = body.write
+                self._thread = threading.get_ident()
         if self.error_event is not None:
             await send(
                 {
@@ -842,6 +850,10 @@ class WatchStream:
             raise
         finally:
             watcher.write_done()
+
+
+def _no_write(framed: bytes) -> bool:
+    return False
 
 
 class _Abandoned(Exception):
