@@ -225,14 +225,14 @@ async def test_query_parameters_shared_as_kube_openapi_shares_them(api: Api) -> 
 
 
 def test_v2_schema_prunes_keywords_not_properties() -> None:
-    """``default``, ``nullable``, ``oneOf``, ``anyOf`` and ``not`` go as schema keywords,
-    at any depth; properties with those names stay, with their own schemas converted."""
+    """``default``, ``nullable`` and the junctors go as schema keywords, at any depth;
+    properties with those names stay, with their own schemas converted."""
     schema = {
         "type": "object",
         "default": {},
         "properties": {
-            "default": {"type": "string", "default": "x", "nullable": True},
-            "not": {"type": "integer", "oneOf": [{"minimum": 1}]},
+            "default": {"type": "string", "default": "x"},
+            "not": {"type": "integer", "oneOf": [{"minimum": 1}], "allOf": [{"maximum": 9}]},
             "list": {"type": "array", "items": {"type": "object", "default": {"a": 1}}},
             "map": {"type": "object", "additionalProperties": {"type": "string", "default": ""}},
         },
@@ -245,6 +245,100 @@ def test_v2_schema_prunes_keywords_not_properties() -> None:
             "list": {"type": "array", "items": {"type": "object"}},
             "map": {"type": "object", "additionalProperties": {"type": "string"}},
         },
+    }
+
+
+def test_v2_schema_converts_as_kube_to_structural_openapi_v2() -> None:
+    """kube-apiserver's ``ToStructuralOpenAPIV2``, rule by rule: a nullable node loses its
+    type, properties and items; a node keeping unknown fields loses its properties and
+    items; an array left without items loses its type; nullable properties leave
+    ``required`` (all of it for a nullable ``additionalProperties``), an emptied list goes."""
+    schema = {
+        "type": "object",
+        "required": ["a", "b", "c"],
+        "properties": {
+            "a": {"type": "object", "nullable": True, "properties": {"x": {"type": "string"}}},
+            "b": {"type": "string"},
+            "c": {
+                "type": "array",
+                "nullable": True,
+                "description": "kept",
+                "items": {"type": "string"},
+            },
+            "free": {
+                "type": "object",
+                "x-kubernetes-preserve-unknown-fields": True,
+                "properties": {"y": {"type": "string"}},
+            },
+            "anything": {
+                "type": "array",
+                "x-kubernetes-preserve-unknown-fields": True,
+                "items": {"type": "string"},
+            },
+            "only": {
+                "type": "object",
+                "required": ["n"],
+                "properties": {"n": {"type": "integer", "nullable": True}},
+            },
+            "amap": {
+                "type": "object",
+                "required": ["k"],
+                "additionalProperties": {"type": "string", "nullable": True},
+            },
+        },
+    }
+    assert openapi_v2._v2_schema(schema) == {
+        "type": "object",
+        "required": ["b"],
+        "properties": {
+            "a": {},
+            "b": {"type": "string"},
+            "c": {"description": "kept"},
+            "free": {"type": "object", "x-kubernetes-preserve-unknown-fields": True},
+            "anything": {"x-kubernetes-preserve-unknown-fields": True},
+            "only": {"type": "object", "properties": {"n": {}}},
+            "amap": {"type": "object", "additionalProperties": {}},
+        },
+    }
+    assert schema["properties"]["a"]["nullable"] is True  # the input is left alone
+
+
+async def test_crd_keeping_unknown_fields_is_a_bare_object(api: Api) -> None:
+    """A CRD whose root keeps unknown fields is published as kube-apiserver publishes it
+    in v2: an object with its group-version-kind and nothing else."""
+    crd = {
+        "apiVersion": "apiextensions.k8s.io/v1",
+        "kind": "CustomResourceDefinition",
+        "metadata": {"name": "blobs.example.com"},
+        "spec": {
+            "group": "example.com",
+            "scope": "Namespaced",
+            "names": {"plural": "blobs", "singular": "blob", "kind": "Blob"},
+            "versions": [
+                {
+                    "name": "v1",
+                    "served": True,
+                    "storage": True,
+                    "schema": {
+                        "openAPIV3Schema": {
+                            "type": "object",
+                            "x-kubernetes-preserve-unknown-fields": True,
+                            "properties": {"spec": {"type": "object"}},
+                        }
+                    },
+                }
+            ],
+        },
+    }
+    status, body = await api.post("/apis/apiextensions.k8s.io/v1/customresourcedefinitions", crd)
+    assert status == 201, body
+    await api.wait_established("blobs.example.com")
+    _, doc = await api.get("/openapi/v2")
+    assert doc["definitions"]["com.example.v1.Blob"] == {
+        "type": "object",
+        "x-kubernetes-group-version-kind": [
+            {"group": "example.com", "kind": "Blob", "version": "v1"}
+        ],
     }
 
 

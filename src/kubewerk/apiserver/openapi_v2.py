@@ -133,31 +133,72 @@ def _operation(
     return op
 
 
+_V2_DROPPED = frozenset(("nullable", "allOf", "oneOf", "anyOf", "not", "default"))
+"""Schema keywords a CRD's v2 definition never carries: the junctors and ``nullable``
+(kube-apiserver's ``ToStructuralOpenAPIV2``) and ``default`` (pruned from the CRD specs
+kube-apiserver merges into its v2 document)."""
+
+
+def _nullable(schema: Any) -> bool:
+    return isinstance(schema, dict) and schema.get("nullable") is True
+
+
 def _v2_schema(value: Any) -> Any:
-    """A CRD's structural (v3) schema in the v2 form kube-apiserver publishes: without
-    ``nullable``, ``oneOf``, ``anyOf`` and ``not``, and without ``default`` (kube-apiserver
-    prunes defaults from the CRD definitions of its v2 document). Only schema keywords are
-    dropped: a property of that name is kept."""
+    """A CRD's structural (v3) schema in the v2 form kube-apiserver publishes, node by node
+    as its ``ToStructuralOpenAPIV2`` converts it (kubectl's v2 reader cannot take the rest):
+    no junctors, ``nullable`` or ``default``; a nullable node also loses its ``type``, and a
+    nullable or ``x-kubernetes-preserve-unknown-fields`` node its ``properties`` and
+    ``items``; an ``array`` left without ``items`` loses its ``type``; a nullable property
+    leaves its parent's ``required`` list (all of it when ``additionalProperties`` is
+    nullable), an emptied list is left out. Only schema keywords go: a property named
+    ``default`` or ``not`` stays, converted."""
     if isinstance(value, list):
         return [_v2_schema(v) for v in value]
     if not isinstance(value, dict):
         return value
+    nullable = value.get("nullable") is True
+    clear = nullable or value.get("x-kubernetes-preserve-unknown-fields") is True
     out: JSON = {}
     for key, item in value.items():
-        if key in ("nullable", "oneOf", "anyOf", "not", "default"):
+        if key in _V2_DROPPED or (clear and key in ("properties", "items")):
+            continue
+        if nullable and key == "type":
             continue
         if key in ("properties", "patternProperties", "definitions") and isinstance(item, dict):
             out[key] = {k: _v2_schema(v) for k, v in item.items()}
-        elif key in ("items", "additionalProperties", "allOf"):
+        elif key in ("items", "additionalProperties"):
             out[key] = _v2_schema(item)
         else:
             out[key] = copy_tree(item) if isinstance(item, dict | list) else item
+    if out.get("type") == "array" and "items" not in out:
+        del out["type"]
+    required = out.get("required")
+    if isinstance(required, list):
+        props = value.get("properties")
+        props = props if isinstance(props, dict) else {}
+        if _nullable(value.get("additionalProperties")):
+            kept = []
+        else:
+            kept = [name for name in required if not _nullable(props.get(name))]
+        if not kept:
+            del out["required"]
+        elif len(kept) != len(required):
+            out["required"] = kept
     return out
 
 
 def _custom_schema(rtype: ServedResource, version: str) -> JSON:
-    base = rtype.schemas.get(version) or {"type": "object"}
-    schema: JSON = _v2_schema(base)
+    """The definition of ``rtype`` in ``version``. A custom resource without a schema, or
+    whose root keeps unknown fields, is published as kube-apiserver publishes it in v2: a
+    bare object with its group-version-kind (no properties, not even ``metadata``: kubectl
+    would otherwise refuse the unknown fields)."""
+    gvk = [{"group": rtype.group, "kind": rtype.kind, "version": version}]
+    base = rtype.schemas.get(version)
+    if not rtype.builtin and (
+        not isinstance(base, dict) or base.get("x-kubernetes-preserve-unknown-fields") is True
+    ):
+        return {"type": "object", "x-kubernetes-group-version-kind": gvk}
+    schema: JSON = _v2_schema(base or {"type": "object"})
     props = schema.setdefault("properties", {})
     props["apiVersion"] = {
         "type": "string",
@@ -174,9 +215,7 @@ def _custom_schema(rtype: ServedResource, version: str) -> JSON:
         "description": "Standard object's metadata.",
     }
     schema.setdefault("type", "object")
-    schema["x-kubernetes-group-version-kind"] = [
-        {"group": rtype.group, "kind": rtype.kind, "version": version}
-    ]
+    schema["x-kubernetes-group-version-kind"] = gvk
     return schema
 
 
