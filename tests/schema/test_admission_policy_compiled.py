@@ -17,6 +17,7 @@ from kubewerk.schema.admission_policy import (
     compile_policy,
     engine,
     matches,
+    matching,
     projection,
 )
 from kubewerk.schema.admission_policy.cel_env import Compiled, compile_expression
@@ -424,3 +425,89 @@ def test_no_batch_for_expressions_reading_variables_or_the_authorizer() -> None:
         )
     )
     assert pol.batch is None
+
+
+_RULES: list[dict[str, Any]] = [
+    {"apiGroups": ["apps"], "apiVersions": ["v1"], "operations": ["CREATE"], "resources": ["*"]},
+    {"apiGroups": ["*"], "apiVersions": ["*"], "operations": ["*"], "resources": ["*/*"]},
+    {"apiGroups": [""], "apiVersions": ["v1"], "operations": ["*"], "resources": ["namespaces"]},
+    {"apiGroups": ["apps"], "apiVersions": ["v1", "v2"], "operations": ["UPDATE", "CREATE"]},
+    {
+        "apiGroups": ["apps"],
+        "apiVersions": ["v1"],
+        "operations": ["CREATE", "UPDATE"],
+        "resources": ["deployments/scale", "deployments/*", "*/status"],
+        "scope": "Namespaced",
+    },
+    {
+        "apiGroups": ["*"],
+        "apiVersions": ["*"],
+        "operations": ["*"],
+        "resources": ["*"],
+        "scope": "Cluster",
+    },
+    {
+        "apiGroups": ["*"],
+        "apiVersions": ["*"],
+        "operations": ["*"],
+        "resources": ["deployments"],
+        "resourceNames": ["web", "db"],
+        "scope": "*",
+    },
+    {"apiGroups": ["apps"], "apiVersions": [], "operations": ["CREATE"], "resources": ["*"]},
+]
+
+
+@pytest.mark.parametrize("rule", _RULES)
+def test_compiled_rules_match_as_the_mapping(rule: dict[str, Any]) -> None:
+    compiled = matching._compile_rule(rule)
+    assert isinstance(compiled, matching._Rule)
+    names = rule.get("resourceNames") or []
+    for op in ("CREATE", "UPDATE", "DELETE"):
+        for obj, sub in (
+            (deploy(), ""),
+            (deploy(), "scale"),
+            (deploy(), "status"),
+            (deploy(name="db", ns=""), ""),
+            ({"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": "web"}}, ""),
+            (
+                {
+                    "apiVersion": "v1",
+                    "kind": "ConfigMap",
+                    "metadata": {"name": "c", "namespace": "x"},
+                },
+                "",
+            ),
+        ):
+            request = req(obj, op, old=obj, sub_resource=sub)
+            for resource in (request.resource, ("apps", "v2", "deployments"), ("", "v1", "pods")):
+                want = matching.rule_matches(rule, request, resource) and (
+                    not names or request.name in names
+                )
+                assert matching._compiled_rule_matches(compiled, request, resource) is want
+
+
+@pytest.mark.parametrize(
+    "rule",
+    [
+        {"apiGroups": "apps", "apiVersions": ["v1"], "operations": ["CREATE"], "resources": ["*"]},
+        {"apiGroups": ["apps"], "apiVersions": ["v1"], "operations": "CREATE", "resources": ["*"]},
+        {"apiGroups": ["apps", 1], "apiVersions": ["v1"], "operations": ["*"], "resources": ["*"]},
+        {"apiGroups": ["*"], "apiVersions": ["*"], "operations": ["*"], "resources": [None, "*"]},
+        {
+            "apiGroups": ["*"],
+            "apiVersions": ["*"],
+            "operations": ["*"],
+            "resources": ["*"],
+            "scope": 3,
+        },
+    ],
+)
+def test_rules_of_other_shapes_are_matched_as_mappings(rule: dict[str, Any]) -> None:
+    # a string where kube has a list matches by substring, as the mapping does
+    assert matching._compile_rule(rule) is rule
+    request = req(deploy())
+    criteria = {"resourceRules": [rule, "not a rule"]}
+    got = matches(compile_criteria(criteria), request)
+    want = matching.rule_matches(rule, request, request.resource)
+    assert (got is not None) is want

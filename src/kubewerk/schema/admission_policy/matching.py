@@ -76,6 +76,72 @@ def _selects(selector: _Selector, labels: Mapping[str, str]) -> bool:
     return selector.matches(labels)
 
 
+@dataclass(frozen=True, slots=True)
+class _Rule:
+    """A rule whose lists are all lists of strings, read once: sets (None for one holding
+    ``*``), the ``resources`` patterns split into (resource, subresource)."""
+
+    operations: frozenset[str] | None
+    groups: frozenset[str] | None
+    versions: frozenset[str] | None
+    resources: tuple[tuple[str, str], ...]
+    scope: str
+    names: frozenset[str]
+
+
+_RULE_LISTS = ("operations", "apiGroups", "apiVersions", "resources", "resourceNames")
+
+
+def _compile_rule(rule: Mapping[str, Any]) -> _Rule | Mapping[str, Any]:
+    """``rule`` as a :class:`_Rule` when its lists are lists of strings and its scope a
+    string (what validation admits), else the mapping itself, matched as it is."""
+    lists: list[list[str]] = []
+    for key in _RULE_LISTS:
+        value = rule.get(key) or []
+        if not isinstance(value, list) or not all(type(x) is str for x in value):
+            return rule
+        lists.append(value)
+    scope = rule.get("scope") or "*"
+    if not isinstance(scope, str):
+        return rule
+    ops, groups, versions, resources, names = lists
+
+    def wild(values: list[str]) -> frozenset[str] | None:
+        return None if "*" in values else frozenset(values)
+
+    patterns = []
+    for pattern in resources:
+        pr, _, ps = pattern.partition("/")
+        patterns.append((pr, ps))
+    return _Rule(wild(ops), wild(groups), wild(versions), tuple(patterns), scope, frozenset(names))
+
+
+def _compiled_rule_matches(rule: _Rule, req: Request, resource: tuple[str, str, str]) -> bool:
+    """:func:`rule_matches` and the ``resourceNames`` check of one compiled rule."""
+    if rule.operations is not None and req.operation not in rule.operations:
+        return False
+    group, version, res = resource
+    if (rule.groups is not None and group not in rule.groups) or (
+        rule.versions is not None and version not in rule.versions
+    ):
+        return False
+    sub = req.sub_resource
+    for pr, ps in rule.resources:
+        if (pr == "*" or pr == res) and (ps == "*" or ps == sub):
+            break
+    else:
+        return False
+    scope = rule.scope
+    if scope == "Namespaced" or scope == "Cluster":
+        is_namespace = group == "" and res == "namespaces"
+        if scope == "Namespaced":
+            if is_namespace or req.namespace == "":
+                return False
+        elif not (is_namespace or req.namespace == ""):
+            return False
+    return not rule.names or req.name in rule.names
+
+
 @dataclass(frozen=True)
 class Criteria:
     """A defaulted ``matchConstraints``/``matchResources`` with its selectors parsed
@@ -88,6 +154,11 @@ class Criteria:
     resource_rules: tuple[Any, ...]
 
 
+def _compile_rules(rules: Any) -> tuple[Any, ...]:
+    # entries that are not mappings never match: left out
+    return tuple(_compile_rule(r) for r in rules or () if isinstance(r, Mapping))
+
+
 def compile_criteria(criteria: Mapping[str, Any] | None) -> Criteria | None:
     """``criteria`` (None stays None) compiled for :func:`matches`."""
     if criteria is None:
@@ -96,8 +167,8 @@ def compile_criteria(criteria: Mapping[str, Any] | None) -> Criteria | None:
         _compile_selector(criteria.get("namespaceSelector")),
         _compile_selector(criteria.get("objectSelector")),
         criteria.get("matchPolicy") or "Equivalent",
-        tuple(criteria.get("excludeResourceRules") or ()),
-        tuple(criteria.get("resourceRules") or ()),
+        _compile_rules(criteria.get("excludeResourceRules")),
+        _compile_rules(criteria.get("resourceRules")),
     )
 
 
@@ -137,6 +208,10 @@ def rule_matches(rule: Mapping[str, Any], req: Request, resource: tuple[str, str
 
 def _rules_match(rules: Sequence[Any], req: Request, resource: tuple[str, str, str]) -> bool:
     for rule in rules:
+        if type(rule) is _Rule:
+            if _compiled_rule_matches(rule, req, resource):
+                return True
+            continue
         if not isinstance(rule, Mapping) or not rule_matches(rule, req, resource):
             continue
         names = rule.get("resourceNames") or []

@@ -59,6 +59,10 @@ def guess_resource(kind: str) -> str:
 
 
 def _meta(obj: Any) -> Mapping[str, Any]:
+    if type(obj) is dict:  # the common case, without the abstract class check
+        meta = obj.get("metadata")
+        if type(meta) is dict:
+            return meta
     if isinstance(obj, Mapping):
         meta = obj.get("metadata")
         if isinstance(meta, Mapping):
