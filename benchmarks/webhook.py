@@ -16,9 +16,18 @@ set up once per connection). Target (issue 14): the webhook answers >= 0.5x the 
 handler's rate.
 
 Each row alternates ``--rounds`` runs of the no-op app and the webhook (the order
-flipped every round) and reports the round with the median ratio.
+flipped every round) and reports the round with the median ratio. Beside the rates it
+prints each server process's CPU time per answered request (user + system, from
+``/proc``, over the same runs): on a machine shared with other work the rates move with
+the load, while CPU per request barely does, so ``no-op CPU / webhook CPU`` is the rate
+ratio the webhook would reach with a core of its own.
+
+``--in-process`` calls the ASGI apps directly (no HTTP, no wrk): per-request CPU
+microseconds of the no-op app, validate and mutate, in alternating batches (the minimum
+and median batch), and with ``--profile`` where mutate's time goes.
 
     .venv/bin/python benchmarks/webhook.py [-c 32] [-d 5] [-r 3]
+    .venv/bin/python benchmarks/webhook.py --in-process [-n 200] [-r 300] [--profile]
 """
 
 from __future__ import annotations
@@ -33,6 +42,7 @@ import socket
 import subprocess
 import sys
 import tempfile
+import time
 import uuid
 from pathlib import Path
 from typing import Annotated, Any
@@ -193,8 +203,24 @@ def start(target: Any, *args: Any) -> tuple[mp.process.BaseProcess, int]:
     return proc, int(q.get(timeout=30))
 
 
-def wrk(url: str, connections: int, duration: int, body: bytes) -> float:
-    """Requests/s from one wrk thread POSTing ``body``; fails on any non-2xx answer."""
+def cpu_seconds(pid: int) -> float:
+    """User + system CPU seconds of process ``pid`` so far (Linux ``/proc``)."""
+    fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+
+def measure(
+    url: str, pid: int, connections: int, duration: int, body: bytes
+) -> tuple[float, float]:
+    """(requests/s, server CPU µs per request) of one wrk run against process ``pid``."""
+    before = cpu_seconds(pid)
+    rate, count = wrk(url, connections, duration, body)
+    return rate, (cpu_seconds(pid) - before) / max(count, 1) * 1e6
+
+
+def wrk(url: str, connections: int, duration: int, body: bytes) -> tuple[float, int]:
+    """(requests/s, requests) from one wrk thread POSTing ``body``; fails on any non-2xx
+    answer."""
     with tempfile.NamedTemporaryFile("w", suffix=".lua", delete=False) as script:
         script.write('wrk.method = "POST"\n')
         script.write(f"wrk.body = [==[{body.decode()}]==]\n")
@@ -212,9 +238,10 @@ def wrk(url: str, connections: int, duration: int, body: bytes) -> float:
     if bad:
         raise RuntimeError(f"{bad.group(1)} non-2xx answers from {url}:\n{out}")
     match = re.search(r"Requests/sec:\s+([\d.]+)", out)
-    if match is None:
+    count = re.search(r"(\d+) requests in", out)
+    if match is None or count is None:
         raise RuntimeError(out)
-    return float(match.group(1))
+    return float(match.group(1)), int(count.group(1))
 
 
 def check_answers(port: int, scheme: str, body: bytes) -> None:
@@ -235,20 +262,36 @@ def check_answers(port: int, scheme: str, body: bytes) -> None:
             raise RuntimeError(f"{path}: unexpected answer {response}")
 
 
-def main() -> int:
-    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+def _flags() -> argparse.Namespace:
+    parser = argparse.ArgumentParser(description=(__doc__ or "").split("\n\n")[0])
     parser.add_argument("-c", "--connections", type=int, default=32)
     parser.add_argument("-d", "--duration", type=int, default=5)
-    parser.add_argument("-r", "--rounds", type=int, default=3, help="alternating rounds per row")
-    args = parser.parse_args()
+    parser.add_argument(
+        "-r", "--rounds", type=int, default=None, help="alternating rounds (3; in-process 300)"
+    )
+    parser.add_argument(
+        "--in-process", action="store_true", help="no HTTP: call the ASGI apps directly"
+    )
+    parser.add_argument("-n", type=int, default=200, help="requests per in-process batch")
+    parser.add_argument(
+        "--profile", action="store_true", help="in-process: cProfile of mutate requests"
+    )
+    return parser.parse_args()
+
+
+def main() -> int:
+    args = _flags()
+    sys.path.insert(0, str(ROOT / "src"))
+    if args.in_process:
+        return in_process(args.n, args.rounds or 300, args.profile)
+    rounds_per_row = args.rounds or 3
     if shutil.which("wrk") is None:
         print("wrk not found: apt-get install wrk / brew install wrk", file=sys.stderr)
         return 2
-    sys.path.insert(0, str(ROOT / "src"))
     from kubewerk.webhook import make_certificates, write_certificates
 
     body = review()
-    rows: list[tuple[str, str, float, float]] = []
+    rows: list[tuple[str, str, float, float, float, float]] = []
     with tempfile.TemporaryDirectory() as tmp:
         paths = write_certificates(make_certificates("bench", "default", days=1), tmp)
         for scheme in ("http", "https"):
@@ -257,6 +300,7 @@ def main() -> int:
             )
             noop_proc, noop_port = start(serve_noop, cert, key)
             hook_proc, hook_port = start(serve_webhook, cert, key)
+            assert noop_proc.pid is not None and hook_proc.pid is not None
             try:
                 check_answers(hook_port, scheme, body)
                 for path in (VALIDATE, MUTATE):
@@ -267,31 +311,121 @@ def main() -> int:
                     wrk(hook_url, args.connections, 1, body)
                     wrk(noop_url, args.connections, 1, body)
                     rounds = []
-                    for i in range(args.rounds):
+                    cpu_ratios = []
+                    for i in range(rounds_per_row):
+                        hook_run = (hook_url, hook_proc.pid, args.connections, args.duration, body)
+                        noop_run = (noop_url, noop_proc.pid, args.connections, args.duration, body)
                         if i % 2 == 0:
-                            noop = wrk(noop_url, args.connections, args.duration, body)
-                            hook = wrk(hook_url, args.connections, args.duration, body)
+                            noop, noop_cpu = measure(*noop_run)
+                            hook, hook_cpu = measure(*hook_run)
                         else:
-                            hook = wrk(hook_url, args.connections, args.duration, body)
-                            noop = wrk(noop_url, args.connections, args.duration, body)
-                        rounds.append((hook / noop, hook, noop))
+                            hook, hook_cpu = measure(*hook_run)
+                            noop, noop_cpu = measure(*noop_run)
+                        rounds.append((hook / noop, hook, noop, hook_cpu, noop_cpu))
+                        cpu_ratios.append(noop_cpu / hook_cpu)
                     rounds.sort()
-                    _, hook, noop = rounds[len(rounds) // 2]
-                    ratios = " ".join(f"{r:.2f}" for r, _, _ in rounds)
-                    print(f"{scheme} {path.split('-')[0].strip('/')}: ratios {ratios}")
-                    rows.append((scheme, path.split("-")[0].strip("/"), hook, noop))
+                    _, hook, noop, hook_cpu, noop_cpu = rounds[len(rounds) // 2]
+                    ratios = " ".join(f"{r[0]:.2f}" for r in rounds)
+                    cpu_text = " ".join(f"{r:.2f}" for r in sorted(cpu_ratios))
+                    kind = path.split("-")[0].strip("/")
+                    print(f"{scheme} {kind}: rate ratios {ratios}; CPU ratios {cpu_text}")
+                    rows.append((scheme, kind, hook, noop, hook_cpu, noop_cpu))
             finally:
                 for proc in (noop_proc, hook_proc):
                     proc.terminate()
                     proc.join(5)
     print(
-        f"AdmissionReview body: {len(body)} bytes; wrk -t1 -c{args.connections} -d{args.duration}s"
+        f"AdmissionReview body: {len(body)} bytes; wrk -t1 -c{args.connections} "
+        f"-d{args.duration}s; load average {' '.join(f'{x:.1f}' for x in os.getloadavg())}"
     )
-    print(f"{'transport':<10}{'webhook':<10}{'req/s':>10}{'no-op req/s':>14}{'ratio':>8}")
-    for scheme, kind, hook, noop in rows:
-        print(f"{scheme:<10}{kind:<10}{hook:>10.0f}{noop:>14.0f}{hook / noop:>7.2f}x")
-    worst = min(hook / noop for _, _, hook, noop in rows)
-    print(f"target >= 0.50x: {'met' if worst >= 0.5 else 'NOT met'} (lowest {worst:.2f}x)")
+    print(
+        f"{'transport':<10}{'webhook':<10}{'req/s':>9}{'no-op req/s':>13}{'ratio':>7}"
+        f"{'CPU µs/req':>12}{'no-op CPU':>11}{'CPU ratio':>11}"
+    )
+    for scheme, kind, hook, noop, hook_cpu, noop_cpu in rows:
+        print(
+            f"{scheme:<10}{kind:<10}{hook:>9.0f}{noop:>13.0f}{hook / noop:>6.2f}x"
+            f"{hook_cpu:>12.1f}{noop_cpu:>11.1f}{noop_cpu / hook_cpu:>10.2f}x"
+        )
+    worst = min(hook / noop for _, _, hook, noop, _, _ in rows)
+    worst_cpu = min(noop_cpu / hook_cpu for *_, hook_cpu, noop_cpu in rows)
+    print(
+        f"target >= 0.50x: {'met' if worst >= 0.5 else 'NOT met'} (lowest rate ratio "
+        f"{worst:.2f}x, lowest CPU ratio {worst_cpu:.2f}x)"
+    )
+    return 0
+
+
+def in_process(batch: int, rounds: int, profile: bool) -> int:
+    """Per-request CPU µs of the no-op app, validate and mutate, called in process."""
+    sys.path.insert(0, str(Path(__file__).resolve().parent))
+    from noop_app import app as noop
+
+    body = review()
+    app = build_app()
+
+    def caller(target: Any, path: str) -> Any:
+        scope = {
+            "type": "http",
+            "method": "POST",
+            "path": path,
+            "headers": [
+                (b"host", b"127.0.0.1"),
+                (b"content-type", b"application/json"),
+                (b"content-length", str(len(body)).encode()),
+            ],
+        }
+        message = {"type": "http.request", "body": body, "more_body": False}
+        sent: list[dict[str, Any]] = []
+
+        async def receive() -> dict[str, Any]:
+            return message
+
+        async def send(answer: dict[str, Any]) -> None:
+            sent.append(answer)
+
+        async def run(n: int) -> float:
+            sent.clear()
+            began = time.thread_time()
+            for _ in range(n):
+                await target(scope, receive, send)
+            spent = time.thread_time() - began
+            if sent[0].get("status") != 200:
+                raise RuntimeError(f"{path}: {sent[:2]}")
+            return spent / n * 1e6
+
+        return run
+
+    runs = {
+        "no-op": caller(noop, VALIDATE),
+        "validate": caller(app, VALIDATE),
+        "mutate": caller(app, MUTATE),
+    }
+
+    async def measure_all() -> dict[str, list[float]]:
+        seen: dict[str, list[float]] = {name: [] for name in runs}
+        for run in runs.values():
+            await run(batch)  # warm-up
+        for _ in range(rounds):
+            for name, run in runs.items():
+                seen[name].append(await run(batch))
+        return seen
+
+    seen = asyncio.run(measure_all())
+    print(f"in process, {rounds} alternating batches of {batch} (CPU µs per request):")
+    for name, values in seen.items():
+        values.sort()
+        print(f"  {name:<10}min {values[0]:6.1f}   median {values[len(values) // 2]:6.1f}")
+    if profile:
+        import cProfile
+        import pstats
+
+        profiler = cProfile.Profile()
+        mutate = runs["mutate"]
+        profiler.enable()
+        asyncio.run(mutate(20 * batch))
+        profiler.disable()
+        pstats.Stats(profiler).sort_stats("tottime").print_stats(20)
     return 0
 
 
