@@ -67,6 +67,7 @@ call is a measurable share of a dump (``tests/model/test_model_dump.py`` holds i
 
 
 _MODEL_DUMP = BaseModel.model_dump
+_MODEL_VALIDATE = BaseModel.model_validate.__func__  # type: ignore[attr-defined]
 
 
 def _admits_none(annotation: Any) -> bool:
@@ -203,9 +204,16 @@ class KubeModel(BaseModel):
 
     @classmethod
     def from_dict(cls, obj: Any) -> Self:
-        """Parse a JSON-shaped dict; errors become :class:`InvalidObjectError`."""
+        """Parse a JSON-shaped dict; errors become :class:`InvalidObjectError`.
+
+        Exactly ``model_validate(obj)``; unless a subclass overrides ``model_validate``,
+        the class's validator is asked directly (what pydantic's ``model_validate`` does
+        with no options, one Python call fewer on every parse)."""
         try:
-            return cls.model_validate(obj)
+            if cls.model_validate.__func__ is not _MODEL_VALIDATE:  # type: ignore[attr-defined]
+                return cls.model_validate(obj)
+            out: Self = cls.__pydantic_validator__.validate_python(obj)
+            return out
         except ValidationError as exc:
             raise cls._invalid(exc, obj) from None
 
