@@ -176,3 +176,15 @@ def test_kinds_beyond_the_reuse_bound_are_still_read() -> None:
     assert len(review_module._GVK_CACHE) >= min(before, review_module._CACHE_LIMIT)
     again = parse_admission_review(_review())[1]
     assert again.kind == GroupVersionKind("g.example.com", "v1", "Thing")
+
+
+def test_long_names_are_read_but_not_kept() -> None:
+    body = _review()
+    long_kind = "K" * 100_000
+    body["request"]["kind"] = {"group": "g.example.com", "version": "v1", "kind": long_kind}
+    body["request"]["resource"] = {"group": "g" * 5000, "version": "v1", "resource": "r"}
+    _, req = parse_admission_review(body)
+    assert req.kind == GroupVersionKind("g.example.com", "v1", long_kind)
+    assert req.resource == GroupVersionResource("g" * 5000, "v1", "r")
+    assert all(len(k) < 1000 for key in review_module._GVK_CACHE for k in key)
+    assert all(len(k) < 1000 for key in review_module._GVR_CACHE for k in key)

@@ -101,9 +101,16 @@ def _strings(req: Mapping[str, Any], where: str, *keys: str) -> list[str]:
 _GVK_CACHE: dict[tuple[str, str, str], GroupVersionKind] = {}
 _GVR_CACHE: dict[tuple[str, str, str], GroupVersionResource] = {}
 _CACHE_LIMIT: Final = 256
-"""At most this many distinct kinds (and as many resources) are kept for reuse: a
-server answers the same few on every request; beyond the bound each request builds its
-own (the cached values are immutable tuples, equal to what would be built)."""
+_CACHE_NAME_BYTES: Final = 384
+"""At most ``_CACHE_LIMIT`` distinct kinds (and as many resources) are kept for reuse,
+and only those whose three names together are at most ``_CACHE_NAME_BYTES`` long (a
+group is at most 253 characters, a version and a kind or resource name at most 63): a
+server answers the same few on every request; any other request builds its own (the
+cached values are immutable tuples, equal to what would be built)."""
+
+
+def _reusable(cache: dict[Any, Any], g: str, v: str, name: str) -> bool:
+    return len(cache) < _CACHE_LIMIT and len(g) + len(v) + len(name) <= _CACHE_NAME_BYTES
 
 
 def _gvk(req: Mapping[str, Any], key: str) -> GroupVersionKind | None:
@@ -118,7 +125,7 @@ def _gvk(req: Mapping[str, Any], key: str) -> GroupVersionKind | None:
         found = _GVK_CACHE.get(triple)
         if found is None:
             found = GroupVersionKind(g, v, k)
-            if len(_GVK_CACHE) < _CACHE_LIMIT:
+            if _reusable(_GVK_CACHE, g, v, k):
                 _GVK_CACHE[triple] = found
         return found
     return GroupVersionKind(*_strings(value, f"{key}.", "group", "version", "kind"))
@@ -136,7 +143,7 @@ def _gvr(req: Mapping[str, Any], key: str) -> GroupVersionResource | None:
         found = _GVR_CACHE.get(triple)
         if found is None:
             found = GroupVersionResource(g, v, r)
-            if len(_GVR_CACHE) < _CACHE_LIMIT:
+            if _reusable(_GVR_CACHE, g, v, r):
                 _GVR_CACHE[triple] = found
         return found
     return GroupVersionResource(*_strings(value, f"{key}.", "group", "version", "resource"))
