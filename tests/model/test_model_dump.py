@@ -23,10 +23,16 @@ class _EqualsEverything:
     def __hash__(self) -> int:
         return 0
 
+    def __repr__(self) -> str:  # a stable test id (pytest-xdist workers must agree on ids)
+        return "EqualsEverything"
+
 
 class _Falsy:
     def __bool__(self) -> bool:
         return False
+
+    def __repr__(self) -> str:
+        return "Falsy"
 
 
 @pytest.mark.parametrize(
