@@ -1137,12 +1137,48 @@ _META_STRINGS = (
 )
 
 
+_META_STRING_KEYS = frozenset(_META_STRINGS)
+
+
+def _meta_types_ok(meta: JSON) -> bool:
+    """True only when ``_meta_type_error(meta)`` is None: one pass over the keys ``meta``
+    has, each value of exactly the decoded JSON type its field wants (a type test that
+    ``isinstance`` then passes too); anything else is left to ``_meta_type_error``."""
+    for key, value in meta.items():
+        if value is None:
+            continue
+        if key in _META_STRING_KEYS:
+            if type(value) is not str:
+                return False
+        elif key == "labels" or key == "annotations":
+            if type(value) is not dict:
+                return False
+            for item in value.values():
+                if type(item) is not str and item is not None:
+                    return False
+        elif key == "finalizers":
+            if type(value) is not list:
+                return False
+            for item in value:
+                if type(item) is not str and item is not None:
+                    return False
+        elif key == "ownerReferences":
+            if type(value) is not list:
+                return False
+            for item in value:
+                if type(item) is not dict and item is not None:
+                    return False
+    return True
+
+
 def _meta_type_error(meta: JSON) -> str | None:
     """The error decoding ``meta`` into a typed ObjectMeta gives, or None if it decodes.
 
     Worded as encoding/json's UnmarshalTypeError (``json: cannot unmarshal string into
     Go struct field ObjectMeta.metadata.labels of type map[string]string``).
     """
+    if _meta_types_ok(meta):
+        return None
 
     def wrong(value: Any, path: str, go_type: str) -> str:
         return (

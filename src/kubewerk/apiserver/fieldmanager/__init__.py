@@ -19,6 +19,7 @@ schema with ``metadata`` typed as ObjectMeta.
 from __future__ import annotations
 
 import contextvars
+from collections import OrderedDict
 from typing import Any
 
 from kubewerk.apiserver.registry import ServedResource
@@ -102,13 +103,19 @@ def object_type(rtype: ServedResource, version: str) -> TypeNode:
     return node
 
 
+_SPEC_RESET = FieldSet.of((field("spec"),))
+_STATUS_RESET = FieldSet.of((field("status"),))
+_NOTHING_RESET = FieldSet()
+
+
 def _ignored(rtype: ServedResource, subresource: str | None) -> FieldSet:
-    """The strategy's reset fields: never owned (``GetResetFields``)."""
+    """The strategy's reset fields: never owned (``GetResetFields``). The sets are shared
+    constants: the algorithms only read them (``FieldSet`` operations return new sets)."""
     if subresource == "status":
-        return FieldSet.of((field("spec"),))
+        return _SPEC_RESET
     if rtype.status_subresource:
-        return FieldSet.of((field("status"),))
-    return FieldSet()
+        return _STATUS_RESET
+    return _NOTHING_RESET
 
 
 def _options_kind(verb: str) -> str:
@@ -154,16 +161,18 @@ def _decode(entries: Any) -> ManagedFields | None:
 
 
 _LIVE_CACHE_SIZE = 4096
-_live_cache: dict[int, tuple[list[Any], ManagedFields]] = {}
+_live_cache: OrderedDict[int, tuple[list[Any], ManagedFields]] = OrderedDict()
 """Decoded ownership of the ``managedFields`` lists this module wrote, by the list's
 identity (the list is held, so its id is not reused while it is here). Objects handed
 to storage are not changed in place, so a stored object's list still holds what was
-written; a store that decodes objects afresh (SQLite) simply misses."""
+written; a store that decodes objects afresh (SQLite) simply misses. An ``OrderedDict``:
+dropping the oldest entry is O(1) (``next(iter(d))`` on a plain dict that is used as a
+queue scans the slots its deletions left behind)."""
 
 
 def _remember(entries: list[Any], managed: ManagedFields) -> None:
     if len(_live_cache) >= _LIVE_CACHE_SIZE:
-        del _live_cache[next(iter(_live_cache))]  # the oldest (insertion order)
+        _live_cache.popitem(last=False)  # the oldest (insertion order)
     _live_cache[id(entries)] = (entries, managed)
 
 

@@ -477,7 +477,11 @@ def _created(
     ``fieldsV1`` of the creator's entry: every field of ``new`` but system metadata and
     the ``ignored`` top-level fields (the same set ``compare`` from nothing gives)."""
     walk = node.resolve(new)
-    skip = _STRIPPED_TOP | {pe[1] for pe in ignored.members if pe[0] == 0}
+    skip = (
+        _STRIPPED_TOP | {pe[1] for pe in ignored.members if pe[0] == 0}
+        if ignored.members
+        else _STRIPPED_TOP
+    )
     out: dict[str, Any] = {}
     if walk.kind == "map" and walk.relation != "atomic":
         for key in sorted(new):

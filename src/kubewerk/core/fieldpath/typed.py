@@ -314,9 +314,10 @@ def new_fields_v1(value: Any, node: TypeNode, path: Path = ()) -> dict[str, Any]
     duplicated list item is only itself. Keys in ``to_fields_v1``'s order. Raises
     ``ListItemError`` as ``compare`` does."""
     walk = _shape(node, value)
-    if walk is None or not value:
-        return {}
-    return _contents_v1(value, walk, path)
+    out: dict[str, Any] = {}
+    if walk is not None and value:
+        _fill_v1(out, value, walk, path)
+    return out
 
 
 def entry_fields_v1(value: Any, node: TypeNode, path: Path) -> dict[str, Any]:
@@ -326,17 +327,26 @@ def entry_fields_v1(value: Any, node: TypeNode, path: Path) -> dict[str, Any]:
     if walk is None or not value:
         return {}
     out: dict[str, Any] = {".": {}}
-    out.update(_contents_v1(value, walk, path))
+    _fill_v1(out, value, walk, path)
     return out
 
 
-def _contents_v1(value: Any, walk: TypeNode, path: Path) -> dict[str, Any]:
-    out: dict[str, Any] = {}
+def _fill_v1(out: dict[str, Any], value: Any, walk: TypeNode, path: Path) -> None:
+    """Add the entries of ``value``'s contents (``walk`` its map or list node) to ``out``.
+
+    A value that is neither a dict nor a list, or an empty one, is a leaf (``{}``)
+    whatever its type says (``_shape`` walks only non-empty dicts and lists): such
+    values are answered without looking their type up."""
     if walk.kind == MAP:
         member = walk.member
         for key in sorted(value):
-            out["f:" + key] = entry_fields_v1(value[key], member(key), (*path, (FIELD, key)))
-        return out
+            sub = value[key]
+            kind = type(sub)
+            if (kind is dict or kind is list) and sub:
+                out["f:" + key] = entry_fields_v1(sub, member(key), (*path, (FIELD, key)))
+            else:
+                out["f:" + key] = {}
+        return
     elem = walk.element()
     pes = [item_element(walk, item, i, path) for i, item in enumerate(value)]
     counts: dict[PathElement, int] = {}
@@ -352,10 +362,12 @@ def _contents_v1(value: Any, walk: TypeNode, path: Path) -> dict[str, Any]:
             counts[pe] = 0
     rows.sort(key=lambda row: row[0])
     for pe, item in rows:
+        kind = type(item)
         out[encoded_element(pe)] = (
-            {} if item is _MISSING else entry_fields_v1(item, elem, (*path, pe))
+            entry_fields_v1(item, elem, (*path, pe))
+            if (kind is dict or kind is list) and item
+            else {}
         )
-    return out
 
 
 # -- merge --------------------------------------------------------------------------------
