@@ -6,9 +6,7 @@ a LAN address, a name resolving to one) unless authentication is on or the calle
 in, and
 ``exposure_warning`` is the warning to give on every start when it did. A client must
 never be handed a wildcard address: ``client_host`` turns ``0.0.0.0`` into ``127.0.0.1``
-and ``::`` into ``::1``. ``raise_open_file_limit`` (from :mod:`kubewerk.core.openfiles`)
-lifts the soft descriptor limit to the hard one, as every Go program (kube-apiserver
-included) does at start.
+and ``::`` into ``::1``.
 """
 
 from __future__ import annotations
@@ -16,9 +14,6 @@ from __future__ import annotations
 import ipaddress
 import socket
 from dataclasses import dataclass
-
-# re-exported: the server lifts the limit at start (the one copy lives in kubewerk.core)
-from kubewerk.core.openfiles import raise_open_file_limit as raise_open_file_limit
 
 
 @dataclass(frozen=True)

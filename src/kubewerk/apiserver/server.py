@@ -57,6 +57,7 @@ from kubewerk.apiserver.kinds.services import (
 )
 from kubewerk.apiserver.storage import Store, open_store
 from kubewerk.apiserver.watch import DEFAULT_MAX_BACKLOG_BYTES
+from kubewerk.core.openfiles import raise_open_file_limit
 
 if TYPE_CHECKING:
     from kubewerk.apiserver.simulate import Simulation, SimulationConfig
@@ -444,7 +445,7 @@ class EmbeddedServer:
         """
         import uvicorn
 
-        soft, _ = listen.raise_open_file_limit()
+        soft, _ = raise_open_file_limit()
         limits = self.limits
         if limits.max_connections is None and soft > 0:
             cap = soft - min(_RESERVED_DESCRIPTORS, soft // 2)
