@@ -151,12 +151,71 @@ def check_depth(value: Any, what: str = "the object") -> None:
 # -- YAML -------------------------------------------------------------------------------
 
 
+_PLAIN_BYTES = bytes(range(0x20, 0x7F)) + b"\n"
+_SPACE_BEFORE_COLON = re.compile(rb'"[ \n]+:')
+_SMALL_INT = 10**15
+_MAX_SIMPLE_KEY = 1000  # YAML reads a mapping key only within 1024 characters of its start
+_NOT_PLAIN: Any = object()
+
+
+def _plain_json_object(body: bytes) -> Any:
+    """``body`` read by ``orjson``, when it is a JSON object that the YAML reader
+    certainly reads as the same value (YAML's flow syntax is a superset of JSON's);
+    else ``_NOT_PLAIN``. Only the plainest JSON qualifies: printable ASCII, spaces and
+    newlines (no tabs, carriage returns or control characters, which YAML refuses or
+    reads otherwise), no backslash (no escapes), no ``<<`` (YAML's merge key), numbers
+    that are integers below 10**15 in size (floats, exponents and big integers take
+    YAML's number rules), no key longer than ``_MAX_SIMPLE_KEY`` (YAML refuses a key
+    beyond 1024 characters) and no key twice in an object. Anything else takes the
+    YAML reader, which alone decides values and errors.
+
+    Keys are counted in the text as ``":`` (without escapes a string holds no ``"``, so
+    each is a key's closing quote, or a string's opening quote before a ``:``, which
+    only counts more); with no space between a key and its colon every key is counted,
+    so the text's count equals the decoded objects' keys only when no object repeats
+    a key and nothing else was counted."""
+    if body.translate(None, _PLAIN_BYTES) or b"\\" in body or b"<<" in body:
+        return _NOT_PLAIN
+    if body.lstrip(b" \n")[:1] != b"{" or _SPACE_BEFORE_COLON.search(body):
+        return _NOT_PLAIN
+    try:
+        value = orjson.loads(body)
+    except orjson.JSONDecodeError:
+        return _NOT_PLAIN
+    keys = 0
+    long_text = len(body) > _MAX_SIMPLE_KEY
+    stack: list[Any] = [value]
+    while stack:
+        node = stack.pop()
+        kind = type(node)
+        if kind is dict:
+            keys += len(node)
+            if long_text and any(len(key) > _MAX_SIMPLE_KEY for key in node):
+                return _NOT_PLAIN
+            stack.extend(node.values())
+        elif kind is list:
+            stack.extend(node)
+        elif kind is float or (kind is int and not -_SMALL_INT < node < _SMALL_INT):
+            return _NOT_PLAIN
+    if keys != body.count(b'":'):
+        return _NOT_PLAIN
+    return value
+
+
 def yaml_value(body: bytes, what: str = "the object") -> Any:
     """``body`` (one YAML document) as a JSON value within the limits, read by
     ``kubewerk.core.yamlgo`` as a cluster reads it; raises ``DecodeError``.
 
-    An empty document is ``None``.
+    An empty document is ``None``. A body that is plain JSON (most apply bodies: kubectl
+    and the client libraries send JSON) is read by ``orjson`` when that certainly gives
+    the same value (``_plain_json_object``), about 50 times faster than the YAML reader.
     """
+    value = _plain_json_object(body)
+    if value is not _NOT_PLAIN:
+        # as json_value: no deeper than the brackets the text holds
+        if body.count(b"{") + body.count(b"[") > MAX_DEPTH:
+            check_depth(value, what)
+        return value
     try:
         node = yamlgo.compose_document(body)
         if node is None:
