@@ -277,13 +277,18 @@ def test_engine_table_decides_the_same_with_json_values(case: Any) -> None:
 
 def test_json_values_hand_cel_only_what_is_read(monkeypatch: pytest.MonkeyPatch) -> None:
     built: list[dict[str, Any]] = []
-    real = engine.activation
+    real, real_once = engine.activation, engine.evaluate_once
 
     def recording(key: tuple[bool, bool, bool], data: dict[str, Any]) -> Any:
         built.append(data)
         return real(key, data)
 
+    def recording_once(program: Any, data: dict[str, Any]) -> Any:
+        built.append(data)
+        return real_once(program, data)
+
     monkeypatch.setattr(engine, "activation", recording)
+    monkeypatch.setattr(engine, "evaluate_once", recording_once)
     pol = compile_policy(
         policy(
             validations=[
@@ -511,3 +516,38 @@ def test_rules_of_other_shapes_are_matched_as_mappings(rule: dict[str, Any]) -> 
     got = matches(compile_criteria(criteria), request)
     want = matching.rule_matches(rule, request, request.resource)
     assert (got is not None) is want
+
+
+def test_a_sole_batch_converts_once_and_decides_as_one_by_one(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    calls: list[str] = []
+    real, real_once = engine.activation, engine.evaluate_once
+
+    def counting(key: tuple[bool, bool, bool], data: dict[str, Any]) -> Any:
+        calls.append("activation")
+        return real(key, data)
+
+    def counting_once(program: Any, data: dict[str, Any]) -> Any:
+        calls.append("once")
+        return real_once(program, data)
+
+    monkeypatch.setattr(engine, "activation", counting)
+    monkeypatch.setattr(engine, "evaluate_once", counting_once)
+    validations = [
+        {"expression": "object.spec.replicas > 1"},
+        {
+            "expression": "object.spec.replicas < 5",
+            "messageExpression": "'too many: ' + string(object.spec.replicas)",
+        },
+    ]
+    pol = compile_policy(policy(validations=validations))
+    # all true: the list alone, converted for that one evaluation
+    assert admit([pol], [binding()], req(deploy(3))).allowed
+    assert calls == ["once"]
+    # a denial: its message expression then needs the data again, in an activation
+    calls.clear()
+    denied = admit([pol], [binding()], req(deploy(7)))
+    assert calls == ["once", "activation"]
+    assert denied.outcomes == admit([_unbatched(pol)], [binding()], req(deploy(7))).outcomes
+    assert denied.outcomes[0].decisions[1].message == "too many: 7"

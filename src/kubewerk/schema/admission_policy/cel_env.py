@@ -66,6 +66,13 @@ def activation(key: tuple[bool, bool, bool], data: dict[str, Any]) -> Any:
     return found.Activation(data=data, arena=cel.Arena())
 
 
+def evaluate_once(program: Any, data: dict[str, Any]) -> Any:
+    """``program`` evaluated over ``data`` converted for this evaluation alone: the same
+    value or error as over an :func:`activation` of it, for less when no other
+    expression is evaluated over the same data."""
+    return program.eval(data=data)
+
+
 def env(*, params: bool, authorizer: bool, variables: bool) -> Any:
     """The (cached) environment with the given optional variables declared."""
     key = (params, authorizer, variables)

@@ -24,7 +24,7 @@ from kubewerk.core.selectors import LabelSelectorError, label_selector_from_dict
 from kubewerk.schema.cel.error_text import runtime_error
 
 from . import authz
-from .cel_env import Compiled, activation, compile_expression
+from .cel_env import Compiled, activation, compile_expression, evaluate_once
 from .matching import Criteria, Match, compile_criteria, matches
 from .projection import PROJECTED, Projection, merge_selects, project
 from .request import Request, namespace_object_value
@@ -409,8 +409,10 @@ class _Activation:
                 return
         self.var_errors[name] = f"no such key: {name}"
 
-    def _run(self, compiled: Compiled) -> tuple[bool, Any]:
-        """(True, value) or (False, cel-go's error text, without the expression prefix)."""
+    def _run(self, compiled: Compiled, keep: bool = True) -> tuple[bool, Any]:
+        """(True, value) or (False, cel-go's error text, without the expression prefix).
+        ``keep`` False: the last evaluation expected, so when no activation is built yet
+        the data is converted for this evaluation alone (cheaper than an activation)."""
         if compiled.program is None:
             return False, "\0compile"
         try:
@@ -425,8 +427,13 @@ class _Activation:
                 data = self.data
                 if self.policy.variables:
                     data = {**data, "variables": {k: self.var_values[k] for k in present}}
-                act = self.activations[key] = activation(compiled.env_key, data)
-            result = compiled.program.eval(act)
+                if not keep:
+                    result = evaluate_once(compiled.program, data)
+                else:
+                    act = self.activations[key] = activation(compiled.env_key, data)
+                    result = compiled.program.eval(act)
+            else:
+                result = compiled.program.eval(act)
         except RuntimeError as exc:
             return False, self._error_text(compiled, str(exc))
         if result.type() == T.ERROR:
@@ -447,11 +454,11 @@ class _Activation:
                 return self.var_errors[ref]
         return msg
 
-    def run_batch(self, program: Compiled, count: int) -> list[bool] | None:
+    def run_batch(self, program: Compiled, count: int, keep: bool = True) -> list[bool] | None:
         """The values of a batch of validations (see :func:`_batch`): a list of ``count``
         booleans, or None when the list erred or holds anything else (then each
-        validation is to be evaluated on its own)."""
-        ok, values = self._run(program)
+        validation is to be evaluated on its own). ``keep`` as for :meth:`_run`."""
+        ok, values = self._run(program, keep)
         if (
             ok
             and isinstance(values, list)
@@ -567,9 +574,11 @@ def _evaluate(policy: CompiledPolicy, act: _Activation, fail: bool) -> ValidateR
     batched: dict[int, bool] = {}
     if policy.batch is not None:
         program, indexes = policy.batch
-        values = act.run_batch(program, len(indexes))
+        sole = len(indexes) == len(validations) and not policy.audit_annotations
+        # when it holds every validation and all are true, nothing is evaluated after it
+        values = act.run_batch(program, len(indexes), keep=not sole)
         if values is not None:
-            if len(indexes) == len(validations) and all(values) and not policy.audit_annotations:
+            if sole and all(values):
                 # every validation admits (the common case): the shared decisions
                 return ValidateResult(True, list(policy.admits), [])
             batched = dict(zip(indexes, values, strict=True))
