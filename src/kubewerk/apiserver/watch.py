@@ -36,6 +36,12 @@ Memory bounds, each in encoded JSON bytes (``Event.size``):
 
 ``WatchStream`` is one watch request: it checks the watch options, registers a watcher
 (with the initial state or the replayed log) and writes the events as chunked NDJSON.
+While a plain stream (not Table, not converting, answered through uvicorn's own ``send``)
+waits with nothing queued, the hub's dispatch writes each event straight to its
+connection (``Watcher.direct``, ``httpproto.DirectBody``): the line framed as one chunk
+once per event and served version, the same bytes for every such stream, and only when
+``send`` would have written without waiting; any other event queues and wakes the stream,
+and so does every later one until it waits again, so order and the bounds above hold.
 A stream given ``convert`` (a version of a CRD that converts through a webhook, see
 ``apiserver.conversion_webhook``) converts the objects of the events it has at hand in one
 call before writing them, encodes them for itself only, and ends with an ``ERROR`` event
