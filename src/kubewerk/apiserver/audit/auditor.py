@@ -291,18 +291,7 @@ class AuditRecord:
         self.decided = True
         self.user, self.impersonated = user, impersonated
         info = self.info
-        attrs = Attributes(
-            user or _NO_USER,
-            info.verb,
-            info.namespace,
-            info.api_group,
-            info.api_version,
-            info.resource,
-            info.subresource,
-            info.name,
-            info.path,
-            info.resource_request,
-        )
+        attrs = Attributes.from_request_info(info, user or _NO_USER)
         self.decision = self._auditor.policy.evaluate(attrs)
 
     def add_write(self, ev: Event) -> None:

@@ -123,18 +123,7 @@ class RequestGuard:
             user = self._impersonate(user, headers)
         if self.authorizing:
             info = self.info(scope)
-            attrs = Attributes(
-                user,
-                info.verb,
-                info.namespace,
-                info.api_group,
-                info.api_version,
-                info.resource,
-                info.subresource,
-                info.name,
-                info.path,
-                info.resource_request,
-            )
+            attrs = Attributes.from_request_info(info, user)
             decision = self.authorizer.authorize(attrs)
             if not decision.allowed:
                 raise forbidden(attrs, decision.reason)

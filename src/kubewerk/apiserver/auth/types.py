@@ -17,7 +17,10 @@ from __future__ import annotations
 from collections.abc import Mapping
 from contextvars import ContextVar
 from dataclasses import dataclass, field
-from typing import Any, NamedTuple, Protocol
+from typing import TYPE_CHECKING, Any, NamedTuple, Protocol
+
+if TYPE_CHECKING:
+    from kubewerk.apiserver.auth.requestinfo import RequestInfo
 
 JSON = dict[str, Any]
 
@@ -74,6 +77,25 @@ class Attributes:
     name: str = ""
     path: str = ""
     resource_request: bool = True
+
+    @classmethod
+    def from_request_info(cls, info: RequestInfo, user: UserInfo) -> Attributes:
+        """What ``user`` asks to do with the request ``info`` describes: every field of
+        ``info`` (verb, namespace, group, version, resource, subresource, name, path and
+        whether it is a resource request) carried over unchanged, as kube's
+        ``GetAuthorizerAttributes`` does."""
+        return cls(
+            user,
+            info.verb,
+            info.namespace,
+            info.api_group,
+            info.api_version,
+            info.resource,
+            info.subresource,
+            info.name,
+            info.path,
+            info.resource_request,
+        )
 
 
 class Decision(NamedTuple):
