@@ -6,7 +6,13 @@ from __future__ import annotations
 import pytest
 
 from kubewerk.apiserver.kindrules.cron import CronError, parse_standard
-from kubewerk.apiserver.kindrules.quantity import PARSE_ERROR, canonical, parse
+from kubewerk.apiserver.kindrules.quantity import (
+    PARSE_ERROR,
+    canonical,
+    check_nonnegative_list,
+    parse,
+)
+from kubewerk.core.errors import FieldError
 
 
 @pytest.mark.parametrize(
@@ -63,6 +69,32 @@ def test_remembered_quantities_answer_as_computed() -> None:
     odd = Text("bogus")
     assert quantity.canonical(odd) is odd
     assert quantity._canonical_remembered.cache_info().currsize == cached
+
+
+def test_nonnegative_list_flags_each_negative_quantity_in_map_order() -> None:
+    errs: list[FieldError] = []
+    resources = {
+        "memory": "-1Ki",  # canonical form shown
+        "cpu": "500m",
+        "pods": -2,  # a JSON number, shown as its canonical string
+        "storage": "-0.0001",  # rounds away from zero to -1m
+        "bad": "-x",  # does not parse: nothing here
+        "flag": True,  # not a quantity
+        "zero": "-0",
+    }
+    check_nonnegative_list(errs, resources, "spec.hard")
+    assert [e.message() for e in errs] == [
+        'spec.hard[memory]: Invalid value: "-1Ki": must be greater than or equal to 0',
+        'spec.hard[pods]: Invalid value: "-2": must be greater than or equal to 0',
+        'spec.hard[storage]: Invalid value: "-1m": must be greater than or equal to 0',
+    ]
+
+
+@pytest.mark.parametrize("resources", [None, [], "-1", -1, ["-1"]])
+def test_nonnegative_list_ignores_what_is_not_a_map(resources: object) -> None:
+    errs: list[FieldError] = [FieldError.required("kept")]
+    check_nonnegative_list(errs, resources, "status.used")
+    assert [e.message() for e in errs] == ["kept: Required value"]
 
 
 def test_parse_error_text() -> None:

@@ -274,6 +274,21 @@ CASES = [
         ],
     ),
     Case(
+        "pod-negative-quantities",
+        edit(
+            pod(),
+            lambda o: ctr(o).update(
+                resources={"limits": {"cpu": "-0.5"}, "requests": {"cpu": "-1", "memory": "1Mi"}}
+            ),
+        ),
+        [
+            'spec.containers[0].resources.limits[cpu]: Invalid value: "-500m": '
+            "must be greater than or equal to 0",
+            'spec.containers[0].resources.requests[cpu]: Invalid value: "-1": '
+            "must be greater than or equal to 0",
+        ],
+    ),
+    Case(
         "pod-update-command",
         edit(pod(), lambda o: ctr(o).update(command=["sh"])),
         [POD_UPDATE],

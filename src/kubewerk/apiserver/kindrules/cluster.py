@@ -11,7 +11,6 @@ from typing import Any, Final
 from kubewerk.apiserver.kindrules import quantity
 from kubewerk.apiserver.kindrules.common import (
     JSON,
-    NON_NEGATIVE,
     Errs,
     KindRules,
     check_enum,
@@ -34,18 +33,6 @@ SYSTEM_PRIORITY_CLASSES: Final = {
 }
 NODE_CIDR_FORBIDDEN: Final = 'node updates may not change podCIDR except from "" to valid'
 NODE_PROVIDER_FORBIDDEN: Final = 'node updates may not change providerID except from "" to valid'
-
-
-def _nonnegative_quantities(errs: Errs, resources: Any, path: str) -> None:
-    """``ValidateResourceQuantityValue`` over a ResourceList."""
-    if not isinstance(resources, dict):
-        return
-    for name, value in resources.items():
-        amount = quantity.value_of(value)
-        if amount is not None and amount < 0:
-            errs.append(
-                FieldError.invalid(f"{path}[{name}]", quantity.canonical(value), NON_NEGATIVE)
-            )
 
 
 # -- Node ----------------------------------------------------------------------
@@ -90,8 +77,10 @@ def validate_node(new: JSON, old: JSON | None) -> list[FieldError]:
         check_enum(errs, taint.get("effect"), f"{path}.effect", TAINT_EFFECTS)
     for i, cidr in enumerate(spec.get("podCIDRs") or []):
         _check_cidr(errs, cidr, f"spec.podCIDRs[{i}]")
-    _nonnegative_quantities(errs, obj(new, "status").get("capacity"), "status.capacity")
-    _nonnegative_quantities(errs, obj(new, "status").get("allocatable"), "status.allocatable")
+    quantity.check_nonnegative_list(errs, obj(new, "status").get("capacity"), "status.capacity")
+    quantity.check_nonnegative_list(
+        errs, obj(new, "status").get("allocatable"), "status.allocatable"
+    )
     if old is not None:
         old_spec = obj(old, "spec")
         old_cidrs = old_spec.get("podCIDRs") or []
@@ -107,8 +96,8 @@ def validate_node_status(new: JSON, old: JSON | None) -> list[FieldError]:
     """``ValidateNodeResources`` on a status write."""
     errs: Errs = []
     status = obj(new, "status")
-    _nonnegative_quantities(errs, status.get("capacity"), "status.capacity")
-    _nonnegative_quantities(errs, status.get("allocatable"), "status.allocatable")
+    quantity.check_nonnegative_list(errs, status.get("capacity"), "status.capacity")
+    quantity.check_nonnegative_list(errs, status.get("allocatable"), "status.allocatable")
     return errs
 
 
@@ -171,7 +160,7 @@ def validate_limit_range(new: JSON, old: JSON | None) -> list[FieldError]:
         if not item.get("type"):
             errs.append(FieldError.required(f"{path}.type"))
         for key in ("max", "min", "default", "defaultRequest"):
-            _nonnegative_quantities(errs, item.get(key), f"{path}.{key}")
+            quantity.check_nonnegative_list(errs, item.get(key), f"{path}.{key}")
         lists = {key: obj(item, key) for key in ("min", "max", "default", "defaultRequest")}
         names = sorted({name for values in lists.values() for name in values})
         for name in names:
@@ -206,7 +195,7 @@ def validate_resource_quota(new: JSON, old: JSON | None) -> list[FieldError]:
     """``ValidateResourceQuotaSpec``: hard limits non-negative, scopes known."""
     errs: Errs = []
     spec = obj(new, "spec")
-    _nonnegative_quantities(errs, spec.get("hard"), "spec.hard")
+    quantity.check_nonnegative_list(errs, spec.get("hard"), "spec.hard")
     scopes = (
         "BestEffort",
         "CrossNamespacePodAffinity",
@@ -226,8 +215,8 @@ def validate_resource_quota_status(new: JSON, old: JSON | None) -> list[FieldErr
     """``ValidateResourceQuotaStatusUpdate``: hard and used non-negative."""
     errs: Errs = []
     status = obj(new, "status")
-    _nonnegative_quantities(errs, status.get("hard"), "status.hard")
-    _nonnegative_quantities(errs, status.get("used"), "status.used")
+    quantity.check_nonnegative_list(errs, status.get("hard"), "status.hard")
+    quantity.check_nonnegative_list(errs, status.get("used"), "status.used")
     return errs
 
 

@@ -304,29 +304,14 @@ def _check_probe(errs: Errs, probe: Any, path: str) -> None:
         check_port_num_or_name(errs, tcp.get("port"), f"{path}.tcpSocket.port")
 
 
-def _check_quantities(errs: Errs, resources: Any, path: str) -> None:
-    if not isinstance(resources, dict):
-        return
-    for name, value in resources.items():
-        amount = quantity.value_of(value)
-        if amount is not None and amount < 0:
-            errs.append(
-                FieldError.invalid(
-                    f"{path}[{name}]",
-                    quantity.canonical(value),
-                    "must be greater than or equal to 0",
-                )
-            )
-
-
 def _check_resources(errs: Errs, res: Any, path: str) -> None:
     """``ValidateContainerResourceRequirements``: non-negative, requests <= limits."""
     if not isinstance(res, dict):
         return
     limits = obj(res, "limits")
     requests = obj(res, "requests")
-    _check_quantities(errs, limits, f"{path}.limits")
-    _check_quantities(errs, requests, f"{path}.requests")
+    quantity.check_nonnegative_list(errs, limits, f"{path}.limits")
+    quantity.check_nonnegative_list(errs, requests, f"{path}.requests")
     for name, value in requests.items():
         if name not in limits:
             continue

@@ -16,7 +16,8 @@ from fractions import Fraction
 from functools import lru_cache
 from typing import Any, Final
 
-from kubewerk.apiserver.kindrules.common import JSON
+from kubewerk.apiserver.kindrules.common import JSON, NON_NEGATIVE, Errs
+from kubewerk.core.errors import FieldError
 from kubewerk.core.quantity import Format, canonical_string, round_up, suffixed_value
 
 PARSE_ERROR: Final = (
@@ -113,3 +114,16 @@ def canonicalize_requirements(owner: JSON, key: str = "resources") -> None:
     if isinstance(req, dict):
         canonicalize_list(req.get("limits"))
         canonicalize_list(req.get("requests"))
+
+
+def check_nonnegative_list(errs: Errs, resources: Any, path: str) -> None:
+    """``ValidateResourceQuantityValue``'s sign check over a ``ResourceList`` map at
+    ``path``: one ``Invalid`` error per negative quantity, at ``path[NAME]``, showing the
+    quantity's canonical form, with ``isNegativeErrorMsg``, in the map's order. A value
+    that is not a map, and a quantity that does not parse, add nothing here."""
+    if not isinstance(resources, dict):
+        return
+    for name, value in resources.items():
+        amount = value_of(value)
+        if amount is not None and amount < 0:
+            errs.append(FieldError.invalid(f"{path}[{name}]", canonical(value), NON_NEGATIVE))
