@@ -262,6 +262,10 @@ async def test_idle_streams_get_events_from_the_dispatch_without_waking(
     assert [e["object"]["kind"] for e in tabled] == ["Table"] * 4
     # the three plain streams were never woken for the three commits
     assert {id(w): w.waiter for w in plain} == waiters
+    # the framed copies lived only during their dispatch: the shared cache holds the lines
+    ring = [encoded for _, encoded in hub.encoded._ring]
+    assert len(ring) == 3 and all(line.endswith(b"}\n") for line in ring)
+    assert hub.encoded.bytes == sum(map(len, ring))
 
 
 async def test_an_unread_stream_never_has_more_than_the_high_water_mark_and_one_event_buffered(

@@ -99,10 +99,12 @@ class WatchEvent:
 
     The hub makes one shared instance per committed event for every watcher that sends
     it unchanged (``shared``), so its encoded form is computed once per served version
-    and reused; only the most recent encoding is kept (``encoded_key``, ``encoded``, and
-    ``framed``, the same line framed as one HTTP chunk for direct writes), and the hub's
-    ``EncodedCache`` may drop them. Events made for one stream (initial state,
-    replay, selector transitions) are encoded once and never cached.
+    and reused; only the most recent encoding is kept (``encoded_key``, ``encoded``), and
+    the hub's ``EncodedCache`` may drop it. ``framed``, the same line framed as one HTTP
+    chunk for the streams written directly, lives only as long as the hub's dispatch of
+    the event (the only place direct writes happen), so it never adds to what the cache
+    or a queue holds. Events made for one stream (initial state, replay, selector
+    transitions) are encoded once and never cached.
     """
 
     __slots__ = (
@@ -123,7 +125,7 @@ class WatchEvent:
         self.shared = shared
         self.encoded_key: str | None = None
         self.encoded: bytes | None = None
-        self.framed: bytes | None = None  # ``encoded`` as one HTTP chunk, for direct writes
+        self.framed: bytes | None = None  # ``encoded`` as one HTTP chunk, during the dispatch
 
 
 class EncodedCache:
@@ -148,11 +150,8 @@ class EncodedCache:
             ref, old = ring.popleft()
             self.bytes -= len(old)
             held = ref()
-            if held is not None:
-                if held.encoded is old:
-                    held.encoded = held.encoded_key = held.framed = None
-                elif held.framed is old:
-                    held.framed = None
+            if held is not None and held.encoded is old:
+                held.encoded = held.encoded_key = held.framed = None
 
 
 class Watcher:
@@ -419,6 +418,7 @@ class WatchHub:
                 watcher.offer(ev, shared)
         finally:
             self._dispatching = False
+            shared.framed = None  # direct writes are over: queued copies need the line only
         if self._overflowing:  # closed during this dispatch: no more events for them
             for watcher in self._overflowing:
                 self.watchers.discard(watcher)
@@ -637,9 +637,9 @@ class WatchStream:
         takes data now (see ``DirectBody``) and this runs in the stream's event loop
         thread; False, with nothing written, otherwise.
 
-        A shared event's framed line is kept on it with its encoding, so the streams
-        serving one version frame it once. An event that fails to encode is left to the
-        stream (False), which meets the same failure where it always did.
+        A shared event's framed line is kept on it for the rest of the dispatch, so the
+        streams serving one version frame it once. An event that fails to encode is left
+        to the stream (False), which meets the same failure where it always did.
         """
         framed = ev.framed
         if framed is not None and ev.encoded_key == self._cache_key:
@@ -654,9 +654,8 @@ class WatchStream:
         except Exception:
             return False
         framed = chunk_frame(line)
-        if ev.encoded is line:  # shared and cached for this version: keep the frame too
+        if ev.encoded is line:  # shared and cached for this version: the next stream's too
             ev.framed = framed
-            self.hub.encoded.add(ev, framed)
         return body.write(framed)
 
     def bookmark(self, revision: int, initial_end: bool = False) -> bytes:
