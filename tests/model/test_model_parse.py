@@ -88,3 +88,14 @@ def test_validators_run_once() -> None:
 
     Counted.from_dict({"name": "x"})
     assert runs == ["after"]
+
+
+def test_a_model_validate_replaced_by_a_static_method_is_called() -> None:
+    class Static(KubeModel):
+        name: str | None = None
+
+    def replacement(obj: Any) -> Any:
+        return Static.model_construct(name="static")
+
+    Static.model_validate = staticmethod(replacement)  # type: ignore[assignment,method-assign]
+    assert Static.from_dict({"name": "x"}).name == "static"

@@ -210,7 +210,7 @@ class KubeModel(BaseModel):
         the class's validator is asked directly (what pydantic's ``model_validate`` does
         with no options, one Python call fewer on every parse)."""
         try:
-            if cls.model_validate.__func__ is not _MODEL_VALIDATE:  # type: ignore[attr-defined]
+            if getattr(cls.model_validate, "__func__", None) is not _MODEL_VALIDATE:
                 return cls.model_validate(obj)
             out: Self = cls.__pydantic_validator__.validate_python(obj)
             return out
