@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import base64
 import math
+import random
 from typing import Any
 
 import orjson
@@ -12,7 +13,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from kubewerk.core.patch import json_patch
-from kubewerk.webhook.jsonpatch import applies, diff, encode_patch
+from kubewerk.webhook.jsonpatch import applies, applies_exactly, diff, encode_patch
 
 CASES: list[tuple[str, Any, Any]] = [
     ("equal", {"a": 1}, {"a": 1}),
@@ -268,3 +269,100 @@ HOSTILE_PAIRS: list[tuple[Any, Any]] = [
 def test_diff_is_the_reference_walk_on_equal_looking_values(old: Any, new: Any) -> None:
     assert orjson.dumps(diff(old, new)) == orjson.dumps(_reference_diff(old, new))
     assert orjson.dumps(diff(new, old)) == orjson.dumps(_reference_diff(new, old))
+
+
+_TOKENS = ["a", "b", "a/b", "~", "0", "1", "2", "-", "01", "+1", "x"]
+
+
+def _random_value(rng: random.Random, depth: int = 0) -> Any:
+    if depth > 2 or rng.random() < 0.4:
+        return rng.choice([None, 0, 1.0, True, "s"])
+    if rng.random() < 0.5:
+        return [_random_value(rng, depth + 1) for _ in range(rng.randint(0, 3))]
+    keys = rng.sample(["a", "b", "a/b", "~", "0"], rng.randint(0, 3))
+    return {k: _random_value(rng, depth + 1) for k in keys}
+
+
+def _random_tokens(rng: random.Random, doc: Any) -> list[str]:
+    """Mostly along ``doc``'s own members (so that many lists apply), sometimes off."""
+    tokens: list[str] = []
+    node = doc
+    for _ in range(rng.choice([1, 1, 2, 2, 3])):
+        if isinstance(node, dict) and node and rng.random() < 0.7:
+            key = rng.choice(list(node))
+            tokens.append(key)
+            node = node[key]
+        elif isinstance(node, list) and node and rng.random() < 0.7:
+            index = rng.randrange(len(node))
+            tokens.append(str(index))
+            node = node[index]
+        else:
+            tokens.append(rng.choice(_TOKENS))
+            node = None
+    return tokens
+
+
+def test_applies_exactly_agrees_with_the_patcher() -> None:
+    """Hostile operation lists: what ``applies_exactly`` accepts, kube's RFC 6902
+    semantics apply; and with canonical indices only, what it refuses fails there too
+    (or is a ``replace`` of a missing member, which it refuses as RFC 6902 does)."""
+    rng = random.Random(6902)
+    seen = {True: 0, False: 0}
+    for _ in range(3000):
+        doc = _random_value(rng)
+        doc = doc if isinstance(doc, dict) else {"a": doc}
+        ops: list[dict[str, Any]] = []
+        for _ in range(rng.randint(1, 3)):
+            tokens = _random_tokens(rng, doc)
+            op: dict[str, Any] = {
+                "op": rng.choice(["add", "remove", "replace"]),
+                "path": "".join("/" + t.replace("~", "~0").replace("/", "~1") for t in tokens),
+            }
+            if op["op"] != "remove":
+                op["value"] = _random_value(rng, 1)
+            ops.append(op)
+        before = orjson.dumps(doc)
+        verdict = applies_exactly(doc, ops)
+        assert orjson.dumps(doc) == before  # the document is not changed
+        seen[verdict] += 1
+        try:
+            json_patch(doc, ops)
+            patched = True
+        except Exception:
+            patched = False
+        if verdict:
+            assert patched, ops
+        elif patched:
+            tokens = [t for op in ops for t in op["path"].split("/")]
+            lenient = "01" in tokens or "+1" in tokens
+            assert lenient or any(op["op"] == "replace" for op in ops), (doc, ops)
+    assert seen[True] > 500 and seen[False] > 500, seen
+
+
+def test_applies_exactly_follows_earlier_operations() -> None:
+    doc: dict[str, Any] = {"spec": {"x": 1}, "l": [1]}
+    inside_added: list[dict[str, Any]] = [
+        {"op": "add", "path": "/spec/backup", "value": {"a": 1}},
+        {"op": "add", "path": "/spec/backup/b", "value": 2},
+        {"op": "replace", "path": "/spec/backup/a", "value": 3},
+    ]
+    assert applies_exactly(doc, inside_added)
+    assert json_patch(doc, inside_added)["spec"]["backup"] == {"a": 3, "b": 2}
+    assert not applies(doc, inside_added)  # the diff's check does not follow them
+    removed_twice: list[dict[str, Any]] = [{"op": "remove", "path": "/spec/x"}] * 2
+    assert applies(doc, removed_twice)  # the diff's check does not follow removals either
+    assert not applies_exactly(doc, removed_twice)
+    with pytest.raises(Exception):  # noqa: B017 - any failure: the real patcher agrees
+        json_patch(doc, removed_twice)
+    assert applies_exactly(doc, [{"op": "add", "path": "/l/-", "value": 2}])
+    assert doc == {"spec": {"x": 1}, "l": [1]}
+    for bad in (
+        [{"op": "add", "path": "/a"}],  # no value
+        [{"op": "move", "from": "/spec", "path": "/a"}],
+        [{"op": "add", "path": "a", "value": 1}],
+        [{"op": "add", "path": "", "value": {}}],
+        [{"op": "replace", "path": "/l/01", "value": 1}],
+        ["add"],
+        {"op": "add"},
+    ):
+        assert applies_exactly(doc, bad) is False

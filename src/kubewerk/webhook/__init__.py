@@ -4,7 +4,9 @@ and compiled to ValidatingAdmissionPolicy + binding objects).
 
 ::
 
-    from kubewerk.webhook import AdmissionRequest, Allowed, Denied, WebhookApp, WebhookServer
+    from kubewerk.webhook import (
+        AdmissionRequest, Allowed, Denied, Patch, WebhookApp, WebhookServer,
+    )
 
     app = WebhookApp()
 
@@ -18,12 +20,18 @@ and compiled to ValidatingAdmissionPolicy + binding objects).
     async def default(db: Database, old: Database | None, req: AdmissionRequest) -> None:
         db.spec.storage = db.spec.storage or "1Gi"     # answered as a JSON Patch
 
+    @app.patching(Database, "/label")                  # the handler states its changes
+    async def label(db: Database, old: Database | None, req: AdmissionRequest,
+                    patch: Patch) -> None:
+        patch.set_label("team", "db")                  # changes to db are NOT sent
+
     app.conversion("/convert")                          # every registered version pair
 
     WebhookServer(app, cert_file="tls.crt", key_file="tls.key").add_to(manager)
 
 - :mod:`kubewerk.webhook.app`: the ASGI router and its HTTP contract;
 - :mod:`kubewerk.webhook.admission`: typed handlers and what they are given;
+- :mod:`kubewerk.webhook.patch`: the ``Patch`` a patching handler records changes in;
 - :mod:`kubewerk.webhook.conversion`: ConversionReview through the models' converters;
 - :mod:`kubewerk.webhook.server`: uvicorn, TLS with reload, client certificates, the
   manager;
@@ -42,6 +50,7 @@ if TYPE_CHECKING:
     from kubewerk.webhook.certs import CertificateSet, make_certificates, write_certificates
     from kubewerk.webhook.conversion import ConversionEndpoint, convert_objects
     from kubewerk.webhook.jsonpatch import diff
+    from kubewerk.webhook.patch import Patch, PatchOperationError
     from kubewerk.webhook.results import Allowed, Denied, Verdict
     from kubewerk.webhook.review import AdmissionRequest, ReviewError, UserInfo
     from kubewerk.webhook.server import WebhookServer
@@ -56,6 +65,8 @@ _WHERE = {
     "CertificateSet": "kubewerk.webhook.certs",
     "ConversionEndpoint": "kubewerk.webhook.conversion",
     "Denied": "kubewerk.webhook.results",
+    "Patch": "kubewerk.webhook.patch",
+    "PatchOperationError": "kubewerk.webhook.patch",
     "ReloadingTLS": "kubewerk.webhook.tls",
     "ReviewError": "kubewerk.webhook.review",
     "TLSFiles": "kubewerk.webhook.tls",
@@ -77,6 +88,8 @@ __all__ = [
     "CertificateSet",
     "ConversionEndpoint",
     "Denied",
+    "Patch",
+    "PatchOperationError",
     "ReloadingTLS",
     "ReviewError",
     "TLSFiles",

@@ -7,6 +7,12 @@ the model) and returns ``None``, :class:`Allowed` (to add warnings) or :class:`D
 the server answers with the RFC 6902 JSON Patch from the object it received to the
 changed one.
 
+A **patching** handler (the opt-in fast mutating contract) takes a fourth argument,
+a :class:`~kubewerk.webhook.patch.Patch` over the received object, records its changes
+there and returns ``None``, :class:`Allowed` or :class:`Denied`; the server answers with
+the recorded operations, with no model dumps and no diff. Its ``obj`` is for reading:
+**changes to ``obj`` are not sent**.
+
 What the arguments are:
 
 - CREATE: ``obj`` is ``request.object``, ``old`` is None;
@@ -29,7 +35,11 @@ Guarantees of :meth:`AdmissionEndpoint.review` (nothing it is given makes it rai
   the ``kubewerk.webhook`` log, never to the client);
 - a mutating handler's patch applies to the received object: it is computed between the
   model's dumps before and after the handler, so fields the model does not know are
-  left alone, and checked against the received JSON before it is sent.
+  left alone, and checked against the received JSON before it is sent;
+- a patching handler's recorded operations are sent as recorded, once checked to apply
+  to the received JSON; a patch that does not apply is denied with 500 ``InternalError``
+  naming the handler (as is a :class:`~kubewerk.webhook.patch.PatchOperationError` the
+  handler lets out); a DELETE, a denial or an empty patch sends no patch.
 """
 
 from __future__ import annotations
@@ -43,7 +53,8 @@ from typing import Any, Generic, TypeVar
 from kubewerk.core.errors import ApiError
 from kubewerk.model.errors import InvalidObjectError
 from kubewerk.model.resource import AnyResource
-from kubewerk.webhook.jsonpatch import applies, diff, encode_patch
+from kubewerk.webhook.jsonpatch import applies, applies_exactly, diff, encode_patch
+from kubewerk.webhook.patch import Patch
 from kubewerk.webhook.results import Allowed, Denied
 from kubewerk.webhook.review import (
     AdmissionRequest,
@@ -51,7 +62,7 @@ from kubewerk.webhook.review import (
     parse_admission_review,
 )
 
-__all__ = ["AdmissionEndpoint", "MutatingHandler", "ValidatingHandler"]
+__all__ = ["AdmissionEndpoint", "MutatingHandler", "PatchingHandler", "ValidatingHandler"]
 
 log = logging.getLogger("kubewerk.webhook")
 
@@ -68,6 +79,13 @@ MutatingHandler = Callable[
 ]
 """``(obj, old, req) -> None | Allowed | Denied | obj``, async or not; changes ``obj``."""
 
+PatchingHandler = Callable[
+    [M, M | None, AdmissionRequest, Patch],
+    Awaitable[Allowed | Denied | None] | Allowed | Denied | None,
+]
+"""``(obj, old, req, patch) -> None | Allowed | Denied``, async or not; records its
+changes in ``patch`` (changes to ``obj`` are not sent)."""
+
 _ALLOWED = Allowed()
 
 
@@ -79,9 +97,10 @@ def _func_name(func: Callable[..., Any]) -> str:
 class AdmissionEndpoint(Generic[M]):
     """One admission webhook: ``path``, the ``model`` it admits, its ``handler``.
 
-    ``mutating`` selects the mutating contract (see the module doc); ``side_effects``
-    declares that the handler changes something outside the object, so it refuses
-    dry-run requests.
+    ``mutating`` selects the mutating contract (see the module doc), and ``patching``
+    with it the patching one (the handler records its changes in a :class:`Patch`);
+    ``side_effects`` declares that the handler changes something outside the object, so
+    it refuses dry-run requests.
     """
 
     path: str
@@ -89,8 +108,11 @@ class AdmissionEndpoint(Generic[M]):
     handler: Callable[..., Any]
     mutating: bool = False
     side_effects: bool = False
+    patching: bool = False
 
     def __post_init__(self) -> None:
+        if self.patching and not self.mutating:
+            raise ValueError("a patching endpoint is a mutating one: pass mutating=True")
         info = self.model.kind_info()  # TypeError for an abstract class
         self._group, self._version, self._kind = info.group, info.version, info.kind
         self._is_async = inspect.iscoroutinefunction(self.handler)
@@ -182,6 +204,8 @@ class AdmissionEndpoint(Generic[M]):
             if isinstance(result, Allowed | Denied):
                 return result, None
             return self._internal(f"returned {type(result).__name__}, not Allowed or Denied"), None
+        if self.patching:
+            return await self._patched(raw, obj, old, req)
         before = obj.to_dict()
         if self._is_async:
             result = await self.handler(obj, old, req)
@@ -212,4 +236,29 @@ class AdmissionEndpoint(Generic[M]):
             # the model's dump names a path the received JSON lacks (a field given by
             # its Python name, say): patch from the received JSON itself
             ops = diff(raw, after)
+        return verdict, encode_patch(ops)
+
+    async def _patched(
+        self, raw: dict[str, Any], obj: M, old: M | None, req: AdmissionRequest
+    ) -> tuple[Allowed | Denied, str | None]:
+        """The patching contract: the handler's verdict and its recorded operations."""
+        patch = Patch(raw)
+        if self._is_async:
+            result = await self.handler(obj, old, req, patch)
+        else:
+            result = await self._call(obj, old, req, patch)
+        if result is None:
+            verdict: Allowed | Denied = _ALLOWED
+        elif isinstance(result, Allowed | Denied):
+            verdict = result
+        else:
+            return (
+                self._internal(f"returned {type(result).__name__}, not None, Allowed or Denied"),
+                None,
+            )
+        ops = patch._ops
+        if isinstance(verdict, Denied) or not ops or req.operation == "DELETE":
+            return verdict, None
+        if not applies_exactly(raw, ops):
+            return self._internal("its JSON Patch does not apply to the received object"), None
         return verdict, encode_patch(ops)

@@ -12,6 +12,12 @@
     async def default(db: Database, old: Database | None, req: AdmissionRequest) -> None:
         db.spec.replicas = db.spec.replicas or 1
 
+    @app.patching(Database, "/default-fast")
+    async def default_fast(db: Database, old: Database | None, req: AdmissionRequest,
+                           patch: Patch) -> None:
+        if db.spec.replicas is None:
+            patch.set(("spec", "replicas"), 1)      # changes to db are NOT sent
+
     app.conversion("/convert")
 
 Paths default to kubebuilder's (``/validate-<group with dots as dashes>-<version>-<kind
@@ -153,6 +159,29 @@ class WebhookApp:
             self._add(
                 where, AdmissionEndpoint(where, model, func, True, side_effects), max_body_bytes
             )
+            return func
+
+        return register
+
+    def patching(
+        self,
+        model: type[AnyResource],
+        path: str | None = None,
+        *,
+        side_effects: bool = False,
+        max_body_bytes: int = MAX_ADMISSION_BODY_BYTES,
+    ) -> Callable[[F], F]:
+        """Register ``(obj, old, req, patch) -> None | Allowed | Denied`` as the mutating
+        webhook of ``model`` at ``path`` (default ``/mutate-...``, as :meth:`mutating`),
+        under the patching contract: the handler records its changes in ``patch`` (a
+        :class:`kubewerk.webhook.patch.Patch` over the received object) and exactly those
+        operations are answered. **Changes to ``obj`` are not sent**: it is for reading.
+        Cheaper than :meth:`mutating` (no model dumps, no diff); see docs/webhook.md."""
+
+        def register(func: F) -> F:
+            where = path or default_path("mutate", model)
+            endpoint = AdmissionEndpoint(where, model, func, True, side_effects, patching=True)
+            self._add(where, endpoint, max_body_bytes)
             return func
 
         return register

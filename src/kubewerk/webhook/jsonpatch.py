@@ -21,13 +21,18 @@ containers (not copies): serialise them before changing ``new`` again.
 from __future__ import annotations
 
 import base64
-from typing import Any
+import re
+from typing import Any, Final
 
 import orjson
 
 from kubewerk.core.patch import decode_pointer_token, encode_pointer_token
 
-__all__ = ["applies", "diff", "encode_patch"]
+__all__ = ["INDEX_TOKEN", "applies", "applies_exactly", "diff", "encode_patch"]
+
+INDEX_TOKEN: Final = re.compile(r"0|[1-9][0-9]*")
+"""A list index as a JSON Pointer token names it canonically (RFC 6901: decimal, no
+leading zero, no sign)."""
 
 
 def _same(a: Any, b: Any) -> bool:
@@ -179,6 +184,87 @@ def applies(doc: Any, ops: list[dict[str, Any]]) -> bool:
                     lengths[id(node)] = size - 1
         else:
             return False
+    return True
+
+
+def applies_exactly(doc: Any, ops: Any) -> bool:
+    """Whether ``ops`` (``add``, ``remove`` and ``replace`` operations, list indices
+    written canonically, ``-`` for an append) apply to ``doc`` in order, each checked
+    against the document as the earlier ones leave it — a member added by one operation
+    may be changed by a later one, a removed one no longer exists — so that any RFC 6902
+    implementation applies them. ``doc`` is not changed: the walk copies only the
+    containers along the changed paths (shallowly), and shares operations' values.
+    Anything else (another operation, a missing or non-string path or value, a path not
+    starting with ``/``, a sign or leading zero in an index) is False."""
+    root = doc
+    owned: dict[int, Any] = {}  # containers copied here (kept alive: no id reuse)
+
+    def own(node: Any) -> Any:
+        if id(node) in owned:
+            return node
+        copied = dict(node) if isinstance(node, dict) else list(node)
+        owned[id(copied)] = copied
+        return copied
+
+    if not isinstance(ops, list):
+        return False
+    for op in ops:
+        if not isinstance(op, dict):
+            return False
+        kind, path = op.get("op"), op.get("path")
+        if kind not in ("add", "remove", "replace") or not isinstance(path, str):
+            return False
+        if kind != "remove" and "value" not in op:
+            return False
+        if not path.startswith("/") or not isinstance(root, dict | list):
+            return False
+        tokens = [decode_pointer_token(t) if "~" in t else t for t in path[1:].split("/")]
+        root = node = own(root)
+        for token in tokens[:-1]:
+            slot: str | int
+            if isinstance(node, dict):
+                child = node.get(token, _MISSING)
+                if child is _MISSING:
+                    return False
+                slot = token
+            elif INDEX_TOKEN.fullmatch(token) and int(token) < len(node):
+                slot = int(token)
+                child = node[slot]
+            else:
+                return False
+            if not isinstance(child, dict | list):
+                return False
+            mine = own(child)
+            if mine is not child:
+                node[slot] = mine
+            node = mine
+        last = tokens[-1]
+        if isinstance(node, dict):
+            if kind == "add":
+                node[last] = op["value"]
+            elif last not in node:
+                return False
+            elif kind == "replace":
+                node[last] = op["value"]
+            else:
+                del node[last]
+            continue
+        if kind == "add" and last == "-":
+            node.append(op["value"])
+            continue
+        if not INDEX_TOKEN.fullmatch(last):
+            return False
+        index = int(last)
+        if kind == "add":
+            if index > len(node):
+                return False
+            node.insert(index, op["value"])
+        elif index >= len(node):
+            return False
+        elif kind == "replace":
+            node[index] = op["value"]
+        else:
+            del node[index]
     return True
 
 
