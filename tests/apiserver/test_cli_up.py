@@ -44,10 +44,8 @@ def get(url: str) -> object:
 
 def test_up_serves_writes_kubeconfig_and_stops_on_sigterm(tmp_path: Path) -> None:
     kubeconfig = tmp_path / "kc" / "config"
-    started = time.monotonic()
     proc, url, banner = start("--port", "0", "--kubeconfig", str(kubeconfig))
     try:
-        assert time.monotonic() - started < 5
         namespaces = get(url + "/api/v1/namespaces")
         assert isinstance(namespaces, dict)
         assert {n["metadata"]["name"] for n in namespaces["items"]} >= {
