@@ -9,7 +9,9 @@ it, server-set metadata and managedFields included, ~1.3 KB) and prints requests
 the ratio to the no-op app's rate for the same transport in this run:
 
 - validate: parse the review, the model, call the handler, answer allowed;
-- mutate: the same plus the model's dump before and after, the JSON Patch and its check.
+- mutate: the same plus the model's dump before and after, the JSON Patch and its check;
+- patch: the opt-in patching contract (``app.patching``): validate's work plus the
+  handler's recorded operation, its check and the encoded patch (no dumps, no diff).
 
 Load comes from ``wrk`` (keep-alive, ``-c`` connections, one thread; TLS sessions are
 set up once per connection). Target (issue 14): the webhook answers >= 0.5x the no-op
@@ -23,11 +25,12 @@ the load, while CPU per request barely does, so ``no-op CPU / webhook CPU`` is t
 ratio the webhook would reach with a core of its own.
 
 ``--in-process`` calls the ASGI apps directly (no HTTP, no wrk): per-request CPU
-microseconds of the no-op app, validate and mutate, in alternating batches (the minimum
-and median batch), and with ``--profile`` where mutate's time goes.
+microseconds of the no-op app, validate, mutate and patch, in alternating batches (the minimum
+and median batch), and with ``--profile [validate|mutate|patch]`` where one case's time
+goes.
 
     .venv/bin/python benchmarks/webhook.py [-c 32] [-d 5] [-r 3]
-    .venv/bin/python benchmarks/webhook.py --in-process [-n 200] [-r 300] [--profile]
+    .venv/bin/python benchmarks/webhook.py --in-process [-n 200] [-r 300] [--profile [CASE]]
 """
 
 from __future__ import annotations
@@ -53,6 +56,7 @@ ROOT = Path(__file__).resolve().parent.parent
 GROUP = "bench.webhook.kubewerk.dev"
 VALIDATE = f"/validate-{GROUP.replace('.', '-')}-v1-database"
 MUTATE = f"/mutate-{GROUP.replace('.', '-')}-v1-database"
+PATCH = f"/patch-{GROUP.replace('.', '-')}-v1-database"
 
 
 def review() -> bytes:
@@ -114,7 +118,7 @@ def build_app() -> Any:
     from pydantic import Field
 
     from kubewerk.model import KubeModel, Resource
-    from kubewerk.webhook import AdmissionRequest, Allowed, Denied, WebhookApp
+    from kubewerk.webhook import AdmissionRequest, Allowed, Denied, Patch, WebhookApp
 
     class DatabaseSpec(KubeModel):
         engine: str
@@ -138,6 +142,13 @@ def build_app() -> Any:
     async def default(db: Database, old: Database | None, req: AdmissionRequest) -> None:
         if db.spec.replicas is None:
             db.spec.replicas = 1
+
+    @app.patching(Database, PATCH)
+    async def default_fast(
+        db: Database, old: Database | None, req: AdmissionRequest, patch: Patch
+    ) -> None:
+        if db.spec.replicas is None:
+            patch.set(("spec", "replicas"), 1)
 
     return app
 
@@ -252,7 +263,7 @@ def check_answers(port: int, scheme: str, body: bytes) -> None:
     ctx = ssl.create_default_context()
     ctx.check_hostname = False
     ctx.verify_mode = ssl.CERT_NONE
-    for path, key in ((VALIDATE, "allowed"), (MUTATE, "patch")):
+    for path, key in ((VALIDATE, "allowed"), (MUTATE, "patch"), (PATCH, "patch")):
         req = urllib.request.Request(
             f"{scheme}://127.0.0.1:{port}{path}", body, {"Content-Type": "application/json"}
         )
@@ -274,7 +285,11 @@ def _flags() -> argparse.Namespace:
     )
     parser.add_argument("-n", type=int, default=200, help="requests per in-process batch")
     parser.add_argument(
-        "--profile", action="store_true", help="in-process: cProfile of mutate requests"
+        "--profile",
+        nargs="?",
+        const="mutate",
+        choices=("validate", "mutate", "patch"),
+        help="in-process: cProfile of one case's requests (mutate when not named)",
     )
     return parser.parse_args()
 
@@ -303,7 +318,7 @@ def main() -> int:
             assert noop_proc.pid is not None and hook_proc.pid is not None
             try:
                 check_answers(hook_port, scheme, body)
-                for path in (VALIDATE, MUTATE):
+                for path in (VALIDATE, MUTATE, PATCH):
                     # warm-up, then alternate so drift hits both alike; the row is the
                     # round with the median ratio
                     hook_url = f"{scheme}://127.0.0.1:{hook_port}{path}"
@@ -356,8 +371,9 @@ def main() -> int:
     return 0
 
 
-def in_process(batch: int, rounds: int, profile: bool) -> int:
-    """Per-request CPU µs of the no-op app, validate and mutate, called in process."""
+def in_process(batch: int, rounds: int, profile: str | None) -> int:
+    """Per-request CPU µs of the no-op app, validate, mutate and patch, called in
+    process; then each webhook's CPU beside validate's (medians)."""
     sys.path.insert(0, str(Path(__file__).resolve().parent))
     from noop_app import app as noop
 
@@ -400,6 +416,7 @@ def in_process(batch: int, rounds: int, profile: bool) -> int:
         "no-op": caller(noop, VALIDATE),
         "validate": caller(app, VALIDATE),
         "mutate": caller(app, MUTATE),
+        "patch": caller(app, PATCH),
     }
 
     async def measure_all() -> dict[str, list[float]]:
@@ -416,14 +433,19 @@ def in_process(batch: int, rounds: int, profile: bool) -> int:
     for name, values in seen.items():
         values.sort()
         print(f"  {name:<10}min {values[0]:6.1f}   median {values[len(values) // 2]:6.1f}")
+    median = {name: values[len(values) // 2] for name, values in seen.items()}
+    print(
+        "  median CPU beside validate's: "
+        + ", ".join(f"{n} {median[n] / median['validate']:.2f}x" for n in ("mutate", "patch"))
+    )
     if profile:
         import cProfile
         import pstats
 
         profiler = cProfile.Profile()
-        mutate = runs["mutate"]
+        profiled = runs[profile]
         profiler.enable()
-        asyncio.run(mutate(20 * batch))
+        asyncio.run(profiled(20 * batch))
         profiler.disable()
         pstats.Stats(profiler).sort_stats("tottime").print_stats(20)
     return 0

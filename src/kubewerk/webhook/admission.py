@@ -204,8 +204,29 @@ class AdmissionEndpoint(Generic[M]):
             if isinstance(result, Allowed | Denied):
                 return result, None
             return self._internal(f"returned {type(result).__name__}, not Allowed or Denied"), None
-        if self.patching:
-            return await self._patched(raw, obj, old, req)
+        if self.patching:  # the handler records its changes: no dumps, no diff
+            patch = Patch(raw)
+            if self._is_async:
+                result = await self.handler(obj, old, req, patch)
+            else:
+                result = await self._call(obj, old, req, patch)
+            if result is None:
+                verdict: Allowed | Denied = _ALLOWED
+            elif isinstance(result, Allowed | Denied):
+                verdict = result
+            else:
+                return (
+                    self._internal(
+                        f"returned {type(result).__name__}, not None, Allowed or Denied"
+                    ),
+                    None,
+                )
+            ops = patch._ops  # the recorded list itself (no copy)
+            if isinstance(verdict, Denied) or not ops or req.operation == "DELETE":
+                return verdict, None
+            if not applies_exactly(raw, ops):
+                return self._internal("its JSON Patch does not apply to the received object"), None
+            return verdict, encode_patch(ops)
         before = obj.to_dict()
         if self._is_async:
             result = await self.handler(obj, old, req)
@@ -236,29 +257,4 @@ class AdmissionEndpoint(Generic[M]):
             # the model's dump names a path the received JSON lacks (a field given by
             # its Python name, say): patch from the received JSON itself
             ops = diff(raw, after)
-        return verdict, encode_patch(ops)
-
-    async def _patched(
-        self, raw: dict[str, Any], obj: M, old: M | None, req: AdmissionRequest
-    ) -> tuple[Allowed | Denied, str | None]:
-        """The patching contract: the handler's verdict and its recorded operations."""
-        patch = Patch(raw)
-        if self._is_async:
-            result = await self.handler(obj, old, req, patch)
-        else:
-            result = await self._call(obj, old, req, patch)
-        if result is None:
-            verdict: Allowed | Denied = _ALLOWED
-        elif isinstance(result, Allowed | Denied):
-            verdict = result
-        else:
-            return (
-                self._internal(f"returned {type(result).__name__}, not None, Allowed or Denied"),
-                None,
-            )
-        ops = patch._ops
-        if isinstance(verdict, Denied) or not ops or req.operation == "DELETE":
-            return verdict, None
-        if not applies_exactly(raw, ops):
-            return self._internal("its JSON Patch does not apply to the received object"), None
         return verdict, encode_patch(ops)

@@ -193,33 +193,32 @@ def applies_exactly(doc: Any, ops: Any) -> bool:
     against the document as the earlier ones leave it — a member added by one operation
     may be changed by a later one, a removed one no longer exists — so that any RFC 6902
     implementation applies them. ``doc`` is not changed: the walk copies only the
-    containers along the changed paths (shallowly), and shares operations' values.
-    Anything else (another operation, a missing or non-string path or value, a path not
-    starting with ``/``, a sign or leading zero in an index) is False."""
-    root = doc
-    owned: dict[int, Any] = {}  # containers copied here (kept alive: no id reuse)
-
-    def own(node: Any) -> Any:
-        if id(node) in owned:
-            return node
-        copied = dict(node) if isinstance(node, dict) else list(node)
-        owned[id(copied)] = copied
-        return copied
-
+    containers along the paths of operations that a later one may read (shallowly), and
+    shares operations' values. Anything else (another operation, a missing or
+    non-string path or value, a path not starting with ``/``, a sign or leading zero in
+    an index) is False."""
     if not isinstance(ops, list):
         return False
-    for op in ops:
+    owned: dict[int, Any] = {}  # containers copied here (kept alive: no id reuse)
+    root = doc
+    final = len(ops) - 1
+    for i, op in enumerate(ops):
         if not isinstance(op, dict):
             return False
         kind, path = op.get("op"), op.get("path")
-        if kind not in ("add", "remove", "replace") or not isinstance(path, str):
+        if kind not in _OPS or not isinstance(path, str) or not path.startswith("/"):
             return False
         if kind != "remove" and "value" not in op:
             return False
-        if not path.startswith("/") or not isinstance(root, dict | list):
+        if not isinstance(root, dict | list):
             return False
-        tokens = [decode_pointer_token(t) if "~" in t else t for t in path[1:].split("/")]
-        root = node = own(root)
+        tokens = path[1:].split("/")
+        if "~" in path:
+            tokens = [decode_pointer_token(t) for t in tokens]
+        write = i < final  # the last operation is only checked: nothing reads after it
+        if write:
+            root = _owned(root, owned)
+        node = root
         for token in tokens[:-1]:
             slot: str | int
             if isinstance(node, dict):
@@ -234,38 +233,51 @@ def applies_exactly(doc: Any, ops: Any) -> bool:
                 return False
             if not isinstance(child, dict | list):
                 return False
-            mine = own(child)
-            if mine is not child:
-                node[slot] = mine
-            node = mine
+            if write:
+                mine = _owned(child, owned)
+                if mine is not child:
+                    node[slot] = mine
+                child = mine
+            node = child
         last = tokens[-1]
         if isinstance(node, dict):
-            if kind == "add":
-                node[last] = op["value"]
-            elif last not in node:
+            if kind != "add" and last not in node:
                 return False
-            elif kind == "replace":
-                node[last] = op["value"]
-            else:
-                del node[last]
+            if write:
+                if kind == "remove":
+                    del node[last]
+                else:
+                    node[last] = op["value"]
             continue
         if kind == "add" and last == "-":
-            node.append(op["value"])
+            if write:
+                node.append(op["value"])
             continue
         if not INDEX_TOKEN.fullmatch(last):
             return False
         index = int(last)
-        if kind == "add":
-            if index > len(node):
-                return False
-            node.insert(index, op["value"])
-        elif index >= len(node):
+        if index > len(node) or (index == len(node) and kind != "add"):
             return False
-        elif kind == "replace":
-            node[index] = op["value"]
-        else:
-            del node[index]
+        if write:
+            if kind == "add":
+                node.insert(index, op["value"])
+            elif kind == "replace":
+                node[index] = op["value"]
+            else:
+                del node[index]
     return True
+
+
+_OPS: Final = frozenset({"add", "remove", "replace"})
+
+
+def _owned(node: Any, owned: dict[int, Any]) -> Any:
+    """``node`` when it is one of ``owned``, else a shallow copy now in ``owned``."""
+    if id(node) in owned:
+        return node
+    copied = dict(node) if isinstance(node, dict) else list(node)
+    owned[id(copied)] = copied
+    return copied
 
 
 def encode_patch(ops: list[dict[str, Any]]) -> str:

@@ -123,7 +123,13 @@ def _tokens(path: PatchPath) -> list[str | int]:
 
 def _pointer(tokens: Sequence[str | int]) -> str:
     """The JSON Pointer of ``tokens`` (keys escaped per RFC 6901)."""
-    return "".join(f"/{encode_pointer_token(t)}" if isinstance(t, str) else f"/{t}" for t in tokens)
+    out = ""
+    for t in tokens:
+        if isinstance(t, str):
+            out += f"/{encode_pointer_token(t)}" if ("~" in t or "/" in t) else f"/{t}"
+        else:
+            out += f"/{t}"
+    return out
 
 
 def _kind(value: Any) -> str:
@@ -196,49 +202,47 @@ class Patch:
         """Record ``add``: an object member is created (or, per RFC 6902, replaced when it
         exists); a list element is inserted at the index (``-`` or the list's length
         appends; recorded as the explicit index)."""
-        tokens = _tokens(path)
-        parent, key, where = self._parent(tokens, "add")
-        value = _plain(value)
-        if isinstance(parent, dict):
-            assert isinstance(key, str)
-            parent[key] = value
-            self._ops.append({"op": "add", "path": where, "value": value})
-            return
-        index = _index(parent, key, f"cannot add {where}", end_ok=True)
-        parent.insert(index, value)
-        self._ops.append({"op": "add", "path": _pointer([*tokens[:-1], index]), "value": value})
+        self._record("add", _tokens(path), _plain(value))
 
     def replace(self, path: PatchPath, value: Any) -> None:
         """Record ``replace`` of a member or element that exists."""
-        tokens = _tokens(path)
-        parent, key, where = self._parent(tokens, "replace")
-        value = _plain(value)
-        if isinstance(parent, dict):
-            assert isinstance(key, str)
-            if key not in parent:
-                raise PatchOperationError(f"cannot replace {where}: there is no such member")
-            parent[key] = value
-            self._ops.append({"op": "replace", "path": where, "value": value})
-            return
-        index = _index(parent, key, f"cannot replace {where}", end_ok=False)
-        parent[index] = value
-        self._ops.append({"op": "replace", "path": _pointer([*tokens[:-1], index]), "value": value})
+        self._record("replace", _tokens(path), _plain(value))
 
     def remove(self, path: PatchPath) -> None:
         """Record ``remove`` of a member or element that exists (:meth:`discard` for one
         that may not)."""
-        tokens = _tokens(path)
-        parent, key, where = self._parent(tokens, "remove")
+        self._record("remove", _tokens(path), None)
+
+    def _record(self, op: str, tokens: list[str | int], value: Any) -> None:
+        """Check ``op`` at ``tokens`` against the current state, apply it there and
+        record it; ``value`` is already plain JSON (ignored for ``remove``)."""
+        parent, key, where = self._parent(tokens, op)
         if isinstance(parent, dict):
             assert isinstance(key, str)
-            if key not in parent:
-                raise PatchOperationError(f"cannot remove {where}: there is no such member")
-            del parent[key]
-            self._ops.append({"op": "remove", "path": where})
+            if op == "add":
+                parent[key] = value
+            elif key not in parent:
+                raise PatchOperationError(f"cannot {op} {where}: there is no such member")
+            elif op == "replace":
+                parent[key] = value
+            else:
+                del parent[key]
+                self._ops.append({"op": op, "path": where})
+                return
+            self._ops.append({"op": op, "path": where, "value": value})
             return
-        index = _index(parent, key, f"cannot remove {where}", end_ok=False)
-        del parent[index]
-        self._ops.append({"op": "remove", "path": _pointer([*tokens[:-1], index])})
+        index = _index(parent, key, f"cannot {op} {where}", end_ok=op == "add")
+        if key == "-":  # the explicit index, so that every reader sees the same position
+            where = f"{where[:-1]}{index}"
+        if op == "add":
+            parent.insert(index, value)
+        elif op == "replace":
+            parent[index] = value
+        else:
+            del parent[index]
+            self._ops.append({"op": op, "path": where})
+            return
+        self._ops.append({"op": op, "path": where, "value": value})
 
     # -- convenience --------------------------------------------------------------------
 
@@ -290,10 +294,8 @@ class Patch:
                 if child is _MISSING or (child is None and depth + 1 < len(tokens)):
                     # create what is missing from here on
                     nested = _nest(tokens[depth + 1 :], value, tokens)
-                    if child is _MISSING:
-                        self.add(tokens[: depth + 1], nested)
-                    else:
-                        self.replace(tokens[: depth + 1], nested)
+                    op = "add" if child is _MISSING else "replace"
+                    self._record(op, tokens[: depth + 1], nested)
                     return
             else:
                 raise PatchOperationError(
@@ -303,7 +305,7 @@ class Patch:
             node = child
         if _same(node, value):
             return
-        self.replace(tokens, value)
+        self._record("replace", tokens, value)
 
     def discard(self, path: PatchPath) -> bool:
         """Record ``remove`` of the value at ``path`` if there is one; whether there was."""
@@ -350,14 +352,6 @@ class Patch:
 
     # -- the walk ---------------------------------------------------------------------
 
-    def _own(self, node: Any) -> Any:
-        """``node`` itself when this patch made it, else a shallow copy it now owns."""
-        if id(node) in self._owned:
-            return node
-        copied = dict(node) if isinstance(node, dict) else list(node)
-        self._owned[id(copied)] = copied
-        return copied
-
     def _parent(
         self, tokens: list[str | int], op: str
     ) -> tuple[dict[str, Any] | list[Any], str | int, str]:
@@ -366,11 +360,16 @@ class Patch:
         where = _pointer(tokens)
         if not tokens:
             raise PatchOperationError(f"cannot {op} the whole object (path ''): name a member")
-        if not isinstance(self._doc, dict | list):
-            raise PatchOperationError(f"cannot {op} {where}: the object is {_kind(self._doc)}")
-        node = self._own(self._doc)
-        self._doc = node
-        for depth, token in enumerate(tokens[:-1]):
+        owned = self._owned
+        node = self._doc
+        if id(node) not in owned:
+            if not isinstance(node, dict | list):
+                raise PatchOperationError(f"cannot {op} {where}: the object is {_kind(node)}")
+            node = self._doc = dict(node) if isinstance(node, dict) else list(node)
+            owned[id(node)] = node
+        for depth in range(len(tokens) - 1):
+            token = tokens[depth]
+            slot: str | int
             if isinstance(node, dict):
                 if not isinstance(token, str):
                     raise PatchOperationError(
@@ -382,19 +381,23 @@ class Patch:
                     raise PatchOperationError(
                         f"cannot {op} {where}: {_pointer(tokens[: depth + 1])} does not exist"
                     )
-                slot: str | int = token
+                slot = token
             else:
                 slot = _index(node, token, f"cannot {op} {where}", end_ok=False)
                 child = node[slot]
-            if not isinstance(child, dict | list):
-                raise PatchOperationError(
-                    f"cannot {op} {where}: {_pointer(tokens[: depth + 1])} is {_kind(child)}, "
-                    "not an object or a list"
-                )
-            owned = self._own(child)
-            if owned is not child:
-                node[slot] = owned
-            node = owned
+            if id(child) not in owned:
+                if isinstance(child, dict):
+                    child = dict(child)
+                elif isinstance(child, list):
+                    child = list(child)
+                else:
+                    raise PatchOperationError(
+                        f"cannot {op} {where}: {_pointer(tokens[: depth + 1])} is "
+                        f"{_kind(child)}, not an object or a list"
+                    )
+                owned[id(child)] = child
+                node[slot] = child
+            node = child
         last = tokens[-1]
         if isinstance(node, dict) and not isinstance(last, str):
             raise PatchOperationError(
