@@ -1,5 +1,6 @@
 """The create path's shortcuts answer exactly what the checks they stand in for answer:
-ObjectMeta validation of a create carrying managedFields (``SchemaAdmission.validate_meta``)
+ObjectMeta validation of a create carrying managedFields (``core.validation``'s clean-meta
+shortcut, which accepts entries that pass ``validate_managed_fields``)
 and the typed-ObjectMeta decoding check (``rest._meta_types_ok``), on hostile inputs."""
 
 from __future__ import annotations
@@ -14,6 +15,7 @@ from kubewerk.apiserver import rest
 from kubewerk.apiserver.admission import Admission, AdmissionRequest
 from kubewerk.apiserver.schema_admission import SchemaAdmission
 from kubewerk.apiserver.strategy import Strategy
+from kubewerk.core import validation
 from kubewerk.core.validation import NameRule
 
 ENTRY: dict[str, Any] = {
@@ -142,10 +144,11 @@ def _validate(admission: Admission, meta: Any, rule: NameRule, namespaced: bool)
 @pytest.mark.parametrize("rule", ["subdomain", "label", "dns1035-label", "path-segment"])
 @pytest.mark.parametrize("namespaced", [True, False])
 def test_create_meta_validation_with_managed_fields_is_the_full_checks(
-    index: int, rule: NameRule, namespaced: bool
+    index: int, rule: NameRule, namespaced: bool, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     meta = METAS[index]
     fast = _validate(SchemaAdmission(), meta, rule, namespaced)
+    monkeypatch.setattr(validation, "_create_meta_ok", lambda *_: False)
     full = _validate(Admission(), meta, rule, namespaced)
     assert fast == full
 

@@ -14,8 +14,7 @@ from typing import Any, Final
 
 from kubewerk.apiserver.admission import Admission, AdmissionRequest
 from kubewerk.apiserver.registry import ServedResource
-from kubewerk.core import validation
-from kubewerk.core.errors import ApiError, FieldError
+from kubewerk.core.errors import ApiError
 from kubewerk.core.gofmt import json_same_text
 from kubewerk.core.jsoncopy import copy_json
 from kubewerk.schema import CompiledSchema, SchemaError, compile_schema
@@ -165,38 +164,6 @@ class SchemaAdmission(Admission):
         errors += compiled.validate(req.obj, req.old, reduced_from=full)
         if errors:
             raise ApiError.invalid(rtype.kind, rtype.group, _name(req.obj), errors)
-
-    def validate_meta(self, req: AdmissionRequest) -> list[FieldError]:
-        """``Admission.validate_meta``, answered faster for a create that carries
-        ``managedFields`` (every create does: the field manager writes its entry before
-        admission, as kube-apiserver's create handler does).
-
-        ``validation.validate_object_meta_for_create`` only answers a clean ObjectMeta
-        without building messages when it has no managedFields. Its errors for ``meta``
-        are those for ``meta`` without managedFields plus ``validate_managed_fields`` of
-        the entries (the only check that reads them), so both being empty means ``meta``
-        has none; otherwise the full check runs and alone decides the errors and their
-        order. Warnings are the strategy's, as before."""
-        meta = req.obj.get("metadata")
-        if req.old is not None or type(meta) is not dict:
-            return super().validate_meta(req)
-        entries = meta.get("managedFields")
-        if type(entries) is not list or not entries:
-            return super().validate_meta(req)
-        strategy = req.rtype.strategy
-        req.warnings.extend(strategy.warnings(req.obj, req.old))
-        namespaced = req.rtype.namespaced
-        rule = strategy.name_rule
-        rest = {k: v for k, v in meta.items() if k != "managedFields"}
-        if not validation.validate_managed_fields(
-            entries
-        ) and not validation.validate_object_meta_for_create(
-            rest, namespaced=namespaced, name_rule=rule
-        ):
-            return []
-        return validation.validate_object_meta_for_create(
-            meta, namespaced=namespaced, name_rule=rule
-        )
 
     def on_read(self, rtype: ServedResource, version: str, obj: JSON) -> JSON:
         found = self.version_schema(rtype, version)

@@ -174,10 +174,14 @@ def _create_meta_ok(meta: Any, namespaced: bool, name_rule: NameRule) -> bool:
         return False
     if not _labels_ok(meta.get("labels")) or not _annotations_ok(meta.get("annotations")):
         return False
-    for key in ("ownerReferences", "managedFields"):
-        value = meta.get(key)
-        if value is not None and value != []:
-            return False
+    owners = meta.get("ownerReferences")
+    if owners is not None and owners != []:
+        return False
+    # Every create carries the field manager's entry: entries that pass
+    # ValidateManagedFields (the only check reading them) leave the rest to decide.
+    entries = meta.get("managedFields")
+    if entries is not None and (type(entries) is not list or validate_managed_fields(entries)):
+        return False
     finalizers = meta.get("finalizers")
     if finalizers is not None:
         if type(finalizers) is not list:
