@@ -340,3 +340,31 @@ def test_random_operations_apply_as_recorded() -> None:
         assert applies_exactly(doc, ops)
         assert json_patch(doc, ops) == patch.get(())
     assert accepted > 500 and refused > 100  # both sides exercised
+
+
+def test_set_records_what_the_read_walk_records() -> None:
+    """``set``'s one-walk path (every parent exists) against its read-walk-first path
+    (``_set_through``, which also creates parents) on random documents and paths: the
+    same operations, the same state, or the same error."""
+    rng = random.Random(56)
+    fast_taken = 0
+    for _ in range(1500):
+        doc = {"root": _random_doc(rng)}
+        paths = [_random_path(rng, doc) for _ in range(3)]
+        one, two = Patch(doc), Patch(doc)
+        for path in paths:
+            if not path:
+                continue  # set refuses the whole object before either walk
+            value = _random_doc(rng, 2)
+            outcome: list[str | None] = []
+            for call in (one.set, two._set_through):
+                try:
+                    call(path, value)
+                    outcome.append(None)
+                except PatchOperationError as exc:
+                    outcome.append(str(exc))
+            assert outcome[0] == outcome[1], (doc, path)
+            assert one.operations == two.operations
+            assert one.get(()) == two.get(())
+            fast_taken += outcome[0] is None
+    assert fast_taken > 1000

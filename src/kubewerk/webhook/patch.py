@@ -279,6 +279,33 @@ class Patch:
         if not tokens:
             raise PatchOperationError("the path names the whole object; name a member")
         value = _plain(value)
+        try:
+            parent, key, where = self._parent(tokens, "set")
+        except PatchOperationError:
+            # a parent is missing, null or not a container: the walk below creates it
+            # or says what is wrong
+            self._set_through(tokens, value)
+            return
+        # every parent exists (the common case): one walk, the same operation as
+        # _set_through records there
+        if isinstance(parent, dict):
+            assert isinstance(key, str)
+            current = parent.get(key, _MISSING)
+            if current is _MISSING:
+                parent[key] = value
+                self._ops.append({"op": "add", "path": where, "value": value})
+                return
+        else:
+            key = _index(parent, key, f"cannot set {where}", end_ok=False)
+            current = parent[key]
+        if _same(current, value):
+            return
+        parent[key] = value  # type: ignore[index]
+        self._ops.append({"op": "replace", "path": where, "value": value})
+
+    def _set_through(self, tokens: list[str | int], value: Any) -> None:
+        """:meth:`set` by a read walk first: creates missing objects and replaces a null
+        parent (see there); ``value`` is plain JSON."""
         node = self._doc
         for depth, token in enumerate(tokens):
             if isinstance(node, list):
