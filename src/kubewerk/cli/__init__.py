@@ -50,13 +50,19 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    parser = build_parser()
-    args = parser.parse_args(argv)
-    func = getattr(args, "func", None)
-    if func is None:
-        parser.print_help()
-        return 2
+    """Run one ``kubewerk`` command and return its exit code.
+
+    Guarantees: a :class:`UsageError` prints one ``kubewerk: error:`` line and gives 2;
+    Ctrl-C at any moment (while the subcommands load, while arguments are parsed, while
+    the command runs) gives 130 (128 + SIGINT, as a shell reports it) and no traceback.
+    """
     try:
+        parser = build_parser()
+        args = parser.parse_args(argv)
+        func = getattr(args, "func", None)
+        if func is None:
+            parser.print_help()
+            return 2
         code: int = func(args)
     except UsageError as exc:
         print(f"kubewerk: error: {exc}", file=sys.stderr)

@@ -5,6 +5,7 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import shlex
 import shutil
 import subprocess
 import sys
@@ -16,6 +17,8 @@ from pathlib import Path
 from typing import Any
 
 import yaml
+
+from kubewerk.cli import UsageError
 
 DEMO_KUBECONFIG = Path(".kubewerk") / "demo-kubeconfig"
 
@@ -71,10 +74,24 @@ class _Http:
 def run(args: argparse.Namespace) -> int:
     from kubewerk.apiserver.server import EmbeddedServer
 
+    if not 0 <= args.port <= 65535:
+        raise UsageError(f"--port must be between 0 and 65535, not {args.port}")
     started = time.perf_counter()
-    server = EmbeddedServer("memory", port=args.port).start_in_thread()
     try:
-        path = server.write_kubeconfig(args.kubeconfig)
+        server = EmbeddedServer("memory", port=args.port).start_in_thread()
+    except OSError as exc:
+        print(
+            f"kubewerk: error: cannot listen on 127.0.0.1:{args.port}: {exc.strerror or exc}",
+            file=sys.stderr,
+        )
+        return 1
+    try:
+        try:
+            path = server.write_kubeconfig(args.kubeconfig)
+        except OSError as exc:
+            raise UsageError(
+                f"--kubeconfig {args.kubeconfig}: cannot write it: {exc.strerror or exc}"
+            ) from None
         print(
             f"==> embedded API server on {server.url} (ready in "
             f"{(time.perf_counter() - started) * 1000:.0f} ms)"
@@ -102,7 +119,7 @@ def _with_kubectl(kubectl: str, kubeconfig: Path) -> None:
     env = {**os.environ, "KUBECONFIG": str(kubeconfig)}
 
     def k(*argv: str, stdin: str | None = None) -> None:
-        print(f"\n$ kubectl {' '.join(argv)}", flush=True)
+        print(f"\n$ {shlex.join(['kubectl', *argv])}", flush=True)
         proc = subprocess.run(
             [kubectl, *argv], input=stdin, text=True, env=env, capture_output=True, timeout=60
         )

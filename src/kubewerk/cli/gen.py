@@ -41,6 +41,7 @@ from pathlib import Path
 from typing import Any
 
 from kubewerk.cli import UsageError
+from kubewerk.cli.targets import takes_no_arguments
 
 
 def register(sub: Any) -> None:
@@ -289,7 +290,7 @@ def _rbac_target(target: str) -> Any:
         if not hasattr(obj, part):
             raise UsageError(f"module {module_name!r} has no attribute {attr!r}")
         obj = getattr(obj, part)
-    if not isinstance(obj, (Manager, Platform)) and callable(obj):
+    if not isinstance(obj, (Manager, Platform)) and takes_no_arguments(obj):
         obj = obj()
     if isinstance(obj, Manager):
         for value in vars(module).values():

@@ -21,6 +21,7 @@ import sys
 from typing import Any
 
 from kubewerk.cli import UsageError
+from kubewerk.cli.targets import takes_no_arguments
 
 
 def register(subparsers: Any) -> None:
@@ -88,7 +89,7 @@ def load_target(target: str) -> Any:
             raise UsageError(f"module {module_name!r} has no attribute {attr!r}")
         obj = getattr(obj, part)
     obj = _manager_of(obj)
-    if not isinstance(obj, Manager) and callable(obj):
+    if not isinstance(obj, Manager) and takes_no_arguments(obj):
         obj = _manager_of(obj())
     if not isinstance(obj, Manager) and not inspect.isawaitable(obj):
         raise UsageError(

@@ -40,6 +40,17 @@ def _positive_int(text: str) -> int:
     return value
 
 
+def _non_negative_int(text: str) -> int:
+    """A whole number >= 0 (argparse type): anything else is a usage error naming the flag."""
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected a whole number >= 0, not {text!r}") from None
+    if value < 0:
+        raise argparse.ArgumentTypeError(f"expected a whole number >= 0, not {text!r}")
+    return value
+
+
 def _positive_seconds(text: str) -> float:
     try:
         value = float(text)
@@ -87,14 +98,14 @@ def register(sub: Any) -> None:
     parser.add_argument("-v", "--verbose", action="store_true", help="log every request")
     parser.add_argument(
         "--retain-events",
-        type=int,
+        type=_non_negative_int,
         default=100_000,
         metavar="N",
         help="keep at least the last N changes for watches and paginated lists (default: 100000)",
     )
     parser.add_argument(
         "--retain-seconds",
-        type=float,
+        type=_non_negative_seconds,
         default=3600.0,
         metavar="S",
         help="keep changes for at least S seconds (default: 3600)",

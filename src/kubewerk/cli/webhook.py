@@ -33,6 +33,7 @@ import sys
 from typing import Any
 
 from kubewerk.cli import UsageError
+from kubewerk.cli.targets import takes_no_arguments
 
 
 def register(sub: Any) -> None:
@@ -143,7 +144,7 @@ def load_app(target: str) -> Any:
         if not hasattr(obj, part):
             raise UsageError(f"module {module_name!r} has no attribute {attr!r}")
         obj = getattr(obj, part)
-    if not isinstance(obj, WebhookApp) and callable(obj):
+    if not isinstance(obj, WebhookApp) and takes_no_arguments(obj):
         obj = obj()
     if not isinstance(obj, WebhookApp):
         raise UsageError(
