@@ -42,9 +42,21 @@ def register(sub: Any) -> None:
     )
     history.add_argument("target", metavar="KIND/NAME", help="e.g. databases/db1")
     history.add_argument("--log", required=True, metavar="FILE", help="the audit log (JSON lines)")
-    history.add_argument("-n", "--namespace", default=None, metavar="NS")
+    history.add_argument(
+        "-n",
+        "--namespace",
+        default=None,
+        metavar="NS",
+        help="only the object of that name in this namespace (default: any namespace)",
+    )
     history.add_argument("--at", default=None, metavar="RV|TIME", help="replay to this version")
-    history.add_argument("-o", "--output", choices=("text", "json", "yaml"), default="text")
+    history.add_argument(
+        "-o",
+        "--output",
+        choices=("text", "json", "yaml"),
+        default="text",
+        help="output format (default: text)",
+    )
     history.set_defaults(func=run_history)
 
     def usage(args: argparse.Namespace) -> int:

@@ -47,7 +47,7 @@ from kubewerk.cli.targets import takes_no_arguments
 def register(sub: Any) -> None:
     parser: argparse.ArgumentParser = sub.add_parser(
         "gen",
-        help="generate artefacts (CRDs) from kubewerk models",
+        help="generate CRDs, admission policies, RBAC and deployment manifests",
         description="Generate artefacts from kubewerk model classes.",
     )
     kinds = parser.add_subparsers(dest="artefact", metavar="ARTEFACT")

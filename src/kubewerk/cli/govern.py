@@ -110,8 +110,8 @@ def register(subparsers: Any) -> None:
         description="Compare the CRDs of OLD and NEW (files, directories, -, git:REV:PATH, "
         "or cluster:[CONTEXT/]NAME for a CRD installed in a cluster).",
     )
-    compat.add_argument("old", metavar="OLD")
-    compat.add_argument("new", metavar="NEW")
+    compat.add_argument("old", metavar="OLD", help="the CRDs as they are (served, released)")
+    compat.add_argument("new", metavar="NEW", help="the CRDs as they would become")
     _kubeconfig_options(compat)
     _common(compat)
     compat.set_defaults(func=run_compat)
@@ -121,7 +121,12 @@ def register(subparsers: Any) -> None:
         help="validate custom resources offline against their CRDs",
         description="Validate manifests as the API server would on create (or update of --old).",
     )
-    validate.add_argument("manifests", nargs="*", metavar="MANIFEST")
+    validate.add_argument(
+        "manifests",
+        nargs="*",
+        metavar="MANIFEST",
+        help="objects to validate: file, directory (recursive), - or git:REV:PATH",
+    )
     validate.add_argument(
         "--crd",
         action="append",

@@ -102,10 +102,22 @@ def _parser() -> argparse.ArgumentParser:
     )
     sub = parser.add_subparsers(dest="command", metavar="COMMAND")
     health = sub.add_parser("health", help="kinds, Ready counts and stuck objects")
-    health.add_argument("-o", "--output", choices=("table", "json"), default="table")
+    health.add_argument(
+        "-o",
+        "--output",
+        choices=("table", "json"),
+        default="table",
+        help="output format (default: table)",
+    )
     why = sub.add_parser("why", help="why an object is not Ready")
-    why.add_argument("target", metavar="KIND/NAME")
-    why.add_argument("-o", "--output", choices=("text", "json"), default="text")
+    why.add_argument("target", metavar="KIND/NAME", help="the object, e.g. databases/orders")
+    why.add_argument(
+        "-o",
+        "--output",
+        choices=("text", "json"),
+        default="text",
+        help="output format (default: text)",
+    )
     sub.add_parser("graph", help="the dependency graph (kubewerk graph --cluster)", add_help=False)
     sub.add_parser("lint", help="lint the cluster's CRDs (kubewerk lint --cluster)", add_help=False)
     return parser

@@ -77,7 +77,13 @@ def register(sub: Any) -> None:
     test.add_argument("--groups", default="", help="the user's groups, comma-separated")
     test.add_argument("--operation", choices=_OPERATIONS, help="default: CREATE, UPDATE with --old")
     test.add_argument("--cases", metavar="FILE", help="a test-case file (see docs/policy.md)")
-    test.add_argument("-o", "--output", choices=("text", "json"), default="text")
+    test.add_argument(
+        "-o",
+        "--output",
+        choices=("text", "json"),
+        default="text",
+        help="output format (default: text)",
+    )
     test.set_defaults(func=run_test)
     parser.set_defaults(func=lambda args: _help(parser))
 

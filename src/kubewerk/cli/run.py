@@ -33,7 +33,11 @@ def register(subparsers: Any) -> None:
         "/healthz, /readyz and /metrics probes.",
     )
     p.add_argument("target", metavar="MODULE:MANAGER", help="e.g. myoperator.main:manager")
-    p.add_argument("--kubeconfig", help="kubeconfig file (default: $KUBECONFIG or ~/.kube/config)")
+    p.add_argument(
+        "--kubeconfig",
+        metavar="PATH",
+        help="kubeconfig file (default: $KUBECONFIG or ~/.kube/config)",
+    )
     p.add_argument("--context", help="kubeconfig context (default: the current context)")
     p.add_argument(
         "--namespace",
@@ -56,7 +60,12 @@ def register(subparsers: Any) -> None:
     )
     p.add_argument("--leader-election-id", metavar="NAME", help="the Lease name")
     p.add_argument("--leader-election-namespace", metavar="NS", help="the Lease namespace")
-    p.add_argument("--log-level", default="info", choices=["debug", "info", "warning", "error"])
+    p.add_argument(
+        "--log-level",
+        default="info",
+        choices=["debug", "info", "warning", "error"],
+        help="lowest level of the log lines written to stderr (default: info)",
+    )
     p.set_defaults(func=run)
 
 

@@ -43,7 +43,12 @@ def register(sub: Any) -> None:
         help="as SRC (default: the cluster of --context)",
     )
     diff.add_argument("--context", default=None, help="kubeconfig context of the cluster side")
-    diff.add_argument("--kubeconfig", default=None, metavar="FILE")
+    diff.add_argument(
+        "--kubeconfig",
+        default=None,
+        metavar="FILE",
+        help="kubeconfig for cluster: sides (default: $KUBECONFIG or ~/.kube/config)",
+    )
     diff.add_argument(
         "-n",
         "--namespace",
@@ -52,8 +57,19 @@ def register(sub: Any) -> None:
         help="compare only this namespace's objects in a cluster",
     )
     diff.add_argument("--status", action="store_true", help="compare status too")
-    diff.add_argument("-o", "--output", choices=("text", "json", "summary"), default="text")
-    diff.add_argument("--color", choices=("auto", "always", "never"), default="auto")
+    diff.add_argument(
+        "-o",
+        "--output",
+        choices=("text", "json", "summary"),
+        default="text",
+        help="output format (default: text); exit code 1 when the sides differ",
+    )
+    diff.add_argument(
+        "--color",
+        choices=("auto", "always", "never"),
+        default="auto",
+        help="color the text output (default: auto: on a terminal, unless NO_COLOR is set)",
+    )
     diff.set_defaults(func=run_diff)
 
     sync = sub.add_parser(
@@ -62,15 +78,44 @@ def register(sub: Any) -> None:
         description="Apply a source's objects to clusters in dependency order "
         "(git-wins / merge), or write a cluster's state back (cluster-wins).",
     )
-    sync.add_argument("--from", dest="source", required=True, metavar="SRC")
-    sync.add_argument("--to", dest="targets", action="append", required=True, metavar="CLUSTER")
-    sync.add_argument("--policy", choices=("git-wins", "cluster-wins", "merge"), default="git-wins")
+    sync.add_argument(
+        "--from",
+        dest="source",
+        required=True,
+        metavar="SRC",
+        help="the manifests: DIR|FILE, git:REV:PATH, or a cluster (cluster:CTX or a URL)",
+    )
+    sync.add_argument(
+        "--to",
+        dest="targets",
+        action="append",
+        required=True,
+        metavar="CLUSTER",
+        help="a kubeconfig context name, cluster:CONTEXT or a URL (repeatable)",
+    )
+    sync.add_argument(
+        "--policy",
+        choices=("git-wins", "cluster-wins", "merge"),
+        default="git-wins",
+        help="who wins where source and cluster differ (default: git-wins; see docs/sync.md)",
+    )
     sync.add_argument(
         "--prune", action="store_true", help="delete what a sync made and the source dropped"
     )
     sync.add_argument("--dry-run", action="store_true", help="write nothing (the server's dry run)")
-    sync.add_argument("--kubeconfig", default=None, metavar="FILE")
-    sync.add_argument("-o", "--output", choices=("text", "json"), default="text")
+    sync.add_argument(
+        "--kubeconfig",
+        default=None,
+        metavar="FILE",
+        help="kubeconfig (default: $KUBECONFIG or ~/.kube/config)",
+    )
+    sync.add_argument(
+        "-o",
+        "--output",
+        choices=("text", "json"),
+        default="text",
+        help="output format (default: text)",
+    )
     sync.add_argument(
         "--watch", action="store_true", help="after syncing, report drift until stopped"
     )
@@ -79,6 +124,7 @@ def register(sub: Any) -> None:
         "--metrics-port",
         type=int,
         default=None,
+        metavar="PORT",
         help="with --watch: serve kubewerk_drift_objects on this port",
     )
     sync.set_defaults(func=run_sync)

@@ -87,7 +87,12 @@ def register(sub: Any) -> None:
     serve.add_argument("--cert", metavar="FILE", help="serving certificate (PEM)")
     serve.add_argument("--key", metavar="FILE", help="its private key (PEM)")
     serve.add_argument("--client-ca", metavar="FILE", help="require client certificates of this CA")
-    serve.add_argument("--log-level", default="info", choices=["debug", "info", "warning", "error"])
+    serve.add_argument(
+        "--log-level",
+        default="info",
+        choices=["debug", "info", "warning", "error"],
+        help="lowest level of the log lines written to stderr (default: info)",
+    )
     serve.set_defaults(func=run_serve)
     parser.set_defaults(func=lambda args: _help(parser))
 
