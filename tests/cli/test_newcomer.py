@@ -141,3 +141,22 @@ def test_up_retention_flags_name_themselves_when_wrong(
     assert capsys.readouterr().err.splitlines()[-1] == (
         f"kubewerk up: error: argument {flag}: {expected}"
     )
+
+
+def test_malformed_yaml_to_diff_and_to_up_is_reported_on_one_line(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    bad = tmp_path / "bad.yaml"
+    bad.write_text("a: [b\n")
+    good = tmp_path / "cm.yaml"
+    good.write_text("apiVersion: v1\nkind: ConfigMap\nmetadata: {name: x}\n")
+    assert main(["diff", str(bad), str(good)]) == 2
+    err = capsys.readouterr().err
+    assert err.startswith(f"kubewerk: error: {bad}: not YAML: ") and err.count("\n") == 1
+    assert "line 2, column 1" in err
+    store = f"sqlite:{tmp_path / 'x.db'}"
+    argv = ["up", "--encryption-provider-config", str(bad), "--port", "0", "--store", store]
+    assert main(argv) == 2
+    err = capsys.readouterr().err
+    assert err.startswith("kubewerk: error: --encryption-provider-config: ")
+    assert err.count("\n") == 1 and str(bad) in err

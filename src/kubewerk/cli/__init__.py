@@ -34,6 +34,13 @@ class UsageError(Exception):
     """A user mistake: printed as ``kubewerk: error: <message>`` with exit code 2."""
 
 
+def one_line(text: str) -> str:
+    """``text`` with every run of whitespace, newlines included, as one space: a message
+    from a library that spreads over lines (PyYAML's "in <string>, line L, column C"
+    marks) printed as the single line an error of the command must be."""
+    return " ".join(text.split())
+
+
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
         prog="kubewerk",

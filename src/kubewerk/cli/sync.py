@@ -24,7 +24,7 @@ from typing import Any
 
 import orjson
 
-from kubewerk.cli import UsageError
+from kubewerk.cli import UsageError, one_line
 
 
 def register(sub: Any) -> None:
@@ -252,7 +252,7 @@ def run_diff(args: argparse.Namespace) -> int:
     try:
         report = asyncio.run(go())
     except (SourceError, ServerUnreachable, ApiError) as exc:
-        raise UsageError(str(exc)) from None
+        raise UsageError(one_line(str(exc))) from None
     if args.output == "json":
         sys.stdout.write(
             orjson.dumps(report_json(report), option=orjson.OPT_INDENT_2).decode() + "\n"
@@ -360,4 +360,4 @@ def run_sync(args: argparse.Namespace) -> int:
     try:
         return asyncio.run(go())
     except (SourceError, ApiError, ValueError) as exc:
-        raise UsageError(str(exc)) from None
+        raise UsageError(one_line(str(exc))) from None

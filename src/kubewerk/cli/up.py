@@ -12,7 +12,7 @@ import time
 from pathlib import Path
 from typing import Any
 
-from kubewerk.cli import UsageError
+from kubewerk.cli import UsageError, one_line
 
 DEFAULT_KUBECONFIG = Path(".kubewerk") / "kubeconfig"
 # the defaults of kubewerk.apiserver.httpproto, repeated so that --help needs no server import
@@ -401,11 +401,11 @@ def run(args: argparse.Namespace) -> int:
     except SecurityConfigError as exc:
         raise UsageError(str(exc)) from None
     except AuditPolicyError as exc:
-        raise UsageError(f"--audit-policy-file: {exc}") from None
+        raise UsageError(f"--audit-policy-file: {one_line(str(exc))}") from None
     except EncryptionConfigError as exc:
-        raise UsageError(f"--encryption-provider-config: {exc}") from None
+        raise UsageError(f"--encryption-provider-config: {one_line(str(exc))}") from None
     except (ValueError, StorageError) as exc:
-        raise UsageError(f"--store {args.store}: {exc}") from None
+        raise UsageError(f"--store {args.store}: {one_line(str(exc))}") from None
 
     loop = new_event_loop()
     asyncio.set_event_loop(loop)
