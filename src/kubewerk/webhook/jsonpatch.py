@@ -210,7 +210,7 @@ def applies_exactly(doc: Any, ops: Any) -> bool:
             return False
         if kind != "remove" and "value" not in op:
             return False
-        if not isinstance(root, dict | list):
+        if not isinstance(root, _CONTAINERS):
             return False
         tokens = path[1:].split("/")
         if "~" in path:
@@ -231,7 +231,7 @@ def applies_exactly(doc: Any, ops: Any) -> bool:
                 child = node[slot]
             else:
                 return False
-            if not isinstance(child, dict | list):
+            if not isinstance(child, _CONTAINERS):
                 return False
             if write:
                 mine = _owned(child, owned)
@@ -269,6 +269,7 @@ def applies_exactly(doc: Any, ops: Any) -> bool:
 
 
 _OPS: Final = frozenset({"add", "remove", "replace"})
+_CONTAINERS: Final = (dict, list)  # a tuple: ``dict | list`` would be built on every call
 
 
 def _owned(node: Any, owned: dict[int, Any]) -> Any:

@@ -390,7 +390,7 @@ class Patch:
         owned = self._owned
         node = self._doc
         if id(node) not in owned:
-            if not isinstance(node, dict | list):
+            if not isinstance(node, (dict, list)):
                 raise PatchOperationError(f"cannot {op} {where}: the object is {_kind(node)}")
             node = self._doc = dict(node) if isinstance(node, dict) else list(node)
             owned[id(node)] = node
