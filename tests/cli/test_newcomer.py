@@ -160,3 +160,24 @@ def test_malformed_yaml_to_diff_and_to_up_is_reported_on_one_line(
     err = capsys.readouterr().err
     assert err.startswith("kubewerk: error: --encryption-provider-config: ")
     assert err.count("\n") == 1 and str(bad) in err
+
+
+def test_lint_of_inputs_without_a_crd_says_so_and_keeps_its_exit_code(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    cm = tmp_path / "cm.yaml"
+    cm.write_text("apiVersion: v1\nkind: ConfigMap\nmetadata: {name: x}\n")
+    assert main(["lint", str(cm)]) == 0
+    out, err = capsys.readouterr()
+    assert "0 crds in 1 file(s)" in out
+    assert err == f"kubewerk: note: no CustomResourceDefinition found in {cm}\n"
+    crd = tmp_path / "crd.yaml"
+    crd.write_text(
+        "apiVersion: apiextensions.k8s.io/v1\nkind: CustomResourceDefinition\n"
+        "metadata: {name: things.example.com}\nspec:\n  group: example.com\n"
+        "  names: {kind: Thing, plural: things}\n  scope: Namespaced\n  versions:\n"
+        "  - name: v1\n    served: true\n    storage: true\n"
+        "    schema: {openAPIV3Schema: {type: object}}\n"
+    )
+    main(["lint", str(crd)])
+    assert capsys.readouterr().err == ""

@@ -313,6 +313,13 @@ def run_lint(args: argparse.Namespace) -> int:
         docs = itertools.chain(collector.docs(args.paths), collector.extra(everything))
         with gc_paused():
             result = lint_documents(docs, enabled, cfg.severities)
+        if result.crds == 0 and not read_all:
+            # 0 findings because there was nothing to lint: say so (a CI job pointed at
+            # the wrong directory would pass silently); the exit code stays the report's
+            print(
+                f"kubewerk: note: no CustomResourceDefinition found in {', '.join(args.paths)}",
+                file=sys.stderr,
+            )
         return _emit(
             args,
             "lint",
