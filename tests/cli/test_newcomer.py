@@ -181,3 +181,27 @@ def test_lint_of_inputs_without_a_crd_says_so_and_keeps_its_exit_code(
     )
     main(["lint", str(crd)])
     assert capsys.readouterr().err == ""
+
+
+@pytest.mark.parametrize(
+    "argv",
+    [["policy", "test", "--policy", "{bad}", "--resource", "{bad}"], ["gen", "policy", "{bad}"]],
+)
+def test_malformed_policy_yaml_is_one_line_with_its_line_number(
+    argv: list[str], tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    bad = tmp_path / "bad.yaml"
+    bad.write_text("name: x\nmatch: [b\n")
+    assert main([a.format(bad=bad) for a in argv]) == 2
+    assert capsys.readouterr().err == (
+        f"kubewerk: error: {bad}:3: invalid YAML: while parsing a flow sequence, "
+        "did not find expected ',' or ']'\n"
+    )
+
+
+def test_webhook_certs_names_the_days_flag(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    argv = ["webhook", "certs", "--service", "s", "--namespace", "n", "--out", str(tmp_path)]
+    assert main([*argv, "--days", "-1"]) == 2
+    assert capsys.readouterr().err == "kubewerk: error: --days must be positive, not -1\n"

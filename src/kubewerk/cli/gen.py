@@ -42,6 +42,7 @@ from typing import Any
 
 from kubewerk.cli import UsageError
 from kubewerk.cli.targets import takes_no_arguments
+from kubewerk.cli.yaml_errors import invalid_yaml
 
 
 def register(sub: Any) -> None:
@@ -223,7 +224,7 @@ def _policies(target: str) -> list[Any]:
         except OSError as exc:
             raise UsageError(f"{target}: {exc.strerror or exc}") from None
         except yaml.YAMLError as exc:
-            raise UsageError(f"{target}: invalid YAML: {exc}") from None
+            raise UsageError(invalid_yaml(target, exc)) from None
         try:
             return [policy_from_data(d) for d in docs if d is not None]
         except PolicyDefinitionError as exc:

@@ -44,6 +44,7 @@ from typing import Any
 import yaml
 
 from kubewerk.cli import UsageError
+from kubewerk.cli.yaml_errors import invalid_yaml
 
 _OPERATIONS = ("CREATE", "UPDATE", "DELETE", "CONNECT")
 
@@ -102,7 +103,7 @@ def _load_docs(path: str | Path) -> list[Any]:
     try:
         docs = [d for d in yaml.load_all(text, Loader=yaml.CSafeLoader) if d is not None]
     except yaml.YAMLError as exc:
-        raise UsageError(f"{p}: invalid YAML: {exc}") from None
+        raise UsageError(invalid_yaml(p, exc)) from None
     out: list[Any] = []
     for d in docs:
         if isinstance(d, Mapping) and d.get("kind") == "List" and isinstance(d.get("items"), list):

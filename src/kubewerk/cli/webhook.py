@@ -115,6 +115,8 @@ def run_certs(args: argparse.Namespace) -> int:
             args.service, args.namespace, days=args.days, extra_names=[*args.ip, *args.dns]
         )
     except ValueError as exc:
+        if args.days < 1:
+            raise UsageError(f"--days must be positive, not {args.days}") from None
         raise UsageError(str(exc)) from None
     try:
         paths = write_certificates(certs, args.out)
