@@ -80,6 +80,13 @@ class ResourceApi:
             return obj
         return self.admission.on_read(rtype, target.version, obj)
 
+    def _serve_admitted(self, target: Target, obj: JSON) -> JSON:
+        """An object this request has just admitted in ``target``'s version and schema (a
+        pending write the admission chain reviews, or a dry run's answer), as served: only
+        converted — reading defaults into it would find nothing to add, as for a stored
+        object ``_admitted_here`` vouches for."""
+        return target.rtype.strategy.from_storage(obj, target.api_version)
+
     def _admitted_here(self, target: Target, key: str, resource_version: Any) -> bool:
         """Whether the custom resource stored at ``key`` with this resourceVersion was
         written by this server after admission in ``target``'s version and schema (so it
@@ -341,7 +348,7 @@ class ResourceApi:
             return self._finish_create(target, key, obj, query, warnings)
         return RestResponse(
             201,
-            self.serve(target, obj),
+            self._serve_admitted(target, obj),
             warnings,
             lambda: self._finish_create(target, key, obj, query, warnings),
         )
@@ -359,7 +366,7 @@ class ResourceApi:
         if dry_run(query):
             if self.store.get(key) is not None:
                 raise ApiError.already_exists(rtype.resource, rtype.group, name)
-            return RestResponse(201, self.serve(target, obj), warnings)
+            return RestResponse(201, self._serve_admitted(target, obj), warnings)
         try:
             stored = self.store.create(key, obj)
         except KeyExists:
@@ -513,7 +520,7 @@ class ResourceApi:
         admitted["metadata"]["resourceVersion"] = current["metadata"]["resourceVersion"]
         return RestResponse(
             200,
-            self.serve(target, admitted),
+            self._serve_admitted(target, admitted),
             warnings,
             lambda: self._finish_update(target, key, current, new, query, warnings),
         )
@@ -530,7 +537,7 @@ class ResourceApi:
         rtype = target.rtype
         if dry_run(query):
             new["metadata"]["resourceVersion"] = current["metadata"]["resourceVersion"]
-            return RestResponse(200, self.serve(target, new), warnings)
+            return RestResponse(200, self._serve_admitted(target, new), warnings)
         if self._deletion_completes(rtype, new):
             try:
                 deleted = self.store.delete(key, int(current["metadata"]["resourceVersion"]))
