@@ -183,14 +183,14 @@ _NAMESPACE_META_KEYS: Final = (
     "deletionGracePeriodSeconds",
     "labels",
     "annotations",
-    "ownerReferences",
     "finalizers",
 )
 
 
 def namespace_object_value(ns: Mapping[str, Any] | None) -> dict[str, Any] | None:
     """The ``namespaceObject`` variable: the Namespace's spec, status and the metadata
-    fields kube-apiserver exposes (no managedFields)."""
+    fields kube-apiserver's ``CreateNamespaceObject`` copies (no ownerReferences, no
+    managedFields, no apiVersion or kind)."""
     if ns is None:
         return None
     meta = _meta(ns)
