@@ -19,7 +19,7 @@ from kubewerk.cli.targets import takes_no_arguments
 def test_ctrl_c_while_the_subcommands_load_exits_130_without_a_traceback(
     monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    def interrupted() -> Any:
+    def interrupted(command: str | None = None) -> Any:
         raise KeyboardInterrupt
 
     monkeypatch.setattr(kubewerk.cli, "build_parser", interrupted)

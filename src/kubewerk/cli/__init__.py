@@ -41,7 +41,31 @@ def one_line(text: str) -> str:
     return " ".join(text.split())
 
 
-def build_parser() -> argparse.ArgumentParser:
+# the commands each module registers: ``kubewerk lint ...`` loads ``govern`` alone
+COMMANDS: dict[str, str] = {
+    "up": "up",
+    "demo": "demo",
+    "gen": "gen",
+    "lint": "govern",
+    "compat": "govern",
+    "validate": "govern",
+    "graph": "graph",
+    "policy": "policy",
+    "run": "run",
+    "dashboard": "dashboard",
+    "diff": "sync",
+    "sync": "sync",
+    "webhook": "webhook",
+    "audit": "audit",
+}
+
+
+def build_parser(command: str | None = None) -> argparse.ArgumentParser:
+    """The ``kubewerk`` parser with every subcommand, or, when ``command`` names one
+    (``COMMANDS``), with only the module that registers it imported: a command pays for
+    its own imports, not for every other command's (the dependency graph's pulls in
+    the whole lifecycle kernel). Unknown names and ``None`` load everything, so help,
+    the list of choices and argparse's errors are as they always were."""
     parser = argparse.ArgumentParser(
         prog="kubewerk",
         description="Kubernetes custom resources: define, govern, serve, reconcile, observe.",
@@ -50,10 +74,23 @@ def build_parser() -> argparse.ArgumentParser:
 
     parser.add_argument("--version", action="version", version=f"kubewerk {__version__}")
     sub = parser.add_subparsers(dest="command", metavar="COMMAND")
+    only = COMMANDS.get(command) if command is not None else None
     for name in SUBCOMMAND_MODULES:
-        module = importlib.import_module(f"kubewerk.cli.{name}")
-        module.register(sub)
+        if only is None or name == only:
+            module = importlib.import_module(f"kubewerk.cli.{name}")
+            module.register(sub)
     return parser
+
+
+def _command_of(argv: Sequence[str]) -> str | None:
+    """The subcommand ``argv`` names: its first word that is not an option (the top-level
+    options, -h and --version, take no value)."""
+    for word in argv:
+        if word == "--":
+            return None
+        if not word.startswith("-"):
+            return word
+    return None
 
 
 def main(argv: Sequence[str] | None = None) -> int:
@@ -64,8 +101,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     the command runs) gives 130 (128 + SIGINT, as a shell reports it) and no traceback.
     """
     try:
-        parser = build_parser()
-        args = parser.parse_args(argv)
+        words = sys.argv[1:] if argv is None else list(argv)
+        parser = build_parser(_command_of(words))
+        args = parser.parse_args(words)
         func = getattr(args, "func", None)
         if func is None:
             parser.print_help()

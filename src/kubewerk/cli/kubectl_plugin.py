@@ -215,7 +215,7 @@ def _delegate(command: str, flags: KubectlFlags, rest: list[str]) -> int:
         "-h" not in rest
         and "--help" not in rest
         # lint: the cluster's CRDs unless files are named (argparse errors exit 2 here)
-        and not build_parser().parse_args([command, *rest]).paths
+        and not build_parser(command).parse_args([command, *rest]).paths
     ):
         argv.append("--cluster")
     if flags.kubeconfig:
