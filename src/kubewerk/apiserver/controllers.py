@@ -188,8 +188,12 @@ class Controllers:
         while True:
             if self._warmed != self.registry.generation:
                 # idle with documents to build: after WARM_QUIET seconds without new work
+                # (asyncio.timeout, not wait_for: Python 3.11's wait_for loses a
+                # cancellation that arrives as the event is set, and this loop then
+                # never ends — the server's shutdown hung on it)
                 with contextlib.suppress(TimeoutError):
-                    await asyncio.wait_for(self._wakeup.wait(), WARM_QUIET)
+                    async with asyncio.timeout(WARM_QUIET):
+                        await self._wakeup.wait()
                 if not self._wakeup.is_set():
                     await self._warm_documents()
                     continue
