@@ -12,16 +12,14 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
-from kubewerk.apiserver.openapi import OBJECT_META_SCHEMA
 from kubewerk.apiserver.registry import ServedResource
 from kubewerk.core import validation
 from kubewerk.core.errors import ApiError, FieldError
 from kubewerk.core.gofmt import json_equal, unmarshal_kind
+from kubewerk.core.meta import OBJECT_META_FIELDS
 
 JSON = dict[str, Any]
 
-# metav1.ObjectMeta's JSON fields: a typed decode drops anything else
-OBJECT_META_FIELDS = frozenset(OBJECT_META_SCHEMA["properties"])
 Operation = Literal["CREATE", "UPDATE"]
 FieldValidation = Literal["Strict", "Warn", "Ignore"]
 

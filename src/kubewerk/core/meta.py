@@ -7,8 +7,28 @@ import random
 import threading
 import time
 from datetime import datetime
-from typing import Any
+from typing import Any, Final
 
+# metav1.ObjectMeta's JSON fields: a typed decode drops anything else under metadata
+OBJECT_META_FIELDS: Final = frozenset(
+    {
+        "name",
+        "generateName",
+        "namespace",
+        "selfLink",
+        "uid",
+        "resourceVersion",
+        "generation",
+        "creationTimestamp",
+        "deletionTimestamp",
+        "deletionGracePeriodSeconds",
+        "labels",
+        "annotations",
+        "ownerReferences",
+        "finalizers",
+        "managedFields",
+    }
+)
 # the alphabet utilrand.String uses for generateName suffixes (no vowels, no 0/1/3)
 _NAME_ALPHABET = "bcdfghjklmnpqrstvwxz2456789"
 GENERATE_NAME_SUFFIX_LEN = 5

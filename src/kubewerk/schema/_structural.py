@@ -14,31 +14,11 @@ from kubewerk.core.errors import FieldError
 from kubewerk.core.gofmt import go_json
 from kubewerk.core.gvk import parse_api_version
 from kubewerk.core.jsoncopy import copy_tree
+from kubewerk.core.meta import OBJECT_META_FIELDS
 
 _NO_DEFAULT: Final = object()
 _SCALARS: Final = frozenset({str, int, float, bool, type(None)})
 META_FIELDS: Final = frozenset({"apiVersion", "kind", "metadata"})
-
-# ObjectMeta's JSON fields: anything else inside metadata is dropped (and reported).
-OBJECT_META_FIELDS: Final = frozenset(
-    {
-        "name",
-        "generateName",
-        "namespace",
-        "selfLink",
-        "uid",
-        "resourceVersion",
-        "generation",
-        "creationTimestamp",
-        "deletionTimestamp",
-        "deletionGracePeriodSeconds",
-        "labels",
-        "annotations",
-        "ownerReferences",
-        "finalizers",
-        "managedFields",
-    }
-)
 
 
 class Structural:

@@ -23,6 +23,7 @@ import re
 from collections.abc import Callable, Mapping
 from typing import Any, Final
 
+from kubewerk.core.meta import OBJECT_META_FIELDS
 from kubewerk.schema.cel.rules import escape_name
 
 from .cel_env import _STRING_LIT
@@ -36,25 +37,6 @@ _CHAIN: Final = re.compile(
     r"(?<![\w.])(object|oldObject|params)((?:\s*\.\s*[A-Za-z_][A-Za-z0-9_]*)+)"
 )
 _STEP: Final = re.compile(r"\s*\.\s*([A-Za-z_][A-Za-z0-9_]*)")
-_OBJECT_META: Final = frozenset(
-    [
-        "name",
-        "generateName",
-        "namespace",
-        "selfLink",
-        "uid",
-        "resourceVersion",
-        "generation",
-        "creationTimestamp",
-        "deletionTimestamp",
-        "deletionGracePeriodSeconds",
-        "labels",
-        "annotations",
-        "ownerReferences",
-        "finalizers",
-        "managedFields",
-    ]
-)
 
 
 def _field_names(node: Mapping[str, Any]) -> dict[str, Mapping[str, Any]]:
@@ -69,7 +51,7 @@ def _field_names(node: Mapping[str, Any]) -> dict[str, Mapping[str, Any]]:
     return out
 
 
-_META_NODE: Final = {"type": "object", "properties": {k: {} for k in _OBJECT_META}}
+_META_NODE: Final = {"type": "object", "properties": {k: {} for k in sorted(OBJECT_META_FIELDS)}}
 
 
 def _undefined(expression: str, code: str, roots: Mapping[str, Mapping[str, Any]]) -> str | None:
