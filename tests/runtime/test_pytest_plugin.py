@@ -92,6 +92,6 @@ def test_without_pytest_asyncio_a_server_fixture_fails_with_what_to_install(tmp_
     assert "2 passed, 1 error" in out
     assert (
         "kubewerk's kube_client fixture needs pytest-asyncio, which is not installed: "
-        "pip install 'kubewerk[testing]'"
+        "pip install pytest-asyncio"
     ) in out
     assert "Traceback" not in out and "not found" not in out

@@ -457,8 +457,11 @@ FROM python:3.12-slim
 ENV PYTHONDONTWRITEBYTECODE=1 PYTHONUNBUFFERED=1 PIP_NO_CACHE_DIR=1
 WORKDIR /operator
 
-# kubewerk and the operator's own dependencies (add a requirements.txt if it has any)
-RUN pip install kubewerk
+# kubewerk is not on a package index: build its wheel from a kubewerk checkout into ./wheels
+# first (pip wheel --no-deps -w wheels /path/to/kubewerk); add the operator's own
+# dependencies (a requirements.txt) if it has any
+COPY wheels/ /tmp/wheels/
+RUN pip install /tmp/wheels/kubewerk-*.whl && rm -rf /tmp/wheels
 
 COPY {package}/ ./{package}/
 

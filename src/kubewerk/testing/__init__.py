@@ -1,6 +1,6 @@
 """Test helpers for operators: an embedded API server, clients, CRD install, waiting.
 
-The pytest fixtures come with ``pip install 'kubewerk[testing]'`` (the plugin is a
+The pytest fixtures come with kubewerk's ``testing`` extra (the plugin is a
 ``pytest11`` entry point; it needs pytest-asyncio); write tests that need no cluster::
 
     async def test_converges(kube_client, install_crds, run_manager, wait_for):

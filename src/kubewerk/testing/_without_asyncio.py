@@ -13,7 +13,7 @@ from typing import Any
 
 import pytest
 
-INSTALL_HINT = "pip install 'kubewerk[testing]'"
+INSTALL_HINT = "pip install pytest-asyncio"
 
 
 def _needs_pytest_asyncio(name: str) -> Any:

@@ -2,7 +2,7 @@
 
 Installed kubewerk makes its fixtures available in every pytest run, with nothing to
 configure: :data:`FIXTURES` (see ``kubewerk.testing._fixtures``). The server fixtures
-are async and need pytest-asyncio, which ``pip install 'kubewerk[testing]'`` brings.
+are async and need pytest-asyncio (kubewerk's ``testing`` extra brings it).
 Without it they are still registered, as stand-ins that fail the test asking for one
 with a one-line message saying what to install; ``wait_for`` works either way, and a
 test that uses none of them is never affected by kubewerk being installed.
