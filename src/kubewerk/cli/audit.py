@@ -11,7 +11,8 @@ RFC 3339 time. ``KIND`` is the resource as in the URL, optionally with its group
 too (``database``, ``Database``). ``-n`` narrows to one namespace.
 
 Exit codes: 0 success, 1 no write of the object in the log (or it did not exist at
-``--at``), 2 usage errors (unreadable log, malformed target or ``--at``, a log whose
+``--at``), 2 usage errors (unreadable log, a file that is not an audit log, malformed
+target or ``--at``, a log whose
 patches do not replay).
 """
 

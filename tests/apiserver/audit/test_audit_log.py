@@ -15,7 +15,13 @@ import pytest
 import yaml
 
 from kubewerk.apiserver.audit import Auditor, LogWriter, parse_policy
-from kubewerk.apiserver.audit.history import parse_target, read_history, replay, version_at
+from kubewerk.apiserver.audit.history import (
+    HistoryError,
+    parse_target,
+    read_history,
+    replay,
+    version_at,
+)
 from kubewerk.apiserver.server import EmbeddedServer
 from tests.apiserver.helpers import DB_PATH, Api, database
 
@@ -402,3 +408,17 @@ async def test_embedded_server_audit_flags(tmp_path: Path) -> None:
     from kubewerk.cli import main
 
     assert main(["audit", "history", "databases/x", "--log", str(log)]) == 1
+
+
+def test_a_file_that_is_not_an_audit_log_is_refused(tmp_path: Path) -> None:
+    readme = tmp_path / "README.md"
+    readme.write_text("# a project\n\nnot JSON lines\n")
+    assert cli("history", "databases/hist", "--log", str(readme)) == 2
+    with pytest.raises(HistoryError, match="not an audit log"):
+        read_history([b'{"kind": "Pod"}', b"[1, 2]"], parse_target("databases/hist"))
+    # an empty log, or one whose last line was cut short, is a log without that write
+    empty = tmp_path / "empty.log"
+    empty.write_text("\n")
+    assert cli("history", "databases/hist", "--log", str(empty)) == 1
+    event = {"kind": "Event", "stage": "ResponseComplete", "objectRef": {"resource": "pods"}}
+    assert read_history([orjson.dumps(event), b'{"kind": "Ev'], parse_target("db/hist")) == []

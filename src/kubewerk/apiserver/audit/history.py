@@ -111,17 +111,23 @@ class Write:
 
 
 def read_history(lines: Iterable[bytes | str], target: Target) -> list[Write]:
-    """The writes of ``target`` in the log, in commit order (see the module doc)."""
+    """The writes of ``target`` in the log, in commit order (see the module doc).
+
+    Lines that are not audit events are skipped (a log cut short by a crash ends in half a
+    line), but a log with text and not one audit event is refused: it is some other file."""
     writes: list[Write] = []
+    text_lines = events = 0
     for number, line in enumerate(lines, 1):
         if not line.strip():
             continue
+        text_lines += 1
         try:
             ev = orjson.loads(line)
         except orjson.JSONDecodeError:
             continue
         if not isinstance(ev, dict) or ev.get("kind") != "Event":
             continue
+        events += 1
         if ev.get("stage") != "ResponseComplete":
             continue
         ref = ev.get("objectRef")
@@ -151,6 +157,8 @@ def read_history(lines: Iterable[bytes | str], target: Target) -> list[Write]:
                 event=ev,
             )
         )
+    if text_lines and not events:
+        raise HistoryError("not an audit log: no line is an audit.k8s.io Event")
     writes.sort(key=lambda w: w.resource_version)
     return writes
 
