@@ -12,8 +12,7 @@ too (``database``, ``Database``). ``-n`` narrows to one namespace.
 
 Exit codes: 0 success, 1 no write of the object in the log (or it did not exist at
 ``--at``), 2 usage errors (unreadable log, a file that is not an audit log, malformed
-target or ``--at``, a log whose
-patches do not replay).
+target or ``--at``, a log whose patches do not replay).
 """
 
 from __future__ import annotations
