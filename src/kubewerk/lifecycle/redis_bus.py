@@ -665,9 +665,12 @@ class _GroupConsumer:
         return failures + 1
 
     async def _pause(self, seconds: float) -> None:
-        """Sleep ``seconds``, or less when the bus stops."""
+        """Sleep ``seconds``, or less when the bus stops; a cancellation always ends it
+        (asyncio.timeout, not wait_for: Python 3.11's wait_for loses a cancellation that
+        arrives as the bus stops, and the caller's loop would go on)."""
         with contextlib.suppress(TimeoutError):
-            await asyncio.wait_for(self._stopping.wait(), seconds)
+            async with asyncio.timeout(seconds):
+                await self._stopping.wait()
 
     async def _retrying(self, step: Any) -> None:
         failures = 0
