@@ -194,39 +194,12 @@ def wrk(url: str, connections: int, duration: int) -> float:
 
 
 async def asgi(app: Any, method: str, path: str, body: Any = None) -> tuple[int, bytes]:
-    """One request straight into the ASGI app ``app``: (status, response body)."""
+    """One request straight into the ASGI app ``app``: (status, response body); ``body``
+    is sent as is when bytes, else as JSON."""
+    from request_profile import call  # the sibling benchmark's ASGI call
+
     raw = body if isinstance(body, bytes) else (json.dumps(body).encode() if body else b"")
-    scope: dict[str, Any] = {
-        "type": "http",
-        "method": method,
-        "path": path,
-        "query_string": b"",
-        "headers": [
-            (b"content-type", b"application/json"),
-            (b"content-length", str(len(raw)).encode()),
-        ],
-    }
-    sent = False
-
-    async def receive() -> dict[str, Any]:
-        nonlocal sent
-        if sent:
-            return {"type": "http.disconnect"}
-        sent = True
-        return {"type": "http.request", "body": raw, "more_body": False}
-
-    status = 0
-    parts: list[bytes] = []
-
-    async def send(message: dict[str, Any]) -> None:
-        nonlocal status
-        if message["type"] == "http.response.start":
-            status = message["status"]
-        else:
-            parts.append(message.get("body", b""))
-
-    await app(scope, receive, send)
-    return status, b"".join(parts)
+    return await call(app, method, path, raw)
 
 
 async def in_process(n: int, rounds: int, profile: str | None) -> int:
