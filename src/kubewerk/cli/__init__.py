@@ -14,33 +14,6 @@ import importlib
 import sys
 from collections.abc import Sequence
 
-# modules that provide subcommands, in the order --help lists them
-SUBCOMMAND_MODULES: tuple[str, ...] = (
-    "up",
-    "demo",
-    "gen",
-    "govern",
-    "graph",
-    "policy",
-    "run",
-    "dashboard",
-    "sync",
-    "webhook",
-    "audit",
-)
-
-
-class UsageError(Exception):
-    """A user mistake: printed as ``kubewerk: error: <message>`` with exit code 2."""
-
-
-def one_line(text: str) -> str:
-    """``text`` with every run of whitespace, newlines included, as one space: a message
-    from a library that spreads over lines (PyYAML's "in <string>, line L, column C"
-    marks) printed as the single line an error of the command must be."""
-    return " ".join(text.split())
-
-
 # the commands each module registers: ``kubewerk lint ...`` loads ``govern`` alone
 COMMANDS: dict[str, str] = {
     "up": "up",
@@ -58,6 +31,20 @@ COMMANDS: dict[str, str] = {
     "webhook": "webhook",
     "audit": "audit",
 }
+
+# the modules that register commands, in the order of the help's command list
+SUBCOMMAND_MODULES: tuple[str, ...] = tuple(dict.fromkeys(COMMANDS.values()))
+
+
+class UsageError(Exception):
+    """A user mistake: printed as ``kubewerk: error: <message>`` with exit code 2."""
+
+
+def one_line(text: str) -> str:
+    """``text`` with every run of whitespace, newlines included, as one space: a message
+    from a library that spreads over lines (PyYAML's "in <string>, line L, column C"
+    marks) printed as the single line an error of the command must be."""
+    return " ".join(text.split())
 
 
 def build_parser(command: str | None = None) -> argparse.ArgumentParser:
