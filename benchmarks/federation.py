@@ -23,7 +23,6 @@ import argparse
 import asyncio
 import base64
 import multiprocessing as mp
-import signal
 import statistics
 import sys
 import time
@@ -45,35 +44,10 @@ from kubewerk.sync.federation import (  # noqa: E402
     crds,
 )
 from kubewerk.testing import install_crds  # noqa: E402
+from sync import start  # noqa: E402  (the sibling benchmark: an embedded server process)
 
 MEMBERS = ("m1", "m2", "m3")
 CONCURRENCY = 4
-
-
-def serve(port_q: Any) -> None:
-    from kubewerk.apiserver.server import EmbeddedServer, new_event_loop
-
-    loop = new_event_loop()
-    asyncio.set_event_loop(loop)
-    server = EmbeddedServer("memory")
-    stop = asyncio.Event()
-
-    async def main() -> None:
-        await server.start()
-        loop.add_signal_handler(signal.SIGTERM, stop.set)
-        port_q.put(server.port)
-        await stop.wait()
-        await server.stop()
-
-    loop.run_until_complete(main())
-
-
-def start() -> tuple[mp.process.BaseProcess, str]:
-    ctx = mp.get_context("spawn")
-    q = ctx.Queue()
-    proc = ctx.Process(target=serve, args=(q,), daemon=True)
-    proc.start()
-    return proc, f"http://127.0.0.1:{int(q.get(timeout=60))}"
 
 
 def template(name: str) -> dict[str, Any]:
