@@ -95,6 +95,7 @@ def _listen() -> socket.socket:
 def serve_api(port_q: Any, profile: str | None) -> None:
     """The embedded server on uvloop, as ``kubewerk up --store memory`` runs it."""
     from kubewerk.apiserver.server import EmbeddedServer, new_event_loop
+    from kubewerk.core.gcpolicy import tune_for_long_lived_data
 
     loop = new_event_loop()
     asyncio.set_event_loop(loop)
@@ -108,6 +109,7 @@ def serve_api(port_q: Any, profile: str | None) -> None:
 
     async def main() -> None:
         await server.start()
+        tune_for_long_lived_data()  # as ``kubewerk up`` does once started
         loop.add_signal_handler(signal.SIGTERM, stop.set)
         port_q.put(server.port)
         if profiler is not None:
@@ -124,6 +126,7 @@ def serve_api(port_q: Any, profile: str | None) -> None:
 def serve_api_secured(port_q: Any, token_file: str) -> None:
     """The embedded server with ``--token-auth-file`` and ``--authorization-mode RBAC``."""
     from kubewerk.apiserver.server import EmbeddedServer, new_event_loop
+    from kubewerk.core.gcpolicy import tune_for_long_lived_data
 
     loop = new_event_loop()
     asyncio.set_event_loop(loop)
@@ -132,6 +135,7 @@ def serve_api_secured(port_q: Any, token_file: str) -> None:
 
     async def main() -> None:
         await server.start()
+        tune_for_long_lived_data()
         loop.add_signal_handler(signal.SIGTERM, stop.set)
         port_q.put(server.port)
         await stop.wait()

@@ -145,6 +145,7 @@ def serve(port_q: Any, store: str) -> None:
     if gc_threshold:
         gc.set_threshold(*(int(x) for x in gc_threshold.split(",")))
     from kubewerk.apiserver.server import EmbeddedServer, new_event_loop
+    from kubewerk.core.gcpolicy import tune_for_long_lived_data
 
     loop = new_event_loop()
     asyncio.set_event_loop(loop)
@@ -153,6 +154,8 @@ def serve(port_q: Any, store: str) -> None:
 
     async def main() -> None:
         await server.start()
+        if not gc_threshold:
+            tune_for_long_lived_data()  # as ``kubewerk up`` does once started
         probe_log = os.environ.get("SCALE_FANOUT_LOG")
         fanout = fanout_probe(server) if probe_log else None
         loop.add_signal_handler(signal.SIGTERM, stop.set)

@@ -325,6 +325,7 @@ def run(args: argparse.Namespace) -> int:
     from kubewerk.apiserver.audit import AuditPolicyError
     from kubewerk.apiserver.server import EmbeddedServer, SecurityConfigError, new_event_loop
     from kubewerk.apiserver.storage import EncryptionConfigError, StorageError
+    from kubewerk.core.gcpolicy import tune_for_long_lived_data
 
     logging.basicConfig(
         level=logging.INFO if args.verbose else logging.WARNING,
@@ -420,6 +421,8 @@ def run(args: argparse.Namespace) -> int:
                 file=sys.stderr,
             )
             return 1
+        # start-up done: freeze its objects, full collections after 700k new containers
+        tune_for_long_lived_data()
         for sig in (signal.SIGINT, signal.SIGTERM):
             loop.add_signal_handler(sig, stop.set)
         try:
