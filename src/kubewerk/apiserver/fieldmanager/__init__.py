@@ -22,6 +22,8 @@ import contextvars
 from collections import OrderedDict
 from typing import Any
 
+import orjson
+
 from kubewerk.apiserver.registry import ServedResource
 from kubewerk.core import meta as metautil
 from kubewerk.core.errors import ApiError, FieldError
@@ -197,12 +199,41 @@ def _live(entries: Any) -> ManagedFields:
 _NO_OWNERS = ManagedFields()
 
 
+_SHARED_SIZE = 1024
+_shared: dict[bytes, list[Any]] = {}
+"""One list per distinct ``managedFields`` value this module wrote lately, by its JSON
+text: objects whose entries are equal (every object of one shape a manager writes in
+one second: same manager, time and fields) hold the same list, its entries and their
+``fieldsV1`` dicts, instead of a copy each. That is safe because nothing changes a
+written ``managedFields`` list or anything in it in place (objects handed to storage
+are immutable, and every writer of ``managedFields`` assigns a new list): a shared list
+is read only. The JSON text is exact: equal text means equal lists, dict key order
+included (the entries hold only dicts, lists and strings). Cleared when full."""
+
+
+def _shared_entries(entries: list[Any], managed: ManagedFields) -> list[Any]:
+    """The list to store for ``entries`` (``managed`` encoded): the one already written
+    with the same JSON text, else ``entries`` (then kept for the next writes); the list
+    returned is remembered with the ownership it holds."""
+    text = orjson.dumps(entries)
+    found = _shared.get(text)
+    if found is not None:
+        seen = _live_cache.get(id(found))
+        if seen is None or seen[0] is not found:
+            _remember(found, managed)
+        return found
+    if len(_shared) >= _SHARED_SIZE:
+        _shared.clear()
+    _shared[text] = entries
+    _remember(entries, managed)
+    return entries
+
+
 def _set_entries(obj: JSON, managed: ManagedFields) -> None:
     meta = obj.setdefault("metadata", {})
     entries = managed.encode()
     if entries:
-        meta["managedFields"] = entries
-        _remember(entries, managed)
+        meta["managedFields"] = _shared_entries(entries, managed)
     else:
         meta.pop("managedFields", None)
 
