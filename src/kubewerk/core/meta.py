@@ -83,23 +83,44 @@ class _RandomBytes:
 
 
 _random_bytes = _RandomBytes()
-_V4_CLEAR = ~((0xF000 << 64) | (0xC000 << 48))
-_V4_SET = (0x4000 << 64) | (0x8000 << 48)
+# the variant digit (the 17th hex digit, bits 63..60): its top two bits become 10
+_VARIANT_DIGIT = {f"{d:x}": f"{d & 0x3 | 0x8:x}" for d in range(16)}
+
+
+def uid_from_bytes(raw: bytes) -> str:
+    """The version 4, RFC 4122 variant UUID text of 16 random bytes: the bytes as 32 hex
+    digits with the version digit (the 13th) set to ``4`` and the variant bits (the top
+    two of the 17th digit) set to ``10``, as ``uuid.UUID(bytes=raw, version=4)`` writes it."""
+    h = raw.hex()
+    return f"{h[:8]}-{h[8:12]}-4{h[13:16]}-{_VARIANT_DIGIT[h[16]]}{h[17:20]}-{h[20:32]}"
 
 
 def new_uid() -> str:
     """A random (version 4, RFC 4122 variant) UUID in its canonical text form, from the
     operating system's random source as ``uuid.uuid4`` (and Kubernetes) use it."""
-    n = int.from_bytes(_random_bytes.take16(), "big") & _V4_CLEAR | _V4_SET
-    h = f"{n:032x}"
-    return f"{h[:8]}-{h[8:12]}-{h[12:16]}-{h[16:20]}-{h[20:]}"
+    return uid_from_bytes(_random_bytes.take16())
+
+
+_ALPHABET_SIZE = float(len(_NAME_ALPHABET))
 
 
 def generate_name(prefix: str) -> str:
-    """``names.SimpleNameGenerator``: prefix (trimmed to 58 chars) + 5 random chars."""
-    prefix = prefix[:MAX_GENERATED_PREFIX]
-    suffix = "".join(random.choices(_NAME_ALPHABET, k=GENERATE_NAME_SUFFIX_LEN))
-    return prefix + suffix
+    """``names.SimpleNameGenerator``: prefix (trimmed to 58 chars) + 5 random chars.
+
+    The characters are those ``random.choices(_NAME_ALPHABET, k=5)`` picks: the same
+    draws of the module's generator (``random.random()``, one per character, in order),
+    each mapped to ``_NAME_ALPHABET[floor(r * 27)]`` as ``choices`` maps it."""
+    draw = random.random
+    pick = _NAME_ALPHABET
+    n = _ALPHABET_SIZE
+    return (
+        prefix[:MAX_GENERATED_PREFIX]
+        + pick[int(draw() * n)]
+        + pick[int(draw() * n)]
+        + pick[int(draw() * n)]
+        + pick[int(draw() * n)]
+        + pick[int(draw() * n)]
+    )
 
 
 def human_duration(seconds: float) -> str:

@@ -422,6 +422,8 @@ def finalizer_warnings(
     Only finalizers added by this write are checked (all of them on create), sorted, as
     apiextensions' ``generateWarningsFromObj`` does. Built-in kinds send none.
     """
+    if not finalizers:
+        return []  # nothing added
     added = sorted(set(finalizers) - set(old_finalizers or ()))
     out: list[str] = []
     for name in added:
@@ -472,19 +474,24 @@ def validate_managed_fields(
         if fields_type and fields_type != "FieldsV1":
             errs.append(FieldError.invalid(f"{here}.fieldsType", fields_type, "must be `FieldsV1`"))
         manager = _str(item.get("manager"))
-        if _blen(manager) > 128:
+        # at most 4 UTF-8 bytes a character: 32 characters are within 128 bytes
+        if len(manager) > 32 and _blen(manager) > 128:
             errs.append(FieldError.too_long(f"{here}.manager", 128))
-        position = 0
-        for ch in manager:
-            if not _is_go_printable(ch):
-                errs.append(
-                    FieldError.invalid(
-                        f"{here}.manager",
-                        manager,
-                        f"invalid character {_go_unicode_format(ch)} (at position {position})",
+        # str.isprintable is unicode.IsPrint on every character (categories L, M, N, P,
+        # S and the ASCII space, from the same Unicode database): only a manager with a
+        # character that is not needs the walk that names it
+        if not manager.isprintable():
+            position = 0
+            for ch in manager:
+                if not _is_go_printable(ch):
+                    errs.append(
+                        FieldError.invalid(
+                            f"{here}.manager",
+                            manager,
+                            f"invalid character {_go_unicode_format(ch)} (at position {position})",
+                        )
                     )
-                )
-            position += _blen(ch)
+                position += _blen(ch)
         if _blen(_str(item.get("subresource"))) > 256:
             errs.append(FieldError.too_long(f"{here}.subresource", 256))
     return errs

@@ -1,0 +1,135 @@
+"""The cheap forms of ObjectMeta helpers give exactly what the plain forms give: the
+managedFields manager check without a walk over printable names, finalizer warnings of
+no finalizers, the generated-name suffix without ``random.choices``, and UID text from
+16 bytes without a 128-bit integer."""
+
+from __future__ import annotations
+
+import os
+import random
+import unicodedata
+import uuid
+from typing import Any
+
+import pytest
+
+from kubewerk.core import meta
+from kubewerk.core.errors import FieldError
+from kubewerk.core.validation import finalizer_warnings, validate_managed_fields
+
+
+def _reference_manager_errors(manager: str, here: str) -> list[str]:
+    """The manager checks of ``ValidateManagedFields`` written out character by character."""
+
+    def blen(text: str) -> int:
+        return len(text.encode("utf-8", "surrogatepass"))
+
+    def printable(ch: str) -> bool:
+        return ch == " " or unicodedata.category(ch)[0] in "LMNPS"
+
+    out: list[str] = []
+    if blen(manager) > 128:
+        out.append(FieldError.too_long(f"{here}.manager", 128).message())
+    position = 0
+    for ch in manager:
+        if not printable(ch):
+            code = f"U+{ord(ch):04X}"
+            shown = f"{code} '{ch}'" if printable(ch) else code
+            out.append(
+                FieldError.invalid(
+                    f"{here}.manager",
+                    manager,
+                    f"invalid character {shown} (at position {position})",
+                ).message()
+            )
+        position += blen(ch)
+    return out
+
+
+MANAGERS = {
+    "empty": "",
+    "plain": "kubectl-client-side-apply",
+    "space": "my manager",
+    "ascii-128": "m" * 128,
+    "ascii-129": "m" * 129,
+    "chars-32-of-4-bytes": "\U0001f600" * 32,
+    "chars-33-of-4-bytes": "\U0001f600" * 33,
+    "chars-33-of-3-bytes": "\u20ac" * 33,
+    "chars-43-of-3-bytes": "\u20ac" * 43,
+    "nul": "bad\x00name",
+    "del": "m\x7f",
+    "tab-newline": "a\tb\nc",
+    "zero-width-space": "x\u200b",
+    "no-break-space": "a\u00a0b",
+    "line-separator": "a\u2028b",
+    "combining-mark": "e\u0301",
+    "private-use": "\ue000",
+    "unassigned": "\U000e0080",
+    "long-and-bad": "\x01" * 200,
+    "lone-surrogate": "a\ud800b",
+    "unicode-letters": "gestionnaire-\u00e9t\u00e9-\u65e5\u672c",
+}
+
+
+@pytest.mark.parametrize("name", sorted(MANAGERS))
+def test_manager_errors_are_the_character_walks(name: str) -> None:
+    manager = MANAGERS[name]
+    entry: dict[str, Any] = {"manager": manager, "operation": "Update"}
+    got = [e.message() for e in validate_managed_fields([entry])]
+    assert got == _reference_manager_errors(manager, "metadata.managedFields[0]")
+
+
+def test_str_isprintable_is_go_is_print() -> None:
+    """The shortcut rests on this: checked here on every 7th code point and all of the
+    first 0x3000 (the whole range, run once by hand, has no exception either)."""
+    points = list(range(0x3000)) + list(range(0x3000, 0x110000, 7))
+    for code in points:
+        ch = chr(code)
+        go = ch == " " or unicodedata.category(ch)[0] in "LMNPS"
+        assert ch.isprintable() == go, hex(code)
+
+
+@pytest.mark.parametrize(
+    "old",
+    [
+        pytest.param(None, id="create"),
+        pytest.param([], id="none-before"),
+        pytest.param(["a"], id="some-before"),
+    ],
+)
+def test_no_finalizers_warn_nothing(old: list[str] | None) -> None:
+    assert finalizer_warnings([], old) == []
+    assert finalizer_warnings((), old) == []
+    assert finalizer_warnings(["x"], old) == ([] if old == ["x"] else finalizer_warnings(["x"]))
+
+
+@pytest.mark.parametrize("prefix", ["bench-", "", "x" * 70, "\u00e9-", "a" * 58])
+def test_generated_names_are_random_choices(prefix: str) -> None:
+    for seed in range(20):
+        random.seed(seed)
+        expected = prefix[: meta.MAX_GENERATED_PREFIX] + "".join(
+            random.choices("bcdfghjklmnpqrstvwxz2456789", k=5)
+        )
+        random.seed(seed)
+        assert meta.generate_name(prefix) == expected
+
+
+@pytest.mark.parametrize(
+    "raw",
+    [
+        pytest.param(bytes(16), id="zeros"),
+        pytest.param(b"\xff" * 16, id="ones"),
+        pytest.param(bytes(range(16)), id="counting"),
+        pytest.param(bytes([0x0F, 0xF0] * 8), id="alternating"),
+    ],
+)
+def test_uid_text_is_uuid4s(raw: bytes) -> None:
+    assert meta.uid_from_bytes(raw) == str(uuid.UUID(bytes=raw, version=4))
+
+
+def test_uid_text_is_uuid4s_on_random_bytes() -> None:
+    for _ in range(2000):
+        raw = os.urandom(16)
+        assert meta.uid_from_bytes(raw) == str(uuid.UUID(bytes=raw, version=4))
+    text = meta.new_uid()
+    assert uuid.UUID(text).version == 4 and str(uuid.UUID(text)) == text
