@@ -13,7 +13,7 @@ from typing import Any
 
 import pytest
 
-from kubewerk.core import meta
+from kubewerk.core import meta, validation
 from kubewerk.core.errors import FieldError
 from kubewerk.core.validation import finalizer_warnings, validate_managed_fields
 
@@ -133,3 +133,93 @@ def test_uid_text_is_uuid4s_on_random_bytes() -> None:
         assert meta.uid_from_bytes(raw) == str(uuid.UUID(bytes=raw, version=4))
     text = meta.new_uid()
     assert uuid.UUID(text).version == 4 and str(uuid.UUID(text)) == text
+
+
+HOSTILE_TEXT = [
+    "app",
+    "example.com/app",
+    "App",
+    "-app",
+    "app-",
+    "a" * 63,
+    "a" * 64,
+    "example.com/" + "a" * 63,
+    "example.com/" + "a" * 64,
+    "a" * 253,
+    "a" * 254,
+    "bench-",
+    "bench--",
+    "-",
+    "",
+    ".",
+    "..",
+    "a.b",
+    "a..b",
+    "a/b/c",
+    "/a",
+    "a/",
+    "\u00e9",
+    "caf\u00e9",
+    "\u0430pp",  # Cyrillic a
+    "a\x00",
+    "a b",
+    "a_b",
+    "a%b",
+    "A" * 10,
+]
+
+
+def _clear_seen() -> None:
+    for seen in (
+        validation._qualified_seen,
+        validation._label_value_seen,
+        validation._label_seen,
+        validation._prefix_seen,
+    ):
+        seen.clear()
+
+
+def _all_answers() -> list[Any]:
+    out: list[Any] = []
+    for text in HOSTILE_TEXT:
+        meta: dict[str, Any] = {
+            "name": "n",
+            "generateName": text,
+            "namespace": text,
+            "labels": {text: "v", "k": text},
+            "annotations": {text: "v"},
+            "finalizers": [text],
+        }
+        out.append(
+            [e.message() for e in validation.validate_object_meta_for_create(meta, namespaced=True)]
+        )
+        out.append([e.message() for e in validation.validate_labels({text: text})])
+        out.append(validation.name_errors(text, "label"))
+        out.append(validation.name_errors(text, "subdomain", prefix=True))
+    return out
+
+
+def test_remembered_strings_change_no_answer() -> None:
+    """Every answer is the same with the remembered-string sets empty, full of what the
+    same inputs left there, and after the inputs in reverse order; a string a check
+    refused is never remembered."""
+    _clear_seen()
+    cold = _all_answers()
+    warm = _all_answers()
+    assert warm == cold
+    HOSTILE_TEXT.reverse()
+    try:
+        _clear_seen()
+        reverse = _all_answers()
+    finally:
+        HOSTILE_TEXT.reverse()
+    reverse_pairs = [reverse[i : i + 4] for i in range(0, len(reverse), 4)][::-1]
+    assert [x for group in reverse_pairs for x in group] == cold
+    for text in validation._qualified_seen:
+        assert validation.is_qualified_name(text) == []
+    for text in validation._label_value_seen:
+        assert validation.is_label_value(text) == []
+    for text in validation._label_seen:
+        assert validation.is_dns1123_label(text) == []
+    for text in validation._prefix_seen:
+        assert validation.name_errors(text, "subdomain", prefix=True) == []

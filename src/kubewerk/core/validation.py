@@ -101,9 +101,43 @@ _QUALIFIED_OK: Final = re.compile("(?:" + _SUBDOMAIN_FMT + "/)?" + _NAME_PART).f
 _LABEL_VALUE_OK: Final = re.compile(_NAME_PART).fullmatch
 
 
+# Strings a pattern above accepted lately, per pattern: the same label keys, label
+# values, generateName prefixes and namespaces come back on write after write, and a
+# set lookup is cheaper than a match. Only exact ``str`` values that matched are added
+# (the patterns are pure functions of the text); each set is emptied when full.
+_SEEN_LIMIT: Final = 2048
+_qualified_seen: set[str] = set()
+_label_value_seen: set[str] = set()
+_label_seen: set[str] = set()
+_prefix_seen: set[str] = set()  # generateName prefixes, subdomain rule, before masking
+
+
+def _seen(seen: set[str], value: str) -> None:
+    if len(seen) >= _SEEN_LIMIT:
+        seen.clear()
+    seen.add(value)
+
+
 def _qualified_ok(key: Any) -> bool:
     """A string key ``is_qualified_name`` certainly has no error for."""
-    return type(key) is str and len(key) <= 63 and _QUALIFIED_OK(key) is not None
+    if type(key) is not str:
+        return False
+    if key in _qualified_seen:
+        return True
+    if len(key) <= 63 and _QUALIFIED_OK(key) is not None:
+        _seen(_qualified_seen, key)
+        return True
+    return False
+
+
+def _label_value_ok(value: str) -> bool:
+    """A label value (an exact ``str``) ``is_label_value`` certainly has no error for."""
+    if not value or value in _label_value_seen:
+        return True
+    if len(value) <= 63 and _LABEL_VALUE_OK(value) is not None:
+        _seen(_label_value_seen, value)
+        return True
+    return False
 
 
 def _labels_ok(labels: Any) -> bool:
@@ -113,9 +147,7 @@ def _labels_ok(labels: Any) -> bool:
     if type(labels) is not dict:
         return False
     for key, value in labels.items():
-        if type(value) is not str or len(value) > 63 or not _qualified_ok(key):
-            return False
-        if value and _LABEL_VALUE_OK(value) is None:
+        if type(value) is not str or not _label_value_ok(value) or not _qualified_ok(key):
             return False
     return True
 
@@ -141,6 +173,21 @@ def _name_ok(value: Any, rule: NameRule, prefix: bool) -> bool:
         return False
     if rule == "path-segment":
         return "/" not in value and "%" not in value and (prefix or value not in (".", ".."))
+    if rule == "label" and not prefix:  # namespaces
+        if value in _label_seen:
+            return True
+        if len(value) <= 63 and _LABEL_OK(value) is not None:
+            _seen(_label_seen, value)
+            return True
+        return False
+    if rule == "subdomain" and prefix:  # generateName
+        if value in _prefix_seen:
+            return True
+        masked = _mask_trailing_dash(value)
+        if len(masked) <= 253 and _SUBDOMAIN_OK(masked) is not None:
+            _seen(_prefix_seen, value)
+            return True
+        return False
     if prefix:
         value = _mask_trailing_dash(value)
     if rule == "label":

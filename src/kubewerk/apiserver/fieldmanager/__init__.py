@@ -238,6 +238,21 @@ def _set_entries(obj: JSON, managed: ManagedFields) -> None:
         meta.pop("managedFields", None)
 
 
+_updaters: dict[tuple[str, str, str], Manager] = {}
+
+
+def _updater(name: str, api_version: str, subresource: str) -> Manager:
+    """``Manager(name, UPDATE, api_version, subresource)``: one instance per identity
+    (a ``Manager`` is frozen; the same few identities write again and again)."""
+    key = (name, api_version, subresource)
+    found = _updaters.get(key)
+    if found is None:
+        if len(_updaters) >= 1024:
+            _updaters.clear()
+        found = _updaters[key] = Manager(name, UPDATE, api_version, subresource)
+    return found
+
+
 def track(
     rtype: ServedResource,
     version: str,
@@ -270,7 +285,7 @@ def track(
             new,
             node,
             managed,
-            Manager(manager, UPDATE, api_version, subresource or ""),
+            _updater(manager, api_version, subresource or ""),
             api_version,
             metautil.now_rfc3339(),
             _ignored(rtype, subresource),
