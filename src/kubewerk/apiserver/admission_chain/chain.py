@@ -88,6 +88,46 @@ def _requester() -> vap.UserInfo:
     )
 
 
+_Names = tuple[
+    tuple[str, str, str],
+    tuple[str, str, str],
+    tuple[tuple[tuple[str, str, str], tuple[str, str, str]], ...],
+]
+
+
+def _names(rtype: ServedResource, version: str, subresource: str) -> _Names:
+    """A request's ``kind``, ``resource`` and ``equivalents`` (the same resource in each
+    other served version) for a write to ``rtype`` in ``version``: a ``/scale`` write is
+    seen as ``autoscaling/v1`` Scale of the resource, as kube sends it. They depend on
+    the served type alone, so they are kept with it (``ServedResource.derived``, which a
+    CRD's new generation replaces) rather than built on every request."""
+    key = ("admission_chain.names", version, subresource)
+    found: _Names | None = rtype.derived.get(key)
+    if found is None:
+        scale = subresource == "scale"
+        equivalents = tuple(
+            (
+                (rtype.group, v, rtype.resource),
+                SCALE_KIND if scale else (rtype.group, v, rtype.kind),
+            )
+            for v in rtype.versions
+            if v != version
+        )
+        kind = SCALE_KIND if scale else (rtype.group, version, rtype.kind)
+        found = rtype.derived[key] = (kind, (rtype.group, version, rtype.resource), equivalents)
+    return found
+
+
+def _default_options(operation: str) -> JSON | None:
+    """The options a request without explicit ones carries (``request.options``):
+    ``CreateOptions``/``UpdateOptions`` for those operations, else none."""
+    if operation == "CREATE":
+        return {"kind": "CreateOptions", "apiVersion": "meta.k8s.io/v1"}
+    if operation == "UPDATE":
+        return {"kind": "UpdateOptions", "apiVersion": "meta.k8s.io/v1"}
+    return None
+
+
 class PolicyIndex:
     """The stored policies, compiled once per (uid, generation), and the bindings."""
 
@@ -262,24 +302,13 @@ class AdmissionChain:
         ns_obj = None
         if rtype.namespaced and namespace:
             ns_obj = self.store.get(f"/core/namespaces//{namespace}")
-        version = target.version
-        # a /scale write is seen as autoscaling/v1 Scale of the resource, as kube sends it
-        kind_of = (lambda v: SCALE_KIND) if target.subresource == "scale" else None
-        equivalents = tuple(
-            (
-                (rtype.group, v, rtype.resource),
-                kind_of(v) if kind_of else (rtype.group, v, rtype.kind),
-            )
-            for v in rtype.versions
-            if v != version
-        )
+        kind, resource, equivalents = _names(rtype, target.version, target.subresource or "")
         if options is None:
-            kind = {"CREATE": "CreateOptions", "UPDATE": "UpdateOptions"}.get(operation)
-            options = {"kind": kind, "apiVersion": "meta.k8s.io/v1"} if kind else None
+            options = _default_options(operation)
         return vap.Request(
             operation=operation,
-            kind=kind_of(version) if kind_of else (rtype.group, version, rtype.kind),
-            resource=(rtype.group, version, rtype.resource),
+            kind=kind,
+            resource=resource,
             object=obj,
             old_object=old,
             sub_resource=target.subresource or "",
@@ -532,8 +561,15 @@ class AdmissionChain:
         admitted evaluations (kube counts a false validation as ``invalid_error``).
         ``seconds`` is the whole policy evaluation of the request: the engine does not
         time single expressions."""
-        if all(d.evaluation == "admit" for o in verdict.outcomes for d in o.decisions):
-            return
+        for outcome in verdict.outcomes:
+            for decision in outcome.decisions:
+                if decision.evaluation != "admit":
+                    break
+            else:
+                continue
+            break
+        else:
+            return  # every evaluation admitted: nothing is counted
         actions_of: dict[str, list[str]] = {}
         for b in self.policies.bindings:
             spec = b.get("spec") or {}
