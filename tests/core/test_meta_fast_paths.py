@@ -9,6 +9,8 @@ import os
 import random
 import unicodedata
 import uuid
+from collections import OrderedDict
+from collections.abc import Mapping
 from typing import Any
 
 import pytest
@@ -223,3 +225,92 @@ def test_remembered_strings_change_no_answer() -> None:
         assert validation.is_dns1123_label(text) == []
     for text in validation._prefix_seen:
         assert validation.name_errors(text, "subdomain", prefix=True) == []
+
+
+def _reference_managed_fields(entries: list[Any]) -> list[str]:
+    """``ValidateManagedFields`` written out check by check (the plain form)."""
+
+    def text(value: Any) -> str:
+        return value if isinstance(value, str) else ""
+
+    def blen(value: str) -> int:
+        return len(value.encode("utf-8", "surrogatepass"))
+
+    out: list[str] = []
+    for i, entry in enumerate(entries):
+        item = entry if isinstance(entry, Mapping) else {}
+        here = f"metadata.managedFields[{i}]"
+        operation = text(item.get("operation"))
+        if operation not in ("Apply", "Update"):
+            out.append(
+                FieldError.invalid(
+                    f"{here}.operation", operation, "must be `Apply` or `Update`"
+                ).message()
+            )
+        fields_type = text(item.get("fieldsType"))
+        if fields_type and fields_type != "FieldsV1":
+            out.append(
+                FieldError.invalid(
+                    f"{here}.fieldsType", fields_type, "must be `FieldsV1`"
+                ).message()
+            )
+        out.extend(_reference_manager_errors(text(item.get("manager")), here))
+        if blen(text(item.get("subresource"))) > 256:
+            out.append(FieldError.too_long(f"{here}.subresource", 256).message())
+    return out
+
+
+ENTRY_VALUES: dict[str, list[Any]] = {
+    "operation": [None, "Update", "Apply", "apply", "Update ", "", 1, ["Update"]],
+    "fieldsType": [None, "", "FieldsV1", "FieldsV2", 7, True, {}],
+    "manager": [
+        None,
+        "kubectl",
+        "",
+        "m" * 32,
+        "m" * 33,
+        "\U0001f600" * 32,
+        "a\x00",
+        5,
+        *MANAGERS.values(),
+    ],
+    "subresource": [
+        None,
+        "",
+        "status",
+        "s" * 64,
+        "s" * 65,
+        "s" * 257,
+        "\u20ac" * 85,
+        "\u20ac" * 86,
+        3,
+    ],
+}
+
+
+def _hostile_entries() -> list[Any]:
+    base: dict[str, Any] = {"operation": "Update", "fieldsType": "FieldsV1", "manager": "m"}
+    out: list[Any] = []
+    for field_name, values in ENTRY_VALUES.items():
+        for value in values:
+            entry = dict(base)
+            if value is None:
+                entry.pop(field_name, None)
+            else:
+                entry[field_name] = value
+            out.append(entry)
+    out += [{}, [], "entry", None, 7, OrderedDict(base), OrderedDict(operation="Patch")]
+    out.append({"operation": "Update", "fieldsType": None, "manager": None, "subresource": None})
+    out.append({"operation": None, "fieldsType": None, "manager": None, "subresource": None})
+    return out
+
+
+def test_managed_fields_errors_are_the_plain_checks() -> None:
+    entries = _hostile_entries()
+    for entry in entries:
+        assert [e.message() for e in validate_managed_fields([entry])] == (
+            _reference_managed_fields([entry])
+        ), entry
+    assert [e.message() for e in validate_managed_fields(entries)] == (
+        _reference_managed_fields(entries)
+    )

@@ -504,12 +504,39 @@ def _is_go_printable(ch: str) -> bool:
     return unicodedata.category(ch)[0] in "LMNPS"
 
 
+_OPERATIONS: Final = frozenset(("Apply", "Update"))
+_FIELDS_TYPES: Final = frozenset(("", "FieldsV1"))
+
+
+def _entry_ok(entry: dict[str, Any]) -> bool:
+    """An entry the checks below certainly find nothing in: exact ``str`` values (or
+    none, where none is allowed), a printable manager of at most 32 characters (so at
+    most 128 bytes) and a subresource of at most 64 characters (at most 256 bytes)."""
+    operation = entry.get("operation")
+    if type(operation) is not str or operation not in _OPERATIONS:
+        return False
+    fields_type = entry.get("fieldsType")
+    if fields_type is not None and (
+        type(fields_type) is not str or fields_type not in _FIELDS_TYPES
+    ):
+        return False
+    manager = entry.get("manager")
+    if manager is not None and (
+        type(manager) is not str or len(manager) > 32 or not manager.isprintable()
+    ):
+        return False
+    subresource = entry.get("subresource")
+    return subresource is None or (type(subresource) is str and len(subresource) <= 64)
+
+
 def validate_managed_fields(
     entries: Sequence[Any], path: str = "metadata.managedFields"
 ) -> list[FieldError]:
     """``ValidateManagedFields``: operation, fieldsType, manager, subresource."""
     errs: list[FieldError] = []
     for i, entry in enumerate(entries):
+        if type(entry) is dict and _entry_ok(entry):
+            continue
         item = entry if isinstance(entry, Mapping) else {}
         here = f"{path}[{i}]"
         operation = _str(item.get("operation"))
