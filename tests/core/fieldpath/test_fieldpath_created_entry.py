@@ -23,7 +23,7 @@ from kubewerk.core.fieldpath import (
 )
 from kubewerk.core.fieldpath.managed import _STRIPPED
 from kubewerk.core.fieldpath.path import field
-from kubewerk.core.fieldpath.typed import new_fields_v1
+from kubewerk.core.fieldpath.typed import entry_fields_v1, new_fields_v1
 
 NOW = "2024-01-01T00:00:00Z"
 ME = Manager("me", UPDATE, "v1")
@@ -156,6 +156,17 @@ OBJECTS: list[dict[str, Any]] = [
     {"spec": {"byName": [{"name": "x", "port": True}], "numbers": [True, False, 0]}},
     {"kind": "OnlyKind", "spec": None},
     {"spec": {"free": {"": {"": [{"": ""}]}}}},
+    # maps of leaves only (one shared entry per key tuple), in other key orders, with
+    # odd keys and empty containers, also as keyed list items and inside free-form maps
+    {
+        "metadata": {"labels": {"a": "1", "b": "2", "": "empty-key"}},
+        "spec": {
+            "map": {"a": 2, "b": 1},
+            "ports": [{"port": 1, "name": "a"}, {"name": "b", "port": 2, "protocol": "UDP"}],
+            "free": {"x": {"\u00e9": 1, "a b": None, "": "", "e": [], "d": {}}, "y": {"e": []}},
+        },
+        "status": {"\u00e9": 1, "a b": None, "": "", "e": [], "d": {}, "f:x": "fake prefix"},
+    },
     {},
 ]
 
@@ -233,3 +244,17 @@ def test_new_fields_v1_is_the_comparison_from_nothing(index: int) -> None:
     # the whole object's own path is not in the walk's answer
     got = new_fields_v1(obj, node)
     assert got == expected and list(_keys(got)) == list(_keys(expected))
+
+
+def test_a_map_of_leaves_has_one_entry_per_key_tuple() -> None:
+    """Maps whose values are all leaves share one entry (equal to the walked one); a map
+    with a non-empty container among its values is walked."""
+    node = _node().member("spec").member("free")
+    first = entry_fields_v1({"b": 1, "a": "x", "c": {}}, node, (field("free"),))
+    again = entry_fields_v1({"b": 2, "a": None, "c": []}, node, (field("free"),))
+    assert again is first
+    assert list(first) == [".", "f:a", "f:b", "f:c"]
+    other_order = entry_fields_v1({"a": 1, "c": 3, "b": 2}, node, (field("free"),))
+    assert other_order == first and list(other_order) == list(first)
+    nested = entry_fields_v1({"b": 1, "a": {"z": 1}}, node, (field("free"),))
+    assert nested == {".": {}, "f:a": {".": {}, "f:z": {}}, "f:b": {}}

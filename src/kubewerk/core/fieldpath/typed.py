@@ -326,9 +326,40 @@ def entry_fields_v1(value: Any, node: TypeNode, path: Path) -> dict[str, Any]:
     walk = _shape(node, value)
     if walk is None or not value:
         return {}
+    if walk.kind == MAP:
+        flat = _flat_entry(value)
+        if flat is not None:
+            return flat
     out: dict[str, Any] = {".": {}}
     _fill_v1(out, value, walk, path)
     return out
+
+
+_FLAT_LIMIT = 4096
+_flat_entries: dict[tuple[str, ...], dict[str, Any]] = {}
+"""``entry_fields_v1`` of maps whose values are all leaves, by the map's keys in order:
+such an entry depends on the keys alone (``{".": {}, "f:<key>": {}, ...}``, keys
+sorted), so one dict serves every map with those keys. Shared like every encoded
+``fieldsV1`` (never changed once made). Emptied when full."""
+
+
+def _flat_entry(value: dict[str, Any]) -> dict[str, Any] | None:
+    """The entry of ``value`` (a non-empty map walked as a map) if none of its values is a
+    non-empty dict or list; None otherwise (then the caller walks it)."""
+    for sub in value.values():
+        kind = type(sub)
+        if (kind is dict or kind is list) and sub:
+            return None
+    keys = tuple(value)
+    found = _flat_entries.get(keys)
+    if found is None:
+        found = {".": {}}
+        for key in sorted(value):
+            found["f:" + key] = {}
+        if len(_flat_entries) >= _FLAT_LIMIT:
+            _flat_entries.clear()
+        _flat_entries[keys] = found
+    return found
 
 
 def _fill_v1(out: dict[str, Any], value: Any, walk: TypeNode, path: Path) -> None:
