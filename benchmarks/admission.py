@@ -11,8 +11,10 @@ with ``generateName`` in one namespace:
 - (c) one ValidatingWebhookConfiguration calling the webhook over TLS with its caBundle.
 
 Each mode is set up through the API before its round and removed after it. Printed:
-each mode's creates/s (median over rounds) and its ratio to (a). Target (issue 14): the
-policy costs <= 20% of a create, i.e. (b)/(a) >= 0.8.
+each mode's creates/s (median over rounds) and its ratio to (a), and the API server
+process's CPU time per create (user + system from /proc/PID/stat around each wrk run,
+divided by the creates wrk counted: steadier than rates on a shared machine). Target
+(issue 14): the policy costs <= 20% of a create, i.e. (b)/(a) >= 0.8.
 
     .venv/bin/python benchmarks/admission.py [-c 32] [-d 5] [-r 3] [--profile FILE]
 
@@ -169,8 +171,16 @@ def call(base: str, method: str, path: str, body: Any = None) -> Any:
         return json.loads(answer.read())
 
 
-def wrk(url: str, connections: int, duration: int) -> float:
-    """Creates/s from one wrk thread; fails on any non-2xx answer."""
+def cpu_seconds(pid: int) -> float:
+    """User + system CPU time the process ``pid`` has used so far (/proc/PID/stat)."""
+    with open(f"/proc/{pid}/stat") as f:
+        fields = f.read().rpartition(")")[2].split()
+    # after the command: state is field 3, utime 14 and stime 15 (1-based, man 5 proc)
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+
+def wrk(url: str, connections: int, duration: int) -> tuple[float, int]:
+    """(creates/s, creates answered) from one wrk thread; fails on any non-2xx answer."""
     with tempfile.NamedTemporaryFile("w", suffix=".lua", delete=False) as script:
         script.write('wrk.method = "POST"\n')
         script.write(f"wrk.body = [==[{BODY.decode()}]==]\n")
@@ -188,9 +198,10 @@ def wrk(url: str, connections: int, duration: int) -> float:
     if bad:
         raise RuntimeError(f"{bad.group(1)} non-2xx answers from {url}:\n{out}")
     match = re.search(r"Requests/sec:\s+([\d.]+)", out)
-    if match is None:
+    count = re.search(r"(\d+) requests in", out)
+    if match is None or count is None:
         raise RuntimeError(out)
-    return float(match.group(1))
+    return float(match.group(1)), int(count.group(1))
 
 
 async def asgi(app: Any, method: str, path: str, body: Any = None) -> tuple[int, bytes]:
@@ -411,11 +422,18 @@ def main() -> int:
 
         modes = ["none", "policy", "webhook"]
         rates: dict[str, list[float]] = {m: [] for m in modes}
+        # the API server process's CPU time per create (µs): steadier than rates on a
+        # machine shared with other work
+        cpu: dict[str, list[float]] = {m: [] for m in modes}
+        assert api_proc.pid is not None
         for r in range(args.rounds):
             order = modes[r % 3 :] + modes[: r % 3]
             for mode in order:
                 setup(mode)
-                rates[mode].append(wrk(base + PATH, args.connections, args.duration))
+                before = cpu_seconds(api_proc.pid)
+                rate, count = wrk(base + PATH, args.connections, args.duration)
+                cpu[mode].append((cpu_seconds(api_proc.pid) - before) / max(count, 1) * 1e6)
+                rates[mode].append(rate)
                 teardown(mode)
                 time.sleep(0.5)
         none = statistics.median(rates["none"])
@@ -429,9 +447,19 @@ def main() -> int:
             rate = statistics.median(rates[mode])
             runs = " ".join(f"{x:.0f}" for x in rates[mode])
             print(f"  {labels[mode]:34s} {rate:8.0f}/s  {rate / none:5.2f}x (a)   [{runs}]")
+        print("API server CPU per create (µs, median and best round):")
+        for mode in modes:
+            runs = " ".join(f"{x:.0f}" for x in cpu[mode])
+            print(
+                f"  {labels[mode]:34s} {statistics.median(cpu[mode]):8.1f}  best "
+                f"{min(cpu[mode]):7.1f}   [{runs}]"
+            )
+        cpu_share = statistics.median(cpu["policy"]) / statistics.median(cpu["none"]) - 1
+        print(f"policy's server CPU: {cpu_share:.0%} of a create's (median of rounds)")
         policy_cost = 1 - statistics.median(rates["policy"]) / none
         verdict = "met" if policy_cost <= 0.20 else "NOT met"
         print(f"VAP cost: {policy_cost:.0%} of a create (target <= 20%: {verdict})")
+        print(f"load average at the end: {os.getloadavg()[0]:.1f}")
     finally:
         api_proc.terminate()
         hook_proc.terminate()
