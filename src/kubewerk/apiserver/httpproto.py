@@ -32,6 +32,16 @@ kubewerk's own keys (not the ASGI TLS extension's): ``client_cert_der``, the DER
 client certificate the handshake verified (or None), ``version`` (``"TLSv1.3"``) and
 ``cipher``; read once per connection.
 
+**One write per response.** uvicorn writes a response's status line and headers as soon
+as the application sends ``http.response.start``, and its body in a second write: two
+system calls, and on loopback two wake-ups of the client, per response. Each request's
+``RequestResponseCycle`` here writes through its own ``CoalescingWriter``, which holds the
+cycle's first write (the head) until the next one (the body), so that both go out in one;
+what is held goes out at the end of the event loop's current turn at the latest, so a
+streaming response (a watch) sends its headers as promptly as before. Measured on the
+create benchmark, the two writes took ~15% of the server's CPU: the client sleeps between
+responses, and each write paid for waking it.
+
 ``direct_body(send)`` gives a streaming response (a watch) a ``DirectBody``: a way to
 write body chunks straight to the connection's transport, the same bytes uvicorn's
 ``send`` writes, without a coroutine and an ASGI message per chunk. It exists only when
@@ -137,6 +147,55 @@ class HttpLimits:
     def max_head_bytes(self) -> int:
         """The most bytes a request line and its headers may take (Go's limit with its slop)."""
         return self.max_header_bytes + HEADER_SLOP
+
+
+class CoalescingWriter:
+    """The transport one request's cycle writes through (see the module doc).
+
+    ``write`` holds the first bytes written through it (a response's head) and sends them
+    in front of the next write; a call scheduled with ``loop.call_soon`` sends them if no
+    second write comes in the same turn. Later writes go straight to the transport.
+    ``close`` sends what is held first, so an answer is never lost to a close. Every other
+    attribute is the transport's own.
+    """
+
+    __slots__ = ("_held", "_hold", "_loop", "_transport")
+
+    def __init__(self, transport: asyncio.Transport, loop: asyncio.AbstractEventLoop) -> None:
+        self._transport = transport
+        self._loop = loop
+        self._held: bytes | None = None
+        self._hold = True  # the first write is held
+
+    def write(self, data: bytes | bytearray | memoryview) -> None:
+        held = self._held
+        if held is not None:
+            self._held = None
+            self._transport.write(held + bytes(data))
+        elif self._hold and not self._transport.is_closing():
+            self._hold = False
+            self._held = bytes(data)
+            self._loop.call_soon(self.flush)
+        else:
+            self._hold = False
+            self._transport.write(data)
+
+    def flush(self) -> None:
+        """Send what is held now (nothing when nothing is)."""
+        held = self._held
+        if held is not None:
+            self._held = None
+            self._transport.write(held)
+
+    def close(self) -> None:
+        self.flush()
+        self._transport.close()
+
+    def is_closing(self) -> bool:
+        return self._transport.is_closing()
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self._transport, name)
 
 
 class LimitedHttpToolsProtocol(HttpToolsProtocol):
@@ -257,7 +316,12 @@ class LimitedHttpToolsProtocol(HttpToolsProtocol):
             self._head_timer = None
         if self._extensions is not None:
             self.scope["extensions"] = self._extensions
+        previous = self.cycle
         super().on_headers_complete()
+        cycle = self.cycle
+        if cycle is not previous and cycle is not None:
+            # the cycle's task has not run yet: its first write (the head) will be held
+            cycle.transport = CoalescingWriter(self.transport, self.loop)  # type: ignore[assignment]
 
     def on_message_complete(self) -> None:
         self._in_body = False
