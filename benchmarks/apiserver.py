@@ -13,6 +13,11 @@ same stack, then measures:
   delay at receipt; p50 / p99 / max over all deliveries;
 - the server's memory (RSS) for 10,000 stored objects (RSS after minus before creating).
 
+The no-op app is served by the server's own HTTP protocol class
+(``kubewerk.apiserver.httpproto``: its connection limits and one write per response);
+``BENCH_NOOP_HTTP=httptools`` serves it with uvicorn's stock protocol instead, as runs
+before 2026-12-01 did.
+
 Throughput is driven by ``wrk`` (keep-alive, ``-c`` connections, one thread) when it is
 installed — ``apt-get install wrk`` (Debian/Ubuntu) or ``brew install wrk`` — else by an
 aiohttp client process (which is slower than the servers it measures, so its ratios
@@ -145,9 +150,13 @@ def serve_api_secured(port_q: Any, token_file: str) -> None:
 
 
 def serve_noop(port_q: Any) -> None:
-    """The no-op app on the same uvicorn configuration as ``EmbeddedServer``."""
+    """The no-op app on the same uvicorn configuration as ``EmbeddedServer``: the same
+    HTTP protocol class (``httpproto``'s limits and one write per response) with the
+    server's default limits."""
     import uvicorn
     import uvloop
+
+    from kubewerk.apiserver.httpproto import HttpLimits, protocol_class
 
     sys.path.insert(0, str(Path(__file__).resolve().parent))
     from noop_app import app
@@ -156,7 +165,7 @@ def serve_noop(port_q: Any) -> None:
     config = uvicorn.Config(
         app,
         lifespan="off",
-        http="httptools",
+        http=os.environ.get("BENCH_NOOP_HTTP") or protocol_class(HttpLimits()),
         loop="none",
         log_config=None,
         access_log=False,
