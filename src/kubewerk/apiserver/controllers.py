@@ -48,6 +48,17 @@ log = logging.getLogger("kubewerk.apiserver.controllers")
 
 CRD_PREFIX = "/apiextensions.k8s.io/customresourcedefinitions/"
 NS_PREFIX = "/core/namespaces/"
+CONFIGMAP_PREFIX = "/core/configmaps/"
+ROOT_CA_CONFIGMAP = "kube-root-ca.crt"
+"""The ConfigMap kube-controller-manager's root CA publisher keeps in every namespace."""
+ROOT_CA_DESCRIPTION_ANNOTATION = "kubernetes.io/description"
+ROOT_CA_DESCRIPTION = (
+    "Contains a CA bundle that can be used to verify the kube-apiserver when using internal "
+    "endpoints such as the internal service IP or kubernetes.default.svc. No other usage is "
+    "guaranteed across distributions of Kubernetes clusters."
+)
+CONTROLLER_MANAGER = "kube-controller-manager"
+"""The field manager of the writes kube-controller-manager makes."""
 WARM_QUIET = 1.0
 """Seconds without controller work before the OpenAPI documents of changed groups are
 built ahead of requests."""
@@ -91,6 +102,10 @@ class Controllers:
         self._uid_to_key: dict[str, str] = {}
         self._dependents: dict[str, set[str]] = {}
         self._owners_of: dict[str, set[str]] = {}
+        self.root_ca: str | None = None
+        """The CA bundle (PEM) published as ``kube-root-ca.crt`` in every active namespace,
+        as kube-controller-manager's root CA publisher does; None publishes nothing (a
+        server without TLS has no CA to publish)."""
         self._unsubscribe = self.store.subscribe(self._on_event)
 
     # -- wiring --------------------------------------------------------------
@@ -147,6 +162,15 @@ class Controllers:
             self._enqueue("crd", key)
         elif key.startswith(NS_PREFIX):
             self._enqueue("namespace", key)
+        elif (
+            self.root_ca is not None
+            and key.startswith(CONFIGMAP_PREFIX)
+            and key.endswith("/" + ROOT_CA_CONFIGMAP)
+        ):
+            # changed by someone: the publisher puts its data back
+            ns = (obj.get("metadata") or {}).get("namespace")
+            if ns:
+                self._enqueue("namespace", f"{NS_PREFIX}/{ns}")
         if meta.get("ownerReferences"):
             self._enqueue("gc", key)
         if meta.get("deletionTimestamp") and (
@@ -512,6 +536,7 @@ class Controllers:
             return
         if not (ns.get("metadata") or {}).get("deletionTimestamp"):
             self._ensure_default_service_account(ns["metadata"]["name"])
+            self._publish_root_ca(ns["metadata"]["name"])
             return
         name = ns["metadata"]["name"]
         counts: dict[str, int] = {}
@@ -633,4 +658,52 @@ class Controllers:
             if exc.code != 409:
                 log.warning(
                     "create of the default ServiceAccount in %s failed: %s", namespace, exc.message
+                )
+
+    def _publish_root_ca(self, namespace: str) -> None:
+        """The root CA publisher's job (kube-controller-manager): ``kube-root-ca.crt`` in
+        every active namespace holds ``ca.crt`` (the server's CA) and the description
+        annotation; it is created when missing, and its data and that annotation are put
+        back when changed (other labels and annotations are kept)."""
+        bundle = self.root_ca
+        rtype = self.registry.get("", "configmaps")
+        if bundle is None or rtype is None:
+            return
+        data = {"ca.crt": bundle}
+        current = self.store.get(rtype.key(namespace, ROOT_CA_CONFIGMAP))
+        query = {"fieldManager": CONTROLLER_MANAGER}
+        target = Target(rtype, rtype.storage_version, namespace)
+        try:
+            if current is None:
+                self.api.create(
+                    target,
+                    {
+                        "apiVersion": "v1",
+                        "kind": "ConfigMap",
+                        "metadata": {
+                            "name": ROOT_CA_CONFIGMAP,
+                            "namespace": namespace,
+                            "annotations": {ROOT_CA_DESCRIPTION_ANNOTATION: ROOT_CA_DESCRIPTION},
+                        },
+                        "data": data,
+                    },
+                    query,
+                )
+                return
+            annotations = (current.get("metadata") or {}).get("annotations") or {}
+            if current.get("data") == data and annotations.get(ROOT_CA_DESCRIPTION_ANNOTATION):
+                return
+            new = copy_json(current)
+            new["data"] = data
+            new["metadata"].setdefault("annotations", {})[ROOT_CA_DESCRIPTION_ANNOTATION] = (
+                ROOT_CA_DESCRIPTION
+            )
+            self.api.update(
+                Target(rtype, rtype.storage_version, namespace, ROOT_CA_CONFIGMAP), new, query
+            )
+        except ApiError as exc:
+            # gone, terminating, or written meanwhile (its event requeues the namespace)
+            if exc.code not in (403, 404, 409):
+                log.warning(
+                    "publishing %s in %s failed: %s", ROOT_CA_CONFIGMAP, namespace, exc.message
                 )

@@ -313,6 +313,9 @@ class EmbeddedServer:
             service_account_issuer=service_account_issuer,
             api_audiences=api_audiences,
         )
+        if self.tls and self.pki is not None and self.pki.ca_pem:
+            # kube-root-ca.crt in every namespace: the CA clients verify this server with
+            self.app.controllers.root_ca = self.pki.ca_pem.decode("ascii")
         # the audit log sees every request the socket serves (apiserver.audit)
         self.auditor: Auditor | None = None
         self._asgi: Any = self.app
