@@ -239,3 +239,21 @@ def test_head_request_and_connection_close_are_answered(server: EmbeddedServer) 
         while chunk := sock.recv(65536):
             data += chunk
         assert data.startswith(b"HTTP/1.1 200 ") and b'"gitVersion"' in data
+
+
+def test_direct_body_chunks_follow_the_head_on_the_connection() -> None:
+    from kubewerk.apiserver.httpproto import chunk_frame, direct_body
+
+    async def stream(scope: dict[str, Any], receive: Any, send: Any) -> None:
+        await receive()
+        await send({"type": "http.response.start", "status": 200, "headers": []})
+        body = direct_body(send)
+        assert body is not None
+        assert body.write(chunk_frame(b"event-1"))
+        await asyncio.sleep(0)
+        assert body.write(chunk_frame(b"event-2"))
+        await send({"type": "http.response.body", "body": b"", "more_body": False})
+
+    writes = _protocol_writes(b"GET /w HTTP/1.1\r\nHost: x\r\n\r\n", stream)
+    assert writes[0].startswith(b"HTTP/1.1 200 OK\r\n") and writes[0].endswith(b"\r\n\r\n")
+    assert writes[1:] == [b"7\r\nevent-1\r\n", b"7\r\nevent-2\r\n", b"0\r\n\r\n"]

@@ -419,7 +419,12 @@ class DirectBody:
     def __init__(self, cycle: RequestResponseCycle) -> None:
         self._cycle = cycle
         self._flow = cycle.flow
-        self._transport = cycle.transport
+        transport: Any = cycle.transport
+        if isinstance(transport, CoalescingWriter):
+            # the head goes out now; the chunks go straight to the connection after it
+            transport.flush()
+            transport = transport._transport
+        self._transport = transport
 
     def writable(self) -> bool:
         """Whether ``write`` would write now (see the class doc)."""
