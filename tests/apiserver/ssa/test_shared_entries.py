@@ -169,3 +169,12 @@ def test_no_write_changes_a_shared_list_in_place(monkeypatch: pytest.MonkeyPatch
             await app.stop()
 
     asyncio.run(run())
+
+
+def test_entries_orjson_cannot_write_are_kept_unshared() -> None:
+    deep: dict[str, Any] = {}
+    for _ in range(300):
+        deep = {"f:x": deep}
+    entries = _entries_of(_managed(deep))
+    assert entries[0]["fieldsV1"] is deep
+    assert _entries_of(_managed(deep)) is not entries

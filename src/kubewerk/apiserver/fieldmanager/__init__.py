@@ -215,7 +215,13 @@ def _shared_entries(entries: list[Any], managed: ManagedFields) -> list[Any]:
     """The list to store for ``entries`` (``managed`` encoded): the one already written
     with the same JSON text, else ``entries`` (then kept for the next writes); the list
     returned is remembered with the ownership it holds."""
-    text = orjson.dumps(entries)
+    try:
+        text = orjson.dumps(entries)
+    except orjson.JSONEncodeError:
+        # entries orjson cannot write (an object nested too deeply for its encoder):
+        # not shared; the storage boundary refuses such an object with its own reason
+        _remember(entries, managed)
+        return entries
     found = _shared.get(text)
     if found is not None:
         seen = _live_cache.get(id(found))
