@@ -80,6 +80,10 @@ class CompiledPolicy:
     """What the expressions may read of the request's JSON variables (``object``,
     ``oldObject``, ``params``, ``namespaceObject``) when not the whole value: an
     evaluation over plain JSON values converts only that (see :mod:`.projection`)."""
+    sole_batch: Any = None
+    """The batch's program when it is all there is to evaluate (every validation, no
+    matchConditions, variables, audit annotations or authorizer): :func:`validate`
+    then decides from its values without an activation."""
 
     def __post_init__(self) -> None:
         self.criteria = compile_criteria(self.match_constraints)
@@ -98,6 +102,16 @@ class CompiledPolicy:
         self.admits = tuple(
             Decision("Admit", "admit", "", "", i) for i in range(len(self.validations))
         )
+        self.sole_batch = None
+        if (
+            self.batch is not None
+            and len(self.batch[1]) == len(self.validations)
+            and not self.match_conditions
+            and not self.variables
+            and not self.audit_annotations
+            and "authorizer" not in self.reads
+        ):
+            self.sole_batch = self.batch[0].program
 
     def _expressions(self) -> list[Compiled]:
         out = [c for _, c in self.match_conditions]
@@ -486,6 +500,8 @@ class ValidateResult:
     matched: bool
     decisions: list[Decision]
     audit_annotations: list[tuple[str, str, str]]  # (key, action, value-or-error)
+    all_admit: bool = False
+    """``decisions`` are the policy's ``admits`` and there are no audit annotations."""
 
 
 def validate(
@@ -541,14 +557,42 @@ def validate(
     if policy.param_kind is not None and "params" in reads:
         value = dict(param) if param is not None else None
         data["params"] = project(value, projections.get("params"))
+    sole = policy.sole_batch
+    pre: list[bool] | None = None
+    if sole is not None:
+        # the batch holds every validation and nothing else is evaluated: its values
+        # decide directly, without an activation (the common all-admit case ends here)
+        pre = _batch_values(sole, data, len(policy.validations))
+        if pre is not None and all(pre):
+            return ValidateResult(True, list(policy.admits), [], True)
     act = _Activation(data, policy)
     if "authorizer" in reads:
         with authz.using(authorizer):
-            return _evaluate(policy, act, fail)
-    return _evaluate(policy, act, fail)
+            return _evaluate(policy, act, fail, pre, sole is not None)
+    return _evaluate(policy, act, fail, pre, sole is not None)
 
 
-def _evaluate(policy: CompiledPolicy, act: _Activation, fail: bool) -> ValidateResult:
+def _batch_values(program: Any, data: dict[str, Any], count: int) -> list[bool] | None:
+    """:meth:`_Activation.run_batch` over ``data`` converted for this evaluation alone."""
+    try:
+        result = evaluate_once(program, data)
+    except RuntimeError:
+        return None
+    if result.type() == T.ERROR:
+        return None
+    values = result.plain_value()
+    if type(values) is list and len(values) == count and all(type(x) is bool for x in values):
+        return values
+    return None
+
+
+def _evaluate(
+    policy: CompiledPolicy,
+    act: _Activation,
+    fail: bool,
+    pre: list[bool] | None = None,
+    ran: bool = False,
+) -> ValidateResult:
     """The match conditions, validations and audit annotations of ``policy`` over one
     activation (``fail``: the failure policy is Fail)."""
     error_action = "Deny" if fail else "Admit"
@@ -576,11 +620,11 @@ def _evaluate(policy: CompiledPolicy, act: _Activation, fail: bool) -> ValidateR
         program, indexes = policy.batch
         sole = len(indexes) == len(validations) and not policy.audit_annotations
         # when it holds every validation and all are true, nothing is evaluated after it
-        values = act.run_batch(program, len(indexes), keep=not sole)
+        values = pre if ran else act.run_batch(program, len(indexes), keep=not sole)
         if values is not None:
             if sole and all(values):
                 # every validation admits (the common case): the shared decisions
-                return ValidateResult(True, list(policy.admits), [])
+                return ValidateResult(True, list(policy.admits), [], True)
             batched = dict(zip(indexes, values, strict=True))
     decisions: list[Decision] = []
     for i, v in enumerate(validations):
@@ -645,7 +689,7 @@ def _cel_type_name(value: Any) -> str:
     return type(value).__name__
 
 
-@dataclass(frozen=True)
+@dataclass(slots=True)
 class Outcome:
     """One (policy, binding, param) evaluation, for reports: what matched and decided."""
 
@@ -761,6 +805,9 @@ def admit(
                         else str(pm.get("name", ""))
                     )
                 if not result.matched:
+                    continue
+                if result.all_admit:
+                    outcomes.append(Outcome(policy.name, bname, pname, policy.admits))
                     continue
                 outcomes.append(Outcome(policy.name, bname, pname, tuple(result.decisions)))
                 for d in result.decisions:

@@ -25,7 +25,7 @@ from kubewerk.core.selectors import LabelSelector, LabelSelectorError, label_sel
 from .request import Request
 
 
-@dataclass(frozen=True)
+@dataclass(slots=True)
 class Match:
     """A match: the resource and kind the policy sees the request as."""
 

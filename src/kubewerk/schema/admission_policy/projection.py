@@ -133,4 +133,8 @@ def project(value: Any, projection: Projection | None) -> Any:
     when read whole or not a plain dict."""
     if projection is None or type(value) is not dict:
         return value
-    return {key: project(value[key], sub) for key, sub in projection.items() if key in value}
+    return {
+        key: value[key] if sub is None else project(value[key], sub)
+        for key, sub in projection.items()
+        if key in value
+    }

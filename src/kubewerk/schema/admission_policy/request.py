@@ -70,7 +70,7 @@ def _meta(obj: Any) -> Mapping[str, Any]:
     return {}
 
 
-@dataclass(frozen=True)
+@dataclass
 class Request:
     """One admission request. ``kind`` is (group, version, kind), ``resource`` (group,
     version, resource); ``namespace`` of a Namespace object is its own name, as
