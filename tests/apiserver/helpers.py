@@ -201,3 +201,18 @@ async def asgi_call(
     if length is not None:
         assert int(length) == len(payload)
     return starts[0]["status"], resp_headers, payload
+
+
+async def json_call(app: Any, method: str, path: str, body: Any = None) -> tuple[int, Any]:
+    """``asgi_call`` with a JSON body (``path`` may carry ``?query``): status and the
+    decoded answer."""
+    path, _, query = path.partition("?")
+    status, _, payload = await asgi_call(
+        app,
+        method,
+        path,
+        query,
+        headers={"content-type": "application/json"},
+        body=b"" if body is None else orjson.dumps(body),
+    )
+    return status, orjson.loads(payload)

@@ -10,11 +10,9 @@ from __future__ import annotations
 import asyncio
 from typing import Any
 
-import orjson
-
 from kubewerk.apiserver.app import ApiServer
 from kubewerk.apiserver.storage import open_store
-from tests.apiserver.helpers import asgi_call
+from tests.apiserver.helpers import json_call as _send
 
 AR = "/apis/admissionregistration.k8s.io/v1"
 CRDS = "/apis/apiextensions.k8s.io/v1/customresourcedefinitions"
@@ -71,17 +69,6 @@ BINDING = {
     "metadata": {"name": "names"},
     "spec": {"policyName": "names", "validationActions": ["Deny"]},
 }
-
-
-async def _send(app: ApiServer, method: str, path: str, body: Any = None) -> tuple[int, Any]:
-    status, _, payload = await asgi_call(
-        app,
-        method,
-        path,
-        headers={"content-type": "application/json"},
-        body=b"" if body is None else orjson.dumps(body),
-    )
-    return status, orjson.loads(payload)
 
 
 def _gadget(version: str, name: str) -> dict[str, Any]:

@@ -9,12 +9,11 @@ import asyncio
 import copy
 from typing import Any
 
-import orjson
 import pytest
 
 from kubewerk.apiserver.app import ApiServer
 from kubewerk.apiserver.storage import open_store
-from tests.apiserver.helpers import asgi_call
+from tests.apiserver.helpers import json_call as _send
 
 AR = "/apis/admissionregistration.k8s.io/v1"
 CRDS = "/apis/apiextensions.k8s.io/v1/customresourcedefinitions"
@@ -77,19 +76,6 @@ BINDING = {
     "metadata": {"name": "sized"},
     "spec": {"policyName": "sized", "validationActions": ["Deny"]},
 }
-
-
-async def _send(app: ApiServer, method: str, path: str, body: Any = None) -> tuple[int, Any]:
-    path, _, query = path.partition("?")
-    status, _, payload = await asgi_call(
-        app,
-        method,
-        path,
-        query,
-        headers={"content-type": "application/json"},
-        body=b"" if body is None else orjson.dumps(body),
-    )
-    return status, orjson.loads(payload)
 
 
 async def _server(with_policy: bool) -> ApiServer:
