@@ -188,3 +188,75 @@ def test_long_names_are_read_but_not_kept() -> None:
     assert req.resource == GroupVersionResource("g" * 5000, "v1", "r")
     assert all(len(k) < 1000 for key in review_module._GVK_CACHE for k in key)
     assert all(len(k) < 1000 for key in review_module._GVR_CACHE for k in key)
+
+
+def _same_as_constructed(request: Any) -> None:
+    """``request`` is what the dataclass constructor builds from its fields: the same
+    class, every field set and equal, still frozen."""
+    import dataclasses
+
+    assert type(request) is review_module.AdmissionRequest
+    values = [getattr(request, f.name) for f in dataclasses.fields(request)]
+    assert request == review_module.AdmissionRequest(*values)
+    assert type(request.user_info) is UserInfo
+    user = request.user_info
+    assert user == UserInfo(user.username, user.uid, user.groups, user.extra)
+    for frozen in (request, user):
+        with pytest.raises(dataclasses.FrozenInstanceError):
+            frozen.uid = "changed"
+
+
+def test_drafts_have_the_dataclass_layouts() -> None:
+    # the fast builders store into classes of the very same slots; a field added to the
+    # dataclass without its draft would make __class__ assignment fail or leave it unset
+    assert review_module._RequestDraft.__slots__ == review_module.AdmissionRequest.__slots__
+    assert review_module._UserInfoDraft.__slots__ == UserInfo.__slots__
+
+
+@pytest.mark.parametrize(
+    "change",
+    [
+        {},
+        {"operation": "CREATE", "oldObject": None, "subResource": None},
+        {"operation": "DELETE", "object": None, "oldObject": {"a": [1]}, "dryRun": True},
+        {"userInfo": None, "requestKind": None, "requestResource": None, "name": None},
+        {"userInfo": {"extra": {"k": ["v", "w"]}, "groups": []}, "options": {"kind": "X"}},
+    ],
+    ids=["update", "create", "delete-dry-run", "no-user-no-request-kind", "extra-options"],
+)
+def test_parsed_requests_equal_constructed_ones(change: dict[str, Any]) -> None:
+    body = _review()
+    body["request"].update(change)
+    _, request = parse_admission_review(body)
+    _same_as_constructed(request)
+    # every field is set (an unset slot would raise on reading)
+    for name in review_module.AdmissionRequest.__slots__:
+        getattr(request, name)
+
+
+def test_fast_builders_equal_the_constructors() -> None:
+    gvk = GroupVersionKind("g", "v", "K")
+    gvr = GroupVersionResource("g", "v", "ks")
+    user = review_module._user("u", "1", ("a",), {"x": ("y",)})
+    assert user == UserInfo("u", "1", ("a",), {"x": ("y",)})
+    values: list[Any] = [
+        "uid",
+        gvk,
+        gvr,
+        "UPDATE",
+        "n",
+        "ns",
+        "s",
+        gvk,
+        gvr,
+        "rs",
+        user,
+        {"o": 1},
+        {"p": 2},
+        True,
+        {"q": 3},
+    ]
+    built = review_module._request(*values)
+    assert built == review_module.AdmissionRequest(*values)
+    assert [getattr(built, name) for name in review_module.AdmissionRequest.__slots__] == values
+    _same_as_constructed(built)

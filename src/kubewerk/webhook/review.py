@@ -81,6 +81,103 @@ class AdmissionRequest:
     options: dict[str, Any] | None = None
 
 
+class _UserInfoDraft:
+    """:class:`UserInfo`'s slot layout without its frozen ``__setattr__``: see
+    :func:`_request`."""
+
+    __slots__ = UserInfo.__slots__
+    username: str
+    uid: str
+    groups: tuple[str, ...]
+    extra: Mapping[str, tuple[str, ...]]
+
+
+class _RequestDraft:
+    """:class:`AdmissionRequest`'s slot layout without its frozen ``__setattr__``: see
+    :func:`_request`."""
+
+    __slots__ = AdmissionRequest.__slots__
+    uid: str
+    kind: GroupVersionKind
+    resource: GroupVersionResource
+    operation: Operation
+    name: str
+    namespace: str
+    sub_resource: str
+    request_kind: GroupVersionKind | None
+    request_resource: GroupVersionResource | None
+    request_sub_resource: str
+    user_info: UserInfo
+    object: dict[str, Any] | None
+    old_object: dict[str, Any] | None
+    dry_run: bool
+    options: dict[str, Any] | None
+
+
+_new = object.__new__
+
+
+def _user(
+    username: str, uid: str, groups: tuple[str, ...], extra: Mapping[str, tuple[str, ...]]
+) -> UserInfo:
+    """``UserInfo(username, uid, groups, extra)``, built as :func:`_request` builds."""
+    draft = _new(_UserInfoDraft)
+    draft.username = username
+    draft.uid = uid
+    draft.groups = groups
+    draft.extra = extra
+    draft.__class__ = UserInfo  # type: ignore[assignment]
+    return draft  # type: ignore[return-value]
+
+
+def _request(
+    uid: str,
+    kind: GroupVersionKind,
+    resource: GroupVersionResource,
+    operation: Operation,
+    name: str,
+    namespace: str,
+    sub_resource: str,
+    request_kind: GroupVersionKind | None,
+    request_resource: GroupVersionResource | None,
+    request_sub_resource: str,
+    user_info: UserInfo,
+    obj: dict[str, Any] | None,
+    old_object: dict[str, Any] | None,
+    dry_run: bool,
+    options: dict[str, Any] | None,
+) -> AdmissionRequest:
+    """``AdmissionRequest(...)`` with every field given, in field order: the same
+    object (its class, every field), built for a fifth of the cost.
+
+    A frozen dataclass's ``__init__`` sets each field through ``object.__setattr__``
+    (~1.5k instructions a field, 15 fields per request). Here the fields are stored
+    into an instance of a class with the very same slots (plain attribute stores)
+    which then becomes an :class:`AdmissionRequest` by ``__class__`` assignment
+    (CPython allows it only between classes of identical layout). The dataclass
+    defines no ``__post_init__`` and no field conversion, so nothing is skipped;
+    tests hold the result equal to the constructor's, field by field.
+    """
+    draft = _new(_RequestDraft)
+    draft.uid = uid
+    draft.kind = kind
+    draft.resource = resource
+    draft.operation = operation
+    draft.name = name
+    draft.namespace = namespace
+    draft.sub_resource = sub_resource
+    draft.request_kind = request_kind
+    draft.request_resource = request_resource
+    draft.request_sub_resource = request_sub_resource
+    draft.user_info = user_info
+    draft.object = obj
+    draft.old_object = old_object
+    draft.dry_run = dry_run
+    draft.options = options
+    draft.__class__ = AdmissionRequest  # type: ignore[assignment]
+    return draft  # type: ignore[return-value]
+
+
 def _bad(field: str, what: str) -> ReviewError:
     return ReviewError(f"request.{field} must be {what}")
 
@@ -184,7 +281,7 @@ def _user_info(req: Mapping[str, Any]) -> UserInfo:
             raise _bad("userInfo.extra", "an object")
         for k, v in extra_in.items():
             extra[k] = _string_list(v, f"userInfo.extra[{k!r}]")
-    return UserInfo(username or "", uid or "", groups, extra)
+    return _user(username or "", uid or "", groups, extra)
 
 
 _NOBODY = UserInfo()
@@ -246,7 +343,7 @@ def parse_admission_review(review: Mapping[str, Any]) -> tuple[str, AdmissionReq
         name, namespace, sub, request_sub = _strings(
             req, "", "name", "namespace", "subResource", "requestSubResource"
         )
-    return api_version, AdmissionRequest(
+    return api_version, _request(
         uid,
         kind_,
         resource,
