@@ -87,3 +87,52 @@ async def test_a_client_gone_before_its_body_gets_no_answer(first: list[dict[str
     app = _app()
     assert await _call(app, list(first)) == []
     assert app.metrics.path("/small").codes.get(499) == 1.0
+
+
+@pytest.mark.parametrize("length", [0, 7, 99, 100, 1317, 70000])
+def test_answer_headers_name_the_length(length: int) -> None:
+    from kubewerk.webhook import app as app_module
+
+    first = app_module._answer_headers(length)
+    assert list(first) == [
+        (b"content-type", b"application/json"),
+        (b"content-length", str(length).encode()),
+    ]
+    assert app_module._answer_headers(length) == first
+
+
+def test_answer_headers_kept_are_bounded(monkeypatch: pytest.MonkeyPatch) -> None:
+    from kubewerk.webhook import app as app_module
+
+    monkeypatch.setattr(app_module, "_ANSWER_HEADERS", {})
+    monkeypatch.setattr(app_module, "_ANSWER_HEADERS_KEPT", 3)
+    for length in range(10):
+        assert dict(app_module._answer_headers(length))[b"content-length"] == b"%d" % length
+    assert sorted(app_module._ANSWER_HEADERS) == [0, 1, 2]
+
+
+async def test_answers_of_different_lengths_carry_their_own_length() -> None:
+    app = _app()
+    for uid in ("u", "a-much-longer-uid-" * 3, "u"):
+        review = kube_review(obj=database())
+        review["request"]["uid"] = uid
+        sent = await _call(app, [{"type": "http.request", "body": orjson.dumps(review)}])
+        start, body = sent[0], sent[1]["body"]
+        assert start["status"] == 200
+        assert dict(start["headers"])[b"content-length"] == str(len(body)).encode()
+        assert orjson.loads(body)["response"]["uid"] == uid
+
+
+def test_metrics_record_is_count_then_observe() -> None:
+    from kubewerk.webhook.metrics import PathMetrics
+
+    one, other = PathMetrics("/p"), PathMetrics("/p")
+    for code, seconds in [(200, 0.0), (200, 2e-4), (404, 0.3), (500, 50.0), (200, 1e-9)]:
+        one.record(code, seconds)
+        other.count(code)
+        other.observe(seconds)
+    assert (one.codes, one.buckets, one.latency_sum) == (
+        other.codes,
+        other.buckets,
+        other.latency_sum,
+    )

@@ -115,6 +115,7 @@ class AdmissionEndpoint(Generic[M]):
             raise ValueError("a patching endpoint is a mutating one: pass mutating=True")
         info = self.model.kind_info()  # TypeError for an abstract class
         self._group, self._version, self._kind = info.group, info.version, info.kind
+        self._gvk = (info.group, info.version, info.kind)
         self._is_async = inspect.iscoroutinefunction(self.handler)
         self._name = _func_name(self.handler)
 
@@ -165,9 +166,10 @@ class AdmissionEndpoint(Generic[M]):
         return result
 
     async def _decide(self, req: AdmissionRequest) -> tuple[Allowed | Denied, str | None]:
-        denied = self._mismatch(req)
-        if denied is not None:
-            return denied, None
+        if req.kind != self._gvk:  # a GroupVersionKind is a (group, version, kind) tuple
+            denied = self._mismatch(req)
+            if denied is not None:
+                return denied, None
         if req.operation == "CONNECT":
             return Denied(
                 f"webhook {self.path} does not admit CONNECT requests", 400, "BadRequest"

@@ -61,6 +61,14 @@ class PathMetrics:
         self.latency_sum += seconds
         self.buckets[bisect_left(LATENCY_BUCKETS, seconds)] += 1.0
 
+    def record(self, code: int, seconds: float) -> None:
+        """Count one answer with HTTP status ``code`` that took ``seconds``: exactly
+        :meth:`count` then :meth:`observe`, in one call."""
+        codes = self.codes
+        codes[code] = codes.get(code, 0.0) + 1.0
+        self.latency_sum += seconds
+        self.buckets[bisect_left(LATENCY_BUCKETS, seconds)] += 1.0
+
 
 class WebhookMetrics:
     """The webhook families on ``registry`` (see the module doc)."""

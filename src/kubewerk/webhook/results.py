@@ -42,7 +42,9 @@ class Allowed:
     audit_annotations: Mapping[str, str] = field(default_factory=dict)
 
     def __post_init__(self) -> None:
-        object.__setattr__(self, "warnings", _check_warnings(self.warnings))
+        warnings = self.warnings
+        if warnings.__class__ is not tuple or warnings:  # () is already checked and final
+            object.__setattr__(self, "warnings", _check_warnings(warnings))
         object.__setattr__(self, "audit_annotations", dict(self.audit_annotations))
 
 
