@@ -260,3 +260,27 @@ def test_fast_builders_equal_the_constructors() -> None:
     assert built == review_module.AdmissionRequest(*values)
     assert [getattr(built, name) for name in review_module.AdmissionRequest.__slots__] == values
     _same_as_constructed(built)
+
+
+@pytest.mark.parametrize(
+    "request_kind",
+    [
+        {"group": "g.example.com", "version": "v1", "kind": "Thing"},
+        {"group": "g.example.com", "version": "v2", "kind": "Thing"},
+        {"group": "g.example.com", "version": "v1"},
+        {"group": "g.example.com", "version": "v1", "kind": "Thing", "extra": 1},
+        {"group": None, "version": "v1", "kind": "Thing"},
+    ],
+    ids=["equal", "converted", "no-kind", "more-members", "null-group"],
+)
+def test_request_kind_equal_or_not_reads_as_its_own(request_kind: dict[str, Any]) -> None:
+    body = _review()
+    body["request"]["requestKind"] = request_kind
+    resource = dict(request_kind, resource="things")
+    resource.pop("kind", None)
+    body["request"]["requestResource"] = resource
+    _, request = parse_admission_review(body)
+    assert request.request_kind == review_module._gvk(
+        request_kind and body["request"], "requestKind"
+    )
+    assert request.request_resource == review_module._gvr(body["request"], "requestResource")

@@ -12,9 +12,9 @@ envelope (raising :class:`ReviewError` with a message saying what is wrong) and
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
-from typing import Any, Final, Literal
+from typing import Any, Final, Literal, TypeVar
 
 from kubewerk.core.gvk import GroupVersionKind, GroupVersionResource
 from kubewerk.webhook.results import Allowed, Denied
@@ -246,6 +246,26 @@ def _gvr(req: Mapping[str, Any], key: str) -> GroupVersionResource | None:
     return GroupVersionResource(*_strings(value, f"{key}.", "group", "version", "resource"))
 
 
+_T = TypeVar("_T")
+
+
+def _same_or(
+    parsed: _T,
+    req: Mapping[str, Any],
+    key: str,
+    other: str,
+    read: Callable[[Mapping[str, Any], str], _T | None],
+) -> _T | None:
+    """``read(req, other)``, or ``parsed`` (``read(req, key)``) when ``req[other]`` is a
+    dict equal to ``req[key]``, as kube-apiserver sends requestKind/requestResource
+    unless a conversion happened: equal dicts read equal (``read`` depends only on the
+    members' values), so this is ``read(req, other)`` for one comparison."""
+    value = req.get(other)
+    if type(value) is dict and value == req.get(key):
+        return parsed
+    return read(req, other)
+
+
 def _object(req: Mapping[str, Any], key: str) -> dict[str, Any] | None:
     value = req.get(key)
     if value is None or type(value) is dict:
@@ -351,8 +371,8 @@ def parse_admission_review(review: Mapping[str, Any]) -> tuple[str, AdmissionReq
         name or "",
         namespace or "",
         sub or "",
-        _gvk(req, "requestKind"),
-        _gvr(req, "requestResource"),
+        _same_or(kind_, req, "kind", "requestKind", _gvk),
+        _same_or(resource, req, "resource", "requestResource", _gvr),
         request_sub or "",
         _user_info(req),
         _object(req, "object"),
