@@ -28,6 +28,7 @@ from .cel_env import Compiled, activation, compile_expression, evaluate_once
 from .matching import Criteria, Match, compile_criteria, matches
 from .projection import PROJECTED, Projection, merge_selects, project
 from .request import Request, namespace_object_value
+from .shortcut import Evaluator, compile_validations
 from .validation import default_policy, validate_policy
 
 T = cel.Type
@@ -84,6 +85,11 @@ class CompiledPolicy:
     """The batch's program when it is all there is to evaluate (every validation, no
     matchConditions, variables, audit annotations or authorizer): :func:`validate`
     then decides from its values without an activation."""
+    shortcut: Evaluator | None = None
+    """The validations evaluated in Python (:mod:`.shortcut`) when they are all there is
+    to evaluate (as for ``sole_batch``) and every one is in the shortcut's subset: over
+    plain JSON values it answers their values exactly as cel-cpp would, or None (then
+    cel-cpp evaluates as without it)."""
 
     def __post_init__(self) -> None:
         self.criteria = compile_criteria(self.match_constraints)
@@ -112,6 +118,16 @@ class CompiledPolicy:
             and "authorizer" not in self.reads
         ):
             self.sole_batch = self.batch[0].program
+        self.shortcut = None
+        if (
+            self.validations
+            and all(v.expression.ok for v in self.validations)
+            and not self.match_conditions
+            and not self.variables
+            and not self.audit_annotations
+            and "authorizer" not in self.reads
+        ):
+            self.shortcut = compile_validations([v.expression.program for v in self.validations])
 
     def _expressions(self) -> list[Compiled]:
         out = [c for _, c in self.match_conditions]
@@ -523,23 +539,20 @@ def validate(
     a value CEL cannot convert fails every expression that reads its variable."""
     fail = policy.failure_policy != "Ignore"
     reads = policy.reads
+    pre: list[bool] | None = None
+    if json_values and policy.shortcut is not None:
+        # the validations are simple enough to be decided in Python over the JSON
+        # values themselves (see .shortcut); when any is undecided, cel-cpp decides
+        pre = policy.shortcut(_json_data(policy, request, param, {}))
+        if pre is not None and all(pre):
+            # the result the cel-cpp path gives, field by field (a policy without a
+            # sole batch is decided there by _evaluate, which does not mark it)
+            return ValidateResult(True, list(policy.admits), [], policy.sole_batch is not None)
     projections = policy.projections if json_values else {}
     # only the names some expression of the policy reads are built and converted
-    data: dict[str, Any] = {}
-    if "object" in reads:
-        data["object"] = project(request.object, projections.get("object"))
-    if "oldObject" in reads:
-        data["oldObject"] = project(request.old_object, projections.get("oldObject"))
+    data = _json_data(policy, request, param, projections)
     if "request" in reads:
         data["request"] = request.to_cel(match.resource, match.kind)
-    if "namespaceObject" in reads:
-        ns_name = request.namespace
-        if request.kind == ("", "v1", "Namespace"):
-            ns_name = ""
-        data["namespaceObject"] = project(
-            namespace_object_value(request.namespace_object) if ns_name else None,
-            projections.get("namespaceObject"),
-        )
     if "authorizer" in reads:
         data["authorizer"] = authz.authorizer_value(
             request.user.username,
@@ -554,12 +567,10 @@ def validate(
                 "name": request.name,
             },
         )
-    if policy.param_kind is not None and "params" in reads:
-        value = dict(param) if param is not None else None
-        data["params"] = project(value, projections.get("params"))
     sole = policy.sole_batch
-    pre: list[bool] | None = None
-    if sole is not None:
+    if sole is None:
+        pre = None
+    elif pre is None:
         # the batch holds every validation and nothing else is evaluated: its values
         # decide directly, without an activation (the common all-admit case ends here)
         pre = _batch_values(sole, data, len(policy.validations))
@@ -570,6 +581,34 @@ def validate(
         with authz.using(authorizer):
             return _evaluate(policy, act, fail, pre, sole is not None)
     return _evaluate(policy, act, fail, pre, sole is not None)
+
+
+def _json_data(
+    policy: CompiledPolicy,
+    request: Request,
+    param: Mapping[str, Any] | None,
+    projections: Mapping[str, Projection],
+) -> dict[str, Any]:
+    """The request's JSON variables the policy reads (``object``, ``oldObject``,
+    ``namespaceObject``, ``params``), each cut down to its projection when it has one."""
+    reads = policy.reads
+    data: dict[str, Any] = {}
+    if "object" in reads:
+        data["object"] = project(request.object, projections.get("object"))
+    if "oldObject" in reads:
+        data["oldObject"] = project(request.old_object, projections.get("oldObject"))
+    if "namespaceObject" in reads:
+        ns_name = request.namespace
+        if request.kind == ("", "v1", "Namespace"):
+            ns_name = ""
+        data["namespaceObject"] = project(
+            namespace_object_value(request.namespace_object) if ns_name else None,
+            projections.get("namespaceObject"),
+        )
+    if policy.param_kind is not None and "params" in reads:
+        value = dict(param) if param is not None else None
+        data["params"] = project(value, projections.get("params"))
+    return data
 
 
 def _batch_values(program: Any, data: dict[str, Any], count: int) -> list[bool] | None:
