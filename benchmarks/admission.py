@@ -94,12 +94,16 @@ BINDING = {
 
 
 def serve_api(q: Any, profile: str | None) -> None:
+    """The embedded server as ``kubewerk up --store memory`` runs it: on uvloop, with the
+    GC settings it applies once started."""
     import asyncio
 
-    from kubewerk.apiserver.server import EmbeddedServer
+    from kubewerk.apiserver.server import EmbeddedServer, new_event_loop
+    from kubewerk.core.gcpolicy import tune_for_long_lived_data
 
     async def main() -> None:
         async with EmbeddedServer("memory") as srv:
+            tune_for_long_lived_data()
             q.put(srv.port)
             await asyncio.Event().wait()
 
@@ -116,7 +120,9 @@ def serve_api(q: Any, profile: str | None) -> None:
 
         signal.signal(signal.SIGTERM, dump)
         prof.enable()
-    asyncio.run(main())
+    loop = new_event_loop()
+    asyncio.set_event_loop(loop)
+    loop.run_until_complete(main())
 
 
 def serve_webhook_raw(q: Any, cert: str, key: str) -> None:
