@@ -6,6 +6,7 @@ import asyncio
 from pathlib import Path
 
 import orjson
+import pytest
 
 from kubewerk.apiserver.server import EmbeddedServer
 from tests.apiserver.helpers import CRD_PATH, DB_PATH, Api, database
@@ -157,5 +158,26 @@ async def test_the_cache_is_bounded_in_bytes(aserver: EmbeddedServer) -> None:
         assert f"{cms}/m79" in reads._entries and f"{cms}/m0" not in reads._entries
         first, again = await get_raw(api, f"{cms}/m79"), await get_raw(api, f"{cms}/m79")
         assert first == again
+    finally:
+        await api.close()
+
+
+async def test_the_cache_keeps_the_newest_answers_up_to_its_count(
+    aserver: EmbeddedServer, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Over ``MAX_ENTRIES`` answers the oldest go first, and the byte count follows."""
+    from kubewerk.apiserver import readcache
+
+    monkeypatch.setattr(readcache, "MAX_ENTRIES", 3)
+    api = Api(aserver.url)
+    cms = "/api/v1/namespaces/default/configmaps"
+    reads = aserver.app.reads
+    try:
+        for i in range(6):
+            body = {"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": f"c{i}"}}
+            assert (await api.post(cms, body))[0] == 201
+            assert (await get_raw(api, f"{cms}/c{i}"))[0] == 200
+        assert list(reads._entries) == [f"{cms}/c3", f"{cms}/c4", f"{cms}/c5"]
+        assert reads.bytes == sum(len(e.payload) for e in reads._entries.values())
     finally:
         await api.close()
