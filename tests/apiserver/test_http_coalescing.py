@@ -257,3 +257,19 @@ def test_direct_body_chunks_follow_the_head_on_the_connection() -> None:
     writes = _protocol_writes(b"GET /w HTTP/1.1\r\nHost: x\r\n\r\n", stream)
     assert writes[0].startswith(b"HTTP/1.1 200 OK\r\n") and writes[0].endswith(b"\r\n\r\n")
     assert writes[1:] == [b"7\r\nevent-1\r\n", b"7\r\nevent-2\r\n", b"0\r\n\r\n"]
+
+
+def test_a_large_body_follows_its_head_without_a_joined_copy() -> None:
+    from kubewerk.apiserver.httpproto import COALESCE_MAX
+
+    async def main() -> list[bytes]:
+        t = FakeTransport()
+        w = CoalescingWriter(t, asyncio.get_running_loop())  # type: ignore[arg-type]
+        w.write(b"HEAD")
+        w.write(b"b" * (COALESCE_MAX + 1))
+        await _turn()
+        return t.writes
+
+    writes = asyncio.run(main())
+    assert [len(x) for x in writes] == [4, COALESCE_MAX + 1]
+    assert writes[0] == b"HEAD"

@@ -149,6 +149,11 @@ class HttpLimits:
         return self.max_header_bytes + HEADER_SLOP
 
 
+COALESCE_MAX = 64 * 1024
+"""Bodies up to this many bytes go out joined to their head; a larger one is written
+after it (joining would copy the body once more)."""
+
+
 class CoalescingWriter:
     """The transport one request's cycle writes through (see the module doc).
 
@@ -171,7 +176,12 @@ class CoalescingWriter:
         held = self._held
         if held is not None:
             self._held = None
-            self._transport.write(held + bytes(data))
+            if len(data) > COALESCE_MAX:
+                # a large body: two writes cost nothing beside it, a joined copy would
+                self._transport.write(held)
+                self._transport.write(data)
+            else:
+                self._transport.write(held + bytes(data))
         elif self._hold and not self._transport.is_closing():
             self._hold = False
             self._held = bytes(data)
