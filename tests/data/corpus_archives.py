@@ -8,26 +8,20 @@ fixture hands to the tests. ``pack`` writes the archives reproducibly (sorted me
 timestamps or owners), so packing the same files twice gives the same bytes and a refresh shows
 up in git only for the projects whose files changed.
 
-Refresh from a corpus checkout (by default ``../shared/corpus`` beside the repository), or
-only check that the archives hold exactly that corpus (exit 1 and the differences if not)::
-
-    .venv/bin/python -m tests.data.corpus_archives [--from DIR] [--check]
+The suite reads only the archives. Repacking them from a corpus checkout, or checking that
+they still hold exactly that corpus, is ``scripts/refresh_corpus.py``.
 """
 
 from __future__ import annotations
 
-import argparse
 import io
 import lzma
 import os
-import sys
 import tarfile
 import tempfile
-from collections.abc import Sequence
 from pathlib import Path, PurePosixPath
 
 ARCHIVE_DIR = Path(__file__).resolve().parent / "corpus"
-SHARED_CORPUS = Path(__file__).resolve().parents[3] / "shared" / "corpus"
 PARTS = ("crds", "crd-history")
 SUFFIX = ".tar.xz"
 _PRESET = 9 | lzma.PRESET_EXTREME
@@ -152,51 +146,3 @@ def differences(corpus: Path, archive_dir: Path = ARCHIVE_DIR) -> list[str]:
             if ours[f].read_bytes() != theirs[f].read_bytes()
         ]
     return out
-
-
-def main(argv: Sequence[str] | None = None) -> int:
-    """Command line: repack the archives from a corpus directory and print their sizes."""
-    ap = argparse.ArgumentParser(
-        prog="python -m tests.data.corpus_archives",
-        description=__doc__,
-        formatter_class=argparse.RawDescriptionHelpFormatter,
-    )
-    ap.add_argument(
-        "--from",
-        dest="corpus",
-        type=Path,
-        default=SHARED_CORPUS,
-        help="corpus directory holding crds/ and crd-history/ (default: %(default)s)",
-    )
-    ap.add_argument(
-        "--check",
-        action="store_true",
-        help="write nothing; exit 1 and list the differences unless the archives hold "
-        "exactly the corpus",
-    )
-    args = ap.parse_args(argv)
-    if not (args.corpus / "crds").is_dir() or not (args.corpus / "crd-history").is_dir():
-        print(f"error: {args.corpus} has no crds/ and crd-history/ folders", file=sys.stderr)
-        return 2
-    if args.check:
-        try:
-            found = differences(args.corpus)
-        except (CorpusArchiveError, FileNotFoundError) as exc:
-            print(f"error: {exc}", file=sys.stderr)
-            return 2
-        for line in found:
-            print(line)
-        return 1 if found else 0
-    try:
-        sizes = pack(args.corpus)
-    except (CorpusArchiveError, FileNotFoundError) as exc:
-        print(f"error: {exc}", file=sys.stderr)
-        return 1
-    for project, size in sizes.items():
-        print(f"{size:>9,}  {project}{SUFFIX}")
-    print(f"{sum(sizes.values()):>9,}  total in {ARCHIVE_DIR}")
-    return 0
-
-
-if __name__ == "__main__":
-    raise SystemExit(main())
