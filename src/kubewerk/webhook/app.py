@@ -151,14 +151,7 @@ class WebhookApp:
         """Register ``(obj, old, req) -> Allowed | Denied`` as the validating webhook of
         ``model`` at ``path`` (default ``/validate-...``)."""
 
-        def register(func: F) -> F:
-            where = path or default_path("validate", model)
-            self._add(
-                where, AdmissionEndpoint(where, model, func, False, side_effects), max_body_bytes
-            )
-            return func
-
-        return register
+        return self._admission("validate", model, path, side_effects, max_body_bytes)
 
     def mutating(
         self,
@@ -171,14 +164,7 @@ class WebhookApp:
         """Register ``(obj, old, req) -> None | Allowed | Denied | obj`` as the mutating
         webhook of ``model`` at ``path`` (default ``/mutate-...``); it changes ``obj``."""
 
-        def register(func: F) -> F:
-            where = path or default_path("mutate", model)
-            self._add(
-                where, AdmissionEndpoint(where, model, func, True, side_effects), max_body_bytes
-            )
-            return func
-
-        return register
+        return self._admission("mutate", model, path, side_effects, max_body_bytes)
 
     def patching(
         self,
@@ -195,9 +181,27 @@ class WebhookApp:
         operations are answered. **Changes to ``obj`` are not sent**: it is for reading.
         Cheaper than :meth:`mutating` (no model dumps, no diff); see docs/webhook.md."""
 
+        return self._admission("mutate", model, path, side_effects, max_body_bytes, patching=True)
+
+    def _admission(
+        self,
+        verb: str,
+        model: type[AnyResource],
+        path: str | None,
+        side_effects: bool,
+        max_body_bytes: int,
+        *,
+        patching: bool = False,
+    ) -> Callable[[F], F]:
+        """The decorator of :meth:`validating` (``verb`` "validate"), :meth:`mutating` and
+        :meth:`patching` ("mutate"): registers the handler at ``path`` or the default
+        path of ``verb`` and ``model``, and returns it unchanged."""
+
         def register(func: F) -> F:
-            where = path or default_path("mutate", model)
-            endpoint = AdmissionEndpoint(where, model, func, True, side_effects, patching=True)
+            where = path or default_path(verb, model)
+            endpoint = AdmissionEndpoint(
+                where, model, func, verb == "mutate", side_effects, patching=patching
+            )
             self._add(where, endpoint, max_body_bytes)
             return func
 
