@@ -23,7 +23,7 @@ import json
 import re
 import secrets
 import unicodedata
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from typing import Any, Final, Literal
 
 from kubewerk.core.errors import FieldError
@@ -112,32 +112,30 @@ _label_seen: set[str] = set()
 _prefix_seen: set[str] = set()  # generateName prefixes, subdomain rule, before masking
 
 
-def _seen(seen: set[str], value: str) -> None:
-    if len(seen) >= _SEEN_LIMIT:
-        seen.clear()
-    seen.add(value)
+def _accepts(seen: set[str], value: str, text: str, max_len: int, ok: Callable[[str], Any]) -> bool:
+    """Whether ``text`` (``value`` itself, or the form of it a rule matches) is at most
+    ``max_len`` characters and ``ok`` matches it; if so ``value`` joins ``seen`` (the
+    callers look there first), which is emptied when full."""
+    if len(text) <= max_len and ok(text) is not None:
+        if len(seen) >= _SEEN_LIMIT:
+            seen.clear()
+        seen.add(value)
+        return True
+    return False
 
 
 def _qualified_ok(key: Any) -> bool:
     """A string key ``is_qualified_name`` certainly has no error for."""
     if type(key) is not str:
         return False
-    if key in _qualified_seen:
-        return True
-    if len(key) <= 63 and _QUALIFIED_OK(key) is not None:
-        _seen(_qualified_seen, key)
-        return True
-    return False
+    return key in _qualified_seen or _accepts(_qualified_seen, key, key, 63, _QUALIFIED_OK)
 
 
 def _label_value_ok(value: str) -> bool:
     """A label value (an exact ``str``) ``is_label_value`` certainly has no error for."""
     if not value or value in _label_value_seen:
         return True
-    if len(value) <= 63 and _LABEL_VALUE_OK(value) is not None:
-        _seen(_label_value_seen, value)
-        return True
-    return False
+    return _accepts(_label_value_seen, value, value, 63, _LABEL_VALUE_OK)
 
 
 def _labels_ok(labels: Any) -> bool:
@@ -174,20 +172,11 @@ def _name_ok(value: Any, rule: NameRule, prefix: bool) -> bool:
     if rule == "path-segment":
         return "/" not in value and "%" not in value and (prefix or value not in (".", ".."))
     if rule == "label" and not prefix:  # namespaces
-        if value in _label_seen:
-            return True
-        if len(value) <= 63 and _LABEL_OK(value) is not None:
-            _seen(_label_seen, value)
-            return True
-        return False
-    if rule == "subdomain" and prefix:  # generateName
+        return value in _label_seen or _accepts(_label_seen, value, value, 63, _LABEL_OK)
+    if rule == "subdomain" and prefix:  # generateName: the prefix is remembered unmasked
         if value in _prefix_seen:
             return True
-        masked = _mask_trailing_dash(value)
-        if len(masked) <= 253 and _SUBDOMAIN_OK(masked) is not None:
-            _seen(_prefix_seen, value)
-            return True
-        return False
+        return _accepts(_prefix_seen, value, _mask_trailing_dash(value), 253, _SUBDOMAIN_OK)
     if prefix:
         value = _mask_trailing_dash(value)
     if rule == "label":
