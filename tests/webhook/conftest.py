@@ -172,6 +172,18 @@ async def asgi_call(
     )
 
 
+async def review(app: Callable[..., Any], path: str, body: dict[str, Any]) -> dict[str, Any]:
+    """The ``response`` of an AdmissionReview answered 200 by ``app``, after checking the
+    envelope (apiVersion echoed, kind, the request's uid)."""
+    answer = await asgi_call(app, path, body)
+    assert answer.status == 200, answer.body
+    out = answer.json()
+    assert out["apiVersion"] == body["apiVersion"] and out["kind"] == "AdmissionReview"
+    assert out["response"]["uid"] == body["request"]["uid"]
+    response: dict[str, Any] = out["response"]
+    return response
+
+
 async def http_post(
     port: int,
     path: str,

@@ -14,7 +14,7 @@ import pytest
 from kubewerk.core.patch import json_patch
 from kubewerk.webhook import AdmissionRequest, Allowed, Denied, WebhookApp
 
-from .conftest import asgi_call, database, kube_review
+from .conftest import asgi_call, database, kube_review, review
 from .models import Database, make_app
 
 VALIDATE = "/validate-webhook-test-kubewerk-dev-v1-database"
@@ -24,16 +24,6 @@ MUTATE = "/mutate-webhook-test-kubewerk-dev-v1-database"
 @pytest.fixture
 def app() -> WebhookApp:
     return make_app()
-
-
-async def review(app: WebhookApp, path: str, body: dict[str, Any]) -> dict[str, Any]:
-    answer = await asgi_call(app, path, body)
-    assert answer.status == 200, answer.body
-    out = answer.json()
-    assert out["apiVersion"] == body["apiVersion"] and out["kind"] == "AdmissionReview"
-    assert out["response"]["uid"] == body["request"]["uid"]
-    response: dict[str, Any] = out["response"]
-    return response
 
 
 async def test_allowed_with_warnings_and_audit_annotations(app: WebhookApp) -> None:

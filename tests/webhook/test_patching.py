@@ -16,20 +16,10 @@ import pytest
 from kubewerk.apiserver.admission_chain.webhooks import apply_patch, verify
 from kubewerk.webhook import AdmissionEndpoint, AdmissionRequest, Allowed, Denied, Patch, WebhookApp
 
-from .conftest import asgi_call, database, kube_review
+from .conftest import asgi_call, database, kube_review, review
 from .models import Database
 
 MUTATE = "/mutate-webhook-test-kubewerk-dev-v1-database"
-
-
-async def review(app: WebhookApp, path: str, body: dict[str, Any]) -> dict[str, Any]:
-    answer = await asgi_call(app, path, body)
-    assert answer.status == 200, answer.body
-    out = answer.json()
-    assert out["apiVersion"] == body["apiVersion"] and out["kind"] == "AdmissionReview"
-    assert out["response"]["uid"] == body["request"]["uid"]
-    response: dict[str, Any] = out["response"]
-    return response
 
 
 def ops_of(response: dict[str, Any]) -> list[dict[str, Any]]:
