@@ -108,25 +108,23 @@ class CompiledPolicy:
         self.admits = tuple(
             Decision("Admit", "admit", "", "", i) for i in range(len(self.validations))
         )
-        self.sole_batch = None
-        if (
-            self.batch is not None
-            and len(self.batch[1]) == len(self.validations)
-            and not self.match_conditions
+        # the validations are all there is to evaluate: no matchConditions, variables,
+        # audit annotations or authorizer (the condition of both shortcuts below)
+        validations_only = (
+            not self.match_conditions
             and not self.variables
             and not self.audit_annotations
             and "authorizer" not in self.reads
+        )
+        self.sole_batch = None
+        if (
+            validations_only
+            and self.batch is not None
+            and len(self.batch[1]) == len(self.validations)
         ):
             self.sole_batch = self.batch[0].program
         self.shortcut = None
-        if (
-            self.validations
-            and all(v.expression.ok for v in self.validations)
-            and not self.match_conditions
-            and not self.variables
-            and not self.audit_annotations
-            and "authorizer" not in self.reads
-        ):
+        if validations_only and self.validations and all(v.expression.ok for v in self.validations):
             self.shortcut = compile_validations([v.expression.program for v in self.validations])
 
     def _expressions(self) -> list[Compiled]:
