@@ -28,7 +28,7 @@ from __future__ import annotations
 
 import logging
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from typing import Any, Final
 
 import orjson
@@ -126,6 +126,15 @@ def _default_options(operation: str) -> JSON | None:
     if operation == "UPDATE":
         return {"kind": "UpdateOptions", "apiVersion": "meta.k8s.io/v1"}
     return None
+
+
+def _all_admitted(outcomes: Iterable[vap.Outcome]) -> bool:
+    """Whether every decision of every outcome is an admitted evaluation."""
+    for outcome in outcomes:
+        for decision in outcome.decisions:
+            if decision.evaluation != "admit":
+                return False
+    return True
 
 
 class PolicyIndex:
@@ -561,15 +570,8 @@ class AdmissionChain:
         admitted evaluations (kube counts a false validation as ``invalid_error``).
         ``seconds`` is the whole policy evaluation of the request: the engine does not
         time single expressions."""
-        for outcome in verdict.outcomes:
-            for decision in outcome.decisions:
-                if decision.evaluation != "admit":
-                    break
-            else:
-                continue
-            break
-        else:
-            return  # every evaluation admitted: nothing is counted
+        if _all_admitted(verdict.outcomes):
+            return  # nothing is counted
         actions_of: dict[str, list[str]] = {}
         for b in self.policies.bindings:
             spec = b.get("spec") or {}
