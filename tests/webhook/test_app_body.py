@@ -123,16 +123,17 @@ async def test_answers_of_different_lengths_carry_their_own_length() -> None:
         assert orjson.loads(body)["response"]["uid"] == uid
 
 
-def test_metrics_record_is_count_then_observe() -> None:
-    from kubewerk.webhook.metrics import PathMetrics
+def test_metrics_record_counts_the_code_and_buckets_the_latency() -> None:
+    from kubewerk.webhook.metrics import LATENCY_BUCKETS, PathMetrics
 
-    one, other = PathMetrics("/p"), PathMetrics("/p")
+    m = PathMetrics("/p")
     for code, seconds in [(200, 0.0), (200, 2e-4), (404, 0.3), (500, 50.0), (200, 1e-9)]:
-        one.record(code, seconds)
-        other.count(code)
-        other.observe(seconds)
-    assert (one.codes, one.buckets, one.latency_sum) == (
-        other.codes,
-        other.buckets,
-        other.latency_sum,
-    )
+        m.record(code, seconds)
+    assert m.codes == {200: 3.0, 404: 1.0, 500: 1.0}
+    assert m.latency_sum == 0.0 + 2e-4 + 0.3 + 50.0 + 1e-9
+    expected = [0.0] * (len(LATENCY_BUCKETS) + 1)
+    expected[0] = 2.0  # 0 and 1 ns: le 10 ns
+    expected[5] = 1.0  # 200 us: le 1 ms
+    expected[8] = 1.0  # 300 ms: le 1 s
+    expected[10] = 1.0  # 50 s: le 100 s
+    assert m.buckets == expected

@@ -52,18 +52,8 @@ class PathMetrics:
         self.in_flight = 0
         self.created = time.time()
 
-    def count(self, code: int) -> None:
-        """Count one answer with HTTP status ``code``."""
-        self.codes[code] = self.codes.get(code, 0.0) + 1.0
-
-    def observe(self, seconds: float) -> None:
-        """Record one request's latency."""
-        self.latency_sum += seconds
-        self.buckets[bisect_left(LATENCY_BUCKETS, seconds)] += 1.0
-
     def record(self, code: int, seconds: float) -> None:
-        """Count one answer with HTTP status ``code`` that took ``seconds``: exactly
-        :meth:`count` then :meth:`observe`, in one call."""
+        """Count one answer with HTTP status ``code`` and its latency, ``seconds``."""
         codes = self.codes
         codes[code] = codes.get(code, 0.0) + 1.0
         self.latency_sum += seconds
