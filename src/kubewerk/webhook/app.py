@@ -326,7 +326,7 @@ class WebhookApp:
             {
                 "type": "http.response.start",
                 "status": 200,
-                "headers": _ANSWER_HEADERS.get(len(payload)) or _answer_headers(len(payload)),
+                "headers": _answer_headers(len(payload)),
             }
         )
         await send({"type": "http.response.body", "body": payload})
