@@ -197,6 +197,12 @@ class CoalescingWriter:
             self._held = None
             self._transport.write(held)
 
+    def release(self) -> asyncio.Transport:
+        """Send what is held and hand over the transport itself: what is written to it
+        from now on follows what went through this writer."""
+        self.flush()
+        return self._transport
+
     def close(self) -> None:
         self.flush()
         self._transport.close()
@@ -432,8 +438,7 @@ class DirectBody:
         transport: Any = cycle.transport
         if isinstance(transport, CoalescingWriter):
             # the head goes out now; the chunks go straight to the connection after it
-            transport.flush()
-            transport = transport._transport
+            transport = transport.release()
         self._transport = transport
 
     def writable(self) -> bool:
