@@ -32,7 +32,6 @@ from __future__ import annotations
 
 import argparse
 import json
-import multiprocessing as mp
 import os
 import re
 import statistics
@@ -42,6 +41,8 @@ import time
 import urllib.error
 import urllib.request
 from typing import Any
+
+import apiserver  # benchmarks/apiserver.py: the API server process and its start
 
 NS = "bench"
 PATH = f"/apis/demo.kubewerk.dev/v1/namespaces/{NS}/databases"
@@ -93,38 +94,6 @@ BINDING = {
 }
 
 
-def serve_api(q: Any, profile: str | None) -> None:
-    """The embedded server as ``kubewerk up --store memory`` runs it: on uvloop, with the
-    GC settings it applies once started."""
-    import asyncio
-
-    from kubewerk.apiserver.server import EmbeddedServer, new_event_loop
-    from kubewerk.core.gcpolicy import tune_for_long_lived_data
-
-    async def main() -> None:
-        async with EmbeddedServer("memory") as srv:
-            tune_for_long_lived_data()
-            q.put(srv.port)
-            await asyncio.Event().wait()
-
-    if profile:
-        import cProfile
-        import signal
-
-        prof = cProfile.Profile()
-
-        def dump(*_: Any) -> None:
-            prof.disable()
-            prof.dump_stats(profile)
-            os._exit(0)
-
-        signal.signal(signal.SIGTERM, dump)
-        prof.enable()
-    loop = new_event_loop()
-    asyncio.set_event_loop(loop)
-    loop.run_until_complete(main())
-
-
 def serve_webhook_raw(q: Any, cert: str, key: str) -> None:
     """A validating webhook: the kubewerk.webhook server with a typed Database handler."""
     import asyncio
@@ -158,14 +127,6 @@ def serve_webhook_raw(q: Any, cert: str, key: str) -> None:
             await asyncio.Event().wait()
 
     asyncio.run(main())
-
-
-def start(target: Any, *args: Any) -> tuple[mp.process.BaseProcess, int]:
-    ctx = mp.get_context("spawn")
-    q = ctx.Queue()
-    proc = ctx.Process(target=target, args=(q, *args), daemon=True)
-    proc.start()
-    return proc, int(q.get(timeout=60))
 
 
 def call(base: str, method: str, path: str, body: Any = None) -> Any:
@@ -352,8 +313,9 @@ def main() -> int:
     tmp = tempfile.mkdtemp(prefix="kubewerk-bench-")
     certs = make_certificates("hooks", "default", days=1, extra_names=["127.0.0.1"])
     files = write_certificates(certs, os.path.join(tmp, "certs"))
-    api_proc, api_port = start(serve_api, args.profile)
-    hook_proc, hook_port = start(serve_webhook_raw, str(files["cert"]), str(files["key"]))
+    # the API server as ``kubewerk up --store memory`` runs it (the sibling benchmark's)
+    api_proc, api_port = apiserver.start(apiserver.serve_api, args.profile)
+    hook_proc, hook_port = apiserver.start(serve_webhook_raw, str(files["cert"]), str(files["key"]))
     base = f"http://127.0.0.1:{api_port}"
     webhooks = {
         "apiVersion": "admissionregistration.k8s.io/v1",
