@@ -14,12 +14,14 @@ from __future__ import annotations
 
 import builtins
 import time
+from dataclasses import dataclass
 from typing import Any
 
 import orjson
 
 from kubewerk.apiserver import decode, fieldmanager
 from kubewerk.apiserver.admission import Admission, AdmissionRequest
+from kubewerk.apiserver.fieldmanager import scale as scale_fields
 from kubewerk.apiserver.listing import list_objects
 from kubewerk.apiserver.registry import Registry, ServedResource
 from kubewerk.apiserver.request import (
@@ -51,6 +53,26 @@ ORPHAN = "orphan"
 def _rfc3339(seconds: float) -> str:
     """``metav1.Time`` text (second precision, ``Z``) for seconds since the epoch."""
     return time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime(int(seconds)))
+
+
+@dataclass(frozen=True, slots=True)
+class ScaleApply:
+    """A server-side apply to ``/scale`` read and merged, not yet written
+    (``ResourceApi.prepare_scale_apply``)."""
+
+    key: str
+    current: JSON
+    """The stored object the apply was made against."""
+    served: JSON
+    """``current`` as served in the request's version."""
+    old: JSON
+    """Its Scale before the apply."""
+    scale: JSON
+    """The Scale after the apply (the caller's own copy)."""
+    meta: JSON
+    """The object's ``metadata`` with the managedFields the apply leaves."""
+    rv_text: Any
+    """The configuration's ``metadata.resourceVersion`` (a precondition when set)."""
 
 
 class ResourceApi:
@@ -659,15 +681,19 @@ class ResourceApi:
                 f"{unmarshal_kind(config)} into Go value of type map[string]interface {{}}"
             )
         api_version = config.get("apiVersion")
-        if api_version != target.api_version:
+        # an apply to /scale is an apply of the autoscaling/v1 Scale (its own field manager)
+        scale = target.subresource == "scale"
+        expected_version = scale_fields.SCALE_API_VERSION if scale else target.api_version
+        expected_kind = scale_fields.SCALE_KIND if scale else target.rtype.kind
+        if api_version != expected_version:
             raise ApiError.bad_request(
                 "Incorrect version specified in apply patch. Specified patch version: "
-                f"{api_version or ''}, expected: {target.api_version}"
+                f"{api_version or ''}, expected: {expected_version}"
             )
-        if config.get("kind") != target.rtype.kind:
+        if config.get("kind") != expected_kind:
             raise ApiError.bad_request(
                 f"the kind in the data ({config.get('kind') or ''}) does not match the "
-                f"expected kind ({target.rtype.kind})"
+                f"expected kind ({expected_kind})"
             )
         meta = config.get("metadata")
         if meta is not None and not isinstance(meta, dict):
@@ -690,6 +716,9 @@ class ResourceApi:
         the object when it does not exist, as kube-apiserver does."""
         rtype = target.rtype
         config = self._apply_config(target, patch_body)
+        if target.subresource == "scale":
+            applied = self.prepare_scale_apply(target, config, query)
+            return self.finish_scale_apply(target, applied, applied.scale, query)
         key = rtype.key(target.namespace or "", target.name or "")
         current = self.store.get(key)
         if current is None:
@@ -884,10 +913,9 @@ class ResourceApi:
         _, obj = self._get_stored(target)
         return RestResponse(200, self._scale_of(target, self.serve(target, obj)))
 
-    def _update_scale(self, target: Target, body: JSON, query: dict[str, str]) -> RestResponse:
-        rtype = target.rtype
-        assert rtype.scale is not None
-        replicas = (body.get("spec") or {}).get("replicas")
+    @staticmethod
+    def _checked_replicas(target: Target, replicas: Any) -> int:
+        """``replicas`` if a Scale may ask for it (an integer, not negative), else 422."""
         if not isinstance(replicas, int) or isinstance(replicas, bool) or replicas < 0:
             raise ApiError.invalid(
                 "Scale",
@@ -899,16 +927,79 @@ class ResourceApi:
                     )
                 ],
             )
-        key, current = self._get_stored(target)
-        rv = (body.get("metadata") or {}).get("resourceVersion")
-        new = copy_json(self.serve(target, current))
-        path = [p for p in rtype.scale.spec_replicas_path.split(".") if p]
-        node = new
+        return replicas
+
+    @staticmethod
+    def _with_replicas(target: Target, obj: JSON, replicas: int) -> None:
+        """Set ``obj``'s replicas field (its scale's ``specReplicasPath``), in place."""
+        assert target.rtype.scale is not None
+        path = [p for p in target.rtype.scale.spec_replicas_path.split(".") if p]
+        node = obj
         for part in path[:-1]:
             node = node.setdefault(part, {})
         node[path[-1]] = replicas
+
+    def _update_scale(self, target: Target, body: JSON, query: dict[str, str]) -> RestResponse:
+        rtype = target.rtype
+        assert rtype.scale is not None
+        replicas = self._checked_replicas(target, (body.get("spec") or {}).get("replicas"))
+        key, current = self._get_stored(target)
+        rv = (body.get("metadata") or {}).get("resourceVersion")
+        new = copy_json(self.serve(target, current))
+        self._with_replicas(target, new, replicas)
         main = Target(rtype, target.version, target.namespace, target.name)
         result = self._apply_update(main, key, current, new, query, rv)
+        result.body = self._scale_of(target, result.body)
+        return result
+
+    def prepare_scale_apply(
+        self, target: Target, config: JSON, query: dict[str, str]
+    ) -> ScaleApply:
+        """A server-side apply of ``config`` (an ``autoscaling/v1`` Scale, checked by
+        ``_apply_config``) to ``target``'s ``/scale``, up to the write: the stored object,
+        its Scale before, the Scale after the apply and the object's new managedFields
+        (``fieldmanager.scale``). 404 when the object does not exist (an apply to a
+        subresource creates nothing); 409 ``ApplyConflict``."""
+        key, current = self._get_stored(target)
+        served = self.serve(target, current)
+        old = self._scale_of(target, served)
+        scale, meta = scale_fields.apply_scale(
+            target.rtype, target.version, served, old, config, query
+        )
+        return ScaleApply(
+            key,
+            current,
+            served,
+            old,
+            copy_json(scale),
+            meta,
+            (config.get("metadata") or {}).get("resourceVersion"),
+        )
+
+    def finish_scale_apply(
+        self, target: Target, applied: ScaleApply, scale: JSON, query: dict[str, str]
+    ) -> RestResponse:
+        """Write the object of ``applied`` with ``scale``'s ``spec.replicas`` (absent: 0, as
+        kube's typed Scale reads it; refused with 422 unless a count) and the apply's
+        managedFields, against the revision it was read at (the configuration's
+        resourceVersion, if any, is a precondition); answers the Scale written."""
+        replicas = self._checked_replicas(target, (scale.get("spec") or {}).get("replicas", 0))
+        new = copy_json(applied.served)
+        new["metadata"] = dict(applied.meta)
+        self._with_replicas(target, new, replicas)
+        rtype = target.rtype
+        main = Target(rtype, target.version, target.namespace, target.name)
+        result = self._apply_update(
+            main,
+            applied.key,
+            applied.current,
+            new,
+            query,
+            applied.rv_text,
+            applied.served,
+            applied=True,
+            verb="patch",
+        )
         result.body = self._scale_of(target, result.body)
         return result
 

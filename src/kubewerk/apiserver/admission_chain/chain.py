@@ -128,6 +128,20 @@ def _default_options(operation: str) -> JSON | None:
     return None
 
 
+def _update_options(query: dict[str, str]) -> JSON:
+    """The ``UpdateOptions`` admission sees for a PATCH (kube's ``patchToUpdateOptions``:
+    the PatchOptions' ``dryRun``, ``fieldManager`` and ``fieldValidation``; ``force``
+    is not carried)."""
+    options: JSON = {"kind": "UpdateOptions", "apiVersion": "meta.k8s.io/v1"}
+    dry = [v for v in query.get("dryRun", "").split(",") if v]
+    if dry:
+        options["dryRun"] = dry
+    for name in ("fieldManager", "fieldValidation"):
+        if query.get(name):
+            options[name] = query[name]
+    return options
+
+
 def _all_admitted(outcomes: Iterable[vap.Outcome]) -> bool:
     """Whether every decision of every outcome is an admitted evaluation."""
     for outcome in outcomes:
@@ -687,8 +701,7 @@ class AdmissionChain:
         if target.subresource == "scale":
             media = content_type.split(";")[0].strip().lower()
             if media == APPLY_YAML:
-                # server-side apply of /scale: not admitted yet (see docs/apiserver.md)
-                return self.api.patch(target, patch_body, content_type, query)
+                return await self._scale_apply(target, patch_body, content_type, query)
             # the REST layer's own patch media checks and application to the Scale
             media = self.api._patch_media(target, content_type, query)
             doc = self.api._patch_doc(patch_body)
@@ -863,6 +876,44 @@ class AdmissionChain:
             if self._moved(key, current) and not conditional:
                 continue
             result = self.api.update(target, mine, query)
+            result.warnings = warnings + result.warnings
+            return result
+        return self._stale(target)
+
+    async def _scale_apply(
+        self, target: Target, patch_body: bytes, content_type: str, query: dict[str, str]
+    ) -> RestResponse:
+        """A server-side apply of ``/scale`` as kube-apiserver admits it: the configuration
+        (an ``autoscaling/v1`` Scale) is applied to the stored object's Scale by the field
+        manager; mutating webhooks see the applied Scale with the stored one as
+        ``oldObject``; policies and validating webhooks see the Scale the write produces
+        (the stored one with the requested ``spec.replicas``); all of them an UPDATE
+        whose ``options`` are the request's PatchOptions as UpdateOptions (kube's
+        ``patchToUpdateOptions``: ``dryRun``, ``fieldManager``, ``fieldValidation``).
+        The object gets the replicas and the apply's managedFields. A concurrent write
+        starts the apply again, unless the configuration names a resourceVersion."""
+        self.api._patch_media(target, content_type, query)
+        config = self.api._apply_config(target, patch_body)
+        options = _update_options(query)
+        for _attempt in range(MAX_ATTEMPTS):
+            warnings: list[str] = []
+            annotations: dict[str, str] = {}
+            applied = self.api.prepare_scale_apply(target, config, query)
+            old = applied.old
+            mine = await self._mutate(
+                "UPDATE", target, applied.scale, old, query, warnings, annotations, options
+            )
+            assert mine is not None
+            replicas = (mine.get("spec") or {}).get("replicas", 0)
+            self.api._checked_replicas(target, replicas)
+            result_scale = copy_json(old)
+            result_scale.setdefault("spec", {})["replicas"] = replicas
+            await self._validate(
+                "UPDATE", target, result_scale, old, query, warnings, annotations, options
+            )
+            if self._moved(applied.key, applied.current) and not applied.rv_text:
+                continue
+            result = self.api.finish_scale_apply(target, applied, mine, query)
             result.warnings = warnings + result.warnings
             return result
         return self._stale(target)

@@ -1,0 +1,382 @@
+"""Server-side apply of ``/scale`` as kube-apiserver serves and admits it: the
+configuration is an ``autoscaling/v1`` Scale; ownership of the replicas moves between
+the object and its Scale (kube's ScaleHandler); webhooks and policies whose rules name
+``deployments/scale`` get an UPDATE of the Scale (mutating ones the applied Scale, the
+others the Scale the write produces) with the PatchOptions as UpdateOptions."""
+
+from __future__ import annotations
+
+import base64
+from collections.abc import AsyncIterator
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import orjson
+import pytest
+
+from kubewerk.webhook import WebhookServer
+from kubewerk.webhook.certs import CertificateSet, write_certificates
+from tests.apiserver.admission import test_webhooks as hooks
+from tests.apiserver.admission.test_scale import AR, DEPLOY, deployment, scale_rule
+from tests.apiserver.admission.test_webhooks import register
+from tests.apiserver.helpers import Api
+
+certs = hooks.certs  # the webhook server's certificate fixture
+
+APPLY = "application/apply-patch+yaml"
+
+
+@dataclass
+class ScaleHooks:
+    """A raw ASGI webhook server: ``/validate`` records and allows, ``/cap`` records and
+    patches the Scale's ``spec.replicas`` down to 2."""
+
+    reviews: list[dict[str, Any]] = field(default_factory=list)
+    paths: tuple[str, ...] = ("/validate", "/cap")
+
+    async def __call__(self, scope: Any, receive: Any, send: Any) -> None:
+        if scope["type"] != "http":
+            return
+        body = b""
+        while True:
+            message = await receive()
+            body += message.get("body", b"")
+            if not message.get("more_body"):
+                break
+        review = orjson.loads(body)
+        self.reviews.append(review)
+        response: dict[str, Any] = {"uid": review["request"]["uid"], "allowed": True}
+        if scope["path"] == "/cap":
+            patch = [{"op": "replace", "path": "/spec/replicas", "value": 2}]
+            response["patchType"] = "JSONPatch"
+            response["patch"] = base64.b64encode(orjson.dumps(patch)).decode()
+        answer = orjson.dumps(
+            {"apiVersion": review["apiVersion"], "kind": "AdmissionReview", "response": response}
+        )
+        await send(
+            {
+                "type": "http.response.start",
+                "status": 200,
+                "headers": [(b"content-type", b"application/json")],
+            }
+        )
+        await send({"type": "http.response.body", "body": answer})
+
+
+@pytest.fixture
+async def scale_hooks(
+    certs: CertificateSet, tmp_path: Path
+) -> AsyncIterator[tuple[WebhookServer, ScaleHooks]]:
+    files = write_certificates(certs, tmp_path / "certs")
+    recorder = ScaleHooks()
+    server = WebhookServer(
+        recorder,  # type: ignore[arg-type]
+        host="127.0.0.1",
+        port=0,
+        cert_file=files["cert"],
+        key_file=files["key"],
+    )
+    async with server:
+        yield server, recorder
+
+
+def scale(name: str, replicas: int | None, **meta: Any) -> dict[str, Any]:
+    body: dict[str, Any] = {
+        "apiVersion": "autoscaling/v1",
+        "kind": "Scale",
+        "metadata": {"name": name, "namespace": "default", **meta},
+    }
+    if replicas is not None:
+        body["spec"] = {"replicas": replicas}
+    return body
+
+
+async def apply(api: Api, path: str, body: dict[str, Any], query: str) -> tuple[int, Any]:
+    return await api.request("PATCH", f"{path}?{query}", raw=orjson.dumps(body), content_type=APPLY)
+
+
+def replicas_owners(obj: dict[str, Any]) -> dict[tuple[str, str, str, str], str | None]:
+    """(manager, operation, apiVersion, subresource) → time, of the entries owning
+    ``spec.replicas``."""
+    out: dict[tuple[str, str, str, str], str | None] = {}
+    for entry in obj["metadata"].get("managedFields") or []:
+        spec = (entry.get("fieldsV1") or {}).get("f:spec") or {}
+        if "f:replicas" in spec:
+            key = (
+                entry["manager"],
+                entry["operation"],
+                entry.get("apiVersion", ""),
+                entry.get("subresource", ""),
+            )
+            out[key] = entry.get("time")
+    return out
+
+
+async def max_five_policy(api: Api) -> None:
+    status, body = await api.post(
+        f"{AR}/validatingadmissionpolicies",
+        {
+            "apiVersion": "admissionregistration.k8s.io/v1",
+            "kind": "ValidatingAdmissionPolicy",
+            "metadata": {"name": "max-scale"},
+            "spec": {
+                "matchConstraints": {"resourceRules": [scale_rule()]},
+                "validations": [
+                    {
+                        "expression": "object.spec.replicas <= 5",
+                        "messageExpression": "'at most 5 replicas, not ' + "
+                        "string(object.spec.replicas)",
+                    }
+                ],
+            },
+        },
+    )
+    assert status == 201, body
+    status, body = await api.post(
+        f"{AR}/validatingadmissionpolicybindings",
+        {
+            "apiVersion": "admissionregistration.k8s.io/v1",
+            "kind": "ValidatingAdmissionPolicyBinding",
+            "metadata": {"name": "max-scale"},
+            "spec": {"policyName": "max-scale", "validationActions": ["Deny"]},
+        },
+    )
+    assert status == 201, body
+
+
+async def test_policy_denies_an_apply_to_scale(api: Api) -> None:
+    status, body = await api.post(DEPLOY, deployment("db"))
+    assert status == 201, body
+    await max_five_policy(api)
+    status, body = await apply(
+        api, f"{DEPLOY}/db/scale", scale("db", 9), "fieldManager=hpa&force=true"
+    )
+    assert status == 422, body
+    assert body["reason"] == "Invalid"
+    assert body["message"] == (
+        "deployments.apps \"db\" is forbidden: ValidatingAdmissionPolicy 'max-scale' with "
+        "binding 'max-scale' denied request: at most 5 replicas, not 9"
+    )
+    status, body = await api.get(f"{DEPLOY}/db")
+    assert body["spec"]["replicas"] == 1
+    assert ("hpa", "Apply", "apps/v1", "scale") not in replicas_owners(body)
+    # within the limit it is applied (and the Deployment's own PATCH is not a scale write)
+    status, body = await apply(
+        api, f"{DEPLOY}/db/scale", scale("db", 5), "fieldManager=hpa&force=true"
+    )
+    assert status == 200, body
+    assert body["kind"] == "Scale" and body["spec"] == {"replicas": 5}
+    status, body = await api.patch(f"{DEPLOY}/db", {"spec": {"replicas": 8}})
+    assert status == 200, body
+
+
+async def test_webhook_sees_the_applied_scale_and_dry_run_writes_nothing(
+    api: Api, scale_hooks: tuple[WebhookServer, ScaleHooks], certs: CertificateSet
+) -> None:
+    server, recorder = scale_hooks
+    status, body = await api.post(DEPLOY, deployment("web"))
+    assert status == 201, body
+    await register(
+        api,
+        "ValidatingWebhookConfiguration",
+        "scale",
+        {
+            "name": "scale.hooks.test",
+            "clientConfig": {
+                "url": f"https://127.0.0.1:{server.port}/validate",
+                "caBundle": certs.ca_bundle,
+            },
+            "rules": [scale_rule()],
+            "sideEffects": "None",
+            "admissionReviewVersions": ["v1"],
+        },
+    )
+    status, body = await apply(
+        api, f"{DEPLOY}/web/scale", scale("web", 3), "fieldManager=hpa&force=true"
+    )
+    assert status == 200, body
+    assert body["kind"] == "Scale" and body["spec"] == {"replicas": 3}
+    [review] = recorder.reviews
+    req = review["request"]
+    assert req["operation"] == "UPDATE"
+    assert req["kind"] == {"group": "autoscaling", "version": "v1", "kind": "Scale"}
+    assert req["resource"] == {"group": "apps", "version": "v1", "resource": "deployments"}
+    assert req["subResource"] == "scale"
+    assert req["name"] == "web" and req["namespace"] == "default"
+    assert req["object"]["kind"] == "Scale" and req["object"]["spec"] == {"replicas": 3}
+    assert req["oldObject"]["kind"] == "Scale" and req["oldObject"]["spec"] == {"replicas": 1}
+    assert req["dryRun"] is False
+    # kube admits a PATCH with its PatchOptions as UpdateOptions (force is not carried)
+    assert req["options"] == {
+        "kind": "UpdateOptions",
+        "apiVersion": "meta.k8s.io/v1",
+        "fieldManager": "hpa",
+    }
+    status, stored = await api.get(f"{DEPLOY}/web")
+    rv = stored["metadata"]["resourceVersion"]
+    assert stored["spec"]["replicas"] == 3
+    # dry run: admitted and answered, nothing stored
+    status, body = await apply(
+        api, f"{DEPLOY}/web/scale", scale("web", 4), "fieldManager=hpa&dryRun=All"
+    )
+    assert status == 200, body
+    assert body["spec"] == {"replicas": 4}
+    req = recorder.reviews[-1]["request"]
+    assert req["dryRun"] is True
+    assert req["options"]["dryRun"] == ["All"]
+    assert req["object"]["spec"] == {"replicas": 4}
+    status, after = await api.get(f"{DEPLOY}/web")
+    assert after["spec"]["replicas"] == 3 and after["metadata"]["resourceVersion"] == rv
+
+
+async def test_mutating_webhook_change_lands(
+    api: Api, scale_hooks: tuple[WebhookServer, ScaleHooks], certs: CertificateSet
+) -> None:
+    server, recorder = scale_hooks
+    status, body = await api.post(DEPLOY, deployment("api"))
+    assert status == 201, body
+    await register(
+        api,
+        "MutatingWebhookConfiguration",
+        "cap",
+        {
+            "name": "cap.hooks.test",
+            "clientConfig": {
+                "url": f"https://127.0.0.1:{server.port}/cap",
+                "caBundle": certs.ca_bundle,
+            },
+            "rules": [scale_rule()],
+            "sideEffects": "None",
+            "admissionReviewVersions": ["v1"],
+        },
+    )
+    status, body = await apply(
+        api, f"{DEPLOY}/api/scale", scale("api", 9), "fieldManager=hpa&force=true"
+    )
+    assert status == 200, body
+    assert body["spec"] == {"replicas": 2}
+    [review] = recorder.reviews
+    assert review["request"]["object"]["spec"] == {"replicas": 9}
+    status, body = await api.get(f"{DEPLOY}/api")
+    assert body["spec"]["replicas"] == 2
+    assert set(replicas_owners(body)) == {("hpa", "Apply", "apps/v1", "scale")}
+
+
+async def _ownership_walk(api: Api, name: str) -> list[Any]:
+    """kube's apply scale test (test/integration/apiserver/apply/scale_test.go) on one
+    Deployment: the replicas and their owners after each step."""
+    path = f"{DEPLOY}/{name}"
+    seen: list[Any] = []
+
+    async def record(status: int, body: Any) -> None:
+        _, obj = await api.get(path)
+        seen.append((status, (body or {}).get("message"), obj["spec"]["replicas"]))
+        seen.append(sorted((k, t is None) for k, t in replicas_owners(obj).items()))
+
+    dep = deployment(name)
+    await record(*await apply(api, path, dep, "fieldManager=apply_test"))
+    await record(
+        *await api.request(
+            "PATCH",
+            f"{path}/scale?fieldManager=scale_test",
+            raw=b'{"spec":{"replicas":5}}',
+            content_type="application/merge-patch+json",
+        )
+    )
+    await record(*await apply(api, path, dep, "fieldManager=apply_test&force=true"))
+    await record(*await apply(api, f"{path}/scale", scale(name, 17), "fieldManager=apply_scale"))
+    await record(
+        *await apply(api, f"{path}/scale", scale(name, 17), "fieldManager=apply_scale&force=true")
+    )
+    await record(*await api.put(f"{path}/scale?fieldManager=replace_test", scale(name, 7)))
+    await record(*await apply(api, f"{path}/scale", scale(name, 7), "fieldManager=co_owning_test"))
+    await record(
+        *await apply(api, f"{path}/scale", scale(name, 6), "fieldManager=co_owning_test&force=true")
+    )
+    # the sole owner stops applying spec.replicas: the Scale has none, which kube's typed
+    # Scale reads as 0 replicas
+    await record(
+        *await apply(api, f"{path}/scale", scale(name, None), "fieldManager=co_owning_test")
+    )
+    return seen
+
+
+async def test_apply_to_scale_moves_ownership_as_kube(api: Api) -> None:
+    seen = await _ownership_walk(api, "walk")
+    apps = "apps/v1"
+    assert seen == [
+        (201, None, 1),
+        [(("apply_test", "Apply", apps, ""), False)],
+        (200, None, 5),
+        [(("scale_test", "Update", apps, ""), False)],
+        (200, None, 1),
+        [(("apply_test", "Apply", apps, ""), False)],
+        (409, 'Apply failed with 1 conflict: conflict with "apply_test": .spec.replicas', 1),
+        [(("apply_test", "Apply", apps, ""), False)],
+        (200, None, 17),
+        # an owner new to the object has no time: kube takes times from its entries only
+        [(("apply_scale", "Apply", apps, "scale"), True)],
+        (200, None, 7),
+        [(("replace_test", "Update", apps, ""), False)],
+        (200, None, 7),
+        # kube's identities: the updater seen through the Scale (autoscaling/v1) is
+        # another identity than the object's (apps/v1), so its entry is made anew
+        [
+            (("co_owning_test", "Apply", apps, "scale"), True),
+            (("replace_test", "Update", apps, ""), True),
+        ],
+        (200, None, 6),
+        [(("co_owning_test", "Apply", apps, "scale"), True)],
+        (200, None, 0),
+        [],
+    ]
+
+
+async def test_admitted_apply_records_what_the_direct_path_records(api: Api) -> None:
+    direct = await _ownership_walk(api, "direct")
+    await max_five_policy(api)
+    # the policy refuses the 17 replicas of the walk: raise its limit past them
+    status, policy = await api.get(f"{AR}/validatingadmissionpolicies/max-scale")
+    policy["spec"]["validations"][0]["expression"] = "object.spec.replicas <= 50"
+    status, body = await api.put(f"{AR}/validatingadmissionpolicies/max-scale", policy)
+    assert status == 200, body
+    admitted = await _ownership_walk(api, "admitted")
+    assert admitted == direct
+
+
+async def test_apply_to_scale_takes_a_scale(api: Api) -> None:
+    status, body = await api.post(DEPLOY, deployment("cfg"))
+    assert status == 201, body
+    # the Deployment itself is not what /scale applies (kube: the Scale's field manager)
+    evil = deployment("cfg")
+    evil["spec"]["template"]["spec"]["containers"][0]["image"] = "evil"
+    status, body = await apply(api, f"{DEPLOY}/cfg/scale", evil, "fieldManager=x&force=true")
+    assert status == 400, body
+    assert body["message"] == (
+        "Incorrect version specified in apply patch. Specified patch version: apps/v1, "
+        "expected: autoscaling/v1"
+    )
+    wrong_kind = {**scale("cfg", 2), "kind": "Deployment"}
+    status, body = await apply(api, f"{DEPLOY}/cfg/scale", wrong_kind, "fieldManager=x")
+    assert status == 400, body
+    assert body["message"] == (
+        "the kind in the data (Deployment) does not match the expected kind (Scale)"
+    )
+    status, body = await apply(api, f"{DEPLOY}/gone/scale", scale("gone", 2), "fieldManager=x")
+    assert status == 404, body
+    status, body = await apply(
+        api, f"{DEPLOY}/cfg/scale", scale("cfg", -1), "fieldManager=x&force=true"
+    )
+    assert status == 422, body
+    assert "must be greater than or equal to 0" in body["message"]
+    status, body = await apply(
+        api,
+        f"{DEPLOY}/cfg/scale",
+        scale("cfg", 2, resourceVersion="1"),
+        "fieldManager=x&force=true",
+    )
+    assert status == 409, body
+    status, body = await api.get(f"{DEPLOY}/cfg")
+    assert body["spec"]["replicas"] == 1
+    assert body["spec"]["template"]["spec"]["containers"][0]["image"] == "nginx"
