@@ -7,20 +7,26 @@ others the Scale the write produces) with the PatchOptions as UpdateOptions."""
 from __future__ import annotations
 
 import base64
-from collections.abc import AsyncIterator
+import subprocess
+import time
+import urllib.error
+import urllib.request
+from collections.abc import AsyncIterator, Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 import orjson
 import pytest
+import yaml
 
+from kubewerk.apiserver.server import EmbeddedServer
 from kubewerk.webhook import WebhookServer
 from kubewerk.webhook.certs import CertificateSet, write_certificates
 from tests.apiserver.admission import test_webhooks as hooks
 from tests.apiserver.admission.test_scale import AR, DEPLOY, deployment, scale_rule
 from tests.apiserver.admission.test_webhooks import register
-from tests.apiserver.helpers import Api
+from tests.apiserver.helpers import CRD_PATH, DB_PATH, DEMO_CRD, Api, database
 
 certs = hooks.certs  # the webhook server's certificate fixture
 
@@ -380,3 +386,91 @@ async def test_apply_to_scale_takes_a_scale(api: Api) -> None:
     status, body = await api.get(f"{DEPLOY}/cfg")
     assert body["spec"]["replicas"] == 1
     assert body["spec"]["template"]["spec"]["containers"][0]["image"] == "nginx"
+
+
+def _send(base: str, method: str, path: str, body: dict[str, Any]) -> tuple[int, Any]:
+    request = urllib.request.Request(
+        base + path,
+        data=orjson.dumps(body),
+        method=method,
+        headers={"Content-Type": "application/json"},
+    )
+    try:
+        with urllib.request.urlopen(request, timeout=5) as resp:
+            return resp.status, orjson.loads(resp.read())
+    except urllib.error.HTTPError as exc:
+        return exc.code, orjson.loads(exc.read())
+
+
+@pytest.mark.e2e
+def test_kubectl_apply_to_scale_cannot_rewrite_the_object(
+    tserver: EmbeddedServer, kubectl: Callable[..., subprocess.CompletedProcess[str]]
+) -> None:
+    """``kubectl apply --server-side --subresource=scale`` sends the manifest's own object
+    (kubectl maps its kind; it has no mapping for Scale) to ``/scale``: kube's Scale field
+    manager refuses it, so it can neither change the object nor pass the policy by."""
+    base = tserver.url
+    crd = yaml.safe_load(DEMO_CRD.read_text())
+    status, body = _send(base, "POST", CRD_PATH, crd)
+    assert status == 201, body
+    deadline = time.monotonic() + 5
+    while time.monotonic() < deadline:
+        with urllib.request.urlopen(f"{base}{CRD_PATH}/{crd['metadata']['name']}") as resp:
+            conditions = (orjson.loads(resp.read()).get("status") or {}).get("conditions") or []
+        if any(c["type"] == "Established" and c["status"] == "True" for c in conditions):
+            break
+        time.sleep(0.01)
+    rule = {
+        "operations": ["UPDATE"],
+        "apiGroups": ["demo.kubewerk.dev"],
+        "apiVersions": ["v1"],
+        "resources": ["databases/scale"],
+    }
+    status, body = _send(
+        base,
+        "POST",
+        f"{AR}/validatingadmissionpolicies",
+        {
+            "apiVersion": "admissionregistration.k8s.io/v1",
+            "kind": "ValidatingAdmissionPolicy",
+            "metadata": {"name": "max-scale"},
+            "spec": {
+                "matchConstraints": {"resourceRules": [rule]},
+                "validations": [{"expression": "object.spec.replicas <= 5"}],
+            },
+        },
+    )
+    assert status == 201, body
+    status, body = _send(
+        base,
+        "POST",
+        f"{AR}/validatingadmissionpolicybindings",
+        {
+            "apiVersion": "admissionregistration.k8s.io/v1",
+            "kind": "ValidatingAdmissionPolicyBinding",
+            "metadata": {"name": "max-scale"},
+            "spec": {"policyName": "max-scale", "validationActions": ["Deny"]},
+        },
+    )
+    assert status == 201, body
+    status, body = _send(base, "POST", DB_PATH, database("db", replicas=1))
+    assert status == 201, body
+    manifest = yaml.safe_dump(database("db", engine="mysql", replicas=9))
+    proc = kubectl(
+        "apply",
+        "--server-side",
+        "--subresource=scale",
+        "--force-conflicts",
+        "-f",
+        "-",
+        input=manifest,
+        check=False,
+    )
+    assert proc.returncode == 1, proc.stdout
+    assert proc.stderr.strip() == (
+        "Error from server (BadRequest): Incorrect version specified in apply patch. "
+        "Specified patch version: demo.kubewerk.dev/v1, expected: autoscaling/v1"
+    )
+    with urllib.request.urlopen(f"{base}{DB_PATH}/db") as resp:
+        stored = orjson.loads(resp.read())
+    assert stored["spec"]["engine"] == "postgres" and stored["spec"]["replicas"] == 1
