@@ -11,7 +11,7 @@ import subprocess
 import time
 import urllib.error
 import urllib.request
-from collections.abc import AsyncIterator, Callable
+from collections.abc import AsyncIterator, Awaitable, Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -40,6 +40,8 @@ class ScaleHooks:
 
     reviews: list[dict[str, Any]] = field(default_factory=list)
     paths: tuple[str, ...] = ("/validate", "/cap")
+    race: Callable[[], Awaitable[None]] | None = None
+    """Run (once) while the first review is being answered: a write racing the request."""
 
     async def __call__(self, scope: Any, receive: Any, send: Any) -> None:
         if scope["type"] != "http":
@@ -52,6 +54,9 @@ class ScaleHooks:
                 break
         review = orjson.loads(body)
         self.reviews.append(review)
+        race, self.race = self.race, None
+        if race is not None:
+            await race()
         response: dict[str, Any] = {"uid": review["request"]["uid"], "allowed": True}
         if scope["path"] == "/cap":
             patch = [{"op": "replace", "path": "/spec/replicas", "value": 2}]
@@ -151,6 +156,24 @@ async def max_five_policy(api: Api) -> None:
     assert status == 201, body
 
 
+async def _validating_hook(api: Api, server: WebhookServer, certs: CertificateSet) -> None:
+    await register(
+        api,
+        "ValidatingWebhookConfiguration",
+        "scale",
+        {
+            "name": "scale.hooks.test",
+            "clientConfig": {
+                "url": f"https://127.0.0.1:{server.port}/validate",
+                "caBundle": certs.ca_bundle,
+            },
+            "rules": [scale_rule()],
+            "sideEffects": "None",
+            "admissionReviewVersions": ["v1"],
+        },
+    )
+
+
 async def test_policy_denies_an_apply_to_scale(api: Api) -> None:
     status, body = await api.post(DEPLOY, deployment("db"))
     assert status == 201, body
@@ -183,21 +206,7 @@ async def test_webhook_sees_the_applied_scale_and_dry_run_writes_nothing(
     server, recorder = scale_hooks
     status, body = await api.post(DEPLOY, deployment("web"))
     assert status == 201, body
-    await register(
-        api,
-        "ValidatingWebhookConfiguration",
-        "scale",
-        {
-            "name": "scale.hooks.test",
-            "clientConfig": {
-                "url": f"https://127.0.0.1:{server.port}/validate",
-                "caBundle": certs.ca_bundle,
-            },
-            "rules": [scale_rule()],
-            "sideEffects": "None",
-            "admissionReviewVersions": ["v1"],
-        },
-    )
+    await _validating_hook(api, server, certs)
     status, body = await apply(
         api, f"{DEPLOY}/web/scale", scale("web", 3), "fieldManager=hpa&force=true"
     )
@@ -267,6 +276,49 @@ async def test_mutating_webhook_change_lands(
     status, body = await api.get(f"{DEPLOY}/api")
     assert body["spec"]["replicas"] == 2
     assert set(replicas_owners(body)) == {("hpa", "Apply", "apps/v1", "scale")}
+
+
+async def test_a_concurrent_write_starts_the_apply_again(
+    api: Api, scale_hooks: tuple[WebhookServer, ScaleHooks], certs: CertificateSet
+) -> None:
+    server, recorder = scale_hooks
+    status, body = await api.post(DEPLOY, deployment("race"))
+    assert status == 201, body
+    await _validating_hook(api, server, certs)
+
+    async def relabel() -> None:
+        status, body = await api.patch(f"{DEPLOY}/race", {"metadata": {"labels": {"x": "1"}}})
+        assert status == 200, body
+
+    recorder.race = relabel
+    status, body = await apply(
+        api, f"{DEPLOY}/race/scale", scale("race", 3), "fieldManager=hpa&force=true"
+    )
+    assert status == 200, body
+    # admitted twice: the first attempt met the label write and was made again on it
+    assert len(recorder.reviews) == 2
+    status, stored = await api.get(f"{DEPLOY}/race")
+    assert stored["spec"]["replicas"] == 3
+    assert stored["metadata"]["labels"] == {"x": "1"}
+    assert body["metadata"]["resourceVersion"] == stored["metadata"]["resourceVersion"]
+    # with a resourceVersion in the configuration the race is the client's 409
+    rv = stored["metadata"]["resourceVersion"]
+
+    async def relabel_again() -> None:
+        status, body = await api.patch(f"{DEPLOY}/race", {"metadata": {"labels": {"x": "2"}}})
+        assert status == 200, body
+
+    recorder.race = relabel_again
+    status, body = await apply(
+        api,
+        f"{DEPLOY}/race/scale",
+        scale("race", 4, resourceVersion=rv),
+        "fieldManager=hpa&force=true",
+    )
+    assert status == 409, body
+    assert body["reason"] == "Conflict"
+    status, stored = await api.get(f"{DEPLOY}/race")
+    assert stored["spec"]["replicas"] == 3
 
 
 async def _ownership_walk(api: Api, name: str) -> list[Any]:
@@ -474,3 +526,16 @@ def test_kubectl_apply_to_scale_cannot_rewrite_the_object(
     with urllib.request.urlopen(f"{base}{DB_PATH}/db") as resp:
         stored = orjson.loads(resp.read())
     assert stored["spec"]["engine"] == "postgres" and stored["spec"]["replicas"] == 1
+
+
+async def test_apply_to_a_custom_resource_scale(api: Api) -> None:
+    status, body = await api.post(DB_PATH, database("pg", replicas=2))
+    assert status == 201, body
+    status, body = await apply(
+        api, f"{DB_PATH}/pg/scale", scale("pg", 3), "fieldManager=hpa&force=true"
+    )
+    assert status == 200, body
+    assert body["kind"] == "Scale" and body["spec"] == {"replicas": 3}
+    status, body = await api.get(f"{DB_PATH}/pg")
+    assert body["spec"]["replicas"] == 3
+    assert set(replicas_owners(body)) == {("hpa", "Apply", "demo.kubewerk.dev/v1", "scale")}
