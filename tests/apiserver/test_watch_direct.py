@@ -1,10 +1,10 @@
-"""Direct writes: an idle watch stream's events are written by the hub's dispatch itself.
+"""Direct writes: an idle watch stream's events are written by the hub's flush, not the stream.
 
-The bytes must be exactly those uvicorn's ``send`` writes (chunk framing), a direct write
-happens only when ``send`` would not wait (client connected, response open, transport not
-paused), and an event that is not written directly queues, with every later one, so the
-stream writes them in order. Streams whose ``send`` is wrapped (the audit log) and Table
-streams keep the ASGI path.
+The bytes must be exactly those uvicorn's ``send`` writes (chunk framing); the flush writes
+only when ``send`` would not wait (client connected, response open, transport not paused),
+each watcher's whole queue in one write; a queue the flush cannot write wakes the stream,
+which writes it and every later event in order. Streams whose ``send`` is wrapped (the
+audit log) and Table streams keep the ASGI path.
 """
 
 from __future__ import annotations
@@ -12,6 +12,7 @@ from __future__ import annotations
 import asyncio
 import logging
 import socket
+import threading
 from typing import Any
 
 import orjson
@@ -21,7 +22,9 @@ from uvicorn.protocols.http.httptools_impl import RequestResponseCycle
 
 from kubewerk.apiserver.httpproto import DirectBody, chunk_frame, direct_body
 from kubewerk.apiserver.server import EmbeddedServer
-from kubewerk.apiserver.watch import Watcher, WatchEvent
+from kubewerk.apiserver.storage.base import Event
+from kubewerk.apiserver.storage.memory import MemoryStore
+from kubewerk.apiserver.watch import FLUSH_SLICE, Watcher, WatchEvent, WatchHub
 from tests.apiserver.helpers import DB_PATH, Api, database
 from tests.apiserver.test_watch_backlog import StalledWatch
 
@@ -130,30 +133,109 @@ async def test_direct_body_writes_only_when_send_would_not_wait(state: str) -> N
         assert body.write(chunk_frame(b"b\n"))
 
 
-async def test_a_refused_event_and_every_later_one_queue_in_order() -> None:
-    loop = asyncio.get_running_loop()
-    written: list[WatchEvent] = []
-    refuse = {2}
-    events = [WatchEvent("ADDED", {"n": i}, 10, shared=True) for i in range(5)]
+class Flusher:
+    """A stand-in for the stream's flush: writes (records) the whole queue, or refuses."""
 
-    def direct(ev: WatchEvent) -> bool:
-        if ev.obj["n"] in refuse:
+    def __init__(self, watcher: Watcher) -> None:
+        self.watcher = watcher
+        self.written: list[WatchEvent] = []
+        self.refuse = False
+
+    def __call__(self) -> bool:
+        if self.refuse:
             return False
-        written.append(ev)
+        while self.watcher.queue:
+            self.written.append(self.watcher.pop())
         return True
 
-    w = Watcher("/p/", None)
+
+def waiting_watcher(hub: WatchHub) -> tuple[Watcher, Flusher, asyncio.Future[None]]:
+    """A registered watcher whose stream waits in this thread's running loop with the
+    flush allowed to write (what ``WatchStream._send_events`` sets up)."""
+    loop = asyncio.get_running_loop()
+    hub.attach(loop)
+    w = hub.new_watcher("/p/", None)
+    hub.register(w)
+    flusher = Flusher(w)
+    w.thread = threading.get_ident()
     waiter = w.waiter = loop.create_future()
-    w.direct = direct
-    w.push(events[0])
-    w.push(events[1])
-    # written at once: nothing queued, the stream is not woken
-    assert written == events[:2] and not w.queue and not waiter.done() and w.direct is direct
-    w.push(events[2])  # refused: queued, the stream woken, no more direct writes
-    assert waiter.done() and w.direct is None and list(w.queue) == [events[2]]
-    w.push(events[3])  # direct() would take it: it must queue behind the refused one
-    assert list(w.queue) == events[2:4] and written == events[:2]
-    assert w.queued_bytes == 20
+    w.direct = flusher
+    return w, flusher, waiter
+
+
+def events(n: int) -> list[WatchEvent]:
+    return [WatchEvent("ADDED", {"n": i}, 10, shared=True) for i in range(n)]
+
+
+async def test_a_waiting_stream_is_flushed_by_the_hub_not_woken() -> None:
+    hub = WatchHub(MemoryStore())
+    w, flusher, waiter = waiting_watcher(hub)
+    evs = events(3)
+    w.push(evs[0])
+    w.push(evs[1])
+    # queued for the flush: nothing written yet, the stream is not woken
+    assert list(w.queue) == evs[:2] and w.flush_pending and not flusher.written
+    assert list(hub._flush_list) == [w]  # listed once for both events
+    await asyncio.sleep(0)  # the loop runs the flush
+    assert flusher.written == evs[:2] and not w.queue and w.queued_bytes == 0
+    assert not waiter.done() and w.direct is flusher and not w.flush_pending
+    w.push(evs[2])
+    await asyncio.sleep(0)
+    assert flusher.written == evs and not waiter.done()
+    hub.close()
+
+
+async def test_a_refused_flush_wakes_the_stream_with_the_queue_in_order() -> None:
+    hub = WatchHub(MemoryStore())
+    w, flusher, waiter = waiting_watcher(hub)
+    evs = events(4)
+    flusher.refuse = True
+    w.push(evs[0])
+    w.push(evs[1])
+    await asyncio.sleep(0)
+    # nothing written, the stream woken to write the queue itself, no more flushing
+    assert waiter.done() and w.direct is None and list(w.queue) == evs[:2]
+    w.push(evs[2])  # behind the others, for the stream
+    assert list(w.queue) == evs[:3] and w.queued_bytes == 30 and not flusher.written
+    assert not w.flush_pending and not hub._flush_list
+    hub.close()
+
+
+async def test_a_push_from_another_thread_wakes_the_stream() -> None:
+    hub = WatchHub(MemoryStore())
+    w, flusher, waiter = waiting_watcher(hub)
+    (ev,) = events(1)
+    await asyncio.to_thread(w.push, ev)
+    assert w.direct is None and list(w.queue) == [ev] and not w.flush_pending
+    assert not hub._flush_list
+    await asyncio.sleep(0)
+    assert waiter.done() and not flusher.written
+    hub.close()
+
+
+async def test_a_stream_woken_before_its_flush_writes_the_queue_itself() -> None:
+    hub = WatchHub(MemoryStore())
+    w, flusher, waiter = waiting_watcher(hub)
+    evs = events(2)
+    w.push(evs[0])
+    w.wake()  # a timer (bookmark, deadline) before the flush ran
+    w.push(evs[1])
+    await asyncio.sleep(0)
+    assert not flusher.written and list(w.queue) == evs and waiter.done()
+    hub.close()
+
+
+async def test_the_flush_writes_a_slice_of_watchers_per_turn_of_the_loop() -> None:
+    hub = WatchHub(MemoryStore())
+    flushers = [waiting_watcher(hub)[1] for _ in range(FLUSH_SLICE + 5)]
+    hub.dispatch(Event("ADDED", "/p/x", 1, {"n": 0}, None, 10))
+    assert not any(f.written for f in flushers)
+    await asyncio.sleep(0)
+    assert sum(1 for f in flushers if f.written) == FLUSH_SLICE
+    await asyncio.sleep(0)
+    assert all(len(f.written) == 1 for f in flushers)
+    assert hub._last_framed == b"" and not hub._flush_armed
+    hub.close()
 
 
 async def test_wake_and_close_end_direct_writes() -> None:
@@ -195,7 +277,7 @@ def read_chunked(sock: socket.socket, events: int, timeout: float = 5.0) -> list
     return [orjson.loads(line) for line in body.splitlines()]
 
 
-async def test_idle_streams_get_events_from_the_dispatch_without_waking(
+async def test_idle_streams_get_events_from_the_hubs_flush_without_waking(
     api: Api, aserver: EmbeddedServer
 ) -> None:
     """Over HTTP: plain watches (one with a label selector whose transitions are events
@@ -236,14 +318,6 @@ async def test_idle_streams_get_events_from_the_dispatch_without_waking(
         for sock, n in zip(socks, (4, 4, 2), strict=True)
     ]
     tabled = await loop.run_in_executor(None, read_chunked, table, 4)
-    # from another thread than the server loop's, nothing is written directly
-    direct = plain[0].direct
-    assert direct is not None
-    shared = WatchEvent("ADDED", {}, shared=True)
-    assert not await asyncio.to_thread(direct, shared)
-    shared.encoded_key = direct.__self__._cache_key  # type: ignore[attr-defined]
-    shared.framed = chunk_frame(b"{}\n")  # as if framed for the stream's version already
-    assert not await asyncio.to_thread(direct, shared)
     for sock in (*socks, table):
         sock.close()
     for events in got[:2]:
@@ -262,7 +336,8 @@ async def test_idle_streams_get_events_from_the_dispatch_without_waking(
     assert [e["object"]["kind"] for e in tabled] == ["Table"] * 4
     # the three plain streams were never woken for the three commits
     assert {id(w): w.waiter for w in plain} == waiters
-    # the framed copies lived only during their dispatch: the shared cache holds the lines
+    # the flush keeps no framed bytes once it is done: the shared cache holds the lines
+    assert hub._last_framed == b"" and hub._last_events == () and not hub._flush_armed
     ring = [encoded for _, encoded in hub.encoded._ring]
     assert len(ring) == 3 and all(line.endswith(b"}\n") for line in ring)
     assert hub.encoded.bytes == sum(map(len, ring))
@@ -337,3 +412,79 @@ async def test_audited_server_keeps_the_asgi_path(tmp_path: Any) -> None:
             assert event["object"]["metadata"]["name"] == "a"
         finally:
             await client.close()
+
+
+def read_chunks(sock: socket.socket, count: int, timeout: float = 5.0) -> list[bytes]:
+    """The first ``count`` chunks of a chunked watch response, each as its payload."""
+    sock.settimeout(timeout)
+    buf = b""
+    while b"\r\n\r\n" not in buf:
+        buf += sock.recv(65536)
+    buf = buf.split(b"\r\n\r\n", 1)[1]
+    chunks: list[bytes] = []
+    while len(chunks) < count:
+        while b"\r\n" not in buf:
+            buf += sock.recv(65536)
+        size_line, rest = buf.split(b"\r\n", 1)
+        size = int(size_line, 16)
+        while len(rest) < size + 2:
+            rest += sock.recv(65536)
+        chunks.append(rest[:size])
+        buf = rest[size + 2 :]
+    return chunks
+
+
+async def test_events_waiting_for_the_flush_go_out_in_one_write_framed_once(
+    api: Api, aserver: EmbeddedServer
+) -> None:
+    """Two commits before the flush runs: every plain stream gets both events in one
+    chunk, in order, and the streams serving the same version write the same bytes."""
+    server = aserver
+    hub = server.app.hub
+    status, first = await api.post(DB_PATH, database("a"))
+    assert status == 201, first
+    host, port = server.host, server.port
+    socks = []
+    for _ in range(3):
+        sock = socket.create_connection((host, port))
+        path = DB_PATH + "?watch=1&resourceVersion=" + first["metadata"]["resourceVersion"]
+        sock.sendall(f"GET {path} HTTP/1.1\r\nHost: {host}:{port}\r\n\r\n".encode())
+        socks.append(sock)
+    for _ in range(200):
+        if len(hub.watchers) == 3 and all(w.direct is not None for w in hub.watchers):
+            break
+        await asyncio.sleep(0.01)
+    writes: list[bytes] = []
+
+    class Spy:
+        def __init__(self, body: DirectBody) -> None:
+            self.body = body
+
+        def writable(self) -> bool:
+            return self.body.writable()
+
+        def write(self, framed: bytes) -> bool:
+            writes.append(framed)
+            return self.body.write(framed)
+
+    for w in hub.watchers:
+        stream = w.direct.__self__  # type: ignore[union-attr]
+        stream._body = Spy(stream._body)
+    store = server.app.store
+    (key, obj), *_ = store.list("/demo.kubewerk.dev/databases/default/")[0]
+    # two commits with no turn of the loop in between (what a busy server sees)
+    for n in ("1", "2"):
+        changed = {**obj, "metadata": {**obj["metadata"], "labels": {"n": n}}}
+        store.update(key, changed, int(obj["metadata"]["resourceVersion"]))
+        obj = store.get(key)
+    loop = asyncio.get_running_loop()
+    got = [await loop.run_in_executor(None, read_chunks, sock, 1) for sock in socks]
+    for sock in socks:
+        sock.close()
+    for (chunk,) in got:
+        lines = [orjson.loads(line) for line in chunk.splitlines()]
+        assert [(e["type"], e["object"]["metadata"]["labels"]) for e in lines] == [
+            ("MODIFIED", {"n": "1"}),
+            ("MODIFIED", {"n": "2"}),
+        ]
+    assert len(writes) == 3 and writes[0] is writes[1] is writes[2]

@@ -37,11 +37,18 @@ Memory bounds, each in encoded JSON bytes (``Event.size``):
 ``WatchStream`` is one watch request: it checks the watch options, registers a watcher
 (with the initial state or the replayed log) and writes the events as chunked NDJSON.
 While a plain stream (not Table, not converting, answered through uvicorn's own ``send``)
-waits with nothing queued, the hub's dispatch writes each event straight to its
-connection (``Watcher.direct``, ``httpproto.DirectBody``): the line framed as one chunk
-once per event and served version, the same bytes for every such stream, and only when
-``send`` would have written without waiting; any other event queues and wakes the stream,
-and so does every later one until it waits again, so order and the bounds above hold.
+waits with nothing queued, its events are written by the hub's flush instead of waking the
+stream (``Watcher.direct``, ``httpproto.DirectBody``): a push queues the event and puts the
+watcher on the hub's flush list; the flush, a callback of the event loop run after the
+committing request's turn, writes each listed watcher's whole queue to its connection in
+one write, framed as one chunk, ``FLUSH_SLICE`` watchers per turn of the loop. So a commit
+never waits for its watchers' writes, and a watcher whose previous events are still
+waiting for the flush when the next commit comes gets both in one write, as
+kube-apiserver's watch handler flushes its connection only when no further event is
+waiting. Streams given the same events in the same served version get the same bytes,
+framed once. The flush writes only when ``send`` would have written without waiting and
+the queue is under ``CHUNK_BYTES``; otherwise the stream is woken and writes its queue
+through ``send``, so order and the bounds above hold.
 A stream given ``convert`` (a version of a CRD that converts through a webhook, see
 ``apiserver.conversion_webhook``) converts the objects of the events it has at hand in one
 call before writing them, encodes them for itself only, and ends with an ``ERROR`` event
@@ -88,6 +95,9 @@ DEFAULT_ENCODED_CACHE_BYTES: Final = 32 * MiB
 """For all watchers together: encodings kept for reuse by other watchers."""
 CHUNK_BYTES: Final = 64 * 1024
 """The most a stream joins into one write; a larger event is written on its own."""
+FLUSH_SLICE: Final = 128
+"""The most watchers the hub's flush writes to in one turn of the event loop (then the
+loop runs what else is ready, requests included, before the flush goes on)."""
 CONVERT_BATCH: Final = 500
 """The most events a converting stream sends to a conversion webhook in one review."""
 
@@ -100,18 +110,14 @@ class WatchEvent:
     The hub makes one shared instance per committed event for every watcher that sends
     it unchanged (``shared``), so its encoded form is computed once per served version
     and reused; only the most recent encoding is kept (``encoded_key``, ``encoded``), and
-    the hub's ``EncodedCache`` may drop it. ``framed``, the same line framed as one HTTP
-    chunk for the streams written directly, lives only as long as the hub's dispatch of
-    the event (the only place direct writes happen), so it never adds to what the cache
-    or a queue holds. Events made for one stream (initial state, replay, selector
-    transitions) are encoded once and never cached.
+    the hub's ``EncodedCache`` may drop it. Events made for one stream (initial state,
+    replay, selector transitions) are encoded once and never cached.
     """
 
     __slots__ = (
         "__weakref__",
         "encoded",
         "encoded_key",
-        "framed",
         "obj",
         "shared",
         "size",
@@ -125,7 +131,6 @@ class WatchEvent:
         self.shared = shared
         self.encoded_key: str | None = None
         self.encoded: bytes | None = None
-        self.framed: bytes | None = None  # ``encoded`` as one HTTP chunk, during the dispatch
 
 
 class EncodedCache:
@@ -151,7 +156,7 @@ class EncodedCache:
             self.bytes -= len(old)
             held = ref()
             if held is not None and held.encoded is old:
-                held.encoded = held.encoded_key = held.framed = None
+                held.encoded = held.encoded_key = None
 
 
 class Watcher:
@@ -166,12 +171,16 @@ class Watcher:
     client still waiting ``max_stall`` seconds later is cancelled (``abandoned``), so the
     stream ends without waiting for its client any longer.
 
-    ``direct`` is set by the stream only while it waits for events with nothing queued and
-    no write in progress: a push then hands the event to ``direct``, which writes it to the
-    client at once (the event is not queued and the stream is not woken) or answers False
-    (the client is not taking data now, say); from the first event ``direct`` does not
-    write, until the stream waits again, events are queued and the stream is woken. So
-    the events reach the connection in push order either way.
+    ``direct`` is set by the stream only while it waits for events with no write in
+    progress, in the thread of its event loop (``thread``): a push from that thread then
+    queues the event and, once per flush, puts the watcher on its hub's flush list
+    (``schedule``; ``flush_pending`` while it is there) instead of waking the stream.
+    The flush calls ``direct``, which writes the whole queue to the client and empties it,
+    or answers False with nothing written (the client is not taking data now, say); the
+    stream is then woken and writes the queue itself. Whoever writes, the queue is the
+    one place events wait, and only one of the two writes at a time: the flush only while
+    ``direct`` is set, the stream only once woken (which clears it). So the events reach
+    the connection in push order either way.
     """
 
     __slots__ = (
@@ -179,6 +188,7 @@ class Watcher:
         "abandoned",
         "closed",
         "direct",
+        "flush_pending",
         "match",
         "max_backlog_bytes",
         "max_stall",
@@ -187,8 +197,10 @@ class Watcher:
         "prefix",
         "queue",
         "queued_bytes",
+        "schedule",
         "sending",
         "stall_timer",
+        "thread",
         "waiter",
         "writer",
     )
@@ -200,6 +212,7 @@ class Watcher:
         max_backlog_bytes: int = DEFAULT_MAX_BACKLOG_BYTES,
         on_overflow: Callable[[Watcher], None] | None = None,
         max_stall: float | None = DEFAULT_MAX_STALL,
+        schedule: Callable[[Watcher], None] | None = None,
     ) -> None:
         self.prefix = prefix
         self.match = match
@@ -214,20 +227,27 @@ class Watcher:
         self.abandon_timer: asyncio.TimerHandle | None = None
         self.abandoned = False
         self.waiter: asyncio.Future[None] | None = None
-        self.direct: Callable[[WatchEvent], bool] | None = None
+        self.direct: Callable[[], bool] | None = None
+        self.thread = 0
+        self.schedule = schedule
+        self.flush_pending = False
         self.overflowed = False
         self.closed = False
 
     def push(self, event: WatchEvent) -> None:
         if self.closed:
             return
-        direct = self.direct
-        if direct is not None:
-            if direct(event):
-                return  # written to the client: the stream goes on waiting
-            self.direct = None  # this event and every later one queue (order kept)
         self.queue.append(event)
         self.queued_bytes += event.size
+        if self.direct is not None:
+            if self.flush_pending:
+                return  # the hub's flush writes it with the events queued before it
+            schedule = self.schedule
+            if schedule is not None and threading.get_ident() == self.thread:
+                self.flush_pending = True
+                schedule(self)
+                return  # the stream goes on waiting
+            self.direct = None  # another thread: the stream writes it (woken below)
         if self.sending:
             if self.queued_bytes > self.max_backlog_bytes:
                 self._overflow(
@@ -408,6 +428,14 @@ class WatchHub:
         self.terminated: collections.Counter[tuple[str, str]] = collections.Counter()
         self._overflowing: list[Watcher] = []
         self._dispatching = False
+        self._flush_list: collections.deque[Watcher] = collections.deque()
+        self._flush_armed = False
+        self.loop: asyncio.AbstractEventLoop | None = None  # the streams' loop, set by them
+        # the last flush write's events, served version and bytes: the next watcher given
+        # the same events in the same version writes the same bytes (see ``framed_for``)
+        self._last_events: tuple[WatchEvent, ...] = ()
+        self._last_key = ""
+        self._last_framed = b""
         self._unsubscribe = store.subscribe(self.dispatch)
 
     def dispatch(self, ev: Event) -> None:
@@ -418,7 +446,6 @@ class WatchHub:
                 watcher.offer(ev, shared)
         finally:
             self._dispatching = False
-            shared.framed = None  # direct writes are over: queued copies need the line only
         if self._overflowing:  # closed during this dispatch: no more events for them
             for watcher in self._overflowing:
                 self.watchers.discard(watcher)
@@ -426,7 +453,59 @@ class WatchHub:
 
     def new_watcher(self, prefix: str, match: Callable[[JSON], bool] | None) -> Watcher:
         """A watcher with this hub's backlog and stall bounds, not yet registered."""
-        return Watcher(prefix, match, self.max_backlog_bytes, self._overflowed, self.max_stall)
+        return Watcher(
+            prefix, match, self.max_backlog_bytes, self._overflowed, self.max_stall, self._schedule
+        )
+
+    def attach(self, loop: asyncio.AbstractEventLoop) -> None:
+        """Flush in ``loop`` (the event loop of the streams that set ``Watcher.direct``);
+        a flush armed in a loop that is gone (a server started again) is forgotten."""
+        if self.loop is not loop:
+            self.loop = loop
+            self._flush_list.clear()
+            self._flush_armed = False
+
+    def _schedule(self, watcher: Watcher) -> None:
+        """``Watcher.schedule``: flush ``watcher`` soon (called in the event loop's thread,
+        once until the flush takes it off the list)."""
+        self._flush_list.append(watcher)
+        if not self._flush_armed:
+            assert self.loop is not None  # set by the stream that set ``watcher.direct``
+            self._flush_armed = True
+            self.loop.call_soon(self._flush)
+
+    def _flush(self) -> None:
+        """Write the queues of the listed watchers whose streams still wait (``direct``),
+        at most ``FLUSH_SLICE`` of them in this turn of the loop; wake the stream of any
+        whose queue cannot be written now, so it writes through ``send``."""
+        pending = self._flush_list
+        for _ in range(min(len(pending), FLUSH_SLICE)):
+            watcher = pending.popleft()
+            watcher.flush_pending = False
+            direct = watcher.direct
+            if direct is not None and watcher.queue and not direct():
+                watcher.wake()
+        if pending:
+            assert self.loop is not None
+            self.loop.call_soon(self._flush)
+        else:
+            self._flush_armed = False
+            self._last_events, self._last_framed = (), b""  # hold no bytes between flushes
+
+    def framed_for(self, events: tuple[WatchEvent, ...], key: str) -> bytes | None:
+        """The chunk the flush wrote last if it was for these very ``events`` served as
+        ``key``, else None."""
+        last = self._last_events
+        if key != self._last_key or len(last) != len(events):
+            return None
+        for mine, theirs in zip(last, events, strict=True):
+            if mine is not theirs:
+                return None
+        return self._last_framed
+
+    def remember_framed(self, events: tuple[WatchEvent, ...], key: str, framed: bytes) -> None:
+        """Keep ``framed`` (``events`` served as ``key``) for the next watcher of this flush."""
+        self._last_events, self._last_key, self._last_framed = events, key, framed
 
     def register(self, watcher: Watcher) -> None:
         """Start dispatching committed events to ``watcher`` (made by ``new_watcher``, and
@@ -567,9 +646,7 @@ class WatchStream:
         self.error_event: JSON | None = None
         self._first_table = True
         self._cache_key = f"{target.api_version}@{rtype.crd_generation}"
-        self._body: DirectBody | None = None  # set by ``run`` where direct writes apply
-        self._body_write: Callable[[bytes], bool] = _no_write  # its ``write``
-        self._thread = 0  # the thread of the stream's event loop, set by ``run``
+        self._body: DirectBody | None = None  # set by ``run`` where the hub's flush writes
 
     def open(self) -> None:
         """Fill the initial events or replay the log, then register; no ``await`` inside."""
@@ -616,7 +693,7 @@ class WatchStream:
                 return cached
             line = orjson.dumps({"type": ev.type, "object": self.api.serve(target, ev.obj)}) + b"\n"
             if ev.shared:
-                ev.encoded_key, ev.encoded, ev.framed = key, line, None
+                ev.encoded_key, ev.encoded = key, line
                 self.hub.encoded.add(ev, line)
             return line
         obj = served if served is not None else self.api.serve(target, ev.obj)
@@ -631,32 +708,40 @@ class WatchStream:
         self._first_table = False
         return orjson.dumps({"type": ev.type, "object": rows}) + b"\n"
 
-    def _direct(self, ev: WatchEvent) -> bool:
-        """``Watcher.direct`` while the stream waits: write ``ev`` to the connection now,
-        framed as the one chunk ``send`` would have written for it, if the connection
-        takes data now (see ``DirectBody``) and this runs in the stream's event loop
-        thread; False, with nothing written, otherwise.
+    def _flush_direct(self) -> bool:
+        """``Watcher.direct`` while the stream waits: write every queued event to the
+        connection now, as one chunk, and empty the queue, if the connection takes data
+        now (see ``DirectBody``) and the queue is under ``CHUNK_BYTES``; False, with
+        nothing written and the queue as it was, otherwise (the stream then writes it).
 
-        A shared event's framed line is kept on it for the rest of the dispatch, so the
-        streams serving one version frame it once. An event that fails to encode is left
-        to the stream (False), which meets the same failure where it always did.
+        Streams flushed one after the other with the same events in the same served
+        version write the same bytes, framed once (``WatchHub.framed_for``). An event
+        that fails to encode is left to the stream, which meets the same failure where
+        it always did.
         """
-        framed = ev.framed
-        if framed is not None and ev.encoded_key == self._cache_key:
-            # the common case: another stream framed it already
-            return threading.get_ident() == self._thread and self._body_write(framed)
         body = self._body
-        assert body is not None
-        if threading.get_ident() != self._thread or not body.writable():
-            return False  # not encoded here: the stream encodes it when it sends it
-        try:
-            line = self.encode(ev)
-        except Exception:
+        watcher = self.watcher
+        queue = watcher.queue
+        if body is None or watcher.queued_bytes > CHUNK_BYTES or not body.writable():
             return False
-        framed = chunk_frame(line)
-        if ev.encoded is line:  # shared and cached for this version: the next stream's too
-            ev.framed = framed
-        return body.write(framed)
+        events = tuple(queue)
+        hub, key = self.hub, self._cache_key
+        framed = hub.framed_for(events, key)
+        if framed is None:
+            try:
+                if len(events) == 1:
+                    framed = chunk_frame(self.encode(events[0]))
+                else:
+                    framed = chunk_frame(b"".join([self.encode(ev) for ev in events]))
+            except Exception:
+                return False
+            if all(ev.encoded_key == key for ev in events):  # shared: the same for others
+                hub.remember_framed(events, key, framed)
+        if not body.write(framed):
+            return False
+        for _ in events:  # exactly those written (a push from another thread may follow)
+            watcher.pop()
+        return True
 
     def bookmark(self, revision: int, initial_end: bool = False) -> bytes:
         """A ``BOOKMARK`` line at ``revision`` (annotated as the end of the initial events)."""
@@ -686,10 +771,10 @@ class WatchStream:
         if not self.as_table and self.convert is None:
             # events of a plain (not Table, not converting) stream may be written by the
             # hub's dispatch itself while the stream waits (``Watcher.direct``)
-            self._body = body = direct_body(send)
-            if body is not None:
-                self._body_write = body.write
-                self._thread = threading.get_ident()
+            self._body = direct_body(send)
+            if self._body is not None:
+                self.watcher.thread = threading.get_ident()
+                self.hub.attach(asyncio.get_running_loop())
         if self.error_event is not None:
             await send(
                 {
@@ -737,7 +822,7 @@ class WatchStream:
 
     async def _send_events(self, send: Send) -> None:
         watcher, encode, bookmarks = self.watcher, self.encode, self.bookmarks
-        direct = self._direct if self._body is not None else None
+        direct = self._flush_direct if self._body is not None else None
         loop = asyncio.get_running_loop()
         deadline = loop.time() + self.timeout
         # one timer wakes the stream for the deadline or the next bookmark; it is re-armed
@@ -796,7 +881,7 @@ class WatchStream:
                     timer_at = wake_at
                     timer = loop.call_at(max(wake_at, now + 0.001), fire)
                 waiter = watcher.waiter = loop.create_future()
-                watcher.direct = direct  # the queue is empty and no write is in progress
+                watcher.direct = direct  # no write is in progress: the flush may write
                 try:
                     await waiter
                 finally:
@@ -855,10 +940,6 @@ class WatchStream:
             raise
         finally:
             watcher.write_done()
-
-
-def _no_write(framed: bytes) -> bool:
-    return False
 
 
 class _Abandoned(Exception):
