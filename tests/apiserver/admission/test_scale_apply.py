@@ -539,3 +539,36 @@ async def test_apply_to_a_custom_resource_scale(api: Api) -> None:
     status, body = await api.get(f"{DB_PATH}/pg")
     assert body["spec"]["replicas"] == 3
     assert set(replicas_owners(body)) == {("hpa", "Apply", "demo.kubewerk.dev/v1", "scale")}
+
+
+async def test_replicas_nobody_owns_are_owned_before_the_first_apply(api: Api) -> None:
+    """No entry of the object owns its replicas (here: a create that left them to the
+    default, which kubewerk does not record): kube's field manager gives the Scale a
+    ``before-first-apply`` owner of what differs from an empty Scale first."""
+    dep = deployment("free")
+    del dep["spec"]["replicas"]
+    status, body = await api.post(DEPLOY, dep)
+    assert status == 201, body
+    assert body["spec"]["replicas"] == 1 and not replicas_owners(body)
+    status, body = await apply(api, f"{DEPLOY}/free/scale", scale("free", 3), "fieldManager=hpa")
+    assert status == 409, body
+    assert body["message"] == (
+        'Apply failed with 1 conflict: conflict with "before-first-apply" with subresource '
+        '"scale" using autoscaling/v1: .spec.replicas'
+    )
+    # agreeing with the value: both own it, and the owner kube made goes to the object
+    status, body = await apply(api, f"{DEPLOY}/free/scale", scale("free", 1), "fieldManager=hpa")
+    assert status == 200, body
+    status, body = await api.get(f"{DEPLOY}/free")
+    assert replicas_owners(body) == {
+        ("hpa", "Apply", "apps/v1", "scale"): None,
+        ("before-first-apply", "Update", "apps/v1", "scale"): None,
+    }
+    # forcing takes the replicas from it (and the object's entry of it goes)
+    status, body = await apply(
+        api, f"{DEPLOY}/free/scale", scale("free", 3), "fieldManager=hpa&force=true"
+    )
+    assert status == 200, body
+    status, body = await api.get(f"{DEPLOY}/free")
+    assert body["spec"]["replicas"] == 3
+    assert list(replicas_owners(body)) == [("hpa", "Apply", "apps/v1", "scale")]

@@ -17,6 +17,8 @@ so an updater of the object (``apps/v1``) and the same updater seen through the 
 (``autoscaling/v1``) are different identities; ``Apply`` identities hold none. An entry
 a Scale owner gets on the object keeps the time the object's entry of that identity had,
 and none when it had none (``ToParent`` reads times from the object's entries only).
+When no entry of the object owns the replicas, the Scale is first given the
+``before-first-apply`` owner kube's field manager gives an object without managedFields.
 """
 
 from __future__ import annotations
@@ -37,6 +39,7 @@ from kubewerk.core.fieldpath import (
     Owned,
     TypeNode,
     apply,
+    update,
 )
 from kubewerk.core.fieldpath.path import Path, field
 
@@ -130,6 +133,39 @@ def _scale_type() -> TypeNode:
     return node
 
 
+BEFORE_FIRST_APPLY: Final = "before-first-apply"
+
+
+def _before_first_apply(scale: JSON, now: str) -> ManagedFields:
+    """The Scale's ownership when none of the object's entries owns its replicas: kube's
+    field manager treats such an object as written before server-side apply and, before
+    the first apply, records an ``Update`` by ``before-first-apply`` (in
+    ``autoscaling/v1``, subresource ``scale``) of every field that differs from an empty
+    Scale (Go's zero Scale: no ``spec.replicas``, ``status.replicas`` 0) — so an apply
+    that changes those fields conflicts with it unless forced."""
+    empty: JSON = {
+        "apiVersion": SCALE_API_VERSION,
+        "kind": SCALE_KIND,
+        "metadata": {},
+        "spec": {},
+        "status": {"replicas": 0},
+    }
+    typed = dict(scale)
+    spec = typed.get("spec")
+    if isinstance(spec, dict) and spec.get("replicas") == 0:
+        # Go's typed Scale omits a zero spec.replicas (omitempty): not a difference
+        typed["spec"] = {k: v for k, v in spec.items() if k != "replicas"}
+    return update(
+        empty,
+        typed,
+        _scale_type(),
+        ManagedFields(),
+        Manager(BEFORE_FIRST_APPLY, UPDATE, SCALE_API_VERSION, "scale"),
+        SCALE_API_VERSION,
+        now,
+    )
+
+
 def apply_scale(
     rtype: ServedResource,
     version: str,
@@ -147,6 +183,9 @@ def apply_scale(
     force = query.get("force", "").lower() in ("true", "1")
     live = _live((parent.get("metadata") or {}).get("managedFields"))
     owners = to_subresource(rtype, live)
+    now = metautil.now_rfc3339()
+    if not owners.owners:
+        owners = _before_first_apply(scale, now)
     ident = Manager(manager, APPLY, "", "scale")
     try:
         new, out = apply(
@@ -156,7 +195,7 @@ def apply_scale(
             owners,
             ident,
             SCALE_API_VERSION,
-            metautil.now_rfc3339(),
+            now,
             force,
         )
     except ListItemError as exc:
