@@ -572,3 +572,30 @@ async def test_replicas_nobody_owns_are_owned_before_the_first_apply(api: Api) -
     status, body = await api.get(f"{DEPLOY}/free")
     assert body["spec"]["replicas"] == 3
     assert list(replicas_owners(body)) == [("hpa", "Apply", "apps/v1", "scale")]
+
+
+async def test_entries_in_versions_not_served_are_dropped(api: Api) -> None:
+    """kube's ScaleHandler drops the object's entries whose apiVersion its replicas path
+    mappings do not know (here ``apps/v1beta1``, which is not served)."""
+    status, body = await api.post(DEPLOY, deployment("old"))
+    assert status == 201, body
+    entries = body["metadata"]["managedFields"] + [
+        {
+            "manager": "ancient",
+            "operation": "Update",
+            "apiVersion": "apps/v1beta1",
+            "time": "2020-01-01T00:00:00Z",
+            "fieldsType": "FieldsV1",
+            "fieldsV1": {"f:spec": {"f:revisionHistoryLimit": {}}},
+        }
+    ]
+    status, body = await api.patch(f"{DEPLOY}/old", {"metadata": {"managedFields": entries}})
+    assert status == 200, body
+    assert "ancient" in {e["manager"] for e in body["metadata"]["managedFields"]}
+    status, body = await apply(
+        api, f"{DEPLOY}/old/scale", scale("old", 2), "fieldManager=hpa&force=true"
+    )
+    assert status == 200, body
+    status, body = await api.get(f"{DEPLOY}/old")
+    managers = {e["manager"] for e in body["metadata"]["managedFields"]}
+    assert "ancient" not in managers and "hpa" in managers
