@@ -39,6 +39,7 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import collections
 import gc
 import multiprocessing as mp
 import os
@@ -171,36 +172,32 @@ def serve(port_q: Any, store: str) -> None:
 
 def fanout_probe(server: Any) -> list[float]:
     """In the server process: for every committed object carrying the benchmark's send
-    stamp, the seconds from its commit until every watch stream has written it (each
-    stream idle again: waiting, nothing queued), appended to the returned list. The hub's
-    subscription is moved between two probes of the store's, so the first sees the commit
-    before the hub and the second after it."""
-    store, hub = server.app.store, server.app.hub
-    loop = asyncio.get_running_loop()
+    stamp, the seconds from its commit until the hub's flush has written it to every
+    watcher, appended to the returned list. The flush list is first in, first out and
+    only a commit adds to it, so the event is out once the flush has taken as many
+    watchers off the list as were on it right after the commit. The hub's flush is
+    wrapped to count them: the probe costs O(1) per turn of the flush."""
+    hub = server.app.hub
     times: list[float] = []
-    committed = 0.0
-
-    def before(ev: Any) -> None:
-        nonlocal committed
-        committed = time.perf_counter()
+    waiting: collections.deque[tuple[float, int]] = collections.deque()
+    taken = 0  # watchers the flush has taken off its list so far
+    flush = hub._flush
 
     def after(ev: Any) -> None:
-        if base.STAMP not in (ev.obj.get("metadata", {}).get("annotations") or {}):
-            return
-        start = committed
+        if base.STAMP in (ev.obj.get("metadata", {}).get("annotations") or {}):
+            waiting.append((time.perf_counter(), taken + len(hub._flush_list)))
 
-        def mark() -> None:
-            if all(w.waiter is not None and not w.queue for w in hub.watchers):
-                times.append(time.perf_counter() - start)
-            else:
-                loop.call_later(0.0002, mark)
+    def timed_flush() -> None:
+        nonlocal taken
+        listed = len(hub._flush_list)
+        flush()
+        taken += listed - len(hub._flush_list)
+        now = time.perf_counter()
+        while waiting and waiting[0][1] <= taken:
+            times.append(now - waiting.popleft()[0])
 
-        loop.call_soon(mark)
-
-    hub._unsubscribe()
-    store.subscribe(before)
-    hub._unsubscribe = store.subscribe(hub.dispatch)
-    store.subscribe(after)
+    hub._flush = timed_flush
+    server.app.store.subscribe(after)  # after the hub's dispatch
     return times
 
 
@@ -919,9 +916,12 @@ async def fanout_in_process(
                 done = loop.create_future()
 
                 def mark(done: asyncio.Future[tuple[float, float]] = done) -> None:
-                    # every stream the commit woke has run once the callbacks scheduled
-                    # before this one have; a stream not yet idle again: look again later
-                    if all(w.waiter is not None and not w.queue for w in hub.watchers):
+                    # every stream has its event once the hub's flush list is empty and
+                    # every stream is idle again; until then, look again later (the
+                    # cheap test first, so looking costs the flush nothing)
+                    if not hub._flush_list and all(
+                        w.waiter is not None and not w.queue for w in hub.watchers
+                    ):
                         done.set_result((time.perf_counter(), time.process_time()))
                     else:
                         loop.call_soon(mark)

@@ -64,7 +64,7 @@ import logging
 import random
 import threading
 import weakref
-from collections.abc import Awaitable, Callable, Iterable, Iterator
+from collections.abc import Awaitable, Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass
 from typing import Any, Final
 
@@ -492,12 +492,15 @@ class WatchHub:
             self._flush_armed = False
             self._last_events, self._last_framed = (), b""  # hold no bytes between flushes
 
-    def framed_for(self, events: tuple[WatchEvent, ...], key: str) -> bytes | None:
+    def framed_for(self, events: Sequence[WatchEvent], key: str) -> bytes | None:
         """The chunk the flush wrote last if it was for these very ``events`` served as
         ``key``, else None."""
         last = self._last_events
-        if key != self._last_key or len(last) != len(events):
+        n = len(last)
+        if n != len(events) or key != self._last_key:
             return None
+        if n == 1:  # the common case
+            return self._last_framed if last[0] is events[0] else None
         for mine, theirs in zip(last, events, strict=True):
             if mine is not theirs:
                 return None
@@ -721,15 +724,18 @@ class WatchStream:
         """
         body = self._body
         watcher = self.watcher
-        queue = watcher.queue
-        if body is None or watcher.queued_bytes > CHUNK_BYTES or not body.writable():
+        if body is None or watcher.queued_bytes > CHUNK_BYTES:
             return False
-        events = tuple(queue)
+        queue = watcher.queue
+        n = len(queue)
         hub, key = self.hub, self._cache_key
-        framed = hub.framed_for(events, key)
+        framed = hub.framed_for(queue, key)
         if framed is None:
+            if not body.writable():
+                return False  # nothing encoded for a client that is not taking data
+            events = tuple(queue)
             try:
-                if len(events) == 1:
+                if n == 1:
                     framed = chunk_frame(self.encode(events[0]))
                 else:
                     framed = chunk_frame(b"".join([self.encode(ev) for ev in events]))
@@ -739,8 +745,10 @@ class WatchStream:
                 hub.remember_framed(events, key, framed)
         if not body.write(framed):
             return False
-        for _ in events:  # exactly those written (a push from another thread may follow)
-            watcher.pop()
+        written = 0
+        for _ in range(n):  # exactly those written (a push from another thread may follow)
+            written += queue.popleft().size
+        watcher.queued_bytes -= written
         return True
 
     def bookmark(self, revision: int, initial_end: bool = False) -> bytes:
