@@ -121,11 +121,15 @@ def _apply_options(mgr: Any, args: argparse.Namespace) -> None:
         else:
             host, _, port = args.probe_address.rpartition(":")
             try:
-                mgr.probe_port = int(port)
+                number = int(port)
             except ValueError:
+                number = -1
+            if not 0 <= number <= 65535:
                 raise UsageError(
-                    f"--probe-address {args.probe_address!r} must be HOST:PORT"
-                ) from None
+                    f"--probe-address {args.probe_address!r} must be HOST:PORT "
+                    "(PORT a number from 0 to 65535)"
+                )
+            mgr.probe_port = number
             mgr.probe_host = host or "0.0.0.0"
     if args.leader_elect:
         mgr.leader_election = True

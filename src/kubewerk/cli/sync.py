@@ -228,21 +228,58 @@ class _Summary:
         return counts
 
 
+def _default_cluster(args: argparse.Namespace) -> str:
+    """``cluster:CONTEXT`` for the side ``diff`` compares with when given one source: the
+    context of ``--context``, else the kubeconfig's current one (UsageError, one line,
+    when the kubeconfig cannot be used)."""
+    if args.context:
+        return f"cluster:{args.context}"
+    from kubewerk.client import ConfigError, load_config
+
+    try:
+        config = load_config(args.kubeconfig, None)
+    except ConfigError as exc:
+        raise UsageError(one_line(str(exc))) from None
+    return f"cluster:{config.context}" if config.context else "cluster:"
+
+
+async def _check_reachable(source: Any) -> None:
+    """Ask a cluster source's server for ``/version`` once, so that an unreachable server
+    or refused credentials stop the command with a line naming that source (the
+    comparison itself would raise the same error without saying which side it was).
+    A server without ``/version`` (404) is let through, as ``kubewerk run`` does."""
+    from kubewerk.client import ApiError, NotFound, ServerUnreachable
+
+    if not getattr(source, "is_cluster", False):
+        return
+    try:
+        await source.client.request("GET", "/version")
+    except NotFound:
+        return
+    except ServerUnreachable as exc:
+        raise UsageError(f"{source.name}: {one_line(str(exc))}") from None
+    except ApiError as exc:
+        text = exc.message or f"the API server answered {exc.code} {exc.reason}"
+        raise UsageError(f"{source.name}: {one_line(text)}") from None
+
+
 def run_diff(args: argparse.Namespace) -> int:
     from kubewerk.client import ServerUnreachable
     from kubewerk.client.errors import ApiError
     from kubewerk.sync import diff_sources, load
     from kubewerk.sync.sources import SourceError
 
-    dst = args.dst or "cluster:"
-    if dst == "cluster:" and args.context:
-        dst = f"cluster:{args.context}"
+    dst = args.dst or _default_cluster(args)
+    clusters: list[str] = []
 
     async def go() -> Any:
         left = right = None
         try:
             left = load(args.src, kubeconfig=args.kubeconfig, namespace=args.namespace)
             right = load(dst, kubeconfig=args.kubeconfig, namespace=args.namespace)
+            clusters.extend(s.name for s in (left, right) if s.is_cluster)
+            for side in (left, right):
+                await _check_reachable(side)
             return await diff_sources(left, right, keep_status=args.status)
         finally:
             for s in (left, right):
@@ -251,8 +288,13 @@ def run_diff(args: argparse.Namespace) -> int:
 
     try:
         report = asyncio.run(go())
-    except (SourceError, ServerUnreachable, ApiError) as exc:
+    except SourceError as exc:
         raise UsageError(one_line(str(exc))) from None
+    except (ServerUnreachable, ApiError) as exc:
+        # past the check above: a later request failed (e.g. 403 on one kind's list)
+        where = f"{clusters[0]}: " if len(clusters) == 1 else ""
+        text = exc.message if isinstance(exc, ApiError) and exc.message else str(exc)
+        raise UsageError(where + one_line(text)) from None
     if args.output == "json":
         sys.stdout.write(
             orjson.dumps(report_json(report), option=orjson.OPT_INDENT_2).decode() + "\n"
@@ -309,7 +351,25 @@ def render_sync(report: Any) -> str:
     return "\n".join(lines)
 
 
+def _check_metrics_port(port: int) -> None:
+    """``--metrics-port``: a port number that 127.0.0.1 can listen on now (UsageError
+    otherwise), checked before anything is synced rather than after the first pass."""
+    import socket
+
+    if not 1 <= port <= 65535:
+        raise UsageError(f"--metrics-port {port}: not a port number (1-65535)")
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as probe:
+        probe.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        try:
+            probe.bind(("127.0.0.1", port))
+        except OSError as exc:
+            raise UsageError(
+                f"--metrics-port {port}: cannot listen on 127.0.0.1:{port}: {exc.strerror or exc}"
+            ) from None
+
+
 def run_sync(args: argparse.Namespace) -> int:
+    from kubewerk.client import ServerUnreachable
     from kubewerk.client.errors import ApiError
     from kubewerk.sync import load
     from kubewerk.sync.engine import sync
@@ -317,6 +377,10 @@ def run_sync(args: argparse.Namespace) -> int:
 
     if args.self_heal and not args.watch:
         raise UsageError("--self-heal needs --watch")
+    if args.metrics_port is not None:
+        if not args.watch:
+            raise UsageError("--metrics-port needs --watch")
+        _check_metrics_port(args.metrics_port)
     if args.policy == "cluster-wins" and len(args.targets) != 1:
         raise UsageError("--policy cluster-wins writes one cluster back: give exactly one --to")
 
@@ -326,6 +390,9 @@ def run_sync(args: argparse.Namespace) -> int:
             cluster(_cluster_spec(t), kubeconfig=args.kubeconfig) for t in args.targets
         ]
         try:
+            # the source is input: a cluster source that cannot be read stops the command
+            # (exit 2); a target that cannot be reached is one target's result (exit 1)
+            await _check_reachable(source)
             report = await sync(
                 source, targets, args.policy, prune=args.prune, dry_run=args.dry_run
             )
@@ -344,13 +411,18 @@ def run_sync(args: argparse.Namespace) -> int:
             if args.watch:
                 from kubewerk.sync.drift import run_drift
 
-                await run_drift(
-                    source,
-                    targets,
-                    policy=args.policy,
-                    self_heal=args.self_heal,
-                    metrics_port=args.metrics_port,
-                )
+                try:
+                    await run_drift(
+                        source,
+                        targets,
+                        policy=args.policy,
+                        self_heal=args.self_heal,
+                        metrics_port=args.metrics_port,
+                    )
+                except OSError as exc:  # the metrics port was taken since it was checked
+                    raise UsageError(
+                        f"--metrics-port {args.metrics_port}: {exc.strerror or exc}"
+                    ) from None
             return code
         finally:
             await source.close()
@@ -359,5 +431,9 @@ def run_sync(args: argparse.Namespace) -> int:
 
     try:
         return asyncio.run(go())
-    except (SourceError, ApiError, ValueError) as exc:
+    except (SourceError, ValueError) as exc:
         raise UsageError(one_line(str(exc))) from None
+    except (ServerUnreachable, ApiError) as exc:
+        # only the source's reads raise out of the sync (targets' failures are results)
+        text = exc.message if isinstance(exc, ApiError) and exc.message else str(exc)
+        raise UsageError(f"{args.source}: {one_line(text)}") from None
