@@ -126,11 +126,7 @@ class AdmissionEndpoint(Generic[M]):
         return self._answer(api_version, req)
 
     async def _answer(self, api_version: str, req: AdmissionRequest) -> dict[str, Any]:
-        try:
-            verdict, patch = await self._decide(req)
-        except Exception as exc:  # the handler's bug: a 500 denial, never a traceback
-            log.exception("admission handler %s failed on request %s", self._name, req.uid)
-            verdict, patch = self._internal(f"{type(exc).__name__}: {exc}"), None
+        verdict, patch = await self.decide(req)
         return admission_response(api_version, req.uid, verdict, patch)
 
     def _internal(self, what: str) -> Denied:
@@ -165,98 +161,111 @@ class AdmissionEndpoint(Generic[M]):
             return await result
         return result
 
-    async def _decide(self, req: AdmissionRequest) -> tuple[Allowed | Denied, str | None]:
-        if req.kind != self._gvk:  # a GroupVersionKind is a (group, version, kind) tuple
-            denied = self._mismatch(req)
-            if denied is not None:
-                return denied, None
-        if req.operation == "CONNECT":
-            return Denied(
-                f"webhook {self.path} does not admit CONNECT requests", 400, "BadRequest"
-            ), None
-        raw = req.old_object if req.operation == "DELETE" else req.object
-        if raw is None:
-            field = "oldObject" if req.operation == "DELETE" else "object"
-            return Denied(
-                f"request.{field} is missing for a {req.operation} request", 400, "BadRequest"
-            ), None
-        if self.side_effects and req.dry_run:
-            return (
-                Denied(
-                    f"webhook {self.path} has side effects and does not admit dry-run requests",
-                    400,
-                    "BadRequest",
-                ),
-                None,
-            )
-        obj = self._parse(raw, "oldObject" if req.operation == "DELETE" else "object")
-        if isinstance(obj, Denied):
-            return obj, None
-        old: M | None = None
-        if req.operation == "UPDATE" and req.old_object is not None:
-            parsed_old = self._parse(req.old_object, "oldObject")
-            if isinstance(parsed_old, Denied):
-                return parsed_old, None
-            old = parsed_old
-        if not self.mutating:
-            if self._is_async:  # _call spelled out: one coroutine fewer per request
-                result = await self.handler(obj, old, req)
-            else:
-                result = await self._call(obj, old, req)
-            if isinstance(result, Allowed | Denied):
-                return result, None
-            return self._internal(f"returned {type(result).__name__}, not Allowed or Denied"), None
-        if self.patching:  # the handler records its changes: no dumps, no diff
-            patch = Patch(raw)
-            if self._is_async:
-                result = await self.handler(obj, old, req, patch)
-            else:
-                result = await self._call(obj, old, req, patch)
-            if result is None:
-                verdict: Allowed | Denied = _ALLOWED
-            elif isinstance(result, Allowed | Denied):
-                verdict = result
-            else:
+    async def decide(self, req: AdmissionRequest) -> tuple[Allowed | Denied, str | None]:
+        """The verdict on ``req`` and the base64 JSON Patch to send with it (None: no
+        patch); raises nothing. :meth:`review` is this, parsed before and written after
+        by :func:`~kubewerk.webhook.review.admission_response`; the app awaits it
+        directly (one coroutine fewer per request) and writes the answer with
+        :func:`~kubewerk.webhook.review.admission_json`."""
+        try:
+            if req.kind != self._gvk:  # a GroupVersionKind is a (group, version, kind) tuple
+                denied = self._mismatch(req)
+                if denied is not None:
+                    return denied, None
+            if req.operation == "CONNECT":
+                return Denied(
+                    f"webhook {self.path} does not admit CONNECT requests", 400, "BadRequest"
+                ), None
+            raw = req.old_object if req.operation == "DELETE" else req.object
+            if raw is None:
+                field = "oldObject" if req.operation == "DELETE" else "object"
+                return Denied(
+                    f"request.{field} is missing for a {req.operation} request", 400, "BadRequest"
+                ), None
+            if self.side_effects and req.dry_run:
                 return (
-                    self._internal(
-                        f"returned {type(result).__name__}, not None, Allowed or Denied"
+                    Denied(
+                        f"webhook {self.path} has side effects and does not admit dry-run requests",
+                        400,
+                        "BadRequest",
                     ),
                     None,
                 )
-            ops = patch._ops  # the recorded list itself (no copy)
-            if isinstance(verdict, Denied) or not ops or req.operation == "DELETE":
+            obj = self._parse(raw, "oldObject" if req.operation == "DELETE" else "object")
+            if isinstance(obj, Denied):
+                return obj, None
+            old: M | None = None
+            if req.operation == "UPDATE" and req.old_object is not None:
+                parsed_old = self._parse(req.old_object, "oldObject")
+                if isinstance(parsed_old, Denied):
+                    return parsed_old, None
+                old = parsed_old
+            if not self.mutating:
+                if self._is_async:  # _call spelled out: one coroutine fewer per request
+                    result = await self.handler(obj, old, req)
+                else:
+                    result = await self._call(obj, old, req)
+                if isinstance(result, Allowed | Denied):
+                    return result, None
+                return self._internal(
+                    f"returned {type(result).__name__}, not Allowed or Denied"
+                ), None
+            if self.patching:  # the handler records its changes: no dumps, no diff
+                patch = Patch(raw)
+                if self._is_async:
+                    result = await self.handler(obj, old, req, patch)
+                else:
+                    result = await self._call(obj, old, req, patch)
+                if result is None:
+                    verdict: Allowed | Denied = _ALLOWED
+                elif isinstance(result, Allowed | Denied):
+                    verdict = result
+                else:
+                    return (
+                        self._internal(
+                            f"returned {type(result).__name__}, not None, Allowed or Denied"
+                        ),
+                        None,
+                    )
+                ops = patch._ops  # the recorded list itself (no copy)
+                if isinstance(verdict, Denied) or not ops or req.operation == "DELETE":
+                    return verdict, None
+                if not applies_exactly(raw, ops):
+                    return self._internal(
+                        "its JSON Patch does not apply to the received object"
+                    ), None
+                return verdict, encode_patch(ops)
+            before = obj.to_dict()
+            if self._is_async:
+                result = await self.handler(obj, old, req)
+            else:
+                result = await self._call(obj, old, req)
+            if isinstance(result, Denied):
+                return result, None
+            if result is None or isinstance(result, Allowed):
+                after_obj: AnyResource = obj
+                verdict = result or _ALLOWED
+            elif isinstance(result, self.model):
+                after_obj, verdict = result, _ALLOWED
+            else:
+                return (
+                    self._internal(
+                        f"returned {type(result).__name__}, not None, Allowed, Denied "
+                        f"or a {self.model.__name__}"
+                    ),
+                    None,
+                )
+            if req.operation == "DELETE":
                 return verdict, None
-            if not applies_exactly(raw, ops):
-                return self._internal("its JSON Patch does not apply to the received object"), None
+            after = after_obj.to_dict()
+            ops = diff(before, after)
+            if not ops:
+                return verdict, None
+            if not applies(raw, ops):
+                # the model's dump names a path the received JSON lacks (a field given by
+                # its Python name, say): patch from the received JSON itself
+                ops = diff(raw, after)
             return verdict, encode_patch(ops)
-        before = obj.to_dict()
-        if self._is_async:
-            result = await self.handler(obj, old, req)
-        else:
-            result = await self._call(obj, old, req)
-        if isinstance(result, Denied):
-            return result, None
-        if result is None or isinstance(result, Allowed):
-            after_obj: AnyResource = obj
-            verdict = result or _ALLOWED
-        elif isinstance(result, self.model):
-            after_obj, verdict = result, _ALLOWED
-        else:
-            return (
-                self._internal(
-                    f"returned {type(result).__name__}, not None, Allowed, Denied "
-                    f"or a {self.model.__name__}"
-                ),
-                None,
-            )
-        if req.operation == "DELETE":
-            return verdict, None
-        after = after_obj.to_dict()
-        ops = diff(before, after)
-        if not ops:
-            return verdict, None
-        if not applies(raw, ops):
-            # the model's dump names a path the received JSON lacks (a field given by
-            # its Python name, say): patch from the received JSON itself
-            ops = diff(raw, after)
-        return verdict, encode_patch(ops)
+        except Exception as exc:  # the handler's bug: a 500 denial, never a traceback
+            log.exception("admission handler %s failed on request %s", self._name, req.uid)
+            return self._internal(f"{type(exc).__name__}: {exc}"), None

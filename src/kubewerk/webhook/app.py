@@ -66,7 +66,7 @@ from kubewerk.webhook.limits import (
     decode_body,
 )
 from kubewerk.webhook.metrics import PathMetrics, WebhookMetrics, metrics_for
-from kubewerk.webhook.review import ReviewError
+from kubewerk.webhook.review import ReviewError, admission_json, parse_admission_review
 
 __all__ = ["WebhookApp", "default_path"]
 
@@ -109,6 +109,13 @@ class _Route:
     endpoint: AdmissionEndpoint[Any] | ConversionEndpoint
     max_body: int
     metrics: PathMetrics | None = None
+    admission: AdmissionEndpoint[Any] | None = None
+    """``endpoint`` when it is an admission endpoint (answered through its
+    :meth:`~AdmissionEndpoint.decide` and :func:`admission_json`), else None."""
+
+    def __post_init__(self) -> None:
+        if isinstance(self.endpoint, AdmissionEndpoint):
+            self.admission = self.endpoint
 
 
 class _TooLarge(Exception):
@@ -315,13 +322,20 @@ class WebhookApp:
         if body is None:  # the client went away
             return 499
         try:
-            answer = await route.endpoint.review(decode_body(body))
+            admission = route.admission
+            if admission is not None:
+                # what AdmissionEndpoint.review does, without its coroutine around
+                # decide, and the answer written by admission_json (the same bytes)
+                api_version, req = parse_admission_review(decode_body(body))
+                verdict, patch = await admission.decide(req)
+                payload = admission_json(api_version, req.uid, verdict, patch)
+            else:
+                payload = orjson.dumps(await route.endpoint.review(decode_body(body)))
         except (BodyError, ReviewError) as exc:
             return await _status(send, ApiError.bad_request(str(exc)))
         except Exception as exc:  # never a traceback to the client
             log.exception("webhook %s failed", scope["path"])
             return await _status(send, ApiError.internal(f"{type(exc).__name__}: {exc}"))
-        payload = orjson.dumps(answer)
         await send(
             {
                 "type": "http.response.start",

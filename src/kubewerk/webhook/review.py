@@ -16,6 +16,8 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any, Final, Literal, TypeVar
 
+import orjson
+
 from kubewerk.core.gvk import GroupVersionKind, GroupVersionResource
 from kubewerk.webhook.results import Allowed, Denied
 
@@ -25,6 +27,7 @@ __all__ = [
     "Operation",
     "ReviewError",
     "UserInfo",
+    "admission_json",
     "admission_response",
     "parse_admission_review",
 ]
@@ -404,3 +407,38 @@ def admission_response(
     if verdict.audit_annotations:
         response["auditAnnotations"] = dict(verdict.audit_annotations)
     return {"apiVersion": api_version, "kind": "AdmissionReview", "response": response}
+
+
+_dumps = orjson.dumps
+_ANSWER_HEADS: Final = {
+    version: b'{"apiVersion":' + _dumps(version) + b',"kind":"AdmissionReview","response":{"uid":'
+    for version in ADMISSION_VERSIONS
+}
+_ALLOWED_TAIL: Final = b',"allowed":true}}'
+_PATCH_HEAD: Final = b',"allowed":true,"patch":'
+_PATCH_TAIL: Final = b',"patchType":"JSONPatch"}}'
+
+
+def admission_json(
+    api_version: str,
+    uid: str,
+    verdict: Allowed | Denied,
+    patch: str | None = None,
+) -> bytes:
+    """``orjson.dumps(admission_response(api_version, uid, verdict, patch))``, byte for
+    byte, and the same exceptions.
+
+    The common answer, an :class:`Allowed` itself (not a subclass) with no warnings or
+    audit annotations in one of :data:`ADMISSION_VERSIONS`, with or without a patch, is
+    written from fixed pieces around the encoded uid (and patch) instead of building the
+    dicts and encoding them: orjson writes a dict as its members in order, each key and
+    value as it would write them alone, with no spaces, so the pieces joined are the
+    very bytes of the whole. Any other answer is built and encoded as before.
+    """
+    if verdict.__class__ is Allowed and not verdict.warnings and not verdict.audit_annotations:
+        head = _ANSWER_HEADS.get(api_version) if api_version.__class__ is str else None
+        if head is not None:
+            if patch is None:
+                return b"".join((head, _dumps(uid), _ALLOWED_TAIL))
+            return b"".join((head, _dumps(uid), _PATCH_HEAD, _dumps(patch), _PATCH_TAIL))
+    return _dumps(admission_response(api_version, uid, verdict, patch))
