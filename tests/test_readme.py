@@ -94,3 +94,77 @@ def test_the_tours_define_and_govern_commands_work_as_written(
     capsys.readouterr()
     assert main(argv(validate)) == 1
     assert 'spec.engine: Invalid value: "oracle"' in capsys.readouterr().out
+
+
+def _section(text: str, heading: str) -> str:
+    return text.split(heading, 1)[1].split("\n## ", 1)[0]
+
+
+def test_the_exit_codes_table_covers_every_command() -> None:
+    """README "Exit codes": one row names each ``kubewerk`` command (and the kubectl
+    plugin's), so a new command cannot ship without saying how it exits."""
+    from kubewerk.cli import COMMANDS
+
+    section = _section((ROOT / "README.md").read_text(), "## Exit codes\n")
+    rows = [line for line in section.splitlines() if line.startswith("| `")]
+    named: set[str] = set()
+    for row in rows:
+        first = row.split("|")[1]
+        assert row.count("|") == 5, row  # command, 0, 1, 2
+        named.update(words.split()[0] for words in re.findall(r"`([^`]+)`", first))
+    assert set(COMMANDS) | {"kubectl"} == named
+
+
+def test_the_up_option_table_lists_every_option_of_kubewerk_up() -> None:
+    """README's `kubewerk up` table and the parser agree both ways (``-v`` stands for
+    ``--verbose``)."""
+    import argparse
+
+    from kubewerk.cli import build_parser
+
+    parser = build_parser("up")
+    sub = next(a for a in parser._actions if isinstance(a, argparse._SubParsersAction))
+    options = {o for a in sub.choices["up"]._actions for o in a.option_strings}
+    options -= {"-h", "--help", "--verbose"}
+    section = _section((ROOT / "README.md").read_text(), "## The embedded API server\n")
+    table = section.split("| `kubewerk up` option | meaning |", 1)[1].split("\n\n", 1)[0]
+    named = set(re.findall(r"`(-{1,2}[a-z][a-z0-9-]*)", table))
+    assert named == options
+
+
+def test_the_lifecycle_tour_composes_with_the_define_tour(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """The lifecycle tour's two files, put where their comments say over the define
+    tour's model, import; the platform registers Database; the regenerated CRD carries
+    status.phase and its transition rule; and the graph command shown runs clean."""
+    from kubewerk.cli import main
+
+    text = (ROOT / "README.md").read_text()
+    define = text.split("**Define**", 1)[1].split("```python\n", 1)[1].split("```", 1)[0]
+    tour = text.split("**Run many kinds with one kernel**", 1)[1].split("\n## ", 1)[0]
+    models, operator = (b.split("```", 1)[0] for b in tour.split("```python\n")[1:3])
+    assert models.startswith("# mypkg/models.py") and operator.startswith("# mypkg/operator.py")
+    (tmp_path / "mypkg").mkdir()
+    (tmp_path / "mypkg" / "__init__.py").write_text("")
+    spec_only = define.split("class DatabaseStatus", 1)[0]
+    (tmp_path / "mypkg" / "models.py").write_text(spec_only + models)
+    (tmp_path / "mypkg" / "operator.py").write_text(operator)
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.syspath_prepend(str(tmp_path))
+    for name in [m for m in sys.modules if m == "mypkg" or m.startswith("mypkg.")]:
+        monkeypatch.delitem(sys.modules, name)
+    import importlib
+
+    op = importlib.import_module("mypkg.operator")
+    assert [c.kind.__name__ for c in op.platform.manager.controllers] == ["Database"]
+    console = tour.split("```console\n", 1)[1].split("```", 1)[0].splitlines()
+    gen = shlex.split(console[0].removeprefix("$ ").split(" && ", 1)[0])
+    assert gen[0] == ".venv/bin/kubewerk" and main(gen[1:]) == 0
+    crd = (tmp_path / "crds" / "example.com_databases.yaml").read_text()
+    assert "phase:" in crd and "x-kubernetes-validations" in crd and "oldSelf" in crd
+    graph = shlex.split(console[2].split("  #", 1)[0].removeprefix("$ "))
+    monkeypatch.chdir(ROOT)
+    capsys.readouterr()
+    assert main(graph[1:]) == 0
+    assert ", 0 cycles, 0 unresolved references" in capsys.readouterr().out
