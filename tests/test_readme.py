@@ -168,3 +168,17 @@ def test_the_lifecycle_tour_composes_with_the_define_tour(
     capsys.readouterr()
     assert main(graph[1:]) == 0
     assert ", 0 cycles, 0 unresolved references" in capsys.readouterr().out
+
+
+def test_every_import_the_readme_names_works() -> None:
+    """Each ``from kubewerk... import ...`` line of the README, in code blocks or inline,
+    imports as written (a newcomer copies them)."""
+    import importlib
+
+    text = (ROOT / "README.md").read_text()
+    lines = set(re.findall(r"from (kubewerk[\w.]*) import ([\w, ]+)", text))
+    assert ("kubewerk.apiserver.server", "EmbeddedServer") in lines
+    for module, names in lines:
+        imported = importlib.import_module(module)
+        for name in names.split(","):
+            assert hasattr(imported, name.strip()), f"from {module} import {name.strip()}"
