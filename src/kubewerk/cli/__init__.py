@@ -2,9 +2,13 @@
 
 Each subcommand lives in its own module under ``kubewerk.cli`` and exposes
 ``register(subparsers)``, which adds its parser and sets ``func`` to a callable taking the
-parsed ``argparse.Namespace`` and returning the process exit code. Exit codes: 0 success,
-1 the command ran and found a failure (e.g. lint findings at the fail level), 2 usage
-errors or unreadable input.
+parsed ``argparse.Namespace`` and returning the process exit code. Exit codes (the
+README's "Exit codes" table has every command's): 0 success; 1 the command did its work
+and the result is a failure (lint findings at the fail level, differences, a failed sync
+target, ``run``'s cluster gone or refusing it); 2 it could not do its work: a usage
+error, unreadable input, an unusable kubeconfig, a cluster it reads that does not answer
+or refuses the credentials; 130 Ctrl-C. An error is one ``kubewerk: error:`` line on
+stderr, never a traceback.
 """
 
 from __future__ import annotations
