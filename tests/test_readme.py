@@ -182,3 +182,11 @@ def test_every_import_the_readme_names_works() -> None:
         imported = importlib.import_module(module)
         for name in names.split(","):
             assert hasattr(imported, name.strip()), f"from {module} import {name.strip()}"
+
+
+def test_the_status_tables_counts_of_rules_and_checks_are_the_registries() -> None:
+    from kubewerk.govern.compat import CHECKS
+    from kubewerk.govern.rules import RULES
+
+    text = (ROOT / "README.md").read_text()
+    assert f"{len(RULES)} lint rules, {len(CHECKS)} compatibility checks" in text
