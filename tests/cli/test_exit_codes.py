@@ -53,9 +53,28 @@ class _Refuse(http.server.BaseHTTPRequestHandler):
         pass
 
 
-@pytest.fixture(scope="module")
-def refusing_server() -> Iterator[str]:
-    server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), _Refuse)
+class _ForbidVersion(_Refuse):
+    """403 for ``/version`` (a cluster whose RBAC took it away from every user), 401
+    for everything else."""
+
+    def _refuse(self) -> None:
+        if self.path != "/version":
+            super()._refuse()
+            return
+        forbidden = {**UNAUTHORIZED, "reason": "Forbidden", "code": 403}
+        forbidden["message"] = 'forbidden: User "x" cannot get path "/version"'
+        body = json.dumps(forbidden).encode()
+        self.send_response(403)
+        self.send_header("Content-Type", "application/json")
+        self.send_header("Content-Length", str(len(body)))
+        self.end_headers()
+        self.wfile.write(body)
+
+    do_GET = _refuse
+
+
+def _serve(handler: type[http.server.BaseHTTPRequestHandler]) -> Iterator[str]:
+    server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), handler)
     thread = threading.Thread(target=server.serve_forever, daemon=True)
     thread.start()
     try:
@@ -63,6 +82,16 @@ def refusing_server() -> Iterator[str]:
     finally:
         server.shutdown()
         server.server_close()
+
+
+@pytest.fixture(scope="module")
+def refusing_server() -> Iterator[str]:
+    yield from _serve(_Refuse)
+
+
+@pytest.fixture(scope="module")
+def version_forbidding_server() -> Iterator[str]:
+    yield from _serve(_ForbidVersion)
 
 
 def _kubeconfig(path: Path, server: str, token: str | None = None) -> Path:
@@ -240,3 +269,15 @@ def test_a_metrics_port_in_use_is_refused_before_anything_is_synced(
     assert _one_error_line(err).startswith(
         f"kubewerk: error: --metrics-port {port}: cannot listen on 127.0.0.1:{port}: "
     )
+
+
+def test_diff_goes_past_a_forbidden_version_and_still_names_the_cluster(
+    version_forbidding_server: str, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """/version is only a first check: a 403 there (RBAC without Kubernetes'
+    public-info-viewer binding) does not stop diff, and the error of the reads that
+    follow still names the one cluster side."""
+    kc = _kubeconfig(tmp_path / "kc", version_forbidding_server, token="t")
+    assert main(["diff", str(tmp_path / "cm.yaml"), "--kubeconfig", str(kc)]) == 2
+    line = _one_error_line(capsys.readouterr().err)
+    assert line == "kubewerk: error: cluster:ctx: Unauthorized"

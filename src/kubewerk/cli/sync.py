@@ -247,14 +247,16 @@ async def _check_reachable(source: Any) -> None:
     """Ask a cluster source's server for ``/version`` once, so that an unreachable server
     or refused credentials stop the command with a line naming that source (the
     comparison itself would raise the same error without saying which side it was).
-    A server without ``/version`` (404) is let through, as ``kubewerk run`` does."""
-    from kubewerk.client import ApiError, NotFound, ServerUnreachable
+    A server without ``/version`` (404), or one whose RBAC no longer grants it to every
+    user as Kubernetes' ``system:public-info-viewer`` does (403), is let through: the
+    reads themselves then say what they may not do."""
+    from kubewerk.client import ApiError, Forbidden, NotFound, ServerUnreachable
 
     if not getattr(source, "is_cluster", False):
         return
     try:
         await source.client.request("GET", "/version")
-    except NotFound:
+    except (NotFound, Forbidden):
         return
     except ServerUnreachable as exc:
         raise UsageError(f"{source.name}: {one_line(str(exc))}") from None
