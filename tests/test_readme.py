@@ -190,3 +190,43 @@ def test_the_status_tables_counts_of_rules_and_checks_are_the_registries() -> No
 
     text = (ROOT / "README.md").read_text()
     assert f"{len(RULES)} lint rules, {len(CHECKS)} compatibility checks" in text
+
+
+def test_every_kubewerk_flag_the_readme_and_docs_show_exists() -> None:
+    """A ``kubewerk COMMAND [ACTION] ... --flag`` in the README or docs/*.md names a flag
+    that command has (a renamed flag would leave a newcomer with argparse's error)."""
+    import argparse
+
+    from kubewerk.cli import build_parser
+
+    def parsers(
+        parser: argparse.ArgumentParser, path: tuple[str, ...]
+    ) -> dict[tuple[str, ...], set[str]]:
+        found = {path: {o for a in parser._actions for o in a.option_strings}}
+        for action in parser._actions:
+            if isinstance(action, argparse._SubParsersAction):
+                for name, sub in action.choices.items():
+                    found.update(parsers(sub, (*path, name)))
+        return found
+
+    known = parsers(build_parser(), ())
+    checked = 0
+    unknown: list[str] = []
+    for page in [ROOT / "README.md", *sorted((ROOT / "docs").glob("*.md"))]:
+        for m in re.finditer(
+            r"kubewerk ([a-z][a-z-]*)( [a-z][a-z-]*)?([^`\n|]*)", page.read_text()
+        ):
+            path: tuple[str, ...] = (m.group(1),)
+            if path not in known:
+                continue  # prose ("kubewerk dashboard" is fine, "kubewerk is" is not a command)
+            tail = m.group(3)
+            if m.group(2) and (*path, m.group(2).strip()) in known:
+                path = (*path, m.group(2).strip())
+            elif m.group(2):
+                tail = m.group(2) + tail
+            for flag in re.findall(r"(?<![\w-])(--[a-z][a-z0-9-]*)", tail):
+                checked += 1
+                if flag not in known[path]:
+                    unknown.append(f"{page.name}: kubewerk {' '.join(path)} {flag}")
+    assert checked > 50
+    assert not unknown, unknown
