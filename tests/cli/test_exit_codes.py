@@ -281,3 +281,26 @@ def test_diff_goes_past_a_forbidden_version_and_still_names_the_cluster(
     assert main(["diff", str(tmp_path / "cm.yaml"), "--kubeconfig", str(kc)]) == 2
     line = _one_error_line(capsys.readouterr().err)
     assert line == "kubewerk: error: cluster:ctx: Unauthorized"
+
+
+@pytest.mark.parametrize("dst", [[], ["cluster:"]], ids=["no-dst", "bare-cluster-dst"])
+def test_diffs_cluster_side_is_the_context_of_dash_dash_context(
+    dst: list[str], tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """Without DST, or with a bare ``cluster:``, the cluster side is ``--context``'s (the
+    kubeconfig's current context points elsewhere) and the error names it."""
+    kc = tmp_path / "kc"
+    kc.write_text(
+        "apiVersion: v1\nkind: Config\ncurrent-context: elsewhere\n"
+        "clusters: [{name: a, cluster: {server: 'http://127.0.0.1:1'}},"
+        " {name: b, cluster: {server: 'http://127.0.0.1:2'}}]\n"
+        "users: [{name: u, user: {}}]\n"
+        "contexts: [{name: elsewhere, context: {cluster: b, user: u}},"
+        " {name: ctx, context: {cluster: a, user: u}}]\n"
+    )
+    argv = ["diff", str(tmp_path / "cm.yaml"), *dst, "--context", "ctx", "--kubeconfig", str(kc)]
+    assert main(argv) == 2
+    assert _one_error_line(capsys.readouterr().err) == (
+        "kubewerk: error: cluster:ctx: cannot reach the API server at http://127.0.0.1:1: "
+        "connection refused"
+    )

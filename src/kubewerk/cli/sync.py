@@ -229,9 +229,9 @@ class _Summary:
 
 
 def _default_cluster(args: argparse.Namespace) -> str:
-    """``cluster:CONTEXT`` for the side ``diff`` compares with when given one source: the
-    context of ``--context``, else the kubeconfig's current one (UsageError, one line,
-    when the kubeconfig cannot be used)."""
+    """``cluster:CONTEXT`` for the side ``diff`` compares with when given one source (or
+    a bare ``cluster:``): the context of ``--context``, else the kubeconfig's current one
+    (UsageError, one line, when the kubeconfig cannot be used)."""
     if args.context:
         return f"cluster:{args.context}"
     from kubewerk.client import ConfigError, load_config
@@ -271,7 +271,7 @@ def run_diff(args: argparse.Namespace) -> int:
     from kubewerk.sync import diff_sources, load
     from kubewerk.sync.sources import SourceError
 
-    dst = args.dst or _default_cluster(args)
+    dst = _default_cluster(args) if args.dst in (None, "cluster:") else args.dst
     clusters: list[str] = []
 
     async def go() -> Any:
