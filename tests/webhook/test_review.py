@@ -284,3 +284,14 @@ def test_request_kind_equal_or_not_reads_as_its_own(request_kind: dict[str, Any]
         request_kind and body["request"], "requestKind"
     )
     assert request.request_resource == review_module._gvr(body["request"], "requestResource")
+
+
+@pytest.mark.parametrize("value", [[], ["CREATE"], {}, {"CREATE": 1}], ids=repr)
+def test_an_unhashable_operation_is_refused_as_unknown(value: Any) -> None:
+    # a list or an object is no operation: a 400 like any other, not a TypeError (500)
+    body = _review()
+    body["request"]["operation"] = value
+    assert _outcome(body) == (
+        "error",
+        f"request.operation must be one of CREATE, UPDATE, DELETE, CONNECT, not {value!r}",
+    )

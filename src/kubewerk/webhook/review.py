@@ -14,7 +14,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
-from typing import Any, Final, Literal, TypeVar
+from typing import Any, Final, Literal, TypeVar, cast
 
 import orjson
 
@@ -310,6 +310,129 @@ def _user_info(req: Mapping[str, Any]) -> UserInfo:
 _NOBODY = UserInfo()
 
 
+_str = str
+_dict = dict
+_list = list
+_bool = bool
+
+
+def _plain_user(value: dict[str, Any]) -> UserInfo | None:
+    """:func:`_user_info` of a ``userInfo`` whose members all have their usual JSON
+    types (username, uid: string or null; groups: null or a list of strings; extra:
+    null or an object of null or lists of strings); None for any other."""
+    username, uid = value.get("username"), value.get("uid")
+    groups, extra_in = value.get("groups"), value.get("extra")
+    if not (
+        (username is None or username.__class__ is _str) and (uid is None or uid.__class__ is _str)
+    ):
+        return None
+    if groups is None:
+        groups = ()
+    elif groups.__class__ is _list:
+        for item in groups:
+            if item.__class__ is not _str:
+                return None
+        groups = tuple(groups)
+    else:
+        return None
+    extra: dict[str, tuple[str, ...]] = {}
+    if extra_in is not None:
+        if extra_in.__class__ is not _dict:
+            return None
+        for key, values in extra_in.items():
+            if values is None:
+                extra[key] = ()
+                continue
+            if values.__class__ is not _list:
+                return None
+            for item in values:
+                if item.__class__ is not _str:
+                    return None
+            extra[key] = tuple(values)
+    return _user(username or "", uid or "", groups, extra)
+
+
+def _plain_request(req: dict[str, Any], uid: str, operation: str) -> AdmissionRequest | None:
+    """The request of a review as kube-apiserver writes it, or None.
+
+    The request :func:`parse_admission_review` would build from ``req`` (a dict, with
+    ``uid`` and ``operation`` already checked), when every member has its usual JSON
+    type, kind and resource are known to the reuse caches with a version and a kind,
+    and requestKind/requestResource are objects equal to them; None otherwise, and the
+    caller then reads ``req`` with every check (and error message) of the full path.
+    Only ``is``/class tests and reads come before the two dict comparisons, which the
+    full path makes too; nothing here raises.
+    """
+    get = req.get
+    kind, resource = get("kind"), get("resource")
+    name, namespace = get("name"), get("namespace")
+    sub, request_sub = get("subResource"), get("requestSubResource")
+    dry_run, options = get("dryRun"), get("options")
+    obj, old, user = get("object"), get("oldObject"), get("userInfo")
+    if not (
+        kind.__class__ is _dict
+        and resource.__class__ is _dict
+        and (name is None or name.__class__ is _str)
+        and (namespace is None or namespace.__class__ is _str)
+        and (sub is None or sub.__class__ is _str)
+        and (request_sub is None or request_sub.__class__ is _str)
+        and (dry_run is None or dry_run.__class__ is _bool)
+        and (options is None or options.__class__ is _dict)
+        and (obj is None or obj.__class__ is _dict)
+        and (old is None or old.__class__ is _dict)
+        and (user is None or user.__class__ is _dict)
+    ):
+        return None
+    g, v, k = kind.get("group"), kind.get("version"), kind.get("kind")
+    rg, rv, rr = resource.get("group"), resource.get("version"), resource.get("resource")
+    if not (
+        g.__class__ is _str
+        and v.__class__ is _str
+        and k.__class__ is _str
+        and v
+        and k
+        and rg.__class__ is _str
+        and rv.__class__ is _str
+        and rr.__class__ is _str
+    ):
+        return None
+    kind_ = _GVK_CACHE.get((g, v, k))
+    resource_ = _GVR_CACHE.get((rg, rv, rr))
+    if kind_ is None or resource_ is None:
+        return None
+    request_kind, request_resource = get("requestKind"), get("requestResource")
+    if not (
+        request_kind.__class__ is _dict
+        and request_resource.__class__ is _dict
+        and request_kind == kind
+        and request_resource == resource
+    ):
+        return None
+    user_info = _NOBODY if user is None else _plain_user(user)
+    if user_info is None:
+        return None
+    # _request(...) spelled out (a call of 15 arguments costs ~1k instructions); tests
+    # hold every field equal to the full path's
+    draft = _new(_RequestDraft)
+    draft.uid = uid
+    draft.kind = kind_
+    draft.resource = resource_
+    draft.operation = operation  # type: ignore[assignment]  # one of _OPERATIONS
+    draft.name = name or ""
+    draft.namespace = namespace or ""
+    draft.sub_resource = sub or ""
+    draft.request_kind = kind_
+    draft.request_resource = resource_
+    draft.request_sub_resource = request_sub or ""
+    draft.user_info = user_info
+    draft.object = obj
+    draft.old_object = old
+    draft.dry_run = dry_run is True
+    draft.options = options
+    draft.__class__ = AdmissionRequest  # type: ignore[assignment]
+    return draft  # type: ignore[return-value]
+
+
 def parse_admission_review(review: Mapping[str, Any]) -> tuple[str, AdmissionRequest]:
     """The review's apiVersion (to answer in) and its request.
 
@@ -335,7 +458,15 @@ def parse_admission_review(review: Mapping[str, Any]) -> tuple[str, AdmissionReq
             raise ReviewError("request.uid is missing")
         raise _bad("uid", "a string")
     operation = req.get("operation")
-    if operation not in _OPERATIONS:
+    if operation.__class__ is _str and operation in _OPERATIONS:
+        plain = _plain_request(req, uid, operation)
+        if plain is not None:
+            return api_version, plain
+    try:
+        known = operation in _OPERATIONS
+    except TypeError:  # a list or an object: unhashable, and no operation either
+        known = False
+    if not known:
         raise ReviewError(
             f"request.operation must be one of CREATE, UPDATE, DELETE, CONNECT, not {operation!r}"
         )
@@ -370,7 +501,7 @@ def parse_admission_review(review: Mapping[str, Any]) -> tuple[str, AdmissionReq
         uid,
         kind_,
         resource,
-        operation,
+        cast(Operation, operation),  # one of _OPERATIONS
         name or "",
         namespace or "",
         sub or "",
