@@ -743,12 +743,13 @@ class ResourceApi:
         )
 
     def prepare_patch(
-        self, target: Target, patch_body: bytes, content_type: str
+        self, target: Target, patch_body: bytes, content_type: str, query: dict[str, str]
     ) -> tuple[str, JSON, JSON, JSON, Any]:
         """A PATCH (not of ``/scale``) up to admission: ``(key, stored object, stored
         object as served, patched object, resourceVersion precondition)``; finish it with
-        ``finish_patch``. For the admission chain's asynchronous path."""
-        media = self._patch_media(target, content_type, {})
+        ``finish_patch``. For the admission chain's asynchronous path. The PatchOptions in
+        ``query`` are checked as ``patch`` checks them."""
+        media = self._patch_media(target, content_type, query)
         if media == APPLY_YAML:
             raise ApiError.unsupported_media_type(
                 "server-side apply is not available while admission webhooks or policies "

@@ -10,8 +10,11 @@ from __future__ import annotations
 import asyncio
 from typing import Any
 
+import orjson
+
 from kubewerk.apiserver.app import ApiServer
 from kubewerk.apiserver.storage import open_store
+from tests.apiserver.helpers import asgi_call
 from tests.apiserver.helpers import json_call as _send
 
 AR = "/apis/admissionregistration.k8s.io/v1"
@@ -129,3 +132,64 @@ async def test_matched_and_requested_names_follow_the_served_versions() -> None:
     await _served(app, ["v1"])
     status, body = await _send(app, "POST", v1, _gadget("v1", "c"))
     assert status == 201, body
+
+
+OPTIONS = (
+    "request.options.kind + ' ' + "
+    "(has(request.options.fieldManager) ? request.options.fieldManager : '-') + ' ' + "
+    "(has(request.options.fieldValidation) ? request.options.fieldValidation : '-') + ' ' + "
+    "(has(request.options.dryRun) ? request.options.dryRun[0] : '-')"
+)
+
+
+async def test_options_are_the_requests_own() -> None:
+    """``request.options`` of a create, an update and a patch carry the query's
+    ``dryRun``, ``fieldManager`` and ``fieldValidation`` (a patch's as UpdateOptions,
+    kube's ``patchToUpdateOptions``), and only what was given."""
+    app = ApiServer(open_store("memory"))
+    assert (await _send(app, "POST", CRDS, _crd(_version("v1beta1", True))))[0] == 201
+    await _served(app, ["v1beta1"])
+    path = "/apis/example.com/v1beta1/namespaces/default/gadgets"
+    assert (await _send(app, "POST", path, _gadget("v1beta1", "old")))[0] == 201
+    policy = {**POLICY, "spec": {**POLICY["spec"]}}
+    policy["spec"]["validations"] = [
+        {"expression": "object.spec.size < 0", "messageExpression": OPTIONS}
+    ]
+    assert (await _send(app, "POST", f"{AR}/validatingadmissionpolicies", policy))[0] == 201
+    assert (await _send(app, "POST", f"{AR}/validatingadmissionpolicybindings", BINDING))[0] == 201
+
+    status, body = await _send(app, "POST", path, _gadget("v1beta1", "a"))
+    assert status == 422, body
+    assert _seen(body) == "CreateOptions - - -"
+    query = "?fieldManager=me&fieldValidation=Strict&dryRun=All"
+    status, body = await _send(app, "POST", path + query, _gadget("v1beta1", "a"))
+    assert status == 422, body
+    assert _seen(body) == "CreateOptions me Strict All"
+    status, old = await _send(app, "GET", f"{path}/old")
+    status, body = await _send(app, "PUT", f"{path}/old?fieldManager=you", old)
+    assert status == 422, body
+    assert _seen(body) == "UpdateOptions you - -"
+    status, _, payload = await asgi_call(
+        app,
+        "PATCH",
+        f"{path}/old",
+        "fieldManager=them&dryRun=All",
+        headers={"content-type": "application/merge-patch+json"},
+        body=b'{"spec":{"size":2}}',
+    )
+    assert status == 422, payload
+    assert _seen(orjson.loads(payload)) == "UpdateOptions them - All"
+    # the PatchOptions are checked before admission, as without it
+    status, _, payload = await asgi_call(
+        app,
+        "PATCH",
+        f"{path}/old",
+        "force=true",
+        headers={"content-type": "application/merge-patch+json"},
+        body=b'{"spec":{"size":2}}',
+    )
+    assert status == 422, payload
+    assert orjson.loads(payload)["message"] == (
+        'PatchOptions.meta.k8s.io "" is invalid: force: Forbidden: '
+        "may not be specified for non-apply patch"
+    )

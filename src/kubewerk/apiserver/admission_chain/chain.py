@@ -118,13 +118,15 @@ def _names(rtype: ServedResource, version: str, subresource: str) -> _Names:
     return found
 
 
-def _default_options(operation: str) -> JSON | None:
-    """The options a request without explicit ones carries (``request.options``):
-    ``CreateOptions``/``UpdateOptions`` for those operations, else none."""
+def _default_options(operation: str, query: dict[str, str]) -> JSON | None:
+    """The options a request without explicit ones carries (``request.options``): the
+    ``CreateOptions``/``UpdateOptions`` of the request's query for those operations
+    (``dryRun``, ``fieldManager``, ``fieldValidation``, as kube-apiserver decodes them),
+    else none."""
     if operation == "CREATE":
-        return {"kind": "CreateOptions", "apiVersion": "meta.k8s.io/v1"}
+        return _write_options("CreateOptions", query)
     if operation == "UPDATE":
-        return {"kind": "UpdateOptions", "apiVersion": "meta.k8s.io/v1"}
+        return _write_options("UpdateOptions", query)
     return None
 
 
@@ -132,7 +134,11 @@ def _update_options(query: dict[str, str]) -> JSON:
     """The ``UpdateOptions`` admission sees for a PATCH (kube's ``patchToUpdateOptions``:
     the PatchOptions' ``dryRun``, ``fieldManager`` and ``fieldValidation``; ``force``
     is not carried)."""
-    options: JSON = {"kind": "UpdateOptions", "apiVersion": "meta.k8s.io/v1"}
+    return _write_options("UpdateOptions", query)
+
+
+def _write_options(kind: str, query: dict[str, str]) -> JSON:
+    options: JSON = {"kind": kind, "apiVersion": "meta.k8s.io/v1"}
     dry = [v for v in query.get("dryRun", "").split(",") if v]
     if dry:
         options["dryRun"] = dry
@@ -327,7 +333,7 @@ class AdmissionChain:
             ns_obj = self.store.get(f"/core/namespaces//{namespace}")
         kind, resource, equivalents = _names(rtype, target.version, target.subresource or "")
         if options is None:
-            options = _default_options(operation)
+            options = _default_options(operation, query)
         return vap.Request(
             operation=operation,
             kind=kind,
@@ -723,7 +729,7 @@ class AdmissionChain:
         for _attempt in range(MAX_ATTEMPTS):
             warnings: list[str] = []
             annotations: dict[str, str] = {}
-            prepared = self.api.prepare_patch(target, patch_body, content_type)
+            prepared = self.api.prepare_patch(target, patch_body, content_type, query)
             key, current, served, patched, rv_text = prepared
             mine = await self._mutate(
                 "UPDATE", target, patched, served, query, warnings, annotations
