@@ -51,7 +51,8 @@ async def call(
 def normalised(value: Any) -> Any:
     """The answer without what differs by chance between two servers (uids, clock)."""
     if isinstance(value, dict):
-        if "manager" in value and "time" in value:  # a managedFields entry: stamped by the clock
+        if "fieldsType" in value and "time" in value:  # a managedFields entry: clock-stamped
+            # (with or without a manager: a request without a User-Agent has none)
             value = {**value, "time": "<x>"}
         return {
             k: ("<x>" if k in ("uid", "creationTimestamp", "lastTransitionTime") else normalised(v))
