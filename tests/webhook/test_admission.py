@@ -351,3 +351,22 @@ async def test_the_received_review_is_not_changed(app: WebhookApp) -> None:
     before = copy.deepcopy(body)
     await review(app, MUTATE, body)
     assert body == before
+
+
+@pytest.mark.parametrize(
+    ("operation", "bad"),
+    [("CREATE", "object"), ("UPDATE", "object"), ("UPDATE", "oldObject"), ("DELETE", "oldObject")],
+)
+async def test_a_refused_object_is_named_by_its_field(
+    app: WebhookApp, operation: str, bad: str
+) -> None:
+    good, wrong = database(), database(replicas="three")
+    obj = None if operation == "DELETE" else (wrong if bad == "object" else good)
+    old = None if operation == "CREATE" else (wrong if bad == "oldObject" else good)
+    r = await review(app, VALIDATE, kube_review(operation, obj, old))
+    status = r["status"]
+    assert r["allowed"] is False and status["code"] == 422 and status["reason"] == "Invalid"
+    invalid = 'Database.webhook.test.kubewerk.dev "db" is invalid: spec.replicas: '
+    prefix = "" if bad == "object" else "request.oldObject: "
+    assert status["message"].startswith(prefix + invalid), status["message"]
+    assert [c["field"] for c in status["details"]["causes"]] == ["spec.replicas"]

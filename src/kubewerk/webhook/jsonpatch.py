@@ -42,7 +42,7 @@ def _same(a: Any, b: Any) -> bool:
         return True
     if type(a) is not type(b):
         return False
-    if not isinstance(a, dict | list):
+    if not isinstance(a, _CONTAINERS):
         return bool(a == b)
     return _same_containers(a, b)
 
@@ -91,7 +91,7 @@ def diff(old: Any, new: Any) -> list[dict[str, Any]]:
                     continue
                 kind = type(current)
                 if kind is type(value):
-                    if not isinstance(current, dict | list):
+                    if not isinstance(current, _CONTAINERS):
                         if current == value:
                             continue
                         emit({"op": "replace", "path": f"{path}/{_token(key)}", "value": value})
