@@ -488,3 +488,27 @@ async def test_events_waiting_for_the_flush_go_out_in_one_write_framed_once(
             ("MODIFIED", {"n": "2"}),
         ]
     assert len(writes) == 3 and writes[0] is writes[1] is writes[2]
+
+
+async def test_a_write_that_raises_wakes_its_stream_and_the_flush_goes_on(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    hub = WatchHub(MemoryStore())
+    bad, _, bad_waiter = waiting_watcher(hub)
+    _, good_flush, good_waiter = waiting_watcher(hub)
+
+    def boom() -> bool:
+        raise RuntimeError("transport gone")
+
+    bad.direct = boom
+    hub.dispatch(Event("ADDED", "/p/x", 1, {"n": 0}, None, 10))
+    with caplog.at_level(logging.ERROR, "kubewerk.apiserver.watch"):
+        await asyncio.sleep(0)
+    assert bad_waiter.done() and bad.direct is None and len(bad.queue) == 1
+    assert len(good_flush.written) == 1 and not good_waiter.done()
+    assert not hub._flush_armed and "transport gone" in caplog.text
+    # the next commit is flushed as usual
+    hub.dispatch(Event("ADDED", "/p/y", 2, {"n": 1}, None, 10))
+    await asyncio.sleep(0)
+    assert len(good_flush.written) == 2
+    hub.close()

@@ -477,14 +477,21 @@ class WatchHub:
     def _flush(self) -> None:
         """Write the queues of the listed watchers whose streams still wait (``direct``),
         at most ``FLUSH_SLICE`` of them in this turn of the loop; wake the stream of any
-        whose queue cannot be written now, so it writes through ``send``."""
+        whose queue cannot be written now, so it writes through ``send``. A write that
+        raises is logged and its stream woken: it never stops the flush of the others."""
         pending = self._flush_list
         for _ in range(min(len(pending), FLUSH_SLICE)):
             watcher = pending.popleft()
             watcher.flush_pending = False
             direct = watcher.direct
-            if direct is not None and watcher.queue and not direct():
-                watcher.wake()
+            if direct is None or not watcher.queue:
+                continue
+            try:
+                if direct():
+                    continue
+            except Exception:
+                log.exception("writing the events of watcher of %s failed", watcher.prefix)
+            watcher.wake()
         if pending:
             assert self.loop is not None
             self.loop.call_soon(self._flush)
