@@ -25,7 +25,6 @@ UIDS = [
     "é😀\u2028\u2029\ufeff",
     "x" * 10_000,
 ]
-UID_IDS = ["uuid", "empty", "quotes", "controls", "unicode", "long"]
 
 
 class _MyAllowed(Allowed):
@@ -43,15 +42,13 @@ VERDICTS: list[Allowed | Denied] = [
 VERDICT_IDS = ["allowed", "warnings", "annotations", "subclass", "denied", "causes"]
 
 
-@pytest.mark.parametrize("uid", UIDS, ids=UID_IDS)
 @pytest.mark.parametrize("verdict", VERDICTS, ids=VERDICT_IDS)
 @pytest.mark.parametrize("api_version", [*ADMISSION_VERSIONS, "other.k8s.io/v1", ""])
-@pytest.mark.parametrize("patch", [None, "W10=", 'q"\\\n😀'], ids=["none", "b64", "hostile"])
-def test_bytes_equal_the_encoded_response(
-    uid: str, verdict: Allowed | Denied, api_version: str, patch: str | None
-) -> None:
-    want = orjson.dumps(admission_response(api_version, uid, verdict, patch))
-    assert admission_json(api_version, uid, verdict, patch) == want
+def test_bytes_equal_the_encoded_response(verdict: Allowed | Denied, api_version: str) -> None:
+    for uid in UIDS:
+        for patch in (None, "W10=", 'q"\\\n😀'):
+            want = orjson.dumps(admission_response(api_version, uid, verdict, patch))
+            assert admission_json(api_version, uid, verdict, patch) == want, (uid, patch)
 
 
 class _Version(str):
