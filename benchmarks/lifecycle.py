@@ -3,8 +3,8 @@
     .venv/bin/python benchmarks/lifecycle.py     # --objects-per-kind 200 --requeue-after 1,5
     .venv/bin/python benchmarks/lifecycle.py --objects-per-kind 50 --repeat 3
 
-The platform example (``examples/platform``: 17 kinds) with ``--objects-per-kind`` tenant
-stacks: stack *i* is ``examples/platform/stack/acme.yaml`` for tenant ``tNNN`` in its own
+The platform example (``examples/platform_demo``: 17 kinds) with ``--objects-per-kind`` tenant
+stacks: stack *i* is ``examples/platform_demo/stack/acme.yaml`` for tenant ``tNNN`` in its own
 namespace, without the replica Database, so every kind has exactly one object per stack
 (200 stacks: 17 x 200 = 3,400 objects, plus a Secret per stack that a CredentialBinding
 names). Each stack's objects form the example's graph: 27 refs between them, eight
@@ -15,7 +15,7 @@ Contenders, each run against its own embedded API server (memory store, its own 
 uvloop; a fresh one per run, since Tenants are cluster-scoped and an operator watches
 every namespace):
 
-- ``kernel``: the example as users run it, ``kubewerk run examples.platform:platform``,
+- ``kernel``: the example as users run it, ``kubewerk run examples.platform_demo:platform``,
   the lifecycle kernel's dependency engine deciding when an object may be provisioned;
 - ``hand-written N s``: ``benchmarks/lifecycle_baseline.py``, the same 17 kinds, the
   same simulated provider, finalizer, phases and Events, on ``kubewerk.runtime`` alone:
@@ -79,7 +79,7 @@ sys.path.insert(0, str(REPO / "src"))
 sys.path.insert(1, str(REPO))
 
 import bus as bus_bench  # noqa: E402  benchmarks/bus.py
-from examples.platform.models import KINDS  # noqa: E402
+from examples.platform_demo.models import KINDS  # noqa: E402
 from prometheus_client.parser import text_string_to_metric_families  # noqa: E402
 
 from kubewerk.client import Client, ResourceType  # noqa: E402
@@ -88,8 +88,8 @@ from kubewerk.client.watch import Listed, list_watch  # noqa: E402
 from kubewerk.model.ref_fields import references_of  # noqa: E402
 
 PY = sys.executable
-CRDS = REPO / "examples" / "platform" / "crds"
-STACK = REPO / "examples" / "platform" / "stack" / "acme.yaml"
+CRDS = REPO / "examples" / "platform_demo" / "crds"
+STACK = REPO / "examples" / "platform_demo" / "stack" / "acme.yaml"
 CRD_TYPE = ResourceType(
     "apiextensions.k8s.io", "v1", "CustomResourceDefinition", "customresourcedefinitions", False
 )
@@ -490,7 +490,7 @@ async def contenders_run(args: argparse.Namespace) -> tuple[list[str], dict[str,
     random.Random(args.seed).shuffle(docs)
     namespaces = sorted({d["metadata"]["namespace"] for d in docs if "namespace" in d["metadata"]})
     pairs = edges(docs)
-    contenders = [Contender("kernel", "examples.platform:platform", {})]
+    contenders = [Contender("kernel", "examples.platform_demo:platform", {})]
     for n in args.requeue_after:
         contenders.append(
             Contender(

@@ -1,8 +1,8 @@
 """The platform example's operator as users write it today: one plain controller per kind.
 
 The hand-written contender of ``benchmarks/lifecycle.py``. It manages the same 17 kinds
-(``examples/platform/models.py``) with the same simulated provider
-(``examples/platform/provider.py``: the same delay, the same failures) and writes the
+(``examples/platform_demo/models.py``) with the same simulated provider
+(``examples/platform_demo/provider.py``: the same delay, the same failures) and writes the
 same phases the kinds' lifecycles allow, but on ``kubewerk.runtime`` alone, without the
 lifecycle kernel: every controller checks by hand what its object's refs name, and
 while something is not ready it writes ``status.phase: Pending`` with a ``Ready=False``
@@ -43,8 +43,8 @@ from collections.abc import Callable
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
-from examples.platform import provider
-from examples.platform.models import (
+from examples.platform_demo import provider
+from examples.platform_demo.models import (
     Alert,
     Application,
     Backup,

@@ -1,4 +1,4 @@
-"""examples/platform without a server: the committed CRDs are exactly what the models
+"""examples/platform_demo without a server: the committed CRDs are exactly what the models
 generate (so they cannot drift from the Python), the stack is valid against them and
 its graph has no cycle and no missing object, and the operator registers all 17 kinds
 with the lifecycles the CRDs enforce."""
@@ -13,29 +13,29 @@ import yaml
 from kubewerk.cli import main
 
 REPO = Path(__file__).resolve().parents[2]
-PLATFORM = REPO / "examples" / "platform"
+PLATFORM = REPO / "examples" / "platform_demo"
 
 
 def test_the_committed_crds_are_what_the_models_generate(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     monkeypatch.chdir(REPO)
-    assert main(["gen", "crd", "examples.platform.models", "-o", str(tmp_path)]) == 0
+    assert main(["gen", "crd", "examples.platform_demo.models", "-o", str(tmp_path)]) == 0
     generated = {p.name: p.read_bytes() for p in tmp_path.iterdir()}
     committed = {p.name: p.read_bytes() for p in (PLATFORM / "crds").iterdir()}
     assert len(generated) == 17
     assert sorted(committed) == sorted(generated), "regenerate: kubewerk gen crd " + (
-        "examples.platform.models -o examples/platform/crds"
+        "examples.platform_demo.models -o examples/platform_demo/crds"
     )
     stale = [name for name in generated if committed[name] != generated[name]]
     assert stale == [], (
-        f"{stale} differ from the models: kubewerk gen crd examples.platform.models "
-        "-o examples/platform/crds"
+        f"{stale} differ from the models: kubewerk gen crd examples.platform_demo.models "
+        "-o examples/platform_demo/crds"
     )
 
 
 def test_the_crds_carry_the_lifecycles_refs_and_printer_columns() -> None:
-    from examples.platform.models import KINDS
+    from examples.platform_demo.models import KINDS
 
     for kind in KINDS:
         info = kind.kind_info()
@@ -55,7 +55,7 @@ def test_the_stack_is_valid_and_its_graph_complete(
     capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
 ) -> None:
     monkeypatch.chdir(REPO)
-    crds, stack = "examples/platform/crds", "examples/platform/stack"
+    crds, stack = "examples/platform_demo/crds", "examples/platform_demo/stack"
     assert main(["validate", "--crd", crds, stack]) == 0
     out = capsys.readouterr().out
     assert "0 error(s), 0 warning(s)" in out
@@ -65,8 +65,8 @@ def test_the_stack_is_valid_and_its_graph_complete(
 
 
 def test_the_operator_registers_the_17_kinds_with_their_lifecycles() -> None:
-    import examples.platform as example
-    from examples.platform.models import JOB_LIFECYCLE, KINDS, SCHEDULE_LIFECYCLE
+    import examples.platform_demo as example
+    from examples.platform_demo.models import JOB_LIFECYCLE, KINDS, SCHEDULE_LIFECYCLE
 
     platform = example.platform
     assert example.manager is platform.manager

@@ -1,6 +1,6 @@
-"""The platform example (examples/platform) end to end: the embedded API server in a
+"""The platform example (examples/platform_demo) end to end: the embedded API server in a
 thread, the real kubectl, and the operator as a separate process (``python -m
-kubewerk.cli run examples.platform:platform``), as a user runs them.
+kubewerk.cli run examples.platform_demo:platform``), as a user runs them.
 
 - three tenants' full stacks, applied in one ``kubectl apply`` in shuffled order, all
   reach their ready phase; no object became ready before what it depends on (from the
@@ -39,7 +39,7 @@ from typing import Any
 
 import pytest
 import yaml
-from examples.platform.models import KINDS
+from examples.platform_demo.models import KINDS
 from prometheus_client.parser import text_string_to_metric_families
 
 from kubewerk.apiserver.server import EmbeddedServer
@@ -50,11 +50,11 @@ from .conftest import KubectlRun, wait_until
 pytestmark = pytest.mark.e2e
 
 REPO = Path(__file__).resolve().parents[2]
-PLATFORM = REPO / "examples" / "platform"
+PLATFORM = REPO / "examples" / "platform_demo"
 CRDS = PLATFORM / "crds"
 STACK = PLATFORM / "stack" / "acme.yaml"
 TENANTS = ("acme", "globex", "initech")
-TARGET = "examples.platform:platform"
+TARGET = "examples.platform_demo:platform"
 
 BY_NAME: dict[str, Any] = {k.__name__: k for k in KINDS}
 READY: dict[str, set[str]] = {
@@ -65,7 +65,7 @@ READY: dict[str, set[str]] = {
 
 
 def stack(tenant: str) -> list[dict[str, Any]]:
-    """examples/platform/stack/acme.yaml for ``tenant``, every namespaced object in the
+    """examples/platform_demo/stack/acme.yaml for ``tenant``, every namespaced object in the
     namespace named after it."""
     docs = [d for d in yaml.safe_load_all(STACK.read_text().replace("acme", tenant)) if d]
     for doc in docs:
@@ -313,7 +313,7 @@ PROBES = re.compile(r"probes and metrics on (http://\S+) ")
 
 
 class Operator:
-    """``python -m kubewerk.cli run examples.platform:platform`` against ``kubeconfig``,
+    """``python -m kubewerk.cli run examples.platform_demo:platform`` against ``kubeconfig``,
     its log in a file, probes on a free port."""
 
     def __init__(

@@ -1,4 +1,4 @@
-"""examples/platform/README.md, run: every command of its walk-through, in order, through
+"""examples/platform_demo/README.md, run: every command of its walk-through, in order, through
 ``bash`` from the repository's root, against ``kubewerk up`` (a process) with the real
 kubectl and the operator as a process — checked against what the README says it prints.
 
@@ -31,12 +31,12 @@ from .conftest import LineReader
 pytestmark = pytest.mark.e2e
 
 REPO = Path(__file__).resolve().parents[2]
-README = REPO / "examples" / "platform" / "README.md"
+README = REPO / "examples" / "platform_demo" / "README.md"
 BIN = str(Path(sys.executable).parent)
 
 UP = "kubewerk up"
 EXPORT = "export KUBECONFIG=$PWD/.kubewerk/kubeconfig"
-RUN = "KUBEWERK_PLATFORM_DELAY=1 kubewerk run examples.platform:platform"
+RUN = "KUBEWERK_PLATFORM_DELAY=1 kubewerk run examples.platform_demo:platform"
 WAITS = (
     "custom-columns='NAME:.metadata.name,PHASE:.status.phase,WAITING FOR:"
     '.status.conditions[?(@.type=="DependenciesReady")].message\''
@@ -120,15 +120,17 @@ def deprovisioned_leaves_first(p: subprocess.CompletedProcess[str]) -> bool:
 STEPS = [
     Step(UP, ok()),
     Step(EXPORT, ok()),
-    Step("kubectl apply -f examples/platform/crds/", lambda p: p.stdout.count(" created") == 17),
     Step(
-        "kubectl wait --for=condition=Established -f examples/platform/crds/",
+        "kubectl apply -f examples/platform_demo/crds/", lambda p: p.stdout.count(" created") == 17
+    ),
+    Step(
+        "kubectl wait --for=condition=Established -f examples/platform_demo/crds/",
         lambda p: p.stdout.count("condition met") == 17,
     ),
     Step(RUN, ok()),
     Step("kubectl create namespace acme", ok("namespace/acme created")),
     Step(
-        "kubectl apply -n acme -f examples/platform/stack/",
+        "kubectl apply -n acme -f examples/platform_demo/stack/",
         lambda p: (
             p.stdout.count(" created") == 19
             and p.stdout.startswith("alert.platform.kubewerk.dev/shop-errors created\n")
@@ -168,7 +170,8 @@ STEPS = [
         ),
     ),
     Step(
-        "kubewerk graph examples/platform/crds examples/platform/stack -n acme --format mermaid",
+        "kubewerk graph examples/platform_demo/crds examples/platform_demo/stack -n acme"
+        " --format mermaid",
         ok("Application/acme/shop"),
     ),
     Step(
@@ -395,7 +398,13 @@ def run_step(session: Session, step: Step) -> None:
         session.env["KUBEWERK_PLATFORM_DELAY"] = "0.3"
         log = session.background(
             "run",
-            ["kubewerk", "run", "examples.platform:platform", "--probe-address", "127.0.0.1:0"],
+            [
+                "kubewerk",
+                "run",
+                "examples.platform_demo:platform",
+                "--probe-address",
+                "127.0.0.1:0",
+            ],
             REPO,
         )
         found = session.wait_for_log(log, r"probes and metrics on http://(\S+) ")

@@ -13,7 +13,7 @@ from kubewerk.client import CRD, Client, ResourceType
 from kubewerk.testing import wait_for
 from kubewerk.testing.helpers import crd_established
 
-CRDS = Path(__file__).resolve().parents[2] / "examples" / "platform" / "crds"
+CRDS = Path(__file__).resolve().parents[2] / "examples" / "platform_demo" / "crds"
 GROUP = "platform.kubewerk.dev"
 HOSTILE = '<script>window.__pwned = 1</script><img src=x onerror="window.__pwned=2">'
 

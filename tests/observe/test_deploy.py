@@ -101,12 +101,12 @@ def by_kind(docs: list[dict[str, Any]], kind: str) -> list[dict[str, Any]]:
 
 @pytest.mark.kubewerk_rbac  # a server that serves the RBAC kinds, as a cluster does
 async def test_the_platform_example(tmp_path: Path, kube_client: Client) -> None:
-    first = generate(tmp_path / "a", "examples.platform:platform", "--replicas", "2")
-    again = generate(tmp_path / "a", "examples.platform:platform", "--replicas", "2")
-    elsewhere = generate(tmp_path / "b", "examples.platform:platform", "--replicas", "2")
+    first = generate(tmp_path / "a", "examples.platform_demo:platform", "--replicas", "2")
+    again = generate(tmp_path / "a", "examples.platform_demo:platform", "--replicas", "2")
+    elsewhere = generate(tmp_path / "b", "examples.platform_demo:platform", "--replicas", "2")
     assert first == again == elsewhere  # same input, same bytes
     # the CRDs are the example's own
-    for crd in sorted((ROOT / "examples/platform/crds").glob("*.yaml")):
+    for crd in sorted((ROOT / "examples/platform_demo/crds").glob("*.yaml")):
         assert first[f"crd/{crd.name}"] == crd.read_bytes()
     code, out, _ = kubewerk("lint", str(tmp_path / "a"))
     assert code == 0, out
@@ -117,7 +117,7 @@ async def test_the_platform_example(tmp_path: Path, kube_client: Client) -> None
     (container,) = pod["containers"]
     assert container["args"] == [
         "run",
-        "examples.platform:platform",
+        "examples.platform_demo:platform",
         "--probe-address",
         ":8081",
         "--leader-elect",
@@ -316,7 +316,7 @@ async def test_the_generated_rbac_suffices_for_the_platform(
     """The platform example as its ServiceAccount: a tenant's whole stack provisioned
     (reads, status writes, finalizers, Events, the Secret a binding reads), then torn
     down (the kernel's cascading deletes)."""
-    import examples.platform.main as main
+    import examples.platform_demo.main as main
 
     before = os.environ.get("KUBEWERK_PLATFORM_DELAY")
 
@@ -330,9 +330,9 @@ async def test_the_generated_rbac_suffices_for_the_platform(
     request.addfinalizer(restore)
     os.environ["KUBEWERK_PLATFORM_DELAY"] = "0.01"
     main = importlib.reload(main)
-    from examples.platform.models import KINDS
+    from examples.platform_demo.models import KINDS
 
-    generate(tmp_path, "examples.platform:platform")
+    generate(tmp_path, "examples.platform_demo:platform")
     namespace = "platform-example-system"
     for ns in (namespace, "acme"):
         await kube_client.create(
@@ -342,7 +342,9 @@ async def test_the_generated_rbac_suffices_for_the_platform(
     main.manager.probe_port = None
     await run_manager(main.platform, namespace=namespace, rbac=rbac_from(tmp_path))
     stack = [
-        d for d in yaml.safe_load_all((ROOT / "examples/platform/stack/acme.yaml").read_text()) if d
+        d
+        for d in yaml.safe_load_all((ROOT / "examples/platform_demo/stack/acme.yaml").read_text())
+        if d
     ]
     for doc in stack:
         if doc["kind"] != "Tenant":

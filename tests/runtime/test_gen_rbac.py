@@ -130,7 +130,7 @@ def test_a_namespace_scoped_manager_gets_roles_in_its_namespaces() -> None:
 
 
 def test_cluster_scoped_kinds_stay_cluster_wide_and_their_events_go_to_default() -> None:
-    from examples.platform.models import Tenant
+    from examples.platform_demo.models import Tenant
 
     mgr = Manager(namespaces=["a"], probe_port=None)
 
@@ -203,7 +203,7 @@ def test_the_platform_example() -> None:
     dependent of a cascading ref, so the kernel deletes its objects; CredentialBinding's
     ref to a Secret reads Secrets; every transition records an Event. Nothing creates,
     updates (PUT) or owns anything."""
-    import examples.platform.main as example
+    import examples.platform_demo.main as example
 
     objects = by_kind(rbac_for(example.platform, "ops", None, None))
     assert set(objects) == {
@@ -242,18 +242,22 @@ def kubewerk(*args: str, cwd: Path = ROOT) -> subprocess.CompletedProcess[str]:
 
 def test_cli_writes_files_and_a_manager_of_a_platform_reads_as_the_platform(tmp_path: Path) -> None:
     out = tmp_path / "rbac"
-    done = kubewerk("gen", "rbac", "examples.platform.main:manager", "-n", "ops", "-o", str(out))
+    done = kubewerk(
+        "gen", "rbac", "examples.platform_demo.main:manager", "-n", "ops", "-o", str(out)
+    )
     assert done.returncode == 0, done.stderr
     assert sorted(p.name for p in out.iterdir()) == [
         "role.yaml", "role_binding.yaml", "service_account.yaml",
     ]  # fmt: skip
     roles = list(yaml.safe_load_all((out / "role.yaml").read_text()))
-    import examples.platform.main as example
+    import examples.platform_demo.main as example
 
     expected = rbac_for(example.platform, "ops", None, None)
     assert roles == [o for o in expected if o["kind"] == "ClusterRole"]
     first = (out / "role.yaml").read_bytes()
-    again = kubewerk("gen", "rbac", "examples.platform.main:platform", "-n", "ops", "-o", str(out))
+    again = kubewerk(
+        "gen", "rbac", "examples.platform_demo.main:platform", "-n", "ops", "-o", str(out)
+    )
     assert again.returncode == 0 and (out / "role.yaml").read_bytes() == first  # stable
     stdout = kubewerk(
         "gen", "rbac", "examples.database_operator.main:manager", "--name", "db", "--leader-elect"
@@ -268,11 +272,11 @@ def test_cli_writes_files_and_a_manager_of_a_platform_reads_as_the_platform(tmp_
 @pytest.mark.parametrize(
     ("args", "message"),
     [
-        (["examples.platform.main"], "must look like MODULE:MANAGER"),
-        (["examples.platform.main:nothing"], "has no attribute 'nothing'"),
-        (["examples.platform.main:WORKERS"], "is not a kubewerk.runtime.Manager"),
+        (["examples.platform_demo.main"], "must look like MODULE:MANAGER"),
+        (["examples.platform_demo.main:nothing"], "has no attribute 'nothing'"),
+        (["examples.platform_demo.main:WORKERS"], "is not a kubewerk.runtime.Manager"),
         (["no_such_module:m"], "cannot import module"),
-        (["examples.platform.main:manager", "-n", "Ops"], "--namespace 'Ops'"),
+        (["examples.platform_demo.main:manager", "-n", "Ops"], "--namespace 'Ops'"),
     ],
 )
 def test_cli_usage_errors_without_traceback(args: list[str], message: str) -> None:

@@ -1,6 +1,6 @@
 """The platform operator: 17 kinds on one lifecycle kernel.
 
-Run it with ``kubewerk run examples.platform:platform`` (or ``:manager``). Everything a
+Run it with ``kubewerk run examples.platform_demo:platform`` (or ``:manager``). Everything a
 kind's author writes is below: for each kind, the step that is specific to it. The kernel
 (:class:`~kubewerk.lifecycle.Platform`) does the rest for every kind alike — phases and
 the ``Ready`` condition in one guarded status write per transition, waiting for what an
@@ -22,8 +22,8 @@ on every object and runs it once nothing references the object any more, so dele
 Tenant releases its stack at the provider leaves first (a Normal Event ``Deprovisioned``
 for each object, in that order).
 
-A :class:`~examples.platform.models.Job` runs (Pending → Running → Succeeded) and runs
-again when its spec changes; a :class:`~examples.platform.models.Schedule` follows
+A :class:`~examples.platform_demo.models.Job` runs (Pending → Running → Succeeded) and runs
+again when its spec changes; a :class:`~examples.platform_demo.models.Schedule` follows
 ``spec.suspend`` through guarded transitions (Active ⇄ Suspended).
 
 Configuration, from the environment:
@@ -136,7 +136,7 @@ def provisioned(
     """Register ``kind`` (default lifecycle) with the handler described in the module doc;
     the decorated ``step(obj, ctx)`` fills in the kind's own status fields (of
     ``status_type``) once the provider answered; it may raise
-    :class:`~examples.platform.provider.ProvisioningFailed`."""
+    :class:`~examples.platform_demo.provider.ProvisioningFailed`."""
 
     def register(step: Step) -> Step:
         @platform.kind(kind, strategy=strategy, max_concurrent_reconciles=WORKERS)

@@ -1,5 +1,5 @@
 """The platform's 17 kinds, as typed kubewerk models: each class is also its CRD
-(``crds/`` holds what ``kubewerk gen crd examples.platform.models`` writes).
+(``crds/`` holds what ``kubewerk gen crd examples.platform_demo.models`` writes).
 
 Group ``platform.kubewerk.dev``, version ``v1``, category ``platform`` (``kubectl get
 platform`` lists every kind). ``Tenant`` is cluster-scoped; everything else lives in
@@ -21,7 +21,7 @@ the tenant's namespace. What depends on what (every arrow is a ``Ref`` field)::
     Backup             → Database, Bucket
     Alert              → Application, [Queue]
 
-(``[...]`` optional; ``kubewerk graph examples/platform/crds examples/platform/stack``
+(``[...]`` optional; ``kubewerk graph examples/platform_demo/crds examples/platform_demo/stack``
 draws a stack's objects). Refs cascade: deleting a Tenant deletes
 its Environments and Projects first, theirs first, and so on down to the leaves, so a
 stack is torn down in reverse dependency order. Two refs do not cascade: a Database's
