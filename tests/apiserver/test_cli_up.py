@@ -136,12 +136,28 @@ def test_up_reports_a_busy_port(tmp_path: Path) -> None:
             text=True,
             timeout=30,
         )
-        assert second.returncode == 1
-        assert f"cannot listen on 127.0.0.1:{port}" in second.stderr
-        assert "Traceback" not in second.stderr
+        assert second.returncode == 2  # a usage error, as for dashboard, run, webhook serve
+        assert second.stderr.startswith(f"kubewerk: error: cannot listen on 127.0.0.1:{port}: ")
+        assert second.stderr.count("\n") == 1 and "Traceback" not in second.stderr
+        assert second.stdout == ""
     finally:
         proc.send_signal(signal.SIGTERM)
         proc.communicate(timeout=10)
+
+
+def test_demo_reports_a_busy_port_with_exit_code_2(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    from kubewerk.cli import main
+
+    with socket.create_server(("127.0.0.1", 0)) as taken:
+        port = taken.getsockname()[1]
+        code = main(["demo", "--port", str(port), "--kubeconfig", str(tmp_path / "kc")])
+    out, err = capsys.readouterr()
+    assert code == 2  # a usage error, as for up, dashboard, run, webhook serve
+    assert err.startswith(f"kubewerk: error: cannot listen on 127.0.0.1:{port}: ")
+    assert err.count("\n") == 1 and out == ""
+    assert not (tmp_path / "kc").exists()
 
 
 def test_up_refuses_a_non_loopback_host_with_exit_code_2(tmp_path: Path) -> None:

@@ -84,7 +84,7 @@ def run(args: argparse.Namespace) -> int:
             f"kubewerk: error: cannot listen on 127.0.0.1:{args.port}: {exc.strerror or exc}",
             file=sys.stderr,
         )
-        return 1
+        return 2  # the port asked for is taken: a usage error, as for up and dashboard
     try:
         try:
             path = server.write_kubeconfig(args.kubeconfig)

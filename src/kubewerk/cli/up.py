@@ -420,7 +420,7 @@ def run(args: argparse.Namespace) -> int:
                 f"kubewerk: error: cannot listen on {args.host}:{args.port}: {exc.strerror or exc}",
                 file=sys.stderr,
             )
-            return 1
+            return 2  # the address asked for (a port taken, a host not ours): a usage error
         # start-up done: freeze its objects, full collections after 700k new containers
         tune_for_long_lived_data()
         for sig in (signal.SIGINT, signal.SIGTERM):
