@@ -366,3 +366,12 @@ def test_applies_exactly_follows_earlier_operations() -> None:
         {"op": "add"},
     ):
         assert applies_exactly(doc, bad) is False
+
+
+@pytest.mark.parametrize("size", [0, 1, 2, 3, 57, 58, 76, 1000])
+def test_the_patch_text_is_standard_base64_of_the_json(size: int) -> None:
+    # padding, no line breaks at any length (binascii's encoder, as base64.b64encode)
+    ops = [{"op": "add", "path": "/a", "value": "x" * size}]
+    text = encode_patch(ops)
+    assert text == base64.b64encode(orjson.dumps(ops)).decode("ascii")
+    assert "\n" not in text and len(text) % 4 == 0
