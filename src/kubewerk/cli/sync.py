@@ -54,7 +54,8 @@ def register(sub: Any) -> None:
         "--namespace",
         default=None,
         metavar="NS",
-        help="compare only this namespace's objects in a cluster",
+        help="compare only this namespace's objects; manifests without a namespace are in it "
+        "(default: the cluster side's context namespace), one naming another is an error",
     )
     diff.add_argument("--status", action="store_true", help="compare status too")
     diff.add_argument(
@@ -282,7 +283,9 @@ def run_diff(args: argparse.Namespace) -> int:
             clusters.extend(s.name for s in (left, right) if s.is_cluster)
             for side in (left, right):
                 await _check_reachable(side)
-            return await diff_sources(left, right, keep_status=args.status)
+            return await diff_sources(
+                left, right, keep_status=args.status, namespace=args.namespace
+            )
         finally:
             for s in (left, right):
                 if s is not None:

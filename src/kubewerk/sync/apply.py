@@ -92,8 +92,12 @@ def _with_record(desired: dict[str, Any], record: Mapping[str, Any] | None) -> d
     return body
 
 
-def _ns(obj: Mapping[str, Any], rt: ResourceType) -> str | None:
-    return ((obj.get("metadata") or {}).get("namespace") or "default") if rt.namespaced else None
+def _ns(client: Client, obj: Mapping[str, Any], rt: ResourceType) -> str | None:
+    """The namespace ``obj`` is written to: its own, else the client's (its kubeconfig
+    context's, ``default`` for a URL) as kubectl places it; None for a cluster-scoped kind."""
+    if not rt.namespaced:
+        return None
+    return str((obj.get("metadata") or {}).get("namespace") or client.namespace or "default")
 
 
 async def apply_object(
@@ -118,9 +122,11 @@ async def apply_object(
     body = _with_record(desired, record if record is not None else desired)
     rt = await client.resolve(str(body.get("apiVersion", "")), str(body.get("kind", "")))
     name = str(body["metadata"]["name"])
-    ns = _ns(body, rt)
+    ns = _ns(client, body, rt)
     if rt.namespaced:
         body["metadata"]["namespace"] = ns
+    else:
+        body["metadata"].pop("namespace", None)  # kube-apiserver clears it too
     force = policy == "git-wins"
     existed = live is not None
     if live is not None and await same_in_cluster(client, live, body, schemas):
@@ -223,7 +229,7 @@ async def same_in_cluster(
     fields ignored, defaults applied: a CRD's through the schema engine, a built-in
     kind's by the server in a dry run), including the recorded last-synced state unless
     ``check_record`` is False."""
-    if check_record and last_synced(live) != last_synced(desired):
+    if check_record and not _same_record(live, desired):
         return False
     a = strip_server_fields(live)
     b = strip_server_fields(desired)
@@ -245,6 +251,29 @@ async def same_in_cluster(
     return same_value(a, b, schemas.shape(av, kind))
 
 
+def _same_record(live: Mapping[str, Any], desired: Mapping[str, Any]) -> bool:
+    """Whether ``live`` carries the last-synced state ``desired`` records. A record
+    without ``metadata.namespace`` (written before manifests were placed in their
+    namespace, or by a caller that did not place its object) on an object in namespace
+    N records the same state as one naming N."""
+    have, want = last_synced(live), last_synced(desired)
+    if have == want:
+        return True
+    if have is None or want is None:
+        return False
+    live_ns = (live.get("metadata") or {}).get("namespace")
+    if not isinstance(live_ns, str) or not live_ns:
+        return False
+    return _in_namespace(have, live_ns) == _in_namespace(want, live_ns)
+
+
+def _in_namespace(record: dict[str, Any], namespace: str) -> dict[str, Any]:
+    meta = record.get("metadata")
+    if not isinstance(meta, dict) or meta.get("namespace"):
+        return record
+    return {**record, "metadata": {**meta, "namespace": namespace}}
+
+
 async def delete_object(client: Client, obj: Mapping[str, Any], *, dry_run: bool = False) -> bool:
     """Delete the cluster's copy of ``obj`` (background propagation); False when it was
     already gone."""
@@ -254,7 +283,7 @@ async def delete_object(client: Client, obj: Mapping[str, Any], *, dry_run: bool
         await client.delete(
             rt,
             str(meta.get("name")),
-            _ns(obj, rt),
+            _ns(client, obj, rt),
             propagation_policy="Background",
             dry_run=dry_run,
         )

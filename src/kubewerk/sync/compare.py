@@ -1,9 +1,13 @@
 """Comparing two sources object by object: :func:`diff_sources`.
 
 Objects are matched by :class:`~kubewerk.sync.keys.ObjectKey` (group, kind, namespace,
-name; a manifest of a namespaced kind without a namespace is in ``default``, as kubectl
-reads it). Each matched pair is compared after :mod:`~kubewerk.sync.normalize` removed
-server-managed fields, with schema defaults applied to both sides:
+name). Manifests are placed first as kubectl places them: one of a namespaced kind
+without a namespace is in ``-n``'s namespace, else the cluster side's context namespace
+(``default`` for a URL or two manifest sides); one of a cluster-scoped kind has its
+namespace dropped. A kind's scope comes from its CRD (either side's), else the cluster
+side's discovery, else the built-in table (an unknown kind counts as namespaced). Each
+matched pair is compared after :mod:`~kubewerk.sync.normalize` removed server-managed
+fields, with schema defaults applied to both sides:
 
 - custom resources through the schema engine, from the CRD of the right side when it
   has one (the destination), else the left's;
@@ -26,15 +30,25 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+from kubewerk.client.errors import NotFound
 from kubewerk.core.jsoncopy import copy_tree
 from kubewerk.sync.apply import server_defaulted
 from kubewerk.sync.diff import ObjectDiff, diff_objects, quick_equal
 from kubewerk.sync.keys import GroupKind, ObjectKey, key_of
 from kubewerk.sync.normalize import strip_server_fields
 from kubewerk.sync.schemas import KindSchemas
-from kubewerk.sync.sources import _CRD_RT, ClusterSource, Entry, Source
+from kubewerk.sync.sources import _CRD_RT, ClusterSource, Entry, Source, SourceError
 
-__all__ = ["DiffReport", "ItemDiff", "Side", "diff_sources", "index_entries", "prepare_schemas"]
+__all__ = [
+    "DiffReport",
+    "ItemDiff",
+    "Side",
+    "check_namespace",
+    "diff_sources",
+    "index_entries",
+    "manifest_namespace",
+    "prepare_schemas",
+]
 
 _CONCURRENCY = 32
 
@@ -81,19 +95,54 @@ class Side:
 
 
 def index_entries(
-    entries: Sequence[Entry], schemas: KindSchemas, *, manifests: bool
+    entries: Sequence[Entry],
+    schemas: KindSchemas,
+    *,
+    manifests: bool,
+    default_namespace: str = "default",
 ) -> dict[ObjectKey, Entry]:
-    """Entries keyed by identity (later duplicates win, as ``kubectl apply`` would)."""
+    """Entries keyed by identity (later duplicates win, as ``kubectl apply`` would).
+
+    Manifests (``manifests=True``) are placed as kubectl places them before it sends
+    them: an object of a namespaced kind without ``metadata.namespace`` (absent, null or
+    ``""``) goes to ``default_namespace``, and an object of a cluster-scoped kind loses
+    the namespace it names (kube-apiserver clears it too). The scope is
+    :meth:`KindSchemas.namespaced`'s. The entry then holds a copy of its object with
+    ``metadata.namespace`` so set (the input entries and objects are never changed), so
+    that comparing or applying it sees the object the cluster would hold. Objects read
+    from a cluster are keyed as they are."""
     out: dict[ObjectKey, Entry] = {}
     for entry in entries:
         obj = entry.obj
         gk = GroupKind(key_of_group(obj), str(obj.get("kind", "")))
         namespaced = schemas.namespaced(gk)
-        key = key_of(obj, "default" if namespaced and manifests else "")
+        key = key_of(obj, default_namespace if namespaced and manifests else "")
         if not namespaced and key.namespace:
             key = key._replace(namespace="")
+        if manifests:
+            entry = _placed(entry, key.namespace if namespaced else None)
         out[key] = entry
     return out
+
+
+def _placed(entry: Entry, namespace: str | None) -> Entry:
+    """``entry`` with its object's ``metadata.namespace`` set to ``namespace`` when it
+    has none (None: a cluster-scoped kind, whose string namespace is removed); the
+    same entry when nothing changes. A non-string namespace is left for the server to
+    refuse."""
+    meta = entry.obj.get("metadata")
+    if not isinstance(meta, Mapping):
+        return entry
+    current = meta.get("namespace")
+    if namespace is None:
+        if "namespace" not in meta or not isinstance(current, str | None):
+            return entry
+        placed = {k: v for k, v in meta.items() if k != "namespace"}
+    else:
+        if current is not None and current != "":
+            return entry
+        placed = {**meta, "namespace": namespace}
+    return Entry({**entry.obj, "metadata": placed}, entry.path, entry.index)
 
 
 def key_of_group(obj: Mapping[str, Any]) -> str:
@@ -106,7 +155,9 @@ async def prepare_schemas(
     left: Source, left_entries: Sequence[Entry], right: Source, right_entries: Sequence[Entry]
 ) -> KindSchemas:
     """Kind knowledge from both sides: the right side's CRDs preferred, a cluster's
-    published OpenAPI for built-in kinds."""
+    published OpenAPI for built-in kinds, and a cluster's discovery for the scope of
+    each kind the objects hold that no CRD on either side defines (a kind a cluster
+    does not serve is left to :meth:`KindSchemas.namespaced`'s fallbacks)."""
     schemas = KindSchemas()
     for source, entries in ((right, right_entries), (left, left_entries)):
         schemas.add_objects((e.obj for e in entries), prefer=False)
@@ -121,7 +172,26 @@ async def prepare_schemas(
                 doc = await source.openapi_v2()
                 if doc is not None:
                     schemas.add_openapi_v2(doc)
+    for source in (right, left):
+        if isinstance(source, ClusterSource):
+            await _discover_scopes(source, schemas, (*left_entries, *right_entries))
     return schemas
+
+
+async def _discover_scopes(
+    cluster: ClusterSource, schemas: KindSchemas, entries: Sequence[Entry]
+) -> None:
+    """Teach ``schemas`` the scope ``cluster`` serves each of the entries' kinds at, for
+    the kinds no known CRD defines (built-in kinds come from the client's table without
+    a request; other kinds from discovery, cached by the client)."""
+    for gk, api_version in _kinds_of(entries).items():
+        if schemas.is_custom(gk):
+            continue
+        try:
+            rt = await cluster.resource_type(api_version, gk.kind)
+        except NotFound:
+            continue  # not served here: the scope stays unknown to this side
+        schemas.add_scope(gk, rt.namespaced)
 
 
 def _kinds_of(entries: Sequence[Entry]) -> dict[GroupKind, str]:
@@ -170,12 +240,60 @@ class Normalizer:
         return out
 
 
-async def diff_sources(left: Source, right: Source, *, keep_status: bool = False) -> DiffReport:
-    """Compare ``left`` with ``right`` (patches go from left to right)."""
+def manifest_namespace(
+    left: Source, right: Source, namespace: str | None = None
+) -> tuple[str, bool]:
+    """The namespace manifests without one are placed in when ``left`` is compared with
+    ``right``, and whether it is enforced (kubectl's ``-n``: a manifest of a namespaced
+    kind naming another namespace is refused). ``namespace`` (``-n``) first, enforced;
+    else a cluster side's own ``namespace`` (the right one first), enforced; else that
+    cluster's context namespace (``default`` for a URL), not enforced; else ``default``."""
+    if namespace:
+        return namespace, True
+    clusters = [s for s in (right, left) if isinstance(s, ClusterSource)]
+    for c in clusters:
+        if c.namespace:
+            return c.namespace, True
+    if clusters:
+        return clusters[0].client.namespace or "default", False
+    return "default", False
+
+
+def check_namespace(entries: Mapping[ObjectKey, Entry], namespace: str) -> None:
+    """Raise :class:`~kubewerk.sync.sources.SourceError` naming the manifest of the first
+    (in key order) namespaced object that is not in ``namespace`` (as kubectl refuses a
+    manifest in another namespace than its ``-n``)."""
+    for key in sorted(entries):
+        if key.namespace and key.namespace != namespace:
+            where = entries[key].path or "the source"
+            raise SourceError(
+                f"{where}: {key} is in namespace {key.namespace!r}, not in {namespace!r} "
+                f"(the namespace compared): pass -n {key.namespace} to compare it"
+            )
+
+
+async def diff_sources(
+    left: Source, right: Source, *, keep_status: bool = False, namespace: str | None = None
+) -> DiffReport:
+    """Compare ``left`` with ``right`` (patches go from left to right).
+
+    Manifests are placed in the namespace :func:`manifest_namespace` names (see
+    :func:`index_entries`); when it is enforced (``namespace``, or a cluster side narrowed
+    to one namespace), a manifest of a namespaced kind in another namespace raises
+    :class:`~kubewerk.sync.sources.SourceError`."""
     left_entries, right_entries = await load_pair(left, right)
     schemas = await prepare_schemas(left, left_entries, right, right_entries)
-    lk = index_entries(left_entries, schemas, manifests=not left.is_cluster)
-    rk = index_entries(right_entries, schemas, manifests=not right.is_cluster)
+    default_ns, enforced = manifest_namespace(left, right, namespace)
+    lk = index_entries(
+        left_entries, schemas, manifests=not left.is_cluster, default_namespace=default_ns
+    )
+    rk = index_entries(
+        right_entries, schemas, manifests=not right.is_cluster, default_namespace=default_ns
+    )
+    if enforced:
+        for side, keyed in ((left, lk), (right, rk)):
+            if not side.is_cluster:
+                check_namespace(keyed, default_ns)
     norm = Normalizer(schemas, keep_status)
     report = DiffReport()
     sem = asyncio.Semaphore(_CONCURRENCY)

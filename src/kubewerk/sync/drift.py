@@ -36,7 +36,7 @@ from kubewerk.client.watch import Listed, list_watch
 from kubewerk.runtime.events import EventRecorder
 from kubewerk.sync.apply import Policy, same_in_cluster
 from kubewerk.sync.compare import index_entries, key_of_group, prepare_schemas
-from kubewerk.sync.engine import _sync_object
+from kubewerk.sync.engine import _sync_object, target_namespace
 from kubewerk.sync.keys import GroupKind, ObjectKey
 from kubewerk.sync.schemas import KindSchemas
 from kubewerk.sync.sources import _CRD_RT, ClusterSource, Entry, Source
@@ -157,7 +157,12 @@ class _Target:
             }
         )
         self.schemas = await prepare_schemas(source, entries, self.cluster, live)
-        self.desired = index_entries(entries, self.schemas, manifests=True)
+        self.desired = index_entries(
+            entries,
+            self.schemas,
+            manifests=True,
+            default_namespace=target_namespace(self.cluster),
+        )
         await self._ensure_sync_target()
         self.changed.set()  # report the starting state (in sync until a check says not)
 

@@ -13,6 +13,11 @@
   (a directory or file; one target only): changed documents are replaced in their
   files, objects only in the cluster go to new files, nothing is written to the cluster.
 
+Manifests are placed in each target as kubectl places them: an object of a namespaced
+kind without a namespace goes to the target's namespace (:func:`target_namespace`: its
+kubeconfig context's), one of a cluster-scoped kind loses the namespace it names (see
+:func:`~kubewerk.sync.compare.index_entries`).
+
 Objects are applied in dependency order: Namespaces, then CRDs (waited for until
 Established), then the rest with each object after the objects its kind's lifecycle refs
 name (the CRD annotation ``kubewerk.dev/references``), else in key order. With
@@ -55,7 +60,14 @@ from kubewerk.sync.sources import (
     parse_manifests,
 )
 
-__all__ = ["ObjectResult", "SyncReport", "TargetReport", "dependency_order", "sync"]
+__all__ = [
+    "ObjectResult",
+    "SyncReport",
+    "TargetReport",
+    "dependency_order",
+    "sync",
+    "target_namespace",
+]
 
 _NS = GroupKind("", "Namespace")
 _CRD = GroupKind("apiextensions.k8s.io", "CustomResourceDefinition")
@@ -153,6 +165,13 @@ def dependency_order(entries: Mapping[ObjectKey, Entry], schemas: KindSchemas) -
     return order
 
 
+def target_namespace(target: ClusterSource) -> str:
+    """The namespace a manifest without one is synced into on ``target``: its
+    ``namespace`` when set, else its kubeconfig context's namespace (``default`` for a
+    URL), as ``kubectl apply --context`` places it."""
+    return target.namespace or target.client.namespace or "default"
+
+
 async def _wait_established(
     target: ClusterSource, names: Sequence[str], timeout: float = 10.0
 ) -> None:
@@ -185,7 +204,9 @@ async def _sync_target(
             kinds.setdefault(_gk(e.obj), str(e.obj.get("apiVersion")))
         live_entries = await target.objects(kinds)
         schemas = await prepare_schemas(source, source_entries, target, live_entries)
-        src = index_entries(source_entries, schemas, manifests=True)
+        src = index_entries(
+            source_entries, schemas, manifests=True, default_namespace=target_namespace(target)
+        )
         live = index_entries(live_entries, schemas, manifests=False)
         if policy == "cluster-wins":
             await _write_back(source, target, src, live, schemas, prune, dry_run, report)

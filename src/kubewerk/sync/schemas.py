@@ -1,8 +1,9 @@
 """Per-kind knowledge a diff needs: scope, comparison shape, and schema defaults.
 
 :class:`KindSchemas` collects it from CustomResourceDefinitions (from either side of a
-diff: the manifests' own CRDs or a cluster's) and from a server's published OpenAPI v2
-definitions (the built-in kinds' list types and patch merge keys). A custom resource is
+diff: the manifests' own CRDs or a cluster's), from a cluster's discovery (the scope of
+a kind no known CRD defines) and from a server's published OpenAPI v2 definitions (the
+built-in kinds' list types and patch merge keys). A custom resource is
 defaulted through the schema engine (:func:`kubewerk.schema.compile_schema` on the CRD
 version's ``openAPIV3Schema``, the same defaulting a kube-apiserver applies); built-in
 kinds are defaulted by a server, not here (see :mod:`kubewerk.sync.compare`).
@@ -62,6 +63,7 @@ class KindSchemas:
         self._crd_reader = ShapeReader()
         self._builtin_reader = ShapeReader()
         self._builtin_defs: dict[tuple[str, str, str], str] = {}
+        self._scopes: dict[GroupKind, bool] = {}
         self.served_by_right: set[GroupKind] = set()
         """Kinds whose CRD (the one used here) is served by the right side's cluster, whose
         objects therefore already carry its defaults."""
@@ -87,6 +89,11 @@ class KindSchemas:
             del self._compiled[key]
         for key in [k for k in self._shapes if k[0] == gk]:
             del self._shapes[key]
+
+    def add_scope(self, gk: GroupKind, namespaced: bool) -> None:
+        """Learn a kind's scope from a cluster's discovery (the first answer wins; a CRD
+        of the kind, once known, still decides: see :meth:`namespaced`)."""
+        self._scopes.setdefault(gk, namespaced)
 
     def add_objects(self, objects: Iterable[Mapping[str, Any]], *, prefer: bool = False) -> None:
         """Learn every CRD among ``objects``."""
@@ -131,10 +138,16 @@ class KindSchemas:
         return gk in self._crds
 
     def namespaced(self, gk: GroupKind) -> bool:
-        """Whether ``gk`` is namespaced: a CRD's ``spec.scope``, else the built-in table."""
+        """Whether ``gk`` is namespaced: its CRD's ``spec.scope`` when a CRD is known, else
+        what a cluster's discovery said (:meth:`add_scope`), else the built-in table; a
+        kind none of them knows (not built in, no CRD on either side, not served) is taken
+        as namespaced, as most custom kinds are."""
         crd = self._crds.get(gk)
         if crd is not None:
             return bool((crd.get("spec") or {}).get("scope", "Namespaced") == "Namespaced")
+        found = self._scopes.get(gk)
+        if found is not None:
+            return found
         return gk not in CLUSTER_SCOPED_BUILTINS
 
     def _version_schema(self, gk: GroupKind, version: str) -> Mapping[str, Any] | None:
