@@ -81,3 +81,41 @@ def test_errors_exit_2(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> No
         == 2
     )
     assert "exactly one --to" in capsys.readouterr().err
+
+
+def test_manifests_without_namespace_follow_the_context(
+    two: list[EmbeddedServer], tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """The newcomer's walk through the command line: a custom resource manifest without
+    a namespace, a kubeconfig context whose namespace is ``team``. diff (the context as
+    the default side) and sync --dry-run agree with the cluster once the object is
+    there; -n names the namespace instead, and refuses a manifest naming another."""
+    from kubewerk.apiserver.server import kubeconfig_text
+
+    url = two[0].url
+    kubeconfig = tmp_path / "kubeconfig"
+    kubeconfig.write_text(kubeconfig_text(url, "kw", "team"))
+    repo = tmp_path / "repo"
+    ns = {"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": "team"}}
+    w = widget("w", size="m")
+    del w["metadata"]["namespace"]
+    write_manifests(repo / "crd.yaml", ns, widget_crd())
+    write_manifests(repo / "w.yaml", w)
+    kc = ["--kubeconfig", str(kubeconfig)]
+    assert main(["sync", "--from", str(repo), "--to", "kw", *kc, "-o", "json"]) == 0
+    doc = json.loads(capsys.readouterr().out)
+    assert "Widget.sync.test team/w" in [o["object"] for o in doc["targets"][0]["objects"]]
+    assert main(["diff", str(repo), *kc, "--color", "never"]) == 0
+    assert capsys.readouterr().out.strip() == "0 added, 0 removed, 0 changed, 3 equal"
+    assert main(["sync", "--from", str(repo), "--to", "kw", *kc, "--dry-run"]) == 0
+    assert capsys.readouterr().out.startswith("cluster:kw: ok (3 unchanged)")
+    # -n default: the object is not in default, so there it is only in the manifests
+    assert main(["diff", str(repo / "w.yaml"), url, "-n", "default", "-o", "json"]) == 1
+    doc = json.loads(capsys.readouterr().out)
+    assert [(o["namespace"], o["status"]) for o in doc["objects"]] == [("default", "removed")]
+    assert main(["diff", str(repo / "w.yaml"), url, "-n", "team", "-o", "summary"]) == 0
+    capsys.readouterr()
+    write_manifests(repo / "x.yaml", widget("x", "other"))
+    assert main(["diff", str(repo), url, "-n", "team"]) == 2
+    err = capsys.readouterr().err
+    assert "x.yaml: Widget.sync.test other/x is in namespace 'other', not in 'team'" in err
