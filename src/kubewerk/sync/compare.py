@@ -184,14 +184,18 @@ async def _discover_scopes(
     """Teach ``schemas`` the scope ``cluster`` serves each of the entries' kinds at, for
     the kinds no known CRD defines (built-in kinds come from the client's table without
     a request; other kinds from discovery, cached by the client)."""
-    for gk, api_version in _kinds_of(entries).items():
-        if schemas.is_custom(gk):
+    known: set[GroupKind] = set()
+    versions = {(str(e.obj.get("apiVersion") or ""), str(e.obj.get("kind", ""))) for e in entries}
+    for api_version, kind in versions:
+        gk = GroupKind(key_of_group({"apiVersion": api_version}), kind)
+        if gk in known or schemas.is_custom(gk):
             continue
         try:
-            rt = await cluster.resource_type(api_version, gk.kind)
+            rt = await cluster.resource_type(api_version, kind)
         except NotFound:
-            continue  # not served here: the scope stays unknown to this side
+            continue  # not served here (at this version): the scope stays unknown
         schemas.add_scope(gk, rt.namespaced)
+        known.add(gk)
 
 
 def _kinds_of(entries: Sequence[Entry]) -> dict[GroupKind, str]:

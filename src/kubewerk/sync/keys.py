@@ -44,9 +44,10 @@ class ObjectKey(NamedTuple):
 def key_of(obj: Mapping[str, Any], default_namespace: str = "") -> ObjectKey:
     """The key of a manifest or served object. ``ValueError`` when it has no kind or name.
 
-    ``default_namespace`` is used for a manifest without ``metadata.namespace`` (pass
-    ``""`` for cluster-scoped kinds: a diff cannot know the scope of a kind it has no
-    server for, so manifests of namespaced kinds should say their namespace)."""
+    ``default_namespace`` is used for an object without a string ``metadata.namespace``
+    (pass ``""`` for a cluster-scoped kind; the key keeps a namespace such an object
+    names). :func:`kubewerk.sync.compare.index_entries` keys manifests with their kind's
+    scope and the namespace kubectl would place them in."""
     kind = obj.get("kind")
     meta = obj.get("metadata")
     name = meta.get("name") if isinstance(meta, Mapping) else None
