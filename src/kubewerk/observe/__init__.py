@@ -5,6 +5,8 @@
   dependency graph of a cluster, kept as changes arrive;
 - :mod:`kubewerk.observe.watcher` — feeding that state from a cluster, once or by watches;
 - :mod:`kubewerk.observe.views` — the summary, object and graph views as JSON-ready data;
+- :mod:`kubewerk.observe.resourcenames` — kind names as kubectl users type them, resolved
+  from discovery as kubectl resolves them;
 - :mod:`kubewerk.observe.metrics` — controller-runtime metrics scraped into time series;
 - :mod:`kubewerk.observe.app` and :mod:`kubewerk.observe.server` — the dashboard as an
   ASGI app and served by uvicorn (``kubewerk dashboard``);
@@ -18,7 +20,7 @@ from kubewerk.observe.health import Stuck, ready_of, stuck_reasons
 from kubewerk.observe.metrics import MetricsSampler, parse_exposition
 from kubewerk.observe.server import DashboardServer
 from kubewerk.observe.state import ClusterState, KindInfo, KindKey
-from kubewerk.observe.views import graph_view, object_view, resolve_kind, summary
+from kubewerk.observe.views import graph_view, lookup_kind, object_view, resolve_kind, summary
 from kubewerk.observe.watcher import ClusterWatcher, snapshot
 
 __all__ = [
@@ -31,6 +33,7 @@ __all__ = [
     "MetricsSampler",
     "Stuck",
     "graph_view",
+    "lookup_kind",
     "object_view",
     "parse_exposition",
     "ready_of",

@@ -29,6 +29,7 @@ from kubewerk.client.resources import ResourceType
 from kubewerk.core.gvk import split_api_version
 from kubewerk.lifecycle.depgraph import Edge, InstanceGraph, NodeId
 from kubewerk.model.ref_fields import RefField
+from kubewerk.observe.resourcenames import ServedResource
 
 __all__ = [
     "EVENTS_PER_OBJECT",
@@ -167,6 +168,10 @@ class ClusterState:
     health_cache: dict[int, tuple[Any, ...]] = field(default_factory=dict)
     """id(object) → (the object, its phase, Ready, stuck reasons): the views' memo; an
     entry is dropped when its object is replaced or forgotten."""
+    served: tuple[ServedResource, ...] = ()
+    """Every resource the server serves, from discovery, in kubectl's priority order (what
+    a typed kind name is resolved against); empty when not read — then the watched kinds
+    stand in for it."""
     _waiters: list[asyncio.Future[None]] = field(default_factory=list)
 
     # -- kinds -----------------------------------------------------------------------------

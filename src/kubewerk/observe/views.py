@@ -9,8 +9,9 @@
 - :func:`graph_view`: the dependency graph of a namespace or of everything around one
   object (a tenant), laid out in layers (an object right of everything it depends on),
   cycle edges and members marked;
-- :func:`resolve_kind`: a kind as a user types it (``Database``, ``databases``,
-  ``database.platform.kubewerk.dev``), matched like kubectl matches resource names.
+- :func:`lookup_kind` / :func:`resolve_kind`: a kind as a user types it (``db``,
+  ``Database``, ``databases``, ``databases.platform.kubewerk.dev``), resolved against the
+  server's discovery as kubectl resolves a resource argument, with kubectl's error.
 
 Every string in the output is data: the caller escapes it for its medium.
 """
@@ -18,6 +19,7 @@ Every string in the output is data: the caller escapes it for its medium.
 from __future__ import annotations
 
 from collections import Counter
+from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import Any, Final
 
@@ -30,13 +32,22 @@ from kubewerk.observe.health import (
     ready_of,
     stuck_reasons,
 )
+from kubewerk.observe.resourcenames import (
+    ServedResource,
+    go_quote,
+    resolve_resource_arg,
+    served_from_types,
+    unknown_resource_type,
+)
 from kubewerk.observe.state import ClusterState, KindKey
 
 __all__ = [
     "GRAPH_LIMIT",
     "STUCK_LIMIT",
+    "KindLookup",
     "graph_view",
     "ident",
+    "lookup_kind",
     "object_view",
     "resolve_kind",
     "summary",
@@ -372,18 +383,52 @@ def graph_view(
     }
 
 
+@dataclass(frozen=True, slots=True)
+class KindLookup:
+    """What :func:`lookup_kind` found for a typed kind name."""
+
+    key: KindKey | None
+    """The watched kind it names (None: see :attr:`error`)."""
+    served: ServedResource | None
+    """The served resource it names, watched or not (None: no such resource type)."""
+    warnings: tuple[str, ...] = ()
+    """kubectl's warnings for the name (a short name other resources also declare)."""
+    error: str | None = None
+    """One line saying why there is no :attr:`key`: kubectl's ``the server doesn't have a
+    resource type "x"``, or which resource the name is and that it is not watched."""
+
+
+def _served(state: ClusterState) -> tuple[ServedResource, ...]:
+    return state.served or served_from_types(info.rt for info in state.kinds.values())
+
+
+def lookup_kind(state: ClusterState, text: str) -> KindLookup:
+    """The watched kind ``text`` names, resolved as kubectl resolves a resource argument
+    against the server's discovery (:attr:`ClusterState.served`; the watched kinds when it
+    was not read): plural, singular, kind, short names, ``resource.group``,
+    ``resource.version.group``, ``Kind.version.group``, group prefixes, kubectl's
+    priority between groups — see :mod:`kubewerk.observe.resourcenames`. A name kubectl
+    resolves to a kind that is not watched (``job`` is ``jobs.batch`` before any CRD's
+    Job, as in ``kubectl get job``) has no key; its error names the resource and, when a
+    watched kind also answers to the name, how to name that one."""
+    found = resolve_resource_arg(_served(state), text)
+    if found is None:
+        return KindLookup(None, None, error=unknown_resource_type(text))
+    served = found.served
+    key = KindKey(served.group, served.kind)
+    if key in state.kinds:
+        return KindLookup(key, served, found.warnings)
+    error = (
+        f'"{go_quote(text)}" is {served.group_resource}, not a watched kind (only the kinds '
+        "of CustomResourceDefinitions are)"
+    )
+    watched = [s for s in _served(state) if KindKey(s.group, s.kind) in state.kinds]
+    other = resolve_resource_arg(watched, text)
+    if other is not None:
+        error += f"; {other.served.kind} of {other.served.group} is {other.served.group_resource}"
+    return KindLookup(None, served, found.warnings, error)
+
+
 def resolve_kind(state: ClusterState, text: str) -> KindKey | None:
-    """The watched kind ``text`` names: its kind, plural or singular (lower-cased kind),
-    each optionally followed by ``.group`` (or a prefix of it), case-insensitive; None
-    when none or more than one matches."""
-    wanted = text.lower()
-    name, _, group = wanted.partition(".")
-    found: list[KindKey] = []
-    for key, info in state.kinds.items():
-        names = {key.kind.lower(), info.rt.plural.lower()}
-        if name not in names:
-            continue
-        if group and not key.group.lower().startswith(group):
-            continue
-        found.append(key)
-    return found[0] if len(found) == 1 else None
+    """The watched kind ``text`` names (:func:`lookup_kind`), or None when it names none."""
+    return lookup_kind(state, text).key

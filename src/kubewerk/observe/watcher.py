@@ -28,6 +28,7 @@ from kubewerk.client.errors import ApiError, Forbidden, Gone, NotFound, ServerUn
 from kubewerk.client.resources import CORE_EVENT, CRD, ResourceType
 from kubewerk.client.watch import Backoff, Listed, list_watch
 from kubewerk.model.ref_fields import REFERENCES_ANNOTATION, RefField, parse_references
+from kubewerk.observe.resourcenames import read_served
 from kubewerk.observe.state import ClusterState, KindInfo, KindKey
 
 __all__ = ["ClusterWatcher", "discover_kinds", "kind_of_crd", "snapshot"]
@@ -120,16 +121,33 @@ async def _list_kind(
 
 
 async def snapshot(
-    client: Client, *, namespace: str | None = None, name: str = "cluster"
+    client: Client,
+    *,
+    namespace: str | None = None,
+    name: str = "cluster",
+    discovery: bool = True,
 ) -> ClusterState:
     """The state of the cluster now: every kind (see the module doc), its objects (of
-    ``namespace`` only, when given) and the Events. Raises the client's errors for an
-    unreachable or refusing server (a 403 on one kind is kept as that kind's error)."""
+    ``namespace`` only, when given) and the Events; with ``discovery``, also every
+    resource the server serves (:attr:`ClusterState.served`, what a typed kind name is
+    resolved against; left empty when ``/api`` or ``/apis`` cannot be read). Raises the
+    client's errors for an unreachable or refusing server (a 403 on one kind is kept as
+    that kind's error)."""
     state = ClusterState(name=name)
     kinds, _rv = await discover_kinds(client)
+
+    async def served() -> None:
+        try:
+            state.served = await read_served(client)
+        except ApiError:
+            state.served = ()
+
     for info in kinds:
         state.set_kind(info)
-    await asyncio.gather(*(_list_kind(client, state, info, namespace) for info in kinds))
+    await asyncio.gather(
+        *(_list_kind(client, state, info, namespace) for info in kinds),
+        *([served()] if discovery else []),
+    )
     try:
         events = await client.list_all(CORE_EVENT, namespace)
     except Forbidden:
