@@ -22,7 +22,7 @@ from kubewerk.sync import LAST_SYNCED_ANNOTATION, diff_sources, load
 from kubewerk.sync.apply import apply_object
 from kubewerk.sync.compare import _discover_scopes, index_entries
 from kubewerk.sync.drift import DriftController
-from kubewerk.sync.engine import sync
+from kubewerk.sync.engine import ADOPTED, sync
 from kubewerk.sync.keys import GroupKind, ObjectKey
 from kubewerk.sync.schemas import KindSchemas
 from kubewerk.sync.sources import ClusterSource, Entry, SourceError
@@ -146,6 +146,23 @@ async def test_sync_with_the_crds_in_the_manifests(clients: list[Client], tmp_pa
         assert {r.action for r in again.targets[0].results} == {"unchanged"}
     merged = await sync(load(str(repo)), [target(c)], "merge")
     assert {r.action for r in merged.targets[0].results} == {"unchanged"}
+
+
+async def test_first_sync_of_an_object_made_otherwise(
+    clients: list[Client], tmp_path: Path
+) -> None:
+    """An object created without a sync (equal to the manifest, which omits the
+    namespace): diff finds it equal; the first sync, dry run or not, reports it updated
+    and says why (its record is written); the next one leaves it unchanged."""
+    c = clients[0]
+    await c.create(bare("Widget", "w", size="m"))
+    path = write_manifests(tmp_path / "repo" / "w.yaml", bare("Widget", "w", size="m"))
+    assert not (await diff_sources(load(str(path)), load(c.server))).different
+    for dry_run in (True, False):
+        report = await sync(load(str(path)), [target(c)], "git-wins", dry_run=dry_run)
+        assert [(r.action, r.detail) for r in report.targets[0].results] == [("updated", ADOPTED)]
+    report = await sync(load(str(path)), [target(c)], "git-wins")
+    assert [(r.action, r.detail) for r in report.targets[0].results] == [("unchanged", "")]
 
 
 async def test_the_context_namespace_places_manifests(

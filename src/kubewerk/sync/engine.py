@@ -38,7 +38,7 @@ import asyncio
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, Final
 
 from kubewerk.client import ServerUnreachable
 from kubewerk.client.errors import ApiError, NotFound
@@ -78,7 +78,8 @@ class ObjectResult:
     """One object's outcome: ``action`` is ``created``, ``updated``, ``unchanged``,
     ``deleted``, ``extra`` (only in the cluster, not pruned), ``conflict`` (merge: fields
     left as the cluster has them, listed in ``conflicts``), ``written`` (cluster-wins:
-    manifest written) or ``failed`` (``detail`` says why)."""
+    manifest written) or ``failed`` (``detail`` says why). An ``updated`` object that no
+    sync wrote before has the detail :data:`ADOPTED`."""
 
     key: ObjectKey
     action: str
@@ -163,6 +164,11 @@ def dependency_order(entries: Mapping[ObjectKey, Entry], schemas: KindSchemas) -
         done.add(first)
         pending.remove(first)
     return order
+
+
+ADOPTED: Final = "first sync of an object made otherwise: its last-synced record is written"
+"""The detail of an ``updated`` result for an object no sync wrote before (it is written
+even when it already equals the source, to record the last-synced state)."""
 
 
 def target_namespace(target: ClusterSource) -> str:
@@ -291,6 +297,8 @@ async def _sync_object(
         return ObjectResult(
             key, "conflict", f"{result.action}; kept the cluster's value", conflicts
         )
+    if result.action == "updated" and live_obj is not None and last_synced(live_obj) is None:
+        return ObjectResult(key, "updated", ADOPTED)
     return ObjectResult(key, result.action)
 
 
