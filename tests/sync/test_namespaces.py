@@ -369,3 +369,25 @@ async def test_scope_from_discovery(clients: list[Client]) -> None:
     assert schemas.namespaced(GADGET)
     placed = index_entries(entries[:1], schemas, manifests=True)
     assert list(placed) == [ObjectKey("sync.test", "Gadget", "default", "g")]
+
+
+async def test_apply_object_places_what_it_is_given(clients: list[Client]) -> None:
+    """apply_object alone: a namespaced object without a namespace goes to the client's
+    namespace; a cluster-scoped one is sent without the namespace it names, on create
+    and on update alike."""
+    plain = clients[0]
+    await make_namespace(plain, "team")
+    await install_crds(plain, gadget_crd())
+    team = Client.from_url(plain.server, namespace="team")
+    try:
+        made = await apply_object(team, bare("Widget", "w", size="m"))
+        assert made.action == "created" and made.object["metadata"]["namespace"] == "team"
+        gadget_rt = await plain.resolve("sync.test/v1", "Gadget")
+        live = None
+        for size, action in (("m", "created"), ("l", "updated")):
+            done = await apply_object(team, bare("Gadget", "g", "team", size=size), live=live)
+            assert done.action == action and "namespace" not in done.object["metadata"]
+            live = await plain.get(gadget_rt, "g")
+            assert live["spec"]["size"] == size
+    finally:
+        await team.close()

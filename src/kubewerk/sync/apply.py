@@ -116,7 +116,9 @@ async def apply_object(
     ``live`` is the cluster's current copy when the caller has read it (saves a read when
     deciding created/updated); ``record`` is the state to record as last synced (default:
     ``obj`` stripped); ``schemas`` gives list types and defaults for the equality check.
-    Raises the client's errors (:class:`~kubewerk.client.errors.ApiError`,
+    An ``obj`` of a namespaced kind without a namespace is written to the client's
+    namespace (its kubeconfig context's); one of a cluster-scoped kind is sent without
+    the namespace it names. Raises the client's errors (:class:`~kubewerk.client.errors.ApiError`,
     ``ServerUnreachable``) unchanged."""
     desired = desired_state(obj)
     body = _with_record(desired, record if record is not None else desired)
