@@ -39,8 +39,8 @@ from kubewerk.client import CRD, Client, ResourceType  # noqa: E402
 from kubewerk.observe.server import DashboardServer  # noqa: E402
 from kubewerk.observe.views import summary  # noqa: E402
 
-CRDS = ROOT / "examples" / "platform" / "crds"
-STACK = ROOT / "examples" / "platform" / "stack" / "acme.yaml"
+CRDS = ROOT / "examples" / "platform_demo" / "crds"
+STACK = ROOT / "examples" / "platform_demo" / "stack" / "acme.yaml"
 NAMESPACES = 20
 
 

@@ -106,8 +106,13 @@ def test_why_explains_in_one_screen(plugin: Any) -> None:
     assert proc.returncode == 0 and "phase Active, Ready True" in proc.stdout
     proc = plugin("kubewerk", "why", "databases.platform/nope", "-n", "acme")
     assert proc.returncode == 1 and "not found" in proc.stdout
-    proc = plugin("kubewerk", "why", "widgets/x")
-    assert proc.returncode == 2 and "no such kind" in proc.stderr
+    proc = plugin("kubewerk", "why", "db/orders", "-n", "acme")  # a short name, as kubectl
+    assert proc.returncode == 1 and proc.stdout.startswith("Database/acme/orders: ")
+    proc = plugin("kubewerk", "why", "widgets/x")  # kubectl's error, word for word
+    assert proc.returncode == 2
+    assert proc.stderr == 'error: the server doesn\'t have a resource type "widgets"\n'
+    proc = plugin("kubewerk", "why", "job/report", "-n", "acme")  # jobs.batch, as kubectl
+    assert proc.returncode == 2 and "jobs.platform.kubewerk.dev" in proc.stderr
     proc = plugin("kubewerk", "why", "orders")
     assert proc.returncode == 2 and "KIND/NAME" in proc.stderr
 

@@ -152,7 +152,9 @@ def _health(flags: KubectlFlags, output: str) -> int:
 
     async def body(client: Any, config: Any) -> dict[str, Any]:
         namespace = None if flags.all_namespaces else flags.namespace
-        state = await snapshot(client, namespace=namespace, name=config.context or "in-cluster")
+        state = await snapshot(
+            client, namespace=namespace, name=config.context or "in-cluster", discovery=False
+        )
         return summary(state)
 
     doc: dict[str, Any] = asyncio.run(_with_client(flags, body))
@@ -166,7 +168,7 @@ def _health(flags: KubectlFlags, output: str) -> int:
 def _why(flags: KubectlFlags, target: str, output: str) -> int:
     from kubewerk.lifecycle.depgraph import NodeId
     from kubewerk.observe.text import safe, why_screen
-    from kubewerk.observe.views import object_view, resolve_kind
+    from kubewerk.observe.views import lookup_kind, object_view
     from kubewerk.observe.watcher import snapshot
 
     kind_text, slash, name = target.partition("/")
@@ -176,12 +178,12 @@ def _why(flags: KubectlFlags, target: str, output: str) -> int:
     async def body(client: Any, config: Any) -> tuple[dict[str, Any], dict[str, Any]]:
         # the whole cluster: dependencies may live in other namespaces or be cluster-scoped
         state = await snapshot(client, name=config.context or "in-cluster")
-        key = resolve_kind(state, kind_text)
+        found = lookup_kind(state, kind_text)
+        for warning in found.warnings:  # kubectl's, for a short name several kinds declare
+            print(f"Warning: {safe(warning)}", file=sys.stderr)
+        key = found.key
         if key is None:
-            known = ", ".join(sorted(k.kind.lower() for k in state.kinds)) or "none"
-            raise UsageError(
-                f"{safe(kind_text)}: no such kind here (or it is ambiguous); kinds: {known}"
-            )
+            raise UsageError(safe(found.error or ""))
         info = state.kinds[key]
         namespace = (flags.namespace or config.namespace) if info.rt.namespaced else None
         node = NodeId(key.group, key.kind, namespace, name)
