@@ -419,7 +419,7 @@ class Resource(KubeModel, Generic[SpecT, StatusT]):
     def model_post_init(self, context: Any, /) -> None:
         # apiVersion and kind are part of every object the class writes, even when the
         # caller did not spell them out
-        if self.__class__.__kube__ is not None:
+        if self.__kube__ is not None:  # the class attribute (no field is named so)
             self.__pydantic_fields_set__.update(("api_version", "kind"))
 
     @classmethod
