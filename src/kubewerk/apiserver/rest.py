@@ -492,6 +492,8 @@ class ResourceApi:
         meta["name"] = old_meta["name"]
         if rtype.namespaced:
             meta["namespace"] = old_meta.get("namespace")
+        else:  # kube's BeforeUpdate clears a cluster-scoped object's namespace
+            meta.pop("namespace", None)
         meta.pop("resourceVersion", None)
         meta.pop("selfLink", None)
         _omit_empty_meta(meta)
