@@ -21,19 +21,28 @@ SOURCE.md``), a superset of 1.33's for the served kinds; 1.33 is kept because ku
 builds that dispatch on the server's minor version (gcloud's ``kubectl`` ships 1.27-1.33)
 fall back to an older client, with a skew warning and another log format, for 1.34+."""
 
-_VERSION_RE = re.compile(r"^v(\d+)(?:(alpha|beta)(\d+))?$")
+_VERSION_RE = re.compile(r"v([0-9]+)(?:(alpha|beta)([0-9]+))?")
+_INT_MAX = 2**63 - 1
+"""Go's ``int`` on 64-bit platforms: a larger number makes a version not kube-like."""
 
 
 def version_priority(version: str) -> tuple[int, int, int, str]:
-    """Sort key giving Kubernetes' version priority (GA > beta > alpha > other; higher first)."""
-    m = _VERSION_RE.match(version)
-    if not m:
+    """Sort key giving Kubernetes' version order (``CompareKubeAwareVersionStrings``):
+    GA, then beta, then alpha, each by major then minor number, highest first; then every
+    other string (not ``v<digits>[alpha|beta<digits>]`` in ASCII digits, the whole
+    string, numbers within Go's int) in byte order. Versions the same to Kubernetes
+    (``v01``, ``v1``) get the same key."""
+    m = _VERSION_RE.fullmatch(version)
+    if m is None:
         return (3, 0, 0, version)
     major = int(m.group(1))
+    minor = 0 if m.group(3) is None else int(m.group(3))
+    if major > _INT_MAX or minor > _INT_MAX:
+        return (3, 0, 0, version)
     if m.group(2) is None:
         return (0, -major, 0, "")
     stage = 1 if m.group(2) == "beta" else 2
-    return (stage, -major, -int(m.group(3)), "")
+    return (stage, -major, -minor, "")
 
 
 def sorted_versions(versions: list[str]) -> list[str]:
@@ -77,12 +86,20 @@ def _root_paths(registry: Registry) -> list[str]:
 
 
 def group_versions(registry: Registry, group: str) -> list[str]:
-    """The versions ``group`` serves, highest priority first (kept until it changes)."""
-    return registry.memo(
-        ("discovery.versions",),
-        lambda: sorted_versions(list({v for t in registry.group(group) for v in t.versions})),
-        group,
-    )
+    """The versions ``group`` serves in kube-apiserver's order (kept until it changes): by
+    the ``VersionPriority`` of their APIService, highest first (``autoscaling/v2`` before
+    ``v1``; every CRD version 100), then in Kubernetes' version order, then by name (only
+    for versions Kubernetes finds equal, such as ``v01`` and ``v1``). The first is the
+    group's preferred version."""
+
+    def build() -> list[str]:
+        served = {v for t in registry.group(group) for v in t.versions}
+        return sorted(
+            served,
+            key=lambda v: (-registry.api_service_priority(group, v)[1], version_priority(v), v),
+        )
+
+    return registry.memo(("discovery.versions",), build, group)
 
 
 def _group_entry(registry: Registry, group: str) -> JSON:
@@ -95,10 +112,12 @@ def _group_entry(registry: Registry, group: str) -> JSON:
 
 
 def api_group_list(registry: Registry) -> JSON:
-    """``/apis`` (``APIGroupList``), rebuilt from the per-group entries after a change."""
+    """``/apis`` (``APIGroupList``) in kube-aggregator's order
+    (``Registry.group_names_by_service``), rebuilt from the per-group entries after a
+    change."""
 
     def build() -> JSON:
-        groups = [_group_entry(registry, g) for g in registry.group_names() if g]
+        groups = [_group_entry(registry, g) for g in registry.group_names_by_service() if g]
         return {"kind": "APIGroupList", "apiVersion": "v1", "groups": groups}
 
     return registry.memo(("discovery.groups",), build)
@@ -254,8 +273,9 @@ def _aggregated_group(registry: Registry, group: str) -> JSON:
 
 def aggregated(registry: Registry, legacy: bool, agg_version: str) -> tuple[JSON, str]:
     """The ``APIGroupDiscoveryList`` for ``/api`` (legacy) or ``/apis``, and its content
-    type. Each group's entry is kept until that group changes; the list itself until any
-    group does (assembling it costs one reference per group)."""
+    type, groups in ``Registry.group_names`` order (group priority, then name). Each
+    group's entry is kept until that group changes; the list itself until any group does
+    (assembling it costs one reference per group)."""
 
     def build() -> JSON:
         items = [

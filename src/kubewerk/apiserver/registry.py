@@ -11,6 +11,7 @@ and the built-in controllers look a resource up.
 
 from __future__ import annotations
 
+from collections import Counter
 from collections.abc import Callable, Hashable, Iterable
 from dataclasses import dataclass, field
 from typing import Any, TypeVar, cast
@@ -104,6 +105,104 @@ class ServedResource:
 
 T = TypeVar("T")
 
+# -- discovery priorities -----------------------------------------------------------
+
+CRD_PRIORITY = (1000, 100)
+"""``(GroupPriorityMinimum, VersionPriority)`` of the APIService kube-apiserver registers for
+a CRD's group version (its crdregistration controller): below every built-in group, and
+versions of one CRD group ordered by Kubernetes' version order alone."""
+
+_GROUP_PRIORITY: dict[str, int] = {
+    "": 18000,
+    "apps": 17800,
+    "events.k8s.io": 17750,
+    "authentication.k8s.io": 17700,
+    "authorization.k8s.io": 17600,
+    "autoscaling": 17500,
+    "batch": 17400,
+    "certificates.k8s.io": 17300,
+    "networking.k8s.io": 17200,
+    "policy": 17100,
+    "rbac.authorization.k8s.io": 17000,
+    "storage.k8s.io": 16800,
+    "apiextensions.k8s.io": 16700,
+    "admissionregistration.k8s.io": 16700,
+    "scheduling.k8s.io": 16600,
+    "coordination.k8s.io": 16500,
+    "node.k8s.io": 16300,
+    "discovery.k8s.io": 16200,
+    "resource.k8s.io": 16200,
+    "flowcontrol.apiserver.k8s.io": 16100,
+    "internal.apiserver.k8s.io": 16000,
+    "storagemigration.k8s.io": 15800,
+}
+_VERSION_PRIORITY: dict[str, dict[str, int]] = {
+    "": {"v1": 1},
+    "apps": {"v1": 15},
+    "events.k8s.io": {"v1": 15, "v1beta1": 5},
+    "authentication.k8s.io": {"v1": 15, "v1beta1": 9, "v1alpha1": 1},
+    "authorization.k8s.io": {"v1": 15},
+    "autoscaling": {"v2": 30, "v1": 15, "v2beta1": 9, "v2beta2": 1},
+    "batch": {"v1": 15, "v1beta1": 9, "v2alpha1": 9},
+    "certificates.k8s.io": {"v1": 15, "v1beta1": 9, "v1alpha1": 1},
+    "networking.k8s.io": {"v1": 15, "v1beta1": 9},
+    "policy": {"v1": 15, "v1beta1": 9},
+    "rbac.authorization.k8s.io": {"v1": 15},
+    "storage.k8s.io": {"v1": 15, "v1beta1": 9, "v1alpha1": 1},
+    "apiextensions.k8s.io": {"v1": 15},
+    "admissionregistration.k8s.io": {"v1": 15, "v1beta1": 12, "v1alpha1": 9},
+    "scheduling.k8s.io": {"v1": 15},
+    "coordination.k8s.io": {"v1": 15, "v1beta1": 13, "v1alpha2": 12},
+    "node.k8s.io": {"v1": 15, "v1beta1": 9, "v1alpha1": 1},
+    "discovery.k8s.io": {"v1": 15, "v1beta1": 12},
+    "resource.k8s.io": {"v1beta2": 15, "v1beta1": 9, "v1alpha3": 1},
+    "flowcontrol.apiserver.k8s.io": {
+        "v1": 21,
+        "v1beta3": 18,
+        "v1beta2": 15,
+        "v1beta1": 12,
+        "v1alpha1": 9,
+    },
+    "internal.apiserver.k8s.io": {"v1alpha1": 9},
+    "storagemigration.k8s.io": {"v1alpha1": 9},
+}
+"""kube-apiserver 1.33's priorities of its built-in APIServices (``apiVersionPriorities``,
+kept in ``pkg/controlplane/apiserver/aggregator.go`` and ``cmd/kube-apiserver/app``): per
+group its ``GroupPriorityMinimum`` (higher first), per group version its
+``VersionPriority`` (higher first inside the group)."""
+
+
+def builtin_priority(group: str, version: str) -> tuple[int, int] | None:
+    """``(GroupPriorityMinimum, VersionPriority)`` of kube-apiserver's built-in APIService
+    for ``group``/``version``; None when kube-apiserver has none for it."""
+    versions = _VERSION_PRIORITY.get(group)
+    if versions is None or version not in versions:
+        return None
+    return (_GROUP_PRIORITY[group], versions[version])
+
+
+def _order_key(group: str, served: Counter[tuple[str, bool]]) -> tuple[int, str]:
+    """``(-GroupPriorityMinimum, first APIService name)`` of a group serving the versions
+    counted in ``served``: the group priority is the highest of its versions'; the name
+    (``version.group``) the smallest among the versions at that priority (a group serving
+    no version, which discovery does not list, sorts as a CRD group named ``.group``).
+    Costs the number of (version, built-in) pairs of the group."""
+    keys = [
+        (-_api_service_priority(group, version, served)[0], f"{version}.{group}")
+        for version, _ in served
+    ]
+    return min(keys) if keys else (-CRD_PRIORITY[0], f".{group}")
+
+
+def _api_service_priority(
+    group: str, version: str, served: Counter[tuple[str, bool]]
+) -> tuple[int, int]:
+    if served[(version, True)] > 0:
+        found = builtin_priority(group, version)
+        if found is not None:
+            return found
+    return CRD_PRIORITY
+
 
 class Registry:
     """Lookup of served resources by group, version and resource name.
@@ -121,7 +220,12 @@ class Registry:
         self._by_group: dict[str, dict[str, ServedResource]] = {}
         self._by_crd: dict[str, ServedResource] = {}
         self._group_generation: dict[str, int] = {}
+        self._served: dict[str, Counter[tuple[str, bool]]] = {}
+        """Per group: how many of its types serve each (version, built-in) pair."""
+        self._order_keys: dict[str, tuple[int, str]] = {}
+        """Per group: ``(-GroupPriorityMinimum, first APIService name)``."""
         self._sorted_groups: list[str] | None = None
+        self._sorted_groups_by_service: list[str] | None = None
         self._group_memo: dict[str, dict[Hashable, Any]] = {}
         self._memo: dict[Hashable, Any] = {}
         self.generation = 0
@@ -143,10 +247,15 @@ class Registry:
         members = self._by_group.get(rtype.group)
         if members is None:
             members = self._by_group[rtype.group] = {}
-            self._sorted_groups = None
+            self._served[rtype.group] = Counter()
         members[rtype.resource] = rtype
         if rtype.crd_name is not None:
             self._by_crd[rtype.crd_name] = rtype
+        served = self._served[rtype.group]
+        if old is not None:
+            self._count(served, old, -1)
+        self._count(served, rtype, 1)
+        self._reorder(rtype.group)
         self._changed(rtype.group)
 
     def remove(self, group: str, resource: str) -> None:
@@ -158,10 +267,32 @@ class Registry:
             del self._by_crd[old.crd_name]
         members = self._by_group[group]
         del members[resource]
+        self._count(self._served[group], old, -1)
         if not members:
             del self._by_group[group]
-            self._sorted_groups = None
+            del self._served[group]
+        self._reorder(group)
         self._changed(group)
+
+    @staticmethod
+    def _count(served: Counter[tuple[str, bool]], rtype: ServedResource, delta: int) -> None:
+        for version in set(rtype.versions):
+            entry = (version, rtype.builtin)
+            served[entry] += delta
+            if served[entry] <= 0:
+                del served[entry]
+
+    def _reorder(self, group: str) -> None:
+        """Recompute ``group``'s order key (the size of its set of versions); the sorted
+        group lists are dropped only when a group came, went or moved."""
+        served = self._served.get(group)
+        old = self._order_keys.pop(group, None)
+        new = None if served is None else _order_key(group, served)
+        if new is not None:
+            self._order_keys[group] = new
+        if new != old:
+            self._sorted_groups = None
+            self._sorted_groups_by_service = None
 
     def get(self, group: str, resource: str) -> ServedResource | None:
         return self._types.get((group, resource))
@@ -180,11 +311,36 @@ class Registry:
         return self._types.values()
 
     def group_names(self) -> list[str]:
-        """Served group names: core (``""``) first, then by name (sorted once per change
-        of the set of groups)."""
+        """Served group names in kube-apiserver's discovery order, as its aggregated
+        discovery lists them: by group priority, highest first (the highest
+        ``GroupPriorityMinimum`` of the group's versions: core, then apps, events.k8s.io,
+        ... as ``builtin_priority`` says; every CRD-only group 1000), equal priorities by
+        group name. Sorted once per change of the set of groups or of a group's priority;
+        callers must not mutate the list."""
         if self._sorted_groups is None:
-            self._sorted_groups = sorted(self._by_group, key=lambda g: (g != "", g))
+            keys = self._order_keys
+            self._sorted_groups = sorted(self._by_group, key=lambda g: (keys[g][0], g))
         return self._sorted_groups
+
+    def group_names_by_service(self) -> list[str]:
+        """Served group names in the order of the ``/apis`` ``APIGroupList`` (kube-aggregator
+        sorts APIServices, then lists each group where its first APIService falls): by group
+        priority as ``group_names``, equal priorities by the smallest APIService name
+        (``version.group``) among the group's versions at its priority, so ``v1.b.io``
+        comes before ``v2.a.io``. Cached as ``group_names``."""
+        if self._sorted_groups_by_service is None:
+            keys = self._order_keys
+            self._sorted_groups_by_service = sorted(self._by_group, key=keys.__getitem__)
+        return self._sorted_groups_by_service
+
+    def api_service_priority(self, group: str, version: str) -> tuple[int, int]:
+        """``(GroupPriorityMinimum, VersionPriority)`` kube-apiserver's APIService for
+        ``group``/``version`` carries: the built-in one (``builtin_priority``) when a
+        built-in type serves that version, else ``CRD_PRIORITY``."""
+        served = self._served.get(group)
+        if served is None:
+            return CRD_PRIORITY
+        return _api_service_priority(group, version, served)
 
     def group(self, group: str) -> list[ServedResource]:
         """The types of ``group`` by resource name (empty when the group is not served);
@@ -199,7 +355,7 @@ class Registry:
         return self._group_generation.get(group, 0)
 
     def groups(self) -> dict[str, list[ServedResource]]:
-        """Types by group name, in a stable order (core first, then by name)."""
+        """Types by group name, in ``group_names`` order."""
         return self.memo(("groups",), lambda: {g: self.group(g) for g in self.group_names()})
 
     def has_memo(self, key: Hashable, group: str | None = None) -> bool:
