@@ -139,6 +139,34 @@ def configmap(name: str, data: dict[str, str] | None = None, **meta: Any) -> dic
     }
 
 
+def open_crd(group: str, plural: str, kind: str, scope: str = "Namespaced") -> dict[str, Any]:
+    """A CRD of one served version ``v1`` whose schema takes any object (preserves unknown
+    fields): for tests about anything but the schema."""
+    return {
+        "apiVersion": "apiextensions.k8s.io/v1",
+        "kind": "CustomResourceDefinition",
+        "metadata": {"name": f"{plural}.{group}"},
+        "spec": {
+            "group": group,
+            "scope": scope,
+            "names": {"plural": plural, "singular": kind.lower(), "kind": kind},
+            "versions": [
+                {
+                    "name": "v1",
+                    "served": True,
+                    "storage": True,
+                    "schema": {
+                        "openAPIV3Schema": {
+                            "type": "object",
+                            "x-kubernetes-preserve-unknown-fields": True,
+                        }
+                    },
+                }
+            ],
+        },
+    }
+
+
 async def asgi_call(
     app: Any,
     method: str,

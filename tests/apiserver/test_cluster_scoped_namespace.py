@@ -11,31 +11,9 @@ import pytest
 
 from kubewerk.apiserver.app import ApiServer
 from kubewerk.apiserver.storage import open_store
-from tests.apiserver.helpers import asgi_call, json_call
+from tests.apiserver.helpers import asgi_call, json_call, open_crd
 
-CRD = {
-    "apiVersion": "apiextensions.k8s.io/v1",
-    "kind": "CustomResourceDefinition",
-    "metadata": {"name": "gizmos.example.com"},
-    "spec": {
-        "group": "example.com",
-        "scope": "Cluster",
-        "names": {"plural": "gizmos", "singular": "gizmo", "kind": "Gizmo"},
-        "versions": [
-            {
-                "name": "v1",
-                "served": True,
-                "storage": True,
-                "schema": {
-                    "openAPIV3Schema": {
-                        "type": "object",
-                        "x-kubernetes-preserve-unknown-fields": True,
-                    }
-                },
-            }
-        ],
-    },
-}
+CRD = open_crd("example.com", "gizmos", "Gizmo", scope="Cluster")
 GIZMOS = "/apis/example.com/v1/gizmos"
 
 
