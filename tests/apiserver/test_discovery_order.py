@@ -226,3 +226,57 @@ def test_version_priority_is_kubernetes_version_order(expected: list[str]) -> No
 def test_leading_zeros_are_the_same_version() -> None:
     assert discovery.version_priority("v01") == discovery.version_priority("v1")
     assert discovery.version_priority("v1beta02") == discovery.version_priority("v1beta2")
+
+
+def brute_force_orders(registry: Registry) -> tuple[list[str], list[str]]:
+    """Both group orders computed from scratch from the served types, as kube sorts
+    APIServices: one per served group version, built-in priority when a built-in type
+    serves it, else the CRD's."""
+    services: dict[tuple[str, str], tuple[int, int]] = {}
+    for t in registry.all():
+        for v in t.versions:
+            found = builtin_priority(t.group, v) if t.builtin else None
+            if found is not None or (t.group, v) not in services:
+                services[(t.group, v)] = found or (1000, 100)
+    by_service: list[str] = []
+    for (g, _v), _ in sorted(services.items(), key=lambda s: (-s[1][0], f"{s[0][1]}.{s[0][0]}")):
+        if g not in by_service:
+            by_service.append(g)
+    top: dict[str, int] = {}
+    for (g, _), (priority, _) in services.items():
+        top[g] = max(top.get(g, 0), priority)
+    return sorted(top, key=lambda g: (-top[g], g)), by_service
+
+
+def test_incremental_order_equals_sorting_from_scratch() -> None:
+    """Random adds, replacements and removals (built-in and CRD types in shared groups,
+    overlapping versions): after each, both cached orders equal a from-scratch sort."""
+    import random
+
+    rng = random.Random(24)
+    r = Registry()
+    install_builtins(r)
+    groups = ["a.io", "b.io", "aa.io", "storage.k8s.io", "apps", "x.example.com"]
+    versions = ["v1", "v2", "v1beta1", "v1alpha1", "foo", "v10"]
+    for step in range(300):
+        group = rng.choice(groups)
+        resource = f"r{rng.randrange(4)}"
+        if rng.random() < 0.3:
+            r.remove(group, resource)
+        else:
+            served = rng.sample(versions, rng.randint(1, 3))
+            rtype = ServedResource(
+                group=group,
+                resource=resource,
+                kind="K",
+                list_kind="KList",
+                singular="k",
+                namespaced=True,
+                versions=served,
+                storage_version=served[0],
+                builtin=rng.random() < 0.3,
+            )
+            r.add(rtype)
+        expected_names, expected_by_service = brute_force_orders(r)
+        assert r.group_names() == expected_names, step
+        assert r.group_names_by_service() == expected_by_service, step

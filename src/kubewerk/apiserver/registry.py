@@ -252,10 +252,9 @@ class Registry:
         if rtype.crd_name is not None:
             self._by_crd[rtype.crd_name] = rtype
         served = self._served[rtype.group]
-        if old is not None:
-            self._count(served, old, -1)
-        self._count(served, rtype, 1)
-        self._reorder(rtype.group)
+        moved = old is not None and self._count(served, old, -1)
+        if self._count(served, rtype, 1) or moved or len(members) == 1:
+            self._reorder(rtype.group)
         self._changed(rtype.group)
 
     def remove(self, group: str, resource: str) -> None:
@@ -267,20 +266,29 @@ class Registry:
             del self._by_crd[old.crd_name]
         members = self._by_group[group]
         del members[resource]
-        self._count(self._served[group], old, -1)
+        moved = self._count(self._served[group], old, -1)
         if not members:
             del self._by_group[group]
             del self._served[group]
-        self._reorder(group)
+        if moved or not members:
+            self._reorder(group)
         self._changed(group)
 
     @staticmethod
-    def _count(served: Counter[tuple[str, bool]], rtype: ServedResource, delta: int) -> None:
+    def _count(served: Counter[tuple[str, bool]], rtype: ServedResource, delta: int) -> bool:
+        """Count ``rtype``'s versions in (``delta`` 1) or out (-1) of ``served``; whether a
+        (version, built-in) pair came or went (only then can the group's order move)."""
+        changed = False
         for version in set(rtype.versions):
             entry = (version, rtype.builtin)
-            served[entry] += delta
-            if served[entry] <= 0:
-                del served[entry]
+            count = served[entry] + delta
+            if count > 0:
+                changed = changed or entry not in served
+                served[entry] = count
+            else:
+                served.pop(entry, None)
+                changed = True
+        return changed
 
     def _reorder(self, group: str) -> None:
         """Recompute ``group``'s order key (the size of its set of versions); the sorted
