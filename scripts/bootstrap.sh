@@ -6,6 +6,10 @@ cd "$(dirname "$0")/.."
 PY="${PYTHON:-python3}"
 if [ ! -x .venv/bin/python ]; then
   "$PY" -m venv .venv
+elif ! .venv/bin/python -m pip --version >/dev/null 2>&1; then
+  # a venv left half-made by an interrupted run (no pip yet): make it again
+  echo "bootstrap: .venv has no pip (an interrupted bootstrap?); recreating it" >&2
+  "$PY" -m venv --clear .venv
 fi
 if ! .venv/bin/python -c 'import kubewerk, pytest, kopf, kubernetes' 2>/dev/null \
    || [ pyproject.toml -nt .venv/.kubewerk-installed ]; then
