@@ -388,8 +388,9 @@ def warm_group(registry: Registry, group: str) -> bool:
 
 
 def index(registry: Registry) -> JSON:
-    """``/openapi/v3``: every served group-version with a content-hash URL. After a change
-    only the changed group's documents are built again; the others' hashes are kept."""
+    """``/openapi/v3``: every served group-version with a content-hash URL, keyed in
+    byte order as kube-apiserver writes the map. After a change only the changed group's
+    documents are built again; the others' hashes are kept."""
 
     def build() -> JSON:
         paths: JSON = {}
@@ -398,6 +399,6 @@ def index(registry: Registry) -> JSON:
                 gv = _gv_path(group, version)
                 digest = document_hash(registry, group, version)
                 paths[gv] = {"serverRelativeURL": f"/openapi/v3/{gv}?hash={digest}"}
-        return {"paths": paths}
+        return {"paths": dict(sorted(paths.items()))}  # a Go map: keys in byte order
 
     return registry.memo(("openapi.v3.index",), build)
