@@ -313,7 +313,10 @@ def _assemble(registry: Registry) -> tuple[JSON, list[_Part]]:
     """The whole document from the groups' parts (only changed groups are rebuilt)."""
     from kubewerk.apiserver.kinds import k8s_openapi
 
-    parts = [part for g in registry.group_names() for part in _group_parts(registry, g)]
+    # groups by name (core first), so the paths come near the byte order kube-apiserver
+    # writes them in, not in discovery's priority order
+    groups = sorted(registry.group_names(), key=lambda g: (g != "", g))
+    parts = [part for g in groups for part in _group_parts(registry, g)]
     paths: JSON = {}
     definitions: JSON = {}
     vendored: list[str] = [OBJECT_META, _STATUS]
