@@ -6,10 +6,12 @@
 ``http(s)://`` URL; without DST, the cluster of ``--context``, or the current context).
 Exit 0 when equal, 1 when different, 2 on errors.
 
-``kubewerk sync --from SRC --to CLUSTER [--to CLUSTER ...] --policy
+``kubewerk sync --from SRC --to CLUSTER [--to CLUSTER ...] [-n NS] --policy
 git-wins|cluster-wins|merge [--prune] [--dry-run] [-o text|json]`` brings each cluster to
 the source (or, cluster-wins, the source's manifests to the one cluster); ``--watch``
-then keeps watching for drift (``--self-heal`` reverts it). CLUSTER is a kubeconfig
+then keeps watching for drift (``--self-heal`` reverts it). ``-n``: manifests without a
+namespace go to NS, and one naming another namespace is refused (exit 2) before anything
+is written anywhere. CLUSTER is a kubeconfig
 context, ``cluster:CONTEXT`` or a URL. Exit 0 when every target synced, 1 when one
 failed or was unreachable (or had conflicts), 2 on usage errors or unreadable sources.
 """
@@ -99,6 +101,15 @@ def register(sub: Any) -> None:
         choices=("git-wins", "cluster-wins", "merge"),
         default="git-wins",
         help="who wins where source and cluster differ (default: git-wins; see docs/sync.md)",
+    )
+    sync.add_argument(
+        "-n",
+        "--namespace",
+        default=None,
+        metavar="NS",
+        help="sync only this namespace's objects; manifests without a namespace go to it "
+        "(default: each target's context namespace), one naming another is an error "
+        "(nothing is written)",
     )
     sync.add_argument(
         "--prune", action="store_true", help="delete what a sync made and the source dropped"
@@ -390,9 +401,10 @@ def run_sync(args: argparse.Namespace) -> int:
         raise UsageError("--policy cluster-wins writes one cluster back: give exactly one --to")
 
     async def go() -> int:
-        source = load(args.source, kubeconfig=args.kubeconfig)
+        source = load(args.source, kubeconfig=args.kubeconfig, namespace=args.namespace)
         targets: list[ClusterSource] = [
-            cluster(_cluster_spec(t), kubeconfig=args.kubeconfig) for t in args.targets
+            cluster(_cluster_spec(t), kubeconfig=args.kubeconfig, namespace=args.namespace)
+            for t in args.targets
         ]
         try:
             # the source is input: a cluster source that cannot be read stops the command

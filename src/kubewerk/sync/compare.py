@@ -28,7 +28,7 @@ from __future__ import annotations
 import asyncio
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, Final, Literal
 
 from kubewerk.client.errors import NotFound
 from kubewerk.core.jsoncopy import copy_tree
@@ -263,16 +263,24 @@ def manifest_namespace(
     return "default", False
 
 
-def check_namespace(entries: Mapping[ObjectKey, Entry], namespace: str) -> None:
+_DONE: Final = {"compare": "compared", "sync": "synced"}
+
+
+def check_namespace(
+    entries: Mapping[ObjectKey, Entry],
+    namespace: str,
+    action: Literal["compare", "sync"] = "compare",
+) -> None:
     """Raise :class:`~kubewerk.sync.sources.SourceError` naming the manifest of the first
     (in key order) namespaced object that is not in ``namespace`` (as kubectl refuses a
-    manifest in another namespace than its ``-n``)."""
+    manifest in another namespace than its ``-n``); the one-line message names the file,
+    the object, both namespaces and ``action`` (``compare`` or ``sync``)."""
     for key in sorted(entries):
         if key.namespace and key.namespace != namespace:
             where = entries[key].path or "the source"
             raise SourceError(
                 f"{where}: {key} is in namespace {key.namespace!r}, not in {namespace!r} "
-                f"(the namespace compared): pass -n {key.namespace} to compare it"
+                f"(the namespace {_DONE[action]}): pass -n {key.namespace} to {action} it"
             )
 
 

@@ -35,8 +35,8 @@ from kubewerk.client.errors import AlreadyExists, ApiError, NotFound, ServerUnre
 from kubewerk.client.watch import Listed, list_watch
 from kubewerk.runtime.events import EventRecorder
 from kubewerk.sync.apply import Policy, same_in_cluster
-from kubewerk.sync.compare import index_entries, key_of_group, prepare_schemas
-from kubewerk.sync.engine import _sync_object, target_namespace
+from kubewerk.sync.compare import key_of_group, prepare_schemas
+from kubewerk.sync.engine import _sync_object, place_manifests
 from kubewerk.sync.keys import GroupKind, ObjectKey
 from kubewerk.sync.schemas import KindSchemas
 from kubewerk.sync.sources import _CRD_RT, ClusterSource, Entry, Source
@@ -149,6 +149,9 @@ class _Target:
         self._kinds_seen: set[str] = set()
 
     async def prepare(self, source: Source, entries: list[Entry]) -> None:
+        """Read the kind knowledge and place the source's manifests for this target
+        (:func:`~kubewerk.sync.engine.place_manifests`: SourceError when one is refused);
+        nothing is written."""
         live = await self.cluster.objects(
             {
                 GroupKind(
@@ -157,12 +160,10 @@ class _Target:
             }
         )
         self.schemas = await prepare_schemas(source, entries, self.cluster, live)
-        self.desired = index_entries(
-            entries,
-            self.schemas,
-            manifests=True,
-            default_namespace=target_namespace(self.cluster),
-        )
+        self.desired = place_manifests(source, entries, self.schemas, self.cluster)
+
+    async def begin(self) -> None:
+        """Install the SyncTarget (CRD and object) and report the starting state."""
         await self._ensure_sync_target()
         self.changed.set()  # report the starting state (in sync until a check says not)
 
@@ -258,7 +259,11 @@ class _Target:
         except NotFound:
             return
         wanted = {k for k in self.desired if k.group_kind == gk}
-        async for ev in list_watch(self.client, rt):
+        # a target narrowed to a namespace holds every wanted object of a namespaced kind
+        # there (place_manifests refuses the others), so only that namespace is watched
+        # (and only that namespace's rights are needed, as with kubectl -n)
+        namespace = self.cluster.namespace if rt.namespaced else None
+        async for ev in list_watch(self.client, rt, namespace):
             if isinstance(ev, Listed):
                 seen: set[ObjectKey] = set()
                 for obj in ev.items:
@@ -394,8 +399,10 @@ class DriftController:
 
     async def start(self) -> None:
         entries = await self.source.objects()
-        for t in self._targets:
+        for t in self._targets:  # every manifest placed (and refused) before any write
             await t.prepare(self.source, entries)
+        for t in self._targets:
+            await t.begin()
             t.recorder.start()
             kinds: dict[GroupKind, str] = {}
             for e in entries:

@@ -13,10 +13,15 @@
   (a directory or file; one target only): changed documents are replaced in their
   files, objects only in the cluster go to new files, nothing is written to the cluster.
 
-Manifests are placed in each target as kubectl places them: an object of a namespaced
-kind without a namespace goes to the target's namespace (:func:`target_namespace`: its
-kubeconfig context's), one of a cluster-scoped kind loses the namespace it names (see
-:func:`~kubewerk.sync.compare.index_entries`).
+Manifests are placed in each target as kubectl places them (:func:`place_manifests`):
+an object of a namespaced kind without a namespace goes to the target's own
+``namespace`` (``kubewerk sync -n``), else its kubeconfig context's; one of a
+cluster-scoped kind loses the namespace it names (see
+:func:`~kubewerk.sync.compare.index_entries`). A target narrowed to a namespace refuses a
+manifest of a namespaced kind in another one, as ``kubectl apply -n`` does: every
+target is read and every manifest placed and checked before anything is written
+anywhere, so a refusal (:class:`~kubewerk.sync.sources.SourceError`) leaves every target
+unchanged.
 
 Objects are applied in dependency order: Namespaces, then CRDs (waited for until
 Established), then the rest with each object after the objects its kind's lifecycle refs
@@ -44,7 +49,13 @@ from kubewerk.client import ServerUnreachable
 from kubewerk.client.errors import ApiError, NotFound
 from kubewerk.model import REFERENCES_ANNOTATION, parse_references
 from kubewerk.sync.apply import Policy, apply_object, delete_object, desired_state, last_synced
-from kubewerk.sync.compare import index_entries, key_of_group, prepare_schemas
+from kubewerk.sync.compare import (
+    check_namespace,
+    index_entries,
+    key_of_group,
+    manifest_namespace,
+    prepare_schemas,
+)
 from kubewerk.sync.keys import GroupKind, ObjectKey
 from kubewerk.sync.merge3 import merge3
 from kubewerk.sync.normalize import strip_server_fields
@@ -65,6 +76,7 @@ __all__ = [
     "SyncReport",
     "TargetReport",
     "dependency_order",
+    "place_manifests",
     "sync",
     "target_namespace",
 ]
@@ -178,6 +190,24 @@ def target_namespace(target: ClusterSource) -> str:
     return target.namespace or target.client.namespace or "default"
 
 
+def place_manifests(
+    source: Source, entries: Sequence[Entry], schemas: KindSchemas, target: ClusterSource
+) -> dict[ObjectKey, Entry]:
+    """``source``'s entries keyed and placed for ``target`` as ``kubectl apply`` places
+    them (:func:`~kubewerk.sync.compare.index_entries`) in the namespace
+    :func:`~kubewerk.sync.compare.manifest_namespace` names for the pair (the target's
+    own ``namespace`` first). When that namespace is enforced (the target, or a cluster
+    source, is narrowed to one namespace: ``-n``), an object of a namespaced kind placed
+    in another namespace raises :class:`~kubewerk.sync.sources.SourceError` naming its
+    file and both namespaces; cluster-scoped objects are never refused (their namespace
+    is dropped). Used by the sync and by the drift watch alike."""
+    namespace, enforced = manifest_namespace(source, target)
+    placed = index_entries(entries, schemas, manifests=True, default_namespace=namespace)
+    if enforced:
+        check_namespace(placed, namespace, "sync")
+    return placed
+
+
 async def _wait_established(
     target: ClusterSource, names: Sequence[str], timeout: float = 10.0
 ) -> None:
@@ -195,25 +225,59 @@ async def _wait_established(
     target.client.forget_discovery()
 
 
-async def _sync_target(
-    source: Source,
-    source_entries: list[Entry],
-    target: ClusterSource,
-    policy: Policy,
-    prune: bool,
-    dry_run: bool,
-) -> TargetReport:
-    report = TargetReport(target.name)
+@dataclass(slots=True)
+class _Plan:
+    """One target after the read phase: its report, and (when it could be read) the
+    source's entries placed for it, its live objects and the kind knowledge."""
+
+    target: ClusterSource
+    report: TargetReport
+    src: dict[ObjectKey, Entry] = field(default_factory=dict)
+    live: dict[ObjectKey, Entry] = field(default_factory=dict)
+    schemas: KindSchemas = field(default_factory=KindSchemas)
+    readable: bool = False
+
+
+def _failed(report: TargetReport, exc: Exception) -> TargetReport:
+    report.status = "unreachable" if isinstance(exc, ServerUnreachable) else "failed"
+    report.detail = str(exc)
+    return report
+
+
+async def _read_target(source: Source, source_entries: list[Entry], target: ClusterSource) -> _Plan:
+    """The read phase of one target: nothing is written. A target that cannot be read is
+    its own result (``unreachable`` or ``failed``); a manifest
+    :func:`place_manifests` refuses raises out (:class:`SourceError`)."""
+    plan = _Plan(target, TargetReport(target.name))
     try:
         kinds: dict[GroupKind, str] = {}
         for e in source_entries:
             kinds.setdefault(_gk(e.obj), str(e.obj.get("apiVersion")))
         live_entries = await target.objects(kinds)
-        schemas = await prepare_schemas(source, source_entries, target, live_entries)
-        src = index_entries(
-            source_entries, schemas, manifests=True, default_namespace=target_namespace(target)
-        )
-        live = index_entries(live_entries, schemas, manifests=False)
+        plan.schemas = await prepare_schemas(source, source_entries, target, live_entries)
+    except (ServerUnreachable, ApiError, TimeoutError, SourceError) as exc:
+        _failed(plan.report, exc)
+        return plan
+    plan.src = place_manifests(source, source_entries, plan.schemas, target)
+    plan.live = index_entries(live_entries, plan.schemas, manifests=False)
+    plan.readable = True
+    return plan
+
+
+async def _sync_target(
+    source: Source, plan: _Plan, policy: Policy, prune: bool, dry_run: bool
+) -> TargetReport:
+    """The write phase of one target read by :func:`_read_target`."""
+    report, target, src, live, schemas = (
+        plan.report,
+        plan.target,
+        plan.src,
+        plan.live,
+        plan.schemas,
+    )
+    if not plan.readable:
+        return report
+    try:
         if policy == "cluster-wins":
             await _write_back(source, target, src, live, schemas, prune, dry_run, report)
             return report
@@ -240,14 +304,8 @@ async def _sync_target(
                 report.results.append(ObjectResult(key, "deleted" if gone else "unchanged"))
             else:
                 report.results.append(ObjectResult(key, "extra", "not in the source (use --prune)"))
-    except ServerUnreachable as exc:
-        report.status = "unreachable"
-        report.detail = str(exc)
-        return report
-    except (ApiError, TimeoutError, SourceError) as exc:
-        report.status = "failed"
-        report.detail = str(exc)
-        return report
+    except (ServerUnreachable, ApiError, TimeoutError, SourceError) as exc:
+        return _failed(report, exc)
     if any(r.action == "failed" for r in report.results):
         report.status = "failed"
     return report
@@ -376,13 +434,24 @@ async def sync(
     dry_run: bool = False,
 ) -> SyncReport:
     """Sync ``targets`` with ``source`` under ``policy`` (see the module docstring);
-    targets are synced concurrently and independently."""
+    targets are read concurrently, then synced concurrently and independently. A
+    manifest a target narrowed to a namespace refuses (:func:`place_manifests`) raises
+    :class:`~kubewerk.sync.sources.SourceError` (the first in target order) before any
+    target is written."""
     if policy not in ("git-wins", "cluster-wins", "merge"):
         raise ValueError(f"unknown policy {policy!r}: expected git-wins, cluster-wins or merge")
     if policy == "cluster-wins" and len(targets) != 1:
         raise ValueError("cluster-wins writes one cluster's state back: give exactly one target")
     entries = await source.objects()
+    read = await asyncio.gather(
+        *(_read_target(source, entries, t) for t in targets), return_exceptions=True
+    )
+    plans: list[_Plan] = []
+    for outcome in read:
+        if isinstance(outcome, BaseException):
+            raise outcome
+        plans.append(outcome)
     reports = await asyncio.gather(
-        *(_sync_target(source, entries, t, policy, prune, dry_run) for t in targets)
+        *(_sync_target(source, p, policy, prune, dry_run) for p in plans)
     )
     return SyncReport(policy, dry_run, list(reports))
