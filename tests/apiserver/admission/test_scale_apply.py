@@ -599,3 +599,95 @@ async def test_entries_in_versions_not_served_are_dropped(api: Api) -> None:
     status, body = await api.get(f"{DEPLOY}/old")
     managers = {e["manager"] for e in body["metadata"]["managedFields"]}
     assert "ancient" not in managers and "hpa" in managers
+
+
+def _typed_patch_error(text: str, name: str = "cfg") -> str:
+    return (
+        f"failed to create typed patch object (default/{name}; autoscaling/v1, Kind=Scale): {text}"
+    )
+
+
+@pytest.mark.parametrize("validation", ["Strict", "Warn", "Ignore", ""])
+async def test_unknown_fields_of_an_applied_scale_are_refused_whatever_field_validation(
+    api: Api, validation: str
+) -> None:
+    # kube's field manager cannot make a typed Scale of the configuration: refused before
+    # fieldValidation is looked at (which, for an apply, concerns duplicate keys only)
+    status, body = await api.post(DEPLOY, deployment("cfg"))
+    assert status == 201, body
+    query = "fieldManager=x&force=true" + (f"&fieldValidation={validation}" if validation else "")
+    config = scale("cfg", 3)
+    config["spec"]["foo"] = 1
+    code, body = await apply(api, f"{DEPLOY}/cfg/scale", config, query)
+    assert code == 400, body
+    assert body["reason"] == "BadRequest"
+    assert body["message"] == _typed_patch_error(".spec.foo: field not declared in schema")
+    config = scale("cfg", 3, foo="x")
+    code, body = await apply(api, f"{DEPLOY}/cfg/scale", config, query)
+    assert code == 400, body
+    assert body["message"] == _typed_patch_error(".metadata.foo: field not declared in schema")
+    config = {**scale("cfg", 3), "status": {"replicas": "2"}, "extra": True, "more": 1}
+    code, body = await apply(api, f"{DEPLOY}/cfg/scale", config, query)
+    assert code == 400, body
+    assert body["message"] == _typed_patch_error(
+        "errors:\n  .status.replicas: expected numeric (int or float), got string"
+        "\n  .extra: field not declared in schema"
+    )
+    refs = [{"apiVersion": "v1", "kind": "X", "name": "o", "uid": "u1", "bogus": 1}]
+    code, body = await apply(
+        api, f"{DEPLOY}/cfg/scale", scale("cfg", 3, ownerReferences=refs), query
+    )
+    assert code == 400, body
+    assert body["message"] == _typed_patch_error(
+        '.metadata.ownerReferences[uid="u1"].bogus: field not declared in schema'
+    )
+    status, body = await api.get(f"{DEPLOY}/cfg")
+    assert body["spec"]["replicas"] == 1
+    assert not any(
+        entry.get("subresource") == "scale" for entry in body["metadata"]["managedFields"]
+    )
+
+
+@pytest.mark.parametrize(
+    ("raw", "got"),
+    [
+        ("'3'", "string"),
+        ("true", "bool"),
+        ("{a: 1}", "map[string]interface {}"),
+        ("[1]", "[]interface {}"),
+    ],
+    ids=["string", "bool", "map", "list"],
+)
+async def test_replicas_that_are_not_a_number_are_a_typed_patch_error(
+    api: Api, raw: str, got: str
+) -> None:
+    status, body = await api.post(DEPLOY, deployment("cfg"))
+    assert status == 201, body
+    doc = (
+        "apiVersion: autoscaling/v1\nkind: Scale\nmetadata: {name: cfg}\n"
+        f"spec:\n  replicas: {raw}\n"
+    )
+    code, body = await api.request(
+        "PATCH",
+        f"{DEPLOY}/cfg/scale?fieldManager=x&force=true",
+        raw=doc.encode(),
+        content_type=APPLY,
+    )
+    assert code == 400, body
+    assert body["message"] == (
+        "failed to create typed patch object (/cfg; autoscaling/v1, Kind=Scale): "
+        f".spec.replicas: expected numeric (int or float), got {got}"
+    )
+
+
+async def test_an_admitted_apply_refuses_an_unknown_field_before_webhooks(
+    api: Api,
+) -> None:
+    await max_five_policy(api)
+    status, body = await api.post(DEPLOY, deployment("cfg"))
+    assert status == 201, body
+    config = scale("cfg", 3)
+    config["spec"]["foo"] = 1
+    code, body = await apply(api, f"{DEPLOY}/cfg/scale", config, "fieldManager=x&force=true")
+    assert code == 400, body
+    assert body["message"] == _typed_patch_error(".spec.foo: field not declared in schema")

@@ -26,6 +26,7 @@ from __future__ import annotations
 from typing import Any, Final
 
 from kubewerk.apiserver.fieldmanager import _builtins, _live, _set_entries, manager_name
+from kubewerk.apiserver.kinds import k8s_openapi
 from kubewerk.apiserver.registry import ServedResource
 from kubewerk.core import meta as metautil
 from kubewerk.core.errors import ApiError
@@ -43,7 +44,14 @@ from kubewerk.core.fieldpath import (
 )
 from kubewerk.core.fieldpath.path import Path, field
 
-__all__ = ["SCALE_API_VERSION", "apply_scale", "replicas_path", "to_parent", "to_subresource"]
+__all__ = [
+    "SCALE_API_VERSION",
+    "apply_scale",
+    "config_errors",
+    "replicas_path",
+    "to_parent",
+    "to_subresource",
+]
 
 JSON = dict[str, Any]
 
@@ -133,6 +141,105 @@ def _scale_type() -> TypeNode:
     return node
 
 
+_GO_TYPES: Final = {
+    str: "string",
+    bool: "bool",
+    dict: "map[string]interface {}",
+    list: "[]interface {}",
+}
+"""Go's name (``%T``) of the type a decoded JSON value has in an unstructured object."""
+
+
+def _element_path(schema: JSON, item: Any, index: int) -> str:
+    """The path element of list item ``index`` as structured-merge-diff prints it: the
+    key fields of a keyed list (``[uid="a"]``), the value of a set (``[="a"]``), else
+    the index."""
+    kind = schema.get("x-kubernetes-list-type")
+    keys = schema.get("x-kubernetes-list-map-keys")
+    if (
+        kind == "map"
+        and isinstance(keys, list)
+        and isinstance(item, dict)
+        and all(isinstance(item.get(k), (str, int, float, bool)) for k in keys)
+    ):
+        import orjson
+
+        return "[" + ",".join(f"{k}={orjson.dumps(item[k]).decode()}" for k in keys) + "]"
+    if kind == "set" and isinstance(item, (str, int, float, bool)):
+        import orjson
+
+        return f"[={orjson.dumps(item).decode()}]"
+    return f"[{index}]"
+
+
+def _walk(value: Any, schema: JSON, path: str, out: list[str]) -> None:
+    """Add to ``out`` what structured-merge-diff's validation of ``value`` against the
+    OpenAPI ``schema`` reports that this module reproduces: a field an object does not
+    declare (``<path>: field not declared in schema``; the rest of that object is then
+    not looked at, as kube stops there) and a non-number where a number belongs
+    (``<path>: expected numeric (int or float), got <Go type>``). ``null`` is accepted
+    anywhere, as kube accepts it."""
+    if value is None:
+        return
+    schema = k8s_openapi.resolve(schema)
+    kind = schema.get("type")
+    props = schema.get("properties")
+    if isinstance(props, dict) or kind == "object":
+        if not isinstance(value, dict):
+            return
+        extra = schema.get("additionalProperties")
+        for key, item in value.items():
+            sub = props.get(key) if isinstance(props, dict) else None
+            if sub is None and isinstance(extra, dict):
+                sub = extra
+            if sub is None:
+                if isinstance(props, dict):
+                    out.append(f"{path}.{key}: field not declared in schema")
+                    return
+                continue  # an object of anything (no properties, no value schema)
+            _walk(item, sub, f"{path}.{key}", out)
+    elif kind == "array":
+        items = schema.get("items")
+        if isinstance(value, list) and isinstance(items, dict):
+            for index, item in enumerate(value):
+                _walk(item, items, path + _element_path(schema, item, index), out)
+    elif kind in ("integer", "number") and (
+        isinstance(value, bool) or not isinstance(value, (int, float))
+    ):
+        got = _GO_TYPES.get(type(value), type(value).__name__)
+        out.append(f"{path}: expected numeric (int or float), got {got}")
+
+
+def config_errors(config: JSON) -> str | None:
+    """Why kube-apiserver's field manager cannot make a typed patch object of ``config``
+    (an applied ``autoscaling/v1`` Scale), as structured-merge-diff words it — one error
+    alone, several as ``errors:`` followed by one indented line each — or None when
+    nothing this module checks is wrong. Kube refuses such a configuration whatever
+    ``fieldValidation`` says: an apply never drops or warns about unknown fields."""
+    out: list[str] = []
+    _walk(config, {"$ref": f"#/definitions/{_SCALE_DEFINITION}"}, "", out)
+    if not out:
+        return None
+    if len(out) == 1:
+        return out[0]
+    return "errors:\n  " + "\n  ".join(out)
+
+
+def _patch_object_error(config: JSON, text: str) -> ApiError:
+    """The 400 for a configuration that cannot be a typed Scale, worded as kube's
+    ``failed to create typed patch object (<namespace>/<name>; <gvk>): ...`` with the
+    namespace and name the configuration itself carries."""
+    meta = config.get("metadata")
+    meta = meta if isinstance(meta, dict) else {}
+    namespace = meta.get("namespace")
+    name = meta.get("name")
+    return ApiError.bad_request(
+        "failed to create typed patch object ("
+        f"{namespace if isinstance(namespace, str) else ''}/"
+        f"{name if isinstance(name, str) else ''}; autoscaling/v1, Kind=Scale): {text}"
+    )
+
+
 BEFORE_FIRST_APPLY: Final = "before-first-apply"
 
 
@@ -178,7 +285,11 @@ def apply_scale(
     ``parent`` (the object as served in ``version``). Returns the Scale after the apply
     (no managedFields) and ``parent``'s new ``metadata`` with its ``managedFields`` (the
     caller takes ``spec.replicas`` from the Scale). Raises ``ApiError`` (409
-    ``ApplyConflict``, 400 for a configuration the Scale's schema cannot hold)."""
+    ``ApplyConflict``, 400 for a configuration the Scale's schema cannot hold:
+    ``config_errors``, whatever the request's ``fieldValidation``)."""
+    problem = config_errors(config)
+    if problem is not None:
+        raise _patch_object_error(config, problem)
     manager = manager_name(query, "patch")
     force = query.get("force", "").lower() in ("true", "1")
     live = _live((parent.get("metadata") or {}).get("managedFields"))
@@ -199,9 +310,7 @@ def apply_scale(
             force,
         )
     except ListItemError as exc:
-        raise ApiError.bad_request(
-            f"failed to create typed patch object (autoscaling/v1, Kind=Scale): {exc}"
-        ) from None
+        raise _patch_object_error(config, str(exc)) from None
     result = new if new is not None else scale
     holder: JSON = {"metadata": dict(parent.get("metadata") or {})}
     _set_entries(holder, to_parent(rtype, rtype.api_version(version), live, out))
