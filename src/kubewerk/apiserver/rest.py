@@ -708,7 +708,30 @@ class ResourceApi:
                 f"the name of the object ({meta.get('name')}) does "
                 f"not match the name on the URL ({target.name})"
             )
+        if not scale and not target.rtype.builtin:
+            self._check_declared(target, config)
         return config
+
+    def _check_declared(self, target: Target, config: JSON) -> None:
+        """Refuse an applied custom resource with fields its version's schema does not
+        declare, whatever ``fieldValidation`` says, as kube-apiserver's field manager
+        refuses to make a typed patch object of it (``.spec.foo: field not declared in
+        schema``). List items are named by index (kube names the items of a map- or
+        set-typed list by their keys)."""
+        compiled = getattr(self.admission, "compiled", None)
+        found = compiled(target.rtype, target.version) if compiled is not None else None
+        if found is None:
+            return
+        unknown = found[0].prune(copy_json(config))
+        if unknown:
+            rtype = target.rtype
+            raise scale_fields.typed_patch_error(
+                config,
+                scale_fields.joined_errors(
+                    [f".{path}: field not declared in schema" for path in unknown]
+                ),
+                f"{rtype.group}/{target.version}, Kind={rtype.kind}",
+            )
 
     def _server_side_apply(
         self, target: Target, patch_body: bytes, query: dict[str, str]

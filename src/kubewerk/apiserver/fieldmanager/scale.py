@@ -220,15 +220,17 @@ def config_errors(config: JSON) -> str | None:
     _walk(config, {"$ref": f"#/definitions/{_SCALE_DEFINITION}"}, "", out)
     if not out:
         return None
-    if len(out) == 1:
-        return out[0]
-    return "errors:\n  " + "\n  ".join(out)
+    return joined_errors(out)
 
 
-def _patch_object_error(config: JSON, text: str) -> ApiError:
-    """The 400 for a configuration that cannot be a typed Scale, worded as kube's
-    ``failed to create typed patch object (<namespace>/<name>; <gvk>): ...`` with the
-    namespace and name the configuration itself carries."""
+def typed_patch_error(
+    config: JSON, text: str, gvk: str = "autoscaling/v1, Kind=Scale"
+) -> ApiError:
+    """The 400 for an applied configuration that cannot be a typed object of its kind,
+    worded as kube's ``failed to create typed patch object (<namespace>/<name>; <gvk>):
+    ...`` with the namespace and name the configuration itself carries (``gvk`` as Go
+    prints a GroupVersionKind: ``group/version, Kind=Kind``). Kube answers the same text
+    as a 500 (kubernetes/kubernetes#122480)."""
     meta = config.get("metadata")
     meta = meta if isinstance(meta, dict) else {}
     namespace = meta.get("namespace")
@@ -236,8 +238,16 @@ def _patch_object_error(config: JSON, text: str) -> ApiError:
     return ApiError.bad_request(
         "failed to create typed patch object ("
         f"{namespace if isinstance(namespace, str) else ''}/"
-        f"{name if isinstance(name, str) else ''}; autoscaling/v1, Kind=Scale): {text}"
+        f"{name if isinstance(name, str) else ''}; {gvk}): {text}"
     )
+
+
+def joined_errors(out: list[str]) -> str:
+    """structured-merge-diff's wording of a list of errors: one alone, several as
+    ``errors:`` followed by one indented line each."""
+    if len(out) == 1:
+        return out[0]
+    return "errors:\n  " + "\n  ".join(out)
 
 
 BEFORE_FIRST_APPLY: Final = "before-first-apply"
@@ -289,7 +299,7 @@ def apply_scale(
     ``config_errors``, whatever the request's ``fieldValidation``)."""
     problem = config_errors(config)
     if problem is not None:
-        raise _patch_object_error(config, problem)
+        raise typed_patch_error(config, problem)
     manager = manager_name(query, "patch")
     force = query.get("force", "").lower() in ("true", "1")
     live = _live((parent.get("metadata") or {}).get("managedFields"))
@@ -310,7 +320,7 @@ def apply_scale(
             force,
         )
     except ListItemError as exc:
-        raise _patch_object_error(config, str(exc)) from None
+        raise typed_patch_error(config, str(exc)) from None
     result = new if new is not None else scale
     holder: JSON = {"metadata": dict(parent.get("metadata") or {})}
     _set_entries(holder, to_parent(rtype, rtype.api_version(version), live, out))
