@@ -223,9 +223,7 @@ def config_errors(config: JSON) -> str | None:
     return joined_errors(out)
 
 
-def typed_patch_error(
-    config: JSON, text: str, gvk: str = "autoscaling/v1, Kind=Scale"
-) -> ApiError:
+def typed_patch_error(config: JSON, text: str, gvk: str = "autoscaling/v1, Kind=Scale") -> ApiError:
     """The 400 for an applied configuration that cannot be a typed object of its kind,
     worded as kube's ``failed to create typed patch object (<namespace>/<name>; <gvk>):
     ...`` with the namespace and name the configuration itself carries (``gvk`` as Go
