@@ -61,6 +61,7 @@ async def test_several_undeclared_fields_are_listed_and_nothing_is_written(
 ) -> None:
     body = database("d1", namespace="default")
     body["spec"]["color"] = "red"
+    body["spec"]["zone"] = "a"  # the same object as color: kube names only one of them
     body["metadata"]["colour"] = "blue"
     body["sops"] = {"mac": "x"}
     status, err = await apply(demo_app, body)

@@ -716,19 +716,24 @@ class ResourceApi:
         """Refuse an applied custom resource with fields its version's schema does not
         declare, whatever ``fieldValidation`` says, as kube-apiserver's field manager
         refuses to make a typed patch object of it (``.spec.foo: field not declared in
-        schema``). List items are named by index (kube names the items of a map- or
-        set-typed list by their keys)."""
+        schema``), one field per object. List items are named by index (kube names the
+        items of a map- or set-typed list by their keys)."""
         compiled = getattr(self.admission, "compiled", None)
         found = compiled(target.rtype, target.version) if compiled is not None else None
         if found is None:
             return
         unknown = found[0].prune(copy_json(config))
         if unknown:
+            # kube stops reading an object at its first undeclared field (in an order it
+            # does not fix): one per object here, the first by name
+            first: dict[str, str] = {}
+            for path in unknown:  # sorted
+                first.setdefault(path.rpartition(".")[0], path)
             rtype = target.rtype
             raise scale_fields.typed_patch_error(
                 config,
                 scale_fields.joined_errors(
-                    [f".{path}: field not declared in schema" for path in unknown]
+                    [f".{path}: field not declared in schema" for path in first.values()]
                 ),
                 f"{rtype.group}/{target.version}, Kind={rtype.kind}",
             )
