@@ -76,3 +76,66 @@ async def test_several_undeclared_fields_are_listed_and_nothing_is_written(
     # a declared configuration is applied
     status, obj = await apply(demo_app, database("d1", namespace="default"))
     assert status == 201, obj
+
+
+async def apply_builtin(app: ApiServer, path: str, body: Any, query: str) -> tuple[int, Any]:
+    status, _, payload = await asgi_call(
+        app,
+        "PATCH",
+        f"{path}/{body['metadata']['name']}",
+        query,
+        headers={"content-type": "application/apply-patch+yaml"},
+        body=orjson.dumps(body),
+    )
+    return status, orjson.loads(payload)
+
+
+@pytest.mark.parametrize("validation", ["", "Ignore"])
+async def test_a_built_in_kind_is_typed_by_its_kubernetes_definition(
+    demo_app: ApiServer, validation: str
+) -> None:
+    """The messages real clusters give (a SOPS-encrypted Secret, a stray ConfigMap key, a
+    field in the wrong place in a keyed list)."""
+    query = "fieldManager=me" + (f"&fieldValidation={validation}" if validation else "")
+    secrets = "/api/v1/namespaces/default/secrets"
+    secret = {
+        "apiVersion": "v1",
+        "kind": "Secret",
+        "metadata": {"name": "s", "namespace": "default"},
+        "stringData": {"a": "b"},
+        "sops": {"mac": "x"},
+    }
+    status, err = await apply_builtin(demo_app, secrets, secret, query)
+    assert (status, err["message"]) == (
+        400,
+        "failed to create typed patch object (default/s; /v1, Kind=Secret): "
+        ".sops: field not declared in schema",
+    )
+    deployments = "/apis/apps/v1/namespaces/default/deployments"
+    container = {"name": "web", "image": "nginx", "resources": {"cpu": "1"}}
+    deployment = {
+        "apiVersion": "apps/v1",
+        "kind": "Deployment",
+        "metadata": {"name": "web", "namespace": "default"},
+        "spec": {
+            "replicas": "2",
+            "selector": {"matchLabels": {"app": "web"}},
+            "template": {
+                "metadata": {"labels": {"app": "web"}},
+                "spec": {"containers": [container]},
+            },
+        },
+    }
+    status, err = await apply_builtin(demo_app, deployments, deployment, query)
+    assert (status, err["message"]) == (
+        400,
+        "failed to create typed patch object (default/web; apps/v1, Kind=Deployment): errors:\n"
+        "  .spec.replicas: expected numeric (int or float), got string\n"
+        '  .spec.template.spec.containers[name="web"].resources.cpu: '
+        "field not declared in schema",
+    )
+    # typed cleanly: applied
+    deployment["spec"]["replicas"] = 2
+    del container["resources"]
+    status, obj = await apply_builtin(demo_app, deployments, deployment, query)
+    assert status == 201, obj

@@ -22,6 +22,7 @@ import orjson
 from kubewerk.apiserver import decode, fieldmanager
 from kubewerk.apiserver.admission import Admission, AdmissionRequest
 from kubewerk.apiserver.fieldmanager import scale as scale_fields
+from kubewerk.apiserver.kinds import k8s_openapi
 from kubewerk.apiserver.listing import list_objects
 from kubewerk.apiserver.registry import Registry, ServedResource
 from kubewerk.apiserver.request import (
@@ -708,18 +709,30 @@ class ResourceApi:
                 f"the name of the object ({meta.get('name')}) does "
                 f"not match the name on the URL ({target.name})"
             )
-        if not scale and not target.rtype.builtin:
+        if not scale:
             self._check_declared(target, config)
         return config
 
     def _check_declared(self, target: Target, config: JSON) -> None:
-        """Refuse an applied custom resource with fields its version's schema does not
-        declare, whatever ``fieldValidation`` says, as kube-apiserver's field manager
-        refuses to make a typed patch object of it (``.spec.foo: field not declared in
-        schema``), one field per object. List items are named by index (kube names the
-        items of a map- or set-typed list by their keys)."""
+        """Refuse an applied object with fields its version's schema does not declare,
+        whatever ``fieldValidation`` says, as kube-apiserver's field manager refuses to
+        make a typed patch object of it (``.spec.foo: field not declared in schema``),
+        one field per object. A built-in kind is typed by its vendored Kubernetes
+        definition (keyed list items named by their keys, as kube names them); a custom
+        resource by its version's schema (list items named by index, where kube names
+        the items of map- and set-typed lists by their keys)."""
+        rtype = target.rtype
+        gvk = f"{rtype.group}/{target.version}, Kind={rtype.kind}"  # Go's: "/v1" for core
+        if rtype.builtin:
+            definition = k8s_openapi.definition_name(rtype.group, target.version, rtype.kind)
+            problems = scale_fields.typed_errors(config, definition) if definition else []
+            if problems:
+                raise scale_fields.typed_patch_error(
+                    config, scale_fields.joined_errors(problems), gvk
+                )
+            return
         compiled = getattr(self.admission, "compiled", None)
-        found = compiled(target.rtype, target.version) if compiled is not None else None
+        found = compiled(rtype, target.version) if compiled is not None else None
         if found is None:
             return
         unknown = found[0].prune(copy_json(config))
@@ -729,13 +742,12 @@ class ResourceApi:
             first: dict[str, str] = {}
             for path in unknown:  # sorted
                 first.setdefault(path.rpartition(".")[0], path)
-            rtype = target.rtype
             raise scale_fields.typed_patch_error(
                 config,
                 scale_fields.joined_errors(
                     [f".{path}: field not declared in schema" for path in first.values()]
                 ),
-                f"{rtype.group}/{target.version}, Kind={rtype.kind}",
+                gvk,
             )
 
     def _server_side_apply(

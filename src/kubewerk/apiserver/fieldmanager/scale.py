@@ -210,6 +210,16 @@ def _walk(value: Any, schema: JSON, path: str, out: list[str]) -> None:
         out.append(f"{path}: expected numeric (int or float), got {got}")
 
 
+def typed_errors(config: JSON, definition: str) -> list[str]:
+    """What structured-merge-diff reports (of what ``_walk`` reproduces) when it makes a
+    typed object of ``config`` with the vendored Kubernetes definition ``definition``
+    (``io.k8s.api.core.v1.Secret``): ``.sops: field not declared in schema``, one per
+    object, and non-numbers where a number belongs; empty when it is typed cleanly."""
+    out: list[str] = []
+    _walk(config, {"$ref": f"#/definitions/{definition}"}, "", out)
+    return out
+
+
 def config_errors(config: JSON) -> str | None:
     """Why kube-apiserver's field manager cannot make a typed patch object of ``config``
     (an applied ``autoscaling/v1`` Scale), as structured-merge-diff words it — one error
