@@ -22,6 +22,7 @@ import orjson
 from kubewerk.apiserver import decode, fieldmanager
 from kubewerk.apiserver.admission import Admission, AdmissionRequest
 from kubewerk.apiserver.fieldmanager import scale as scale_fields
+from kubewerk.apiserver.fieldmanager import typed
 from kubewerk.apiserver.kinds import k8s_openapi
 from kubewerk.apiserver.listing import list_objects
 from kubewerk.apiserver.registry import Registry, ServedResource
@@ -725,11 +726,9 @@ class ResourceApi:
         gvk = f"{rtype.group}/{target.version}, Kind={rtype.kind}"  # Go's: "/v1" for core
         if rtype.builtin:
             definition = k8s_openapi.definition_name(rtype.group, target.version, rtype.kind)
-            problems = scale_fields.typed_errors(config, definition) if definition else []
+            problems = typed.typed_errors(config, definition) if definition else []
             if problems:
-                raise scale_fields.typed_patch_error(
-                    config, scale_fields.joined_errors(problems), gvk
-                )
+                raise typed.typed_patch_error(config, typed.joined_errors(problems), gvk)
             return
         compiled = getattr(self.admission, "compiled", None)
         found = compiled(rtype, target.version) if compiled is not None else None
@@ -742,9 +741,9 @@ class ResourceApi:
             first: dict[str, str] = {}
             for path in unknown:  # sorted
                 first.setdefault(path.rpartition(".")[0], path)
-            raise scale_fields.typed_patch_error(
+            raise typed.typed_patch_error(
                 config,
-                scale_fields.joined_errors(
+                typed.joined_errors(
                     [f".{path}: field not declared in schema" for path in first.values()]
                 ),
                 gvk,
