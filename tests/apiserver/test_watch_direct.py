@@ -512,3 +512,19 @@ async def test_a_write_that_raises_wakes_its_stream_and_the_flush_goes_on(
     await asyncio.sleep(0)
     assert len(good_flush.written) == 2
     hub.close()
+
+
+async def test_a_new_loop_forgets_the_old_flush_and_lists_watchers_again() -> None:
+    hub = WatchHub(MemoryStore())
+    w, flusher, _ = waiting_watcher(hub)
+    (ev, later) = events(2)
+    w.push(ev)  # listed, the flush armed in this loop
+    other = asyncio.new_event_loop()
+    hub.attach(other)  # the server started again in another loop
+    other.close()
+    assert not w.flush_pending and not hub._flush_list
+    hub.attach(asyncio.get_running_loop())
+    w.push(later)  # listed again, not left waiting for a flush that will never run
+    await asyncio.sleep(0)
+    assert flusher.written == [ev, later]
+    hub.close()

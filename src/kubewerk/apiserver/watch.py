@@ -462,6 +462,8 @@ class WatchHub:
         a flush armed in a loop that is gone (a server started again) is forgotten."""
         if self.loop is not loop:
             self.loop = loop
+            for watcher in self._flush_list:  # listed again by their next push
+                watcher.flush_pending = False
             self._flush_list.clear()
             self._flush_armed = False
 

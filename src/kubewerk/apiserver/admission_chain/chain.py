@@ -121,20 +121,14 @@ def _names(rtype: ServedResource, version: str, subresource: str) -> _Names:
 def _default_options(operation: str, query: dict[str, str]) -> JSON | None:
     """The options a request without explicit ones carries (``request.options``): the
     ``CreateOptions``/``UpdateOptions`` of the request's query for those operations
-    (``dryRun``, ``fieldManager``, ``fieldValidation``, as kube-apiserver decodes them),
+    (``dryRun``, ``fieldManager``, ``fieldValidation``, as kube-apiserver decodes them;
+    a PATCH's as UpdateOptions, kube's ``patchToUpdateOptions``, ``force`` not carried),
     else none."""
     if operation == "CREATE":
         return _write_options("CreateOptions", query)
     if operation == "UPDATE":
         return _write_options("UpdateOptions", query)
     return None
-
-
-def _update_options(query: dict[str, str]) -> JSON:
-    """The ``UpdateOptions`` admission sees for a PATCH (kube's ``patchToUpdateOptions``:
-    the PatchOptions' ``dryRun``, ``fieldManager`` and ``fieldValidation``; ``force``
-    is not carried)."""
-    return _write_options("UpdateOptions", query)
 
 
 def _write_options(kind: str, query: dict[str, str]) -> JSON:
@@ -900,7 +894,7 @@ class AdmissionChain:
         starts the apply again, unless the configuration names a resourceVersion."""
         self.api._patch_media(target, content_type, query)
         config = self.api._apply_config(target, patch_body)
-        options = _update_options(query)
+        options = _default_options("UPDATE", query)
         for _attempt in range(MAX_ATTEMPTS):
             warnings: list[str] = []
             annotations: dict[str, str] = {}
