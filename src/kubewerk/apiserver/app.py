@@ -193,9 +193,11 @@ class ApiServer:
         self._tasks: list[asyncio.Task[None]] = []
         self._bootstrap()
         from kubewerk.apiserver.auth.selfsubject import install_self_subject_review
+        from kubewerk.apiserver.auth.tokenreview import install_token_review
         from kubewerk.apiserver.kinds.serviceaccounts import install_token_request
 
         install_self_subject_review(self)
+        install_token_review(self)
         install_token_request(self)
         if advertise_address is not None and advertise_port is not None:
             self.advertise(advertise_address, advertise_port)

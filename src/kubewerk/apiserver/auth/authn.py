@@ -23,7 +23,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from kubewerk.apiserver.auth.tokens import ServiceAccountTokens, StaticTokens
+from kubewerk.apiserver.auth.tokens import ServiceAccountTokens, StaticTokens, TokenReviewResult
 from kubewerk.apiserver.auth.types import (
     ALL_AUTHENTICATED,
     ALL_UNAUTHENTICATED,
@@ -33,6 +33,9 @@ from kubewerk.apiserver.auth.types import (
 )
 
 _CERT_CACHE_LIMIT = 256
+INVALID_BEARER_TOKEN = "invalid bearer token"
+"""kube's bearer-token authenticator's error for a token no token authenticator accepted
+and none gave a reason for."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -135,6 +138,27 @@ class Authenticator:
             if user is not None:
                 return with_authenticated_group(user)
         return None
+
+    def review_token(
+        self, token: str, audiences: Sequence[str], api_audiences: Sequence[str]
+    ) -> TokenReviewResult:
+        """Who ``token`` is for ``audiences``, as kube's token authenticators answer a
+        ``TokenReview``: a static token is audience-agnostic, so it is accepted only when
+        ``audiences`` include one of the server's ``api_audiences`` (and is accepted for
+        those); a ServiceAccount token for the audiences it carries among ``audiences``.
+        A token no authenticator accepts gets the authenticator's error, else kube's
+        bearer-token ``invalid bearer token``."""
+        agnostic = tuple(a for a in api_audiences if a in audiences)
+        user = self._static.get(token)
+        if user is not None and agnostic:
+            return TokenReviewResult(user, agnostic)
+        if self.service_accounts is not None:
+            result = self.service_accounts.review(token, audiences)
+            if result.user is not None:
+                return TokenReviewResult(with_authenticated_group(result.user), result.audiences)
+            if result.error:
+                return result
+        return TokenReviewResult(None, error=INVALID_BEARER_TOKEN)
 
 
 def bearer_token(authorization: str | None) -> str | None:

@@ -11,7 +11,8 @@ secret). A token is accepted only with a valid signature by this server's key, t
 server's issuer, an audience the server accepts, ``exp``/``nbf`` holding (60 s leeway,
 as kube's validator allows), and a ServiceAccount of that namespace, name and uid still
 stored (plus the bound object, when there is one). Every refusal is ``None``; nothing in a
-token can make validation raise.
+token can make validation raise. ``ServiceAccountTokens.review`` checks a token for other
+audiences (a ``TokenReview``'s) and names an audience mismatch with kube's message.
 """
 
 from __future__ import annotations
@@ -34,6 +35,7 @@ from kubewerk.apiserver.auth.types import (
     SERVICE_ACCOUNTS_GROUP,
     UserInfo,
 )
+from kubewerk.core.gofmt import go_quote
 
 JSON = dict[str, Any]
 
@@ -184,6 +186,22 @@ def split_service_account_user(username: str) -> tuple[str, str] | None:
     return parts[0], parts[1]
 
 
+def go_quoted(values: Iterable[str]) -> str:
+    """Go's ``%q`` of a ``[]string``: ``["a" "b"]``."""
+    return "[" + " ".join(go_quote(v) for v in values) + "]"
+
+
+@dataclass(frozen=True, slots=True)
+class TokenReviewResult:
+    """What an authenticator made of a bearer token for a set of audiences: ``user``
+    (None: not authenticated), the ``audiences`` it was accepted for, and ``error``,
+    kube's message when the authenticator gave one (empty otherwise)."""
+
+    user: UserInfo | None
+    audiences: tuple[str, ...] = ()
+    error: str = ""
+
+
 class ServiceAccountTokens:
     """Issues (``issue``) and validates (``authenticate``) ServiceAccount JWTs.
 
@@ -254,38 +272,59 @@ class ServiceAccountTokens:
 
     def authenticate(self, token: str) -> UserInfo | None:
         """The ServiceAccount user of a valid token, else None (see the module doc)."""
+        return self.review(token, self.audiences).user
+
+    def review(self, token: str, audiences: Sequence[str]) -> TokenReviewResult:
+        """``token`` checked as kube's ServiceAccount JWT authenticator checks it for
+        ``audiences`` (a request to the API: the server's own; a ``TokenReview``: its
+        ``spec.audiences``): the user and the token's audiences among ``audiences``;
+        ``error`` is kube's message for a token of this server whose audiences are
+        none of them, else empty (every other refusal is silent, see the module doc)."""
+        refused = TokenReviewResult(None)
         if len(token) > MAX_TOKEN_BYTES or token.count(".") != 2:
-            return None
+            return refused
         header_b64, payload_b64, signature_b64 = token.split(".")
         try:
             header = orjson.loads(_unb64url(header_b64))
             claims = orjson.loads(_unb64url(payload_b64))
             signature = _unb64url(signature_b64)
         except (ValueError, binascii.Error, orjson.JSONDecodeError):
-            return None
+            return refused
         if not isinstance(header, dict) or not isinstance(claims, dict):
-            return None
+            return refused
         if header.get("alg") != "RS256" or claims.get("iss") != self.issuer:
-            return None
+            return refused
         if self._key is None and self._make_key is not None:
-            return None  # no key yet: this server has issued no token
+            return refused  # no key yet: this server has issued no token
         if not self.key.verify(signature, f"{header_b64}.{payload_b64}".encode("ascii")):
-            return None
-        return self._validate_claims(claims)
+            return refused
+        return self._validate_claims(claims, audiences)
 
-    def _validate_claims(self, claims: JSON) -> UserInfo | None:
+    def _validate_claims(self, claims: JSON, wanted: Sequence[str]) -> TokenReviewResult:
+        refused = TokenReviewResult(None)
         now = self.clock()
         exp, nbf = claims.get("exp"), claims.get("nbf", 0)
         if not isinstance(exp, int | float) or not isinstance(nbf, int | float):
-            return None
+            return refused
         if isinstance(exp, bool) or isinstance(nbf, bool):
-            return None
+            return refused
         if now > exp + LEEWAY_SECONDS or now < nbf - LEEWAY_SECONDS:
-            return None
+            return refused
         aud = claims.get("aud")
         auds = [aud] if isinstance(aud, str) else aud
-        if not isinstance(auds, list) or not any(a in self.audiences for a in auds):
-            return None
+        if not isinstance(auds, list) or not all(isinstance(a, str) for a in auds):
+            return refused
+        matched = tuple(a for a in auds if a in wanted)
+        if not matched:
+            return TokenReviewResult(
+                None,
+                error=f"token audiences {go_quoted(auds)} is invalid for the target "
+                f"audiences {go_quoted(wanted)}",
+            )
+        user = self._private_claims_user(claims)
+        return TokenReviewResult(user, matched if user is not None else ())
+
+    def _private_claims_user(self, claims: JSON) -> UserInfo | None:
         private = claims.get("kubernetes.io")
         if not isinstance(private, dict):
             return None
