@@ -51,23 +51,24 @@ async def test_a_bound_pod_stays_terminating_for_its_grace_period(api: Api) -> N
     assert parse_time(shorter["metadata"]["deletionTimestamp"]) == deadline - 20
     # the kubelet's delete with period 0 removes it
     status, gone = await api.delete(f"{PODS}/web", {"gracePeriodSeconds": 0})
-    assert status == 200 and gone["kind"] == "Status" and gone["status"] == "Success"
+    # gone at once: the Pod registry answers the deleted Pod (ReturnDeletedObject), no Status
+    assert status == 200 and gone["kind"] == "Pod" and gone["metadata"]["name"] == "web"
     assert (await api.get(f"{PODS}/web"))[0] == 404
 
 
 async def test_unbound_finished_and_zero_grace_pods_go_at_once(api: Api) -> None:
     await api.post(PODS, pod("unbound"))
     status, body = await api.delete(f"{PODS}/unbound")
-    assert status == 200 and body["kind"] == "Status"
+    assert status == 200 and body["kind"] == "Pod"
     await api.post(PODS, pod("quick", nodeName="node-1", terminationGracePeriodSeconds=0))
     status, body = await api.delete(f"{PODS}/quick")
-    assert status == 200 and body["kind"] == "Status"
+    assert status == 200 and body["kind"] == "Pod"
     _, bound = await api.post(PODS, pod("done", nodeName="node-1"))
     bound["status"]["phase"] = "Succeeded"
     status, _ = await api.put(f"{PODS}/done/status", bound)
     assert status == 200
     status, body = await api.delete(f"{PODS}/done")
-    assert status == 200 and body["kind"] == "Status"
+    assert status == 200 and body["kind"] == "Pod"
     # a negative period is 1 s on the delete path
     await api.post(PODS, pod("neg", nodeName="node-1"))
     status, body = await api.delete(f"{PODS}/neg", {"gracePeriodSeconds": -5})
@@ -84,7 +85,7 @@ async def test_losing_a_finalizer_in_the_grace_period_does_not_remove_it(api: Ap
     assert status == 200
     assert (await api.get(f"{PODS}/held"))[0] == 200  # still Terminating
     status, gone = await api.delete(f"{PODS}/held", {"gracePeriodSeconds": 0})
-    assert status == 200 and gone["kind"] == "Status"
+    assert status == 200 and gone["kind"] == "Pod"
 
 
 async def test_dry_run_and_other_kinds_are_unchanged(api: Api) -> None:

@@ -215,6 +215,7 @@ class _StrategyFacts(TypedDict, total=False):
     created_status: JSON | str | None
     spec_fields: tuple[str, ...] | None
     strategy: Callable[[KindRow], Strategy] | None
+    return_deleted_object: bool
 
 
 def _replicas_status(*extra: str) -> JSON:
@@ -224,7 +225,9 @@ def _replicas_status(*extra: str) -> JSON:
 def _strategy_facts() -> dict[str, _StrategyFacts]:
     """Per kind (absent: none of these): the status a create starts with (``strategy.go``'s
     ``PrepareForCreate``: the empty Go status struct with its non-``omitempty`` fields), the
-    fields whose change bumps the generation, and a kind-specific strategy."""
+    fields whose change bumps the generation, a kind-specific strategy, and whether a
+    delete answers the deleted object rather than a Status (the registry's
+    ``ReturnDeletedObject``: Pods and StorageClasses)."""
     from kubewerk.apiserver.admission_chain.registration import (
         AdmissionRegistrationStrategy,
     )
@@ -233,7 +236,12 @@ def _strategy_facts() -> dict[str, _StrategyFacts]:
     admission: _StrategyFacts = {"strategy": AdmissionRegistrationStrategy.for_kind}
     scaled: _StrategyFacts = {"strategy": autoscaling.SelectorScaledStrategy.for_kind}
     return {
-        "Pod": {"spec_fields": ("spec",), "strategy": pods.PodStrategy.for_kind},
+        "Pod": {
+            "spec_fields": ("spec",),
+            "strategy": pods.PodStrategy.for_kind,
+            "return_deleted_object": True,
+        },
+        "StorageClass": {"return_deleted_object": True},
         "Service": {
             "created_status": {"loadBalancer": {}},
             "strategy": services.ServiceStrategy.for_kind,
