@@ -1,0 +1,518 @@
+"""kubernetes_asyncio (the asyncio port of the official client) against the embedded API
+server: what an operator author does with it — ``config.load_kube_config``, typed CRUD
+through CoreV1Api/AppsV1Api, custom objects, every patch content type, subresources,
+``watch.Watch().stream`` and the errors as ``ApiException`` carrying Kubernetes' Status.
+
+One server per module (a background thread); each test works in its own namespace."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+from collections.abc import AsyncIterator, Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+import yaml
+
+from kubewerk.apiserver.server import EmbeddedServer
+
+from ..conftest import DEMO_DIR
+from .conftest import CRD_NAME, GROUP, PLURAL, VERSION
+
+pytestmark = pytest.mark.e2e
+
+kubernetes_asyncio = pytest.importorskip(
+    "kubernetes_asyncio", reason="kubernetes_asyncio is needed"
+)
+from kubernetes_asyncio import client, config  # noqa: E402
+from kubernetes_asyncio.client.exceptions import ApiException  # noqa: E402
+
+APPLY = "application/apply-patch+yaml"
+MERGE = "application/merge-patch+json"
+STRATEGIC = "application/strategic-merge-patch+json"
+JSON_PATCH = "application/json-patch+json"
+
+
+async def _configuration(kubeconfig: Path) -> client.Configuration:
+    """A client Configuration loaded by ``config.load_kube_config`` from ``kubeconfig``."""
+    cfg = client.Configuration()
+    await config.load_kube_config(
+        config_file=str(kubeconfig), client_configuration=cfg, persist_config=False
+    )
+    return cfg
+
+
+async def _install_crd(kubeconfig: Path) -> None:
+    """Register the demo CRD through ApiextensionsV1Api and wait until it is Established."""
+    async with client.ApiClient(await _configuration(kubeconfig)) as api:
+        ext = client.ApiextensionsV1Api(api)
+        await ext.create_custom_resource_definition(
+            yaml.safe_load((DEMO_DIR / "crd.yaml").read_text())
+        )
+        for _ in range(250):
+            got = await ext.read_custom_resource_definition(CRD_NAME)
+            if any(
+                c.type == "Established" and c.status == "True" for c in got.status.conditions or []
+            ):
+                return
+            await asyncio.sleep(0.02)
+        pytest.fail(f"{CRD_NAME} was not Established")
+
+
+@pytest.fixture(scope="module")
+def server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[EmbeddedServer]:
+    """One in-memory server for the module, with the demo CRD Established."""
+    srv = EmbeddedServer("memory", bookmark_interval=0.5).start_in_thread()
+    try:
+        path = srv.write_kubeconfig(tmp_path_factory.mktemp("k8s-asyncio") / "kubeconfig")
+        srv.kubeconfig_path = path  # type: ignore[attr-defined]
+        asyncio.run(_install_crd(path))
+        yield srv
+    finally:
+        srv.stop_thread()
+
+
+@pytest.fixture
+async def api(server: EmbeddedServer) -> AsyncIterator[client.ApiClient]:
+    """An ApiClient configured by ``config.load_kube_config`` (on the test's event loop)."""
+    cfg = await _configuration(server.kubeconfig_path)  # type: ignore[attr-defined]
+    async with client.ApiClient(cfg) as api_client:
+        yield api_client
+
+
+async def _namespace(api: client.ApiClient, name: str) -> str:
+    await client.CoreV1Api(api).create_namespace(
+        client.V1Namespace(metadata=client.V1ObjectMeta(name=name))
+    )
+    return name
+
+
+def status_of(exc: ApiException) -> dict[str, Any]:
+    """The Kubernetes Status an ApiException carries in its body."""
+    body: dict[str, Any] = json.loads(exc.body)
+    return body
+
+
+def database(name: str, replicas: int = 1, **meta: Any) -> dict[str, Any]:
+    return {
+        "apiVersion": f"{GROUP}/{VERSION}",
+        "kind": "Database",
+        "metadata": {"name": name, **meta},
+        "spec": {"engine": "postgres", "replicas": replicas},
+    }
+
+
+def deployment(name: str, replicas: int = 1) -> client.V1Deployment:
+    labels = {"app": name}
+    return client.V1Deployment(
+        metadata=client.V1ObjectMeta(name=name, labels=labels),
+        spec=client.V1DeploymentSpec(
+            replicas=replicas,
+            selector=client.V1LabelSelector(match_labels=labels),
+            template=client.V1PodTemplateSpec(
+                metadata=client.V1ObjectMeta(labels=labels),
+                spec=client.V1PodSpec(
+                    containers=[client.V1Container(name="web", image="nginx:1.27")]
+                ),
+            ),
+        ),
+    )
+
+
+# -- CoreV1Api -----------------------------------------------------------------------------
+
+
+async def test_configmap_crud_selectors_and_replace(api: client.ApiClient) -> None:
+    v1 = client.CoreV1Api(api)
+    ns = await _namespace(api, "crud")
+    created = await v1.create_namespaced_config_map(
+        ns,
+        client.V1ConfigMap(
+            metadata=client.V1ObjectMeta(name="a", labels={"tier": "web"}), data={"k": "1"}
+        ),
+    )
+    assert created.metadata.uid and created.metadata.resource_version
+    assert created.metadata.namespace == ns and created.data == {"k": "1"}
+    await v1.create_namespaced_config_map(
+        ns, client.V1ConfigMap(metadata=client.V1ObjectMeta(name="b", labels={"tier": "db"}))
+    )
+    got = await v1.read_namespaced_config_map("a", ns)
+    assert got.metadata.uid == created.metadata.uid
+
+    listed = await v1.list_namespaced_config_map(ns)
+    assert listed.kind == "ConfigMapList" and [c.metadata.name for c in listed.items] == [
+        "a",
+        "b",
+    ]
+    by_label = await v1.list_namespaced_config_map(ns, label_selector="tier in (db,cache)")
+    assert [c.metadata.name for c in by_label.items] == ["b"]
+    by_field = await v1.list_namespaced_config_map(ns, field_selector="metadata.name!=b")
+    assert [c.metadata.name for c in by_field.items] == ["a"]
+    everywhere = await v1.list_config_map_for_all_namespaces(
+        field_selector=f"metadata.namespace={ns}", label_selector="tier"
+    )
+    assert sorted(c.metadata.name for c in everywhere.items) == ["a", "b"]
+
+    got.data = {"k": "2"}
+    replaced = await v1.replace_namespaced_config_map("a", ns, got)
+    assert replaced.data == {"k": "2"}
+    assert int(replaced.metadata.resource_version) > int(got.metadata.resource_version)
+    with pytest.raises(ApiException) as stale:
+        await v1.replace_namespaced_config_map("a", ns, got)  # got's resourceVersion is old
+    assert stale.value.status == 409
+    assert status_of(stale.value) == {
+        "kind": "Status",
+        "apiVersion": "v1",
+        "metadata": {},
+        "status": "Failure",
+        "message": 'Operation cannot be fulfilled on configmaps "a": the object has been '
+        "modified; please apply your changes to the latest version and try again",
+        "reason": "Conflict",
+        "details": {"name": "a", "kind": "configmaps"},
+        "code": 409,
+    }
+
+    deleted = await v1.delete_namespaced_config_map("b", ns)
+    assert deleted.status == "Success" and deleted.details.name == "b"
+    assert [c.metadata.name for c in (await v1.list_namespaced_config_map(ns)).items] == ["a"]
+
+
+async def test_list_pagination_with_limit_and_continue(api: client.ApiClient) -> None:
+    v1 = client.CoreV1Api(api)
+    ns = await _namespace(api, "pages")
+    for i in range(7):
+        await v1.create_namespaced_config_map(
+            ns,
+            client.V1ConfigMap(
+                metadata=client.V1ObjectMeta(name=f"cm-{i}", labels={"odd": str(i % 2)})
+            ),
+        )
+    first = await v1.list_namespaced_config_map(ns, limit=3)
+    assert [c.metadata.name for c in first.items] == ["cm-0", "cm-1", "cm-2"]
+    assert first.metadata._continue and first.metadata.remaining_item_count == 4
+    await v1.delete_namespaced_config_map("cm-5", ns)  # after the snapshot: still listed
+    names = [c.metadata.name for c in first.items]
+    token = first.metadata._continue
+    while token:
+        page = await v1.list_namespaced_config_map(ns, limit=3, _continue=token)
+        assert page.metadata.resource_version == first.metadata.resource_version
+        names += [c.metadata.name for c in page.items]
+        token = page.metadata._continue
+    assert names == [f"cm-{i}" for i in range(7)]
+
+    # a label selector filters before the limit counts; kube gives no remaining count then
+    odd = await v1.list_namespaced_config_map(ns, limit=2, label_selector="odd=1")
+    assert [c.metadata.name for c in odd.items] == ["cm-1", "cm-3"]
+    assert odd.metadata._continue and odd.metadata.remaining_item_count is None
+    rest = await v1.list_namespaced_config_map(
+        ns, limit=2, label_selector="odd=1", _continue=odd.metadata._continue
+    )
+    assert rest.items == [] and not rest.metadata._continue
+
+    with pytest.raises(ApiException) as bad:
+        await v1.list_namespaced_config_map(ns, limit=3, _continue="not-a-token")
+    assert bad.value.status == 400 and status_of(bad.value)["reason"] == "BadRequest"
+
+
+# -- AppsV1Api: every patch type, subresources ----------------------------------------------
+
+
+async def test_deployment_patch_types_scale_and_status(api: client.ApiClient) -> None:
+    apps = client.AppsV1Api(api)
+    ns = await _namespace(api, "apps")
+    created = await apps.create_namespaced_deployment(ns, deployment("web"))
+    assert created.metadata.generation == 1 and created.spec.strategy.type == "RollingUpdate"
+
+    # a dict body goes as a strategic merge patch: containers merge by name
+    strategic = await apps.patch_namespaced_deployment(
+        "web",
+        ns,
+        {"spec": {"template": {"spec": {"containers": [{"name": "side", "image": "busybox"}]}}}},
+    )
+    assert [c.name for c in strategic.spec.template.spec.containers] == ["side", "web"]
+    # the same body as a merge patch replaces the list
+    merged = await apps.patch_namespaced_deployment(
+        "web",
+        ns,
+        {"spec": {"template": {"spec": {"containers": [{"name": "web", "image": "nginx:1.28"}]}}}},
+        _content_type=MERGE,
+    )
+    assert [(c.name, c.image) for c in merged.spec.template.spec.containers] == [
+        ("web", "nginx:1.28")
+    ]
+    # a list body goes as a JSON patch
+    json_patched = await apps.patch_namespaced_deployment(
+        "web",
+        ns,
+        [
+            {"op": "test", "path": "/spec/replicas", "value": 1},
+            {"op": "replace", "path": "/spec/replicas", "value": 2},
+        ],
+    )
+    assert json_patched.spec.replicas == 2 and json_patched.metadata.generation == 4
+    with pytest.raises(ApiException) as failed_test:
+        await apps.patch_namespaced_deployment(
+            "web", ns, [{"op": "test", "path": "/spec/replicas", "value": 9}]
+        )
+    assert failed_test.value.status == 422
+    assert status_of(failed_test.value)["reason"] == "Invalid"
+    # server-side apply with a field manager, then a conflict with another manager
+    applied = await apps.patch_namespaced_deployment(
+        "web",
+        ns,
+        {
+            "apiVersion": "apps/v1",
+            "kind": "Deployment",
+            "metadata": {"name": "web", "labels": {"owner": "ops"}},
+        },
+        field_manager="ops",
+        _content_type=APPLY,
+    )
+    assert applied.metadata.labels == {"app": "web", "owner": "ops"}
+    managers = {(m.manager, m.operation) for m in applied.metadata.managed_fields}
+    assert ("ops", "Apply") in managers
+    with pytest.raises(ApiException) as conflict:
+        await apps.patch_namespaced_deployment(
+            "web",
+            ns,
+            {
+                "apiVersion": "apps/v1",
+                "kind": "Deployment",
+                "metadata": {"name": "web", "labels": {"owner": "dev"}},
+            },
+            field_manager="dev",
+            _content_type=APPLY,
+        )
+    assert conflict.value.status == 409
+    assert status_of(conflict.value)["message"] == (
+        'Apply failed with 1 conflict: conflict with "ops": .metadata.labels.owner'
+    )
+    with pytest.raises(ApiException) as no_manager:
+        await apps.patch_namespaced_deployment(
+            "web", ns, {"apiVersion": "apps/v1", "kind": "Deployment"}, _content_type=APPLY
+        )
+    assert no_manager.value.status == 422
+    assert status_of(no_manager.value)["message"] == (
+        'PatchOptions.meta.k8s.io "" is invalid: fieldManager: Required value: '
+        "is required for apply patch"
+    )
+
+    # the scale subresource
+    scale = await apps.read_namespaced_deployment_scale("web", ns)
+    assert (scale.kind, scale.spec.replicas, scale.status.selector) == ("Scale", 2, "app=web")
+    scaled = await apps.patch_namespaced_deployment_scale("web", ns, {"spec": {"replicas": 4}})
+    assert scaled.spec.replicas == 4
+    scale = await apps.read_namespaced_deployment_scale("web", ns)
+    scale.spec.replicas = 5
+    assert (await apps.replace_namespaced_deployment_scale("web", ns, scale)).spec.replicas == 5
+    assert (await apps.read_namespaced_deployment("web", ns)).spec.replicas == 5
+
+    # the status subresource changes status only, and leaves the generation alone
+    before = await apps.read_namespaced_deployment("web", ns)
+    status = await apps.patch_namespaced_deployment_status(
+        "web",
+        ns,
+        {"spec": {"replicas": 1}, "status": {"observedGeneration": 7, "readyReplicas": 3}},
+        _content_type=MERGE,
+    )
+    assert status.status.ready_replicas == 3 and status.status.observed_generation == 7
+    assert status.spec.replicas == 5 and status.metadata.generation == before.metadata.generation
+    read = await apps.read_namespaced_deployment_status("web", ns)
+    assert read.status.ready_replicas == 3
+
+
+async def test_delete_with_propagation_policies(api: client.ApiClient) -> None:
+    v1 = client.CoreV1Api(api)
+    ns = await _namespace(api, "gc")
+
+    async def family(owner: str) -> client.V1ConfigMap:
+        parent = await v1.create_namespaced_config_map(
+            ns, client.V1ConfigMap(metadata=client.V1ObjectMeta(name=owner))
+        )
+        ref = client.V1OwnerReference(
+            api_version="v1",
+            kind="ConfigMap",
+            name=owner,
+            uid=parent.metadata.uid,
+            block_owner_deletion=True,
+        )
+        await v1.create_namespaced_config_map(
+            ns,
+            client.V1ConfigMap(
+                metadata=client.V1ObjectMeta(name=f"{owner}-child", owner_references=[ref])
+            ),
+        )
+        return parent
+
+    async def exists(name: str) -> bool:
+        try:
+            await v1.read_namespaced_config_map(name, ns)
+        except ApiException as exc:
+            assert exc.status == 404
+            return False
+        return True
+
+    async def eventually_gone(name: str) -> None:
+        for _ in range(250):
+            if not await exists(name):
+                return
+            await asyncio.sleep(0.02)
+        pytest.fail(f"{name} was not deleted")
+
+    # Orphan: the child stays, without its owner reference
+    await family("orphaner")
+    await v1.delete_namespaced_config_map("orphaner", ns, propagation_policy="Orphan")
+    await eventually_gone("orphaner")
+    child = await v1.read_namespaced_config_map("orphaner-child", ns)
+    assert not child.metadata.owner_references
+
+    # Background: the owner goes at once, the garbage collector removes the child after
+    await family("bg")
+    await v1.delete_namespaced_config_map("bg", ns, propagation_policy="Background")
+    assert not await exists("bg")
+    await eventually_gone("bg-child")
+
+    # Foreground: the owner waits (deletionTimestamp, the foregroundDeletion finalizer)
+    # until the child that blocks it is gone
+    await family("fg")
+    await v1.create_namespaced_config_map(
+        ns, client.V1ConfigMap(metadata=client.V1ObjectMeta(name="fg-hold"))
+    )
+    await v1.patch_namespaced_config_map(
+        "fg-child", ns, {"metadata": {"finalizers": ["example.com/hold"]}}
+    )
+    await v1.delete_namespaced_config_map(
+        "fg", ns, body=client.V1DeleteOptions(propagation_policy="Foreground")
+    )
+    held = await v1.read_namespaced_config_map("fg", ns)
+    assert held.metadata.deletion_timestamp and held.metadata.finalizers == ["foregroundDeletion"]
+    for _ in range(250):  # the collector deletes the child, which its finalizer holds
+        if (await v1.read_namespaced_config_map("fg-child", ns)).metadata.deletion_timestamp:
+            break
+        await asyncio.sleep(0.02)
+    assert await exists("fg")
+    await v1.patch_namespaced_config_map(
+        "fg-child", ns, [{"op": "remove", "path": "/metadata/finalizers"}]
+    )
+    await eventually_gone("fg-child")
+    await eventually_gone("fg")
+
+
+# -- CustomObjectsApi ------------------------------------------------------------------------
+
+
+async def test_custom_objects_crud_patches_and_subresources(api: client.ApiClient) -> None:
+    co = client.CustomObjectsApi(api)
+    ns = await _namespace(api, "custom")
+    args = (GROUP, VERSION, ns, PLURAL)
+    created = await co.create_namespaced_custom_object(
+        *args, database("orders", 3, labels={"team": "a"})
+    )
+    assert created["metadata"]["generation"] == 1 and created["spec"]["storage"] == "1Gi"
+    await co.create_namespaced_custom_object(*args, database("users", labels={"team": "b"}))
+    assert await co.get_namespaced_custom_object(*args, "orders") == created
+    listed = await co.list_namespaced_custom_object(*args, label_selector="team=a")
+    assert listed["kind"] == "DatabaseList"
+    assert [i["metadata"]["name"] for i in listed["items"]] == ["orders"]
+    by_field = await co.list_namespaced_custom_object(*args, field_selector="metadata.name=users")
+    assert [i["metadata"]["name"] for i in by_field["items"]] == ["users"]
+    page = await co.list_namespaced_custom_object(*args, limit=1)
+    assert [i["metadata"]["name"] for i in page["items"]] == ["orders"]
+    page = await co.list_namespaced_custom_object(
+        *args, limit=1, _continue=page["metadata"]["continue"]
+    )
+    assert [i["metadata"]["name"] for i in page["items"]] == ["users"]
+    assert "continue" not in page["metadata"]
+
+    merged = await co.patch_namespaced_custom_object(
+        *args, "orders", {"spec": {"replicas": 2}}, _content_type=MERGE
+    )
+    assert merged["spec"]["replicas"] == 2 and merged["metadata"]["generation"] == 2
+    # a list body is a JSON patch without being told
+    json_patched = await co.patch_namespaced_custom_object(
+        *args, "orders", [{"op": "add", "path": "/spec/version", "value": "16"}]
+    )
+    assert json_patched["spec"]["version"] == "16"
+    # custom resources have no strategic merge patch: 415 as kube-apiserver answers it
+    with pytest.raises(ApiException) as strategic:
+        await co.patch_namespaced_custom_object(
+            *args, "orders", {"spec": {"replicas": 3}}, _content_type=STRATEGIC
+        )
+    assert strategic.value.status == 415
+    assert status_of(strategic.value)["reason"] == "UnsupportedMediaType"
+    apply_body = {**database("orders", 4), "spec": {"engine": "postgres", "replicas": 4}}
+    with pytest.raises(ApiException) as conflict:
+        # the merge patch above made the client's user agent the manager of .spec.replicas
+        await co.patch_namespaced_custom_object(
+            *args, "orders", apply_body, field_manager="operator", _content_type=APPLY
+        )
+    assert conflict.value.status == 409
+    assert status_of(conflict.value)["details"]["causes"] == [
+        {
+            "reason": "FieldManagerConflict",
+            "message": 'conflict with "OpenAPI-Generator" using demo.kubewerk.dev/v1',
+            "field": ".spec.replicas",
+        }
+    ]
+    applied = await co.patch_namespaced_custom_object(
+        *args,
+        "orders",
+        apply_body,
+        field_manager="operator",
+        force=True,
+        _content_type=APPLY,
+    )
+    assert applied["spec"]["replicas"] == 4
+    assert ("operator", "Apply") in {
+        (m["manager"], m["operation"]) for m in applied["metadata"]["managedFields"]
+    }
+
+    current = await co.get_namespaced_custom_object(*args, "orders")
+    current["spec"] = {"engine": "mysql", "replicas": 2}
+    replaced = await co.replace_namespaced_custom_object(*args, "orders", current)
+    assert replaced["spec"] == {"engine": "mysql", "replicas": 2, "storage": "1Gi"}
+    generation = replaced["metadata"]["generation"]
+
+    # status: only status changes, the generation stays
+    status = {"status": {"replicas": 2, "conditions": [{"type": "Ready", "status": "True"}]}}
+    with_status = await co.patch_namespaced_custom_object_status(
+        *args, "orders", {**status, "spec": {"replicas": 7}}, _content_type=MERGE
+    )
+    assert with_status["status"] == status["status"]
+    assert with_status["spec"]["replicas"] == 2
+    assert with_status["metadata"]["generation"] == generation
+    assert (await co.get_namespaced_custom_object_status(*args, "orders"))["status"] == status[
+        "status"
+    ]
+
+    # scale: specReplicasPath and statusReplicasPath of the CRD
+    scale = await co.get_namespaced_custom_object_scale(*args, "orders")
+    assert (scale["kind"], scale["spec"]["replicas"], scale["status"]["replicas"]) == (
+        "Scale",
+        2,
+        2,
+    )
+    await co.patch_namespaced_custom_object_scale(
+        *args, "orders", {"spec": {"replicas": 3}}, _content_type=MERGE
+    )
+    assert (await co.get_namespaced_custom_object(*args, "orders"))["spec"]["replicas"] == 3
+    with pytest.raises(ApiException) as too_many:  # mysql supports at most 3 (a CEL rule)
+        await co.patch_namespaced_custom_object_scale(
+            *args, "orders", {"spec": {"replicas": 5}}, _content_type=MERGE
+        )
+    assert too_many.value.status == 422
+    assert status_of(too_many.value)["details"]["causes"][0]["message"].endswith(
+        "mysql supports at most 3 replicas"
+    )
+
+    # a custom resource's store answers a Status (no ReturnDeletedObject in apiextensions)
+    answer = await co.delete_namespaced_custom_object(*args, "orders")
+    assert (answer["kind"], answer["status"], answer["details"]["name"]) == (
+        "Status",
+        "Success",
+        "orders",
+    )
+    await co.delete_collection_namespaced_custom_object(*args, label_selector="team=b")
+    assert (await co.list_namespaced_custom_object(*args))["items"] == []
