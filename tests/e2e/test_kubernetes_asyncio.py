@@ -26,7 +26,7 @@ pytestmark = pytest.mark.e2e
 kubernetes_asyncio = pytest.importorskip(
     "kubernetes_asyncio", reason="kubernetes_asyncio is needed"
 )
-from kubernetes_asyncio import client, config  # noqa: E402
+from kubernetes_asyncio import client, config, watch  # noqa: E402
 from kubernetes_asyncio.client.exceptions import ApiException  # noqa: E402
 
 APPLY = "application/apply-patch+yaml"
@@ -516,3 +516,186 @@ async def test_custom_objects_crud_patches_and_subresources(api: client.ApiClien
     )
     await co.delete_collection_namespaced_custom_object(*args, label_selector="team=b")
     assert (await co.list_namespaced_custom_object(*args))["items"] == []
+
+
+# -- watch ---------------------------------------------------------------------------------
+
+
+async def _events(
+    func: Any, *args: Any, count: int, **kwargs: Any
+) -> tuple[list[tuple[str, str]], watch.Watch]:
+    """The first ``count`` events of ``watch.Watch().stream(func, ...)`` as (type, name)."""
+    w = watch.Watch()
+    seen: list[tuple[str, str]] = []
+    async with w:
+        async for event in w.stream(func, *args, timeout_seconds=5, **kwargs):
+            seen.append((event["type"], event["raw_object"]["metadata"]["name"]))
+            if len(seen) == count:
+                w.stop()
+    return seen, w
+
+
+async def test_watch_stream_order_resume_and_410(
+    api: client.ApiClient, server: EmbeddedServer
+) -> None:
+    v1 = client.CoreV1Api(api)
+    ns = await _namespace(api, "watching")
+    start = (await v1.list_namespaced_config_map(ns)).metadata.resource_version
+
+    # a running watch sees ADDED, MODIFIED, DELETED in order, typed as V1ConfigMap
+    async def writes() -> None:
+        await asyncio.sleep(0.2)
+        await v1.create_namespaced_config_map(
+            ns, client.V1ConfigMap(metadata=client.V1ObjectMeta(name="a"), data={"v": "1"})
+        )
+        await v1.patch_namespaced_config_map("a", ns, {"data": {"v": "2"}})
+        await v1.delete_namespaced_config_map("a", ns)
+
+    w = watch.Watch()
+    live: list[tuple[str, str, Any]] = []
+    writer = asyncio.create_task(writes())
+    async with w:
+        async for event in w.stream(
+            v1.list_namespaced_config_map, ns, resource_version=start, timeout_seconds=5
+        ):
+            live.append((event["type"], event["object"].metadata.name, event["object"]))
+            if len(live) == 3:
+                w.stop()
+    await writer
+    assert [(t, n) for t, n, _ in live] == [("ADDED", "a"), ("MODIFIED", "a"), ("DELETED", "a")]
+    assert all(isinstance(obj, client.V1ConfigMap) for _, _, obj in live)
+    assert [obj.data for _, _, obj in live] == [{"v": "1"}, {"v": "2"}, {"v": "2"}]
+    revisions = [int(obj.metadata.resource_version) for _, _, obj in live]
+    assert revisions == sorted(revisions) and len(set(revisions)) == 3
+    assert w.resource_version == live[-1][2].metadata.resource_version
+
+    # resume from a remembered resourceVersion: only what came after it
+    await v1.create_namespaced_config_map(
+        ns, client.V1ConfigMap(metadata=client.V1ObjectMeta(name="b"))
+    )
+    resumed, _ = await _events(
+        v1.list_namespaced_config_map, ns, count=1, resource_version=w.resource_version
+    )
+    assert resumed == [("ADDED", "b")]
+    # without a resourceVersion: the current objects first, as ADDED
+    current, _ = await _events(v1.list_namespaced_config_map, ns, count=1)
+    assert current == [("ADDED", "b")]
+
+    # after compaction the old revision is gone: the watch's ERROR event (410 Expired)
+    # becomes an ApiException (Watch retries a 410 once only when it watches forever)
+    server.store.compact(server.store.revision)
+    with pytest.raises(ApiException) as expired:
+        await _events(v1.list_namespaced_config_map, ns, count=1, resource_version=start)
+    assert expired.value.status == 410
+    assert str(expired.value.reason).startswith("Expired: too old resource version: ")
+
+    # the custom objects API streams dicts
+    co = client.CustomObjectsApi(api)
+    rv = (await co.list_namespaced_custom_object(GROUP, VERSION, ns, PLURAL))["metadata"][
+        "resourceVersion"
+    ]
+    await co.create_namespaced_custom_object(GROUP, VERSION, ns, PLURAL, database("w"))
+    await co.patch_namespaced_custom_object(
+        GROUP, VERSION, ns, PLURAL, "w", {"spec": {"replicas": 2}}, _content_type=MERGE
+    )
+    await co.delete_namespaced_custom_object(GROUP, VERSION, ns, PLURAL, "w")
+    custom, _ = await _events(
+        co.list_namespaced_custom_object, GROUP, VERSION, ns, PLURAL, count=3, resource_version=rv
+    )
+    assert custom == [("ADDED", "w"), ("MODIFIED", "w"), ("DELETED", "w")]
+
+
+async def test_watch_bookmarks_move_the_resume_point(api: client.ApiClient) -> None:
+    v1 = client.CoreV1Api(api)
+    ns = await _namespace(api, "bookmarks")
+    start = (await v1.list_namespaced_config_map(ns)).metadata.resource_version
+    await _namespace(api, "bookmarks-elsewhere")  # moves the global revision on
+    w = watch.Watch()
+    types: list[str] = []
+    async with w:
+        async for event in w.stream(
+            v1.list_namespaced_config_map,
+            ns,
+            resource_version=start,
+            allow_watch_bookmarks=True,
+            timeout_seconds=5,
+        ):
+            types.append(event["type"])
+            w.stop()
+    assert types == ["BOOKMARK"]
+    assert int(w.resource_version) > int(start)
+
+
+# -- errors --------------------------------------------------------------------------------
+
+
+async def test_errors_are_api_exceptions_with_the_status(api: client.ApiClient) -> None:
+    v1 = client.CoreV1Api(api)
+    ns = await _namespace(api, "errors")
+    with pytest.raises(ApiException) as missing:
+        await v1.read_namespaced_config_map("nope", ns)
+    assert (missing.value.status, missing.value.reason) == (404, "Not Found")
+    assert status_of(missing.value) == {
+        "kind": "Status",
+        "apiVersion": "v1",
+        "metadata": {},
+        "status": "Failure",
+        "message": 'configmaps "nope" not found',
+        "reason": "NotFound",
+        "details": {"name": "nope", "kind": "configmaps"},
+        "code": 404,
+    }
+    with pytest.raises(ApiException) as no_ns:
+        await v1.create_namespaced_config_map(
+            "nowhere", client.V1ConfigMap(metadata=client.V1ObjectMeta(name="x"))
+        )
+    assert no_ns.value.status == 404
+    assert status_of(no_ns.value)["message"] == 'namespaces "nowhere" not found'
+
+    cm = client.V1ConfigMap(metadata=client.V1ObjectMeta(name="dup"))
+    await v1.create_namespaced_config_map(ns, cm)
+    with pytest.raises(ApiException) as exists:
+        await v1.create_namespaced_config_map(ns, cm)
+    assert exists.value.status == 409
+    assert status_of(exists.value)["reason"] == "AlreadyExists"
+    assert status_of(exists.value)["message"] == 'configmaps "dup" already exists'
+
+    with pytest.raises(ApiException) as invalid:
+        await v1.create_namespaced_config_map(
+            ns, client.V1ConfigMap(metadata=client.V1ObjectMeta(name="Bad_Name"))
+        )
+    assert invalid.value.status == 422
+    body = status_of(invalid.value)
+    assert body["reason"] == "Invalid" and body["details"]["kind"] == "ConfigMap"
+    assert body["details"]["causes"][0]["field"] == "metadata.name"
+    assert body["message"].startswith(
+        'ConfigMap "Bad_Name" is invalid: metadata.name: Invalid value: "Bad_Name": '
+    )
+
+    # a custom resource against its schema and CEL rule
+    co = client.CustomObjectsApi(api)
+    with pytest.raises(ApiException) as schema:
+        await co.create_namespaced_custom_object(
+            GROUP,
+            VERSION,
+            ns,
+            PLURAL,
+            {**database("big"), "spec": {"engine": "mysql", "replicas": 9}},
+        )
+    assert schema.value.status == 422
+    causes = status_of(schema.value)["details"]["causes"]
+    assert {
+        "reason": "FieldValueInvalid",
+        "message": "Invalid value: 9: spec.replicas in body should be less than or equal to 7",
+        "field": "spec.replicas",
+    } in causes
+
+    # a pod's delete answers the deleted Pod, which the typed client decodes
+    pod = client.V1Pod(
+        metadata=client.V1ObjectMeta(name="p"),
+        spec=client.V1PodSpec(containers=[client.V1Container(name="c", image="busybox")]),
+    )
+    created = await v1.create_namespaced_pod(ns, pod)
+    deleted = await v1.delete_namespaced_pod("p", ns)
+    assert isinstance(deleted, client.V1Pod) and deleted.metadata.uid == created.metadata.uid
+    assert deleted.spec.containers[0].image == "busybox"
