@@ -45,7 +45,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Final
 
-from kubewerk.client import ServerUnreachable
+from kubewerk.client import Client, ServerUnreachable
 from kubewerk.client.errors import ApiError, NotFound
 from kubewerk.model import REFERENCES_ANNOTATION, parse_references
 from kubewerk.sync.apply import Policy, apply_object, delete_object, desired_state, last_synced
@@ -56,6 +56,8 @@ from kubewerk.sync.compare import (
     manifest_namespace,
     prepare_schemas,
 )
+from kubewerk.sync.defaults import defaulted_state, without_defaults
+from kubewerk.sync.diff import quick_equal, same_value
 from kubewerk.sync.keys import GroupKind, ObjectKey
 from kubewerk.sync.merge3 import merge3
 from kubewerk.sync.normalize import strip_server_fields
@@ -332,9 +334,9 @@ async def _sync_object(
         if policy == "merge" and live_obj is not None:
             base = last_synced(live_obj)
             if base is not None:
-                shape = schemas.shape(str(obj.get("apiVersion", "")), key.kind)
-                theirs = desired_state(live_obj)
-                merged, conflicts, record = merge3(base, desired, theirs, shape)
+                merged, conflicts, record = await _merge(
+                    client, key, base, desired, live_obj, schemas
+                )
                 desired = merged
         result = await apply_object(
             client,
@@ -360,6 +362,32 @@ async def _sync_object(
     return ObjectResult(key, result.action)
 
 
+async def _merge(
+    client: Client,
+    key: ObjectKey,
+    base: dict[str, Any],
+    desired: dict[str, Any],
+    live: dict[str, Any],
+    schemas: KindSchemas,
+) -> tuple[dict[str, Any], list[str], dict[str, Any] | None]:
+    """The merge policy's three states merged (merged object, conflicting paths, the
+    state to record). The cluster's copy carries every default its server applied, so
+    the base and the source are compared with it *as that cluster would store them*
+    (:func:`~kubewerk.sync.defaults.defaulted_state`): a field only defaulting filled in
+    is not a change on the cluster's side (nor a conflict with a source that sets it).
+    When the source has not changed since the base nothing needs defaulting (the cluster
+    keeps its own state). Without conflicts the source's own state (as written) is
+    recorded; with them merge3's record, which keeps the old base at the conflicts."""
+    theirs = desired_state(live)
+    shape = schemas.shape(str(desired.get("apiVersion", "")), key.kind)
+    if quick_equal(base, desired):
+        return theirs, [], None
+    base_d = await defaulted_state(client, base, live, schemas)
+    ours_d = await defaulted_state(client, desired, live, schemas)
+    merged, conflicts, record = merge3(base_d, ours_d, theirs, shape)
+    return merged, conflicts, (record if conflicts else None)
+
+
 async def _write_back(
     source: Source,
     target: ClusterSource,
@@ -377,7 +405,6 @@ async def _write_back(
         )
     edits: dict[str, dict[int, dict[str, Any] | None]] = {}
     new_objects: list[tuple[ObjectKey, dict[str, Any]]] = []
-    from kubewerk.sync.diff import same_value
 
     for key in sorted(set(src) | set(live)):
         s, c = src.get(key), live.get(key)
@@ -389,11 +416,20 @@ async def _write_back(
             state = desired_state(cobj)
             if s is not None:
                 shape = schemas.shape(str(state["apiVersion"]), key.kind)
-                if same_value(strip_server_fields(s.obj), state, shape):
+                written = strip_server_fields(s.obj)
+                if same_value(written, state, shape):
+                    report.results.append(ObjectResult(key, "unchanged"))
+                    continue
+                # the manifest as this cluster would store it: what only the cluster's
+                # defaulting added is neither a change nor written back
+                wanted = await defaulted_state(target.client, s.obj, cobj, schemas)
+                if same_value(wanted, state, shape):
                     report.results.append(ObjectResult(key, "unchanged"))
                     continue
                 assert s.path is not None
-                edits.setdefault(s.path, {})[s.index] = state
+                edits.setdefault(s.path, {})[s.index] = without_defaults(
+                    state, written, wanted, shape
+                )
             else:
                 new_objects.append((key, state))
             report.results.append(ObjectResult(key, "written"))
@@ -411,7 +447,7 @@ async def _write_back(
     for path, changes in edits.items():
         text = Path(path).read_bytes()
         docs = parse_manifests(text, path)
-        kept = [changes.get(i, d) for i, d in enumerate(docs)]
+        kept = [_as_written(changes[i], d) if i in changes else d for i, d in enumerate(docs)]
         Path(path).write_text(dump_manifests(d for d in kept if d is not None))
     if new_objects:
         root = source.root
@@ -423,6 +459,19 @@ async def _write_back(
             else:
                 with root.open("a") as fh:
                     fh.write("---\n" + dump_manifests([state]))
+
+
+def _as_written(state: dict[str, Any] | None, doc: Mapping[str, Any]) -> dict[str, Any] | None:
+    """A cluster's ``state`` replacing manifest ``doc``, without the namespace the
+    manifest left to placement (``-n`` or the context namespace) when it named none."""
+    if state is None:
+        return None
+    meta = doc.get("metadata")
+    if isinstance(meta, Mapping) and not meta.get("namespace"):
+        placed = state.get("metadata")
+        if isinstance(placed, dict) and "namespace" in placed:
+            state = {**state, "metadata": {k: v for k, v in placed.items() if k != "namespace"}}
+    return state
 
 
 async def sync(
