@@ -494,7 +494,10 @@ CASES: list[Case] = [
         "a keyed item without its key is refused",
         KEYED,
         [A("a", {"list": [{"value": 1}]})],
-        error="omits all key fields [name]",
+        error=(
+            ".list: element 0: associative list with keys has an element that omits all key "
+            'fields ["name"]'
+        ),
     ),
     Case(
         "a non-map keyed item is refused",

@@ -24,6 +24,7 @@ from typing import Any
 
 import orjson
 
+from kubewerk.apiserver.fieldmanager.typed import joined_errors, typed_patch_error
 from kubewerk.apiserver.registry import ServedResource
 from kubewerk.core import meta as metautil
 from kubewerk.core.errors import ApiError, FieldError
@@ -42,6 +43,7 @@ from kubewerk.core.fieldpath import (
 )
 from kubewerk.core.fieldpath.path import field
 from kubewerk.core.fieldpath.types import scalar
+from kubewerk.core.fieldpath.validate import typing_errors
 
 __all__ = [
     "USER_AGENT",
@@ -88,8 +90,8 @@ def object_type(rtype: ServedResource, version: str) -> TypeNode:
             node = _builtins().definition(name)
     if node is None:
         schema = rtype.schemas.get(version)
-        base = OpenApiTypes().node(schema) if isinstance(schema, dict) else DEDUCED
         meta = _builtins().definition(_OBJECT_META)
+        base = OpenApiTypes(object_meta=meta).node(schema) if isinstance(schema, dict) else DEDUCED
         overrides = {"apiVersion": scalar(), "kind": scalar()}
         if meta is not None:
             overrides["metadata"] = meta
@@ -323,6 +325,9 @@ def apply_config(
     now = metautil.now_rfc3339()
     ident = Manager(manager, APPLY, "", subresource or "")
     base = live if live is not None else {}
+    problems = typing_errors(config, node)
+    if problems:
+        raise typed_patch_error(config, joined_errors(problems), _gvk_text(rtype, version))
     try:
         try:
             new, out = apply(
@@ -353,8 +358,12 @@ def apply_config(
                 _ignored(rtype, subresource),
             )
     except ListItemError as exc:
-        raise ApiError.bad_request(
-            f"failed to create typed patch object ({_gvk_text(rtype, version)}): {exc}"
+        # the configuration typed cleanly: the live object holds a list item that cannot
+        # be named; kube answers its plain error as a 500 without a reason
+        raise ApiError(
+            500,
+            "",
+            f"failed to create typed live object ({_object_text(base, rtype, version)}): {exc}",
         ) from None
     result = _without_managed(new if new is not None else base)
     if manager == "kubectl":
@@ -364,8 +373,20 @@ def apply_config(
 
 
 def _gvk_text(rtype: ServedResource, version: str) -> str:
-    gv = f"{rtype.group}/{version}" if rtype.group else f"/{version}"
-    return f"{gv}, Kind={rtype.kind}"
+    """The kind as Go prints a GroupVersionKind (``/v1, Kind=ConfigMap`` for core)."""
+    return f"{rtype.group}/{version}, Kind={rtype.kind}"
+
+
+def _object_text(obj: JSON, rtype: ServedResource, version: str) -> str:
+    """kube's ``objectGVKNN``: ``<namespace>/<name>; <gvk>``."""
+    meta = obj.get("metadata")
+    meta = meta if isinstance(meta, dict) else {}
+    namespace = meta.get("namespace")
+    name = meta.get("name")
+    return (
+        f"{namespace if isinstance(namespace, str) else ''}/"
+        f"{name if isinstance(name, str) else ''}; {_gvk_text(rtype, version)}"
+    )
 
 
 def _without_managed(obj: JSON) -> JSON:

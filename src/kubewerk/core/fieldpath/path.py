@@ -22,7 +22,7 @@ from typing import Any
 
 import orjson
 
-from kubewerk.core.gofmt import go_json
+from kubewerk.core.gofmt import go_float_v, go_json, go_quote
 
 __all__ = [
     "FIELD",
@@ -32,6 +32,7 @@ __all__ = [
     "Path",
     "PathElement",
     "decode_element",
+    "element_string",
     "encode_element",
     "field",
     "freeze",
@@ -39,6 +40,7 @@ __all__ = [
     "path_string",
     "thaw",
     "value_element",
+    "value_string",
 ]
 
 PathElement = tuple[Any, ...]
@@ -138,16 +140,38 @@ def decode_element(text: str) -> PathElement:
     raise BadPathElement("unknown path element type")
 
 
+def value_string(value: Any) -> str:
+    """A JSON value as structured-merge-diff prints it in paths (``value.ToString``):
+    strings Go-quoted (``%q``: ``"a<b"``, not JSON's ``"a\\u003cb"``), floats as Go's
+    ``%v`` (``1e+21``), lists ``[a,b]``, maps ``k=v`` pairs (sorted), null ``null``."""
+    if value is None:
+        return "null"
+    if value is True or value is False:
+        return "true" if value else "false"
+    if isinstance(value, str):
+        return go_quote(value)
+    if isinstance(value, float):
+        return go_float_v(value)
+    if isinstance(value, int):
+        return str(value)
+    if isinstance(value, list):
+        return "[" + ",".join(value_string(v) for v in value) + "]"
+    if isinstance(value, dict):
+        return "".join(f"{k}={value_string(v)}" for k, v in sorted(value.items()))
+    raise TypeError(f"not a JSON value: {type(value).__name__}")
+
+
 def element_string(pe: PathElement) -> str:
-    """An element as structured-merge-diff prints it in paths: ``.name``,
-    ``[name="a",port=80]``, ``[="x"]``, ``[0]``."""
+    """An element as structured-merge-diff prints it in paths and errors
+    (``PathElement.String``): ``.name``, ``[name="a",port=80]`` (keys sorted),
+    ``[="x"]``, ``[0]``."""
     kind = pe[0]
     if kind == FIELD:
         return "." + str(pe[1])
     if kind == KEY:
-        return "[" + ",".join(f"{k}={go_json(thaw(v))}" for k, v in pe[1]) + "]"
+        return "[" + ",".join(f"{k}={value_string(thaw(v))}" for k, v in pe[1]) + "]"
     if kind == VALUE:
-        return f"[={go_json(thaw(pe[1]))}]"
+        return f"[={value_string(thaw(pe[1]))}]"
     return f"[{pe[1]}]"
 
 

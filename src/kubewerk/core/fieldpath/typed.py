@@ -28,6 +28,7 @@ from kubewerk.core.fieldpath.path import (
     value_element,
 )
 from kubewerk.core.fieldpath.types import ATOMIC, LIST, MAP, TypeNode
+from kubewerk.core.gofmt import go_quote
 
 __all__ = [
     "Comparison",
@@ -46,8 +47,10 @@ _MISSING: Any = object()
 
 
 class ListItemError(ValueError):
-    """A list item that cannot be given a path element; ``str()`` is structured-merge-
-    diff's message prefixed with the item's path (``.spec.ports[0]: ...``)."""
+    """A list item that cannot be given a path element, or a duplicate in an applied
+    configuration; ``str()`` is structured-merge-diff's message prefixed with the list's
+    path (``.spec.ports: element 0: ...``, ``.spec.ports: duplicate entries for key
+    [name="a"]``)."""
 
 
 def equal(a: Any, b: Any) -> bool:
@@ -101,7 +104,8 @@ def item_element(node: TypeNode, item: Any, index: int, path: Path) -> PathEleme
                 path,
                 index,
                 "associative list with keys has an element that omits all key fields "
-                f"[{' '.join(node.keys)}] (and doesn't have default values for any key fields)",
+                f"{_go_quoted_list(node.keys)} (and doesn't have default values for any key "
+                "fields)",
             )
         return key_element(pairs)
     if type(item) is dict:
@@ -118,7 +122,14 @@ def item_element(node: TypeNode, item: Any, index: int, path: Path) -> PathEleme
 
 
 def _item_error(path: Path, index: int, message: str) -> ListItemError:
-    return ListItemError(f"{path_string(path)}[{index}]: {message}" if path else message)
+    """structured-merge-diff's ``<list path>: element <index>: <message>`` (the message
+    alone when ``path`` is empty: the caller prefixes it)."""
+    return ListItemError(f"{path_string(path)}: element {index}: {message}" if path else message)
+
+
+def _go_quoted_list(names: tuple[str, ...]) -> str:
+    """Go's ``%q`` of a ``[]string``: ``["name" "port"]``."""
+    return "[" + " ".join(go_quote(n) for n in names) + "]"
 
 
 # -- field sets ---------------------------------------------------------------------------

@@ -15,7 +15,15 @@ a scalar, a map (struct fields and/or free-form keys; granular or atomic) or a l
   default) lets each field have its own owner;
 - a schema that says nothing (``x-kubernetes-preserve-unknown-fields``, ``{}``) and
   fields a struct does not declare are *deduced* from the value: objects are granular
-  maps, lists atomic, the rest scalars.
+  maps, lists atomic, the rest scalars;
+- a struct is *closed* (``TypeNode.closed``: a field it does not declare is an error
+  when an applied configuration is typed) when it declares properties and has no
+  ``additionalProperties``, or has ``additionalProperties: false``, unless it or an
+  ancestor in the same inlined schema says ``x-kubernetes-preserve-unknown-fields``
+  (schemaconv hands that flag down to inlined descendants, not through a ``$ref``);
+- an ``x-kubernetes-embedded-resource`` object also declares ``apiVersion`` and
+  ``kind`` (strings) and ``metadata`` (the ``object_meta`` type given), as
+  kube-apiserver's CRD OpenAPI builder adds them.
 
 Nodes are built lazily and cached, so recursive definitions (``JSONSchemaProps``) cost
 only what an object actually reaches.
@@ -50,6 +58,7 @@ class TypeNode:
         "_element_of",
         "_field_of",
         "_fields",
+        "closed",
         "keys",
         "kind",
         "relation",
@@ -63,8 +72,11 @@ class TypeNode:
         field_of: Callable[[str], TypeNode | None] | None = None,
         element_of: Callable[[], TypeNode] | None = None,
         default_of: Callable[[str], Any] | None = None,
+        closed: bool = False,
     ) -> None:
         self.kind = kind
+        # a map whose undeclared fields are an error when a configuration is typed
+        self.closed = closed
         self._default_of = default_of
         self.relation = relation
         self.keys = keys
@@ -109,7 +121,13 @@ class TypeNode:
             return found if found is not None else base.declared(name)
 
         return TypeNode(
-            self.kind, self.relation, self.keys, field_of, self.element, self._default_of
+            self.kind,
+            self.relation,
+            self.keys,
+            field_of,
+            self.element,
+            self._default_of,
+            self.closed,
         )
 
     def resolve(self, value: Any) -> TypeNode:
@@ -133,10 +151,13 @@ def scalar() -> TypeNode:
     return _SCALAR
 
 
-def struct(fields: Mapping[str, TypeNode], atomic: bool = False) -> TypeNode:
-    """A struct type with these fields (undeclared fields are deduced)."""
+def struct(fields: Mapping[str, TypeNode], atomic: bool = False, closed: bool = False) -> TypeNode:
+    """A struct type with these fields (undeclared fields are deduced; an error when
+    typing a configuration if ``closed``)."""
     table = dict(fields)
-    return TypeNode(MAP, ATOMIC if atomic else GRANULAR, (), table.get, lambda: DEDUCED)
+    return TypeNode(
+        MAP, ATOMIC if atomic else GRANULAR, (), table.get, lambda: DEDUCED, None, closed
+    )
 
 
 def map_of(element: TypeNode, atomic: bool = False) -> TypeNode:
@@ -151,23 +172,30 @@ class OpenApiTypes:
     """Type nodes for OpenAPI schemas given as dicts (see the module docstring).
 
     ``definitions`` resolves ``$ref``s (never modified); ``node`` is cached per schema
-    object, which must stay alive and unchanged while this instance is used."""
+    object (and whether an ancestor preserves unknown fields), which must stay alive
+    and unchanged while this instance is used. ``object_meta``: the type of
+    ``metadata`` in embedded resources (None: deduced)."""
 
-    __slots__ = ("_cache", "definitions", "key_defaults")
+    __slots__ = ("_cache", "definitions", "key_defaults", "object_meta")
 
     def __init__(
         self,
         definitions: Mapping[str, Mapping[str, Any]] | None = None,
         key_defaults: Mapping[str, Any] | None = None,
+        object_meta: TypeNode | None = None,
     ) -> None:
         self.definitions: Mapping[str, Mapping[str, Any]] = definitions or {}
         # defaults of struct fields the schemas leave undeclared (kube's built-in SSA
         # schema defaults every ``protocol`` list-map key to "TCP"; the published
         # definitions only say so in prose)
         self.key_defaults: Mapping[str, Any] = key_defaults or {}
-        self._cache: dict[int, tuple[Mapping[str, Any], TypeNode]] = {}
+        self.object_meta = object_meta
+        self._cache: dict[tuple[int, bool], tuple[Mapping[str, Any], TypeNode]] = {}
 
-    def _deref(self, schema: Mapping[str, Any]) -> Mapping[str, Any]:
+    def _deref(self, schema: Mapping[str, Any]) -> tuple[Mapping[str, Any], bool]:
+        """The schema ``schema`` refers to (itself if no ``$ref``), and whether it was
+        reached through a ``$ref`` (a named type: it does not inherit preserve)."""
+        named = False
         for _ in range(8):
             ref = schema.get("$ref")
             if not isinstance(ref, str):
@@ -175,28 +203,35 @@ class OpenApiTypes:
                 if isinstance(all_of, list) and len(all_of) == 1 and isinstance(all_of[0], dict):
                     ref = all_of[0].get("$ref")
             if not isinstance(ref, str):
-                return schema
+                return schema, named
             found = self.definitions.get(ref.rsplit("/", 1)[-1])
             if found is None:
-                return {}
+                return {}, True
             schema = found
-        return schema
+            named = True
+        return schema, named
 
     def definition(self, name: str) -> TypeNode | None:
         found = self.definitions.get(name)
         return self.node(found) if found is not None else None
 
-    def node(self, schema: Mapping[str, Any]) -> TypeNode:
-        """The type ``schema`` describes."""
-        cached = self._cache.get(id(schema))
+    def node(self, schema: Mapping[str, Any], preserve: bool = False) -> TypeNode:
+        """The type ``schema`` describes; ``preserve``: an ancestor in the same inlined
+        schema has ``x-kubernetes-preserve-unknown-fields: true``."""
+        key = (id(schema), preserve)
+        cached = self._cache.get(key)
         if cached is not None and cached[0] is schema:
             return cached[1]
-        made = self._build(schema)
-        self._cache[id(schema)] = (schema, made)
+        made = self._build(schema, preserve)
+        self._cache[key] = (schema, made)
         return made
 
-    def _build(self, outer: Mapping[str, Any]) -> TypeNode:
-        schema = self._deref(outer)
+    def _build(self, outer: Mapping[str, Any], preserve: bool) -> TypeNode:
+        schema, named = self._deref(outer)
+        if named:
+            preserve = False
+        if schema.get("x-kubernetes-preserve-unknown-fields") is True:
+            preserve = True
 
         def ext(name: str) -> Any:
             value = outer.get(name)
@@ -219,16 +254,23 @@ class OpenApiTypes:
                 else:
                     list_type = ATOMIC
             item_schema: Mapping[str, Any] = items if isinstance(items, dict) else {}
-            return TypeNode(LIST, list_type, keys, None, lambda: self.node(item_schema))
+            return TypeNode(LIST, list_type, keys, None, lambda: self.node(item_schema, preserve))
         props = schema.get("properties")
         extra = schema.get("additionalProperties")
         if kind == "object" or isinstance(props, dict) or isinstance(extra, dict):
             relation = ATOMIC if ext("x-kubernetes-map-type") == ATOMIC else GRANULAR
             table: Mapping[str, Any] = props if isinstance(props, dict) else {}
+            embedded: dict[str, TypeNode] = {}
+            if schema.get("x-kubernetes-embedded-resource") is True:
+                embedded = {"apiVersion": _SCALAR, "kind": _SCALAR}
+                embedded["metadata"] = self.object_meta or DEDUCED
 
             def field_of(name: str) -> TypeNode | None:
+                found = embedded.get(name)
+                if found is not None:
+                    return found
                 sub = table.get(name)
-                return self.node(sub) if isinstance(sub, dict) else None
+                return self.node(sub, preserve) if isinstance(sub, dict) else None
 
             def default_of(name: str) -> Any:
                 sub = table.get(name)
@@ -236,13 +278,15 @@ class OpenApiTypes:
                 return found if found is not None else self.key_defaults.get(name)
 
             extra_schema: Mapping[str, Any] | None = extra if isinstance(extra, dict) else None
+            closed = extra is False or (extra is None and not preserve and bool(table or embedded))
             return TypeNode(
                 MAP,
                 relation,
                 (),
-                field_of if table else None,
-                (lambda: self.node(extra_schema)) if extra_schema is not None else None,
+                field_of if table or embedded else None,
+                (lambda: self.node(extra_schema, preserve)) if extra_schema is not None else None,
                 default_of if table else None,
+                closed,
             )
         if kind in ("string", "integer", "number", "boolean") or schema.get(
             "x-kubernetes-int-or-string"

@@ -1,0 +1,85 @@
+"""Typing an applied configuration: what structured-merge-diff's validation reports when
+kube-apiserver makes a typed object of a server-side apply configuration (the
+``typed.AsTyped`` behind ``failed to create typed patch object``), for the checks that
+depend on the shape of the schema rather than on scalar types:
+
+- a field a closed struct does not declare: ``.spec.foo: field not declared in schema``;
+  the rest of that object is not looked at (structured-merge-diff stops iterating it);
+- a list item a set or keyed list cannot name: ``.spec.ports: element 0: associative
+  list with keys has an element that omits all key fields ["name"] (and doesn't have
+  default values for any key fields)``; the rest of that list is not looked at;
+- a key or value that appears twice in a set or keyed list: ``.spec.ports: duplicate
+  entries for key [name="a"]``, once per extra occurrence; the items are still looked
+  into.
+
+Paths are printed as structured-merge-diff prints them: keyed items by their keys,
+set items by their value, items of atomic lists by index. Map keys are visited in
+sorted order (Go visits them in random order, so kube fixes none). Nothing here changes
+its arguments; ``null`` is accepted anywhere, and a value of the wrong shape (a list
+where a struct belongs) is left to admission's validation.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from kubewerk.core.fieldpath.path import element_string
+from kubewerk.core.fieldpath.typed import ListItemError, item_element
+from kubewerk.core.fieldpath.types import ATOMIC, LIST, MAP, TypeNode
+
+__all__ = ["typing_errors"]
+
+
+def typing_errors(value: Any, node: TypeNode) -> list[str]:
+    """What typing ``value`` as ``node`` reports (see the module docstring), in walk
+    order, each as ``<path>: <message>`` (the message alone at the root); empty when
+    ``value`` types cleanly."""
+    out: list[str] = []
+    _walk(value, node, "", out)
+    return out
+
+
+def _report(out: list[str], path: str, message: str) -> None:
+    out.append(f"{path}: {message}" if path else message)
+
+
+def _walk(value: Any, node: TypeNode, path: str, out: list[str]) -> None:
+    kind = type(value)
+    if kind is dict:
+        walk = node.resolve(value)
+        if walk.kind != MAP:
+            return
+        for key in sorted(value):
+            declared = walk.declared(key)
+            if declared is None and walk.closed:
+                _report(out, f"{path}.{key}", "field not declared in schema")
+                return
+            sub = value[key]
+            if type(sub) is dict or type(sub) is list:
+                _walk(
+                    sub, declared if declared is not None else walk.element(), f"{path}.{key}", out
+                )
+        return
+    if kind is not list:
+        return
+    walk = node.resolve(value)
+    if walk.kind != LIST:
+        return
+    elem = walk.element()
+    if walk.relation == ATOMIC:
+        for index, item in enumerate(value):
+            if type(item) is dict or type(item) is list:
+                _walk(item, elem, f"{path}[{index}]", out)
+        return
+    seen: set[Any] = set()
+    for index, item in enumerate(value):
+        try:
+            pe = item_element(walk, item, index, ())
+        except ListItemError as exc:
+            _report(out, path, f"element {index}: {exc}")
+            return
+        if pe in seen:
+            _report(out, path, f"duplicate entries for key {element_string(pe)}")
+        seen.add(pe)
+        if type(item) is dict or type(item) is list:
+            _walk(item, elem, path + element_string(pe), out)
