@@ -17,6 +17,8 @@ is built on first request and kept until a type of that group changes
 from __future__ import annotations
 
 import hashlib
+from dataclasses import dataclass
+from datetime import UTC, datetime, timedelta
 from typing import Any
 
 import orjson
@@ -146,103 +148,720 @@ OBJECT_META_SCHEMA: JSON = {
 _PACKAGES = {"apiextensions.k8s.io": "io.k8s.apiextensions-apiserver.pkg.apis.apiextensions"}
 
 
-def schema_name(rtype: ServedResource, version: str) -> str:
+def schema_name(rtype: ServedResource, version: str, kind: str | None = None) -> str:
     """The name kube-apiserver gives a kind's schema: the Go package path reversed
     (``io.k8s.api.<group's first label or core>`` for built-in kinds, the reversed group
-    for custom resources), the version, the kind."""
+    for custom resources), the version, the kind (``kind``: another kind of the same
+    package, such as the list kind)."""
+    kind = kind or rtype.kind
     if rtype.builtin:
         package = _PACKAGES.get(rtype.group) or f"io.k8s.api.{rtype.group.split('.')[0] or 'core'}"
-        return f"{package}.{version}.{rtype.kind}"
-    return ".".join(reversed(rtype.group.split("."))) + f".{version}.{rtype.kind}"
+        return f"{package}.{version}.{kind}"
+    return ".".join(reversed(rtype.group.split("."))) + f".{version}.{kind}"
 
 
 def _gv_path(group: str, version: str) -> str:
     return f"api/{version}" if not group else f"apis/{group}/{version}"
 
 
+# -- routes: what kube-apiserver's installer (built-ins) and CRD builder publish ----------
+
+STATUS = "io.k8s.apimachinery.pkg.apis.meta.v1.Status"
+SCALE = "io.k8s.api.autoscaling.v1.Scale"
+_DELETE_OPTIONS = "io.k8s.apimachinery.pkg.apis.meta.v1.DeleteOptions"
+_PATCH = "io.k8s.apimachinery.pkg.apis.meta.v1.Patch"
+_LIST_META = "io.k8s.apimachinery.pkg.apis.meta.v1.ListMeta"
+_RESOURCE_LIST = "io.k8s.apimachinery.pkg.apis.meta.v1.APIResourceList"
+
+QUERY_PARAMETERS: dict[str, tuple[str, str]] = {
+    "allowWatchBookmarks": ("boolean", "Asks for BOOKMARK events in a watch."),
+    "continue": ("string", "The continue token of the previous page of a paginated list."),
+    "dryRun": (
+        "string",
+        "When present, indicates that modifications should not be persisted (All: every "
+        "stage runs, nothing is stored).",
+    ),
+    "fieldManager": (
+        "string",
+        "fieldManager is a name associated with the actor or entity that is making these "
+        "changes (required for apply patches).",
+    ),
+    "fieldSelector": ("string", "Restricts the returned objects by their fields."),
+    "fieldValidation": (
+        "string",
+        "fieldValidation instructs the server on how to handle objects in the request "
+        "(POST/PUT/PATCH) containing unknown or duplicate fields. Valid values are: - Ignore "
+        "- Warn - Strict",
+    ),
+    "force": ("boolean", "Force re-acquires conflicting fields in an apply patch."),
+    "gracePeriodSeconds": ("integer", "Seconds before the object should be deleted."),
+    "ignoreStoreReadErrorWithClusterBreakingPotential": (
+        "boolean",
+        "Deletes an object whose stored data cannot be read.",
+    ),
+    "labelSelector": ("string", "Restricts the returned objects by their labels."),
+    "limit": ("integer", "The most objects a list page returns."),
+    "orphanDependents": ("boolean", "Deprecated: use propagationPolicy."),
+    "pretty": ("string", "If 'true', then the output is pretty printed."),
+    "propagationPolicy": (
+        "string",
+        "Whether and how garbage collection deletes dependents: Orphan, Background or Foreground.",
+    ),
+    "resourceVersion": ("string", "The resourceVersion the request is served at."),
+    "resourceVersionMatch": (
+        "string",
+        "How resourceVersion applies to a list: Exact or NotOlderThan.",
+    ),
+    "sendInitialEvents": ("boolean", "Starts a watch with the current objects as ADDED."),
+    "timeoutSeconds": ("integer", "Ends a list or watch call after this many seconds."),
+    "watch": ("boolean", "Watch for changes to the described resources."),
+}
+"""Every query parameter an operation names: its type and a description (kube-apiserver
+publishes the same names and types, with longer descriptions)."""
+
+_LIST_OPTIONS = (
+    "allowWatchBookmarks",
+    "continue",
+    "fieldSelector",
+    "labelSelector",
+    "limit",
+    "resourceVersion",
+    "resourceVersionMatch",
+    "sendInitialEvents",
+    "timeoutSeconds",
+    "watch",
+)
+_WRITE_OPTIONS = ("dryRun", "fieldManager", "fieldValidation")
+_DELETE_OPTIONS_PARAMS = (
+    "dryRun",
+    "gracePeriodSeconds",
+    "ignoreStoreReadErrorWithClusterBreakingPotential",
+    "orphanDependents",
+    "propagationPolicy",
+)
+_BUILTIN_DELETECOLLECTION = tuple(
+    sorted(
+        {*_LIST_OPTIONS, *_DELETE_OPTIONS_PARAMS} - {"watch", "allowWatchBookmarks"},
+    )
+)
+"""kube-apiserver's installer: ListOptions without watch and allowWatchBookmarks, and the
+DeleteOptions. (Its CRD builder gives a custom resource's deletecollection ListOptions
+alone, watch included.)"""
+
+_PATCH_TYPES = (
+    "application/apply-patch+yaml",
+    "application/json-patch+json",
+    "application/merge-patch+json",
+    "application/strategic-merge-patch+json",
+)
+_JSON = "application/json"
+_JSON_WATCH = "application/json;stream=watch"
+
+
+@dataclass(frozen=True, slots=True)
+class Operation:
+    """One operation of a path, in neither OpenAPI version's form: what both documents
+    publish for it (``query`` in kube's order, by name; definitions by name)."""
+
+    method: str
+    action: str
+    operation_id: str
+    description: str
+    query: tuple[str, ...]
+    body: str | None
+    body_types: tuple[str, ...]
+    body_required: bool
+    responses: tuple[tuple[str, str, str | None], ...]
+    """(code, description, definition of the body or None), by code."""
+    produces: tuple[str, ...]
+    gvk: tuple[str, str, str] | None
+    """(group, version, kind), or None for a discovery path."""
+    tag: str
+
+
+@dataclass(frozen=True, slots=True)
+class PathItem:
+    """A path and its operations; ``common`` are the query parameters every operation
+    takes, which kube-openapi publishes once on the path (with the path parameters)."""
+
+    path: str
+    path_params: tuple[tuple[str, str], ...]
+    """(name, description), by name."""
+    common: tuple[str, ...]
+    operations: tuple[Operation, ...]
+
+
+def operation_words(group: str, version: str) -> tuple[str, str]:
+    """The group-version part of kube-openapi's operation ids (``AppsV1``, ``CoreV1``,
+    ``RbacAuthorizationV1``, ``ExampleComV1``: the group without ``.k8s.io``, each run of
+    letters, digits and ``_`` capitalized) and its tag (``apps_v1``, ``exampleCom_v1``)."""
+    trimmed = group.removesuffix(".k8s.io") if group else "core"
+    return (
+        _valid_id(trimmed, True) + _valid_id(version, True),
+        _valid_id(trimmed, False) + "_" + _valid_id(version, False),
+    )
+
+
+def _valid_id(text: str, capitalize: bool) -> str:
+    out: list[str] = []
+    upper = capitalize
+    for i, ch in enumerate(text):
+        if ch.isalpha() or ch == "_" or (i and ch.isdigit()):
+            out.append(ch.upper() if upper else ch)
+            upper = False
+        else:
+            upper = True
+    return "".join(out)
+
+
+def _article(kind: str) -> str:
+    """``endpoints.GetArticleForNoun``: none for a plural (``Endpoints``), else a/an."""
+    if kind.endswith("s") and not kind.endswith("ss"):
+        return " "
+    return " an " if kind[:1].lower() in "aeiou" else " a "
+
+
+def resource_paths(
+    rtype: ServedResource, version: str, kind_ref: str, list_ref: str
+) -> list[PathItem]:
+    """The paths of ``rtype`` in ``version`` as kube-apiserver publishes them (its
+    installer's for built-in kinds, its CRD builder's for custom resources): the
+    collection (and, for a namespaced kind, the all-namespaces list), the object, and
+    its ``/status`` and ``/scale``; only the verbs ``rtype`` serves."""
+    builtin = rtype.builtin
+    gv_words, tag = operation_words(rtype.group, version)
+    kind = rtype.kind
+    gvk = (rtype.group, version, kind)
+    scale_gvk = ("autoscaling", "v1", "Scale")
+    verbs = set(rtype.verbs)
+    prefix = "/" + _gv_path(rtype.group, version)
+    scoped = "Namespaced" if rtype.namespaced else ""
+    json_only = (_JSON,)
+    list_produces = (_JSON, _JSON_WATCH) if builtin else json_only
+    write_types = ("*/*",) if builtin else (_JSON, "application/yaml")
+    patch_types = tuple(
+        t for t in _PATCH_TYPES if (builtin and rtype.strategic_kind) or "strategic" not in t
+    )
+    deleted = kind_ref if rtype.return_deleted_object else STATUS
+
+    def op(
+        method: str,
+        action: str,
+        verb: str,
+        sub: str,
+        description: str,
+        query: tuple[str, ...],
+        body: str | None,
+        responses: tuple[tuple[str, str, str | None], ...],
+        *,
+        all_namespaces: bool = False,
+        body_types: tuple[str, ...] = write_types,
+        body_required: bool = True,
+        produces: tuple[str, ...] = json_only,
+        op_gvk: tuple[str, str, str] = gvk,
+    ) -> Operation:
+        if verb == "deletecollection":
+            op_id = f"delete{gv_words}Collection{scoped}{kind}"
+        elif all_namespaces:
+            op_id = f"{verb}{gv_words}{kind}ForAllNamespaces"
+        else:
+            op_id = f"{verb}{gv_words}{scoped}{kind}{sub.title()}"
+        return Operation(
+            method,
+            action,
+            op_id,
+            description,
+            tuple(sorted(("pretty", *query))),
+            body,
+            body_types,
+            body_required,
+            tuple(sorted(responses)),
+            produces,
+            op_gvk,
+            tag,
+        )
+
+    ok = ("200", "OK")
+    unauthorized = ("401", "Unauthorized", None)
+    listed = "list or watch objects of kind " if builtin else "list objects of kind "
+    items: list[PathItem] = []
+    base = (
+        f"{prefix}/namespaces/{{namespace}}/{rtype.resource}"
+        if rtype.namespaced
+        else f"{prefix}/{rtype.resource}"
+    )
+    ns_param = (("namespace", "object name and auth scope, such as for teams and projects"),)
+    scope_params = ns_param if rtype.namespaced else ()
+    name_params = (("name", f"name of the {kind}"), *scope_params)
+
+    if rtype.namespaced and "list" in verbs:
+        items.append(
+            _path_item(
+                f"{prefix}/{rtype.resource}",
+                (),
+                [
+                    op(
+                        "get",
+                        "list",
+                        "list",
+                        "",
+                        listed + kind,
+                        _LIST_OPTIONS,
+                        None,
+                        ((*ok, list_ref), unauthorized),
+                        all_namespaces=True,
+                        produces=list_produces,
+                    )
+                ],
+            )
+        )
+    collection: list[Operation] = []
+    if "list" in verbs:
+        collection.append(
+            op(
+                "get",
+                "list",
+                "list",
+                "",
+                listed + kind,
+                _LIST_OPTIONS,
+                None,
+                ((*ok, list_ref), unauthorized),
+                produces=list_produces,
+            )
+        )
+    if "create" in verbs:
+        collection.append(
+            op(
+                "post",
+                "post",
+                "create",
+                "",
+                "create" + _article(kind) + kind,
+                _WRITE_OPTIONS,
+                kind_ref,
+                (
+                    (*ok, kind_ref),
+                    ("201", "Created", kind_ref),
+                    ("202", "Accepted", kind_ref),
+                    unauthorized,
+                ),
+            )
+        )
+    if "deletecollection" in verbs:
+        collection.append(
+            op(
+                "delete",
+                "deletecollection",
+                "deletecollection",
+                "",
+                "delete collection of " + kind,
+                _BUILTIN_DELETECOLLECTION if builtin else _LIST_OPTIONS,
+                _DELETE_OPTIONS if builtin else None,
+                ((*ok, STATUS), unauthorized),
+                body_required=False,
+            )
+        )
+    if collection:
+        items.append(_path_item(base, scope_params, collection))
+
+    def object_ops(
+        sub: str, ref: str, op_gvk: tuple[str, str, str], delete: bool
+    ) -> list[Operation]:
+        of = f" {sub} of" if sub else ""
+        ops: list[Operation] = []
+        if "get" in verbs:
+            ops.append(
+                op(
+                    "get",
+                    "get",
+                    "read",
+                    sub,
+                    f"read{of} the specified {kind}",
+                    () if builtin else ("resourceVersion",),
+                    None,
+                    ((*ok, ref), unauthorized),
+                    op_gvk=op_gvk,
+                )
+            )
+        if "update" in verbs:
+            ops.append(
+                op(
+                    "put",
+                    "put",
+                    "replace",
+                    sub,
+                    f"replace{of} the specified {kind}",
+                    _WRITE_OPTIONS,
+                    ref,
+                    ((*ok, ref), ("201", "Created", ref), unauthorized),
+                    op_gvk=op_gvk,
+                )
+            )
+        if delete and "delete" in verbs:
+            ops.append(
+                op(
+                    "delete",
+                    "delete",
+                    "delete",
+                    sub,
+                    "delete" + _article(kind) + kind,
+                    _DELETE_OPTIONS_PARAMS,
+                    _DELETE_OPTIONS,
+                    ((*ok, deleted), ("202", "Accepted", deleted), unauthorized),
+                    body_required=False,
+                )
+            )
+        if "patch" in verbs:
+            ops.append(
+                op(
+                    "patch",
+                    "patch",
+                    "patch",
+                    sub,
+                    f"partially update{of} the specified {kind}",
+                    (*_WRITE_OPTIONS, "force"),
+                    _PATCH,
+                    ((*ok, ref), ("201", "Created", ref), unauthorized),
+                    body_types=patch_types,
+                    op_gvk=op_gvk,
+                )
+            )
+        return ops
+
+    item_ops = object_ops("", kind_ref, gvk, True)
+    if item_ops:
+        items.append(_path_item(base + "/{name}", name_params, item_ops))
+    if rtype.status_subresource:
+        status_ops = object_ops("status", kind_ref, gvk, False)
+        if status_ops:
+            items.append(_path_item(base + "/{name}/status", name_params, status_ops))
+    if rtype.scale is not None:
+        scale_ops = object_ops("scale", SCALE, scale_gvk, False)
+        if scale_ops:
+            items.append(
+                _path_item(
+                    base + "/{name}/scale",
+                    (("name", "name of the Scale"), *scope_params),
+                    scale_ops,
+                )
+            )
+    return items
+
+
+def _path_item(
+    path: str, path_params: tuple[tuple[str, str], ...], operations: list[Operation]
+) -> PathItem:
+    """A path whose ``common`` are the query parameters all its operations share (kube-
+    openapi's ``findCommonParameters``), removed from each operation's own."""
+    shared = set(operations[0].query)
+    for operation in operations[1:]:
+        shared &= set(operation.query)
+    common = tuple(sorted(shared))
+    ops = tuple(
+        Operation(
+            o.method,
+            o.action,
+            o.operation_id,
+            o.description,
+            tuple(q for q in o.query if q not in shared),
+            o.body,
+            o.body_types,
+            o.body_required,
+            o.responses,
+            o.produces,
+            o.gvk,
+            o.tag,
+        )
+        for o in operations
+    )
+    return PathItem(path, tuple(sorted(path_params)), common, ops)
+
+
+def discovery_path(group: str, version: str | None) -> PathItem:
+    """The discovery path kube-apiserver publishes in a document: ``/api/``, ``/apis/``,
+    ``/apis/G/`` (an APIGroup) or ``/api/v1/``, ``/apis/G/V/`` (an APIResourceList)."""
+    meta = "io.k8s.apimachinery.pkg.apis.meta.v1."
+    if version is not None:
+        words, tag = operation_words(group, version)
+        path = "/" + _gv_path(group, version) + "/"
+        op_id, description, ref = (
+            f"get{words}APIResources",
+            "get available resources",
+            _RESOURCE_LIST,
+        )
+    elif group == "":
+        path, op_id, tag = "/api/", "getCoreAPIVersions", "core"
+        description, ref = "get available API versions", meta + "APIVersions"
+    else:
+        name = _valid_id(group.removesuffix(".k8s.io"), True)
+        path, op_id, tag = (
+            f"/apis/{group}/",
+            f"get{name}APIGroup",
+            _valid_id(group.removesuffix(".k8s.io"), False),
+        )
+        description, ref = "get information of a group", meta + "APIGroup"
+    operation = Operation(
+        "get",
+        "",
+        op_id,
+        description,
+        (),
+        None,
+        (),
+        False,
+        (("200", "OK", ref), ("401", "Unauthorized", None)),
+        (_JSON,),
+        None,
+        tag,
+    )
+    return PathItem(path, (), (), (operation,))
+
+
+_STATIC_PATHS: dict[str, PathItem] = {
+    "apis": PathItem(
+        "/apis/",
+        (),
+        (),
+        (
+            Operation(
+                "get",
+                "",
+                "getAPIVersions",
+                "get available API versions",
+                (),
+                None,
+                (),
+                False,
+                (
+                    ("200", "OK", "io.k8s.apimachinery.pkg.apis.meta.v1.APIGroupList"),
+                    ("401", "Unauthorized", None),
+                ),
+                (_JSON,),
+                None,
+                "apis",
+            ),
+        ),
+    ),
+    "version": PathItem(
+        "/version/",
+        (),
+        (),
+        (
+            Operation(
+                "get",
+                "",
+                "getCodeVersion",
+                "get the version information for this server",
+                (),
+                None,
+                (),
+                False,
+                (
+                    ("200", "OK", "io.k8s.apimachinery.pkg.version.Info"),
+                    ("401", "Unauthorized", None),
+                ),
+                (_JSON,),
+                None,
+                "version",
+            ),
+        ),
+    ),
+}
+
+
+# -- the v3 form ---------------------------------------------------------------------
+
+
+def _v3_parameter(name: str, where: str, description: str) -> JSON:
+    kind = QUERY_PARAMETERS[name][0] if where == "query" else "string"
+    param: JSON = {
+        "description": description,
+        "in": where,
+        "name": name,
+        "schema": {"type": kind, "uniqueItems": True},
+    }
+    if where == "path":
+        param["required"] = True
+    return param
+
+
+def _v3_query(name: str) -> JSON:
+    return _v3_parameter(name, "query", QUERY_PARAMETERS[name][1])
+
+
+def _v3_operation(op: Operation) -> JSON:
+    out: JSON = {"description": op.description, "operationId": op.operation_id}
+    if op.query:
+        out["parameters"] = [_v3_query(q) for q in op.query]
+    if op.body is not None:
+        body: JSON = {"content": {t: {"schema": {"$ref": _REF + op.body}} for t in op.body_types}}
+        if op.body_required:
+            body["required"] = True
+        out["requestBody"] = body
+    responses: JSON = {}
+    for code, description, ref in op.responses:
+        response: JSON = {"description": description}
+        if ref is not None:
+            response["content"] = {t: {"schema": {"$ref": _REF + ref}} for t in op.produces}
+        responses[code] = response
+    out["responses"] = responses
+    out["tags"] = [op.tag]
+    if op.gvk is not None:
+        out["x-kubernetes-action"] = op.action
+        group, version, kind = op.gvk
+        out["x-kubernetes-group-version-kind"] = {"group": group, "kind": kind, "version": version}
+    return out
+
+
+def v3_path_item(item: PathItem) -> JSON:
+    """``item`` as an OpenAPI v3 path item."""
+    out: JSON = {op.method: _v3_operation(op) for op in item.operations}
+    params = [_v3_parameter(name, "path", text) for name, text in item.path_params]
+    params.extend(_v3_query(q) for q in item.common)
+    params.sort(key=lambda p: (p["name"], p["in"]))
+    if params:
+        out["parameters"] = params
+    return out
+
+
+def _referenced(items: list[PathItem]) -> list[str]:
+    names: list[str] = []
+    for item in items:
+        for op in item.operations:
+            if op.body is not None:
+                names.append(op.body)
+            names.extend(ref for _, _, ref in op.responses if ref is not None)
+    return names
+
+
+def _typemeta_property(name: str) -> JSON:
+    """``apiVersion`` or ``kind`` as every kind's published definition has it (TypeMeta)."""
+    from kubewerk.apiserver.kinds import k8s_openapi
+
+    found = (k8s_openapi.definition(_TYPED_SAMPLE) or {}).get("properties", {}).get(name)
+    return dict(found) if isinstance(found, dict) else {"type": "string"}
+
+
+_TYPED_SAMPLE = "io.k8s.api.core.v1.ConfigMap"
+"""A vendored kind whose ``apiVersion``/``kind``/``metadata`` properties are the ones
+kube-apiserver adds to a custom resource's schema (TypeMeta's and ObjectMeta's)."""
+
+
+def _metadata_property(ref: str) -> JSON:
+    from kubewerk.apiserver.kinds import k8s_openapi
+
+    found = (k8s_openapi.definition(_TYPED_SAMPLE) or {}).get("properties", {}).get("metadata")
+    description = found.get("description") if isinstance(found, dict) else None
+    prop: JSON = {"$ref": ref}
+    if isinstance(description, str):
+        prop["description"] = description
+    return prop
+
+
+def _int_or_string(schema: JSON) -> None:
+    """The structural schema's ``Unfold``: an ``x-kubernetes-int-or-string`` node gains
+    ``anyOf: [{type: integer}, {type: string}]`` (in front of its ``allOf`` when it has an
+    ``anyOf`` of its own), unless it spells that pattern already."""
+    pattern = [{"type": "integer"}, {"type": "string"}]
+    if schema.get("anyOf") == pattern:
+        return
+    all_of = schema.get("allOf")
+    if isinstance(all_of, list) and all_of and all_of[0] == {"anyOf": pattern}:
+        return
+    if "anyOf" not in schema:
+        schema["anyOf"] = [dict(p) for p in pattern]
+    else:
+        schema["allOf"] = [{"anyOf": [dict(p) for p in pattern]}, *(all_of or [])]
+
+
+_NOT_STRUCTURAL = frozenset(("example", "externalDocs"))
+"""Keywords a CRD schema may hold that its structural form (what kube-apiserver publishes)
+has no place for."""
+
+
+def published_schema(value: Any, ref_prefix: str) -> Any:
+    """A CRD's openAPIV3Schema as kube-apiserver's CRD builder publishes it in v3
+    (``ref_prefix``: where ``metadata`` points): ``example``/``externalDocs`` dropped,
+    int-or-string nodes unfolded, and every ``x-kubernetes-embedded-resource`` node (not
+    keeping unknown fields in v2) given ``apiVersion``, ``kind`` and ``metadata`` and
+    requiring ``kind`` and ``apiVersion``. A property named like a keyword stays."""
+    if isinstance(value, list):
+        return [published_schema(v, ref_prefix) for v in value]
+    if not isinstance(value, dict):
+        return value
+    out: JSON = {}
+    for key, item in value.items():
+        if key in _NOT_STRUCTURAL:
+            continue
+        if key in ("properties", "patternProperties", "definitions") and isinstance(item, dict):
+            out[key] = {k: published_schema(v, ref_prefix) for k, v in item.items()}
+        elif key in ("items", "additionalProperties", "allOf", "anyOf", "oneOf", "not"):
+            out[key] = published_schema(item, ref_prefix)
+        else:
+            out[key] = copy_tree(item) if isinstance(item, dict | list) else item
+    if out.get("x-kubernetes-int-or-string") is True:
+        _int_or_string(out)
+    if out.get("x-kubernetes-embedded-resource") is True:
+        props = out.setdefault("properties", {})
+        props["apiVersion"] = _typemeta_property("apiVersion")
+        props["kind"] = _typemeta_property("kind")
+        props["metadata"] = _metadata_property(ref_prefix + OBJECT_META)
+        required = list(out.get("required") or [])
+        for name in ("kind", "apiVersion"):
+            if name not in required:
+                required.append(name)
+        out["required"] = required
+    return out
+
+
 def _kind_schema(rtype: ServedResource, version: str) -> JSON:
-    base = rtype.schemas.get(version) or {
-        "type": "object",
-        "x-kubernetes-preserve-unknown-fields": True,
-    }
-    schema: JSON = copy_tree(base)
+    """A custom resource's schema in ``version`` as kube-apiserver's CRD builder publishes
+    it in v3: its structural schema (``published_schema``) with ``apiVersion``, ``kind``
+    and ``metadata`` (a reference to ObjectMeta) set and its group-version-kind; a bare
+    object without a schema."""
+    gvk = [{"group": rtype.group, "kind": rtype.kind, "version": version}]
+    base = rtype.schemas.get(version)
+    if not isinstance(base, dict):
+        return {"type": "object", "x-kubernetes-group-version-kind": gvk}
+    schema: JSON = published_schema(base, _REF)
     props = schema.setdefault("properties", {})
-    props["apiVersion"] = {
-        "type": "string",
-        "description": "APIVersion defines the versioned schema of this "
-        "representation of an object. Servers should convert recognized schemas to the latest "
-        "internal value, and may reject unrecognized values.",
-    }
-    props["kind"] = {
-        "type": "string",
-        "description": "Kind is a string value representing the REST resource this object "
-        "represents. Servers may infer this from the endpoint the client submits requests to.",
-    }
-    props["metadata"] = {
-        "allOf": [{"$ref": _REF + OBJECT_META}],
-        "description": "Standard object's metadata. More "
-        "info: https://git.k8s.io/community/contributors/devel/sig-architecture/"
-        "api-conventions.md#metadata",
-    }
+    props["apiVersion"] = _typemeta_property("apiVersion")
+    props["kind"] = _typemeta_property("kind")
+    props["metadata"] = _metadata_property(_REF + OBJECT_META)
     schema.setdefault("type", "object")
-    schema["x-kubernetes-group-version-kind"] = [
-        {"group": rtype.group, "kind": rtype.kind, "version": version}
-    ]
+    schema["x-kubernetes-group-version-kind"] = gvk
     return schema
 
 
-_PARAM_FIELD_VALIDATION = {
-    "name": "fieldValidation",
-    "in": "query",
-    "schema": {"type": "string", "uniqueItems": True},
-    "description": "fieldValidation instructs the server on how to "
-    "handle objects in the request (POST/PUT/PATCH) containing unknown "
-    "or duplicate fields. Valid values are: - Ignore - Warn - Strict",
-}
-_PARAM_DRY_RUN = {
-    "name": "dryRun",
-    "in": "query",
-    "schema": {"type": "string", "uniqueItems": True},
-    "description": "When present, indicates that modifications should not be persisted.",
-}
-_PARAM_FIELD_MANAGER = {
-    "name": "fieldManager",
-    "in": "query",
-    "schema": {"type": "string", "uniqueItems": True},
-}
-
-
-def _operation(
-    action: str, rtype: ServedResource, version: str, ref: str, params: list[JSON], body: bool
-) -> JSON:
-    op: JSON = {
-        "operationId": f"{action}{rtype.kind}",
-        "parameters": params,
-        "responses": {
-            "200": {"description": "OK", "content": {"application/json": {"schema": {"$ref": ref}}}}
+def list_schema(rtype: ServedResource, version: str, ref_prefix: str) -> JSON:
+    """The list kind's schema kube-apiserver's CRD builder publishes (``items`` of the
+    kind, ``metadata`` a ListMeta, TypeMeta's fields, its group-version-kind)."""
+    return {
+        "description": f"{rtype.list_kind} is a list of {rtype.kind}",
+        "properties": {
+            "apiVersion": _typemeta_property("apiVersion"),
+            "items": {
+                "description": f"List of {rtype.resource}. More info: "
+                "https://git.k8s.io/community/contributors/devel/sig-architecture/"
+                "api-conventions.md",
+                "items": {"$ref": ref_prefix + schema_name(rtype, version)},
+                "type": "array",
+            },
+            "kind": _typemeta_property("kind"),
+            "metadata": {
+                "$ref": ref_prefix + _LIST_META,
+                "description": "Standard list metadata. More info: "
+                "https://git.k8s.io/community/contributors/devel/sig-architecture/"
+                "api-conventions.md#types-kinds",
+            },
         },
-        "x-kubernetes-action": action,
-        "x-kubernetes-group-version-kind": {
-            "group": rtype.group,
-            "kind": rtype.kind,
-            "version": version,
-        },
+        "required": ["items"],
+        "type": "object",
+        "x-kubernetes-group-version-kind": [
+            {"group": rtype.group, "kind": rtype.list_kind, "version": version}
+        ],
     }
-    if body:
-        types = ["application/json", "application/yaml"]
-        if action == "patch":
-            types = [
-                "application/json-patch+json",
-                "application/merge-patch+json",
-                "application/apply-patch+yaml",
-            ]
-            if rtype.strategic_kind:
-                types.append("application/strategic-merge-patch+json")
-        op["requestBody"] = {
-            "content": {t: {"schema": {"$ref": ref}} for t in types},
-            "required": True,
-        }
-    return op
 
 
 def _vendored_name(rtype: ServedResource, version: str) -> str | None:
@@ -263,6 +882,25 @@ def _vendored_schemas(names: list[str]) -> JSON:
         if schema is not None:
             out[name] = schema
     return out
+
+
+def type_paths(rtype: ServedResource, version: str) -> tuple[list[PathItem], JSON, list[str]]:
+    """``rtype``'s paths in ``version``, the schemas of its own that are not vendored (a
+    custom resource's kind and list, v3 form), and the vendored definitions they need."""
+    from kubewerk.apiserver.kinds import k8s_openapi
+
+    own: JSON = {}
+    kind_name = _vendored_name(rtype, version)
+    list_name = kind_name and schema_name(rtype, version, rtype.list_kind)
+    if kind_name is None or list_name is None or k8s_openapi.definition(list_name) is None:
+        kind_name = schema_name(rtype, version)
+        list_name = schema_name(rtype, version, rtype.list_kind)
+        own[kind_name] = _kind_schema(rtype, version)
+        own[list_name] = list_schema(rtype, version, _REF)
+    items = resource_paths(rtype, version, kind_name, list_name)
+    vendored = [n for n in _referenced(items) if n not in own]
+    extra = [_LIST_META] if own else []
+    return items, own, [*vendored, *extra, OBJECT_META]
 
 
 class BuildCounts:
@@ -287,58 +925,7 @@ def _split_gv(gv: str) -> tuple[str, str] | None:
     return None
 
 
-def document(registry: Registry, gv: str) -> JSON | None:
-    """The OpenAPI v3 document for ``api/v1`` or ``apis/G/V``; None when not served.
-    Reads only the types of that group."""
-    split = _split_gv(gv)
-    if split is None:
-        return None
-    group, version = split
-    types = [t for t in registry.group(group) if version in t.versions]
-    if not types:
-        return None
-    BUILDS.v3_documents += 1
-    vendored = [n for t in types if (n := _vendored_name(t, version)) is not None]
-    schemas: JSON = _vendored_schemas([*vendored, OBJECT_META]) if vendored else {}
-    schemas.setdefault(OBJECT_META, OBJECT_META_SCHEMA)
-    paths: JSON = {}
-    prefix = "/" + _gv_path(group, version)
-    write = [_PARAM_DRY_RUN, _PARAM_FIELD_MANAGER, _PARAM_FIELD_VALIDATION]
-    for t in types:
-        vendored_name = _vendored_name(t, version)
-        if vendored_name is not None and vendored_name in schemas:
-            name = vendored_name
-        else:
-            name = schema_name(t, version)
-            schemas[name] = _kind_schema(t, version)
-        ref = _REF + name
-        base = (
-            f"{prefix}/namespaces/{{namespace}}/{t.resource}"
-            if t.namespaced
-            else f"{prefix}/{t.resource}"
-        )
-        paths[base] = {
-            "get": _operation("list", t, version, ref, [], False),
-            "post": _operation("post", t, version, ref, write, True),
-        }
-        item = {
-            "get": _operation("get", t, version, ref, [], False),
-            "put": _operation("put", t, version, ref, write, True),
-            "patch": _operation("patch", t, version, ref, write, True),
-            "delete": _operation("delete", t, version, ref, [_PARAM_DRY_RUN], False),
-        }
-        paths[base + "/{name}"] = item
-        if t.status_subresource:
-            paths[base + "/{name}/status"] = {k: v for k, v in item.items() if k != "delete"}
-        if t.scale is not None:
-            scale_ref = _REF + _SCALE
-            if _SCALE not in schemas:
-                schemas.update(_vendored_schemas([_SCALE]))
-            paths[base + "/{name}/scale"] = {
-                "get": _operation("get", t, version, scale_ref, [], False),
-                "put": _operation("put", t, version, scale_ref, write, True),
-                "patch": _operation("patch", t, version, scale_ref, write, True),
-            }
+def _doc(paths: JSON, schemas: JSON) -> JSON:
     return {
         "openapi": "3.0.0",
         "info": {"title": "Kubernetes", "version": f"v{KUBE_MAJOR}.{KUBE_MINOR}.0"},
@@ -347,16 +934,89 @@ def document(registry: Registry, gv: str) -> JSON | None:
     }
 
 
-_SCALE = "io.k8s.api.autoscaling.v1.Scale"
-
-
-def encoded_document(registry: Registry, gv: str) -> bytes | None:
-    """``document`` as JSON bytes (keys sorted), kept until a type of its group changes."""
+def document(registry: Registry, gv: str) -> JSON | None:
+    """The OpenAPI v3 document for ``api/v1`` or ``apis/G/V``; None when not served.
+    Reads only the types of that group. A group-version of built-in kinds also holds its
+    discovery path (``/apis/G/V/``), as kube-apiserver's does; a custom resource's
+    group-version holds only its resources' paths (kube serves CRD discovery outside
+    OpenAPI)."""
     split = _split_gv(gv)
     if split is None:
         return None
     group, version = split
+    types = [t for t in registry.group(group) if version in t.versions]
+    if not types:
+        return None
+    BUILDS.v3_documents += 1
+    paths: JSON = {}
+    schemas: JSON = {}
+    vendored: list[str] = []
+    if any(t.builtin for t in types):
+        item = discovery_path(group, version)
+        paths[item.path] = v3_path_item(item)
+        vendored.append(_RESOURCE_LIST)
+    for t in types:
+        items, own, needed = type_paths(t, version)
+        for item in items:
+            paths[item.path] = v3_path_item(item)
+        schemas.update(own)
+        vendored.extend(needed)
+    schemas.update(_vendored_schemas(vendored))
+    return _doc(paths, schemas)
+
+
+def static_document(name: str) -> JSON | None:
+    """The documents of the paths that are not a group-version: ``api`` (``/api/``),
+    ``apis`` (``/apis/``), ``apis/G`` (a built-in group's ``/apis/G/``) and ``version``;
+    None for another name. They depend on nothing but their name."""
+    if name == "api":
+        item = discovery_path("", None)
+    elif name in _STATIC_PATHS:
+        item = _STATIC_PATHS[name]
+    elif name.startswith("apis/") and name.count("/") == 1 and len(name) > 5:
+        item = discovery_path(name[5:], None)
+    else:
+        return None
+    return _doc({item.path: v3_path_item(item)}, _vendored_schemas(_referenced([item])))
+
+
+def _builtin_groups(registry: Registry) -> list[str]:
+    """The groups (not core) serving a built-in kind: those kube-apiserver's
+    ``/openapi/v3`` lists as ``apis/G``."""
+    return [g for g in registry.group_names() if g and any(t.builtin for t in registry.group(g))]
+
+
+def encoded_document(registry: Registry, gv: str) -> bytes | None:
+    """``document`` (or ``static_document``) as JSON bytes (keys sorted); a group-version's
+    kept until a type of its group changes, the others' for good."""
+    split = _split_gv(gv)
+    if split is None:
+        return _encoded_static(registry, gv)
+    group, version = split
     return registry.memo(("openapi.v3", version), lambda: _encode(registry, gv), group)
+
+
+_STATIC_ENCODED: dict[str, tuple[bytes, str]] = {}
+"""``static_document``'s bytes and hash by name: a few names (``api``, ``apis``,
+``version`` and the built-in groups), the same for the life of the process."""
+
+
+def _static(name: str) -> tuple[bytes, str] | None:
+    found = _STATIC_ENCODED.get(name)
+    if found is None:
+        doc = static_document(name)
+        if doc is None:
+            return None
+        payload = orjson.dumps(doc, option=orjson.OPT_SORT_KEYS)
+        found = _STATIC_ENCODED[name] = (payload, content_hash(payload))
+    return found
+
+
+def _encoded_static(registry: Registry, name: str) -> bytes | None:
+    if name.startswith("apis/") and name[5:] not in _builtin_groups(registry):
+        return None
+    found = _static(name)
+    return found[0] if found is not None else None
 
 
 def _encode(registry: Registry, gv: str) -> bytes | None:
@@ -364,14 +1024,19 @@ def _encode(registry: Registry, gv: str) -> bytes | None:
     return orjson.dumps(doc, option=orjson.OPT_SORT_KEYS) if doc is not None else None
 
 
+def content_hash(payload: bytes) -> str:
+    """kube-openapi's hash of a document: the SHA-512 of its JSON bytes in upper-case hex
+    (all 128 digits), what the index's ``?hash=`` and the ``ETag`` carry."""
+    return hashlib.sha512(payload).hexdigest().upper()
+
+
 def document_hash(registry: Registry, group: str, version: str) -> str:
-    """The ``hash`` of a group-version's URL in the index: the first 64 hex digits
-    (upper case) of the SHA-512 of its document's bytes, so it changes exactly when the
-    document does; kept until a type of the group changes."""
+    """The ``hash`` of a group-version's URL in the index (``content_hash`` of its
+    document), so it changes exactly when the document does; kept until a type of the
+    group changes."""
 
     def build() -> str:
-        encoded = encoded_document(registry, _gv_path(group, version)) or b""
-        return hashlib.sha512(encoded).hexdigest()[:64].upper()
+        return content_hash(encoded_document(registry, _gv_path(group, version)) or b"")
 
     return registry.memo(("openapi.v3.hash", version), build, group)
 
@@ -387,9 +1052,16 @@ def warm_group(registry: Registry, group: str) -> bool:
     return built
 
 
+def _url(name: str, digest: str) -> str:
+    return f"/openapi/v3/{name}?hash={digest}"
+
+
 def index(registry: Registry) -> JSON:
-    """``/openapi/v3``: every served group-version with a content-hash URL, keyed in
-    byte order as kube-apiserver writes the map. After a change only the changed group's
+    """``/openapi/v3``: every document served, with a content-hash URL, keyed in byte
+    order as kube-apiserver writes the map: each group-version, and ``api``, ``apis``,
+    ``apis/G`` for each group of built-in kinds and ``version`` (discovery and /version;
+    kube-apiserver also lists paths kubewerk does not serve: ``logs``, ``openid/v1/jwks``,
+    ``.well-known/openid-configuration``). After a change only the changed group's
     documents are built again; the others' hashes are kept."""
 
     def build() -> JSON:
@@ -397,8 +1069,115 @@ def index(registry: Registry) -> JSON:
         for group in registry.group_names():
             for version in sorted({v for t in registry.group(group) for v in t.versions}):
                 gv = _gv_path(group, version)
-                digest = document_hash(registry, group, version)
-                paths[gv] = {"serverRelativeURL": f"/openapi/v3/{gv}?hash={digest}"}
+                paths[gv] = {"serverRelativeURL": _url(gv, document_hash(registry, group, version))}
+        for name in ("api", "apis", "version", *(f"apis/{g}" for g in _builtin_groups(registry))):
+            found = _static(name)
+            if found is not None:
+                paths[name] = {"serverRelativeURL": _url(name, found[1])}
         return {"paths": dict(sorted(paths.items()))}  # a Go map: keys in byte order
 
     return registry.memo(("openapi.v3.index",), build)
+
+
+def encoded_index(registry: Registry) -> tuple[bytes, str]:
+    """``index`` as JSON bytes and its ``content_hash`` (the index's ETag)."""
+
+    def build() -> tuple[bytes, str]:
+        payload = orjson.dumps(index(registry))
+        return payload, content_hash(payload)
+
+    found: tuple[bytes, str] = registry.memo(("openapi.v3.index.encoded",), build)
+    return found
+
+
+# -- serving --------------------------------------------------------------------------------
+
+PROTOBUF_MEDIA_TYPES = (
+    "application/com.github.proto-openapi.spec.v3@v1.0+protobuf",
+    "application/com.github.proto-openapi.spec.v3.v1.0+protobuf",
+)
+
+
+@dataclass(frozen=True, slots=True)
+class Reply:
+    """An answer to a GET under ``/openapi/v3``: status, body and headers (content type,
+    length, ETag, cache headers, Location)."""
+
+    status: int
+    body: bytes
+    headers: list[tuple[bytes, bytes]]
+
+
+def _etag_matches(if_none_match: str, etag: str) -> bool:
+    """``If-None-Match`` as Go's ``http.ServeContent`` reads it: ``*`` or any listed tag
+    equal to ``etag`` under weak comparison (a ``W/`` prefix ignored)."""
+    for candidate in if_none_match.split(","):
+        tag = candidate.strip()
+        if tag == "*":
+            return True
+        if tag.startswith("W/"):
+            tag = tag[2:]
+        if tag == etag:
+            return True
+    return False
+
+
+def accepts_json(accept: str) -> bool | None:
+    """Whether an ``Accept`` header lets a v3 document be answered as JSON (True), asks only
+    for the v3 protobuf form, which kubewerk does not produce (None), or names nothing
+    kube-openapi serves (False: 406)."""
+    protobuf = False
+    for part in (accept or "*/*").split(","):
+        fields = [f.strip() for f in part.split(";")]
+        media = fields[0].lower()
+        if any(f.replace(" ", "") in ("q=0", "q=0.0", "q=0.00", "q=0.000") for f in fields[1:]):
+            continue
+        if media in ("application/json", "application/*", "*/*"):
+            return True
+        if media in PROTOBUF_MEDIA_TYPES:
+            protobuf = True
+    return None if protobuf else False
+
+
+def serve(
+    registry: Registry, name: str, query: dict[str, str], accept: str, if_none_match: str
+) -> Reply | None:
+    """``GET /openapi/v3`` (``name`` empty) or ``/openapi/v3/<name>`` as kube-openapi's
+    handler answers: JSON with a quoted ``ETag`` (the document's hash) and
+    ``Vary: Accept``; 304 when ``If-None-Match`` names it; with ``?hash=`` of the current
+    document ``Cache-Control: public, immutable`` and ``Expires`` a year on, with a stale
+    hash 301 to the current URL; 406 when ``Accept`` allows neither JSON nor protobuf
+    (and, unlike kube, when it allows only protobuf). None: no such document."""
+    if not name:
+        payload, digest = encoded_index(registry)
+        headers = [(b"content-type", b"application/json")]
+    else:
+        found = encoded_document(registry, name)
+        if found is None:
+            return None
+        payload = found
+        split = _split_gv(name)
+        digest = document_hash(registry, *split) if split is not None else content_hash(payload)
+        json_ok = accepts_json(accept)
+        if not json_ok:
+            return Reply(406, b"", [(b"vary", b"Accept"), (b"content-length", b"0")])
+        headers = [(b"vary", b"Accept"), (b"content-type", b"application/json")]
+        wanted = query.get("hash")
+        if wanted:
+            if wanted != digest:
+                location = _url(name, digest).encode()
+                return Reply(
+                    301,
+                    b"",
+                    [*headers, (b"location", location), (b"content-length", b"0")],
+                )
+            headers.append((b"cache-control", b"public, immutable"))
+            expires = datetime.now(UTC) + timedelta(days=365)
+            headers.append((b"expires", expires.strftime("%a, %d %b %Y %H:%M:%S UTC").encode()))
+    etag = f'"{digest}"'.encode()
+    headers.append((b"etag", etag))
+    if if_none_match and _etag_matches(if_none_match, etag.decode()):
+        # as Go's ServeContent: no content type or length on a 304
+        return Reply(304, b"", [h for h in headers if h[0] != b"content-type"])
+    headers.append((b"content-length", str(len(payload)).encode()))
+    return Reply(200, payload, headers)
