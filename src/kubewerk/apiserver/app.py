@@ -606,17 +606,17 @@ class ApiServer:
             return await self._openapi_v2(req, send)
         if not parts or parts[0] != "v3":
             raise ApiError.not_found_path()
-        if len(parts) == 1:
-            await self._send_json(send, 200, openapi.index(self.registry))
-            return 200
-        gv = "/".join(parts[1:])
-        payload = openapi.encoded_document(self.registry, gv)
-        if payload is None:
-            raise ApiError.not_found_path()
-        await self._send_payload(
-            send, 200, payload, json_headers(payload, None, b"application/json")
+        reply = openapi.serve(
+            self.registry,
+            "/".join(parts[1:]),
+            req.query,
+            req.accept,
+            req.headers.get("if-none-match", ""),
         )
-        return 200
+        if reply is None:
+            raise ApiError.not_found_path()
+        await self._send_payload(send, reply.status, reply.body, reply.headers)
+        return reply.status
 
     async def _openapi_v2(self, req: Request, send: Send) -> int:
         """``/openapi/v2``: JSON, or gnostic protobuf when the Accept header prefers it;
