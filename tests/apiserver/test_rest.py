@@ -388,7 +388,7 @@ async def test_openapi_v3(api: Api) -> None:
     _, index = await api.get("/openapi/v3")
     assert "apis/demo.kubewerk.dev/v1" in index["paths"]
     keys = list(index["paths"])  # kube writes a Go map: keys in byte order
-    assert keys == sorted(keys, key=str.encode) and keys[0] == "api/v1" and len(keys) > 10
+    assert keys == sorted(keys, key=str.encode) and keys[:2] == ["api", "api/v1"] and len(keys) > 10
     url = index["paths"]["apis/demo.kubewerk.dev/v1"]["serverRelativeURL"]
     _, doc = await api.get(url)
     schema = doc["components"]["schemas"]["dev.kubewerk.demo.v1.Database"]
