@@ -28,14 +28,17 @@ in any answer that embeds it:
 
 from __future__ import annotations
 
+import json
 import re
+from contextvars import ContextVar
+from dataclasses import dataclass, field
 from typing import Any
 
 import orjson
 import yaml
 
 from kubewerk.core import yamlgo
-from kubewerk.core.gofmt import unmarshal_kind
+from kubewerk.core.gofmt import go_quote, unmarshal_kind
 
 MAX_BODY_BYTES = 3 * 1024 * 1024
 MAX_DEPTH = 100
@@ -72,9 +75,14 @@ def too_deep(what: str) -> TooDeep:
 def json_value(body: bytes, what: str = "the object") -> Any:
     """``body`` as a JSON value within the limits; raises ``DecodeError``.
 
-    Cost on a small body: one ``orjson.loads`` and two byte scans; the depth is walked
-    only when the body holds more than ``MAX_DEPTH`` brackets, the integers only when it
-    holds a run of 19 digits.
+    Keys repeated in an object keep their last value; they are found (exactly, see
+    ``json_duplicates``) and kept for ``body_duplicates(value)``, which the REST layer
+    reports per ``fieldValidation``.
+
+    Cost on a small body: one ``orjson.loads``, one ``orjson.dumps`` and four byte scans;
+    the depth is walked only when the body holds more than ``MAX_DEPTH`` brackets, the
+    integers only when it holds a run of 19 digits, the keys one by one only when a key
+    may repeat.
     """
     try:
         value = orjson.loads(body)
@@ -92,6 +100,9 @@ def json_value(body: bytes, what: str = "the object") -> Any:
         check_depth(value, what)
     if _LONG_DIGIT_RUN in body.translate(_DIGITS):
         value = _int64_or_float(value)
+    duplicates = json_duplicates(body, value)
+    if duplicates:
+        _DECODED.set((value, duplicates))
     return value
 
 
@@ -124,6 +135,184 @@ def _int64_or_float(value: Any) -> Any:
             ):
                 node[key] = float(item)
     return value
+
+
+# -- duplicate fields -------------------------------------------------------------------
+
+MAX_STRICT_ERRORS = 100
+"""sigs.k8s.io/json keeps at most this many strict errors of one body."""
+
+
+@dataclass(slots=True)
+class Duplicates:
+    """The duplicate fields of a JSON body, as ``sigs.k8s.io/json``'s strict decoding
+    finds them: ``found`` holds (order, path) per repeated key, in the order the decoder
+    meets them (a key's second occurrence, before its value is read), each (path) once;
+    ``first`` the order of every path's first occurrence, so unknown-field errors (which
+    a typed decoder raises at a key's first occurrence) can be put in between. Paths are
+    the decoder's: keys joined by ``.``, list indices as ``[i]`` (``spec.ports[0].name``)."""
+
+    found: list[tuple[int, str]]
+    first: dict[str, int] = field(default_factory=dict)
+    leading: list[str] = field(default_factory=list)
+    """Errors reported before all others (those of a patch body, when this describes
+    the object a patch made)."""
+
+    def __bool__(self) -> bool:
+        return bool(self.found or self.leading)
+
+    def messages(self, prefix: str = "") -> list[str]:
+        """Kube's error texts: ``duplicate field "spec.replicas"`` (each after ``prefix``)."""
+        return [
+            *self.leading,
+            *(f"{prefix}duplicate field {go_quote(path)}" for _, path in self.found),
+        ]
+
+    def with_unknown(self, unknown: list[str], typed: bool) -> list[str]:
+        """The strict decoding errors of a body with these duplicates and ``unknown``
+        fields (paths), in kube's order. ``typed`` (a built-in kind, decoded into its Go
+        struct in one pass): both kinds interleaved in document order, an unknown field
+        at its first occurrence, and no duplicate reported for a field that is itself
+        unknown or inside one (the struct decoder skips those values). Else (a custom
+        resource, decoded into a map and then pruned): every duplicate, then the unknown
+        fields in the order given."""
+        unknown_messages = [f"unknown field {go_quote(path)}" for path in unknown]
+        if not typed:
+            return self.messages() + unknown_messages
+        skipped = tuple(unknown)
+        entries: list[tuple[int, int, str]] = []
+        for order, path in self.found:
+            if skipped and any(
+                path == top or path.startswith((top + ".", top + "[")) for top in skipped
+            ):
+                continue
+            entries.append((order, 1, f"duplicate field {go_quote(path)}"))
+        for path, message in zip(unknown, unknown_messages, strict=True):
+            entries.append((self.first.get(path, -1), 0, message))
+        entries.sort(key=lambda entry: (entry[0], entry[1]))
+        return self.leading + [message for _, _, message in entries][:MAX_STRICT_ERRORS]
+
+
+_NO_DUPLICATES = Duplicates([])
+
+_DECODED: ContextVar[tuple[Any, Duplicates] | None] = ContextVar(
+    "kubewerk_decoded_duplicates", default=None
+)
+
+
+def body_duplicates(value: Any) -> Duplicates | None:
+    """The duplicate fields ``json_value`` found in the body it decoded as ``value`` (this
+    very object), in the current request's context; None when it found none. Kept for
+    the newest decoded body with duplicates only, with a reference to it, so an identity
+    test cannot match another object."""
+    found = _DECODED.get()
+    if found is None or found[0] is not value:
+        return None
+    return found[1]
+
+
+_PATCH_OP_FIELDS = frozenset(("op", "path", "from", "value"))
+
+
+def json_patch_errors(body: bytes, ops: Any) -> list[str]:
+    """The strict decoding errors of a JSON patch body as kube-apiserver reports them
+    (decoding into its ``[]jsonPatchOp`` struct: ``op``, ``path``, ``from``, ``value``):
+    ``json patch unknown field "[0].foo"`` for any other member of an operation (at its
+    first occurrence), ``json patch duplicate field "[1].path"`` for a repeated member
+    (or a repeated key inside a ``value``), in document order. Repeats of an unknown
+    member, and anything inside one, are not reported (the struct decoder skips it)."""
+    if type(ops) is not list:
+        return []
+    duplicates = json_duplicates(body, ops)
+    unknown: list[str] = []
+    for index, op in enumerate(ops):
+        if type(op) is dict:
+            unknown += [f"[{index}].{key}" for key in op if key not in _PATCH_OP_FIELDS]
+    if not duplicates and not unknown:
+        return []
+    first = duplicates.first or _find_duplicates(body).first
+    return [
+        "json patch " + message
+        for message in Duplicates(duplicates.found, first).with_unknown(unknown, typed=True)
+    ]
+
+
+def json_duplicates(body: bytes, value: Any) -> Duplicates:
+    """The duplicate fields of JSON ``body``, which ``json_value`` decoded as ``value``.
+
+    Exact and cheap when there are none: a JSON text holds one ``:`` per key plus those
+    inside its strings; ``orjson`` writes ``value`` back with one ``:`` per key it kept
+    plus those inside the strings it kept, and never escapes a ``:``. A repeated key
+    drops at least itself (its ``:``) from what is kept, so the two counts are equal
+    exactly when no key repeats, unless an escape (``\\u003a``) wrote a ``:`` the text
+    does not show, in which case the body is parsed again. Only then, or when the counts
+    differ, is the body walked key by key (``_find_duplicates``)."""
+    if type(value) is not dict and type(value) is not list:
+        return _NO_DUPLICATES
+    if b"\\u003" not in body and body.count(b":") == orjson.dumps(value).count(b":"):
+        return _NO_DUPLICATES
+    return _find_duplicates(body)
+
+
+class _Pairs(list[tuple[str, Any]]):
+    """A JSON object as the key-value pairs of its text, repeats included."""
+
+    __slots__ = ()
+
+
+def _find_duplicates(body: bytes) -> Duplicates:
+    """Every repeated key of ``body`` (already known to be valid JSON within the limits),
+    in the order a streaming decoder meets them."""
+    tree = json.loads(
+        body, object_pairs_hook=_Pairs, parse_float=str, parse_int=str, parse_constant=str
+    )
+    found: list[tuple[int, str]] = []
+    first: dict[str, int] = {}
+    if type(tree) is _Pairs or type(tree) is list:
+        _walk_into(tree, "", 0, found, first, set())
+    return Duplicates(found, first)
+
+
+def _walk_into(
+    node: Any,
+    prefix: str,
+    order: int,
+    found: list[tuple[int, str]],
+    first: dict[str, int],
+    reported: set[str],
+) -> int:
+    """Walk ``node`` (an object or a list at ``prefix``) in document order, numbering
+    every key met; returns the last number. Recursion is bounded by ``MAX_DEPTH``."""
+    if type(node) is list:
+        return _walk_list(node, prefix, order, found, first, reported)
+    seen: set[str] = set()
+    for key, item in node:
+        path = f"{prefix}.{key}" if prefix else key
+        order += 1
+        if key in seen:
+            if path not in reported and len(found) < MAX_STRICT_ERRORS:
+                reported.add(path)
+                found.append((order, path))
+        else:
+            seen.add(key)
+            first.setdefault(path, order)
+        if type(item) is _Pairs or type(item) is list:
+            order = _walk_into(item, path, order, found, first, reported)
+    return order
+
+
+def _walk_list(
+    node: list[Any],
+    prefix: str,
+    order: int,
+    found: list[tuple[int, str]],
+    first: dict[str, int],
+    reported: set[str],
+) -> int:
+    for index, item in enumerate(node):
+        if type(item) is _Pairs or type(item) is list:
+            order = _walk_into(item, f"{prefix}[{index}]", order, found, first, reported)
+    return order
 
 
 # -- depth ------------------------------------------------------------------------------

@@ -1,0 +1,389 @@
+"""Duplicate fields in request bodies follow ``fieldValidation`` as kube-apiserver's
+strict decoder reports them (sigs.k8s.io/json; the bodies and expected texts follow
+kubernetes' test/integration/apiserver/field_validation_test.go): Strict → 400 ``strict
+decoding error`` listing duplicates and unknown fields in kube's order, Warn (the
+default) → a ``Warning`` each and the last value kept, Ignore → the last value kept.
+
+The cheap detection in ``decode.json_duplicates`` is checked against a full key-by-key
+parse on hostile bodies."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import random
+from typing import Any
+
+import orjson
+import pytest
+import yaml
+
+from kubewerk.apiserver import decode
+from kubewerk.apiserver.app import ApiServer
+from kubewerk.apiserver.storage import open_store
+from tests.apiserver.helpers import CRD_PATH, DB_PATH, DEMO_CRD, asgi_call, json_call
+
+DEPLOYMENTS = "/apis/apps/v1/namespaces/default/deployments"
+CONFIGMAPS = "/api/v1/namespaces/default/configmaps"
+
+# kube's invalidBodyJSON (field_validation_test.go), name filled in
+DEPLOYMENT_BODY = b"""{
+  "apiVersion": "apps/v1",
+  "kind": "Deployment",
+  "metadata": {
+    "name": "dupename",
+    "name": "web",
+    "labels": {"app": "nginx"},
+    "unknownMeta": "metaVal"
+  },
+  "spec": {
+    "unknown1": "val1",
+    "unknownDupe": "valDupe",
+    "unknownDupe": "valDupe2",
+    "paused": true,
+    "paused": false,
+    "selector": {"matchLabels": {"app": "nginx"}},
+    "template": {
+      "metadata": {"labels": {"app": "nginx"}},
+      "spec": {
+        "containers": [{
+          "name": "nginx",
+          "image": "nginx:latest",
+          "unknownNested": "val1",
+          "imagePullPolicy": "Always",
+          "imagePullPolicy": "Never"
+        }]
+      }
+    }
+  }
+}"""
+
+DEPLOYMENT_ERRORS = [
+    'duplicate field "metadata.name"',
+    'unknown field "metadata.unknownMeta"',
+    'unknown field "spec.unknown1"',
+    'unknown field "spec.unknownDupe"',
+    'duplicate field "spec.paused"',
+    # a field both unknown and repeated is only unknown for a typed kind
+    'unknown field "spec.template.spec.containers[0].unknownNested"',
+    'duplicate field "spec.template.spec.containers[0].imagePullPolicy"',
+]
+
+# kube's crdInvalidBody, on the demo Database
+DATABASE_BODY = b"""{
+  "apiVersion": "demo.kubewerk.dev/v1",
+  "kind": "Database",
+  "metadata": {"name": "dupename", "name": "db", "unknownMeta": "metaVal"},
+  "spec": {
+    "unknown1": "val1",
+    "unknownDupe": "valDupe",
+    "unknownDupe": "valDupe2",
+    "engine": "mysql",
+    "engine": "postgres",
+    "replicas": 1,
+    "replicas": 2
+  }
+}"""
+
+DATABASE_ERRORS = [
+    # a custom resource: every duplicate (the body decodes into a map), then the
+    # fields its schema prunes
+    'duplicate field "metadata.name"',
+    'duplicate field "spec.unknownDupe"',
+    'duplicate field "spec.engine"',
+    'duplicate field "spec.replicas"',
+    'unknown field "metadata.unknownMeta"',
+    'unknown field "spec.unknown1"',
+    'unknown field "spec.unknownDupe"',
+]
+
+
+@pytest.fixture
+async def app() -> ApiServer:
+    """An in-process server with the demo Database CRD served."""
+    server = ApiServer(open_store("memory"))
+    status, body = await json_call(server, "POST", CRD_PATH, yaml.safe_load(DEMO_CRD.read_text()))
+    assert status == 201, body
+    for _ in range(500):
+        if server.registry.get("demo.kubewerk.dev", "databases") is not None:
+            return server
+        await asyncio.sleep(0.005)
+    raise AssertionError("the demo CRD was not served")
+
+
+def warnings_of(headers: list[tuple[str, str]]) -> list[str]:
+    """The texts of the ``Warning: 299 - "text"`` headers, in order."""
+    texts = []
+    for name, value in headers:
+        if name == "warning":
+            assert value.startswith('299 - "') and value.endswith('"'), value
+            texts.append(value[7:-1].replace('\\"', '"').replace("\\\\", "\\"))
+    return texts
+
+
+async def send(
+    app: ApiServer,
+    method: str,
+    path: str,
+    body: bytes,
+    validation: str | None,
+    content_type: str = "application/json",
+) -> tuple[int, Any, list[str]]:
+    query = "" if validation is None else f"fieldValidation={validation}"
+    if content_type == "application/apply-patch+yaml":
+        query = "fieldManager=me" + (f"&{query}" if query else "")
+    status, headers, payload = await asgi_call(
+        app, method, path, query, headers={"content-type": content_type}, body=body
+    )
+    return status, orjson.loads(payload), warnings_of(headers)
+
+
+def strict_error(errors: list[str]) -> str:
+    return "strict decoding error: " + ", ".join(errors)
+
+
+@pytest.mark.parametrize("validation", ["Strict", "Warn", None, "Ignore"])
+async def test_create_and_update_of_a_built_in(app: ApiServer, validation: str | None) -> None:
+    status, out, warnings = await send(app, "POST", DEPLOYMENTS, DEPLOYMENT_BODY, validation)
+    if validation == "Strict":
+        assert (status, out["message"], warnings) == (400, strict_error(DEPLOYMENT_ERRORS), [])
+        return
+    assert status == 201, out
+    assert warnings == ([] if validation == "Ignore" else DEPLOYMENT_ERRORS)
+    # the last value of each repeated field is kept
+    assert out["metadata"]["name"] == "web"
+    assert out["spec"]["paused"] is False
+    assert out["spec"]["template"]["spec"]["containers"][0]["imagePullPolicy"] == "Never"
+    # an update with the same body answers the same
+    put = DEPLOYMENT_BODY.replace(b'"name": "web",', b'"name": "web", "resourceVersion": "%s",')
+    put = put.replace(b"%s", out["metadata"]["resourceVersion"].encode())
+    status, out, warnings = await send(app, "PUT", f"{DEPLOYMENTS}/web", put, validation)
+    assert status == 200, out
+    assert warnings == ([] if validation == "Ignore" else DEPLOYMENT_ERRORS)
+
+
+async def test_strict_update_of_a_built_in(app: ApiServer) -> None:
+    clean = orjson.loads(DEPLOYMENT_BODY)
+    status, out, _ = await send(app, "POST", DEPLOYMENTS, orjson.dumps(clean), "Ignore")
+    assert status == 201, out
+    status, out, warnings = await send(app, "PUT", f"{DEPLOYMENTS}/web", DEPLOYMENT_BODY, "Strict")
+    assert (status, out["message"], warnings) == (400, strict_error(DEPLOYMENT_ERRORS), [])
+
+
+@pytest.mark.parametrize("validation", ["Strict", "Warn", None, "Ignore"])
+async def test_create_and_update_of_a_custom_resource(
+    app: ApiServer, validation: str | None
+) -> None:
+    status, out, warnings = await send(app, "POST", DB_PATH, DATABASE_BODY, validation)
+    if validation == "Strict":
+        assert (status, out["message"], warnings) == (400, strict_error(DATABASE_ERRORS), [])
+        return
+    assert status == 201, out
+    assert warnings == ([] if validation == "Ignore" else DATABASE_ERRORS)
+    assert (out["metadata"]["name"], out["spec"]["engine"], out["spec"]["replicas"]) == (
+        "db",
+        "postgres",
+        2,
+    )
+    rv = out["metadata"]["resourceVersion"].encode()
+    put = DATABASE_BODY.replace(b'"db",', b'"db", "resourceVersion": "' + rv + b'",')
+    status, out, warnings = await send(app, "PUT", f"{DB_PATH}/db", put, validation)
+    assert status == 200, out
+    assert warnings == ([] if validation == "Ignore" else DATABASE_ERRORS)
+
+
+async def test_duplicates_alone_and_inside_lists_and_maps(app: ApiServer) -> None:
+    body = (
+        b'{"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "cm", '
+        b'"labels": {"a": "1", "a": "2"}}, "data": {"k": "v", "k": "w"}}'
+    )
+    errors = ['duplicate field "metadata.labels.a"', 'duplicate field "data.k"']
+    status, out, _ = await send(app, "POST", CONFIGMAPS, body, "Strict")
+    assert (status, out["message"]) == (400, strict_error(errors))
+    status, out, warnings = await send(app, "POST", CONFIGMAPS, body, None)
+    assert (status, warnings, out["data"], out["metadata"]["labels"]) == (
+        201,
+        errors,
+        {"k": "w"},
+        {"a": "2"},
+    )
+
+
+MERGE_PATCH = b"""{
+  "spec": {
+    "unknown1": "val1",
+    "unknownDupe": "valDupe",
+    "unknownDupe": "valDupe2",
+    "paused": true,
+    "paused": false,
+    "template": {"spec": {"containers": [{
+      "name": "nginx", "image": "nginx:latest", "unknownNested": "val1",
+      "imagePullPolicy": "Always", "imagePullPolicy": "Never"
+    }]}}
+  }
+}"""
+
+JSON_PATCH = b"""[
+  {"op": "add", "path": "/spec/unknown1", "value": "val1", "foo": "bar"},
+  {"op": "add", "path": "/spec/unknown2", "path": "/spec/unknown3", "value": "val1"},
+  {"op": "add", "path": "/spec/template/metadata/annotations",
+   "value": {"x": "1", "x": "2"}, "foo": {"y": 1, "y": 2}}
+]"""
+
+
+@pytest.mark.parametrize(
+    ("media", "patch", "leading"),
+    [
+        (
+            "application/merge-patch+json",
+            MERGE_PATCH,
+            [
+                'duplicate field "spec.unknownDupe"',
+                'duplicate field "spec.paused"',
+                'duplicate field "spec.template.spec.containers[0].imagePullPolicy"',
+            ],
+        ),
+        (
+            "application/strategic-merge-patch+json",
+            MERGE_PATCH,
+            [
+                'duplicate field "spec.unknownDupe"',
+                'duplicate field "spec.paused"',
+                'duplicate field "spec.template.spec.containers[0].imagePullPolicy"',
+            ],
+        ),
+        (
+            "application/json-patch+json",
+            JSON_PATCH,
+            [
+                'json patch unknown field "[0].foo"',
+                'json patch duplicate field "[1].path"',
+                'json patch duplicate field "[2].value.x"',
+                'json patch unknown field "[2].foo"',
+            ],
+        ),
+    ],
+    ids=["merge", "strategic", "json"],
+)
+@pytest.mark.parametrize("validation", ["Strict", "Warn", "Ignore"])
+async def test_patch_bodies_of_a_built_in(
+    app: ApiServer, media: str, patch: bytes, leading: list[str], validation: str
+) -> None:
+    clean = orjson.loads(DEPLOYMENT_BODY)
+    status, out, _ = await send(app, "POST", DEPLOYMENTS, orjson.dumps(clean), "Ignore")
+    assert status == 201, out
+    status, out, warnings = await send(app, "PATCH", f"{DEPLOYMENTS}/web", patch, validation, media)
+    if validation == "Ignore":
+        assert (status, warnings) == (200, []), out
+        return
+    # the patch body's errors, then the unknown fields of the patched object
+    if validation == "Strict":
+        assert status == 400, out
+        message = out["message"]
+        assert message.startswith(strict_error(leading) + ", unknown field "), message
+        assert warnings == []
+    else:
+        assert status == 200, out
+        assert warnings[: len(leading)] == leading
+        assert all(w.startswith("unknown field ") for w in warnings[len(leading) :])
+
+
+async def test_patch_body_duplicates_of_a_custom_resource(app: ApiServer) -> None:
+    status, out, _ = await send(app, "POST", DB_PATH, DATABASE_BODY, "Ignore")
+    assert status == 201, out
+    patch = b'{"spec": {"replicas": 3, "replicas": 4, "bogus": 1}}'
+    errors = ['duplicate field "spec.replicas"', 'unknown field "spec.bogus"']
+    status, out, warnings = await send(
+        app, "PATCH", f"{DB_PATH}/db", patch, "Strict", "application/merge-patch+json"
+    )
+    assert (status, out["message"]) == (400, strict_error(errors))
+    status, out, warnings = await send(
+        app, "PATCH", f"{DB_PATH}/db", patch, None, "application/merge-patch+json"
+    )
+    assert (status, warnings, out["spec"]["replicas"]) == (200, errors, 4)
+
+
+# -- the cheap detection is exact ------------------------------------------------------
+
+
+def _reference(body: bytes) -> bool:
+    """Whether any object of ``body`` repeats a key (Python's parser, pair by pair)."""
+    repeated = False
+
+    def pairs(items: list[tuple[str, Any]]) -> dict[str, Any]:
+        nonlocal repeated
+        keys = [k for k, _ in items]
+        repeated = repeated or len(keys) != len(set(keys))
+        return dict(items)
+
+    json.loads(body, object_pairs_hook=pairs)
+    return repeated
+
+
+HOSTILE = [
+    b'{"ab": 1, "a\\u0062": 2}',  # an escaped key equal to a plain one
+    b'{"a:": 1, "a\\u003a": 2}',  # an escaped colon
+    b'{"a\\u003a": 1}',  # an escaped colon, no repeat
+    # escaped colons that make up for the ':' a repeat drops: only a parse tells
+    b'{"a\\u003a": 1, "a\\u003a": 2}',
+    b'{"k": "\\u003a", "b": 1, "b": 2}',
+    b'{"a": "\\u003a\\u003A"}',  # escaped colons in a value
+    b'{"a": "x:y", "b": "\\"a\\": 1, \\"a\\": 2"}',  # keys inside a string value
+    b'{"a" : 1 , "b"\n:\n2}',  # spaces around colons
+    b'{"a": {"b": 1}, "a": {"b": 1}}',  # the same object twice
+    b'{"a": {"b": {"c": 1, "c": 1}}}',  # deep
+    b'{"a": [{"b": 1}, {"b": 2, "b": 3}]}',  # inside a list
+    b'[{"a": 1}, {"a": 1}]',  # equal objects in a list: no repeat
+    b'{"a": 1, "b": {"a": 1}}',  # the same key in different objects: no repeat
+    b'{"\\u00e9": 1, "\xc3\xa9": 2}',  # escaped and raw non-ASCII
+    b'{"\\ud83d\\ude00": 1, "\xf0\x9f\x98\x80": 2}',  # a surrogate pair and raw UTF-8
+    b'{"a": "x:", "a": "y"}',  # the repeat drops a value with a colon
+    b'{"a:b": "c:d"}',  # colons in keys and values, no repeat
+    b'{"": 1, "": 2}',
+    b"{}",
+    b"[]",
+    b'"a:b"',
+]
+
+
+@pytest.mark.parametrize("body", HOSTILE, ids=[f"hostile{i}" for i in range(len(HOSTILE))])
+def test_detection_on_hostile_bodies(body: bytes) -> None:
+    value = decode.json_value(body)
+    assert bool(decode.json_duplicates(body, value)) == _reference(body)
+
+
+def test_detection_deep_and_big() -> None:
+    deep = b'{"a":' * 99 + b'{"k": 1, "k": 2}' + b"}" * 99
+    found = decode.json_duplicates(deep, decode.json_value(deep))
+    assert found.messages() == ['duplicate field "' + "a." * 99 + 'k"']
+    items = [{"name": f"n{i}", "value": f"v:{i}"} for i in range(20000)]
+    big = orjson.dumps({"items": items})
+    assert not decode.json_duplicates(big, decode.json_value(big))
+    last = big[:-3] + b', "name": "x"}]}'
+    found = decode.json_duplicates(last, decode.json_value(last))
+    assert found.messages() == ['duplicate field "items[19999].name"']
+
+
+def test_detection_matches_the_reference_on_random_bodies() -> None:
+    rng = random.Random(25)
+    keys = ["a", "b", "a\\u0062", "ab", "c:", "c\\u003a", ":", "\\u00e9", "é"]
+    strings = ["x", "a:b", '\\"a\\": 1', ":", "\\u003a", ""]
+
+    def value(depth: int) -> str:
+        roll = rng.random()
+        if depth > 4 or roll < 0.3:
+            return '"' + rng.choice(strings) + '"' if rng.random() < 0.7 else str(rng.randint(0, 9))
+        if roll < 0.5:
+            return "[" + ", ".join(value(depth + 1) for _ in range(rng.randint(0, 3))) + "]"
+        members = [
+            '"' + rng.choice(keys) + '": ' + value(depth + 1) for _ in range(rng.randint(0, 4))
+        ]
+        return "{" + ", ".join(members) + "}"
+
+    checked = 0
+    for _ in range(3000):
+        body = ("{" + '"root": ' + value(0) + "}").encode()
+        parsed = decode.json_value(body)
+        assert bool(decode.json_duplicates(body, parsed)) == _reference(body), body
+        checked += 1
+    assert checked == 3000
