@@ -43,7 +43,7 @@ from kubewerk.apiserver.storage.base import (
 )
 from kubewerk.core import meta as metautil
 from kubewerk.core.errors import ApiError, FieldError
-from kubewerk.core.gofmt import GoText, json_equal, json_same_text, unmarshal_kind
+from kubewerk.core.gofmt import GoText, go_quote, json_equal, json_same_text, unmarshal_kind
 from kubewerk.core.jsoncopy import copy_json
 
 JSON = dict[str, Any]
@@ -235,8 +235,9 @@ class ResourceApi:
         old: JSON | None,
         query: dict[str, str],
         trusted_old: bool = False,
+        duplicates: decode.Duplicates | None = None,
     ) -> list[str]:
-        decode_warnings = self._typed_decode(target, obj, query)
+        decode_warnings = self._typed_decode(target, obj, query, duplicates)
         req = AdmissionRequest(
             operation="CREATE" if op == "CREATE" else "UPDATE",
             rtype=target.rtype,
@@ -252,11 +253,23 @@ class ResourceApi:
         self.admission.admit(req)
         return req.warnings
 
-    @staticmethod
-    def _typed_decode(target: Target, obj: JSON, query: dict[str, str]) -> list[str]:
+    def _typed_decode(
+        self,
+        target: Target,
+        obj: JSON,
+        query: dict[str, str],
+        duplicates: decode.Duplicates | None = None,
+    ) -> list[str]:
         """Typed decoding of a built-in kind's body (``Strategy.typed_decode``): a value
         of the wrong type is 400 as kube-apiserver's decoder answers; unknown fields are
-        dropped and, per ``fieldValidation``, refused (Strict) or warned about (Warn)."""
+        dropped and, per ``fieldValidation``, refused (Strict) or warned about (Warn).
+
+        ``duplicates``: the body's duplicate fields (or a patch body's strict errors),
+        reported with the unknown fields as kube-apiserver's strict decoder reports
+        them: one ``strict decoding error`` listing both (Strict) or a warning each
+        (Warn), in kube's order (``Duplicates.with_unknown``). For a custom resource the
+        unknown fields are those its schema prunes (admission warns about them after
+        these warnings; Strict names them here, in the same error)."""
         rtype = target.rtype
         try:
             unknown = rtype.strategy.typed_decode(obj, target.version)
@@ -265,15 +278,33 @@ class ResourceApi:
                 f'{rtype.kind} in version "{target.version}" cannot be handled as a '
                 f"{rtype.kind}: {exc}"
             ) from None
-        if not unknown:
+        if not unknown and not duplicates:
             return []
         mode = field_validation(query)
         if mode == "Ignore":
             return []
-        messages = [f'unknown field "{path}"' for path in unknown]
+        if duplicates:
+            if unknown is not None:
+                messages = duplicates.with_unknown(unknown, typed=True)
+            elif mode == "Strict":
+                messages = duplicates.with_unknown(self._pruned_paths(target, obj), typed=False)
+            else:
+                messages = duplicates.messages()
+        else:
+            messages = [f"unknown field {go_quote(path)}" for path in unknown or ()]
         if mode == "Strict":
             raise ApiError.bad_request("strict decoding error: " + ", ".join(messages))
         return messages
+
+    def _pruned_paths(self, target: Target, obj: JSON) -> list[str]:
+        """The fields of a custom resource its version's schema would prune, sorted (as
+        admission reports them), without changing ``obj``."""
+        from kubewerk.apiserver.schema_admission import SchemaAdmission
+
+        if not isinstance(self.admission, SchemaAdmission):
+            return []
+        found = self.admission.version_schema(target.rtype, target.version)
+        return [] if found is None else found.compiled.prune(copy_json(obj))
 
     # -- read --------------------------------------------------------------------
 
@@ -314,6 +345,7 @@ class ResourceApi:
                 rtype.resource + "/" + target.subresource, rtype.group, "create"
             )
         self._check_body_identity(target, body)
+        duplicates = decode.body_duplicates(body)
         obj = body  # freshly decoded for this request: ours to change
         meta = obj.setdefault("metadata", {})
         if target.namespace is not None and rtype.namespaced:
@@ -357,7 +389,7 @@ class ResourceApi:
             fieldmanager.track(
                 rtype, target.version, None, None, obj, requested_fields, query, "create"
             )
-        warnings = self._admit("CREATE", target, obj, None, query)
+        warnings = self._admit("CREATE", target, obj, None, query, duplicates=duplicates)
         if not meta.get("name"):
             raise ApiError.invalid(
                 rtype.kind,
@@ -436,7 +468,14 @@ class ResourceApi:
             )
         key, current = self._get_stored(target)
         return self._apply_update(
-            target, key, current, copy_json(body), query, rv_text, defer=defer
+            target,
+            key,
+            current,
+            copy_json(body),
+            query,
+            rv_text,
+            defer=defer,
+            duplicates=decode.body_duplicates(body),
         )
 
     def _apply_update(
@@ -452,6 +491,7 @@ class ResourceApi:
         defer: bool = False,
         applied: bool = False,
         verb: str = "update",
+        duplicates: decode.Duplicates | None = None,
     ) -> RestResponse:
         """The shared tail of PUT and PATCH: system fields, status rules, admission, write.
 
@@ -537,7 +577,7 @@ class ResourceApi:
         trusted = not rtype.builtin and self._admitted_here(
             target, key, current["metadata"]["resourceVersion"]
         )
-        warnings = self._admit("UPDATE", target, new, old_served, query, trusted)
+        warnings = self._admit("UPDATE", target, new, old_served, query, trusted, duplicates)
         new["metadata"].pop("resourceVersion", None)
         new = rtype.strategy.to_storage(new)
         if not defer:
@@ -665,8 +705,33 @@ class ResourceApi:
             return self._update_scale(target, patched_scale, query)
         patched, rv_text = self._patched(target, media, patch_doc, current, served)
         return self._apply_update(
-            target, key, current, patched, query, rv_text, served, verb="patch"
+            target,
+            key,
+            current,
+            patched,
+            query,
+            rv_text,
+            served,
+            verb="patch",
+            duplicates=self._patch_body_errors(media, patch_body, patch_doc, query),
         )
+
+    @staticmethod
+    def _patch_body_errors(
+        media: str, patch_body: bytes, patch_doc: Any, query: dict[str, str]
+    ) -> decode.Duplicates | None:
+        """The strict decoding errors of a patch body, which kube-apiserver's patcher
+        reports before those of the patched object (unless ``fieldValidation=Ignore``):
+        the body's duplicate fields for a merge or strategic merge patch (decoded into a
+        map), those of its operations for a JSON patch (``decode.json_patch_errors``).
+        The patched object itself has no duplicates (it is re-encoded from a map)."""
+        if field_validation(query) == "Ignore":
+            return None
+        if media == "application/json-patch+json":
+            errors = decode.json_patch_errors(patch_body, patch_doc)
+        else:
+            errors = decode.json_duplicates(patch_body, patch_doc).messages()
+        return decode.Duplicates([], leading=errors) if errors else None
 
     # -- server-side apply ---------------------------------------------------------
 
