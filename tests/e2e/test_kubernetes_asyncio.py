@@ -588,6 +588,15 @@ async def test_watch_stream_order_resume_and_410(
         await _events(v1.list_namespaced_config_map, ns, count=1, resource_version=start)
     assert expired.value.status == 410
     assert str(expired.value.reason).startswith("Expired: too old resource version: ")
+    # watching forever (no timeout_seconds), Watch reconnects once after the 410; that works
+    # only because the server ends the stream after its ERROR event, and the second 410 is
+    # raised
+    forever = watch.Watch()
+    with pytest.raises(ApiException) as again:
+        async with forever:
+            stream = forever.stream(v1.list_namespaced_config_map, ns, resource_version=start)
+            await asyncio.wait_for(stream.next(), 5)
+    assert again.value.status == 410
 
     # the custom objects API streams dicts
     co = client.CustomObjectsApi(api)
@@ -690,6 +699,24 @@ async def test_errors_are_api_exceptions_with_the_status(api: client.ApiClient) 
         "field": "spec.replicas",
     } in causes
 
+    # CustomObjectsApi sends a dict patch without _content_type as a JSON patch (the first
+    # type its OpenAPI spec lists, kubernetes_asyncio/client/api_client.py
+    # select_header_content_type); the server refuses it as kube-apiserver does
+    with pytest.raises(ApiException) as not_a_json_patch:
+        await co.patch_namespaced_custom_object(
+            GROUP, VERSION, ns, PLURAL, "orders", {"spec": {"replicas": 2}}
+        )
+    assert not_a_json_patch.value.status == 404  # the object is looked up first
+    await co.create_namespaced_custom_object(GROUP, VERSION, ns, PLURAL, database("orders"))
+    with pytest.raises(ApiException) as not_a_json_patch:
+        await co.patch_namespaced_custom_object(
+            GROUP, VERSION, ns, PLURAL, "orders", {"spec": {"replicas": 2}}
+        )
+    assert not_a_json_patch.value.status == 400
+    assert status_of(not_a_json_patch.value)["message"] == (
+        "json: cannot unmarshal object into Go value of type jsonpatch.Patch"
+    )
+
     # a pod's delete answers the deleted Pod, which the typed client decodes
     pod = client.V1Pod(
         metadata=client.V1ObjectMeta(name="p"),
@@ -699,3 +726,68 @@ async def test_errors_are_api_exceptions_with_the_status(api: client.ApiClient) 
     deleted = await v1.delete_namespaced_pod("p", ns)
     assert isinstance(deleted, client.V1Pod) and deleted.metadata.uid == created.metadata.uid
     assert deleted.spec.containers[0].image == "busybox"
+
+
+async def test_watch_selection_and_initial_events(api: client.ApiClient) -> None:
+    v1 = client.CoreV1Api(api)
+    ns = await _namespace(api, "selection")
+    await v1.create_namespaced_config_map(
+        ns, client.V1ConfigMap(metadata=client.V1ObjectMeta(name="s", labels={"a": "1"}))
+    )
+    rv = (await v1.list_namespaced_config_map(ns)).metadata.resource_version
+    await v1.patch_namespaced_config_map("s", ns, {"metadata": {"labels": {"a": "2"}}})
+    await v1.patch_namespaced_config_map("s", ns, {"metadata": {"labels": {"a": "1"}}})
+    # an object leaving a watch's label selection is DELETED for it, coming back is ADDED
+    w = watch.Watch()
+    seen: list[tuple[str, Any]] = []
+    async with w:
+        async for event in w.stream(
+            v1.list_namespaced_config_map,
+            ns,
+            label_selector="a=1",
+            resource_version=rv,
+            timeout_seconds=5,
+        ):
+            seen.append((event["type"], event["object"].metadata.labels))
+            if len(seen) == 2:
+                w.stop()
+    assert seen == [("DELETED", {"a": "2"}), ("ADDED", {"a": "1"})]
+
+    # a watch list (sendInitialEvents): the current objects, then the bookmark that ends them
+    w = watch.Watch()
+    initial: list[tuple[str, Any]] = []
+    async with w:
+        async for event in w.stream(
+            v1.list_namespaced_config_map,
+            ns,
+            send_initial_events=True,
+            resource_version_match="NotOlderThan",
+            allow_watch_bookmarks=True,
+            timeout_seconds=5,
+        ):
+            meta = event["raw_object"]["metadata"]
+            initial.append((event["type"], meta.get("name") or meta.get("annotations")))
+            if event["type"] == "BOOKMARK":
+                w.stop()
+    assert initial == [("ADDED", "s"), ("BOOKMARK", {"k8s.io/initial-events-end": "true"})]
+
+
+async def test_dynamic_client_discovers_and_serves_the_crd(api: client.ApiClient) -> None:
+    from kubernetes_asyncio.dynamic import DynamicClient
+
+    ns = await _namespace(api, "dynamic")
+    dyn = await DynamicClient(api)
+    databases = await dyn.resources.get(api_version=f"{GROUP}/{VERSION}", kind="Database")
+    assert (databases.name, databases.namespaced) == (PLURAL, True)
+    created = await databases.create(body=database("d"), namespace=ns)
+    assert created.spec.storage == "1Gi"
+    scale = databases.subresources["scale"]
+    assert (await scale.get(name="d", namespace=ns)).spec.replicas == 1
+    configmaps = await dyn.resources.get(api_version="v1", kind="ConfigMap")
+    body = {"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "ssa", "namespace": ns}}
+    applied = await dyn.server_side_apply(
+        configmaps, body={**body, "data": {"a": "b"}}, field_manager="dyn"
+    )
+    assert applied.to_dict()["data"] == {"a": "b"}
+    listed = await configmaps.get(namespace=ns)
+    assert [i.metadata.name for i in listed.items] == ["ssa"]
