@@ -58,7 +58,7 @@ def named_files(blocks: list[Block], directory: Path) -> list[Path]:
     written: list[Path] = []
     for block in blocks:
         for part in re.split(r"^---\n", block.text, flags=re.M):
-            named = re.match(r"# ([\w.-]+\.(?:ya?ml|py|json))\n", part)
+            named = re.match(r"# ([\w.-]+\.(?:ya?ml|py|json))(?: .*)?\n", part)
             if named:
                 path = directory / named.group(1)
                 path.write_text(part, encoding="utf-8")
