@@ -224,6 +224,7 @@ def report_json(report: Any) -> dict[str, Any]:
             for i in report.items
         ],
         "errors": report.errors,
+        "warnings": report.warnings,
     }
 
 
@@ -311,6 +312,7 @@ def run_diff(args: argparse.Namespace) -> int:
         where = f"{clusters[0]}: " if len(clusters) == 1 else ""
         text = exc.message if isinstance(exc, ApiError) and exc.message else str(exc)
         raise UsageError(where + one_line(text)) from None
+    print_warnings(report.warnings)
     if args.output == "json":
         sys.stdout.write(
             orjson.dumps(report_json(report), option=orjson.OPT_INDENT_2).decode() + "\n"
@@ -324,10 +326,19 @@ def run_diff(args: argparse.Namespace) -> int:
     return 1 if report.different else 0
 
 
+def print_warnings(warnings: list[str]) -> None:
+    """Each warning on stderr as ``kubewerk: warning: TEXT`` (one line each): what a
+    cluster side could not read and how the command did without it. The output on
+    stdout and the exit code are not changed by them."""
+    for w in warnings:
+        print(f"kubewerk: warning: {one_line(w)}", file=sys.stderr, flush=True)
+
+
 def sync_json(report: Any) -> dict[str, Any]:
     return {
         "policy": report.policy,
         "dryRun": report.dry_run,
+        "warnings": report.warnings,
         "targets": [
             {
                 "target": t.target,
@@ -413,6 +424,7 @@ def run_sync(args: argparse.Namespace) -> int:
             report = await sync(
                 source, targets, args.policy, prune=args.prune, dry_run=args.dry_run
             )
+            print_warnings(report.warnings)
             if args.output == "json":
                 sys.stdout.write(
                     orjson.dumps(sync_json(report), option=orjson.OPT_INDENT_2).decode() + "\n"

@@ -200,23 +200,35 @@ async def _put(
 async def server_defaulted(
     client: Client, manifest: Mapping[str, Any], live: Mapping[str, Any] | None
 ) -> dict[str, Any] | None:
-    """``manifest`` as the cluster would store it (a dry run: nothing is written): an
-    unconditional replace when the object exists (``live`` given), else a create.
-    None when the server refuses it (the refusal is the caller's difference)."""
+    """``manifest`` as the cluster would store it (a dry run: nothing is written): a
+    replace guarded by ``live``'s resourceVersion when the object exists (``live``
+    given; custom resources accept no unconditional update), else a create. A write in
+    between (409) is met by reading the object again, up to three tries. None when the
+    server refuses it (the refusal is the caller's difference)."""
     body = copy_tree(dict(manifest))
     meta = body.setdefault("metadata", {})
     for name in ("resourceVersion", "uid", "managedFields", "creationTimestamp", "generation"):
         meta.pop(name, None)
+    version = ((live or {}).get("metadata") or {}).get("resourceVersion")
     try:
-        if live is not None:
-            # an unconditional update (no resourceVersion): a status write in between
-            # does not make the dry run fail with a conflict
-            result: dict[str, Any] = await client.replace(body, dry_run=True)
-        else:
-            result = await client.create(body, dry_run=True)
+        if live is None:
+            created: dict[str, Any] = await client.create(body, dry_run=True)
+            return created
+        for attempt in range(3):
+            if version:
+                meta["resourceVersion"] = version
+            try:
+                result: dict[str, Any] = await client.replace(body, dry_run=True)
+                return result
+            except Conflict:
+                if attempt == 2 or not version:
+                    return None
+                rt = await client.resolve(str(body.get("apiVersion", "")), str(body.get("kind")))
+                fresh = await client.get(rt, str(meta.get("name", "")), _ns(client, body, rt))
+                version = (fresh.get("metadata") or {}).get("resourceVersion")
     except ApiError:
         return None
-    return result
+    return None
 
 
 async def same_in_cluster(

@@ -37,7 +37,7 @@ from kubewerk.sync.diff import ObjectDiff, diff_objects, quick_equal
 from kubewerk.sync.keys import GroupKind, ObjectKey, key_of
 from kubewerk.sync.normalize import strip_server_fields
 from kubewerk.sync.schemas import KindSchemas
-from kubewerk.sync.sources import _CRD_RT, ClusterSource, Entry, Source, SourceError
+from kubewerk.sync.sources import ClusterSource, Entry, Source, SourceError
 
 __all__ = [
     "DiffReport",
@@ -51,6 +51,7 @@ __all__ = [
 ]
 
 _CONCURRENCY = 32
+_CRD_GK: Final = GroupKind("apiextensions.k8s.io", "CustomResourceDefinition")
 
 
 @dataclass(slots=True)
@@ -69,10 +70,13 @@ class ItemDiff:
 
 @dataclass(slots=True)
 class DiffReport:
-    """Every object's comparison, sorted by key, and the errors met on the way."""
+    """Every object's comparison, sorted by key, the errors met on the way, and the
+    warnings: what a side could not read and how the comparison did without it (see
+    :attr:`ClusterSource.warnings <kubewerk.sync.sources.ClusterSource>`)."""
 
     items: list[ItemDiff] = field(default_factory=list)
     errors: list[str] = field(default_factory=list)
+    warnings: list[str] = field(default_factory=list)
 
     def summary(self) -> dict[str, int]:
         """Counts of ``added``, ``removed``, ``changed`` and ``equal`` objects."""
@@ -162,16 +166,22 @@ async def prepare_schemas(
     for source, entries in ((right, right_entries), (left, left_entries)):
         schemas.add_objects((e.obj for e in entries), prefer=False)
         if isinstance(source, ClusterSource):
-            crds = await source.client.list_all(_CRD_RT)
-            schemas.add_objects(crds.items, prefer=source is right)
-            if source is right:
-                schemas.served_by_right.update(
-                    GroupKind(c["spec"]["group"], c["spec"]["names"]["kind"]) for c in crds.items
-                )
+            crds = await source.crds()
+            if crds is not None:
+                schemas.add_objects(crds, prefer=source is right)
+                if source is right:
+                    schemas.served_by_right.update(
+                        GroupKind(c["spec"]["group"], c["spec"]["names"]["kind"]) for c in crds
+                    )
             if not schemas.has_builtin_shapes:
                 doc = await source.openapi_v2()
                 if doc is not None:
                     schemas.add_openapi_v2(doc)
+                elif crds is None:
+                    source.warn(
+                        "/openapi/v2 cannot be read either: lists of custom kinds compare "
+                        "in order"
+                    )
     for source in (right, left):
         if isinstance(source, ClusterSource):
             await _discover_scopes(source, schemas, (*left_entries, *right_entries))
@@ -222,6 +232,9 @@ async def load_pair(left: Source, right: Source) -> tuple[list[Entry], list[Entr
     if isinstance(right, ClusterSource):
         for gk, av in (await right.default_kinds()).items():
             kinds.setdefault(gk, av)
+        if left.crds_forbidden or right.crds_forbidden:
+            # one side may not read them: not comparable (each side's warning says so)
+            kinds.pop(_CRD_GK, None)
     return await left.objects(kinds), await right.objects(kinds)
 
 
@@ -344,6 +357,9 @@ async def diff_sources(
                 continue
             report.items.append(r)
         report.items.sort(key=lambda i: i.key)
+    for side in (left, right):
+        if isinstance(side, ClusterSource):
+            report.warnings.extend(w for w in side.warnings if w not in report.warnings)
     return report
 
 

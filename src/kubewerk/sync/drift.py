@@ -24,6 +24,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
+import sys
 from collections.abc import Mapping, Sequence
 from datetime import UTC, datetime
 from typing import Any, Final
@@ -31,7 +32,13 @@ from typing import Any, Final
 from prometheus_client import REGISTRY, CollectorRegistry, Gauge
 
 from kubewerk.client import Client, ResourceType
-from kubewerk.client.errors import AlreadyExists, ApiError, NotFound, ServerUnreachable
+from kubewerk.client.errors import (
+    AlreadyExists,
+    ApiError,
+    Forbidden,
+    NotFound,
+    ServerUnreachable,
+)
 from kubewerk.client.watch import Listed, list_watch
 from kubewerk.runtime.events import EventRecorder
 from kubewerk.sync.apply import Policy, same_in_cluster
@@ -146,41 +153,42 @@ class _Target:
         self.recorder = EventRecorder(self.client, "kubewerk-sync")
         self.changed = asyncio.Event()
         self._reported: dict[ObjectKey, str] | None = None
+        self.has_sync_target = False
         self._kinds_seen: set[str] = set()
 
     async def prepare(self, source: Source, entries: list[Entry]) -> None:
         """Read the kind knowledge and place the source's manifests for this target
         (:func:`~kubewerk.sync.engine.place_manifests`: SourceError when one is refused);
         nothing is written."""
-        live = await self.cluster.objects(
-            {
-                GroupKind(
-                    "apiextensions.k8s.io", "CustomResourceDefinition"
-                ): "apiextensions.k8s.io/v1"
-            }
-        )
+        live = [Entry(crd) for crd in await self.cluster.crds() or ()]
         self.schemas = await prepare_schemas(source, entries, self.cluster, live)
         self.desired = place_manifests(source, entries, self.schemas, self.cluster)
 
     async def begin(self) -> None:
-        """Install the SyncTarget (CRD and object) and report the starting state."""
-        await self._ensure_sync_target()
+        """Install the SyncTarget (CRD and object) and report the starting state. A user
+        who may not install it (403) gets a warning on the cluster source and drift
+        reported without it (Events, the gauge, ``run_drift``'s lines)."""
+        self.has_sync_target = await self._ensure_sync_target()
         self.changed.set()  # report the starting state (in sync until a check says not)
 
-    async def _ensure_sync_target(self) -> None:
-        with contextlib.suppress(AlreadyExists):
-            await self.client.create(SYNC_TARGET_CRD)
-        loop = asyncio.get_running_loop()
-        deadline = loop.time() + 10
-        while True:
-            crd = await self.client.get(_CRD_RT, SYNC_TARGET_CRD["metadata"]["name"])
-            conds = (crd.get("status") or {}).get("conditions") or []
-            if any(c.get("type") == "Established" and c.get("status") == "True" for c in conds):
-                break
-            if loop.time() > deadline:
-                raise TimeoutError("the SyncTarget CRD did not become Established")
-            await asyncio.sleep(0.05)
-        self.client.forget_discovery()
+    async def _ensure_sync_target(self) -> bool:
+        """Whether the SyncTarget object is there to report on (False, with a warning,
+        when this user may not create its CRD and it is not installed, or may not write
+        the object)."""
+        try:
+            with contextlib.suppress(AlreadyExists):
+                await self.client.create(SYNC_TARGET_CRD)
+        except Forbidden:
+            try:  # installed by someone allowed to: use it
+                await self.client.resolve(SYNC_TARGET.api_version, "SyncTarget")
+            except NotFound:
+                self.cluster.warn(
+                    "may not create the SyncTarget CRD (403 Forbidden), and it is not "
+                    "installed: drift is reported without a SyncTarget"
+                )
+                return False
+        else:
+            await self._wait_established()
         body = {
             "apiVersion": SYNC_TARGET.api_version,
             "kind": "SyncTarget",
@@ -192,9 +200,30 @@ class _Target:
             },
         }
         try:
-            await self.client.create(body)
-        except AlreadyExists:
-            await self.client.patch(SYNC_TARGET, self.ctl.target_name, {"spec": body["spec"]})
+            try:
+                await self.client.create(body)
+            except AlreadyExists:
+                await self.client.patch(SYNC_TARGET, self.ctl.target_name, {"spec": body["spec"]})
+        except Forbidden:
+            self.cluster.warn(
+                f"may not write SyncTarget {self.ctl.target_name} (403 Forbidden): drift is "
+                "reported without a SyncTarget"
+            )
+            return False
+        return True
+
+    async def _wait_established(self) -> None:
+        loop = asyncio.get_running_loop()
+        deadline = loop.time() + 10
+        while True:
+            crd = await self.client.get(_CRD_RT, SYNC_TARGET_CRD["metadata"]["name"])
+            conds = (crd.get("status") or {}).get("conditions") or []
+            if any(c.get("type") == "Established" and c.get("status") == "True" for c in conds):
+                break
+            if loop.time() > deadline:
+                raise TimeoutError("the SyncTarget CRD did not become Established")
+            await asyncio.sleep(0.05)
+        self.client.forget_discovery()
 
     async def check(self, key: ObjectKey, live: Mapping[str, Any] | None) -> None:
         """Compare one object with the source; heal it under self-heal."""
@@ -304,6 +333,9 @@ class _Target:
             if snapshot == self._reported:
                 continue
             self._update_gauge(snapshot)
+            if not self.has_sync_target:
+                self._reported = snapshot
+                continue
             try:
                 await self._write_status(snapshot)
             except (ApiError, ServerUnreachable) as exc:
@@ -456,7 +488,13 @@ async def run_drift(
 
         start_http_server(metrics_port, addr="127.0.0.1")
     ctl = DriftController(source, targets, policy=policy, self_heal=self_heal)
+    warned = {w for t in targets for w in t.warnings}
     await ctl.start()
+    for t in targets:
+        for w in t.warnings:
+            if w not in warned:
+                warned.add(w)
+                print(f"kubewerk: warning: {w}", file=sys.stderr, flush=True)
     print("watching for drift (Ctrl-C stops)", flush=True)
     last: list[dict[ObjectKey, str]] = [{} for _ in targets]
     try:

@@ -120,11 +120,13 @@ class TargetReport:
 
 @dataclass(slots=True)
 class SyncReport:
-    """Every target's report; ``ok`` when all are ``ok``."""
+    """Every target's report; ``ok`` when all are ``ok``. ``warnings``: what the source or
+    a target could not read and how the sync did without it (each names its cluster)."""
 
     policy: str
     dry_run: bool
     targets: list[TargetReport] = field(default_factory=list)
+    warnings: list[str] = field(default_factory=list)
 
     @property
     def ok(self) -> bool:
@@ -503,4 +505,8 @@ async def sync(
     reports = await asyncio.gather(
         *(_sync_target(source, p, policy, prune, dry_run) for p in plans)
     )
-    return SyncReport(policy, dry_run, list(reports))
+    warnings: list[str] = []
+    for side in (source, *targets):
+        if isinstance(side, ClusterSource):
+            warnings.extend(w for w in side.warnings if w not in warnings)
+    return SyncReport(policy, dry_run, list(reports), warnings)

@@ -30,7 +30,7 @@ import orjson
 import yaml
 
 from kubewerk.client import Client, ResourceType
-from kubewerk.client.errors import ApiError, ConfigError, NotFound
+from kubewerk.client.errors import ApiError, ConfigError, Forbidden, NotFound
 from kubewerk.core.gvk import format_api_version
 from kubewerk.sync.keys import GroupKind
 
@@ -220,9 +220,24 @@ def _system_object(obj: Mapping[str, Any]) -> bool:
     return str(meta.get("namespace", "")) in _SYSTEM_NAMESPACES - {"default"}
 
 
+def _reserved_group(group: str) -> bool:
+    """Whether ``group`` is one of Kubernetes' own API groups: the core group, the
+    dotless legacy ones (``apps``, ``batch``, ``policy``, ``autoscaling``) and the
+    ``k8s.io`` / ``kubernetes.io`` domains a CRD may use only with API approval."""
+    return (
+        "." not in group
+        or group in ("k8s.io", "kubernetes.io")
+        or group.endswith((".k8s.io", ".kubernetes.io"))
+    )
+
+
 class ClusterSource(Source):
     """A cluster through a :class:`~kubewerk.client.Client` (owned: closed by :meth:`close`
-    unless ``owns_client`` is False). ``namespace`` narrows namespaced kinds to one."""
+    unless ``owns_client`` is False). ``namespace`` narrows namespaced kinds to one.
+
+    ``warnings`` collects, once each, what could not be read and what is degraded for it
+    (a user who may not list CustomResourceDefinitions: see :meth:`crds`); each names
+    the source."""
 
     is_cluster = True
     writable = True
@@ -234,6 +249,34 @@ class ClusterSource(Source):
         self.client = client
         self.namespace = namespace
         self._owns = owns_client
+        self.warnings: list[str] = []
+        self.crds_forbidden = False
+
+    def warn(self, text: str) -> None:
+        """Record a warning about this source (each text once), prefixed by its name."""
+        line = f"{self.name}: {text}"
+        if line not in self.warnings:
+            self.warnings.append(line)
+
+    async def crds(self) -> list[dict[str, Any]] | None:
+        """The cluster's CustomResourceDefinitions, or None when the user may not list
+        them (403): a warning then says what is degraded. Without them a custom kind's
+        scope comes from discovery, its list types from the server's ``/openapi/v2``
+        and its defaults from a server dry run, as for a built-in kind; its CRD's
+        ``kubewerk.dev/references`` do not order the sync. Other errors raise."""
+        try:
+            listed = await self.client.list_all(_CRD_RT)
+        except Forbidden:
+            self.crds_forbidden = True
+            self.warn(
+                "may not list CustomResourceDefinitions (403 Forbidden): custom kinds are "
+                "read as built-in ones are (scope from discovery, list types from "
+                "/openapi/v2, defaults from a server dry run)"
+            )
+            return None
+        self.crds_forbidden = False
+        items: list[dict[str, Any]] = listed.items
+        return items
 
     async def close(self) -> None:
         if self._owns:
@@ -246,14 +289,20 @@ class ClusterSource(Source):
     async def default_kinds(self) -> dict[GroupKind, str]:
         """What a cluster-to-cluster diff compares when not told: Namespaces, CRDs and
         every custom resource kind (at its storage version)."""
-        kinds: dict[GroupKind, str] = {
-            GroupKind("", "Namespace"): "v1",
-            GroupKind(
-                "apiextensions.k8s.io", "CustomResourceDefinition"
-            ): "apiextensions.k8s.io/v1",
-        }
-        crds = await self.client.list_all(_CRD_RT)
-        for crd in crds.items:
+        kinds: dict[GroupKind, str] = {GroupKind("", "Namespace"): "v1"}
+        crds = await self.crds()
+        if crds is None:
+            kinds.update(await self._discovered_custom_kinds())
+            self.warn(
+                "CustomResourceDefinitions are not compared; the custom kinds compared are "
+                "those discovery serves in groups outside Kubernetes' own (k8s.io, "
+                "kubernetes.io)"
+            )
+            return kinds
+        kinds[GroupKind("apiextensions.k8s.io", "CustomResourceDefinition")] = (
+            "apiextensions.k8s.io/v1"
+        )
+        for crd in crds:
             spec = crd.get("spec") or {}
             versions = [v for v in spec.get("versions") or () if v.get("served")]
             stored = [v for v in versions if v.get("storage")] or versions
@@ -262,6 +311,26 @@ class ClusterSource(Source):
                     spec["group"], stored[0]["name"]
                 )
         return kinds
+
+    async def _discovered_custom_kinds(self) -> dict[GroupKind, str]:
+        """The kinds discovery serves at each group's preferred version, for the groups
+        outside Kubernetes' own (see :func:`_reserved_group`): the custom kinds a user
+        who may not list CRDs can still find."""
+        found: dict[GroupKind, str] = {}
+        doc = await self.client.request("GET", "/apis")
+        for group in (doc or {}).get("groups") or ():
+            name = str(group.get("name", ""))
+            preferred = (group.get("preferredVersion") or {}).get("groupVersion")
+            if _reserved_group(name) or not isinstance(preferred, str):
+                continue
+            try:
+                listing = await self.client.request("GET", f"/apis/{preferred}")
+            except (NotFound, Forbidden):
+                continue
+            for res in (listing or {}).get("resources") or ():
+                if "/" not in str(res.get("name", "")) and res.get("kind"):
+                    found.setdefault(GroupKind(name, str(res["kind"])), preferred)
+        return found
 
     async def objects(self, kinds: Mapping[GroupKind, str] | None = None) -> list[Entry]:
         wanted = dict(kinds) if kinds is not None else await self.default_kinds()

@@ -1,0 +1,211 @@
+"""diff, sync and the drift watch under a user who may not list CRDs (RBAC on).
+
+They still work with what discovery, the published OpenAPI and server dry runs give,
+and say once, on stderr, what is degraded; they do not fail. One RBAC server for the
+module: ``adm`` is in system:masters, ``dev`` may do anything with core, apps, events
+and the test group's kinds, and nothing with CustomResourceDefinitions.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+import yaml
+from prometheus_client import CollectorRegistry
+
+from kubewerk.apiserver.server import EmbeddedServer
+from kubewerk.cli import main
+from kubewerk.client import Client
+from kubewerk.sync import load
+from kubewerk.sync.drift import DriftController
+from kubewerk.sync.keys import ObjectKey
+from kubewerk.sync.sources import ClusterSource
+from kubewerk.testing import install_crds, wait_for
+
+from .conftest import widget, widget_crd, write_manifests
+
+NO_CRDS = (
+    "kubewerk: warning: cluster:dev: may not list CustomResourceDefinitions (403 Forbidden): "
+    "custom kinds are read as built-in ones are (scope from discovery, list types from "
+    "/openapi/v2, defaults from a server dry run)"
+)
+DEV_ROLE = [
+    {
+        "apiVersion": "rbac.authorization.k8s.io/v1",
+        "kind": "ClusterRole",
+        "metadata": {"name": "dev"},
+        "rules": [
+            {
+                "apiGroups": ["", "apps", "events.k8s.io", "sync.test"],
+                "resources": ["*"],
+                "verbs": ["*"],
+            }
+        ],
+    },
+    {
+        "apiVersion": "rbac.authorization.k8s.io/v1",
+        "kind": "ClusterRoleBinding",
+        "metadata": {"name": "dev"},
+        "roleRef": {"apiGroup": "rbac.authorization.k8s.io", "kind": "ClusterRole", "name": "dev"},
+        "subjects": [{"kind": "User", "name": "dev", "apiGroup": "rbac.authorization.k8s.io"}],
+    },
+]
+
+
+@pytest.fixture(scope="module")
+def kubeconfig(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
+    """The RBAC server's kubeconfig, contexts ``adm`` and ``dev`` (namespace ``team``)."""
+    home = tmp_path_factory.mktemp("rbac")
+    tokens = home / "tokens.csv"
+    tokens.write_text('adm,adm,1,"system:masters"\ndev,dev,2\n')
+    server = EmbeddedServer("memory", token_auth_file=tokens, authorizer="RBAC")
+    server.start_in_thread()
+    path = home / "kubeconfig"
+    path.write_text(
+        yaml.safe_dump(
+            {
+                "apiVersion": "v1",
+                "kind": "Config",
+                "clusters": [{"name": "c", "cluster": {"server": server.url}}],
+                "users": [{"name": u, "user": {"token": u}} for u in ("adm", "dev")],
+                "contexts": [
+                    {"name": u, "context": {"cluster": "c", "user": u, "namespace": "team"}}
+                    for u in ("adm", "dev")
+                ],
+                "current-context": "adm",
+            }
+        )
+    )
+
+    async def prepare() -> None:
+        async with Client.from_kubeconfig(str(path), "adm") as adm:
+            await install_crds(adm, widget_crd())
+            await adm.create(
+                {"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": "team"}}
+            )
+            for obj in DEV_ROLE:
+                await adm.create(obj)
+
+    try:
+        asyncio.run(prepare())
+        yield str(path)
+    finally:
+        server.stop_thread()
+
+
+def deployment(name: str) -> dict[str, Any]:
+    return {
+        "apiVersion": "apps/v1",
+        "kind": "Deployment",
+        "metadata": {"name": name},
+        "spec": {
+            "selector": {"matchLabels": {"app": name}},
+            "template": {
+                "metadata": {"labels": {"app": name}},
+                "spec": {"containers": [{"name": "c", "image": "nginx"}]},
+            },
+        },
+    }
+
+
+def test_diff_and_sync_without_crd_access(
+    kubeconfig: str, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """Each command works and warns once; the custom resource is defaulted by the
+    server's dry run (its CRD's ``size``, ``replicas`` and an endpoint's ``weight`` are
+    not differences) and its ``map`` list compares by key (from /openapi/v2)."""
+    repo = tmp_path / "repo"
+    w = widget("w", "team", endpoints=[{"name": "a"}, {"name": "b"}])
+    write_manifests(repo / "all.yaml", w, deployment("web"))
+    kc = ["--kubeconfig", kubeconfig]
+
+    def run(*argv: str) -> tuple[int, str]:
+        code = main([*argv, *kc])
+        out, err = capsys.readouterr()
+        assert err.splitlines() == [NO_CRDS], argv
+        return code, out
+
+    assert run("diff", str(repo), "cluster:dev", "-o", "summary") == (
+        1,
+        "0 added, 2 removed, 0 changed, 0 equal\n",
+    )
+    code, out = run("sync", "--from", str(repo), "--to", "dev", "-o", "json")
+    doc = json.loads(out)
+    assert code == 0 and doc["warnings"] == [NO_CRDS.removeprefix("kubewerk: warning: ")]
+    assert doc["targets"][0]["counts"] == {"created": 2}
+    assert run("diff", str(repo), "cluster:dev", "-o", "summary") == (
+        0,
+        "0 added, 0 removed, 0 changed, 2 equal\n",
+    )
+    # the endpoints listed in another order: a map list, not a difference
+    w["spec"]["endpoints"].reverse()
+    write_manifests(repo / "all.yaml", w, deployment("web"))
+    code, out = run("diff", str(repo), "cluster:dev", "-o", "json")
+    assert code == 0 and json.loads(out)["warnings"] == [NO_CRDS[len("kubewerk: warning: ") :]]
+    # a changed source: its last-synced record is rewritten, the rest is unchanged
+    code, out = run("sync", "--from", str(repo), "--to", "dev")
+    assert (code, out.splitlines()[0]) == (0, "cluster:dev: ok (1 unchanged, 1 updated)")
+    for policy in ("git-wins", "merge", "cluster-wins"):
+        code, out = run("sync", "--from", str(repo), "--to", "dev", "--policy", policy)
+        assert (code, out.splitlines()[0]) == (0, "cluster:dev: ok (2 unchanged)"), policy
+    # a real change of a defaulted field is one
+    w["spec"]["size"] = "large"
+    write_manifests(repo / "all.yaml", w, deployment("web"))
+    code, out = run("sync", "--from", str(repo), "--to", "dev", "--policy", "merge")
+    assert (code, out.splitlines()[1]) == (0, "  updated   Widget.sync.test team/w")
+
+
+def test_cluster_to_cluster_diff_without_crd_access(
+    kubeconfig: str, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """Two clusters, one side without CRD access: the custom kinds come from discovery,
+    CRDs are left out (said so), and the rest is compared."""
+    write_manifests(tmp_path / "w.yaml", widget("c2c", "team", size="m"))
+    assert main(["sync", "--from", str(tmp_path), "--to", "adm", "--kubeconfig", kubeconfig]) == 0
+    capsys.readouterr()
+    code = main(["diff", "cluster:dev", "cluster:adm", "--kubeconfig", kubeconfig, "-o", "json"])
+    out, err = capsys.readouterr()
+    assert code == 0, out
+    doc = json.loads(out)
+    kinds = {(o["kind"], o["name"]) for o in doc["objects"]}
+    assert ("Widget", "c2c") in kinds and ("Namespace", "team") in kinds
+    assert not any(k == "CustomResourceDefinition" for k, _ in kinds)
+    assert err.splitlines() == [
+        NO_CRDS,
+        "kubewerk: warning: cluster:dev: CustomResourceDefinitions are not compared; the "
+        "custom kinds compared are those discovery serves in groups outside Kubernetes' "
+        "own (k8s.io, kubernetes.io)",
+    ]
+
+
+async def test_drift_watch_without_crd_access(kubeconfig: str, tmp_path: Path) -> None:
+    """The watch starts without its SyncTarget (it may not install the CRD: a warning)
+    and still reports drift; a defaulted field alone is none."""
+    path = write_manifests(tmp_path / "w.yaml", widget("dw", "team", endpoints=[{"name": "a"}]))
+    async with Client.from_kubeconfig(kubeconfig, "adm") as adm:
+        rt = await adm.resolve("sync.test/v1", "Widget")
+        await adm.create(widget("dw", "team", endpoints=[{"name": "a"}]))
+        await adm.create(widget("mark", "team"))
+        write_manifests(path, *yaml.safe_load_all(path.read_text()), widget("mark", "team"))
+        dev = ClusterSource("cluster:dev", Client.from_kubeconfig(kubeconfig, "dev"))
+        ctl = DriftController(load(str(path)), [dev], registry=CollectorRegistry())
+        await ctl.start()
+        try:
+            assert dev.warnings[-1] == (
+                "cluster:dev: may not create the SyncTarget CRD (403 Forbidden), and it is "
+                "not installed: drift is reported without a SyncTarget"
+            )
+            await adm.patch(rt, "mark", {"spec": {"size": "x"}}, "team")
+            mark = ObjectKey("sync.test", "Widget", "team", "mark")
+            await wait_for(lambda: set(ctl.drifted(0)) == {mark}, 5, 0.01)
+            await adm.patch(rt, "dw", {"spec": {"replicas": 4}}, "team")
+            dw = ObjectKey("sync.test", "Widget", "team", "dw")
+            await wait_for(lambda: set(ctl.drifted(0)) == {mark, dw}, 5, 0.01)
+        finally:
+            await ctl.stop()
+            await dev.close()
