@@ -184,9 +184,13 @@ def _errors(spec: dict[str, Any]) -> list[str]:
             id="embedded-resource-metadata-is-object-meta",
         ),
         pytest.param(
-            {"zzz": 1, "aaa": 1, "tags": ["a", "a"]},
-            [".spec.aaa: field not declared in schema"],
-            id="first-undeclared-by-name-stops-the-object",
+            {"zzz": 1, "aaa": 1, "tags": ["a", "a"], "outer": [{"name": "o", "q": 1}]},
+            [
+                ".spec.aaa: field not declared in schema",
+                '.spec.outer[name="o"].q: field not declared in schema',
+                '.spec.tags: duplicate entries for key [="a"]',
+            ],
+            id="one-undeclared-per-object-the-first-by-name-after-the-declared-ones",
         ),
         pytest.param(
             {"ports": None, "tags": None, "outer": [{"name": "a", "inner": None}]}, [], id="nulls"

@@ -3,8 +3,8 @@ kube-apiserver makes a typed object of a server-side apply configuration (the
 ``typed.AsTyped`` behind ``failed to create typed patch object``), for the checks that
 depend on the shape of the schema rather than on scalar types:
 
-- a field a closed struct does not declare: ``.spec.foo: field not declared in schema``;
-  the rest of that object is not looked at (structured-merge-diff stops iterating it);
+- a field a closed struct does not declare: ``.spec.foo: field not declared in schema``,
+  one per object (structured-merge-diff stops iterating a map at its first);
 - a list item a set or keyed list cannot name: ``.spec.ports: element 0: associative
   list with keys has an element that omits all key fields ["name"] (and doesn't have
   default values for any key fields)``; the rest of that list is not looked at;
@@ -13,10 +13,13 @@ depend on the shape of the schema rather than on scalar types:
   into.
 
 Paths are printed as structured-merge-diff prints them: keyed items by their keys,
-set items by their value, items of atomic lists by index. Map keys are visited in
-sorted order (Go visits them in random order, so kube fixes none). Nothing here changes
-its arguments; ``null`` is accepted anywhere, and a value of the wrong shape (a list
-where a struct belongs) is left to admission's validation.
+set items by their value, items of atomic lists by index. Go visits a map's keys in
+random order, so kube fixes neither which undeclared field of an object it names nor
+which of the object's other fields it looks into before it stops: here every declared
+field is looked into and the first undeclared one by name is named (a list of errors
+kube can give), and the errors are listed sorted. Nothing here changes its arguments;
+``null`` is accepted anywhere, and a value of the wrong shape (a list where a struct
+belongs) is left to admission's validation.
 """
 
 from __future__ import annotations
@@ -31,11 +34,12 @@ __all__ = ["typing_errors"]
 
 
 def typing_errors(value: Any, node: TypeNode) -> list[str]:
-    """What typing ``value`` as ``node`` reports (see the module docstring), in walk
-    order, each as ``<path>: <message>`` (the message alone at the root); empty when
-    ``value`` types cleanly."""
+    """What typing ``value`` as ``node`` reports (see the module docstring), sorted, each
+    as ``<path>: <message>`` (the message alone at the root); empty when ``value`` types
+    cleanly."""
     out: list[str] = []
     _walk(value, node, "", out)
+    out.sort()
     return out
 
 
@@ -46,23 +50,28 @@ def _report(out: list[str], path: str, message: str) -> None:
 def _walk(value: Any, node: TypeNode, path: str, out: list[str]) -> None:
     kind = type(value)
     if kind is dict:
-        walk = node.resolve(value)
-        if walk.kind != MAP:
-            return
-        for key in sorted(value):
-            declared = walk.declared(key)
-            if declared is None and walk.closed:
-                _report(out, f"{path}.{key}", "field not declared in schema")
-                return
-            sub = value[key]
-            if type(sub) is dict or type(sub) is list:
-                _walk(
-                    sub, declared if declared is not None else walk.element(), f"{path}.{key}", out
-                )
+        _walk_map(value, node.resolve(value), path, out)
+    elif kind is list:
+        _walk_list(value, node.resolve(value), path, out)
+
+
+def _walk_map(value: dict[str, Any], walk: TypeNode, path: str, out: list[str]) -> None:
+    if walk.kind != MAP:
         return
-    if kind is not list:
-        return
-    walk = node.resolve(value)
+    undeclared = ""
+    for key in sorted(value):
+        declared = walk.declared(key)
+        if declared is None and walk.closed:
+            undeclared = undeclared or key
+            continue
+        sub = value[key]
+        if type(sub) is dict or type(sub) is list:
+            _walk(sub, declared if declared is not None else walk.element(), f"{path}.{key}", out)
+    if undeclared:
+        _report(out, f"{path}.{undeclared}", "field not declared in schema")
+
+
+def _walk_list(value: list[Any], walk: TypeNode, path: str, out: list[str]) -> None:
     if walk.kind != LIST:
         return
     elem = walk.element()
