@@ -925,10 +925,16 @@ def _split_gv(gv: str) -> tuple[str, str] | None:
     return None
 
 
-def _doc(paths: JSON, schemas: JSON) -> JSON:
+_INFO = {"title": "Kubernetes", "version": f"v{KUBE_MAJOR}.{KUBE_MINOR}.0"}
+_CRD_INFO = {"title": "Kubernetes CRD Swagger", "version": "v0.1.0"}
+"""The ``info`` of a custom resources' group-version document: its CRD builder's, which
+kube-apiserver serves unchanged."""
+
+
+def _doc(paths: JSON, schemas: JSON, info: JSON = _INFO) -> JSON:
     return {
         "openapi": "3.0.0",
-        "info": {"title": "Kubernetes", "version": f"v{KUBE_MAJOR}.{KUBE_MINOR}.0"},
+        "info": dict(info),
         "paths": paths,
         "components": {"schemas": schemas},
     }
@@ -962,7 +968,7 @@ def document(registry: Registry, gv: str) -> JSON | None:
         schemas.update(own)
         vendored.extend(needed)
     schemas.update(_vendored_schemas(vendored))
-    return _doc(paths, schemas)
+    return _doc(paths, schemas, _INFO if any(t.builtin for t in types) else _CRD_INFO)
 
 
 def static_document(name: str) -> JSON | None:
