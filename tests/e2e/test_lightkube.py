@@ -11,6 +11,7 @@ from __future__ import annotations
 import asyncio
 import threading
 import time
+import urllib.request
 from collections.abc import AsyncIterator, Iterator
 from pathlib import Path
 from typing import Any
@@ -493,3 +494,99 @@ async def test_async_client_round_trip_and_wait(alk: AsyncClient, crd: str) -> N
     with pytest.raises(ApiError) as gone:
         await alk.get(ConfigMap, "c", namespace=ns)
     assert gone.value.status.code == 404
+
+
+def test_manifests_set_dry_run_and_wait_outcomes(
+    lk: Client, crd: str, server: EmbeddedServer
+) -> None:
+    from lightkube import codecs
+    from lightkube.core.exceptions import ConditionError, ObjectDeleted
+
+    ns = namespace(lk, "lk-manifests")
+    assert lk.get(Namespace, ns).status.phase == "Active"  # a cluster-scoped get
+    assert {"default", ns} <= {n.metadata.name for n in lk.list(Namespace)}
+    gr.load_in_cluster_generic_resources(lk)
+    manifests = codecs.load_all_yaml((DEMO_DIR / "databases.yaml").read_text())
+    assert {type(m).__name__ for m in manifests} == {"Database"}
+    applied = [lk.apply(m, namespace=ns) for m in manifests]
+    assert all(a.metadata.managedFields[0].manager == "lightkube" for a in applied)
+    name = applied[0].metadata.name
+    everywhere = lk.list(Database, namespace="*")
+    assert {(d.metadata.namespace, d.metadata.name) for d in everywhere} >= {
+        (ns, a.metadata.name) for a in applied
+    }
+
+    # set: labels through a merge patch; None removes one
+    assert (
+        lk.set(Database, name, namespace=ns, labels={"tier": "gold"}).metadata.labels["tier"]
+        == "gold"
+    )
+    assert "tier" not in (
+        lk.set(Database, name, namespace=ns, labels={"tier": None}).metadata.labels or {}
+    )
+    # dryRun=All: the answer has a uid, nothing is stored
+    dry = lk.create(configmap("dry"), namespace=ns, dry_run=True)
+    assert dry.metadata.uid
+    with pytest.raises(ApiError):
+        lk.get(ConfigMap, "dry", namespace=ns)
+
+    # wait: a failure condition the test sets ends it with ConditionError, a delete with
+    # ObjectDeleted (each set once the wait's watch is open on the server)
+    failure = {"type": "Failed", "status": "True", "message": "disk full"}
+    outcome = _waiting(
+        server,
+        lambda: lk.wait(
+            Database, name, for_conditions=["Ready"], raise_for_conditions=["Failed"], namespace=ns
+        ),
+        lambda: lk.patch(
+            Database.Status,
+            name,
+            {"status": {"conditions": [failure]}},
+            namespace=ns,
+            patch_type=PatchType.MERGE,
+        ),
+    )
+    assert isinstance(outcome, ConditionError) and "disk full" in str(outcome)
+    outcome = _waiting(
+        server,
+        lambda: lk.wait(Database, name, for_conditions=["Ready"], namespace=ns),
+        lambda: lk.delete(Database, name, namespace=ns),
+    )
+    assert isinstance(outcome, ObjectDeleted)
+
+
+def _open_watches(server: EmbeddedServer, resource: str) -> float:
+    """The server's gauge of open watches on ``resource`` (apiserver_longrunning_requests)."""
+    text = urllib.request.urlopen(f"{server.url}/metrics", timeout=5).read().decode()
+    return sum(
+        float(line.rsplit(" ", 1)[1])
+        for line in text.splitlines()
+        if line.startswith("apiserver_longrunning_requests{")
+        and f'resource="{resource}"' in line
+        and 'verb="WATCH"' in line
+    )
+
+
+def _waiting(server: EmbeddedServer, wait: Any, action: Any) -> BaseException | None:
+    """Run ``wait()`` on a thread, do ``action()`` once its watch is open on the server, and
+    return what the wait raised (None when it returned)."""
+    before = _open_watches(server, PLURAL)
+    raised: list[BaseException | None] = []
+
+    def run() -> None:
+        try:
+            wait()
+            raised.append(None)
+        except BaseException as exc:  # handed back to the test
+            raised.append(exc)
+
+    thread = threading.Thread(target=run, daemon=True)
+    thread.start()
+    deadline = time.monotonic() + 5
+    while _open_watches(server, PLURAL) <= before:
+        assert time.monotonic() < deadline, "the wait never opened its watch"
+        time.sleep(0.02)
+    action()
+    thread.join(5)
+    assert not thread.is_alive(), "the wait did not end"
+    return raised[0]
