@@ -346,6 +346,11 @@ class LimitedHttpToolsProtocol(HttpToolsProtocol):
             self._body_timer = None
         super().on_message_complete()
 
+    def _unsupported_upgrade_warning(self) -> None:
+        """Nothing to log: the server upgrades no connection on purpose (``ws="none"``), an
+        upgrade request is answered as plain HTTP (uvicorn would warn of a missing
+        WebSocket library on each)."""
+
     # -- limits --------------------------------------------------------------------------
 
     def _responding(self) -> bool:

@@ -479,6 +479,10 @@ class EmbeddedServer:
             ),
             lifespan="on",
             http=protocol_class(limits),
+            # nothing upgrades: a WebSocket or SPDY upgrade request is answered as the plain
+            # HTTP request it also is (kube's non-upgrading handlers), through the limits and
+            # authentication above, whichever WebSocket library happens to be installed
+            ws="none",
             loop="none",
             log_config=None,
             access_log=False,
