@@ -34,6 +34,7 @@ from kubewerk.apiserver.kinds.kubernetes_service import (
     RECONCILE_INTERVAL as KUBERNETES_SERVICE_INTERVAL,
 )
 from kubewerk.apiserver.kinds.kubernetes_service import KubernetesService
+from kubewerk.apiserver.kinds.namespaces import refuse_immortal_delete
 from kubewerk.apiserver.kinds.services import (
     DEFAULT_SERVICE_CLUSTER_IP_RANGE,
     DEFAULT_SERVICE_NODE_PORT_RANGE,
@@ -875,6 +876,7 @@ class ApiServer:
                 raise ApiError.method_not_supported(
                     f"{rtype.resource}/{sub}", rtype.group, "delete"
                 )
+            refuse_immortal_delete(rtype.group, rtype.resource, target.name)
             opts = self._delete_options(req)
             chain = self.chain if self.chain.active(target) else None
             if target.name is None:

@@ -9,6 +9,7 @@ from typing import Any, ClassVar
 from kubewerk.apiserver.kinds.schemas import object_schema
 from kubewerk.apiserver.registry import ServedResource
 from kubewerk.apiserver.strategy import AGE, PrinterColumn, Strategy
+from kubewerk.core.errors import ApiError
 from kubewerk.core.meta import age
 from kubewerk.core.validation import NameRule
 
@@ -17,6 +18,15 @@ JSON = dict[str, Any]
 NAMESPACE_FINALIZER = "kubernetes"
 """The finalizer the namespace controller removes once the namespace is empty."""
 NAME_LABEL = "kubernetes.io/metadata.name"
+IMMORTAL_NAMESPACES = frozenset({"default", "kube-system", "kube-public"})
+"""Namespaces the NamespaceLifecycle admission plugin refuses to delete."""
+
+
+def refuse_immortal_delete(group: str, resource: str, name: str | None) -> None:
+    """Raise kube's 403 for a DELETE of ``default``, ``kube-system`` or ``kube-public``
+    (NamespaceLifecycle, the first admission plugin: before webhooks, dryRun or not)."""
+    if name in IMMORTAL_NAMESPACES and resource == "namespaces" and group == "":
+        raise ApiError.forbidden("namespaces", "", name, "this namespace may not be deleted")
 
 
 def _label_with_name(ns: JSON) -> None:
