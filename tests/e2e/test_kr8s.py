@@ -37,7 +37,6 @@ from kr8s.asyncio.objects import Service as AsyncService  # noqa: E402
 from kr8s.objects import ConfigMap, Table, new_class, object_from_spec  # noqa: E402
 
 NS = "default"
-API_AUDIENCE = "https://kubernetes.default.svc.cluster.local"
 
 
 class Cluster:
