@@ -16,7 +16,9 @@ import aiohttp
 import orjson
 import pytest
 
-from kubewerk.apiserver import openapi_v2
+from kubewerk.apiserver import openapi, openapi_v2
+from kubewerk.apiserver.builtins import builtin_types
+from kubewerk.apiserver.registry import Registry
 from kubewerk.apiserver.server import EmbeddedServer
 from tests.apiserver.helpers import Api
 
@@ -180,18 +182,26 @@ async def test_protobuf_form_and_etag(aserver: EmbeddedServer) -> None:
 
 
 async def test_query_parameters_shared_as_kube_openapi_shares_them(api: Api) -> None:
-    """Every query parameter is published once at the top level (``<name>-<8 characters
-    of a content hash>``) and named by reference; the protobuf form carries the same
-    parameters and references as the JSON form."""
+    """Every query parameter (and ``namespace``) is published once at the top level
+    (``<name>-<8 characters of a content hash>``) and named by reference, from operations
+    and from paths (the parameters all a path's operations share); the protobuf form
+    carries the same parameters and references as the JSON form."""
     _, doc = await api.get("/openapi/v2")
     shared = doc["parameters"]
-    assert {p["name"] for p in shared.values()} == {"dryRun", "fieldManager", "fieldValidation"}
+    assert {p["name"] for p in shared.values()} == {*openapi.QUERY_PARAMETERS, "namespace"}
     for name, param in shared.items():
         assert re.fullmatch(re.escape(param["name"]) + r"-[A-Za-z0-9_-]{8}", name)
-        assert param["in"] == "query"
+        assert param["in"] == ("path" if param["name"] == "namespace" else "query")
     refs = set()
     for item in doc["paths"].values():
-        for op in item.values():
+        for param in item.get("parameters", []):
+            if "$ref" in param:
+                refs.add(param["$ref"])
+            else:  # only the name, whose description names the kind, is inline
+                assert (param["in"], param["name"]) == ("path", "name"), param
+        for method, op in item.items():
+            if method == "parameters":
+                continue
             for param in op["parameters"]:
                 if "$ref" in param:
                     refs.add(param["$ref"])
@@ -207,7 +217,8 @@ async def test_query_parameters_shared_as_kube_openapi_shares_them(api: Api) -> 
     pb_shared = named(first(data, 10), 1)
     assert pb_shared.keys() == shared.keys()
     for name, param in shared.items():
-        query = first(first(pb_shared[name], 2), 3)  # NonBodyParameter.query_parameter_sub_schema
+        # NonBodyParameter.query_parameter_sub_schema (3), path_parameter_sub_schema (4)
+        query = first(first(pb_shared[name], 2), 4 if param["in"] == "path" else 3)
         assert first(query, 4).decode() == param["name"]
         assert first(query, 3).decode() == param["description"]
     item = named(first(data, 8), 2)["/apis/demo.kubewerk.dev/v1/namespaces/{namespace}/databases"]
@@ -401,7 +412,7 @@ def test_operation_encoding_with_repeated_values_is_exact() -> None:
             "operationId": f"{action}{kind}",
             "parameters": [
                 {"name": "body", "in": "body", "required": True, "schema": {"$ref": ref}},
-                *openapi_v2._WRITE_PARAMS,
+                *(openapi_v2._PARAM_REFS[n] for n in ("dryRun", "fieldManager", "fieldValidation")),
             ],
             "responses": responses,
             "x-kubernetes-action": action,
@@ -554,3 +565,35 @@ async def test_one_kubernetes_version_everywhere(api: Api) -> None:
     _, v2 = await api.get("/openapi/v2")
     _, v3 = await api.get("/openapi/v3/apis/apps/v1")
     assert v2["info"]["version"] == v3["info"]["version"] == "v1.33.0"
+
+
+def test_v2_operations_are_the_v3_ones_with_path_parameters_in_protobuf() -> None:
+    """Both documents publish the same operations (kube's operationIds, actions, kinds
+    and parameters: /scale as autoscaling/v1 Scale), v2 naming shared parameters by
+    reference; a path's own parameters (name, namespace, pretty) are in the protobuf
+    form's PathItem.parameters (field 9) as in the JSON form."""
+    registry = Registry()
+    for rtype in builtin_types():
+        registry.add(rtype)
+    v2 = openapi_v2.document(registry)
+    v3 = orjson.loads(openapi.encoded_document(registry, "apis/apps/v1") or b"")
+    path = "/apis/apps/v1/namespaces/{namespace}/deployments/{name}/scale"
+    for method, op in v3["paths"][path].items():
+        if method == "parameters":
+            continue
+        mine = v2["paths"][path][method]
+        for key in ("operationId", "x-kubernetes-action", "x-kubernetes-group-version-kind"):
+            assert mine[key] == op[key]
+        assert mine["x-kubernetes-group-version-kind"]["kind"] == "Scale"
+        names = [p["name"] for p in resolved(v2, mine["parameters"]) if p["in"] != "body"]
+        assert names == [p["name"] for p in op.get("parameters", [])]
+    item = v2["paths"][path]
+    assert [p["name"] for p in resolved(v2, item["parameters"])] == ["name", "namespace", "pretty"]
+    encoded = openapi_v2._path_entry(path, item)
+    path_item = first(first(encoded, 2), 2)  # NamedPathItem.value
+    items = [dict(fields(v)) for n, v in fields(path_item) if n == 9]
+    assert len(items) == 3
+    assert first(first(items[0][1], 2), 4)  # name: an inline path parameter
+    assert [first(i[2], 1).decode() for i in items[1:]] == [
+        p["$ref"] for p in item["parameters"][1:]
+    ]

@@ -170,7 +170,7 @@ STATUS = "io.k8s.apimachinery.pkg.apis.meta.v1.Status"
 SCALE = "io.k8s.api.autoscaling.v1.Scale"
 _DELETE_OPTIONS = "io.k8s.apimachinery.pkg.apis.meta.v1.DeleteOptions"
 _PATCH = "io.k8s.apimachinery.pkg.apis.meta.v1.Patch"
-_LIST_META = "io.k8s.apimachinery.pkg.apis.meta.v1.ListMeta"
+LIST_META = "io.k8s.apimachinery.pkg.apis.meta.v1.ListMeta"
 _RESOURCE_LIST = "io.k8s.apimachinery.pkg.apis.meta.v1.APIResourceList"
 
 QUERY_PARAMETERS: dict[str, tuple[str, str]] = {
@@ -618,7 +618,7 @@ def discovery_path(group: str, version: str | None) -> PathItem:
     return PathItem(path, (), (), (operation,))
 
 
-_STATIC_PATHS: dict[str, PathItem] = {
+STATIC_PATHS: dict[str, PathItem] = {
     "apis": PathItem(
         "/apis/",
         (),
@@ -850,7 +850,7 @@ def list_schema(rtype: ServedResource, version: str, ref_prefix: str) -> JSON:
             },
             "kind": _typemeta_property("kind"),
             "metadata": {
-                "$ref": ref_prefix + _LIST_META,
+                "$ref": ref_prefix + LIST_META,
                 "description": "Standard list metadata. More info: "
                 "https://git.k8s.io/community/contributors/devel/sig-architecture/"
                 "api-conventions.md#types-kinds",
@@ -884,22 +884,31 @@ def _vendored_schemas(names: list[str]) -> JSON:
     return out
 
 
+def kind_names(rtype: ServedResource, version: str) -> tuple[str, str, bool]:
+    """The definition names of ``rtype``'s kind and list kind in ``version``, and whether
+    both are vendored (a built-in kind's published definitions) rather than built here
+    (a custom resource's, or a built-in kind's without vendored definitions)."""
+    from kubewerk.apiserver.kinds import k8s_openapi
+
+    kind_name = _vendored_name(rtype, version)
+    if kind_name is not None:
+        list_name = schema_name(rtype, version, rtype.list_kind)
+        if k8s_openapi.definition(list_name) is not None:
+            return kind_name, list_name, True
+    return schema_name(rtype, version), schema_name(rtype, version, rtype.list_kind), False
+
+
 def type_paths(rtype: ServedResource, version: str) -> tuple[list[PathItem], JSON, list[str]]:
     """``rtype``'s paths in ``version``, the schemas of its own that are not vendored (a
     custom resource's kind and list, v3 form), and the vendored definitions they need."""
-    from kubewerk.apiserver.kinds import k8s_openapi
-
+    kind_name, list_name, vendored_kind = kind_names(rtype, version)
     own: JSON = {}
-    kind_name = _vendored_name(rtype, version)
-    list_name = kind_name and schema_name(rtype, version, rtype.list_kind)
-    if kind_name is None or list_name is None or k8s_openapi.definition(list_name) is None:
-        kind_name = schema_name(rtype, version)
-        list_name = schema_name(rtype, version, rtype.list_kind)
+    if not vendored_kind:
         own[kind_name] = _kind_schema(rtype, version)
         own[list_name] = list_schema(rtype, version, _REF)
     items = resource_paths(rtype, version, kind_name, list_name)
     vendored = [n for n in _referenced(items) if n not in own]
-    extra = [_LIST_META] if own else []
+    extra = [] if vendored_kind else [LIST_META]
     return items, own, [*vendored, *extra, OBJECT_META]
 
 
@@ -977,8 +986,8 @@ def static_document(name: str) -> JSON | None:
     None for another name. They depend on nothing but their name."""
     if name == "api":
         item = discovery_path("", None)
-    elif name in _STATIC_PATHS:
-        item = _STATIC_PATHS[name]
+    elif name in STATIC_PATHS:
+        item = STATIC_PATHS[name]
     elif name.startswith("apis/") and name.count("/") == 1 and len(name) > 5:
         item = discovery_path(name[5:], None)
     else:

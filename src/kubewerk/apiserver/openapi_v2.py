@@ -11,17 +11,21 @@ says the kind has no mapping — "ensure CRDs are installed first"). client-go's
 ``Accept`` header as kube-openapi's handler chooses, with an ``ETag`` (the SHA-512 of the
 JSON form) and 304 for a matching ``If-None-Match``.
 
-The document holds, for every served resource, its paths (list, create, get, replace,
-patch, delete, ``/status``, ``/scale``) with ``x-kubernetes-action`` and
-``x-kubernetes-group-version-kind``, and the ``fieldValidation`` query parameter kubectl
-looks for. As kube-openapi's builder does, the query parameters are published once in the
-top-level ``parameters`` section, named ``<name>-<8 characters of a content hash>``, and
-operations name them by ``$ref`` (kubectl resolves such references when it looks for a
-parameter); a body parameter stays inline. Definitions are the vendored Kubernetes ones
+The document holds, for every served resource, the paths and operations
+``openapi.resource_paths`` describes (kube-apiserver's: the collection, the all-namespaces
+list, the object, ``/status``, ``/scale``; operationIds such as
+``patchAppsV1NamespacedDeployment``, tags, ``x-kubernetes-action`` and
+``x-kubernetes-group-version-kind``, the ``fieldValidation`` parameter kubectl looks
+for), and the discovery paths of the built-in groups. As kube-openapi's builder does, the
+query parameters and ``namespace`` are published once in the top-level ``parameters``
+section, named ``<name>-<8 characters of a content hash>``, and operations and paths name
+them by ``$ref`` (kubectl resolves such references when it looks for a parameter); a body
+parameter and a path's ``name`` stay inline. Definitions are the vendored Kubernetes ones
 for built-in kinds (and what they reference), and for custom resources their structural
 schema in v2 form (``nullable``, ``oneOf``/``anyOf``/``not`` dropped as kube-apiserver's
 v2 conversion drops them, and ``default`` pruned as kube-apiserver prunes it from the CRD
-definitions it merges into its v2 document) with their group-version-kind. Each type's
+definitions it merges into its v2 document) with their group-version-kind, and their list
+kind. Each type's
 share (paths, definitions and their protobuf entries) is built once and kept until that
 type changes; after a change the document is assembled again from those shares on the
 next request.
@@ -38,7 +42,19 @@ from typing import Any
 import orjson
 
 from kubewerk.apiserver.discovery import KUBE_MAJOR, KUBE_MINOR
-from kubewerk.apiserver.openapi import OBJECT_META, OBJECT_META_SCHEMA, schema_name
+from kubewerk.apiserver.openapi import (
+    LIST_META,
+    OBJECT_META,
+    OBJECT_META_SCHEMA,
+    QUERY_PARAMETERS,
+    STATIC_PATHS,
+    Operation,
+    PathItem,
+    discovery_path,
+    kind_names,
+    list_schema,
+    resource_paths,
+)
 from kubewerk.apiserver.registry import Registry, ServedResource
 from kubewerk.core.jsoncopy import copy_tree
 
@@ -51,34 +67,21 @@ PROTOBUF_MEDIA_TYPES = (
 PROTOBUF_CONTENT_TYPE = PROTOBUF_MEDIA_TYPES[1]
 """What a protobuf answer says it is (kube-openapi answers the dotted form for both)."""
 _REF = "#/definitions/"
-_SCALE = "io.k8s.api.autoscaling.v1.Scale"
 _STATUS = "io.k8s.apimachinery.pkg.apis.meta.v1.Status"
 
 
 # -- the Swagger document -----------------------------------------------------------
 
 
-def _query(name: str, description: str) -> JSON:
+def _query(name: str) -> JSON:
+    kind, description = QUERY_PARAMETERS[name]
     return {
         "uniqueItems": True,
-        "type": "string",
+        "type": kind,
         "description": description,
         "name": name,
         "in": "query",
     }
-
-
-_FIELD_VALIDATION = _query(
-    "fieldValidation",
-    "fieldValidation instructs the server on how to handle objects in the request "
-    "(POST/PUT/PATCH) containing unknown or duplicate fields. Valid values are: - Ignore - "
-    "Warn - Strict",
-)
-_DRY_RUN = _query("dryRun", "When present, indicates that modifications should not be persisted.")
-_FIELD_MANAGER = _query(
-    "fieldManager",
-    "fieldManager is a name associated with the actor or entity that is making these changes.",
-)
 
 
 def _shared_name(param: JSON) -> str:
@@ -88,55 +91,92 @@ def _shared_name(param: JSON) -> str:
     return f"{param['name']}-{base64.urlsafe_b64encode(digest[:6]).decode()}"
 
 
-SHARED_PARAMETERS: dict[str, JSON] = {
-    _shared_name(p): p for p in (_DRY_RUN, _FIELD_MANAGER, _FIELD_VALIDATION)
+_NAMESPACE = {
+    "uniqueItems": True,
+    "type": "string",
+    "description": "object name and auth scope, such as for teams and projects",
+    "name": "namespace",
+    "in": "path",
+    "required": True,
 }
-"""The document's top-level ``parameters``: every query parameter an operation names."""
-_WRITE_PARAMS: list[JSON] = [{"$ref": "#/parameters/" + name} for name in SHARED_PARAMETERS]
-"""The write operations' parameters (dryRun, fieldManager, fieldValidation), as references
-into ``SHARED_PARAMETERS``; every operation holds these very dicts."""
-_PATCH_TYPES = [
-    "application/json-patch+json",
-    "application/merge-patch+json",
-    "application/strategic-merge-patch+json",
-    "application/apply-patch+yaml",
-]
+SHARED_PARAMETERS: dict[str, JSON] = {
+    _shared_name(p): p for p in (*(_query(q) for q in QUERY_PARAMETERS), _NAMESPACE)
+}
+"""The document's top-level ``parameters``: every query parameter an operation names, and
+the ``namespace`` path parameter (the same on every namespaced path)."""
+_PARAM_REFS: dict[str, JSON] = {
+    p["name"]: {"$ref": "#/parameters/" + name} for name, p in SHARED_PARAMETERS.items()
+}
+"""By parameter name, the reference into ``SHARED_PARAMETERS`` every operation and path
+holds (these very dicts, whose encoding is made once)."""
 
 
-def _operation(
-    action: str, rtype: ServedResource, version: str, ref: str, write: bool, body: bool
-) -> JSON:
-    verb = {"list": "list", "post": "create", "get": "read", "put": "replace"}.get(action, action)
-    op: JSON = {
-        "description": f"{verb} {rtype.kind}",
-        "consumes": ["*/*"]
-        if action != "patch"
-        else [t for t in _PATCH_TYPES if rtype.strategic_kind or "strategic" not in t],
-        "produces": ["application/json", "application/yaml"],
-        "schemes": ["https"],
-        "operationId": f"{action}{rtype.kind}",
-        "parameters": [],
-        "responses": {"200": {"description": "OK", "schema": {"$ref": ref}}},
-        "x-kubernetes-action": action,
-        "x-kubernetes-group-version-kind": {
-            "group": rtype.group,
-            "kind": rtype.kind,
-            "version": version,
-        },
-    }
-    if body:
-        op["parameters"].append(
-            {"name": "body", "in": "body", "required": True, "schema": {"$ref": ref}}
-        )
-    if write:
-        op["parameters"].extend(_WRITE_PARAMS)
-    return op
+def _operation(op: Operation) -> JSON:
+    """``op`` as a Swagger 2.0 operation, as kube-openapi's v2 builder writes it: the body
+    parameter inline, the query parameters by reference, in name order."""
+    params: list[JSON] = []
+    if op.body is not None:
+        body: JSON = {"name": "body", "in": "body", "schema": {"$ref": _REF + op.body}}
+        if op.body_required:
+            body["required"] = True
+        params.append(body)
+    params.extend(_PARAM_REFS[q] for q in op.query)
+    out: JSON = {"description": op.description}
+    if op.body_types:
+        out["consumes"] = list(op.body_types)
+    out["produces"] = list(op.produces)
+    out["schemes"] = ["https"]
+    out["operationId"] = op.operation_id
+    out["parameters"] = params
+    responses: JSON = {}
+    for code, description, ref in op.responses:
+        response: JSON = {"description": description}
+        if ref is not None:
+            response["schema"] = {"$ref": _REF + ref}
+        responses[code] = response
+    out["responses"] = responses
+    out["tags"] = [op.tag]
+    if op.gvk is not None:
+        out["x-kubernetes-action"] = op.action
+        group, version, kind = op.gvk
+        out["x-kubernetes-group-version-kind"] = {"group": group, "kind": kind, "version": version}
+    return out
 
 
-_V2_DROPPED = frozenset(("nullable", "allOf", "oneOf", "anyOf", "not", "default"))
+def _path_item(item: PathItem) -> JSON:
+    """``item`` as a Swagger 2.0 path item: its operations and its path-level parameters
+    (the path parameters and the query parameters every operation shares)."""
+    out: JSON = {op.method: _operation(op) for op in item.operations}
+    params: list[tuple[str, JSON]] = [(q, _PARAM_REFS[q]) for q in item.common]
+    for name, description in item.path_params:
+        if name == "namespace":
+            params.append((name, _PARAM_REFS[name]))
+        else:
+            params.append(
+                (
+                    name,
+                    {
+                        "uniqueItems": True,
+                        "type": "string",
+                        "description": description,
+                        "name": name,
+                        "in": "path",
+                        "required": True,
+                    },
+                )
+            )
+    if params:
+        out["parameters"] = [p for _, p in sorted(params, key=lambda pair: pair[0])]
+    return out
+
+
+_V2_DROPPED = frozenset(
+    ("nullable", "allOf", "oneOf", "anyOf", "not", "default", "example", "externalDocs")
+)
 """Schema keywords a CRD's v2 definition never carries: the junctors and ``nullable``
-(kube-apiserver's ``ToStructuralOpenAPIV2``) and ``default`` (pruned from the CRD specs
-kube-apiserver merges into its v2 document)."""
+(kube-apiserver's ``ToStructuralOpenAPIV2``), ``default`` (pruned from the CRD specs
+kube-apiserver merges into its v2 document), and ``example``/``externalDocs``, which a
+CRD may hold but its structural schema, what kube publishes, has no place for."""
 
 
 def _nullable(schema: Any) -> bool:
@@ -266,23 +306,21 @@ def _type_part(rtype: ServedResource) -> _Part:
     found = rtype.derived.get(_PART_KEY)
     if isinstance(found, _Part):
         return found
-    from kubewerk.apiserver.kinds import k8s_openapi
-
     BUILDS.v2_types += 1
     part = _Part({}, {}, [])
-    group = rtype.group
     for version in rtype.versions:
-        name = None
-        if rtype.builtin and rtype.vendored_openapi:
-            name = k8s_openapi.definition_name(group, version, rtype.kind)
-        if name is not None:
-            part.vendored.append(name)
-        else:
-            name = schema_name(rtype, version)
-            part.definitions[name] = _custom_schema(rtype, version)
-        _add_paths(part.paths, rtype, version, _REF + name)
-        if rtype.scale is not None:
-            part.vendored.append(_SCALE)
+        kind_name, list_name, vendored = kind_names(rtype, version)
+        if not vendored:
+            part.definitions[kind_name] = _custom_schema(rtype, version)
+            part.definitions[list_name] = list_schema(rtype, version, _REF)
+            part.vendored.append(LIST_META)
+        for item in resource_paths(rtype, version, kind_name, list_name):
+            part.paths[item.path] = _path_item(item)
+            for op in item.operations:
+                names = [r for _, _, r in op.responses if r is not None]
+                if op.body is not None:
+                    names.append(op.body)
+                part.vendored.extend(n for n in names if n not in part.definitions)
     rtype.derived[_PART_KEY] = part
     return part
 
@@ -324,6 +362,9 @@ def _assemble(registry: Registry) -> tuple[JSON, list[_Part]]:
         paths.update(part.paths)
         definitions.update(part.definitions)
         vendored.extend(part.vendored)
+    for item in _discovery_items(registry, groups):
+        paths[item.path] = _path_item(item)
+        vendored.extend(r for op in item.operations for _, _, r in op.responses if r is not None)
     for name in k8s_openapi.closure(vendored):
         schema = k8s_openapi.definition(name)
         if schema is not None:
@@ -339,38 +380,25 @@ def _assemble(registry: Registry) -> tuple[JSON, list[_Part]]:
     return doc, parts
 
 
+def _discovery_items(registry: Registry, groups: list[str]) -> list[PathItem]:
+    """The discovery paths kube-apiserver's document holds beside the resources':
+    ``/api/``, ``/apis/``, ``/version/``, and for each group of built-in kinds ``/apis/G/``
+    and each of its versions' ``/apis/G/V/`` (``/api/v1/`` for core)."""
+    items = [discovery_path("", None), *STATIC_PATHS.values()]
+    for group in groups:
+        types = [t for t in registry.group(group) if t.builtin]
+        if not types:
+            continue
+        if group:
+            items.append(discovery_path(group, None))
+        for version in sorted({v for t in types for v in t.versions}):
+            items.append(discovery_path(group, version))
+    return items
+
+
 def document(registry: Registry) -> JSON:
     """The whole Swagger 2.0 document of what ``registry`` serves."""
     return _assemble(registry)[0]
-
-
-def _add_paths(paths: JSON, rtype: ServedResource, version: str, ref: str) -> None:
-    prefix = f"/api/{version}" if not rtype.group else f"/apis/{rtype.group}/{version}"
-    base = (
-        f"{prefix}/namespaces/{{namespace}}/{rtype.resource}"
-        if rtype.namespaced
-        else f"{prefix}/{rtype.resource}"
-    )
-    paths[base] = {
-        "get": _operation("list", rtype, version, ref, False, False),
-        "post": _operation("post", rtype, version, ref, True, True),
-    }
-    item = {
-        "get": _operation("get", rtype, version, ref, False, False),
-        "put": _operation("put", rtype, version, ref, True, True),
-        "patch": _operation("patch", rtype, version, ref, True, True),
-        "delete": _operation("delete", rtype, version, _REF + _STATUS, False, False),
-    }
-    paths[base + "/{name}"] = item
-    if rtype.status_subresource:
-        paths[base + "/{name}/status"] = {k: v for k, v in item.items() if k != "delete"}
-    if rtype.scale is not None:
-        scale = _REF + _SCALE
-        paths[base + "/{name}/scale"] = {
-            "get": _operation("get", rtype, version, scale, False, False),
-            "put": _operation("put", rtype, version, scale, True, True),
-            "patch": _operation("patch", rtype, version, scale, True, True),
-        }
 
 
 # -- gnostic protobuf ---------------------------------------------------------------------
@@ -594,7 +622,7 @@ Operation), by the identity of their dict."""
 
 
 def _shared_params() -> None:
-    for param in _WRITE_PARAMS:
+    for param in _PARAM_REFS.values():
         w = _Writer()
         w.message(8, _parameter_item(param), keep_empty=True)
         _SHARED_PARAMS[id(param)] = (param, w.data())
@@ -675,6 +703,15 @@ def _path_entry(name: str, item: JSON, memo: dict[tuple[int, bytes], bytes] | No
         field = _METHOD_FIELDS.get(method)
         if field is not None:
             methods.message(field, _operation_pb(op), keep_empty=True)
+    if not _SHARED_PARAMS:
+        _shared_params()
+    for param in item.get("parameters") or []:  # PathItem.parameters (9)
+        shared = _SHARED_PARAMS.get(id(param))
+        encoded = (
+            shared[1] if shared is not None and shared[0] is param else _encoded_field(8, param)
+        )
+        # the same ParametersItem as an Operation's field 8, keyed as field 9
+        methods.parts.append(b"\x4a" + encoded[1:])
     w = _Writer()
     w.message(2, _named_value(name, methods.data()))
     return w.data()
