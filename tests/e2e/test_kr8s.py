@@ -196,9 +196,10 @@ async def test_list_pages_through_continue_tokens(cluster: Cluster) -> None:
     api = await cluster.aapi()
     ns = await kr8s.asyncio.objects.Namespace({"metadata": {"name": "kr8s-paging"}}, api=api)
     await ns.create()
-    await api.create(
-        [AsyncConfigMap(cm(f"p-{i:03}", "kr8s-paging", page="yes"), api=api) for i in range(101)]
-    )
+    # one after another on one connection (kr8s's Api.create starts them all at once, each
+    # on a new TLS connection: seconds on two shared cores)
+    for i in range(101):
+        await AsyncConfigMap(cm(f"p-{i:03}", "kr8s-paging", page="yes"), api=api).create()
     names = [
         c.name async for c in api.get("configmaps", namespace="kr8s-paging", label_selector="page")
     ]
@@ -584,3 +585,26 @@ async def test_watch_from_a_compacted_revision_gets_410_gone(
     assert any("Got 410 Gone" in r.getMessage() for r in caplog.records)
     await old.delete()
     await newer.delete()
+
+
+def test_manifests_from_files_ownership_and_garbage_collection(
+    cluster: Cluster, tmp_path: Path
+) -> None:
+    api = cluster.api
+    manifest = tmp_path / "app.yaml"
+    manifest.write_text(yaml.safe_dump_all([deployment("owner"), cm("owned")]))
+    owner, owned = kr8s.objects.objects_from_files(manifest, api=api)
+    for obj in (owner, owned):
+        obj.create()
+    owner.adopt(owned)
+    owned.refresh()
+    [ref] = owned.metadata.ownerReferences
+    assert (ref.kind, ref.name, ref.uid, ref.controller) == (
+        "Deployment",
+        "owner",
+        owner.metadata.uid,
+        True,
+    )
+    owner.delete()  # background propagation: the garbage collector deletes the ConfigMap
+    owned.wait("delete", timeout=5)
+    assert not owner.exists()
