@@ -780,39 +780,21 @@ class ResourceApi:
         return config
 
     def _check_declared(self, target: Target, config: JSON) -> None:
-        """Refuse an applied object with fields its version's schema does not declare,
-        whatever ``fieldValidation`` says, as kube-apiserver's field manager refuses to
-        make a typed patch object of it (``.spec.foo: field not declared in schema``),
-        one field per object. A built-in kind is typed by its vendored Kubernetes
-        definition (keyed list items named by their keys, as kube names them); a custom
-        resource by its version's schema (list items named by index, where kube names
-        the items of map- and set-typed lists by their keys)."""
+        """Refuse an applied object of a built-in kind with fields its vendored Kubernetes
+        definition does not declare (or non-numbers where numbers belong), whatever
+        ``fieldValidation`` says, as kube-apiserver's field manager refuses to make a
+        typed patch object of it (``.spec.foo: field not declared in schema``), one
+        field per object, keyed list items named by their keys. A custom resource's
+        configuration is typed by ``fieldmanager.apply_config`` (its version's schema,
+        without copying or pruning the configuration)."""
         rtype = target.rtype
+        if not rtype.builtin:
+            return
         gvk = f"{rtype.group}/{target.version}, Kind={rtype.kind}"  # Go's: "/v1" for core
-        if rtype.builtin:
-            definition = k8s_openapi.definition_name(rtype.group, target.version, rtype.kind)
-            problems = typed.typed_errors(config, definition) if definition else []
-            if problems:
-                raise typed.typed_patch_error(config, typed.joined_errors(problems), gvk)
-            return
-        compiled = getattr(self.admission, "compiled", None)
-        found = compiled(rtype, target.version) if compiled is not None else None
-        if found is None:
-            return
-        unknown = found[0].prune(copy_json(config))
-        if unknown:
-            # kube stops reading an object at its first undeclared field (in an order it
-            # does not fix): one per object here, the first by name
-            first: dict[str, str] = {}
-            for path in unknown:  # sorted
-                first.setdefault(path.rpartition(".")[0], path)
-            raise typed.typed_patch_error(
-                config,
-                typed.joined_errors(
-                    [f".{path}: field not declared in schema" for path in first.values()]
-                ),
-                gvk,
-            )
+        definition = k8s_openapi.definition_name(rtype.group, target.version, rtype.kind)
+        problems = typed.typed_errors(config, definition) if definition else []
+        if problems:
+            raise typed.typed_patch_error(config, typed.joined_errors(problems), gvk)
 
     def _server_side_apply(
         self, target: Target, patch_body: bytes, query: dict[str, str]
