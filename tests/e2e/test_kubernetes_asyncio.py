@@ -791,3 +791,42 @@ async def test_dynamic_client_discovers_and_serves_the_crd(api: client.ApiClient
     assert applied.to_dict()["data"] == {"a": "b"}
     listed = await configmaps.get(namespace=ns)
     assert [i.metadata.name for i in listed.items] == ["ssa"]
+
+
+async def test_leader_election_with_a_lease_lock(api: client.ApiClient) -> None:
+    from kubernetes_asyncio.leaderelection import electionconfig, leaderelection
+    from kubernetes_asyncio.leaderelection.resourcelock.leaselock import LeaseLock
+
+    ns = await _namespace(api, "election")
+    leading = {"a": asyncio.Event(), "b": asyncio.Event()}
+
+    def candidate(identity: str) -> asyncio.Task[None]:
+        async def lead() -> None:
+            leading[identity].set()
+            await asyncio.sleep(60)
+
+        async def stopped() -> None:
+            return None
+
+        conf = electionconfig.Config(
+            LeaseLock("operator-lock", ns, identity, api),
+            lease_duration=2,
+            renew_deadline=1.5,
+            retry_period=1,  # the client's minimums: a takeover would take seconds
+            onstarted_leading=lead,
+            onstopped_leading=stopped,
+        )
+        return asyncio.create_task(leaderelection.LeaderElection(conf).run())
+
+    first = candidate("a")
+    await asyncio.wait_for(leading["a"].wait(), 5)
+    second = candidate("b")
+    await asyncio.sleep(0.3)  # b's first attempt finds a's unexpired lease
+    lease = await client.CoordinationV1Api(api).read_namespaced_lease("operator-lock", ns)
+    assert (lease.spec.holder_identity, lease.spec.lease_duration_seconds) == ("a", 2)
+    # the MicroTime the client wrote is read back to the microsecond
+    assert lease.spec.renew_time >= lease.spec.acquire_time
+    assert not leading["b"].is_set()
+    for task in (first, second):
+        task.cancel()
+    await asyncio.gather(first, second, return_exceptions=True)
