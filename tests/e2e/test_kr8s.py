@@ -125,9 +125,18 @@ def test_version_discovery_and_kind_lookup(cluster: Cluster) -> None:
         api.lookup_kind("nosuchkind")
 
 
-def test_whoami_with_a_token_asks_a_token_review(cluster: Cluster) -> None:
-    # kr8s sends a TokenReview of its own token (kr8s/_api.py async_whoami)
+def test_whoami_with_a_token_or_a_client_certificate(cluster: Cluster, tmp_path: Path) -> None:
+    # with a token kr8s sends a TokenReview of it (kr8s/_api.py async_whoami)
     assert cluster.api.whoami() == "admin"
+    # with a client certificate kr8s reads its CN itself; the server sees the same user
+    bob = kr8s.api(
+        kubeconfig=str(
+            cluster.server.write_kubeconfig(tmp_path / "bob", user="bob", groups=["dev"])
+        )
+    )
+    assert bob.whoami() == "bob"
+    with pytest.raises(kr8s.ServerError, match='User "bob" cannot list resource "namespaces"'):
+        list(bob.get("namespaces"))
 
 
 async def test_async_whoami_and_a_forbidden_user(cluster: Cluster) -> None:
