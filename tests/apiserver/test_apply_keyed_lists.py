@@ -317,3 +317,20 @@ async def test_duplicates_a_live_built_in_holds(api: Api) -> None:
     assert mine['k:{"name":"c"}']["f:env"] == {
         'k:{"name":"FOO"}': {".": {}, "f:name": {}, "f:value": {}}
     }
+
+
+async def test_an_undeclared_field_in_a_keyed_item_is_named_by_the_key(api: Api) -> None:
+    config = widget(
+        "w5",
+        ports=[{"name": "a", "port": 1, "colour": "red"}],
+        groups=[{"name": "g", "members": [{"id": 7, "rank": 1}]}],
+        plain=["x"],
+    )
+    status, err = await apply(api, WIDGETS, config, "fieldManager=one")
+    assert status == 400
+    assert err["message"] == (
+        "failed to create typed patch object (default/w5; keys.kubewerk.dev/v1, Kind=Widget): "
+        "errors:\n"
+        '  .spec.groups[name="g"].members[id=7].rank: field not declared in schema\n'
+        '  .spec.ports[name="a"].colour: field not declared in schema'
+    )
