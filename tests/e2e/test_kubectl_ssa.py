@@ -126,3 +126,89 @@ def test_server_side_apply_after_client_side_apply(kc: KubectlRun, demo: Path) -
     # the client-side apply's fields migrate to kubectl's Apply entry, so the field the
     # manifest dropped is removed, as on a cluster
     assert "version" not in get(kc)["spec"]
+
+
+ROUTES_CRD = """apiVersion: apiextensions.k8s.io/v1
+kind: CustomResourceDefinition
+metadata:
+  name: routes.keys.kubewerk.dev
+spec:
+  group: keys.kubewerk.dev
+  scope: Namespaced
+  names: {plural: routes, singular: route, kind: Route}
+  versions:
+    - name: v1
+      served: true
+      storage: true
+      schema:
+        openAPIV3Schema:
+          type: object
+          properties:
+            spec:
+              type: object
+              properties:
+                backends:
+                  type: array
+                  x-kubernetes-list-type: map
+                  x-kubernetes-list-map-keys: [name]
+                  items:
+                    type: object
+                    required: [name]
+                    properties:
+                      name: {type: string}
+                      weight: {type: integer}
+"""
+
+
+def route(*backends: tuple[str, int]) -> str:
+    items = "".join(f"    - name: {n}\n      weight: {w}\n" for n, w in backends)
+    return (
+        "apiVersion: keys.kubewerk.dev/v1\nkind: Route\n"
+        "metadata:\n  name: r\n  namespace: default\n"
+        f"spec:\n  backends:\n{items}"
+    )
+
+
+def test_apply_server_side_two_managers_one_map_list_item_each(
+    kc: KubectlRun, tserver: object
+) -> None:
+    kc("apply", "-f", "-", input=ROUTES_CRD)
+    kc("wait", "--for=condition=Established", "crd/routes.keys.kubewerk.dev", "--timeout=10s")
+    for manager, backend in (("team-a", ("a", 1)), ("team-b", ("b", 2))):
+        kc("apply", "--server-side", f"--field-manager={manager}", "-f", "-", input=route(backend))
+    got = json.loads(
+        kc("get", "routes.keys.kubewerk.dev/r", "-o", "json", "--show-managed-fields").stdout
+    )
+    assert got["spec"]["backends"] == [{"name": "a", "weight": 1}, {"name": "b", "weight": 2}]
+    owners = managers(got)
+    assert list(owners["team-a"]["fieldsV1"]["f:spec"]["f:backends"]) == ['k:{"name":"a"}']
+    assert list(owners["team-b"]["fieldsV1"]["f:spec"]["f:backends"]) == ['k:{"name":"b"}']
+    # team-a changing team-b's item: the conflict names the item by its key
+    bad = kc(
+        "apply",
+        "--server-side",
+        "--field-manager=team-a",
+        "-f",
+        "-",
+        input=route(("a", 1), ("b", 9)),
+        check=False,
+    )
+    assert bad.returncode == 1
+    assert 'conflict with "team-b": .spec.backends[name="b"].weight' in bad.stderr
+    # team-a applies without its item: only that item goes
+    empty = route().replace("  backends:\n", "  backends: []\n")
+    kc("apply", "--server-side", "--field-manager=team-a", "-f", "-", input=empty)
+    got = json.loads(kc("get", "routes.keys.kubewerk.dev/r", "-o", "json").stdout)
+    assert got["spec"]["backends"] == [{"name": "b", "weight": 2}]
+    # duplicate keys in a manifest: refused with the server's words, nothing changes
+    dup = kc(
+        "apply",
+        "--server-side",
+        "--field-manager=team-a",
+        "-f",
+        "-",
+        input=route(("c", 1), ("c", 2)),
+        check=False,
+    )
+    assert dup.returncode == 1
+    assert '.spec.backends: duplicate entries for key [name="c"]' in dup.stderr
