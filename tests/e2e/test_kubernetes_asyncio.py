@@ -3,7 +3,9 @@ server: what an operator author does with it — ``config.load_kube_config``, ty
 through CoreV1Api/AppsV1Api, custom objects, every patch content type, subresources,
 ``watch.Watch().stream`` and the errors as ``ApiException`` carrying Kubernetes' Status.
 
-One server per module (a background thread); each test works in its own namespace."""
+One server per module (a background thread) serving HTTPS with client certificates, as a
+real cluster's kubeconfig has it: the client verifies the server against the kubeconfig's
+CA and authenticates with the admin certificate. Each test works in its own namespace."""
 
 from __future__ import annotations
 
@@ -33,6 +35,8 @@ APPLY = "application/apply-patch+yaml"
 MERGE = "application/merge-patch+json"
 STRATEGIC = "application/strategic-merge-patch+json"
 JSON_PATCH = "application/json-patch+json"
+ROOT_CA = "kube-root-ca.crt"
+"""The ConfigMap every namespace of a TLS server holds (the root CA publisher's)."""
 
 
 async def _configuration(kubeconfig: Path) -> client.Configuration:
@@ -64,7 +68,7 @@ async def _install_crd(kubeconfig: Path) -> None:
 @pytest.fixture(scope="module")
 def server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[EmbeddedServer]:
     """One in-memory server for the module, with the demo CRD Established."""
-    srv = EmbeddedServer("memory", bookmark_interval=0.5).start_in_thread()
+    srv = EmbeddedServer("memory", bookmark_interval=0.5, tls=True).start_in_thread()
     try:
         path = srv.write_kubeconfig(tmp_path_factory.mktemp("k8s-asyncio") / "kubeconfig")
         srv.kubeconfig_path = path  # type: ignore[attr-defined]
@@ -83,10 +87,18 @@ async def api(server: EmbeddedServer) -> AsyncIterator[client.ApiClient]:
 
 
 async def _namespace(api: client.ApiClient, name: str) -> str:
-    await client.CoreV1Api(api).create_namespace(
-        client.V1Namespace(metadata=client.V1ObjectMeta(name=name))
-    )
-    return name
+    """Create namespace ``name`` and wait for the ``kube-root-ca.crt`` ConfigMap the
+    server publishes in it (as kube-controller-manager does), so no test races it."""
+    v1 = client.CoreV1Api(api)
+    await v1.create_namespace(client.V1Namespace(metadata=client.V1ObjectMeta(name=name)))
+    for _ in range(250):
+        try:
+            await v1.read_namespaced_config_map(ROOT_CA, name)
+            return name
+        except ApiException as exc:
+            assert exc.status == 404
+        await asyncio.sleep(0.02)
+    pytest.fail(f"{ROOT_CA} was not published in {name}")
 
 
 def status_of(exc: ApiException) -> dict[str, Any]:
@@ -145,15 +157,16 @@ async def test_configmap_crud_selectors_and_replace(api: client.ApiClient) -> No
     assert listed.kind == "ConfigMapList" and [c.metadata.name for c in listed.items] == [
         "a",
         "b",
+        ROOT_CA,
     ]
     by_label = await v1.list_namespaced_config_map(ns, label_selector="tier in (db,cache)")
     assert [c.metadata.name for c in by_label.items] == ["b"]
     by_field = await v1.list_namespaced_config_map(ns, field_selector="metadata.name!=b")
-    assert [c.metadata.name for c in by_field.items] == ["a"]
+    assert [c.metadata.name for c in by_field.items] == ["a", ROOT_CA]
     everywhere = await v1.list_config_map_for_all_namespaces(
         field_selector=f"metadata.namespace={ns}", label_selector="tier"
     )
-    assert sorted(c.metadata.name for c in everywhere.items) == ["a", "b"]
+    assert sorted(c.metadata.name for c in everywhere.items) == ["a", "b"]  # labelled ones
 
     got.data = {"k": "2"}
     replaced = await v1.replace_namespaced_config_map("a", ns, got)
@@ -176,7 +189,10 @@ async def test_configmap_crud_selectors_and_replace(api: client.ApiClient) -> No
 
     deleted = await v1.delete_namespaced_config_map("b", ns)
     assert deleted.status == "Success" and deleted.details.name == "b"
-    assert [c.metadata.name for c in (await v1.list_namespaced_config_map(ns)).items] == ["a"]
+    assert [c.metadata.name for c in (await v1.list_namespaced_config_map(ns)).items] == [
+        "a",
+        ROOT_CA,
+    ]
 
 
 async def test_list_pagination_with_limit_and_continue(api: client.ApiClient) -> None:
@@ -191,7 +207,7 @@ async def test_list_pagination_with_limit_and_continue(api: client.ApiClient) ->
         )
     first = await v1.list_namespaced_config_map(ns, limit=3)
     assert [c.metadata.name for c in first.items] == ["cm-0", "cm-1", "cm-2"]
-    assert first.metadata._continue and first.metadata.remaining_item_count == 4
+    assert first.metadata._continue and first.metadata.remaining_item_count == 5
     await v1.delete_namespaced_config_map("cm-5", ns)  # after the snapshot: still listed
     names = [c.metadata.name for c in first.items]
     token = first.metadata._continue
@@ -200,7 +216,7 @@ async def test_list_pagination_with_limit_and_continue(api: client.ApiClient) ->
         assert page.metadata.resource_version == first.metadata.resource_version
         names += [c.metadata.name for c in page.items]
         token = page.metadata._continue
-    assert names == [f"cm-{i}" for i in range(7)]
+    assert names == [*(f"cm-{i}" for i in range(7)), ROOT_CA]
 
     # a label selector filters before the limit counts; kube gives no remaining count then
     odd = await v1.list_namespaced_config_map(ns, limit=2, label_selector="odd=1")
@@ -681,6 +697,24 @@ async def test_errors_are_api_exceptions_with_the_status(api: client.ApiClient) 
         'ConfigMap "Bad_Name" is invalid: metadata.name: Invalid value: "Bad_Name": '
     )
 
+    # without the client certificate: 401 with kube's Status
+    anonymous = client.Configuration()
+    anonymous.host = api.configuration.host
+    anonymous.ssl_ca_cert = api.configuration.ssl_ca_cert
+    async with client.ApiClient(anonymous) as nobody:
+        with pytest.raises(ApiException) as unauthorized:
+            await client.CoreV1Api(nobody).list_namespaced_config_map(ns)
+    assert unauthorized.value.status == 401
+    assert status_of(unauthorized.value) == {
+        "kind": "Status",
+        "apiVersion": "v1",
+        "metadata": {},
+        "status": "Failure",
+        "message": "Unauthorized",
+        "reason": "Unauthorized",
+        "code": 401,
+    }
+
     # a custom resource against its schema and CEL rule
     co = client.CustomObjectsApi(api)
     with pytest.raises(ApiException) as schema:
@@ -769,7 +803,11 @@ async def test_watch_selection_and_initial_events(api: client.ApiClient) -> None
             initial.append((event["type"], meta.get("name") or meta.get("annotations")))
             if event["type"] == "BOOKMARK":
                 w.stop()
-    assert initial == [("ADDED", "s"), ("BOOKMARK", {"k8s.io/initial-events-end": "true"})]
+    assert initial == [
+        ("ADDED", ROOT_CA),
+        ("ADDED", "s"),
+        ("BOOKMARK", {"k8s.io/initial-events-end": "true"}),
+    ]
 
 
 async def test_dynamic_client_discovers_and_serves_the_crd(api: client.ApiClient) -> None:
@@ -790,7 +828,7 @@ async def test_dynamic_client_discovers_and_serves_the_crd(api: client.ApiClient
     )
     assert applied.to_dict()["data"] == {"a": "b"}
     listed = await configmaps.get(namespace=ns)
-    assert [i.metadata.name for i in listed.items] == ["ssa"]
+    assert [i.metadata.name for i in listed.items] == [ROOT_CA, "ssa"]
 
 
 async def test_leader_election_with_a_lease_lock(api: client.ApiClient) -> None:
