@@ -1028,8 +1028,8 @@ def _static(name: str) -> tuple[bytes, str] | None:
 
 
 def _encoded_static(registry: Registry, name: str) -> bytes | None:
-    if name.startswith("apis/") and name[5:] not in _builtin_groups(registry):
-        return None
+    if name.startswith("apis/") and not any(t.builtin for t in registry.group(name[5:])):
+        return None  # looks at that group's types only, not every group's
     found = _static(name)
     return found[0] if found is not None else None
 
