@@ -213,6 +213,11 @@ async def test_list_pages_through_continue_tokens(cluster: Cluster) -> None:
         c.name async for c in api.get("configmaps", namespace="kr8s-paging", label_selector="page")
     ]
     assert names == [f"p-{i:03}" for i in range(101)]
+    # the first page kr8s read ended with a continue token (the second page has one item)
+    params = {"labelSelector": "page", "limit": 100}
+    async with api.call_api("GET", namespace="kr8s-paging", url="configmaps", params=params) as r:
+        first = r.json()
+    assert len(first["items"]) == 100 and first["metadata"]["continue"]
 
 
 # -- errors -------------------------------------------------------------------------------
@@ -223,46 +228,28 @@ async def test_errors_carry_the_servers_status(cluster: Cluster, flavour: str) -
     """AlreadyExists, Conflict and Invalid arrive as ``kr8s.ServerError`` with the server's
     Status; NotFound as ``kr8s.NotFoundError`` (its cause the ServerError)."""
     name = f"err-{flavour}"
-    if flavour == "sync":
-        obj: Any = ConfigMap(cm(name), api=cluster.api)
-        obj.create()
-        stale = obj.metadata.resourceVersion
-        obj.patch({"data": {"n": "1"}})
-
-        def run(method: str, *args: Any, **kwargs: Any) -> Any:
-            return getattr(obj, method)(*args, **kwargs)
-
-        def again() -> Any:
-            return ConfigMap(cm(name), api=cluster.api).create()
-
-        gone: Any = ConfigMap(cm("err-ghost"), api=cluster.api)
-    else:
-        api = await cluster.aapi()
-        obj = AsyncConfigMap(cm(name), api=api)
-        await obj.create()
-        stale = obj.metadata.resourceVersion
-        await obj.patch({"data": {"n": "1"}})
-
-        def run(method: str, *args: Any, **kwargs: Any) -> Any:
-            return getattr(obj, method)(*args, **kwargs)
-
-        def again() -> Any:
-            return AsyncConfigMap(cm(name), api=api).create()
-
-        gone = AsyncConfigMap(cm("err-ghost"), api=api)
+    synchronous = flavour == "sync"
+    api = cluster.api if synchronous else await cluster.aapi()
+    make: Any = ConfigMap if synchronous else AsyncConfigMap
 
     async def call(result: Any) -> Any:
-        return (await result) if flavour == "async" else result
+        """A sync method's result, or an async method's awaited."""
+        return result if synchronous else await result
+
+    obj = make(cm(name), api=api)
+    await call(obj.create())
+    stale = obj.metadata.resourceVersion
+    await call(obj.patch({"data": {"n": "1"}}))
 
     with pytest.raises(kr8s.ServerError) as err:
-        await call(again())
+        await call(make(cm(name), api=api).create())
     status = status_of(err.value)
     assert (status["code"], status["reason"]) == (409, "AlreadyExists")
     assert status["message"] == str(err.value) == f'configmaps "{name}" already exists'
 
     # an optimistic-concurrency write with a stale resourceVersion
     with pytest.raises(kr8s.ServerError) as err:
-        await call(run("patch", {"metadata": {"resourceVersion": stale}, "data": {"n": "2"}}))
+        await call(obj.patch({"metadata": {"resourceVersion": stale}, "data": {"n": "2"}}))
     status = status_of(err.value)
     assert (status["code"], status["reason"]) == (409, "Conflict")
     assert status["message"] == (
@@ -271,12 +258,13 @@ async def test_errors_carry_the_servers_status(cluster: Cluster, flavour: str) -
     )
 
     with pytest.raises(kr8s.ServerError) as err:
-        await call(run("patch", {"metadata": {"labels": {"bad key!": "x"}}}))
+        await call(obj.patch({"metadata": {"labels": {"bad key!": "x"}}}))
     status = status_of(err.value)
     assert (status["code"], status["reason"]) == (422, "Invalid")
     assert status["message"].startswith(f'ConfigMap "{name}" is invalid: metadata.labels: ')
     assert status["details"]["causes"][0]["field"] == "metadata.labels"
 
+    gone = make(cm("err-ghost"), api=api)
     for method in ("refresh", "delete", "patch"):
         args = ({"data": {}},) if method == "patch" else ()
         with pytest.raises(kr8s.NotFoundError) as nf:
@@ -284,7 +272,7 @@ async def test_errors_carry_the_servers_status(cluster: Cluster, flavour: str) -
         status = status_of(nf.value)
         assert (status["code"], status["reason"]) == (404, "NotFound"), method
         assert status["message"] == 'configmaps "err-ghost" not found'
-    await call(run("delete"))
+    await call(obj.delete())
 
 
 # -- built-in workloads --------------------------------------------------------------------
