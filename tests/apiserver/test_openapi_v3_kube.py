@@ -459,3 +459,24 @@ async def test_conditional_get_stale_hash_and_content_types(app: ApiServer) -> N
     _, headers, _ = await _get(app, "/openapi/v3")
     status, _, body = await _get(app, "/openapi/v3", **{"if-none-match": headers["etag"]})
     assert (status, body) == (304, b"")
+
+
+def test_int_or_string_unfolds_as_kube_structural_unfold() -> None:
+    """An int-or-string node spelling the pattern already is left alone; one with an
+    ``anyOf`` of its own gets the pattern in front of its ``allOf``; one without any gets
+    it as ``anyOf`` (kube's ``Structural.Unfold``, as its CRD builder tests show)."""
+    pattern = [{"type": "integer"}, {"type": "string"}]
+    cases = [
+        ({"anyOf": pattern}, {"anyOf": pattern}),
+        ({"allOf": [{"anyOf": pattern}, {"minimum": 1}]}, None),
+        ({"anyOf": [{"minimum": 42}]}, {"anyOf": [{"minimum": 42}], "allOf": [{"anyOf": pattern}]}),
+        (
+            {"anyOf": [{"minimum": 42}], "allOf": [{"minimum": 42}]},
+            {"anyOf": [{"minimum": 42}], "allOf": [{"anyOf": pattern}, {"minimum": 42}]},
+        ),
+        ({}, {"anyOf": pattern}),
+    ]
+    for given, expected in cases:
+        node = {"x-kubernetes-int-or-string": True, **given}
+        out = openapi.published_schema(node, REF)
+        assert out == {"x-kubernetes-int-or-string": True, **(expected or given)}
