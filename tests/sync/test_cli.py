@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import json
-from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -12,16 +11,6 @@ from kubewerk.apiserver.server import EmbeddedServer
 from kubewerk.cli import main
 
 from .conftest import widget, widget_crd, write_manifests
-
-
-@pytest.fixture
-def two() -> Iterator[list[EmbeddedServer]]:
-    servers = [EmbeddedServer("memory").start_in_thread() for _ in range(2)]
-    try:
-        yield servers
-    finally:
-        for s in servers:
-            s.stop_thread()
 
 
 def test_diff_and_sync_round_trip(

@@ -11,7 +11,6 @@ from __future__ import annotations
 import asyncio
 import copy
 import json
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -26,22 +25,20 @@ from kubewerk.sync.drift import DriftController
 from kubewerk.sync.engine import sync
 from kubewerk.sync.keys import ObjectKey
 from kubewerk.sync.sources import ClusterSource, SourceError
-from kubewerk.testing import install_crds, wait_for
+from kubewerk.testing import install_crds
 
-from .conftest import widget, widget_crd, write_manifests
-from .test_namespaces import bare, configmap, gadget_crd, make_namespace
+from .conftest import (
+    bare,
+    configmap,
+    drifted_after_edit,
+    gadget_crd,
+    make_namespace,
+    widget,
+    widget_crd,
+    write_manifests,
+)
 
 TEAM_NS = {"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": "team"}}
-
-
-@pytest.fixture
-def two() -> Iterator[list[EmbeddedServer]]:
-    servers = [EmbeddedServer("memory").start_in_thread() for _ in range(2)]
-    try:
-        yield servers
-    finally:
-        for s in servers:
-            s.stop_thread()
 
 
 def unplaced(obj: dict[str, Any]) -> dict[str, Any]:
@@ -201,16 +198,9 @@ async def test_drift_watch_of_a_narrowed_target(clients: list[Client], tmp_path:
     targets = [ClusterSource("t", c, owns_client=False, namespace="team")]
     assert (await sync(source, targets, "git-wins")).ok
     await c.create(bare("Widget", "w", "default", size="elsewhere"))
-    ctl = DriftController(source, targets, registry=CollectorRegistry())
-    await ctl.start()
-    try:
-        rt = await c.resolve("sync.test/v1", "Widget")
-        await c.patch(rt, "w", {"spec": {"size": "edited"}}, "team", field_manager="edit")
-        w = ObjectKey("sync.test", "Widget", "team", "w")
-        await wait_for(lambda: w in ctl.drifted(0), 5, 0.01)
-        assert ctl.drifted(0) == {w: "differs from the source"}
-    finally:
-        await ctl.stop()
+    w = ObjectKey("sync.test", "Widget", "team", "w")
+    drifted = await drifted_after_edit(source, targets, "team", "w", {"size": "edited"})
+    assert drifted == {w: "differs from the source"}
     write_manifests(path, bare("Widget", "w", size="m"), bare("Widget", "x", "other"))
     fresh = clients[1]
     narrowed = [ClusterSource("u", fresh, owns_client=False, namespace="team")]

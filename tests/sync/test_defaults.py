@@ -9,7 +9,6 @@ One server for the module; each test works in its own namespace.
 
 from __future__ import annotations
 
-import asyncio
 import copy
 from collections.abc import Iterator
 from pathlib import Path
@@ -28,7 +27,7 @@ from kubewerk.sync.keys import ObjectKey
 from kubewerk.sync.sources import ClusterSource
 from kubewerk.testing import install_crds, wait_for
 
-from .conftest import widget, widget_crd, write_manifests
+from .conftest import served, widget, widget_crd, write_manifests
 
 DEPLOY = ("apps/v1", "Deployment")
 SERVICE = ("v1", "Service")
@@ -37,17 +36,12 @@ WIDGET = ("sync.test/v1", "Widget")
 
 @pytest.fixture(scope="module")
 def server() -> Iterator[EmbeddedServer]:
-    s = EmbeddedServer("memory").start_in_thread()
-
-    async def prepare() -> None:
+    async def prepare(s: EmbeddedServer) -> None:
         async with Client.from_url(s.url) as c:
             await install_crds(c, widget_crd())
 
-    try:
-        asyncio.run(prepare())
+    with served(prepare) as s:
         yield s
-    finally:
-        s.stop_thread()
 
 
 def deployment(name: str, ns: str, **container: Any) -> dict[str, Any]:

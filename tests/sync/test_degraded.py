@@ -8,7 +8,6 @@ and the test group's kinds, and nothing with CustomResourceDefinitions.
 
 from __future__ import annotations
 
-import asyncio
 import json
 from collections.abc import Iterator
 from pathlib import Path
@@ -27,7 +26,7 @@ from kubewerk.sync.keys import ObjectKey
 from kubewerk.sync.sources import ClusterSource
 from kubewerk.testing import install_crds, wait_for
 
-from .conftest import widget, widget_crd, write_manifests
+from .conftest import make_namespace, served, widget, widget_crd, write_manifests
 
 NO_CRDS = (
     "kubewerk: warning: cluster:dev: may not list CustomResourceDefinitions (403 Forbidden): "
@@ -63,39 +62,32 @@ def kubeconfig(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
     home = tmp_path_factory.mktemp("rbac")
     tokens = home / "tokens.csv"
     tokens.write_text('adm,adm,1,"system:masters"\ndev,dev,2\n')
-    server = EmbeddedServer("memory", token_auth_file=tokens, authorizer="RBAC")
-    server.start_in_thread()
     path = home / "kubeconfig"
-    path.write_text(
-        yaml.safe_dump(
-            {
-                "apiVersion": "v1",
-                "kind": "Config",
-                "clusters": [{"name": "c", "cluster": {"server": server.url}}],
-                "users": [{"name": u, "user": {"token": u}} for u in ("adm", "dev")],
-                "contexts": [
-                    {"name": u, "context": {"cluster": "c", "user": u, "namespace": "team"}}
-                    for u in ("adm", "dev")
-                ],
-                "current-context": "adm",
-            }
-        )
-    )
 
-    async def prepare() -> None:
+    async def prepare(server: EmbeddedServer) -> None:
+        path.write_text(
+            yaml.safe_dump(
+                {
+                    "apiVersion": "v1",
+                    "kind": "Config",
+                    "clusters": [{"name": "c", "cluster": {"server": server.url}}],
+                    "users": [{"name": u, "user": {"token": u}} for u in ("adm", "dev")],
+                    "contexts": [
+                        {"name": u, "context": {"cluster": "c", "user": u, "namespace": "team"}}
+                        for u in ("adm", "dev")
+                    ],
+                    "current-context": "adm",
+                }
+            )
+        )
         async with Client.from_kubeconfig(str(path), "adm") as adm:
             await install_crds(adm, widget_crd())
-            await adm.create(
-                {"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": "team"}}
-            )
+            await make_namespace(adm, "team")
             for obj in DEV_ROLE:
                 await adm.create(obj)
 
-    try:
-        asyncio.run(prepare())
+    with served(prepare, token_auth_file=tokens, authorizer="RBAC"):
         yield str(path)
-    finally:
-        server.stop_thread()
 
 
 def deployment(name: str) -> dict[str, Any]:

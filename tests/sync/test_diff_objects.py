@@ -10,42 +10,28 @@ from kubewerk.core.patch import json_patch
 from kubewerk.sync import ANY, diff_objects, same_value, strip_server_fields
 from kubewerk.sync.shapes import ShapeReader
 
-SCHEMA: dict[str, Any] = {
-    "type": "object",
-    "properties": {
-        "spec": {
-            "type": "object",
-            "properties": {
-                "tags": {
-                    "type": "array",
-                    "items": {"type": "string"},
-                    "x-kubernetes-list-type": "set",
+from .conftest import widget_schema
+
+SCHEMA: dict[str, Any] = widget_schema()
+SCHEMA["properties"]["spec"]["properties"].update(
+    {
+        "ports": {
+            "type": "array",
+            "x-kubernetes-list-type": "map",
+            "x-kubernetes-list-map-keys": ["name", "protocol"],
+            "items": {
+                "type": "object",
+                "properties": {
+                    "name": {"type": "string"},
+                    "protocol": {"type": "string"},
+                    "port": {"type": "integer"},
                 },
-                "order": {"type": "array", "items": {"type": "string"}},
-                "ports": {
-                    "type": "array",
-                    "x-kubernetes-list-type": "map",
-                    "x-kubernetes-list-map-keys": ["name", "protocol"],
-                    "items": {
-                        "type": "object",
-                        "properties": {
-                            "name": {"type": "string"},
-                            "protocol": {"type": "string"},
-                            "port": {"type": "integer"},
-                        },
-                    },
-                },
-                "memory": {
-                    "x-kubernetes-int-or-string": True,
-                    "anyOf": [{"type": "integer"}, {"type": "string"}],
-                },
-                "replicas": {"type": "integer"},
-                "name": {"type": "string"},
-                "free": {"type": "object", "x-kubernetes-preserve-unknown-fields": True},
             },
-        }
-    },
-}
+        },
+        "name": {"type": "string"},
+        "free": {"type": "object", "x-kubernetes-preserve-unknown-fields": True},
+    }
+)
 SHAPE = ShapeReader().shape(SCHEMA)
 
 

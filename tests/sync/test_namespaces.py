@@ -14,61 +14,31 @@ from typing import Any
 
 import orjson
 import pytest
-from prometheus_client import CollectorRegistry
 
 from kubewerk.client import CONFIGMAP, Client
 from kubewerk.client.errors import NotFound
 from kubewerk.sync import LAST_SYNCED_ANNOTATION, diff_sources, load
 from kubewerk.sync.apply import apply_object
 from kubewerk.sync.compare import _discover_scopes, index_entries
-from kubewerk.sync.drift import DriftController
 from kubewerk.sync.engine import ADOPTED, sync
 from kubewerk.sync.keys import GroupKind, ObjectKey
 from kubewerk.sync.schemas import KindSchemas
 from kubewerk.sync.sources import ClusterSource, Entry, SourceError
-from kubewerk.testing import install_crds, wait_for
+from kubewerk.testing import install_crds
 
-from .conftest import widget_crd, write_manifests
+from .conftest import (
+    bare,
+    configmap,
+    drifted_after_edit,
+    gadget_crd,
+    make_namespace,
+    target,
+    widget_crd,
+    write_manifests,
+)
 
 GADGET = GroupKind("sync.test", "Gadget")
 WIDGET = GroupKind("sync.test", "Widget")
-
-
-def gadget_crd() -> dict[str, Any]:
-    """A cluster-scoped kind (the Widget CRD's schema, scope Cluster)."""
-    crd = widget_crd()
-    crd["metadata"]["name"] = "gadgets.sync.test"
-    crd["spec"]["scope"] = "Cluster"
-    crd["spec"]["names"] = {
-        "plural": "gadgets",
-        "singular": "gadget",
-        "kind": "Gadget",
-        "listKind": "GadgetList",
-    }
-    return crd
-
-
-def bare(kind: str, name: str, namespace: Any = None, **spec: Any) -> dict[str, Any]:
-    """A manifest as a user writes it: no namespace unless given (any value, even null)."""
-    meta: dict[str, Any] = {"name": name}
-    if namespace is not None:
-        meta["namespace"] = namespace
-    return {"apiVersion": "sync.test/v1", "kind": kind, "metadata": meta, "spec": spec}
-
-
-def configmap(name: str, namespace: str | None = None) -> dict[str, Any]:
-    meta: dict[str, Any] = {"name": name}
-    if namespace is not None:
-        meta["namespace"] = namespace
-    return {"apiVersion": "v1", "kind": "ConfigMap", "metadata": meta, "data": {"a": "b"}}
-
-
-def target(client: Client, name: str = "t") -> ClusterSource:
-    return ClusterSource(name, client, owns_client=False)
-
-
-async def make_namespace(client: Client, name: str) -> None:
-    await client.create({"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": name}})
 
 
 def summary_and_changes(report: Any) -> tuple[dict[str, int], dict[str, Any]]:
@@ -282,17 +252,10 @@ async def test_drift_of_a_manifest_without_namespace(clients: list[Client], tmp_
     source = load(str(path))
     targets = [target(c, "a")]
     assert (await sync(source, targets, "git-wins")).ok
-    ctl = DriftController(source, targets, registry=CollectorRegistry())
-    await ctl.start()
-    try:
-        rt = await c.resolve("sync.test/v1", "Widget")
-        await c.patch(rt, "v", {"spec": {"size": "edited"}}, "default", field_manager="edit")
-        v = ObjectKey("sync.test", "Widget", "default", "v")
-        # the list (which checks w) is handled before the edit's event
-        await wait_for(lambda: v in ctl.drifted(0), 5, 0.01)
-        assert ctl.drifted(0) == {v: "differs from the source"}
-    finally:
-        await ctl.stop()
+    v = ObjectKey("sync.test", "Widget", "default", "v")
+    # the list (which checks w) is handled before the edit's event
+    drifted = await drifted_after_edit(source, targets, "default", "v", {"size": "edited"})
+    assert drifted == {v: "differs from the source"}
 
 
 def test_index_entries_places_copies() -> None:
