@@ -179,8 +179,7 @@ async def prepare_schemas(
                     schemas.add_openapi_v2(doc)
                 elif crds is None:
                     source.warn(
-                        "/openapi/v2 cannot be read either: lists of custom kinds compare "
-                        "in order"
+                        "/openapi/v2 cannot be read either: lists of custom kinds compare in order"
                     )
     for source in (right, left):
         if isinstance(source, ClusterSource):

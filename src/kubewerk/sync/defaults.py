@@ -89,9 +89,7 @@ def without_defaults(state: Any, manifest: Any, defaulted: Any, shape: Shape) ->
             items: list[Any] = []
             for item in state:
                 found = pairs.get(_item_key(item, shape.keys))
-                items.append(
-                    without_defaults(item, found[0], found[1], element) if found else item
-                )
+                items.append(without_defaults(item, found[0], found[1], element) if found else item)
             return items
         if len(state) == len(manifest) == len(defaulted):
             return [

@@ -40,13 +40,13 @@ the others go on; running the sync again resumes it (only what still differs is 
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Mapping, Sequence
+from collections.abc import Collection, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Final
 
 from kubewerk.client import Client, ServerUnreachable
-from kubewerk.client.errors import ApiError, NotFound
+from kubewerk.client.errors import ApiError, Forbidden, NotFound
 from kubewerk.model import REFERENCES_ANNOTATION, parse_references
 from kubewerk.sync.apply import Policy, apply_object, delete_object, desired_state, last_synced
 from kubewerk.sync.compare import (
@@ -248,21 +248,91 @@ def _failed(report: TargetReport, exc: Exception) -> TargetReport:
     return report
 
 
-async def _read_target(source: Source, source_entries: list[Entry], target: ClusterSource) -> _Plan:
+PRUNED_KINDS: Final[dict[GroupKind, str]] = {
+    GroupKind("", "ConfigMap"): "v1",
+    GroupKind("", "Endpoints"): "v1",
+    GroupKind("", "PersistentVolumeClaim"): "v1",
+    GroupKind("", "Pod"): "v1",
+    GroupKind("", "ReplicationController"): "v1",
+    GroupKind("", "Secret"): "v1",
+    GroupKind("", "Service"): "v1",
+    GroupKind("batch", "Job"): "batch/v1",
+    GroupKind("batch", "CronJob"): "batch/v1",
+    GroupKind("networking.k8s.io", "Ingress"): "networking.k8s.io/v1",
+    GroupKind("apps", "DaemonSet"): "apps/v1",
+    GroupKind("apps", "Deployment"): "apps/v1",
+    GroupKind("apps", "ReplicaSet"): "apps/v1",
+    GroupKind("apps", "StatefulSet"): "apps/v1",
+}
+"""The namespaced built-in kinds ``--prune`` looks at in the namespaces the source
+writes to even when the source holds none of them any more (its last ConfigMap
+removed): the namespaced part of ``kubectl apply --prune``'s default allowlist, which
+kubectl too prunes only in the namespaces it applied to."""
+
+
+def _crd_kinds(entries: Sequence[Entry]) -> dict[GroupKind, str]:
+    """The kinds the source's CRDs define, at their storage version."""
+    out: dict[GroupKind, str] = {}
+    for e in entries:
+        if _gk(e.obj) != _CRD:
+            continue
+        spec = e.obj.get("spec") or {}
+        names = spec.get("names") or {}
+        versions = [v for v in spec.get("versions") or () if isinstance(v, Mapping)]
+        stored = [v for v in versions if v.get("storage")] or versions
+        group, kind = spec.get("group"), names.get("kind")
+        if isinstance(group, str) and isinstance(kind, str) and stored:
+            out.setdefault(GroupKind(group, kind), f"{group}/{stored[0].get('name')}")
+    return out
+
+
+async def _prunable(
+    target: ClusterSource, kinds: Mapping[GroupKind, str], namespaces: Sequence[str]
+) -> list[Entry]:
+    """The objects ``--prune`` reads beyond the source's own kinds (``kinds``): those of
+    :data:`PRUNED_KINDS` in each of ``namespaces`` (the namespaces the source writes
+    to). A kind this user may not list there is left out with a warning on ``target``."""
+    out: list[Entry] = []
+    for ns in namespaces:
+        view = ClusterSource(target.name, target.client, owns_client=False, namespace=ns)
+        for gk, av in PRUNED_KINDS.items():
+            if gk in kinds:
+                continue
+            try:
+                out.extend(await view.objects({gk: av}))
+            except Forbidden:
+                target.warn(f"may not list {gk} in {ns} (403 Forbidden): none is pruned there")
+    return out
+
+
+async def _read_target(
+    source: Source, source_entries: list[Entry], target: ClusterSource, prune: bool = False
+) -> _Plan:
     """The read phase of one target: nothing is written. A target that cannot be read is
     its own result (``unreachable`` or ``failed``); a manifest
-    :func:`place_manifests` refuses raises out (:class:`SourceError`)."""
+    :func:`place_manifests` refuses raises out (:class:`SourceError`). With ``prune``,
+    the kinds of the source's CRDs are read too, and :func:`_prunable`'s objects."""
     plan = _Plan(target, TargetReport(target.name))
     try:
         kinds: dict[GroupKind, str] = {}
         for e in source_entries:
             kinds.setdefault(_gk(e.obj), str(e.obj.get("apiVersion")))
+        if prune:
+            for gk, av in _crd_kinds(source_entries).items():
+                kinds.setdefault(gk, av)
         live_entries = await target.objects(kinds)
         plan.schemas = await prepare_schemas(source, source_entries, target, live_entries)
     except (ServerUnreachable, ApiError, TimeoutError, SourceError) as exc:
         _failed(plan.report, exc)
         return plan
     plan.src = place_manifests(source, source_entries, plan.schemas, target)
+    if prune:
+        visited = sorted({k.namespace for k in plan.src if k.namespace})
+        try:
+            live_entries = [*live_entries, *await _prunable(target, kinds, visited)]
+        except (ServerUnreachable, ApiError, TimeoutError) as exc:
+            _failed(plan.report, exc)
+            return plan
     plan.live = index_entries(live_entries, plan.schemas, manifests=False)
     plan.readable = True
     return plan
@@ -292,7 +362,7 @@ async def _sync_target(
                     await _wait_established(target, crds_applied)
                 crds_applied = []
             result = await _sync_object(
-                target, key, src[key].obj, _obj(live.get(key)), policy, schemas, dry_run
+                target, key, src[key].obj, _obj(live.get(key)), policy, schemas, dry_run, src
             )
             report.results.append(result)
             if key.group_kind == _CRD and result.action in ("created", "updated"):
@@ -323,7 +393,11 @@ async def _sync_object(
     policy: Policy,
     schemas: KindSchemas,
     dry_run: bool,
+    planned: Collection[ObjectKey] = (),
 ) -> ObjectResult:
+    """Sync one object under ``policy``. ``planned``: every key this sync writes (a
+    dry run that meets a missing namespace or kind those would have made reports the
+    object ``created``, saying so, instead of ``failed``)."""
     client = target.client
     try:
         desired = desired_state(obj)
@@ -350,8 +424,9 @@ async def _sync_object(
             dry_run=dry_run,
         )
     except NotFound as exc:
-        if dry_run:
-            return ObjectResult(key, "created", f"dry run: {exc} (its CRD is created first)")
+        made_first = _made_first(key, exc, planned, schemas) if dry_run else None
+        if made_first is not None:
+            return ObjectResult(key, "created", f"dry run: {exc} ({made_first})")
         return ObjectResult(key, "failed", str(exc))
     except ApiError as exc:
         return ObjectResult(key, "failed", str(exc))
@@ -362,6 +437,25 @@ async def _sync_object(
     if result.action == "updated" and live_obj is not None and last_synced(live_obj) is None:
         return ObjectResult(key, "updated", ADOPTED)
     return ObjectResult(key, result.action)
+
+
+def _made_first(
+    key: ObjectKey, exc: NotFound, planned: Collection[ObjectKey], schemas: KindSchemas
+) -> str | None:
+    """Why a dry-run write of ``key`` met ``exc`` although the sync would succeed: the
+    namespace it goes to, or the CRD serving its kind, is among ``planned`` (created
+    earlier by the same sync, which a dry run does not do). None when neither is: the
+    real sync would fail the same way."""
+    details = exc.details or {}
+    if details.get("kind") == "namespaces" and key.namespace:
+        if ObjectKey("", "Namespace", "", key.namespace) in planned:
+            return f"its namespace {key.namespace} is created first"
+        return None
+    crd = schemas.crd(key.group_kind)
+    name = ((crd or {}).get("metadata") or {}).get("name")
+    if isinstance(name, str) and ObjectKey(_CRD.group, _CRD.kind, "", name) in planned:
+        return "its CRD is created first"
+    return None
 
 
 async def _merge(
@@ -495,7 +589,8 @@ async def sync(
         raise ValueError("cluster-wins writes one cluster's state back: give exactly one target")
     entries = await source.objects()
     read = await asyncio.gather(
-        *(_read_target(source, entries, t) for t in targets), return_exceptions=True
+        *(_read_target(source, entries, t, prune and policy != "cluster-wins") for t in targets),
+        return_exceptions=True,
     )
     plans: list[_Plan] = []
     for outcome in read:
