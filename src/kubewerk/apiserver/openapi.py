@@ -1,17 +1,26 @@
 """OpenAPI v3 documents (``/openapi/v3``), built from the CRD schemas and the built-in kinds.
 
-Each group-version document carries, for every kind, a schema named as kube-apiserver
-names it (``com.example.v1.Widget``) with ``x-kubernetes-group-version-kind``, and paths
-whose operations list the ``fieldValidation`` parameter: that is how ``kubectl`` decides
-to leave validation to the server and how ``kubectl explain`` finds a kind's fields.
+The route model (``Operation``, ``PathItem``, ``resource_paths``) says what kube-apiserver
+publishes for a served type: its installer's paths for built-in kinds, its CRD OpenAPI
+builder's for custom resources (operationIds such as ``readAppsV1NamespacedDeployment``,
+parameters by name, bodies, responses, ``x-kubernetes-action`` and
+``x-kubernetes-group-version-kind``; the ``fieldValidation`` parameter on writes is how
+``kubectl`` decides to leave validation to the server). This module renders it as v3;
+``openapi_v2`` renders the same model as Swagger 2.0.
 
-A built-in kind marked ``vendored_openapi`` (every kind ``apiserver.builtins`` declares)
-is served with its vendored definition (``kinds.k8s_openapi``: the published Kubernetes
-definitions) and every definition it references, as
-kube-apiserver serves them; ObjectMeta is the vendored one too. Others (and custom
-resources) use ``ServedResource.schemas``. Each group-version's document (and its hash)
-is built on first request and kept until a type of that group changes
-(``Registry.memo``), so a change to one CRD rebuilds one group's documents, not all.
+Each group-version document carries, for every kind, a schema named as kube-apiserver
+names it (``com.example.v1.Widget``) with ``x-kubernetes-group-version-kind``. A built-in
+kind marked ``vendored_openapi`` (every kind ``apiserver.builtins`` declares) is served
+with its vendored definition and its list kind's (``kinds.k8s_openapi``: the published
+Kubernetes definitions) and every definition they reference; a custom resource with its
+structural schema as the CRD builder publishes it (``published_schema``) and a list kind
+built here. The shared definitions (ObjectMeta, Status, DeleteOptions, Patch, Scale) are
+always the vendored ones. ``index`` lists every group-version and the discovery and
+``/version`` documents (``static_document``) with kube-openapi's content hashes;
+``serve`` answers as kube-openapi's handler (ETag, 304, ``?hash=``). Each group-version's
+document (and its hash) is built on first request and kept until a type of that group
+changes (``Registry.memo``), so a change to one CRD rebuilds one group's documents, not
+all; nothing a request does costs more than its own group.
 """
 
 from __future__ import annotations
