@@ -605,3 +605,57 @@ def test_manifests_from_files_ownership_and_garbage_collection(
     owner.delete()  # background propagation: the garbage collector deletes the ConfigMap
     owned.wait("delete", timeout=5)
     assert not owner.exists()
+
+
+async def test_in_cluster_service_account(
+    cluster: Cluster, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """kr8s inside a pod: the mounted token, CA and namespace, KUBERNETES_SERVICE_HOST/PORT;
+    its whoami needs ``system:auth-delegator`` (TokenReview), as on a cluster."""
+    api = await cluster.aapi()
+    objects = [
+        {"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": "kr8s-sa"}},
+        {"apiVersion": "v1", "kind": "ServiceAccount", "metadata": {"name": "robot"}},
+    ]
+    subject = [{"kind": "ServiceAccount", "name": "robot", "namespace": "kr8s-sa"}]
+    objects += [
+        {
+            "apiVersion": "rbac.authorization.k8s.io/v1",
+            "kind": kind,
+            "metadata": {"name": f"robot-{role}"},
+            "roleRef": {
+                "apiGroup": "rbac.authorization.k8s.io",
+                "kind": "ClusterRole",
+                "name": role,
+            },
+            "subjects": subject,
+        }
+        for kind, role in (("ClusterRoleBinding", "system:auth-delegator"), ("RoleBinding", "view"))
+    ]
+    for spec in objects:
+        obj = kr8s.asyncio.objects.object_from_spec(spec, api=api)
+        obj.namespace = "kr8s-sa"
+        await obj.create()
+    mount = tmp_path / "serviceaccount"
+    mount.mkdir()
+    (mount / "token").write_text(cluster.server.service_account_token("kr8s-sa", "robot"))
+    assert cluster.server.pki is not None
+    (mount / "ca.crt").write_bytes(cluster.server.pki.ca_pem)
+    (mount / "namespace").write_text("kr8s-sa")
+    port = cluster.server.url.rsplit(":", 1)[1]
+    monkeypatch.setenv("KUBERNETES_SERVICE_HOST", "127.0.0.1")
+    monkeypatch.setenv("KUBERNETES_SERVICE_PORT", port)
+    # the namespace is given: kr8s never reads the mounted ``namespace`` file, its check
+    # ``if self.namespace is None`` meets a property that falls back to "default"
+    # (kr8s/_auth.py KubeAuth._load_service_account and KubeAuth.namespace, 0.20)
+    robot = await kr8s.asyncio.api(
+        kubeconfig=str(tmp_path / "absent"), serviceaccount=str(mount), namespace="kr8s-sa"
+    )
+    assert await robot.whoami() == "system:serviceaccount:kr8s-sa:robot"
+    assert [c.name async for c in robot.get("configmaps")] == ["kube-root-ca.crt"]
+    with pytest.raises(kr8s.ServerError) as err:
+        await AsyncConfigMap(cm("nope", "kr8s-sa"), api=robot).create()
+    assert status_of(err.value)["message"] == (
+        'configmaps is forbidden: User "system:serviceaccount:kr8s-sa:robot" cannot create '
+        'resource "configmaps" in API group "" in the namespace "kr8s-sa"'
+    )
