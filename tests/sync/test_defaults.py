@@ -275,3 +275,35 @@ async def test_drift_ignores_defaults_and_sees_a_changed_default(
     finally:
         await ctl.stop()
         await target.close()
+
+
+async def test_cluster_wins_keeps_what_the_server_converted(
+    server: EmbeddedServer, tmp_path: Path
+) -> None:
+    """A Secret written with ``stringData`` is stored as ``data``: not a difference, and
+    when its document is written back (a label the cluster added) the content is kept,
+    as the cluster stores it, rather than dropped as if the server had defaulted it."""
+    ns = "d-secret"
+    secret = {
+        "apiVersion": "v1",
+        "kind": "Secret",
+        "metadata": {"name": "s", "namespace": ns},
+        "stringData": {"password": "hunter2"},
+    }
+    _, target = await synced(server.url, tmp_path, ns, secret)
+    try:
+        assert await changes(tmp_path, target, ns) == {}
+        await edit(target, ("v1", "Secret"), "s", ns, {"metadata": {"labels": {"team": "a"}}})
+        report = await sync(load(str(tmp_path)), [target], "cluster-wins")
+        assert actions(report, ns)[f"Secret {ns}/s"] == "written"
+        docs = list(yaml.safe_load_all((tmp_path / "all.yaml").read_text()))
+        assert docs[-1] == {
+            "apiVersion": "v1",
+            "kind": "Secret",
+            "metadata": {"name": "s", "namespace": ns, "labels": {"team": "a"}},
+            "data": {"password": "aHVudGVyMg=="},
+            "type": "Opaque",
+        }
+        assert await changes(tmp_path, target, ns) == {}
+    finally:
+        await target.close()

@@ -26,9 +26,14 @@ unchanged.
 Objects are applied in dependency order: Namespaces, then CRDs (waited for until
 Established), then the rest with each object after the objects its kind's lifecycle refs
 name (the CRD annotation ``kubewerk.dev/references``), else in key order. With
-``prune``, objects a previous sync created (they carry the last-synced annotation) of the
-source's kinds that the source no longer holds are deleted (cluster-wins: removed from the
-manifests); without it they are reported as ``extra``. ``dry_run`` writes nothing (the
+``prune``, objects a previous sync created (they carry the last-synced annotation) that
+the source no longer holds are deleted (cluster-wins: removed from the manifests) —
+of the source's kinds, the kinds of its CRDs, and (git-wins, merge) the namespaced kinds
+of ``kubectl apply --prune``'s default allowlist in the namespaces the source writes to
+(:data:`PRUNED_KINDS`); without it those of the source's kinds are reported as
+``extra``. The cluster's defaults are no difference under any policy: ``merge`` defaults
+the base and the source before merging, ``cluster-wins`` compares and writes back
+through :mod:`~kubewerk.sync.defaults`. ``dry_run`` writes nothing (the
 server's dry run answers for cluster writes). A second run with nothing changed reports
 every object ``unchanged``.
 
@@ -62,6 +67,7 @@ from kubewerk.sync.keys import GroupKind, ObjectKey
 from kubewerk.sync.merge3 import merge3
 from kubewerk.sync.normalize import strip_server_fields
 from kubewerk.sync.schemas import KindSchemas
+from kubewerk.sync.shapes import Shape
 from kubewerk.sync.sources import (
     _CRD_RT,
     ClusterSource,
@@ -523,8 +529,8 @@ async def _write_back(
                     report.results.append(ObjectResult(key, "unchanged"))
                     continue
                 assert s.path is not None
-                edits.setdefault(s.path, {})[s.index] = without_defaults(
-                    state, written, wanted, shape
+                edits.setdefault(s.path, {})[s.index] = await _written_back(
+                    target, state, s.obj, wanted, cobj, schemas, shape
                 )
             else:
                 new_objects.append((key, state))
@@ -555,6 +561,27 @@ async def _write_back(
             else:
                 with root.open("a") as fh:
                     fh.write("---\n" + dump_manifests([state]))
+
+
+async def _written_back(
+    target: ClusterSource,
+    state: dict[str, Any],
+    manifest: Mapping[str, Any],
+    wanted: dict[str, Any],
+    live: Mapping[str, Any],
+    schemas: KindSchemas,
+    shape: Shape,
+) -> dict[str, Any]:
+    """The document written back for a changed object: the cluster's ``state`` without
+    what defaulting alone added to ``manifest`` (:func:`without_defaults`), provided the
+    cluster stores that document as ``state`` again (checked the way ``diff`` compares,
+    one more dry run for a built-in kind); else ``state`` whole. A server that does more
+    than default (a Secret's ``stringData`` becomes ``data``) must not lose a field."""
+    reduced: dict[str, Any] = without_defaults(state, strip_server_fields(manifest), wanted, shape)
+    if reduced == state:
+        return state
+    again = await defaulted_state(target.client, reduced, live, schemas)
+    return reduced if same_value(again, state, shape) else state
 
 
 def _as_written(state: dict[str, Any] | None, doc: Mapping[str, Any]) -> dict[str, Any] | None:
