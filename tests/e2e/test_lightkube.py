@@ -10,6 +10,7 @@ real cluster's kubeconfig has it. Each test works in its own namespace."""
 from __future__ import annotations
 
 import asyncio
+import itertools
 import threading
 import time
 from collections.abc import AsyncIterator, Iterator
@@ -322,6 +323,16 @@ def test_watch_events_resume_and_410(lk: Client, server: EmbeddedServer) -> None
         next(iter(lk.watch(ConfigMap, namespace=ns, resource_version=rv, server_timeout=5)))
     assert expired.value.status.code == 410 and expired.value.status.reason == "Expired"
     assert expired.value.status.message.startswith("too old resource version: ")
+    # on_error_retry restarts the watch without a resourceVersion after the 410: the
+    # current objects come as ADDED
+    from lightkube.types import on_error_retry
+
+    restarted = lk.watch(
+        ConfigMap, namespace=ns, resource_version=rv, server_timeout=5, on_error=on_error_retry
+    )
+    current = [(kind, obj.metadata.name) for kind, obj in itertools.islice(restarted, 2)]
+    restarted.close()
+    assert current == [("ADDED", "b"), ("ADDED", ROOT_CA)]
 
 
 def test_errors_are_api_errors_with_the_status(lk: Client) -> None:
