@@ -21,9 +21,11 @@ from prometheus_client import CollectorRegistry
 from kubewerk.apiserver.server import EmbeddedServer
 from kubewerk.client import Client
 from kubewerk.sync import diff_sources, load
+from kubewerk.sync.defaults import without_defaults
 from kubewerk.sync.drift import DriftController
 from kubewerk.sync.engine import sync
 from kubewerk.sync.keys import ObjectKey
+from kubewerk.sync.shapes import ShapeReader
 from kubewerk.sync.sources import ClusterSource
 from kubewerk.testing import install_crds, wait_for
 
@@ -307,3 +309,72 @@ async def test_cluster_wins_keeps_what_the_server_converted(
         assert await changes(tmp_path, target, ns) == {}
     finally:
         await target.close()
+
+
+PORTS = ShapeReader().shape(
+    {
+        "type": "object",
+        "properties": {
+            "ports": {
+                "type": "array",
+                "x-kubernetes-list-type": "map",
+                "x-kubernetes-list-map-keys": ["containerPort", "protocol"],
+                "items": {"type": "object"},
+            },
+            "args": {"type": "array", "items": {"type": "object"}},
+        },
+    }
+)
+WITHOUT_DEFAULTS = [
+    (
+        "a key field only defaulting filled in still pairs the item",
+        {"ports": [{"containerPort": 80, "protocol": "TCP", "name": "x"}]},
+        {"ports": [{"containerPort": 80}]},
+        {"ports": [{"containerPort": 80, "protocol": "TCP"}]},
+        {"ports": [{"containerPort": 80, "name": "x"}]},
+    ),
+    (
+        "of a changed defaulted map only the changed part",
+        {"strategy": {"type": "RollingUpdate", "rollingUpdate": {"maxSurge": "50%", "u": 1}}},
+        {},
+        {"strategy": {"type": "RollingUpdate", "rollingUpdate": {"maxSurge": "25%", "u": 1}}},
+        {"strategy": {"rollingUpdate": {"maxSurge": "50%"}}},
+    ),
+    (
+        "a key only defaulting gave goes; one the manifest writes stays, even at its default",
+        {"a": 1, "b": 2},
+        {"a": 1},
+        {"a": 1, "b": 2},
+        {"a": 1},
+    ),
+    (
+        "a key the cluster added that defaulting does not give stays",
+        {"a": 1, "c": 3},
+        {"a": 1},
+        {"a": 1},
+        {"a": 1, "c": 3},
+    ),
+    (
+        "an atomic list pairs by position when the lengths agree",
+        {"args": [{"v": 1, "d": 0}, {"v": 2, "d": 5}]},
+        {"args": [{"v": 1}, {"v": 2}]},
+        {"args": [{"v": 1, "d": 0}, {"v": 2, "d": 0}]},
+        {"args": [{"v": 1}, {"v": 2, "d": 5}]},
+    ),
+    (
+        "an atomic list of another length stays whole",
+        {"args": [{"v": 1, "d": 0}, {"v": 2, "d": 0}]},
+        {"args": [{"v": 1}]},
+        {"args": [{"v": 1, "d": 0}]},
+        {"args": [{"v": 1, "d": 0}, {"v": 2, "d": 0}]},
+    ),
+]
+
+
+@pytest.mark.parametrize(
+    ("state", "manifest", "defaulted", "expected"),
+    [case[1:] for case in WITHOUT_DEFAULTS],
+    ids=[case[0] for case in WITHOUT_DEFAULTS],
+)
+def test_without_defaults(state: Any, manifest: Any, defaulted: Any, expected: Any) -> None:
+    assert without_defaults(state, manifest, defaulted, PORTS) == expected
