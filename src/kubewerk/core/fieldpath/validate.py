@@ -58,16 +58,17 @@ def _walk(value: Any, node: TypeNode, path: str, out: list[str]) -> None:
 def _walk_map(value: dict[str, Any], walk: TypeNode, path: str, out: list[str]) -> None:
     if walk.kind != MAP:
         return
-    undeclared = ""
-    for key in sorted(value):
+    undeclared: str | None = None
+    closed = walk.closed
+    for key, sub in value.items():  # the errors are sorted at the end: any order will do
         declared = walk.declared(key)
-        if declared is None and walk.closed:
-            undeclared = undeclared or key
+        if declared is None and closed:
+            if undeclared is None or key < undeclared:
+                undeclared = key
             continue
-        sub = value[key]
         if type(sub) is dict or type(sub) is list:
             _walk(sub, declared if declared is not None else walk.element(), f"{path}.{key}", out)
-    if undeclared:
+    if undeclared is not None:
         _report(out, f"{path}.{undeclared}", "field not declared in schema")
 
 
