@@ -311,6 +311,31 @@ async def test_cluster_wins_keeps_what_the_server_converted(
         await target.close()
 
 
+async def test_cluster_wins_leaves_the_namespace_to_placement(
+    server: EmbeddedServer, tmp_path: Path
+) -> None:
+    """A manifest that named no namespace (placed by -n) is written back without one."""
+    ns = "d-placed"
+    target = ClusterSource(server.url, Client.from_url(server.url), namespace=ns)
+    try:
+        await target.client.create(
+            {"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": ns}}
+        )
+        w = widget("w", ns)
+        del w["metadata"]["namespace"]
+        write_manifests(tmp_path / "w.yaml", w)
+        assert (await sync(load(str(tmp_path)), [target], "git-wins")).ok
+        await edit(target, WIDGET, "w", ns, {"spec": {"size": "large"}})
+        report = await sync(load(str(tmp_path)), [target], "cluster-wins")
+        assert actions(report, ns) == {f"Widget.sync.test {ns}/w": "written"}
+        assert yaml.safe_load((tmp_path / "w.yaml").read_text()) == {
+            **w,
+            "spec": {"size": "large"},
+        }
+    finally:
+        await target.close()
+
+
 PORTS = ShapeReader().shape(
     {
         "type": "object",
