@@ -334,3 +334,16 @@ async def test_an_undeclared_field_in_a_keyed_item_is_named_by_the_key(api: Api)
         '  .spec.groups[name="g"].members[id=7].rank: field not declared in schema\n'
         '  .spec.ports[name="a"].colour: field not declared in schema'
     )
+
+
+async def test_a_built_in_undeclared_field_names_its_item_by_keys_and_key_defaults(
+    api: Api,
+) -> None:
+    config = _deployment("d3", [], ports=[{"containerPort": 80, "hostPortt": 1}])
+    status, err = await apply(api, DEPLOYMENTS, config, "fieldManager=one")
+    assert status == 400
+    assert err["message"] == (
+        "failed to create typed patch object (default/d3; apps/v1, Kind=Deployment): "
+        '.spec.template.spec.containers[name="c"].ports[containerPort=80,protocol="TCP"]'
+        ".hostPortt: field not declared in schema"
+    )

@@ -24,7 +24,7 @@ from typing import Any
 
 import orjson
 
-from kubewerk.apiserver.fieldmanager.typed import joined_errors, typed_patch_error
+from kubewerk.apiserver.fieldmanager.typed import KEY_DEFAULTS, joined_errors, typed_patch_error
 from kubewerk.apiserver.registry import ServedResource
 from kubewerk.core import meta as metautil
 from kubewerk.core.errors import ApiError, FieldError
@@ -70,7 +70,7 @@ def _builtins() -> OpenApiTypes:
     if _builtin_types is None:
         from kubewerk.apiserver.kinds import k8s_openapi
 
-        _builtin_types = OpenApiTypes(k8s_openapi.definitions(), {"protocol": "TCP"})
+        _builtin_types = OpenApiTypes(k8s_openapi.definitions(), KEY_DEFAULTS)
     return _builtin_types
 
 

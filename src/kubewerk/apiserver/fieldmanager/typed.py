@@ -14,10 +14,16 @@ from __future__ import annotations
 
 from typing import Any, Final
 
-import orjson
-
 from kubewerk.apiserver.kinds import k8s_openapi
 from kubewerk.core.errors import ApiError
+from kubewerk.core.fieldpath import ListItemError, OpenApiTypes
+from kubewerk.core.fieldpath.path import element_string
+from kubewerk.core.fieldpath.typed import item_element
+from kubewerk.core.fieldpath.types import ATOMIC, LIST
+
+KEY_DEFAULTS: Final = {"protocol": "TCP"}
+"""Defaults of list-map keys the published definitions leave undeclared (kube's built-in
+apply schema defaults every ``protocol`` key to "TCP")."""
 
 JSON = dict[str, Any]
 
@@ -30,22 +36,24 @@ _GO_TYPES: Final = {
 """Go's name (``%T``) of the type a decoded JSON value has in an unstructured object."""
 
 
+_list_types: OpenApiTypes | None = None
+
+
 def _element_path(schema: JSON, item: Any, index: int) -> str:
     """The path element of list item ``index`` as structured-merge-diff prints it: the
-    key fields of a keyed list (``[uid="a"]``), the value of a set (``[="a"]``), else
-    the index."""
-    kind = schema.get("x-kubernetes-list-type")
-    keys = schema.get("x-kubernetes-list-map-keys")
-    if (
-        kind == "map"
-        and isinstance(keys, list)
-        and isinstance(item, dict)
-        and all(isinstance(item.get(k), (str, int, float, bool)) for k in keys)
-    ):
-        return "[" + ",".join(f"{k}={orjson.dumps(item[k]).decode()}" for k in keys) + "]"
-    if kind == "set" and isinstance(item, (str, int, float, bool)):
-        return f"[={orjson.dumps(item).decode()}]"
-    return f"[{index}]"
+    keys of a keyed list (``[containerPort=80,protocol="TCP"]``: sorted, a key the item
+    omits taken from its default), the value of a set (``[="a"]``), else (an atomic
+    list, or an item the list cannot name) the index."""
+    global _list_types
+    if _list_types is None:
+        _list_types = OpenApiTypes(k8s_openapi.definitions(), KEY_DEFAULTS)
+    node = _list_types.node(schema)
+    if node.kind != LIST or node.relation == ATOMIC:
+        return f"[{index}]"
+    try:
+        return element_string(item_element(node, item, index, ()))
+    except ListItemError:
+        return f"[{index}]"
 
 
 def _walk(value: Any, schema: JSON, path: str, out: list[str]) -> None:
