@@ -131,13 +131,15 @@ async def changes(repo: Path, target: ClusterSource, ns: str) -> dict[str, list[
     return {str(i.key): i.diff.patch for i in items if i.status == "changed"}
 
 
-async def test_diff_ignores_defaults_and_reports_a_changed_default(
+async def test_diff_and_git_wins_ignore_defaults_and_see_a_changed_default(
     server: EmbeddedServer, tmp_path: Path
 ) -> None:
     ns = "d-diff"
     _, target = await synced(server.url, tmp_path, ns)
     try:
         assert await changes(tmp_path, target, ns) == {}
+        again = await sync(load(str(tmp_path)), [target], "git-wins")
+        assert set(actions(again, ns).values()) == {"unchanged"}
         await edit(target, DEPLOY, "web", ns, {"spec": {"progressDeadlineSeconds": 60}})
         await edit(target, WIDGET, "w", ns, {"spec": {"endpoints": [{"name": "a", "weight": 7}]}})
         assert await changes(tmp_path, target, ns) == {
@@ -148,6 +150,15 @@ async def test_diff_ignores_defaults_and_reports_a_changed_default(
                 {"op": "replace", "path": "/spec/endpoints/0/weight", "value": 7}
             ],
         }
+        # git-wins puts the defaults back
+        healed = await sync(load(str(tmp_path)), [target], "git-wins")
+        assert actions(healed, ns) == {
+            f"Namespace {ns}": "unchanged",
+            f"Widget.sync.test {ns}/w": "updated",
+            f"Deployment.apps {ns}/web": "updated",
+            f"Service {ns}/web": "unchanged",
+        }
+        assert await changes(tmp_path, target, ns) == {}
     finally:
         await target.close()
 
