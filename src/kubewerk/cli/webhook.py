@@ -28,7 +28,6 @@ import ipaddress
 import logging
 import os
 import signal
-import ssl
 import sys
 from typing import Any
 
@@ -191,8 +190,8 @@ def run_serve(args: argparse.Namespace) -> int:
         ) from None
     try:
         asyncio.run(_serve_until_signal(server))
-    except (OSError, ssl.SSLError) as exc:
-        raise UsageError(str(exc)) from None
+    except OSError as exc:  # ssl.SSLError too; the text names the files or the address
+        raise UsageError(exc.strerror or str(exc)) from None
     return 0
 
 

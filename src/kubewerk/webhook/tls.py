@@ -95,12 +95,23 @@ class ReloadingTLS:
                 f"{f.cert_file} and {f.key_file} are not a usable certificate and key: "
                 f"{exc.reason or exc}",
             ) from None
+        except OSError as exc:  # unreadable: OpenSSL's error does not name the file
+            raise OSError(
+                exc.errno,
+                f"cannot read the certificate {f.cert_file} and key {f.key_file}: "
+                f"{exc.strerror or exc}",
+            ) from None
         if f.client_ca_file is not None:
             try:
                 self.context.load_verify_locations(cafile=f.client_ca_file)
             except ssl.SSLError as exc:
                 raise ssl.SSLError(
                     exc.errno, f"{f.client_ca_file} is not a usable CA bundle: {exc.reason or exc}"
+                ) from None
+            except OSError as exc:
+                raise OSError(
+                    exc.errno,
+                    f"cannot read the CA bundle {f.client_ca_file}: {exc.strerror or exc}",
                 ) from None
             self.context.verify_mode = ssl.CERT_REQUIRED
 
