@@ -137,3 +137,21 @@ def test_webhook_certs_writes_what_the_page_says(
     assert {p.stat().st_mode & 0o777 for p in out.iterdir()} == {0o600}
     assert base64.b64decode(captured.out.strip()) == (out / "ca.crt").read_bytes()
     assert "tls.key" in captured.err
+
+
+@pytest.mark.parametrize("missing", ["cert", "key", "client-ca"])
+def test_serve_with_a_missing_file_is_one_error_line_naming_it(
+    example: ModuleType, missing: str, capsys: pytest.CaptureFixture[str], tmp_path: Path
+) -> None:
+    """docs/webhook.md: a file that cannot be loaded fails the start naming the files,
+    and ``kubewerk webhook serve`` says so in one ``kubewerk: error:`` line (exit 2)."""
+    files = {"cert": "certs/tls.crt", "key": "certs/tls.key", "client-ca": "certs/ca.crt"}
+    files[missing] = str(tmp_path / "absent.pem")
+    argv = ["webhook", "serve", f"{MODULE}:app", "--host", "127.0.0.1", "--port", "0"]
+    for flag, path in files.items():
+        argv += [f"--{flag}", path]
+    capsys.readouterr()
+    assert main(argv) == 2
+    err = capsys.readouterr().err
+    assert err.startswith("kubewerk: error: ") and err.count("\n") == 1, err
+    assert str(tmp_path / "absent.pem") in err and "[Errno" not in err, err
