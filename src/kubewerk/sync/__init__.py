@@ -23,6 +23,9 @@ Public API (stable; ``kubewerk.sync.federation`` builds on it)::
   by-value scalars and CRD defaults per kind (``KindSchemas``).
 - :mod:`~kubewerk.sync.diff`: ``diff_objects``, ``same_value``; :mod:`~kubewerk.sync.compare`:
   ``diff_sources`` over two whole sources.
+- :mod:`~kubewerk.sync.defaults`: ``defaulted_state`` (an object as a destination would
+  store it: CRD schema defaults, else a server dry run) and ``without_defaults`` (what
+  ``cluster-wins`` writes back).
 - :mod:`~kubewerk.sync.apply`: ``apply_object`` (server-side apply, force under git-wins,
   guarded replace to drop foreign fields), ``delete_object``, ``server_defaulted``.
 - :mod:`~kubewerk.sync.engine`: ``sync(source, targets, policy, prune=, dry_run=)`` →
@@ -32,7 +35,9 @@ Public API (stable; ``kubewerk.sync.federation`` builds on it)::
 
 Layering: imports core, schema, model, client and runtime only (never the embedded API
 server): a built-in kind's defaults are read from the destination server with a dry-run
-write. See docs/sync.md.
+write. A cluster side whose CRDs the user may not list is read the same way, with a
+warning (``ClusterSource.warnings``, ``DiffReport.warnings``, ``SyncReport.warnings``).
+See docs/sync.md.
 """
 
 from kubewerk.sync.apply import (
