@@ -26,13 +26,14 @@ from kubewerk.sync.keys import ObjectKey
 from kubewerk.sync.sources import ClusterSource
 from kubewerk.testing import install_crds, wait_for
 
-from .conftest import make_namespace, served, widget, widget_crd, write_manifests
+from .conftest import configmap, make_namespace, served, widget, widget_crd, write_manifests
 
 NO_CRDS = (
     "kubewerk: warning: cluster:dev: may not list CustomResourceDefinitions (403 Forbidden): "
     "custom kinds are read as built-in ones are (scope from discovery, list types from "
     "/openapi/v2, defaults from a server dry run)"
 )
+USERS = ("adm", "dev", "nsdev")
 DEV_ROLE = [
     {
         "apiVersion": "rbac.authorization.k8s.io/v1",
@@ -53,15 +54,22 @@ DEV_ROLE = [
         "roleRef": {"apiGroup": "rbac.authorization.k8s.io", "kind": "ClusterRole", "name": "dev"},
         "subjects": [{"kind": "User", "name": "dev", "apiGroup": "rbac.authorization.k8s.io"}],
     },
+    {  # nsdev: the same rights, in namespace team only
+        "apiVersion": "rbac.authorization.k8s.io/v1",
+        "kind": "RoleBinding",
+        "metadata": {"name": "nsdev", "namespace": "team"},
+        "roleRef": {"apiGroup": "rbac.authorization.k8s.io", "kind": "ClusterRole", "name": "dev"},
+        "subjects": [{"kind": "User", "name": "nsdev", "apiGroup": "rbac.authorization.k8s.io"}],
+    },
 ]
 
 
 @pytest.fixture(scope="module")
 def kubeconfig(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
-    """The RBAC server's kubeconfig, contexts ``adm`` and ``dev`` (namespace ``team``)."""
+    """The RBAC server's kubeconfig, a context per user (namespace ``team``)."""
     home = tmp_path_factory.mktemp("rbac")
     tokens = home / "tokens.csv"
-    tokens.write_text('adm,adm,1,"system:masters"\ndev,dev,2\n')
+    tokens.write_text('adm,adm,1,"system:masters"\ndev,dev,2\nnsdev,nsdev,3\n')
     path = home / "kubeconfig"
 
     async def prepare(server: EmbeddedServer) -> None:
@@ -71,10 +79,10 @@ def kubeconfig(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
                     "apiVersion": "v1",
                     "kind": "Config",
                     "clusters": [{"name": "c", "cluster": {"server": server.url}}],
-                    "users": [{"name": u, "user": {"token": u}} for u in ("adm", "dev")],
+                    "users": [{"name": u, "user": {"token": u}} for u in USERS],
                     "contexts": [
                         {"name": u, "context": {"cluster": "c", "user": u, "namespace": "team"}}
-                        for u in ("adm", "dev")
+                        for u in USERS
                     ],
                     "current-context": "adm",
                 }
@@ -201,3 +209,24 @@ async def test_drift_watch_without_crd_access(kubeconfig: str, tmp_path: Path) -
         finally:
             await ctl.stop()
             await dev.close()
+
+
+def test_a_user_of_one_namespace_is_told_to_narrow(
+    kubeconfig: str, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """A user whose rights end at a namespace cannot list a kind in every namespace: the
+    error says to pass -n (exit 2, one line); with -n both commands work."""
+    write_manifests(tmp_path / "cm.yaml", configmap("ns-cm"))
+    kc = ["--kubeconfig", kubeconfig]
+    assert main(["diff", str(tmp_path), "cluster:nsdev", *kc]) == 2
+    assert capsys.readouterr().err.splitlines() == [
+        "kubewerk: error: cluster:nsdev: may not list configmaps in every namespace (403 "
+        'Forbidden: configmaps is forbidden: User "nsdev" cannot list resource "configmaps" '
+        'in API group "" at the cluster scope): pass -n NAMESPACE to read one',
+    ]
+    assert main(["sync", "--from", str(tmp_path), "--to", "nsdev", "-n", "team", *kc]) == 0
+    assert capsys.readouterr().out.splitlines() == [
+        "cluster:nsdev: ok (1 created)",
+        "  created   ConfigMap team/ns-cm",
+    ]
+    assert main(["diff", str(tmp_path), "cluster:nsdev", "-n", "team", *kc]) == 0

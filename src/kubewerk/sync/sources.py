@@ -340,7 +340,16 @@ class ClusterSource(Source):
                 rt = await self.client.resolve(api_version, gk.kind)
             except NotFound:
                 continue  # a kind this cluster does not serve has no objects here
-            listed = await self.client.list_all(rt, self.namespace if rt.namespaced else None)
+            try:
+                listed = await self.client.list_all(rt, self.namespace if rt.namespaced else None)
+            except Forbidden as exc:
+                if rt.namespaced and not self.namespace:
+                    # a user whose rights end at a namespace: say how to narrow to it
+                    raise SourceError(
+                        f"{self.name}: may not list {rt.plural} in every namespace "
+                        f"(403 Forbidden: {exc.message}): pass -n NAMESPACE to read one"
+                    ) from None
+                raise
             out.extend(Entry(obj) for obj in listed.items if not _system_object(obj))
         return out
 
