@@ -135,6 +135,7 @@ def test_webhook_certs_writes_what_the_page_says(
     captured = capsys.readouterr()
     assert sorted(p.name for p in out.iterdir()) == ["ca.crt", "ca.key", "tls.crt", "tls.key"]
     assert {p.stat().st_mode & 0o777 for p in out.iterdir()} == {0o600}
+    assert out.stat().st_mode & 0o777 == 0o700  # a new directory
     assert base64.b64decode(captured.out.strip()) == (out / "ca.crt").read_bytes()
     assert "tls.key" in captured.err
 
