@@ -8,6 +8,7 @@ and the test group's kinds, and nothing with CustomResourceDefinitions.
 
 from __future__ import annotations
 
+import asyncio
 import json
 from collections.abc import Iterator
 from pathlib import Path
@@ -33,7 +34,7 @@ NO_CRDS = (
     "custom kinds are read as built-in ones are (scope from discovery, list types from "
     "/openapi/v2, defaults from a server dry run)"
 )
-USERS = ("adm", "dev", "nsdev")
+USERS = ("adm", "dev", "nsdev", "viewer")
 DEV_ROLE = [
     {
         "apiVersion": "rbac.authorization.k8s.io/v1",
@@ -54,7 +55,24 @@ DEV_ROLE = [
         "roleRef": {"apiGroup": "rbac.authorization.k8s.io", "kind": "ClusterRole", "name": "dev"},
         "subjects": [{"kind": "User", "name": "dev", "apiGroup": "rbac.authorization.k8s.io"}],
     },
-    {  # nsdev: the same rights, in namespace team only
+    {  # viewer: reads everything, CRDs included, and writes nothing
+        "apiVersion": "rbac.authorization.k8s.io/v1",
+        "kind": "ClusterRole",
+        "metadata": {"name": "viewer"},
+        "rules": [{"apiGroups": ["*"], "resources": ["*"], "verbs": ["get", "list", "watch"]}],
+    },
+    {
+        "apiVersion": "rbac.authorization.k8s.io/v1",
+        "kind": "ClusterRoleBinding",
+        "metadata": {"name": "viewer"},
+        "roleRef": {
+            "apiGroup": "rbac.authorization.k8s.io",
+            "kind": "ClusterRole",
+            "name": "viewer",
+        },
+        "subjects": [{"kind": "User", "name": "viewer", "apiGroup": "rbac.authorization.k8s.io"}],
+    },
+    {  # nsdev: the same rights as dev, in namespace team only
         "apiVersion": "rbac.authorization.k8s.io/v1",
         "kind": "RoleBinding",
         "metadata": {"name": "nsdev", "namespace": "team"},
@@ -69,7 +87,7 @@ def kubeconfig(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
     """The RBAC server's kubeconfig, a context per user (namespace ``team``)."""
     home = tmp_path_factory.mktemp("rbac")
     tokens = home / "tokens.csv"
-    tokens.write_text('adm,adm,1,"system:masters"\ndev,dev,2\nnsdev,nsdev,3\n')
+    tokens.write_text('adm,adm,1,"system:masters"\ndev,dev,2\nnsdev,nsdev,3\nviewer,viewer,4\n')
     path = home / "kubeconfig"
 
     async def prepare(server: EmbeddedServer) -> None:
@@ -230,3 +248,30 @@ def test_a_user_of_one_namespace_is_told_to_narrow(
         "  created   ConfigMap team/ns-cm",
     ]
     assert main(["diff", str(tmp_path), "cluster:nsdev", "-n", "team", *kc]) == 0
+
+
+def test_a_reader_is_told_that_built_in_defaults_are_unknown(
+    kubeconfig: str, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """A user who may read but not write (not even a dry run) cannot learn a built-in
+    kind's server defaults: they show as differences, and a warning says why."""
+
+    async def readers() -> None:
+        async with Client.from_kubeconfig(kubeconfig, "adm") as adm:
+            await make_namespace(adm, "readers")
+
+    asyncio.run(readers())
+    write_manifests(tmp_path / "d.yaml", deployment("seen"))
+    kc = ["--kubeconfig", kubeconfig, "-n", "readers"]
+    assert main(["sync", "--from", str(tmp_path), "--to", "adm", *kc]) == 0
+    capsys.readouterr()
+    assert main(["diff", str(tmp_path), "cluster:adm", *kc, "-o", "summary"]) == 0
+    capsys.readouterr()
+    assert main(["diff", str(tmp_path), "cluster:viewer", *kc, "-o", "summary"]) == 1
+    out, err = capsys.readouterr()
+    assert out == "0 added, 0 removed, 1 changed, 0 equal\n"
+    assert err.splitlines() == [
+        "kubewerk: warning: cluster:viewer: may not write Deployment objects, even in a dry "
+        "run (403 Forbidden): the defaults the server gives them are unknown and show as "
+        "differences"
+    ]

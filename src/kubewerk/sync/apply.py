@@ -18,14 +18,14 @@ cluster would hold. ``ApplyResult.action`` says ``created``, ``updated`` or ``un
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any, Final, Literal
 
 import orjson
 
 from kubewerk.client import Client, ResourceType
-from kubewerk.client.errors import ApiError, Conflict, NotFound
+from kubewerk.client.errors import ApiError, Conflict, Forbidden, NotFound
 from kubewerk.core.gvk import split_api_version
 from kubewerk.core.jsoncopy import copy_tree
 from kubewerk.sync.diff import same_value
@@ -198,13 +198,19 @@ async def _put(
 
 
 async def server_defaulted(
-    client: Client, manifest: Mapping[str, Any], live: Mapping[str, Any] | None
+    client: Client,
+    manifest: Mapping[str, Any],
+    live: Mapping[str, Any] | None,
+    *,
+    warn: Callable[[str], None] | None = None,
 ) -> dict[str, Any] | None:
     """``manifest`` as the cluster would store it (a dry run: nothing is written): a
     replace guarded by ``live``'s resourceVersion when the object exists (``live``
     given; custom resources accept no unconditional update), else a create. A write in
     between (409) is met by reading the object again, up to three tries. None when the
-    server refuses it (the refusal is the caller's difference)."""
+    server refuses it (the refusal is the caller's difference); when the refusal is a
+    403 (a user without the right to write the object, even in a dry run), ``warn`` is
+    told that such objects' defaults are unknown."""
     body = copy_tree(dict(manifest))
     meta = body.setdefault("metadata", {})
     for name in ("resourceVersion", "uid", "managedFields", "creationTimestamp", "generation"):
@@ -226,6 +232,14 @@ async def server_defaulted(
                 rt = await client.resolve(str(body.get("apiVersion", "")), str(body.get("kind")))
                 fresh = await client.get(rt, str(meta.get("name", "")), _ns(client, body, rt))
                 version = (fresh.get("metadata") or {}).get("resourceVersion")
+    except Forbidden:
+        if warn is not None:
+            warn(
+                f"may not write {manifest.get('kind')} objects, even in a dry run (403 "
+                "Forbidden): the defaults the server gives them are unknown and show as "
+                "differences"
+            )
+        return None
     except ApiError:
         return None
     return None

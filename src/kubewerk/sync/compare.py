@@ -378,7 +378,7 @@ async def _aligned(
     gk = GroupKind(key_of_group(a), kind)
     if not schemas.is_custom(gk) and left.is_cluster != right.is_cluster:
         if isinstance(right, ClusterSource):
-            a = await server_defaulted(right.client, a, b) or a
+            a = await server_defaulted(right.client, a, b, warn=right.warn) or a
         elif isinstance(left, ClusterSource):
-            b = await server_defaulted(left.client, b, a) or b
+            b = await server_defaulted(left.client, b, a, warn=left.warn) or b
     return a, b

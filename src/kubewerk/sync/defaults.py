@@ -17,7 +17,7 @@ store it* (``kubectl diff`` asks the server for exactly that with a dry run):
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from typing import Any
 
 from kubewerk.client import Client
@@ -38,11 +38,14 @@ async def defaulted_state(
     obj: Mapping[str, Any],
     live: Mapping[str, Any] | None,
     schemas: KindSchemas,
+    *,
+    warn: Callable[[str], None] | None = None,
 ) -> dict[str, Any]:
     """``obj`` without server-managed fields and status, with every default the cluster
     of ``client`` would apply to it (see the module docstring). ``live`` is the cluster's
     copy when there is one (the dry run is then a replace, else a create). Never writes;
-    the result is a fresh object (``obj`` is not changed)."""
+    the result is a fresh object (``obj`` is not changed). ``warn``: as
+    :func:`~kubewerk.sync.apply.server_defaulted`'s."""
     api_version, kind = str(obj.get("apiVersion", "")), str(obj.get("kind", ""))
     compiled = schemas.defaulter(api_version, kind)
     if compiled is not None:
@@ -53,7 +56,7 @@ async def defaulted_state(
         # a known CRD without a usable schema for this version: nothing to default with
         plain: dict[str, Any] = copy_tree(strip_server_fields(obj))
         return plain
-    served = await server_defaulted(client, obj, live)
+    served = await server_defaulted(client, obj, live, warn=warn)
     stripped: dict[str, Any] = copy_tree(strip_server_fields(served if served is not None else obj))
     return stripped
 

@@ -524,7 +524,9 @@ async def _write_back(
                     continue
                 # the manifest as this cluster would store it: what only the cluster's
                 # defaulting added is neither a change nor written back
-                wanted = await defaulted_state(target.client, s.obj, cobj, schemas)
+                wanted = await defaulted_state(
+                    target.client, s.obj, cobj, schemas, warn=target.warn
+                )
                 if same_value(wanted, state, shape):
                     report.results.append(ObjectResult(key, "unchanged"))
                     continue
@@ -580,7 +582,7 @@ async def _written_back(
     reduced: dict[str, Any] = without_defaults(state, strip_server_fields(manifest), wanted, shape)
     if reduced == state:
         return state
-    again = await defaulted_state(target.client, reduced, live, schemas)
+    again = await defaulted_state(target.client, reduced, live, schemas, warn=target.warn)
     return reduced if same_value(again, state, shape) else state
 
 
