@@ -34,6 +34,7 @@ from __future__ import annotations
 import asyncio
 import base64
 import binascii
+import logging
 import time
 import uuid
 from collections.abc import Callable
@@ -43,6 +44,7 @@ from urllib.parse import urlsplit
 
 import orjson
 
+from kubewerk.apiserver import decode
 from kubewerk.apiserver.admission_chain import httpclient
 from kubewerk.apiserver.admission_chain.registration import (
     GROUP,
@@ -51,14 +53,18 @@ from kubewerk.apiserver.admission_chain.registration import (
 )
 from kubewerk.apiserver.metrics import AdmissionMetrics
 from kubewerk.apiserver.storage.base import Event, Store
+from kubewerk.core import validation
 from kubewerk.core.errors import ApiError
-from kubewerk.core.patch import json_patch
+from kubewerk.core.gofmt import go_quote, unmarshal_kind
+from kubewerk.core.patch import MAX_JSON_PATCH_OPERATIONS, PatchError, json_patch
 from kubewerk.schema.admission_policy import Request
 from kubewerk.schema.admission_policy.cel_env import Compiled, compile_expression
 from kubewerk.schema.admission_policy.engine import CompiledPolicy, _Activation
 from kubewerk.schema.admission_policy.matching import rule_matches, selector_matches
 
 JSON = dict[str, Any]
+
+log = logging.getLogger(__name__)
 
 _MUTATING_PREFIX: Final = f"/{GROUP}/mutatingwebhookconfigurations/"
 _VALIDATING_PREFIX: Final = f"/{GROUP}/validatingwebhookconfigurations/"
@@ -272,13 +278,18 @@ with the message kube's endpoint resolver gives."""
 
 @dataclass
 class Answer:
-    """A verified webhook answer."""
+    """A verified webhook answer: ``patch`` is the decoded JSON Patch of an allowed
+    answer from a mutating webhook (None: nothing to apply), ``raw_patch`` and
+    ``patch_type`` what the answer carried, ``status`` its typed Status, ``warnings`` its
+    non-empty warnings, ``audit_annotations`` those kube accepts."""
 
     allowed: bool
     patch: list[Any] | None
     warnings: list[str]
     status: JSON
     audit_annotations: dict[str, str]
+    raw_patch: bytes = b""
+    patch_type: str = ""
 
 
 _OPTIONS_KIND: Final = {
@@ -322,71 +333,393 @@ def _gvr(t: tuple[str, str, str]) -> JSON:
     return {"group": t[0], "version": t[1], "resource": t[2]}
 
 
-def verify(answer: Any, uid: str, version: str, mutating: bool) -> Answer:
-    """``VerifyAdmissionResponse``; raises ``ValueError`` with kube's text."""
-    if not isinstance(answer, dict):
-        raise ValueError("webhook response was absent")
-    response = answer.get("response")
-    if not isinstance(response, dict):
-        raise ValueError("webhook response was absent")
-    if response.get("uid") != uid:
-        raise ValueError(f'expected response.uid="{uid}", got "{response.get("uid") or ""}"')
-    expected = f"admission.k8s.io/{version}"
-    if answer.get("apiVersion") != expected or answer.get("kind") != "AdmissionReview":
-        got_av = answer.get("apiVersion") or ""
-        raise ValueError(
-            f"expected webhook response of {expected}, Kind=AdmissionReview, "
-            f"got {got_av}, Kind={answer.get('kind') or ''}"
-        )
-    raw_patch = response.get("patch")
-    patch_type = response.get("patchType") or ""
-    patch: list[Any] | None = None
-    if raw_patch:
-        if not patch_type:
-            raise ValueError("webhook returned response.patch but not response.patchType")
-        if not mutating:
-            raise ValueError("validating webhooks may not return patches")
-        if patch_type != "JSONPatch":
-            raise ValueError(f'webhook returned invalid response.patchType of "{patch_type}"')
-        try:
-            decoded = orjson.loads(base64.b64decode(str(raw_patch), validate=True))
-        except (binascii.Error, orjson.JSONDecodeError, ValueError) as exc:
-            raise ValueError(f"error decoding patch: {exc}") from None
-        if not isinstance(decoded, list):
-            raise ValueError(
-                "error decoding patch: json: cannot unmarshal object into Go value of type "
-                "jsonpatch.Patch"
-            )
-        patch = decoded
-    warnings = [w for w in response.get("warnings") or [] if isinstance(w, str)]
-    status = response.get("status") if isinstance(response.get("status"), dict) else {}
-    annotations = response.get("auditAnnotations")
-    return Answer(
-        bool(response.get("allowed")),
-        patch,
-        warnings,
-        dict(status or {}),
-        {str(k): str(v) for k, v in annotations.items()} if isinstance(annotations, dict) else {},
+# -- the answer, typed as kube's decoder types it ------------------------------------------
+
+# A Go type the answer is decoded into: (kind, Go type name, detail). Kinds: "str",
+# "bool", "int32", "int64", "bytes" (base64 text), "list" (detail: item type), "map"
+# (detail: value type), "struct" (detail: (struct name, {json field: type})), "any"
+# (not checked: kube decodes it as raw JSON).
+_GoType = tuple[str, str, Any]
+
+_STRING: Final[_GoType] = ("str", "string", None)
+_STATUS_CAUSE: Final[_GoType] = (
+    "struct",
+    "v1.StatusCause",
+    (
+        "StatusCause",
+        {
+            "reason": ("str", "v1.CauseType", None),
+            "message": _STRING,
+            "field": _STRING,
+        },
+    ),
+)
+_STATUS: Final[_GoType] = (
+    "struct",
+    "v1.Status",
+    (
+        "Status",
+        {
+            "kind": _STRING,
+            "apiVersion": _STRING,
+            "metadata": (
+                "struct",
+                "v1.ListMeta",
+                (
+                    "ListMeta",
+                    {
+                        "selfLink": _STRING,
+                        "resourceVersion": _STRING,
+                        "continue": _STRING,
+                        "remainingItemCount": ("int64", "int64", None),
+                    },
+                ),
+            ),
+            "status": _STRING,
+            "message": _STRING,
+            "reason": ("str", "v1.StatusReason", None),
+            "details": (
+                "struct",
+                "v1.StatusDetails",
+                (
+                    "StatusDetails",
+                    {
+                        "name": _STRING,
+                        "group": _STRING,
+                        "kind": _STRING,
+                        "uid": ("str", "types.UID", None),
+                        "causes": ("list", "[]v1.StatusCause", _STATUS_CAUSE),
+                        "retryAfterSeconds": ("int32", "int32", None),
+                    },
+                ),
+            ),
+            "code": ("int32", "int32", None),
+        },
+    ),
+)
+
+
+def _response_type(version: str) -> _GoType:
+    return (
+        "struct",
+        f"{version}.AdmissionResponse",
+        (
+            "AdmissionResponse",
+            {
+                "uid": ("str", "types.UID", None),
+                "allowed": ("bool", "bool", None),
+                "status": _STATUS,
+                "patch": ("bytes", "[]uint8", None),
+                "patchType": ("str", f"{version}.PatchType", None),
+                "auditAnnotations": ("map", "map[string]string", _STRING),
+                "warnings": ("list", "[]string", _STRING),
+            },
+        ),
     )
 
 
+def _review_fields(version: str) -> dict[str, _GoType]:
+    return {
+        "apiVersion": _STRING,
+        "kind": _STRING,
+        "request": ("any", f"{version}.AdmissionRequest", None),
+        "response": _response_type(version),
+    }
+
+
+_INT_RANGE: Final = {"int32": (-(2**31), 2**31 - 1), "int64": (-(2**63), 2**63 - 1)}
+_B64_ALPHABET: Final = frozenset(
+    "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/="
+)
+
+
+class _Undecodable(ValueError):
+    """The answer does not decode into kube's AdmissionReview; ``str()`` is Go's text."""
+
+
+def _type_error(
+    value: Any, struct: str, path: str, go_type: str, number_text: bool
+) -> _Undecodable:
+    kind = unmarshal_kind(value)
+    if number_text and kind == "number":
+        kind = f"number {value}"
+    return _Undecodable(
+        f"json: cannot unmarshal {kind} into Go struct field {struct}.{path} of type {go_type}"
+    )
+
+
+def _check(value: Any, go: _GoType, struct: str, path: str) -> Any:
+    """``value`` decoded into ``go`` as ``encoding/json`` decodes it: the decoded value
+    (bytes for base64 text), or ``_Undecodable`` with the first error Go reports
+    (``json: cannot unmarshal string into Go struct field AdmissionResponse.response.
+    allowed of type bool``). ``null`` leaves the zero value (None here)."""
+    kind, go_name, detail = go
+    if value is None or kind == "any":
+        return value
+    if kind == "str":
+        if not isinstance(value, str):
+            raise _type_error(value, struct, path, go_name, False)
+        return value
+    if kind == "bool":
+        if not isinstance(value, bool):
+            raise _type_error(value, struct, path, go_name, False)
+        return value
+    if kind in _INT_RANGE:
+        low, high = _INT_RANGE[kind]
+        if isinstance(value, bool) or not isinstance(value, int | float):
+            raise _type_error(value, struct, path, go_name, False)
+        if not isinstance(value, int) or not low <= value <= high:
+            raise _type_error(value, struct, path, go_name, True)
+        return value
+    if kind == "bytes":
+        if not isinstance(value, str):
+            raise _type_error(value, struct, path, go_name, False)
+        return _base64(value)
+    if kind == "list":
+        if not isinstance(value, list):
+            raise _type_error(value, struct, path, go_name, False)
+        return [_check(item, detail, struct, path) for item in value]
+    if kind == "map":
+        if not isinstance(value, dict):
+            raise _type_error(value, struct, path, go_name, False)
+        return {k: _check(v, detail, struct, path) for k, v in value.items()}
+    inner, fields = detail
+    if not isinstance(value, dict):
+        raise _type_error(value, struct, path, go_name, False)
+    out: dict[str, Any] = {}
+    for key, item in value.items():  # document order: Go reports the first error
+        field_type = fields.get(key)
+        if field_type is not None:
+            out[key] = _check(item, field_type, inner, f"{path}.{key}" if path else key)
+    return out
+
+
+def _base64(text: str) -> bytes:
+    """``encoding/base64.StdEncoding`` as ``encoding/json`` decodes ``[]byte``: CR and LF
+    ignored; anything else outside the alphabet, or bad padding, is Go's
+    ``illegal base64 data at input byte N``."""
+    compact = text.replace("\r", "").replace("\n", "")
+    try:
+        return base64.b64decode(compact, validate=True)
+    except (binascii.Error, ValueError):
+        pass
+    bad = next(
+        (i for i, ch in enumerate(text) if ch not in _B64_ALPHABET and ch not in "\r\n"), None
+    )
+    if bad is None:
+        bad = text.find("=") if "=" in text else len(text)
+    raise _Undecodable(f"illegal base64 data at input byte {bad}")
+
+
+def decode_answer(body: bytes, version: str) -> JSON | None:
+    """The webhook's answer as kube's client decodes it into an ``admission.k8s.io``
+    AdmissionReview: every field it knows checked for its Go type (case-sensitive
+    names, unknown fields ignored, ``null`` as absent), ``response.patch`` base64-
+    decoded to bytes. None for a JSON ``null``. Raises ``ValueError`` with client-go's
+    text (``couldn't get version/kind; json parse error: …``, ``json: cannot unmarshal
+    …``, ``illegal base64 data at input byte N``)."""
+    try:
+        answer = orjson.loads(body)
+    except orjson.JSONDecodeError as exc:
+        raise ValueError(
+            f"couldn't get version/kind; json parse error: {_json_syntax_error(exc)}"
+        ) from None
+    if answer is None:
+        return None
+    if not isinstance(answer, dict):
+        raise ValueError(
+            "couldn't get version/kind; json parse error: json: cannot unmarshal "
+            f"{unmarshal_kind(answer)} into Go value of type struct "
+            '{ APIVersion string "json:\\"apiVersion,omitempty\\""; '
+            'Kind string "json:\\"kind,omitempty\\"" }'
+        )
+    for key in ("apiVersion", "kind"):
+        value = answer.get(key)
+        if value is not None and not isinstance(value, str):
+            raise ValueError(
+                "couldn't get version/kind; json parse error: json: cannot unmarshal "
+                f"{unmarshal_kind(value)} into Go struct field .{key} of type string"
+            )
+    try:
+        decoded = _check(
+            answer, ("struct", "", ("AdmissionReview", _review_fields(version))), "", ""
+        )
+    except _Undecodable as exc:
+        raise ValueError(str(exc)) from None
+    # the field names of kube's struct only: what is stored by key below is typed
+    return dict(decoded)
+
+
+def _json_syntax_error(exc: orjson.JSONDecodeError) -> str:
+    """Go's ``encoding/json`` words for the commonest syntax errors, else orjson's."""
+    if "recursion" in exc.msg.lower() or "depth" in exc.msg.lower():
+        return "exceeded max depth"
+    if exc.pos >= len(exc.doc.rstrip()):
+        return "unexpected end of JSON input"
+    if exc.pos == 0:
+        return f"invalid character {go_char(exc.doc[0])} looking for beginning of value"
+    return exc.msg
+
+
+def go_char(ch: str) -> str:
+    """``encoding/json``'s ``quoteChar``: ``'x'``, ``'\\''``, ``'"'`` or a Go-quoted rune."""
+    if ch == "'":
+        return "'\\''"
+    if ch == '"':
+        return "'\"'"
+    quoted = go_quote(ch)
+    return "'" + quoted[1:-1] + "'"
+
+
+def verify(answer: JSON | None, uid: str, version: str, mutating: bool) -> Answer:
+    """``VerifyAdmissionResponse`` on an answer :func:`decode_answer` typed; raises
+    ``ValueError`` with kube's text. A v1beta1 answer's uid and kind are not checked
+    and its patch is a JSON Patch whatever ``patchType`` says, as in kube; a validating
+    webhook's v1beta1 patch is ignored."""
+    response = answer.get("response") if answer is not None else None
+    if not isinstance(response, dict):
+        raise ValueError("webhook response was absent")
+    raw_patch: bytes = response.get("patch") or b""
+    patch_type: str | None = response.get("patchType")
+    if version == "v1":
+        got_uid = response.get("uid") or ""
+        if got_uid != uid:
+            raise ValueError(f'expected response.uid="{uid}", got "{got_uid}"')
+        expected = "admission.k8s.io/v1"
+        assert answer is not None
+        if answer.get("apiVersion") != expected or answer.get("kind") != "AdmissionReview":
+            raise ValueError(
+                f"expected webhook response of {expected}, Kind=AdmissionReview, "
+                f"got {answer.get('apiVersion') or ''}, Kind={answer.get('kind') or ''}"
+            )
+        if mutating:
+            if raw_patch and patch_type is None:
+                raise ValueError("webhook returned response.patch but not response.patchType")
+            if not raw_patch and patch_type is not None:
+                raise ValueError("webhook returned response.patchType but not response.patch")
+            if patch_type is not None and not patch_type:
+                raise ValueError('webhook returned invalid response.patchType of ""')
+        else:
+            if raw_patch:
+                raise ValueError("validating webhook may not return response.patch")
+            if patch_type is not None:
+                raise ValueError("validating webhook may not return response.patchType")
+    else:
+        patch_type = "JSONPatch" if raw_patch and mutating else None
+        if not mutating:
+            raw_patch = b""
+    status = response.get("status")
+    return Answer(
+        bool(response.get("allowed")),
+        None,
+        [w for w in response.get("warnings") or [] if w],
+        status if isinstance(status, dict) else {},
+        {k: v or "" for k, v in (response.get("auditAnnotations") or {}).items()},
+        raw_patch,
+        patch_type or "",
+    )
+
+
+def decode_patch(hook: Hook, answer: Answer, obj: JSON | None) -> list[Any] | None:
+    """The mutating dispatcher's steps after an allowed answer: the patch decoded (None
+    when there is none or it is empty), or ``CallingError`` for one that does not
+    decode or is not a ``JSONPatch``; ``ApiError`` 500 for a patch to an operation
+    without an object (DELETE), as kube answers it whatever ``failurePolicy`` says."""
+    if not answer.raw_patch:
+        return None
+    try:
+        patch = orjson.loads(answer.raw_patch)
+    except orjson.JSONDecodeError as exc:
+        raise CallingError(
+            hook.name,
+            f"received undecodable patch in webhook response: {_json_syntax_error(exc)}",
+        ) from None
+    if patch is not None and not isinstance(patch, list):
+        raise CallingError(
+            hook.name,
+            "received undecodable patch in webhook response: json: cannot unmarshal "
+            f"{unmarshal_kind(patch)} into Go value of type jsonpatch.Patch",
+        )
+    for op in patch or []:
+        if op is not None and not isinstance(op, dict):
+            raise CallingError(
+                hook.name,
+                "received undecodable patch in webhook response: json: cannot unmarshal "
+                f"{unmarshal_kind(op)} into Go value of type jsonpatch.Operation",
+            )
+    if not patch:
+        return None
+    if obj is None:
+        raise ApiError.internal(
+            f'admission webhook "{hook.name}" attempted to modify the object, '
+            "which is not supported for this operation"
+        )
+    if answer.patch_type != "JSONPatch":
+        raise CallingError(hook.name, f'unsupported patch type "{answer.patch_type}"', 400)
+    return [op if op is not None else {} for op in patch]
+
+
+def audit_annotations(hook: Hook, annotations: dict[str, str]) -> dict[str, str]:
+    """The answer's audit annotations kube's ``AddAnnotation`` accepts: each key, once
+    prefixed with ``<webhook name>/``, must be one ``/`` away from a qualified name;
+    the others are dropped (the request goes on) and logged, the first with kube's
+    reason and a count of the rest (kube logs each: a webhook could flood the log)."""
+    kept: dict[str, str] = {}
+    first: tuple[str, str, str] | None = None
+    dropped = 0
+    for key, value in annotations.items():
+        full = f"{hook.name}/{key}"
+        errors = validation.is_qualified_name(full) if full.count("/") == 1 else None
+        if errors == []:
+            kept[key] = value
+            continue
+        dropped += 1
+        if first is not None:
+            continue
+        if errors is None:
+            problem = (
+                "annotation key has invalid format, the right format is a DNS subdomain "
+                "prefix and '/' and key name. (e.g. "
+                "'podsecuritypolicy.admission.k8s.io/admit-policy')"
+            )
+        else:
+            problem = (
+                f"annotation key has invalid format {','.join(errors)}. A qualified name "
+                "like 'podsecuritypolicy.admission.k8s.io/admit-policy' is required."
+            )
+        first = (full, value, problem)
+    if first is not None:
+        log.warning(
+            "Failed to set admission audit annotation %s to %s for %s webhook %s: %s%s",
+            go_quote(first[0][:300]),
+            go_quote(first[1][:300]),
+            "mutating" if hook.mutating else "validating",
+            hook.name,
+            first[2],
+            f" ({dropped - 1} more annotations dropped)" if dropped > 1 else "",
+        )
+    return kept
+
+
 def denial(webhook: str, status: JSON) -> ApiError:
-    """``webhookerrors.ToStatusErr``: the webhook's Status with kube's message prefix."""
+    """``webhookerrors.ToStatusErr``: the webhook's Status with kube's message prefix and
+    a code of at least 400 (a code Go's HTTP server could not write, over 999, is 500)."""
     denied_by = f'admission webhook "{webhook}" denied the request'
-    message = status.get("message") if isinstance(status.get("message"), str) else ""
-    raw_reason = status.get("reason")
-    reason = raw_reason if isinstance(raw_reason, str) else ""
+    message = status.get("message") or ""
+    reason = status.get("reason") or ""
     if message:
         text = f"{denied_by}: {message}"
     elif reason:
         text = f"{denied_by}: {reason}"
     else:
         text = f"{denied_by} without explanation"
-    code = status.get("code")
-    if not isinstance(code, int) or isinstance(code, bool) or code == 0:
-        code = 403
-    details = status.get("details") if isinstance(status.get("details"), dict) else None
-    return ApiError(code, reason, text, details)
+    code = status.get("code") or 0
+    if code < 400:
+        code = 400
+    elif code > 999:
+        code = 500
+    details = status.get("details")
+    return ApiError(code, reason, text, dict(details) if details else None)
 
 
 def dry_run_unsupported(webhook: str) -> ApiError:
@@ -466,15 +799,17 @@ async def call(
             hook.name, "failed to call webhook: " + _http_error(response), _http_code(response)
         )
     try:
-        parsed = orjson.loads(response.body)
-    except orjson.JSONDecodeError as exc:
-        raise CallingError(
-            hook.name, f"failed to call webhook: couldn't get version/kind; json parse error: {exc}"
-        ) from None
+        decoded = decode_answer(response.body, version)
+    except ValueError as exc:
+        raise CallingError(hook.name, f"failed to call webhook: {exc}") from None
     try:
-        return verify(parsed, uid, version, hook.mutating)
+        answer = verify(decoded, uid, version, hook.mutating)
     except ValueError as exc:
         raise CallingError(hook.name, f"received invalid webhook response: {exc}") from None
+    answer.audit_annotations = audit_annotations(hook, answer.audit_annotations)
+    if answer.allowed and hook.mutating:
+        answer.patch = decode_patch(hook, answer, req.object)
+    return answer
 
 
 def _http_code(response: httpclient.HttpResponse) -> int:
@@ -505,15 +840,50 @@ def _http_error(response: httpclient.HttpResponse) -> str:
 
 
 def apply_patch(obj: JSON, patch: list[Any]) -> JSON:
-    """The object with a webhook's JSON Patch applied; 500 as kube answers a patch that
-    does not apply."""
+    """The object with a webhook's JSON Patch applied, as kube's mutating dispatcher
+    applies it: any number of operations (the 10,000 limit is the PATCH handler's; they
+    are applied in slices of that many, each with the library's copy budget), and a
+    patch that does not apply is ``500 Internal error occurred: <the library's text>``
+    whatever ``failurePolicy`` says. The result must nest no deeper than the server
+    stores (``decode.MAX_DEPTH``) and encode in at most ``decode.MAX_BODY_BYTES``, else
+    500 as well: nothing is stored half-patched or larger than a client could send."""
+    patched: Any = obj
     try:
-        patched = json_patch(obj, patch)
-    except (ValueError, TypeError, KeyError, IndexError) as exc:
-        raise ApiError.internal(str(exc)) from None
+        for start in range(0, max(len(patch), 1), MAX_JSON_PATCH_OPERATIONS):
+            patched = json_patch(patched, patch[start : start + MAX_JSON_PATCH_OPERATIONS])
+    except PatchError as exc:
+        raise ApiError.internal(exc.detail or exc.message) from None
+    except (ValueError, TypeError, KeyError, IndexError, RecursionError) as exc:
+        raise ApiError.internal(str(exc) or type(exc).__name__) from None
     if not isinstance(patched, dict):
         raise ApiError.internal("the patched object is not a JSON object")
+    what = "the object patched by the admission webhook"
+    try:
+        decode.check_depth(patched, what)
+    except decode.DecodeError as exc:
+        raise ApiError.internal(str(exc)) from None
+    size = len(orjson.dumps(patched))
+    if size > decode.MAX_BODY_BYTES:
+        raise ApiError.internal(
+            f"{what} is {size} bytes long, more than the {decode.MAX_BODY_BYTES} a request "
+            "body may hold"
+        )
     return patched
+
+
+LARGE_PATCH: Final = 1000
+"""Operations from which :func:`apply_patch_async` applies a patch in a worker thread."""
+
+
+async def apply_patch_async(obj: JSON, patch: list[Any]) -> JSON:
+    """:func:`apply_patch` without holding the event loop for long: a patch of
+    :data:`LARGE_PATCH` operations or more (tens of thousands fit in an answer, and some,
+    such as inserts at the front of a long list, cost seconds) is applied in a worker
+    thread, so the loop keeps its turns (the interpreter switches threads every few
+    milliseconds) while the request waits."""
+    if len(patch) < LARGE_PATCH:
+        return apply_patch(obj, patch)
+    return await asyncio.to_thread(apply_patch, obj, patch)
 
 
 def observe(
@@ -605,7 +975,8 @@ async def run_validating(
             first = first or result
         else:
             for k, v in result.audit_annotations.items():
-                annotations[f"{inv.hook.name}/{k}"] = v
+                # kube: admission annotations are not allowed to be overridden
+                annotations.setdefault(f"{inv.hook.name}/{k}", v)
             warnings.extend(result.warnings)
             if not result.allowed:
                 first = first or denial(inv.hook.name, result.status)
