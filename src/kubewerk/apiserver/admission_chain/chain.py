@@ -460,7 +460,7 @@ class AdmissionChain:
                 if answer.patch:
                     seen = self._in_version(target, obj, inv.kind[1])
                     assert seen is not None
-                    patched = webhooks.apply_patch(seen, answer.patch)
+                    patched = await webhooks.apply_patch_async(seen, answer.patch)
                     back = self._in_version(
                         Target(
                             target.rtype,
