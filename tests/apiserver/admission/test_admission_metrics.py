@@ -103,7 +103,7 @@ async def test_admission_metrics(
     status, _ = await api.post(CM, configmap("ok", a="1"))
     assert status == 201
     status, _ = await api.post(CM, configmap("no", deny="not this one"))
-    assert status == 403
+    assert status == 400
     policy: dict[str, Any] = {
         "apiVersion": "admissionregistration.k8s.io/v1",
         "kind": "ValidatingAdmissionPolicy",
@@ -139,12 +139,12 @@ async def test_admission_metrics(
     down = {"name": "down.hooks.test", "type": "validating", "operation": "CREATE"}
     assert _samples(text, "apiserver_admission_webhook_request_total") == {
         _labels(**ok, code="200", rejected="false"): 2,
-        _labels(**ok, code="403", rejected="true"): 1,
+        _labels(**ok, code="400", rejected="true"): 1,
         # a call that fails is 503 ("error calling webhook"), not rejected under Ignore
         _labels(**down, code="503", rejected="false"): 3,
     }
     assert _samples(text, "apiserver_admission_webhook_rejection_count_total") == {
-        _labels(**ok, error_type="no_error", rejection_code="403"): 1
+        _labels(**ok, error_type="no_error", rejection_code="400"): 1
     }
     assert _samples(text, "apiserver_admission_webhook_fail_open_count_total") == {
         _labels(name="down.hooks.test", type="validating"): 3

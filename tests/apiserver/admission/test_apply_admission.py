@@ -68,7 +68,7 @@ async def test_webhooks_see_applied_objects(
     assert review["oldObject"]["data"]["size"] == "1"
     # a validating webhook's denial stops an apply as it stops any write
     status, denied = await apply(api, "a", "alice", size="3", deny="no thanks")
-    assert status == 403, denied  # a webhook denial without a code is Forbidden
+    assert status == 400, denied  # a webhook denial without a code is 400 (ToStatusErr)
     assert "no thanks" in denied["message"]
     status, kept = await api.get(f"{CM}/a")
     assert kept["data"]["size"] == "2"
