@@ -283,13 +283,12 @@ class ResourceApi:
         mode = field_validation(query)
         if mode == "Ignore":
             return []
-        if duplicates:
-            if unknown is not None:
-                messages = duplicates.with_unknown(unknown, typed=True)
-            elif mode == "Strict":
-                messages = duplicates.with_unknown(self._pruned_paths(target, obj), typed=False)
-            else:
-                messages = duplicates.messages()
+        strict = mode == "Strict"
+        if duplicates is not None and unknown is not None:
+            messages = duplicates.report(unknown, typed=True, strict=strict)
+        elif duplicates:
+            pruned = self._pruned_paths(target, obj) if strict else []
+            messages = duplicates.report(pruned, typed=False, strict=strict)
         else:
             messages = [f"unknown field {go_quote(path)}" for path in unknown or ()]
         if mode == "Strict":
@@ -806,29 +805,54 @@ class ResourceApi:
         config = self._apply_config(target, patch_body)
         if target.subresource == "scale":
             applied = self.prepare_scale_apply(target, config, query)
-            return self.finish_scale_apply(target, applied, applied.scale, query)
-        key = rtype.key(target.namespace or "", target.name or "")
-        current = self.store.get(key)
-        if current is None:
-            if target.subresource:
-                raise self._not_found(target)
-            new = fieldmanager.apply_config(
-                rtype, target.version, None, None, copy_json(config), query
+            notes = self._apply_yaml_duplicates(config, query)
+            result = self.finish_scale_apply(target, applied, applied.scale, query)
+        else:
+            key = rtype.key(target.namespace or "", target.name or "")
+            current = self.store.get(key)
+            if current is None:
+                if target.subresource:
+                    raise self._not_found(target)
+                new = fieldmanager.apply_config(
+                    rtype, target.version, None, None, copy_json(config), query
+                )
+                notes = self._apply_yaml_duplicates(config, query)
+                new.setdefault("metadata", {})["name"] = target.name
+                result = self.create(
+                    Target(rtype, target.version, target.namespace, None), new, query, applied=True
+                )
+            else:
+                served = self.serve(target, current)
+                new = fieldmanager.apply_config(
+                    rtype, target.version, target.subresource, served, config, query
+                )
+                notes = self._apply_yaml_duplicates(config, query)
+                new = copy_json(new)
+                rv_text = (config.get("metadata") or {}).get("resourceVersion")
+                result = self._apply_update(
+                    target, key, current, new, query, rv_text, served, applied=True, verb="patch"
+                )
+        if notes:
+            result.warnings[:0] = notes
+        return result
+
+    @staticmethod
+    def _apply_yaml_duplicates(config: JSON, query: dict[str, str]) -> builtins.list[str]:
+        """The repeated keys of an apply configuration, checked as kube-apiserver's apply
+        patcher checks them once the apply itself has succeeded (a conflict is answered
+        first): unless ``fieldValidation=Ignore``, the body is read again by go-yaml's
+        strict decoder; Strict refuses it (400 ``error strict decoding YAML: error
+        converting YAML to JSON: yaml: unmarshal errors:`` and a line per key), Warn
+        returns a warning per line (``line 10: key "paused" already set in map``)."""
+        mode = field_validation(query)
+        found = decode.body_duplicates(config) if mode != "Ignore" else None
+        if found is None or not found.yaml_lines:
+            return []
+        if mode == "Strict":
+            raise ApiError.bad_request(
+                "error strict decoding YAML: error converting YAML to JSON: " + found.yaml_error()
             )
-            new.setdefault("metadata", {})["name"] = target.name
-            result = self.create(
-                Target(rtype, target.version, target.namespace, None), new, query, applied=True
-            )
-            return result
-        served = self.serve(target, current)
-        new = fieldmanager.apply_config(
-            rtype, target.version, target.subresource, served, config, query
-        )
-        new = copy_json(new)
-        rv_text = (config.get("metadata") or {}).get("resourceVersion")
-        return self._apply_update(
-            target, key, current, new, query, rv_text, served, applied=True, verb="patch"
-        )
+        return list(found.yaml_lines)
 
     def prepare_patch(
         self, target: Target, patch_body: bytes, content_type: str, query: dict[str, str]
