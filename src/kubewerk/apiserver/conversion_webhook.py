@@ -43,9 +43,16 @@ from urllib.parse import urlsplit
 
 import orjson
 
-from kubewerk.apiserver import table
+from kubewerk.apiserver import decode, table
 from kubewerk.apiserver.admission_chain import httpclient
-from kubewerk.apiserver.admission_chain.webhooks import Resolver, _http_error
+from kubewerk.apiserver.admission_chain.webhooks import (
+    STATUS_TYPE,
+    STRING_TYPE,
+    Resolver,
+    _http_error,
+    check_go_type,
+    json_syntax_error,
+)
 from kubewerk.apiserver.kinds.custom import WebhookClientConfig
 from kubewerk.apiserver.registry import ServedResource
 from kubewerk.apiserver.request import RestResponse, Target
@@ -172,14 +179,20 @@ class Converter:
             text = str(exc)
             if text.endswith("context deadline exceeded"):
                 # net/http's words when the client's Timeout ends the exchange
-                text += " (Client.Timeout exceeded while awaiting headers)"
+                text += (
+                    " (Client.Timeout or context cancellation while reading body)"
+                    if exc.in_body
+                    else " (Client.Timeout exceeded while awaiting headers)"
+                )
             raise _failed(prefix + text) from None
         if not 200 <= response.status < 300:
             raise _failed(prefix + _http_error(response))
         try:
             answer = orjson.loads(response.body)
         except orjson.JSONDecodeError as exc:
-            raise _failed(prefix + f"couldn't get version/kind; json parse error: {exc}") from None
+            raise _failed(
+                prefix + f"couldn't get version/kind; json parse error: {json_syntax_error(exc)}"
+            ) from None
         if not isinstance(answer, dict):
             raise _failed(
                 prefix + "couldn't get version/kind; json parse error: json: cannot unmarshal "
@@ -188,13 +201,43 @@ class Converter:
                 'Kind string "json:\\"kind,omitempty\\"" }'
             )
         try:
-            return _converted_objects(answer, version, uid)
+            typed = check_go_type(answer, _review_type(version), "", "")
+            return _converted_objects(typed, version, uid)
         except ValueError as exc:
             raise _failed(prefix + str(exc)) from None
 
 
 def _failed(message: str) -> ApiError:
     return ApiError.internal(message)
+
+
+def _review_type(version: str) -> Any:
+    """The fields of ``apiextensions.k8s.io`` ConversionReview kube decodes an answer
+    into, as :func:`check_go_type` takes them (the converted objects are raw JSON)."""
+    return (
+        "struct",
+        "",
+        (
+            "ConversionReview",
+            {
+                "apiVersion": STRING_TYPE,
+                "kind": STRING_TYPE,
+                "request": ("any", f"{version}.ConversionRequest", None),
+                "response": (
+                    "struct",
+                    f"{version}.ConversionResponse",
+                    (
+                        "ConversionResponse",
+                        {
+                            "uid": ("str", "types.UID", None),
+                            "convertedObjects": ("any", "[]runtime.RawExtension", None),
+                            "result": STATUS_TYPE,
+                        },
+                    ),
+                ),
+            },
+        ),
+    )
 
 
 def _converted_objects(answer: JSON, version: str, uid: str) -> list[Any]:
@@ -269,6 +312,10 @@ def _checked(original: JSON, answer: Any, desired: str, gvk: str, index: int | N
             head + f"{where}: invalid kind (expected {original.get('kind')}, received {got_kind})"
         )
     invalid = "invalid object" if index is None else where
+    try:
+        decode.check_depth(answer, "the converted object")
+    except decode.DecodeError as exc:
+        raise _failed(head + f"{invalid}: {exc}") from None
     for key, word in (("name", "name"), ("namespace", "namespace"), ("uid", "UID")):
         mine, theirs = _meta_text(original, key), _meta_text(answer, key)
         if mine != theirs:

@@ -339,44 +339,44 @@ def _gvr(t: tuple[str, str, str]) -> JSON:
 # "bool", "int32", "int64", "bytes" (base64 text), "list" (detail: item type), "map"
 # (detail: value type), "struct" (detail: (struct name, {json field: type})), "any"
 # (not checked: kube decodes it as raw JSON).
-_GoType = tuple[str, str, Any]
+GoType = tuple[str, str, Any]
 
-_STRING: Final[_GoType] = ("str", "string", None)
-_STATUS_CAUSE: Final[_GoType] = (
+STRING_TYPE: Final[GoType] = ("str", "string", None)
+_STATUS_CAUSE: Final[GoType] = (
     "struct",
     "v1.StatusCause",
     (
         "StatusCause",
         {
             "reason": ("str", "v1.CauseType", None),
-            "message": _STRING,
-            "field": _STRING,
+            "message": STRING_TYPE,
+            "field": STRING_TYPE,
         },
     ),
 )
-_STATUS: Final[_GoType] = (
+STATUS_TYPE: Final[GoType] = (
     "struct",
     "v1.Status",
     (
         "Status",
         {
-            "kind": _STRING,
-            "apiVersion": _STRING,
+            "kind": STRING_TYPE,
+            "apiVersion": STRING_TYPE,
             "metadata": (
                 "struct",
                 "v1.ListMeta",
                 (
                     "ListMeta",
                     {
-                        "selfLink": _STRING,
-                        "resourceVersion": _STRING,
-                        "continue": _STRING,
+                        "selfLink": STRING_TYPE,
+                        "resourceVersion": STRING_TYPE,
+                        "continue": STRING_TYPE,
                         "remainingItemCount": ("int64", "int64", None),
                     },
                 ),
             ),
-            "status": _STRING,
-            "message": _STRING,
+            "status": STRING_TYPE,
+            "message": STRING_TYPE,
             "reason": ("str", "v1.StatusReason", None),
             "details": (
                 "struct",
@@ -384,9 +384,9 @@ _STATUS: Final[_GoType] = (
                 (
                     "StatusDetails",
                     {
-                        "name": _STRING,
-                        "group": _STRING,
-                        "kind": _STRING,
+                        "name": STRING_TYPE,
+                        "group": STRING_TYPE,
+                        "kind": STRING_TYPE,
                         "uid": ("str", "types.UID", None),
                         "causes": ("list", "[]v1.StatusCause", _STATUS_CAUSE),
                         "retryAfterSeconds": ("int32", "int32", None),
@@ -399,7 +399,7 @@ _STATUS: Final[_GoType] = (
 )
 
 
-def _response_type(version: str) -> _GoType:
+def _response_type(version: str) -> GoType:
     return (
         "struct",
         f"{version}.AdmissionResponse",
@@ -408,20 +408,20 @@ def _response_type(version: str) -> _GoType:
             {
                 "uid": ("str", "types.UID", None),
                 "allowed": ("bool", "bool", None),
-                "status": _STATUS,
+                "status": STATUS_TYPE,
                 "patch": ("bytes", "[]uint8", None),
                 "patchType": ("str", f"{version}.PatchType", None),
-                "auditAnnotations": ("map", "map[string]string", _STRING),
-                "warnings": ("list", "[]string", _STRING),
+                "auditAnnotations": ("map", "map[string]string", STRING_TYPE),
+                "warnings": ("list", "[]string", STRING_TYPE),
             },
         ),
     )
 
 
-def _review_fields(version: str) -> dict[str, _GoType]:
+def _review_fields(version: str) -> dict[str, GoType]:
     return {
-        "apiVersion": _STRING,
-        "kind": _STRING,
+        "apiVersion": STRING_TYPE,
+        "kind": STRING_TYPE,
         "request": ("any", f"{version}.AdmissionRequest", None),
         "response": _response_type(version),
     }
@@ -433,24 +433,22 @@ _B64_ALPHABET: Final = frozenset(
 )
 
 
-class _Undecodable(ValueError):
+class Undecodable(ValueError):
     """The answer does not decode into kube's AdmissionReview; ``str()`` is Go's text."""
 
 
-def _type_error(
-    value: Any, struct: str, path: str, go_type: str, number_text: bool
-) -> _Undecodable:
+def _type_error(value: Any, struct: str, path: str, go_type: str, number_text: bool) -> Undecodable:
     kind = unmarshal_kind(value)
     if number_text and kind == "number":
         kind = f"number {value}"
-    return _Undecodable(
+    return Undecodable(
         f"json: cannot unmarshal {kind} into Go struct field {struct}.{path} of type {go_type}"
     )
 
 
-def _check(value: Any, go: _GoType, struct: str, path: str) -> Any:
+def check_go_type(value: Any, go: GoType, struct: str, path: str) -> Any:
     """``value`` decoded into ``go`` as ``encoding/json`` decodes it: the decoded value
-    (bytes for base64 text), or ``_Undecodable`` with the first error Go reports
+    (bytes for base64 text), or ``Undecodable`` with the first error Go reports
     (``json: cannot unmarshal string into Go struct field AdmissionResponse.response.
     allowed of type bool``). ``null`` leaves the zero value (None here)."""
     kind, go_name, detail = go
@@ -478,11 +476,11 @@ def _check(value: Any, go: _GoType, struct: str, path: str) -> Any:
     if kind == "list":
         if not isinstance(value, list):
             raise _type_error(value, struct, path, go_name, False)
-        return [_check(item, detail, struct, path) for item in value]
+        return [check_go_type(item, detail, struct, path) for item in value]
     if kind == "map":
         if not isinstance(value, dict):
             raise _type_error(value, struct, path, go_name, False)
-        return {k: _check(v, detail, struct, path) for k, v in value.items()}
+        return {k: check_go_type(v, detail, struct, path) for k, v in value.items()}
     inner, fields = detail
     if not isinstance(value, dict):
         raise _type_error(value, struct, path, go_name, False)
@@ -490,7 +488,7 @@ def _check(value: Any, go: _GoType, struct: str, path: str) -> Any:
     for key, item in value.items():  # document order: Go reports the first error
         field_type = fields.get(key)
         if field_type is not None:
-            out[key] = _check(item, field_type, inner, f"{path}.{key}" if path else key)
+            out[key] = check_go_type(item, field_type, inner, f"{path}.{key}" if path else key)
     return out
 
 
@@ -508,7 +506,7 @@ def _base64(text: str) -> bytes:
     )
     if bad is None:
         bad = text.find("=") if "=" in text else len(text)
-    raise _Undecodable(f"illegal base64 data at input byte {bad}")
+    raise Undecodable(f"illegal base64 data at input byte {bad}")
 
 
 def decode_answer(body: bytes, version: str) -> JSON | None:
@@ -522,7 +520,7 @@ def decode_answer(body: bytes, version: str) -> JSON | None:
         answer = orjson.loads(body)
     except orjson.JSONDecodeError as exc:
         raise ValueError(
-            f"couldn't get version/kind; json parse error: {_json_syntax_error(exc)}"
+            f"couldn't get version/kind; json parse error: {json_syntax_error(exc)}"
         ) from None
     if answer is None:
         return None
@@ -541,16 +539,16 @@ def decode_answer(body: bytes, version: str) -> JSON | None:
                 f"{unmarshal_kind(value)} into Go struct field .{key} of type string"
             )
     try:
-        decoded = _check(
+        decoded = check_go_type(
             answer, ("struct", "", ("AdmissionReview", _review_fields(version))), "", ""
         )
-    except _Undecodable as exc:
+    except Undecodable as exc:
         raise ValueError(str(exc)) from None
     # the field names of kube's struct only: what is stored by key below is typed
     return dict(decoded)
 
 
-def _json_syntax_error(exc: orjson.JSONDecodeError) -> str:
+def json_syntax_error(exc: orjson.JSONDecodeError) -> str:
     """Go's ``encoding/json`` words for the commonest syntax errors, else orjson's."""
     if "recursion" in exc.msg.lower() or "depth" in exc.msg.lower():
         return "exceeded max depth"
@@ -632,7 +630,7 @@ def decode_patch(hook: Hook, answer: Answer, obj: JSON | None) -> list[Any] | No
     except orjson.JSONDecodeError as exc:
         raise CallingError(
             hook.name,
-            f"received undecodable patch in webhook response: {_json_syntax_error(exc)}",
+            f"received undecodable patch in webhook response: {json_syntax_error(exc)}",
         ) from None
     if patch is not None and not isinstance(patch, list):
         raise CallingError(
