@@ -269,3 +269,27 @@ def test_gen_policy_from_module(
     ]
     assert main(["gen", "policy", "json"]) == 2
     assert "module 'json' defines no kubewerk.webhook.policy.Policy" in capsys.readouterr().err
+
+
+def test_a_python_file_of_policies_for_gen_and_policy_test(
+    files: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """A ``.py`` path works where a module name does: gen policy and policy test import it
+    (its folder on the path); policy test used to read it as YAML and fail."""
+    pkg = tmp_path / "pols"
+    pkg.mkdir()
+    (pkg / "limits_by_file.py").write_text(
+        "from kubewerk.webhook.policy import Policy, check, rule\n"
+        "limit = Policy(name='limit', match=[rule('apps', 'v1', 'deployments')], check=check('object.spec.replicas <= 5', 'too many'))\n"
+    )
+    monkeypatch.setattr("sys.path", list(__import__("sys").path))
+    path = str(pkg / "limits_by_file.py")
+    assert main(["gen", "policy", path]) == 0
+    assert yaml.safe_load_all(capsys.readouterr().out).__next__()["metadata"]["name"] == "limit"
+    code = main(["policy", "test", "--policy", path, "--resource", str(files / "big.yaml")])
+    out = capsys.readouterr().out
+    assert code == 1 and "ValidatingAdmissionPolicy 'limit' with binding 'limit-binding'" in out
+    assert main(["policy", "test", "--policy", path, "--resource", str(files / "ok.yaml")]) == 0
+    capsys.readouterr()
+    assert main(["gen", "policy", str(pkg / "absent.py")]) == 2
+    assert f"{pkg / 'absent.py'}: no such file" in capsys.readouterr().err

@@ -126,7 +126,20 @@ def _no_artefact(parser: argparse.ArgumentParser) -> int:
 
 
 def _import(module_name: str) -> Any:
-    if str(Path.cwd()) not in sys.path:
+    """The module named ``module_name``, or of the Python file it names (``pkg/mod.py``:
+    imported as ``mod`` with ``pkg/`` on the path, so its own imports resolve as they do
+    when it is run); a :class:`UsageError` saying why when it cannot be imported."""
+    if module_name.endswith(".py"):
+        path = Path(module_name)
+        if not path.is_file():
+            raise UsageError(f"{module_name}: no such file")
+        folder = str(path.resolve().parent)
+        if folder not in sys.path:
+            sys.path.insert(0, folder)
+        module_name = path.stem
+        if not module_name.isidentifier():
+            raise UsageError(f"{path}: {path.name!r} is not an importable module name")
+    elif str(Path.cwd()) not in sys.path:
         sys.path.insert(0, str(Path.cwd()))
     try:
         return importlib.import_module(module_name)
@@ -211,7 +224,9 @@ def run_crd(args: argparse.Namespace) -> int:
     return 0
 
 
-def _policies(target: str) -> list[Any]:
+def policies_of(target: str) -> list[Any]:
+    """The policies of ``target``: a YAML file of policies as data, else a module (a name
+    or a ``.py`` file) whose :class:`~kubewerk.webhook.policy.Policy` objects are taken."""
     from kubewerk.webhook.policy import Policy, PolicyDefinitionError, policy_from_data
 
     if target.endswith((".yaml", ".yml")):
@@ -242,7 +257,7 @@ def run_policy(args: argparse.Namespace) -> int:
 
     policies: list[Any] = []
     for target in args.targets:
-        policies.extend(_policies(target))
+        policies.extend(policies_of(target))
     texts: list[tuple[str, str]] = []
     for pol in policies:
         objects = pol.to_objects()

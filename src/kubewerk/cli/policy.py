@@ -64,7 +64,11 @@ def register(sub: Any) -> None:
         "1 denied (or a case failed), 2 on errors.",
     )
     test.add_argument(
-        "--policy", action="append", required=True, metavar="FILE", help="policy YAML (repeatable)"
+        "--policy",
+        action="append",
+        required=True,
+        metavar="FILE",
+        help="policy YAML, or a .py module of kubewerk.webhook.policy Policy objects (repeatable)",
     )
     test.add_argument(
         "--resource", action="append", default=[], metavar="FILE", help="object(s) to admit"
@@ -131,6 +135,13 @@ class _Setup:
         self.bindings: list[dict[str, Any]] = []
         self.notes: list[str] = []
         for f in policy_files:
+            if f.endswith(".py"):  # a module of policies written in Python
+                from kubewerk.cli.gen import policies_of
+
+                for pol in policies_of(f):
+                    policies.append(pol.to_policy())
+                    self.bindings.append(pol.to_binding())
+                continue
             for doc in _load_docs(f):
                 if not isinstance(doc, dict):
                     raise UsageError(f"{f}: expected objects")
