@@ -81,35 +81,59 @@ class HttpResponse:
 
 
 class _Collector:
-    """httptools callbacks: the headers and a bounded body of one response."""
+    """httptools callbacks: the headers and a bounded body of one response. Informational
+    (1xx) answers before it are counted and forgotten; anything after it (a second
+    response sent unasked) is ignored and marks the connection unfit for reuse."""
 
     def __init__(self) -> None:
+        self.parser: httptools.HttpResponseParser | None = None
         self.body = bytearray()
         self.started = False
         self.headers_done = False
         self.done = False
         self.too_large = False
+        self.extra = False
+        self.informational = 0
+        self.status = 0
         self.headers: dict[str, str] = {}
 
     def on_message_begin(self) -> None:
+        if self.done:
+            self.extra = True
         self.started = True
 
     def on_header(self, name: bytes, value: bytes) -> None:
-        self.headers[name.decode("latin-1").lower()] = value.decode("latin-1")
+        if not self.done:
+            self.headers[name.decode("latin-1").lower()] = value.decode("latin-1")
 
     def on_headers_complete(self) -> None:
+        if self.done:
+            return
         self.headers_done = True
         length = self.headers.get("content-length", "").strip()
         if length.isdigit() and int(length) > MAX_RESPONSE_BYTES:
             self.too_large = True  # announced: refused before a byte of it is read
 
     def on_body(self, chunk: bytes) -> None:
+        if self.done:
+            return
         if self.too_large or len(self.body) + len(chunk) > MAX_RESPONSE_BYTES:
             self.too_large = True
             return
         self.body += chunk
 
     def on_message_complete(self) -> None:
+        if self.done:
+            return
+        status = self.parser.get_status_code() if self.parser is not None else 0
+        if 100 <= status < 200 and status != 101:
+            # an informational answer: the real one follows (Go's transport skips them)
+            self.informational += 1
+            self.headers = {}
+            self.body = bytearray()
+            self.headers_done = False
+            return
+        self.status = status
         self.done = True
 
     def ends_at_close(self, status: int) -> bool:
@@ -328,7 +352,7 @@ class ConnectionPool:
         broken = True
         collector = _Collector()
         parser = httptools.HttpResponseParser(collector)
-        informational = 0
+        collector.parser = parser
         head_bytes = 0
 
         def fail(reason: str) -> CallError:
@@ -358,6 +382,7 @@ class ConnectionPool:
                         raise _Stale
                     status = parser.get_status_code() if collector.headers_done else 0
                     if collector.headers_done and collector.ends_at_close(status):
+                        collector.status = status
                         break  # the close ends the body: the answer is complete
                     raise fail("unexpected EOF" if collector.headers_done else "EOF")
                 if not collector.headers_done:
@@ -375,24 +400,18 @@ class ConnectionPool:
                     )
                 if collector.too_large:
                     raise fail(f"response body larger than the limit of {MAX_RESPONSE_BYTES} bytes")
+                if collector.informational > MAX_INFORMATIONAL:
+                    raise CallError(prefix + "net/http: too many 1xx informational responses")
                 if collector.done:
-                    status = parser.get_status_code()
-                    if 100 <= status < 200 and status != 101:
-                        # an informational answer: the real one follows (Go skips them)
-                        informational += 1
-                        if informational > MAX_INFORMATIONAL:
-                            raise fail("net/http: too many 1xx informational responses")
-                        collector = _Collector()
-                        parser = httptools.HttpResponseParser(collector)
-                        head_bytes = 0
-                        continue
                     # llhttp's should_keep_alive() is already reset once the message completes
-                    keep = parser.get_http_version() == "1.1" and "close" not in (
-                        collector.headers.get("connection", "").lower()
+                    keep = (
+                        parser.get_http_version() == "1.1"
+                        and "close" not in collector.headers.get("connection", "").lower()
+                        and not collector.extra
                     )
                     break
             broken = False
-            return HttpResponse(parser.get_status_code(), bytes(collector.body), collector.headers)
+            return HttpResponse(collector.status, bytes(collector.body), collector.headers)
         except (ConnectionResetError, BrokenPipeError) as exc:
             if reused and not collector.started:
                 raise _Stale from None
