@@ -10,6 +10,7 @@ One server for the module; each test works in its own namespace.
 from __future__ import annotations
 
 import copy
+import json
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -20,7 +21,8 @@ from prometheus_client import CollectorRegistry
 
 from kubewerk.apiserver.server import EmbeddedServer
 from kubewerk.client import Client
-from kubewerk.sync import diff_sources, load
+from kubewerk.sync import FIELD_MANAGER, LAST_SYNCED_ANNOTATION, diff_sources, load
+from kubewerk.sync.apply import desired_state
 from kubewerk.sync.defaults import without_defaults
 from kubewerk.sync.drift import DriftController
 from kubewerk.sync.engine import sync
@@ -208,6 +210,40 @@ async def test_merge_compares_with_the_defaults_applied(
             f"Widget.sync.test {ns}/w",
             ["/spec/replicas"],
         )
+    finally:
+        await target.close()
+
+
+async def test_merge_defaults_a_record_without_namespace_in_the_objects_namespace(
+    server: EmbeddedServer, tmp_path: Path
+) -> None:
+    """A last-synced record written before manifests were placed names no namespace: its
+    dry run goes to the object's namespace (not the client's), so a source change of a
+    field the server defaulted is still no conflict."""
+    ns = "d-oldrec"
+    objs, target = await synced(server.url, tmp_path, ns)
+    try:
+        rt = await target.client.resolve(*DEPLOY)
+        live = await target.client.get(rt, "web", ns)
+        record = json.loads(live["metadata"]["annotations"][LAST_SYNCED_ANNOTATION])
+        del record["metadata"]["namespace"]
+        # written back by the sync's own field manager, as an older kubewerk wrote it
+        body = desired_state(live)
+        body["metadata"].setdefault("annotations", {})[LAST_SYNCED_ANNOTATION] = json.dumps(
+            record, sort_keys=True, separators=(",", ":")
+        )
+        await target.client.patch(
+            rt, "web", body, ns, type="apply", force=True, field_manager=FIELD_MANAGER
+        )
+        ns_obj, w, d, s = copy.deepcopy(objs)
+        d["spec"]["template"]["spec"]["containers"][0]["imagePullPolicy"] = "Always"
+        write_manifests(tmp_path / "all.yaml", ns_obj, w, d, s)
+        report = await sync(load(str(tmp_path)), [target], "merge")
+        [result] = [
+            r for r in report.targets[0].results if r.key.kind == "Deployment" and ours(r.key, ns)
+        ]
+        assert (result.action, result.detail, result.conflicts) == ("updated", "", [])
+        assert await changes(tmp_path, target, ns) == {}
     finally:
         await target.close()
 

@@ -53,7 +53,14 @@ from typing import Any, Final
 from kubewerk.client import Client, ServerUnreachable
 from kubewerk.client.errors import ApiError, Forbidden, NotFound
 from kubewerk.model import REFERENCES_ANNOTATION, parse_references
-from kubewerk.sync.apply import Policy, apply_object, delete_object, desired_state, last_synced
+from kubewerk.sync.apply import (
+    Policy,
+    _in_namespace,
+    apply_object,
+    delete_object,
+    desired_state,
+    last_synced,
+)
 from kubewerk.sync.compare import (
     check_namespace,
     index_entries,
@@ -482,6 +489,8 @@ async def _merge(
     recorded; with them merge3's record, which keeps the old base at the conflicts."""
     theirs = desired_state(live)
     shape = schemas.shape(str(desired.get("apiVersion", "")), key.kind)
+    if key.namespace:  # a record written before manifests were placed names none
+        base = _in_namespace(base, key.namespace)
     if quick_equal(base, desired):
         return theirs, [], None
     base_d = await defaulted_state(client, base, live, schemas)
