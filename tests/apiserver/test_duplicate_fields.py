@@ -133,11 +133,13 @@ class Server:
         body: bytes,
         validation: str | None,
         content_type: str = "application/json",
+        extra: str = "",
     ) -> tuple[int, Any, list[str]]:
-        """Status, decoded answer and warning texts of one request."""
+        """Status, decoded answer and warning texts of one request (``extra``: more query)."""
         query = "" if validation is None else f"fieldValidation={validation}"
         if content_type == APPLY:
             query = "fieldManager=me" + (f"&{query}" if query else "")
+        query += extra
         status, headers, payload = self.loop.run_until_complete(
             asgi_call(
                 self.app, method, path, query, headers={"content-type": content_type}, body=body
@@ -646,3 +648,28 @@ def test_yaml_duplicate_lines(text: bytes, lines: list[str]) -> None:
     found = decode.body_duplicates(value)
     assert found is not None
     assert found.yaml_lines == [line + " already set in map" for line in lines]
+
+
+@pytest.mark.parametrize("validation", ["Strict", "Warn", "Ignore"])
+def test_apply_to_scale(server: Server, ns: Paths, validation: str) -> None:
+    clean = orjson.dumps(yaml.safe_load(APPLY_DEPLOYMENT))
+    status, out, _ = server.send("PATCH", f"{ns.deployments}/web", clean, None, APPLY)
+    assert status == 201, out
+    body = (
+        b'{"apiVersion": "autoscaling/v1", "kind": "Scale", "metadata": {"name": "web"},\n'
+        b' "spec": {"replicas": 2,\n  "replicas": 3}}'
+    )
+    line = 'line 3: key "replicas" already set in map'
+    # force: the replicas belong to the main resource's manager
+    status, out, warnings = server.send(
+        "PATCH", f"{ns.deployments}/web/scale", body, validation, APPLY, "&force=true"
+    )
+    if validation == "Strict":
+        assert (status, out["message"]) == (
+            400,
+            "error strict decoding YAML: error converting YAML to JSON: yaml: unmarshal errors:"
+            "\n  " + line,
+        )
+        return
+    assert (status, warnings) == (200, [] if validation == "Ignore" else [line]), out
+    assert out["spec"]["replicas"] == 3
