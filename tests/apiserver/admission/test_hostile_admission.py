@@ -1207,3 +1207,26 @@ async def test_informational_answers_are_skipped_but_bounded(client, hostile, ce
     got = await admit(client, hostile, certs, case, lambda r: cont * 3 + http(review_answer(r)))
     assert got.status == 500, got
     assert got.message == failed(hostile, case, "net/http: too many 1xx informational responses")
+
+
+async def test_v1beta1_answers_are_checked_as_kube_checks_them(client, hostile, certs) -> None:  # type: ignore[no-untyped-def]
+    # v1beta1: neither uid nor kind is checked, a patch is a JSON Patch whatever patchType
+    # says, and a validating webhook's patch is ignored
+    case = "beta"
+    ops = b64([{"op": "add", "path": "/data/beta", "value": "yes"}])
+
+    def handler(review: Review) -> Action:
+        assert review["apiVersion"] == "admission.k8s.io/v1beta1"
+        return http(
+            review_answer(
+                review,
+                top={"response": {"uid": "whatever", "allowed": True, "patch": ops}},
+            )
+        )
+
+    got = await admit(client, hostile, certs, case, handler, mutating=True, version="v1beta1")
+    assert got.status == 201, got
+    assert got.body["data"]["beta"] == "yes"
+    got = await admit(client, hostile, certs, case, handler, version="v1beta1")
+    assert got.status == 201, got
+    assert "beta" not in got.body["data"]
