@@ -12,14 +12,20 @@ Worded and decided as kube-apiserver's webhook admission plugins
   webhook under ``Ignore``);
 - the call: an ``admission.k8s.io/v1`` (or ``v1beta1``) AdmissionReview POSTed over
   HTTPS with the caBundle, ``?timeout=Ns`` appended as kube's REST client does;
-- the answer (``VerifyAdmissionResponse``): apiVersion/kind, ``response`` present,
-  ``uid`` echoed, a patch only from a mutating webhook and only as ``JSONPatch``;
+- the answer, hostile input: read within the client's bounds (``httpclient``), typed as
+  kube's decoder types it (:func:`decode_answer`: a field of the wrong Go type fails the
+  call with Go's ``json: cannot unmarshal …``), then ``VerifyAdmissionResponse``
+  (:func:`verify`: ``response`` present, for v1 ``uid`` echoed and apiVersion/kind, the
+  patch rules of v1 and v1beta1), then the mutating dispatcher's patch steps
+  (:func:`decode_patch`, :func:`apply_patch`); audit annotations with keys kube refuses
+  are dropped (:func:`audit_annotations`);
 - errors: a call that fails (connection, timeout, TLS, a bad answer) is
   ``Internal error occurred: failed calling webhook "x": failed to call webhook: …``
   under ``failurePolicy: Fail`` and ignored under ``Ignore``; a denial is the Status the
   webhook returned, its message prefixed ``admission webhook "x" denied the request: ``
-  (code 403 when it gave none); a dry-run request to a webhook with side effects is
-  ``400 admission webhook "x" does not support dry run``.
+  (a code under 400, or none, is 400: ``ToStatusErr``); a patch that does not apply is
+  500 whatever ``failurePolicy`` says; a dry-run request to a webhook with side effects
+  is ``400 admission webhook "x" does not support dry run``.
 
 A ``service`` client config is resolved through the embedded server's own objects, as
 kube-apiserver resolves it with ``--enable-aggregator-routing``: the Service's port
