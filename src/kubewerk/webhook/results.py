@@ -4,7 +4,7 @@ Both become the ``response`` of an ``admission.k8s.io/v1`` AdmissionReview. A de
 carries a ``Status`` (``result``) whose message kube-apiserver shows the user as
 ``admission webhook "<name>" denied the request: <message>``; its code defaults to 403
 and its reason to ``Forbidden``, as controller-runtime's ``Denied`` does (kube-apiserver
-itself uses 403 when a webhook leaves the code out). Field causes go into
+itself makes a missing code, or one under 400, a 400). Field causes go into
 ``result.details.causes`` in the ``StatusCause`` shape (reason, message, field).
 """
 
