@@ -66,23 +66,28 @@ async def _install_crd(kubeconfig: Path) -> None:
 
 
 @pytest.fixture(scope="module")
-def server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[EmbeddedServer]:
-    """One in-memory server for the module, with the demo CRD Established."""
+def server() -> Iterator[EmbeddedServer]:
+    """One in-memory HTTPS server for the module."""
     srv = EmbeddedServer("memory", bookmark_interval=0.5, tls=True).start_in_thread()
     try:
-        path = srv.write_kubeconfig(tmp_path_factory.mktemp("k8s-asyncio") / "kubeconfig")
-        srv.kubeconfig_path = path  # type: ignore[attr-defined]
-        asyncio.run(_install_crd(path))
         yield srv
     finally:
         srv.stop_thread()
 
 
+@pytest.fixture(scope="module")
+def kubeconfig(server: EmbeddedServer, tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """The server's admin kubeconfig (CA and client certificate), once the demo CRD it
+    registers through the API is Established."""
+    path = server.write_kubeconfig(tmp_path_factory.mktemp("k8s-asyncio") / "kubeconfig")
+    asyncio.run(_install_crd(path))
+    return path
+
+
 @pytest.fixture
-async def api(server: EmbeddedServer) -> AsyncIterator[client.ApiClient]:
+async def api(kubeconfig: Path) -> AsyncIterator[client.ApiClient]:
     """An ApiClient configured by ``config.load_kube_config`` (on the test's event loop)."""
-    cfg = await _configuration(server.kubeconfig_path)  # type: ignore[attr-defined]
-    async with client.ApiClient(cfg) as api_client:
+    async with client.ApiClient(await _configuration(kubeconfig)) as api_client:
         yield api_client
 
 
