@@ -398,9 +398,6 @@ async def test_delete_with_propagation_policies(api: client.ApiClient) -> None:
     # Foreground: the owner waits (deletionTimestamp, the foregroundDeletion finalizer)
     # until the child that blocks it is gone
     await family("fg")
-    await v1.create_namespaced_config_map(
-        ns, client.V1ConfigMap(metadata=client.V1ObjectMeta(name="fg-hold"))
-    )
     await v1.patch_namespaced_config_map(
         "fg-child", ns, {"metadata": {"finalizers": ["example.com/hold"]}}
     )
@@ -413,6 +410,8 @@ async def test_delete_with_propagation_policies(api: client.ApiClient) -> None:
         if (await v1.read_namespaced_config_map("fg-child", ns)).metadata.deletion_timestamp:
             break
         await asyncio.sleep(0.02)
+    else:
+        pytest.fail("the garbage collector never deleted the blocking dependent")
     assert await exists("fg")
     await v1.patch_namespaced_config_map(
         "fg-child", ns, [{"op": "remove", "path": "/metadata/finalizers"}]
