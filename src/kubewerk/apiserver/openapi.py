@@ -34,6 +34,7 @@ import orjson
 
 from kubewerk.apiserver.discovery import KUBE_MAJOR, KUBE_MINOR
 from kubewerk.apiserver.registry import Registry, ServedResource
+from kubewerk.core.errors import ApiError
 from kubewerk.core.jsoncopy import copy_tree
 
 JSON = dict[str, Any]
@@ -1170,8 +1171,9 @@ def serve(
     handler answers: JSON with a quoted ``ETag`` (the document's hash) and
     ``Vary: Accept``; 304 when ``If-None-Match`` names it; with ``?hash=`` of the current
     document ``Cache-Control: public, immutable`` and ``Expires`` a year on, with a stale
-    hash 301 to the current URL; 406 when ``Accept`` allows neither JSON nor protobuf
-    (and, unlike kube, when it allows only protobuf). None: no such document."""
+    hash 301 to the current URL. ``ApiError`` 406 NotAcceptable (a Status, where kube
+    answers an empty body) when ``Accept`` allows neither JSON nor protobuf, and, unlike
+    kube, when it allows only protobuf. None: no such document."""
     if not name:
         payload, digest = encoded_index(registry)
         headers = [(b"content-type", b"application/json")]
@@ -1184,7 +1186,12 @@ def serve(
         digest = document_hash(registry, *split) if split is not None else content_hash(payload)
         json_ok = accepts_json(accept)
         if not json_ok:
-            return Reply(406, b"", [(b"vary", b"Accept"), (b"content-length", b"0")])
+            raise ApiError(
+                406,
+                "NotAcceptable",
+                "only the following media types are accepted: application/json",
+                {},
+            )
         headers = [(b"vary", b"Accept"), (b"content-type", b"application/json")]
         wanted = query.get("hash")
         if wanted:
