@@ -332,19 +332,24 @@ class ResourceApi:
         *,
         defer: bool = False,
         applied: bool = False,
+        duplicates: decode.Duplicates | None = None,
     ) -> RestResponse:
         """Create from ``body``, which the caller hands over (it is changed in place).
 
         ``defer``: stop before storage and answer with ``commit`` set (see
         ``RestResponse.commit``), for the admission chain's asynchronous path.
-        ``applied``: ``body`` is a server-side apply's result, its managedFields final."""
+        ``applied``: ``body`` is a server-side apply's result, its managedFields final.
+        ``duplicates``: the repeated keys of the request body ``body`` was decoded from,
+        when ``body`` is no longer that very object (mutated by admission webhooks); else
+        they are found by ``decode.body_duplicates``."""
         rtype = target.rtype
         if target.subresource:
             raise ApiError.method_not_supported(
                 rtype.resource + "/" + target.subresource, rtype.group, "create"
             )
         self._check_body_identity(target, body)
-        duplicates = decode.body_duplicates(body)
+        if duplicates is None:
+            duplicates = decode.body_duplicates(body)
         obj = body  # freshly decoded for this request: ours to change
         meta = obj.setdefault("metadata", {})
         if target.namespace is not None and rtype.namespaced:
@@ -432,10 +437,16 @@ class ResourceApi:
     # -- update ------------------------------------------------------------------
 
     def update(
-        self, target: Target, body: JSON, query: dict[str, str], *, defer: bool = False
+        self,
+        target: Target,
+        body: JSON,
+        query: dict[str, str],
+        *,
+        defer: bool = False,
+        duplicates: decode.Duplicates | None = None,
     ) -> RestResponse:
-        """Replace the object with ``body``; ``defer`` as for ``create`` (not for the
-        scale and finalize subresources)."""
+        """Replace the object with ``body``; ``defer`` and ``duplicates`` as for ``create``
+        (not for the scale and finalize subresources)."""
         rtype = target.rtype
         if target.subresource == "scale":
             return self._update_scale(target, body, query)
@@ -474,7 +485,7 @@ class ResourceApi:
             query,
             rv_text,
             defer=defer,
-            duplicates=decode.body_duplicates(body),
+            duplicates=duplicates if duplicates is not None else decode.body_duplicates(body),
         )
 
     def _apply_update(
@@ -805,7 +816,7 @@ class ResourceApi:
         config = self._apply_config(target, patch_body)
         if target.subresource == "scale":
             applied = self.prepare_scale_apply(target, config, query)
-            notes = self._apply_yaml_duplicates(config, query)
+            notes = self.apply_yaml_duplicates(config, query)
             result = self.finish_scale_apply(target, applied, applied.scale, query)
         else:
             key = rtype.key(target.namespace or "", target.name or "")
@@ -816,7 +827,7 @@ class ResourceApi:
                 new = fieldmanager.apply_config(
                     rtype, target.version, None, None, copy_json(config), query
                 )
-                notes = self._apply_yaml_duplicates(config, query)
+                notes = self.apply_yaml_duplicates(config, query)
                 new.setdefault("metadata", {})["name"] = target.name
                 result = self.create(
                     Target(rtype, target.version, target.namespace, None), new, query, applied=True
@@ -826,7 +837,7 @@ class ResourceApi:
                 new = fieldmanager.apply_config(
                     rtype, target.version, target.subresource, served, config, query
                 )
-                notes = self._apply_yaml_duplicates(config, query)
+                notes = self.apply_yaml_duplicates(config, query)
                 new = copy_json(new)
                 rv_text = (config.get("metadata") or {}).get("resourceVersion")
                 result = self._apply_update(
@@ -837,7 +848,7 @@ class ResourceApi:
         return result
 
     @staticmethod
-    def _apply_yaml_duplicates(config: JSON, query: dict[str, str]) -> builtins.list[str]:
+    def apply_yaml_duplicates(config: JSON, query: dict[str, str]) -> builtins.list[str]:
         """The repeated keys of an apply configuration, checked as kube-apiserver's apply
         patcher checks them once the apply itself has succeeded (a conflict is answered
         first): unless ``fieldValidation=Ignore``, the body is read again by go-yaml's
@@ -879,13 +890,34 @@ class ResourceApi:
         prepared: tuple[str, JSON, JSON, JSON, Any],
         patched: JSON,
         query: dict[str, str],
+        duplicates: decode.Duplicates | None = None,
     ) -> RestResponse:
         """Admit ``patched`` (what ``prepare_patch`` gave, as mutating admission left it)
-        and answer with ``commit`` set (``defer``)."""
+        and answer with ``commit`` set (``defer``). ``duplicates``: the patch body's
+        strict decoding errors (``patch_errors``)."""
         key, current, served, _, rv_text = prepared
         return self._apply_update(
-            target, key, current, patched, query, rv_text, served, defer=True, verb="patch"
+            target,
+            key,
+            current,
+            patched,
+            query,
+            rv_text,
+            served,
+            defer=True,
+            verb="patch",
+            duplicates=duplicates,
         )
+
+    def patch_errors(
+        self, target: Target, patch_body: bytes, content_type: str, query: dict[str, str]
+    ) -> decode.Duplicates | None:
+        """The strict decoding errors of a (non-apply) patch body, which kube-apiserver's
+        patcher reports before those of the patched object: see ``_patch_body_errors``."""
+        if field_validation(query) == "Ignore":
+            return None
+        media = self._patch_media(target, content_type, query)
+        return self._patch_body_errors(media, patch_body, self._patch_doc(patch_body), query)
 
     def _patch_media(
         self, target: Target, content_type: str, query: dict[str, str] | None = None
