@@ -33,7 +33,7 @@ from typing import Any, Final
 
 import orjson
 
-from kubewerk.apiserver import fieldmanager
+from kubewerk.apiserver import decode, fieldmanager
 from kubewerk.apiserver.admission_chain import httpclient, webhooks
 from kubewerk.apiserver.admission_chain.registration import GROUP
 from kubewerk.apiserver.admission_chain.typechecking import TypeChecker
@@ -661,13 +661,15 @@ class AdmissionChain:
     async def create(self, target: Target, body: JSON, query: dict[str, str]) -> RestResponse:
         warnings: list[str] = []
         annotations: dict[str, str] = {}
+        # the request body's repeated keys, before webhooks make another object of it
+        duplicates = decode.body_duplicates(body)
         meta = body.get("metadata")
         if target.rtype.namespaced and target.namespace and isinstance(meta, dict):
             meta.setdefault("namespace", target.namespace)
         mutated = await self._mutate("CREATE", target, body, None, query, warnings, annotations)
         assert mutated is not None  # webhooks patch an object, never remove it
         body = mutated
-        result = self.api.create(target, body, query, defer=True)
+        result = self.api.create(target, body, query, defer=True, duplicates=duplicates)
         assert result.commit is not None
         await self._validate("CREATE", target, result.body, None, query, warnings, annotations)
         final = result.commit()
@@ -678,6 +680,7 @@ class AdmissionChain:
         if target.subresource == "scale":
             return await self._scale(target, query, lambda _old: copy_json(body))
         conditional = bool((body.get("metadata") or {}).get("resourceVersion"))
+        duplicates = decode.body_duplicates(body)
         for _attempt in range(MAX_ATTEMPTS):
             warnings: list[str] = []
             annotations: dict[str, str] = {}
@@ -689,7 +692,7 @@ class AdmissionChain:
             assert mine is not None
             if self._moved(key, current):
                 continue
-            result = self.api.update(target, mine, query, defer=True)
+            result = self.api.update(target, mine, query, defer=True, duplicates=duplicates)
             final = await self._finish(target, result, old, query, warnings, annotations)
             if final is not None or conditional:
                 return final if final is not None else self._stale(target)
@@ -720,6 +723,7 @@ class AdmissionChain:
             and self.api._patch_media(target, content_type, query) == APPLY_YAML
         ):
             return await self._server_side_apply(target, patch_body, query)
+        errors = self.api.patch_errors(target, patch_body, content_type, query)
         for _attempt in range(MAX_ATTEMPTS):
             warnings: list[str] = []
             annotations: dict[str, str] = {}
@@ -731,7 +735,7 @@ class AdmissionChain:
             assert mine is not None
             if self._moved(key, current):
                 continue
-            result = self.api.finish_patch(target, prepared, mine, query)
+            result = self.api.finish_patch(target, prepared, mine, query, errors)
             final = await self._finish(target, result, served, query, warnings, annotations)
             if final is not None or rv_text:
                 return final if final is not None else self._stale(target)
@@ -758,6 +762,7 @@ class AdmissionChain:
                 new = fieldmanager.apply_config(
                     rtype, target.version, None, None, copy_json(config), query
                 )
+                warnings += self.api.apply_yaml_duplicates(config, query)
                 new.setdefault("metadata", {})["name"] = target.name
                 if rtype.namespaced and target.namespace:
                     new["metadata"].setdefault("namespace", target.namespace)
@@ -780,6 +785,7 @@ class AdmissionChain:
                     rtype, target.version, target.subresource, served, config, query
                 )
             )
+            warnings += self.api.apply_yaml_duplicates(config, query)
             mine = await self._mutate("UPDATE", target, new, served, query, warnings, annotations)
             assert mine is not None
             if self._moved(key, current):
@@ -899,6 +905,7 @@ class AdmissionChain:
             warnings: list[str] = []
             annotations: dict[str, str] = {}
             applied = self.api.prepare_scale_apply(target, config, query)
+            warnings += self.api.apply_yaml_duplicates(config, query)
             old = applied.old
             mine = await self._mutate(
                 "UPDATE", target, applied.scale, old, query, warnings, annotations, options
