@@ -673,3 +673,72 @@ def test_apply_to_scale(server: Server, ns: Paths, validation: str) -> None:
         return
     assert (status, warnings) == (200, [] if validation == "Ignore" else [line]), out
     assert out["spec"]["replicas"] == 3
+
+
+# -- with admission policies: the chain's path ---------------------------------------------
+
+POLICY_PATH = "/apis/admissionregistration.k8s.io/v1/validatingadmissionpolicies"
+BINDING_PATH = "/apis/admissionregistration.k8s.io/v1/validatingadmissionpolicybindings"
+
+
+def test_through_admission_policies() -> None:
+    """With a policy in force, writes take the admission chain, which copies the body
+    before admission: the repeats are still reported (update, patch, apply)."""
+    server = Server()
+    try:
+        policy = {
+            "apiVersion": "admissionregistration.k8s.io/v1",
+            "kind": "ValidatingAdmissionPolicy",
+            "metadata": {"name": "names.test"},
+            "spec": {
+                "matchConstraints": {
+                    "resourceRules": [
+                        {
+                            "apiGroups": [""],
+                            "apiVersions": ["v1"],
+                            "operations": ["CREATE", "UPDATE"],
+                            "resources": ["configmaps"],
+                        }
+                    ]
+                },
+                "validations": [{"expression": "object.metadata.name != 'denied'"}],
+            },
+        }
+        binding = {
+            "apiVersion": "admissionregistration.k8s.io/v1",
+            "kind": "ValidatingAdmissionPolicyBinding",
+            "metadata": {"name": "names.test"},
+            "spec": {"policyName": "names.test", "validationActions": ["Deny"]},
+        }
+        for path, body in ((POLICY_PATH, policy), (BINDING_PATH, binding)):
+            status, out, _ = server.send("POST", path, orjson.dumps(body), None)
+            assert status == 201, out
+        cms = "/api/v1/namespaces/default/configmaps"
+        denied = b'{"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "denied"}}'
+        for _ in range(200):  # the policy is in force from some next request on
+            status, out, _ = server.send("POST", cms, denied, None)
+            if status == 422:
+                break
+            server.send("DELETE", f"{cms}/denied", b"", None)
+            server.loop.run_until_complete(asyncio.sleep(0.01))
+        assert status == 422, out
+        body = b'{"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "cm"}, '
+        status, out, warnings = server.send(
+            "POST", cms, body + b'"data": {"k": "1", "k": "2"}}', None
+        )
+        assert (status, warnings) == (201, ['duplicate field "data.k"']), out
+        put = body + b'"data": {"k": "3", "k": "4"}}'
+        status, out, warnings = server.send("PUT", f"{cms}/cm", put, None)
+        assert (status, warnings, out["data"]) == (200, ['duplicate field "data.k"'], {"k": "4"})
+        status, out, _ = server.send("PUT", f"{cms}/cm", put, "Strict")
+        assert (status, out["message"]) == (
+            400,
+            'strict decoding error: duplicate field "data.k"',
+        )
+        patch = b'{"data": {"k": "5", "k": "6"}}'
+        status, out, warnings = server.send(
+            "PATCH", f"{cms}/cm", patch, None, "application/merge-patch+json"
+        )
+        assert (status, warnings, out["data"]) == (200, ['duplicate field "data.k"'], {"k": "6"})
+    finally:
+        server.loop.close()
