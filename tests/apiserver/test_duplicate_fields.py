@@ -740,5 +740,13 @@ def test_through_admission_policies() -> None:
             "PATCH", f"{cms}/cm", patch, None, "application/merge-patch+json"
         )
         assert (status, warnings, out["data"]) == (200, ['duplicate field "data.k"'], {"k": "6"})
+        apply = b'{"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "ap"},\n' + (
+            b' "data": {"k": "1",\n  "k": "2"}}'
+        )
+        line = 'line 3: key "k" already set in map'
+        status, out, warnings = server.send("PATCH", f"{cms}/ap", apply, None, APPLY)
+        assert (status, warnings, out["data"]) == (201, [line], {"k": "2"}), out
+        status, out, warnings = server.send("PATCH", f"{cms}/ap", apply, None, APPLY)
+        assert (status, warnings) == (200, [line]), out
     finally:
         server.loop.close()
