@@ -165,9 +165,10 @@ class Duplicates:
     """A YAML body's repeated keys as go-yaml's strict decoder words them (``line 5: key
     "name" already set in map``): one error together (``yaml: unmarshal errors:`` and
     the lines), one warning each."""
-    from_yaml: bool = False
-    """The body was YAML: kube-apiserver converts it to JSON with sorted keys before
-    decoding it, so a typed kind's unknown fields come in key order."""
+    sorted_unknown: bool = False
+    """kube-apiserver decodes a text with sorted keys, not the body as sent (a YAML body
+    converted to JSON, a patched object re-encoded from a map), so a typed kind's
+    unknown fields come in key order."""
 
     def __bool__(self) -> bool:
         return bool(self.found or self.leading or self.yaml_lines)
@@ -179,7 +180,7 @@ class Duplicates:
     def report(self, unknown: list[str], typed: bool, strict: bool) -> list[str]:
         """What kube-apiserver reports for this body with these unknown fields: the
         items of its ``strict decoding error`` (``strict``) or its warnings."""
-        if self.from_yaml and typed:
+        if self.sorted_unknown and typed:
             unknown = sorted(unknown, key=_path_key)
         messages = self.with_unknown(unknown, typed)
         if not self.yaml_lines:
@@ -219,6 +220,7 @@ class Duplicates:
 
 
 _NO_DUPLICATES = Duplicates([])
+_YAML_CLEAN = Duplicates([], sorted_unknown=True)  # shared: never changed by its readers
 
 _PATH_PART = re.compile(r"\[(\d+)\]|\.?([^.\[]+)")
 
@@ -453,14 +455,14 @@ def yaml_value(body: bytes, what: str = "the object") -> Any:
 
     A repeated key keeps its last value; the repeats are kept for
     ``body_duplicates(value)`` as go-yaml's strict decoder words them
-    (``yaml_duplicate_lines``), with the note that the body was YAML.
+    (``yaml_duplicate_lines``), with the note that kube decodes the YAML's sorted JSON.
     """
     value = _plain_json_object(body)
     if value is not _NOT_PLAIN:
         # as json_value: no deeper than the brackets the text holds
         if body.count(b"{") + body.count(b"[") > MAX_DEPTH:
             check_depth(value, what)
-        _DECODED.set((value, Duplicates([], from_yaml=True)))
+        _DECODED.set((value, _YAML_CLEAN))
         return value
     try:
         node = yamlgo.compose_document(body)
@@ -479,7 +481,8 @@ def yaml_value(body: bytes, what: str = "the object") -> Any:
         raise too_deep(what) from None
     check_depth(value, what)
     if type(value) is dict or type(value) is list:
-        _DECODED.set((value, Duplicates([], yaml_lines=lines, from_yaml=True)))
+        found = Duplicates([], yaml_lines=lines, sorted_unknown=True) if lines else _YAML_CLEAN
+        _DECODED.set((value, found))
     return value
 
 
