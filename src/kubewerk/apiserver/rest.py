@@ -734,14 +734,16 @@ class ResourceApi:
         reports before those of the patched object (unless ``fieldValidation=Ignore``):
         the body's duplicate fields for a merge or strategic merge patch (decoded into a
         map), those of its operations for a JSON patch (``decode.json_patch_errors``).
-        The patched object itself has no duplicates (it is re-encoded from a map)."""
+        The patched object itself has no duplicates, and kube decodes it from a map's
+        key-sorted encoding: a typed kind's unknown fields come in key order."""
         if field_validation(query) == "Ignore":
             return None
         if media == "application/json-patch+json":
             errors = decode.json_patch_errors(patch_body, patch_doc)
         else:
             errors = decode.json_duplicates(patch_body, patch_doc).messages()
-        return decode.Duplicates([], leading=errors) if errors else None
+        # the patched object is decoded from a key-sorted text (a map's encoding)
+        return decode.Duplicates([], leading=errors, sorted_unknown=True)
 
     # -- server-side apply ---------------------------------------------------------
 
