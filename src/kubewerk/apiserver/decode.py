@@ -151,13 +151,14 @@ MAX_STRICT_ERRORS = 100
 class Duplicates:
     """The duplicate fields of a JSON body, as ``sigs.k8s.io/json``'s strict decoding
     finds them: ``found`` holds (order, path) per repeated key, in the order the decoder
-    meets them (a key's second occurrence, before its value is read), each (path) once;
-    ``first`` the order of every path's first occurrence, so unknown-field errors (which
-    a typed decoder raises at a key's first occurrence) can be put in between. Paths are
-    the decoder's: keys joined by ``.``, list indices as ``[i]`` (``spec.ports[0].name``)."""
+    meets them (a key's second occurrence, before its value is read; ``order`` counts the
+    keys of the text), each path once; ``tree`` is the text's objects as lists of
+    (key, value) pairs, from which the order of an unknown field's first occurrence is
+    found when errors of both kinds are put in one list. Paths are the decoder's: keys
+    joined by ``.``, list indices as ``[i]`` (``spec.ports[0].name``)."""
 
     found: list[tuple[int, str]]
-    first: dict[str, int] = field(default_factory=dict)
+    tree: Any = None
     leading: list[str] = field(default_factory=list)
     """Errors reported before all others (those of a patch body, when this describes
     the object a patch made)."""
@@ -213,8 +214,9 @@ class Duplicates:
             ):
                 continue
             entries.append((order, 1, f"duplicate field {go_quote(path)}"))
+        first = _first_orders(self.tree, set(unknown)) if entries else {}
         for path, message in zip(unknown, unknown_messages, strict=True):
-            entries.append((self.first.get(path, -1), 0, message))
+            entries.append((first.get(path, -1), 0, message))
         entries.sort(key=lambda entry: (entry[0], entry[1]))
         return self.leading + [message for _, _, message in entries][:MAX_STRICT_ERRORS]
 
@@ -266,11 +268,7 @@ def json_patch_errors(body: bytes, ops: Any) -> list[str]:
             unknown += [f"[{index}].{key}" for key in op if key not in _PATCH_OP_FIELDS]
     if not duplicates and not unknown:
         return []
-    first = duplicates.first or _find_duplicates(body).first
-    return [
-        "json patch " + message
-        for message in Duplicates(duplicates.found, first).with_unknown(unknown, typed=True)
-    ]
+    return ["json patch " + message for message in duplicates.with_unknown(unknown, typed=True)]
 
 
 def json_duplicates(body: bytes, value: Any) -> Duplicates:
@@ -308,64 +306,107 @@ def _may_repeat(body: bytes, written: bytes) -> bool:
     )
 
 
-class _Pairs(list[tuple[str, Any]]):
-    """A JSON object as the key-value pairs of its text, repeats included."""
-
-    __slots__ = ()
-
-
 def _find_duplicates(body: bytes) -> Duplicates:
     """Every repeated key of ``body`` (already known to be valid JSON within the limits),
-    in the order a streaming decoder meets them."""
+    in the order a streaming decoder meets them. Python's parser keeps each object as the
+    list of its (key, value) pairs, repeats included (a JSON array is a list of values,
+    never of tuples); a path is only put together for a repeated key."""
     tree = json.loads(
-        body, object_pairs_hook=_Pairs, parse_float=str, parse_int=str, parse_constant=str
+        body, object_pairs_hook=list, parse_float=str, parse_int=str, parse_constant=str
     )
     found: list[tuple[int, str]] = []
-    first: dict[str, int] = {}
-    if type(tree) is _Pairs or type(tree) is list:
-        _walk_into(tree, "", 0, found, first, set())
-    return Duplicates(found, first)
+    if type(tree) is list and tree:
+        _scan(tree, [], 0, found, set())
+    return Duplicates(found, tree)
 
 
-def _walk_into(
-    node: Any,
-    prefix: str,
+def _is_object(node: list[Any]) -> bool:
+    return type(node[0]) is tuple
+
+
+def _scan(
+    node: list[Any],
+    segments: list[str | int],
     order: int,
     found: list[tuple[int, str]],
-    first: dict[str, int],
     reported: set[str],
 ) -> int:
-    """Walk ``node`` (an object or a list at ``prefix``) in document order, numbering
-    every key met; returns the last number. Recursion is bounded by ``MAX_DEPTH``."""
-    if type(node) is list:
-        return _walk_list(node, prefix, order, found, first, reported)
-    seen: set[str] = set()
-    for key, item in node:
-        path = f"{prefix}.{key}" if prefix else key
-        order += 1
-        if key in seen:
-            if path not in reported and len(found) < MAX_STRICT_ERRORS:
-                reported.add(path)
-                found.append((order, path))
-        else:
-            seen.add(key)
-            first.setdefault(path, order)
-        if type(item) is _Pairs or type(item) is list:
-            order = _walk_into(item, path, order, found, first, reported)
+    """Walk ``node`` (a non-empty object or array, at ``segments``) in document order,
+    numbering every key; returns the last number. Recursion is bounded by ``MAX_DEPTH``."""
+    if _is_object(node):
+        seen: set[str] = set()
+        for key, item in node:
+            order += 1
+            if key in seen:
+                path = _joined(segments, key)
+                if path not in reported and len(found) < MAX_STRICT_ERRORS:
+                    reported.add(path)
+                    found.append((order, path))
+            else:
+                seen.add(key)
+            if type(item) is list and item:
+                segments.append(key)
+                order = _scan(item, segments, order, found, reported)
+                segments.pop()
+    else:
+        for index, item in enumerate(node):
+            if type(item) is list and item:
+                segments.append(index)
+                order = _scan(item, segments, order, found, reported)
+                segments.pop()
     return order
 
 
-def _walk_list(
+def _joined(segments: list[str | int], key: str | int) -> str:
+    """The decoder's path of ``key`` under ``segments``."""
+    path = ""
+    for segment in [*segments, key]:
+        if type(segment) is int:
+            path += f"[{segment}]"
+        else:
+            path += f".{segment}" if path else str(segment)
+    return path
+
+
+def _first_orders(tree: Any, wanted: set[str]) -> dict[str, int]:
+    """The order (as ``_scan`` numbers keys) of the first occurrence of each ``wanted``
+    path in ``tree``; paths are put together only along the way to a wanted one."""
+    prefixes = {""}
+    for path in wanted:
+        prefixes.update(path[:i] for i, ch in enumerate(path) if ch in ".[")
+    orders: dict[str, int] = {}
+    if type(tree) is list and tree:
+        _number(tree, "", 0, wanted, prefixes, orders)
+    return orders
+
+
+def _number(
     node: list[Any],
-    prefix: str,
+    path: str | None,
     order: int,
-    found: list[tuple[int, str]],
-    first: dict[str, int],
-    reported: set[str],
+    wanted: set[str],
+    prefixes: set[str],
+    orders: dict[str, int],
 ) -> int:
-    for index, item in enumerate(node):
-        if type(item) is _Pairs or type(item) is list:
-            order = _walk_into(item, f"{prefix}[{index}]", order, found, first, reported)
+    if _is_object(node):
+        for key, item in node:
+            order += 1
+            child = None
+            if path is not None:
+                child = f"{path}.{key}" if path else key
+                if child in wanted and child not in orders:
+                    orders[child] = order
+                if child not in prefixes:
+                    child = None
+            if type(item) is list and item:
+                order = _number(item, child, order, wanted, prefixes, orders)
+    else:
+        for index, item in enumerate(node):
+            if type(item) is list and item:
+                child = f"{path}[{index}]" if path is not None else None
+                if child is not None and child not in prefixes:
+                    child = None
+                order = _number(item, child, order, wanted, prefixes, orders)
     return order
 
 
