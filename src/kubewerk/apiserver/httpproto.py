@@ -72,6 +72,9 @@ DEFAULT_REQUEST_BODY_TIMEOUT = 60.0  # kube-apiserver's default --request-timeou
 # after an error answer, keep reading (and dropping) the client's bytes this long before
 # closing, so the close does not become a reset that destroys the answer (Go: rstAvoidanceDelay)
 CLOSE_LINGER = 0.5
+# at shutdown, an idle TLS connection's close_notify gets this long to leave before the
+# connection is dropped (the peer's answer is not awaited)
+_TLS_CLOSE_GRACE = 0.05
 
 _HEADERS_TOO_LARGE = (
     b"HTTP/1.1 431 Request Header Fields Too Large\r\n"
@@ -273,6 +276,19 @@ class LimitedHttpToolsProtocol(HttpToolsProtocol):
     def connection_lost(self, exc: Exception | None) -> None:
         self._cancel_timers()
         super().connection_lost(exc)
+
+    def shutdown(self) -> None:
+        """Begin the server's graceful shutdown on this connection (uvicorn's): a request
+        in progress is answered and the connection then closed; an idle one is closed now.
+
+        An idle TLS connection is sent its close_notify and dropped a moment later
+        without waiting for the peer's answer (Go's ``http.Server.Shutdown`` does the
+        same): a client whose pool does not read an idle connection never answers, and
+        the stop would otherwise wait out the whole graceful-shutdown timeout."""
+        super().shutdown()
+        transport = self.transport
+        if self._extensions is not None and transport.is_closing():
+            self.loop.call_later(_TLS_CLOSE_GRACE, transport.abort)
 
     def data_received(self, data: bytes) -> None:
         if self._closing:
