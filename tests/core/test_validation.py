@@ -268,3 +268,11 @@ def test_valid_subdomains_pass_both_passes(name: str) -> None:
 @pytest.mark.parametrize("rule", ["subdomain", "label", "path-segment"])
 def test_rules_accept_simple_names(rule: Any) -> None:
     assert validate_object_meta({"name": "web-1"}, namespaced=False, name_rule=rule) == []
+
+
+def test_a_status_without_a_reason_leaves_the_field_out() -> None:
+    """metav1.Status's reason is omitempty: kube's bare 500s (an apply's "failed to create
+    typed live object") carry no reason field at all, not an empty one."""
+    status = ApiError(500, "", "failed to create typed live object (x)").to_status()
+    assert "reason" not in status and status["code"] == 500
+    assert ApiError.internal("boom").to_status()["reason"] == "InternalError"

@@ -171,6 +171,8 @@ class ApiError(Exception):
             "reason": self.reason,
             "code": self.code,
         }
+        if not self.reason:  # metav1.Status's reason is omitempty (kube's bare 500s have none)
+            del status["reason"]
         if self.details:
             status["details"] = self.details
         return status
