@@ -157,6 +157,8 @@ class EmbeddedServer:
     authenticators on (ServiceAccount tokens included), ``anonymous_auth`` lets requests
     without credentials in as ``system:anonymous``; ``authorizer`` decides requests
     (``"RBAC"``, ``"AlwaysAllow"`` or an ``Authorizer``; default: everything allowed).
+    Whatever the authorizer, the RBAC kinds (with the bootstrap policy) and the
+    ``authorization.k8s.io`` access reviews are served, as kube-apiserver serves them.
     ServiceAccount tokens carry ``service_account_issuer`` and are accepted for
     ``api_audiences`` (default: the issuer). A malformed or unreadable file is a
     ``SecurityConfigError`` (a ``ValueError``) before anything is opened.
@@ -322,12 +324,13 @@ class EmbeddedServer:
         if audit_policy is not None and audit_log_path is not None:
             self.auditor = Auditor(audit_policy, LogWriter(audit_log_path))
             self._asgi = self.auditor.wrap(self.app)
-        self._rbac: Any = None
-        if authorizer == "RBAC":
-            # the RBAC kinds, bootstrap policy, aggregation controller and access reviews
-            from kubewerk.apiserver.kinds.rbac import install_rbac
+        # the RBAC kinds, bootstrap policy, aggregation controller and access reviews,
+        # whatever the authorizer: kube-apiserver serves rbac.authorization.k8s.io and
+        # authorization.k8s.io under AlwaysAllow too (Helm charts write Roles, kubectl
+        # auth can-i asks a SelfSubjectAccessReview); only RBAC mode enforces them
+        from kubewerk.apiserver.kinds.rbac import install_rbac
 
-            self._rbac = install_rbac(self.app)
+        self._rbac: Any = install_rbac(self.app)
         self.simulation: Simulation | None = None
         if simulate:
             from kubewerk.apiserver.simulate import Simulation, SimulationConfig

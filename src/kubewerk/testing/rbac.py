@@ -134,10 +134,7 @@ def authorizing_server(
     finally:
         token_file.unlink()
         directory.rmdir()
-    from kubewerk.apiserver.kinds.rbac import install_rbac
-
-    install_rbac(server.app)  # the RBAC kinds, bootstrap roles and access reviews
-    return server, recorder
+    return server, recorder  # EmbeddedServer serves the RBAC kinds and access reviews
 
 
 def write_kubeconfig(
