@@ -40,6 +40,7 @@ from __future__ import annotations
 import asyncio
 import base64
 import binascii
+import contextlib
 import logging
 import time
 import uuid
@@ -575,11 +576,23 @@ def go_char(ch: str) -> str:
     return "'" + quoted[1:-1] + "'"
 
 
-def verify(answer: JSON | None, uid: str, version: str, mutating: bool) -> Answer:
-    """``VerifyAdmissionResponse`` on an answer :func:`decode_answer` typed; raises
-    ``ValueError`` with kube's text. A v1beta1 answer's uid and kind are not checked
-    and its patch is a JSON Patch whatever ``patchType`` says, as in kube; a validating
-    webhook's v1beta1 patch is ignored."""
+def verify(answer: Any, uid: str, version: str, mutating: bool, *, typed: bool = False) -> Answer:
+    """``VerifyAdmissionResponse``; raises ``ValueError`` with kube's text. ``answer``
+    is the decoded JSON (typed here as :func:`decode_answer` types it), or with
+    ``typed`` what :func:`decode_answer` returned. A v1beta1 answer's uid and kind are
+    not checked and its patch is a JSON Patch whatever ``patchType`` says, as in kube; a
+    validating webhook's v1beta1 patch is ignored. ``Answer.patch`` is the patch of an
+    allowed answer from a mutating webhook when it decodes to a non-empty list (the
+    call's :func:`decode_patch` raises kube's errors for one that does not)."""
+    if not typed and answer is not None:
+        if not isinstance(answer, dict):
+            raise ValueError("webhook response was absent")
+        try:
+            answer = check_go_type(
+                answer, ("struct", "", ("AdmissionReview", _review_fields(version))), "", ""
+            )
+        except Undecodable as exc:
+            raise ValueError(str(exc)) from None
     response = answer.get("response") if answer is not None else None
     if not isinstance(response, dict):
         raise ValueError("webhook response was absent")
@@ -613,9 +626,16 @@ def verify(answer: JSON | None, uid: str, version: str, mutating: bool) -> Answe
         if not mutating:
             raw_patch = b""
     status = response.get("status")
+    allowed = bool(response.get("allowed"))
+    patch: list[Any] | None = None
+    if allowed and raw_patch and patch_type == "JSONPatch":
+        with contextlib.suppress(orjson.JSONDecodeError):
+            decoded = orjson.loads(raw_patch)
+            if isinstance(decoded, list) and decoded:
+                patch = decoded
     return Answer(
-        bool(response.get("allowed")),
-        None,
+        allowed,
+        patch,
         [w for w in response.get("warnings") or [] if w],
         status if isinstance(status, dict) else {},
         {k: v or "" for k, v in (response.get("auditAnnotations") or {}).items()},
@@ -807,7 +827,7 @@ async def call(
     except ValueError as exc:
         raise CallingError(hook.name, f"failed to call webhook: {exc}") from None
     try:
-        answer = verify(decoded, uid, version, hook.mutating)
+        answer = verify(decoded, uid, version, hook.mutating, typed=True)
     except ValueError as exc:
         raise CallingError(hook.name, f"received invalid webhook response: {exc}") from None
     answer.audit_annotations = audit_annotations(hook, answer.audit_annotations)
