@@ -876,6 +876,15 @@ class ApiServer:
                 raise ApiError.method_not_supported(
                     f"{rtype.resource}/{sub}", rtype.group, "delete"
                 )
+            if target.name is None and "deletecollection" not in rtype.verbs:
+                # kube registers no collection DELETE route for a storage without
+                # DeleteCollection (namespaces): go-restful's 405, as a Status
+                raise ApiError(
+                    405,
+                    "MethodNotAllowed",
+                    "the server does not allow this method on the requested resource",
+                    {},
+                )
             refuse_immortal_delete(rtype.group, rtype.resource, target.name)
             opts = self._delete_options(req)
             chain = self.chain if self.chain.active(target) else None

@@ -7,7 +7,7 @@ from __future__ import annotations
 from typing import Any, ClassVar
 
 from kubewerk.apiserver.kinds.schemas import object_schema
-from kubewerk.apiserver.registry import ServedResource
+from kubewerk.apiserver.registry import ALL_VERBS, ServedResource
 from kubewerk.apiserver.strategy import AGE, PrinterColumn, Strategy
 from kubewerk.core.errors import ApiError
 from kubewerk.core.meta import age
@@ -75,6 +75,9 @@ def resource_type() -> ServedResource:
         versions=["v1"],
         storage_version="v1",
         short_names=["ns"],
+        # kube's namespace storage has no DeleteCollection: no such verb in discovery or
+        # OpenAPI, and DELETE /api/v1/namespaces is 405 MethodNotAllowed
+        verbs=tuple(v for v in ALL_VERBS if v != "deletecollection"),
         status_subresource=True,
         strategic_kind="Namespace",
         return_deleted_object=True,
