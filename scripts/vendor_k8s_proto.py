@@ -49,6 +49,7 @@ PACKAGES: dict[str, tuple[str, str]] = {
     "k8s.io.api.scheduling.v1": ("api", "scheduling/v1"),
     "k8s.io.api.events.v1": ("api", "events/v1"),
     "k8s.io.api.coordination.v1": ("api", "coordination/v1"),
+    "k8s.io.api.rbac.v1": ("api", "rbac/v1"),
     "k8s.io.apimachinery.pkg.apis.meta.v1": ("apimachinery", "pkg/apis/meta/v1"),
     "k8s.io.apimachinery.pkg.api.resource": ("apimachinery", "pkg/api/resource"),
     "k8s.io.apimachinery.pkg.util.intstr": ("apimachinery", "pkg/util/intstr"),
@@ -119,6 +120,12 @@ ROOTS += [
     ("scheduling.k8s.io/v1", "PriorityClass", "k8s.io.api.scheduling.v1.PriorityClass"),
     ("events.k8s.io/v1", "Event", "k8s.io.api.events.v1.Event"),
     ("coordination.k8s.io/v1", "Lease", "k8s.io.api.coordination.v1.Lease"),
+]
+# kubectl create role/clusterrole/rolebinding/clusterrolebinding and kubectl auth
+# reconcile send these through client-go's typed clients, i.e. as protobuf
+ROOTS += [
+    ("rbac.authorization.k8s.io/v1", k, "k8s.io.api.rbac.v1." + k)
+    for k in ("Role", "RoleBinding", "ClusterRole", "ClusterRoleBinding")
 ]
 EXTRA_ROOTS = [META + "DeleteOptions"]
 

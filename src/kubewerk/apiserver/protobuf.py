@@ -24,7 +24,8 @@ object's own message. This module has
   PodDisruptionBudget, Eviction; autoscaling/v1 HorizontalPodAutoscaler, Scale;
   autoscaling/v2 HorizontalPodAutoscaler; storage.k8s.io/v1 StorageClass;
   scheduling.k8s.io/v1 PriorityClass; events.k8s.io/v1 Event; coordination.k8s.io/v1
-  Lease; plus meta/v1 DeleteOptions. The envelope and the messages with a JSON form of
+  Lease; rbac.authorization.k8s.io/v1 Role, RoleBinding, ClusterRole,
+  ClusterRoleBinding; plus meta/v1 DeleteOptions. The envelope and the messages with a JSON form of
   their own (Time, MicroTime, FieldsV1, Quantity, IntOrString, RawExtension) are
   written here by hand;
 - ``decode_object`` / ``decode_delete_options``, which turn a body into the JSON object
