@@ -86,6 +86,7 @@ SERVED_KINDS: tuple[tuple[str, str, str], ...] = (
     ("authorization.k8s.io", "v1", "SelfSubjectRulesReview"),
     ("authentication.k8s.io", "v1", "SelfSubjectReview"),
     ("authentication.k8s.io", "v1", "TokenRequest"),
+    ("authentication.k8s.io", "v1", "TokenReview"),
 )
 """Every kind whose definition is vendored (with its ``...List`` kind)."""
 
