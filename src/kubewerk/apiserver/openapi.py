@@ -894,31 +894,42 @@ def _vendored_schemas(names: list[str]) -> JSON:
     return out
 
 
+def publishes_list(rtype: ServedResource) -> bool:
+    """Whether a document carries ``rtype``'s list kind: only when it serves ``list``
+    (kube's installer publishes a list kind only for a storage that lists; the create-only
+    reviews have none, and kube defines no ``TokenReviewList``)."""
+    return "list" in rtype.verbs
+
+
 def kind_names(rtype: ServedResource, version: str) -> tuple[str, str, bool]:
     """The definition names of ``rtype``'s kind and list kind in ``version``, and whether
-    both are vendored (a built-in kind's published definitions) rather than built here
-    (a custom resource's, or a built-in kind's without vendored definitions)."""
+    they are vendored (a built-in kind's published definitions: the kind's, and the list
+    kind's when ``publishes_list``) rather than built here (a custom resource's, or a
+    built-in kind's without vendored definitions)."""
     from kubewerk.apiserver.kinds import k8s_openapi
 
     kind_name = _vendored_name(rtype, version)
     if kind_name is not None:
         list_name = schema_name(rtype, version, rtype.list_kind)
-        if k8s_openapi.definition(list_name) is not None:
+        if not publishes_list(rtype) or k8s_openapi.definition(list_name) is not None:
             return kind_name, list_name, True
     return schema_name(rtype, version), schema_name(rtype, version, rtype.list_kind), False
 
 
 def type_paths(rtype: ServedResource, version: str) -> tuple[list[PathItem], JSON, list[str]]:
     """``rtype``'s paths in ``version``, the schemas of its own that are not vendored (a
-    custom resource's kind and list, v3 form), and the vendored definitions they need."""
+    custom resource's kind, and its list kind when ``publishes_list``; v3 form), and the
+    vendored definitions they need."""
     kind_name, list_name, vendored_kind = kind_names(rtype, version)
     own: JSON = {}
+    lists = publishes_list(rtype)
     if not vendored_kind:
         own[kind_name] = _kind_schema(rtype, version)
-        own[list_name] = list_schema(rtype, version, _REF)
+        if lists:
+            own[list_name] = list_schema(rtype, version, _REF)
     items = resource_paths(rtype, version, kind_name, list_name)
     vendored = [n for n in _referenced(items) if n not in own]
-    extra = [] if vendored_kind else [LIST_META]
+    extra = [LIST_META] if lists and not vendored_kind else []
     return items, own, [*vendored, *extra, OBJECT_META]
 
 

@@ -53,6 +53,7 @@ from kubewerk.apiserver.openapi import (
     discovery_path,
     kind_names,
     list_schema,
+    publishes_list,
     resource_paths,
 )
 from kubewerk.apiserver.registry import Registry, ServedResource
@@ -312,8 +313,9 @@ def _type_part(rtype: ServedResource) -> _Part:
         kind_name, list_name, vendored = kind_names(rtype, version)
         if not vendored:
             part.definitions[kind_name] = _custom_schema(rtype, version)
-            part.definitions[list_name] = list_schema(rtype, version, _REF)
-            part.vendored.append(LIST_META)
+            if publishes_list(rtype):
+                part.definitions[list_name] = list_schema(rtype, version, _REF)
+                part.vendored.append(LIST_META)
         for item in resource_paths(rtype, version, kind_name, list_name):
             part.paths[item.path] = _path_item(item)
             for op in item.operations:

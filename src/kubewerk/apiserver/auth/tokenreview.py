@@ -50,6 +50,7 @@ def resource_type() -> ServedResource:
         versions=["v1"],
         storage_version="v1",
         verbs=("create",),
+        vendored_openapi=True,
     )
 
 
