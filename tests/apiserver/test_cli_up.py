@@ -3,7 +3,9 @@
 from __future__ import annotations
 
 import json
+import os
 import re
+import shutil
 import signal
 import socket
 import subprocess
@@ -190,6 +192,8 @@ def test_up_refuses_a_non_loopback_host_with_exit_code_2(tmp_path: Path) -> None
 
 
 def test_up_on_0000_with_the_flag_warns_and_points_the_kubeconfig_at_127001(tmp_path: Path) -> None:
+    """Also: ``--context NAME`` names the kubeconfig's context, cluster and user (one
+    server process for both checks: they are slow to start)."""
     kubeconfig = tmp_path / "new" / "kc"
     proc, url, banner = start(
         "--host",
@@ -201,6 +205,8 @@ def test_up_on_0000_with_the_flag_warns_and_points_the_kubeconfig_at_127001(tmp_
         str(kubeconfig),
         "--allow-host",
         "dev.example",
+        "--context",
+        "second",
     )
     try:
         assert url.startswith("http://127.0.0.1:")
@@ -224,6 +230,44 @@ def test_up_on_0000_with_the_flag_warns_and_points_the_kubeconfig_at_127001(tmp_
     assert proc.returncode == 0
     port = url.rsplit(":", 1)[1]
     assert f"listens on 0.0.0.0:{port}, which is not loopback, and has NO authentication" in err
+    _check_context_names(tmp_path, kubeconfig, url, banner)
+
+
+def _check_context_names(tmp_path: Path, kubeconfig: Path, url: str, banner: str) -> None:
+    """``kubeconfig``, written by ``up --context second`` for ``url``, names its entries
+    ``second``; merged after another server's kubeconfig with the default names in one
+    KUBECONFIG, each context keeps its own server (with the same names kubectl keeps the
+    first file's entries, and both contexts reach the first server)."""
+    from kubewerk.apiserver.server import kubeconfig_text
+
+    assert f"kubeconfig written to {kubeconfig} (context: second)" in banner
+    config = yaml.safe_load(kubeconfig.read_text())
+    assert config["current-context"] == "second"
+    assert [c["name"] for c in config["clusters"]] == ["second"]
+    assert [u["name"] for u in config["users"]] == ["second"]
+    assert [c["name"] for c in config["contexts"]] == ["second"]
+    assert config["contexts"][0]["context"]["cluster"] == "second"
+    assert config["contexts"][0]["context"]["user"] == "second"
+    if shutil.which("kubectl") is None:
+        return
+    first = tmp_path / "first-kc"
+    first.write_text(kubeconfig_text("http://127.0.0.1:1"))
+    env = {**os.environ, "KUBECONFIG": os.pathsep.join([str(first), str(kubeconfig)])}
+
+    def server_of(context: str) -> str:
+        view = ["config", "view", "--minify", "--context", context, "-o"]
+        out = subprocess.run(
+            ["kubectl", *view, "jsonpath={.clusters[0].cluster.server}"],
+            capture_output=True,
+            text=True,
+            env=env,
+            timeout=30,
+            check=True,
+        )
+        return out.stdout
+
+    assert server_of("kubewerk") == "http://127.0.0.1:1"
+    assert server_of("second") == url
 
 
 def test_up_rejects_bad_limit_flags_with_exit_code_2(tmp_path: Path) -> None:
@@ -302,6 +346,19 @@ def test_up_reports_an_unwritable_kubeconfig_path_without_a_traceback(tmp_path: 
         f"kubewerk: error: --kubeconfig {blocker / 'kc'}: cannot write it:"
     )
     assert "Traceback" not in proc.stderr
+
+
+@pytest.mark.parametrize("name", ["", " padded", "tab\there"], ids=["empty", "blank", "control"])
+def test_up_refuses_an_unusable_context_name_with_exit_code_2(
+    name: str, capsys: pytest.CaptureFixture[str]
+) -> None:
+    from kubewerk.cli import main
+
+    with pytest.raises(SystemExit) as exc:
+        main(["up", "--context", name])
+    assert exc.value.code == 2
+    err = capsys.readouterr().err
+    assert "argument --context: expected a name" in err and "Traceback" not in err
 
 
 def test_the_cli_defaults_are_the_servers() -> None:

@@ -15,6 +15,7 @@ from typing import Any
 from kubewerk.cli import UsageError, one_line
 
 DEFAULT_KUBECONFIG = Path(".kubewerk") / "kubeconfig"
+DEFAULT_CONTEXT = "kubewerk"
 # the defaults of kubewerk.apiserver.httpproto, repeated so that --help needs no server import
 DEFAULT_MAX_HEADER_BYTES = 1 << 20
 DEFAULT_READ_HEADER_TIMEOUT = 32.0
@@ -38,6 +39,16 @@ def _positive_int(text: str) -> int:
     if value <= 0:
         raise argparse.ArgumentTypeError(f"expected a positive whole number, not {text!r}")
     return value
+
+
+def _context_name(text: str) -> str:
+    """A kubeconfig entry name (argparse type): not empty, no surrounding blanks, no control
+    characters (kubectl's ``--context`` could not name it)."""
+    if not text or text != text.strip() or any(ord(c) < 0x20 or c == "\x7f" for c in text):
+        raise argparse.ArgumentTypeError(
+            f"expected a name without surrounding blanks or control characters, not {text!r}"
+        )
+    return text
 
 
 def _non_negative_int(text: str) -> int:
@@ -68,7 +79,7 @@ def register(sub: Any) -> None:
         "up",
         help="run the embedded Kubernetes API server",
         description="Run the embedded Kubernetes-compatible API server "
-        "and write a kubeconfig (context 'kubewerk') that kubectl and "
+        "and write a kubeconfig (context 'kubewerk', or --context NAME) that kubectl and "
         "any Kubernetes client can use. Stops on Ctrl-C / SIGTERM.",
     )
     parser.add_argument(
@@ -94,6 +105,15 @@ def register(sub: Any) -> None:
         default=str(DEFAULT_KUBECONFIG),
         metavar="PATH",
         help=f"where to write the kubeconfig (default: {DEFAULT_KUBECONFIG})",
+    )
+    parser.add_argument(
+        "--context",
+        type=_context_name,
+        default=DEFAULT_CONTEXT,
+        metavar="NAME",
+        help=f"name of the kubeconfig's context, cluster and user (default: {DEFAULT_CONTEXT}); "
+        "give each server its own to merge their kubeconfigs in one KUBECONFIG "
+        "(kubectl keeps the first file's entry of a name)",
     )
     parser.add_argument("-v", "--verbose", action="store_true", help="log every request")
     parser.add_argument(
@@ -426,7 +446,7 @@ def run(args: argparse.Namespace) -> int:
         for sig in (signal.SIGINT, signal.SIGTERM):
             loop.add_signal_handler(sig, stop.set)
         try:
-            path = server.write_kubeconfig(args.kubeconfig)
+            path = server.write_kubeconfig(args.kubeconfig, args.context)
         except OSError as exc:
             print(
                 f"kubewerk: error: --kubeconfig {args.kubeconfig}: "
@@ -458,7 +478,7 @@ def run(args: argparse.Namespace) -> int:
             print(f"authentication on ({who}); authorization: {args.authorization_mode}")
             if pki is not None and pki.directory is not None and server._temp_pki is None:
                 print(f"TLS material in {pki.directory}")
-        print(f"kubeconfig written to {path} (context: kubewerk)")
+        print(f"kubeconfig written to {path} (context: {args.context})")
         print("use it with:")
         print(f"  export KUBECONFIG={path.resolve()}")
         print("  kubectl get namespaces")
