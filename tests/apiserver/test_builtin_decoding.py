@@ -161,11 +161,7 @@ async def test_unsupported_subresources_say_so(api: Api) -> None:
 
 async def test_resources_not_served_are_named(api: Api) -> None:
     for path, group, resource in (
-        (
-            "/apis/rbac.authorization.k8s.io/v1/clusterroles",
-            "rbac.authorization.k8s.io",
-            "clusterroles",
-        ),
+        ("/apis/storage.k8s.io/v1/csidrivers", "storage.k8s.io", "csidrivers"),
         ("/api/v1/namespaces/default/bindings", "", "bindings"),
         ("/apis/apps/v1/namespaces/default/widgets", "apps", "widgets"),
     ):
