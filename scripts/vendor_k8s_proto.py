@@ -50,6 +50,7 @@ PACKAGES: dict[str, tuple[str, str]] = {
     "k8s.io.api.events.v1": ("api", "events/v1"),
     "k8s.io.api.coordination.v1": ("api", "coordination/v1"),
     "k8s.io.api.rbac.v1": ("api", "rbac/v1"),
+    "k8s.io.api.admissionregistration.v1": ("api", "admissionregistration/v1"),
     "k8s.io.apimachinery.pkg.apis.meta.v1": ("apimachinery", "pkg/apis/meta/v1"),
     "k8s.io.apimachinery.pkg.api.resource": ("apimachinery", "pkg/api/resource"),
     "k8s.io.apimachinery.pkg.util.intstr": ("apimachinery", "pkg/util/intstr"),
@@ -126,6 +127,17 @@ ROOTS += [
 ROOTS += [
     ("rbac.authorization.k8s.io/v1", k, "k8s.io.api.rbac.v1." + k)
     for k in ("Role", "RoleBinding", "ClusterRole", "ClusterRoleBinding")
+]
+# what client-go typed clients (controller-runtime operators) create for their webhooks
+# and policies
+ROOTS += [
+    ("admissionregistration.k8s.io/v1", k, "k8s.io.api.admissionregistration.v1." + k)
+    for k in (
+        "MutatingWebhookConfiguration",
+        "ValidatingWebhookConfiguration",
+        "ValidatingAdmissionPolicy",
+        "ValidatingAdmissionPolicyBinding",
+    )
 ]
 EXTRA_ROOTS = [META + "DeleteOptions"]
 

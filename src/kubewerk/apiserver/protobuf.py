@@ -25,9 +25,11 @@ object's own message. This module has
   autoscaling/v2 HorizontalPodAutoscaler; storage.k8s.io/v1 StorageClass;
   scheduling.k8s.io/v1 PriorityClass; events.k8s.io/v1 Event; coordination.k8s.io/v1
   Lease; rbac.authorization.k8s.io/v1 Role, RoleBinding, ClusterRole,
-  ClusterRoleBinding; plus meta/v1 DeleteOptions. The envelope and the messages with a JSON form of
-  their own (Time, MicroTime, FieldsV1, Quantity, IntOrString, RawExtension) are
-  written here by hand;
+  ClusterRoleBinding; admissionregistration.k8s.io/v1 MutatingWebhookConfiguration,
+  ValidatingWebhookConfiguration, ValidatingAdmissionPolicy,
+  ValidatingAdmissionPolicyBinding; plus meta/v1 DeleteOptions. The envelope and the
+  messages with a JSON form of their own (Time, MicroTime, FieldsV1, Quantity,
+  IntOrString, RawExtension) are written here by hand;
 - ``decode_object`` / ``decode_delete_options``, which turn a body into the JSON object
   Go's ``encoding/json`` would write for the decoded Go struct, i.e. exactly what the
   same client sends when it is configured for JSON: fields tagged ``omitempty`` are left
