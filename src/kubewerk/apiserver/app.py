@@ -13,6 +13,7 @@ import contextlib
 import logging
 import time
 from collections.abc import Callable, Iterable
+from contextvars import Token
 from typing import Any
 from urllib.parse import parse_qsl, unquote
 
@@ -47,7 +48,7 @@ from kubewerk.apiserver.readcache import ReadCache
 from kubewerk.apiserver.registry import Registry, ServedResource
 from kubewerk.apiserver.request import RestResponse, Target
 from kubewerk.apiserver.responses import AsgiScope, Receive, Send, json_headers, wants_table
-from kubewerk.apiserver.rest import ResourceApi
+from kubewerk.apiserver.rest import APPLY_YAML, ResourceApi
 from kubewerk.apiserver.storage.base import Event, StorageError, Store, UnstorableObject
 from kubewerk.apiserver.watch import DEFAULT_MAX_BACKLOG_BYTES, WatchHub, WatchStream
 from kubewerk.core.errors import ApiError
@@ -730,6 +731,21 @@ class ApiServer:
             )
         return data
 
+    async def _predecode(self, req: Request) -> Token[Any] | None:
+        """Decode the big body of a write in a worker thread, the way the request's own
+        code will decode it (``decode.predecode``): a create's, update's or DeleteOptions'
+        JSON or YAML (``_decode``), a patch's JSON or its apply configuration (YAML). The
+        request's code then takes the result (value or error) instead of decoding on the
+        event loop; a body of another type, or of a method without one, is left alone."""
+        ctype = req.content_type.split(";")[0].strip().lower()
+        if req.method == "PATCH":
+            if ctype != APPLY_YAML and ctype not in _JSON_PATCH_TYPES:
+                return None
+            return await decode.predecode(req.body, ctype == APPLY_YAML, "the patch")
+        if req.method in ("POST", "PUT", "DELETE") and ctype in _DECODED_TYPES:
+            return await decode.predecode(req.body, ctype == "application/yaml", "the object")
+        return None
+
     def _delete_options(self, req: Request) -> JSON:
         """DeleteOptions from the body when there is one, else from the query (as
         kube-apiserver)."""
@@ -740,8 +756,23 @@ class ApiServer:
             raise ApiError.bad_request(str(exc)) from None
 
     async def _resource(
-        self, req: Request, group: str, version: str, segs: list[str], receive: Receive, send: Send
+        self,
+        req: Request,
+        group: str,
+        version: str,
+        segs: list[str],
+        receive: Receive,
+        send: Send,
+        predecoded: bool = False,
     ) -> int:
+        if not predecoded and len(req.body) > decode.OFFLOAD_BYTES:
+            # a big body is decoded in a worker thread first: the loop serves others
+            token = await self._predecode(req)
+            try:
+                return await self._resource(req, group, version, segs, receive, send, True)
+            finally:
+                if token is not None:
+                    decode.release(token)
         target = self._resolve(group, version, segs)
         rtype = target.rtype
         deprecation = rtype.deprecated.get(version)
@@ -949,6 +980,14 @@ class ApiServer:
         await self._send_json(send, result.status, result.body, notes + result.warnings)
         return result.status
 
+
+_DECODED_TYPES = ("", "application/json", "application/yaml")
+"""The body media types ``_decode`` reads as text (an absent Content-Type is JSON)."""
+_JSON_PATCH_TYPES = (
+    "application/json-patch+json",
+    "application/merge-patch+json",
+    "application/strategic-merge-patch+json",
+)
 
 _VERBS = {"GET": "GET", "POST": "POST", "PUT": "PUT", "PATCH": "PATCH", "DELETE": "DELETE"}
 
