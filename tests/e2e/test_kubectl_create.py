@@ -600,7 +600,7 @@ def server() -> Iterator[EmbeddedServer]:
 
 
 @pytest.fixture(scope="module")
-def kubectl(server: EmbeddedServer, tmp_path_factory: pytest.TempPathFactory) -> Kubectl:
+def kctl(server: EmbeddedServer, tmp_path_factory: pytest.TempPathFactory) -> Kubectl:
     binary = shutil.which("kubectl")
     if binary is None:
         pytest.skip("kubectl is not installed")
@@ -611,15 +611,15 @@ def kubectl(server: EmbeddedServer, tmp_path_factory: pytest.TempPathFactory) ->
     return Kubectl(binary, server.write_kubeconfig(home / "kubeconfig"), home / "cache")
 
 
-def _args(case: Case, kubectl: Kubectl) -> list[str]:
-    return [a.replace("{dir}", str(kubectl.kubeconfig.parent)) for a in case.args]
+def _args(case: Case, kctl: Kubectl) -> list[str]:
+    return [a.replace("{dir}", str(kctl.kubeconfig.parent)) for a in case.args]
 
 
-def _make(case: Case, server: EmbeddedServer, kubectl: Kubectl) -> Made:
-    args = _args(case, kubectl)
-    result = kubectl.run("create", *args)
+def _make(case: Case, server: EmbeddedServer, kctl: Kubectl) -> Made:
+    args = _args(case, kctl)
+    result = kctl.run("create", *args)
     # the flags go before a command's "--"
-    dry = kubectl.run("create", "--dry-run=client", "-o", "json", *args)
+    dry = kctl.run("create", "--dry-run=client", "-o", "json", *args)
     return Made(
         result,
         api_get(server, case.path),
@@ -628,9 +628,9 @@ def _make(case: Case, server: EmbeddedServer, kubectl: Kubectl) -> Made:
 
 
 @pytest.fixture(scope="module")
-def made(server: EmbeddedServer, kubectl: Kubectl) -> dict[str, Made]:
+def made(server: EmbeddedServer, kctl: Kubectl) -> dict[str, Made]:
     """Every subcommand run once (a few kubectl at a time; a case's ``needs`` first)."""
-    kubectl.ok("api-resources")  # one discovery into the shared cache
+    kctl.ok("api-resources")  # one discovery into the shared cache
     first = [case for case in CASES if not case.needs]
     later = [case for case in CASES if case.needs]
     assert all(need in {c.id for c in first} for case in later for need in case.needs)
@@ -638,11 +638,11 @@ def made(server: EmbeddedServer, kubectl: Kubectl) -> dict[str, Made]:
         out = dict(
             zip(
                 [c.id for c in first],
-                pool.map(lambda c: _make(c, server, kubectl), first),
+                pool.map(lambda c: _make(c, server, kctl), first),
                 strict=True,
             )
         )
-    out.update((case.id, _make(case, server, kubectl)) for case in later)
+    out.update((case.id, _make(case, server, kctl)) for case in later)
     return out
 
 
@@ -705,7 +705,7 @@ def test_rbac_objects_keep_exactly_the_given_rules_and_subjects(made: dict[str, 
             assert stored.get("rules") is None, case.id
 
 
-def test_secret_contents(made: dict[str, Made], kubectl: Kubectl) -> None:
+def test_secret_contents(made: dict[str, Made], kctl: Kubectl) -> None:
     pull = made["secret-docker-registry"].stored
     assert pull is not None and list(pull["data"]) == [".dockerconfigjson"]
     config = json.loads(base64.b64decode(pull["data"][".dockerconfigjson"]))
@@ -714,7 +714,7 @@ def test_secret_contents(made: dict[str, Made], kubectl: Kubectl) -> None:
     assert auth["auth"] == base64.b64encode(b"u:p").decode()
     serving = made["secret-tls"].stored
     assert serving is not None and sorted(serving["data"]) == ["tls.crt", "tls.key"]
-    home = kubectl.kubeconfig.parent
+    home = kctl.kubeconfig.parent
     assert base64.b64decode(serving["data"]["tls.crt"]) == (home / "tls.crt").read_bytes()
     assert base64.b64decode(serving["data"]["tls.key"]) == (home / "tls.key").read_bytes()
 
@@ -761,7 +761,7 @@ def _comparable(obj: dict[str, Any], case: Case) -> dict[str, Any]:
 
 
 def test_create_f_of_the_same_json_stores_the_same_object(
-    made: dict[str, Made], kubectl: Kubectl, server: EmbeddedServer, tmp_path: Path
+    made: dict[str, Made], kctl: Kubectl, server: EmbeddedServer, tmp_path: Path
 ) -> None:
     """The protobuf body and kubectl's JSON of the same object are stored alike."""
     documents = []
@@ -774,7 +774,7 @@ def test_create_f_of_the_same_json_stores_the_same_object(
         documents.append(doc)
     manifest = tmp_path / "all.yaml"
     manifest.write_text(yaml.safe_dump_all(documents))
-    out = kubectl.ok("create", "-f", str(manifest))
+    out = kctl.ok("create", "-f", str(manifest))
     assert len(out.strip().splitlines()) == len(CASES), out
     for case in CASES:
         first = made[case.id].stored
@@ -788,11 +788,11 @@ def test_create_f_of_the_same_json_stores_the_same_object(
         assert got == want, case.id
 
 
-def test_get_o_yaml_reads_every_object_back(made: dict[str, Made], kubectl: Kubectl) -> None:
+def test_get_o_yaml_reads_every_object_back(made: dict[str, Made], kctl: Kubectl) -> None:
     stored = [made[case.id].stored for case in CASES]
     targets = [_typed_name(obj) for obj in stored if obj is not None]
     assert len(targets) == len(CASES)
-    listed = yaml.safe_load(kubectl.ok("get", *targets, "-o", "yaml"))
+    listed = yaml.safe_load(kctl.ok("get", *targets, "-o", "yaml"))
     assert listed["kind"] == "List"
     for obj in stored:
         assert obj is not None
@@ -818,10 +818,10 @@ def _claims(token: str) -> dict[str, Any]:
     return claims
 
 
-def test_create_token(made: dict[str, Made], kubectl: Kubectl) -> None:
+def test_create_token(made: dict[str, Made], kctl: Kubectl) -> None:
     account = made["serviceaccount"].stored
     assert account is not None
-    token = kubectl.ok("create", "token", "robot").strip()
+    token = kctl.ok("create", "token", "robot").strip()
     claims = _claims(token)
     assert claims["sub"] == "system:serviceaccount:default:robot"
     assert claims["kubernetes.io"]["serviceaccount"] == {
@@ -833,7 +833,7 @@ def test_create_token(made: dict[str, Made], kubectl: Kubectl) -> None:
 
     secret = made["secret-generic"].stored
     assert secret is not None
-    token = kubectl.ok(
+    token = kctl.ok(
         "create",
         "token",
         "robot",
@@ -847,16 +847,16 @@ def test_create_token(made: dict[str, Made], kubectl: Kubectl) -> None:
     assert claims["aud"] == ["api.example.com"]
     assert claims["kubernetes.io"]["secret"] == {"name": "creds", "uid": secret["metadata"]["uid"]}
 
-    missing = kubectl.run("create", "token", "nobody")
+    missing = kctl.run("create", "token", "nobody")
     assert missing.returncode != 0
     assert 'serviceaccounts "nobody" not found' in missing.stderr
 
 
-def test_auth_can_i(kubectl: Kubectl) -> None:
-    assert kubectl.ok("auth", "can-i", "create", "roles.rbac.authorization.k8s.io").strip() == "yes"
+def test_auth_can_i(kctl: Kubectl) -> None:
+    assert kctl.ok("auth", "can-i", "create", "roles.rbac.authorization.k8s.io").strip() == "yes"
     token = ("auth", "can-i", "create", "serviceaccounts", "--subresource=token")
-    assert kubectl.ok(*token).strip() == "yes"
-    listed = kubectl.ok("auth", "can-i", "--list")
+    assert kctl.ok(*token).strip() == "yes"
+    listed = kctl.ok("auth", "can-i", "--list")
     assert "*.*" in listed.split()
 
 
@@ -904,11 +904,11 @@ def _versions(server: EmbeddedServer) -> dict[str, str]:
     return out
 
 
-def test_auth_reconcile(kubectl: Kubectl, server: EmbeddedServer, tmp_path: Path) -> None:
+def test_auth_reconcile(kctl: Kubectl, server: EmbeddedServer, tmp_path: Path) -> None:
     """Creates through protobuf POSTs, then only what changed through protobuf PUTs."""
     manifest = tmp_path / "rbac.yaml"
     manifest.write_text(RECONCILE)
-    out = kubectl.ok("auth", "reconcile", "-f", str(manifest))
+    out = kctl.ok("auth", "reconcile", "-f", str(manifest))
     assert out.count(" reconciled") == 4, out
     created = _versions(server)  # all four made; and the namespace they need
     assert api_get(server, "/api/v1/namespaces/rec") is not None
@@ -924,7 +924,7 @@ def test_auth_reconcile(kubectl: Kubectl, server: EmbeddedServer, tmp_path: Path
             "name: zed}\n- {apiGroup: rbac.authorization.k8s.io, kind: Group, name: ops}",
         )
     )
-    kubectl.ok("auth", "reconcile", "-f", str(manifest))
+    kctl.ok("auth", "reconcile", "-f", str(manifest))
     updated = _versions(server)
     changed = {kind for kind in created if created[kind] != updated[kind]}
     assert changed == {"ClusterRole", "ClusterRoleBinding"}
@@ -941,5 +941,5 @@ def test_auth_reconcile(kubectl: Kubectl, server: EmbeddedServer, tmp_path: Path
         {"apiGroup": RBAC, "kind": "Group", "name": "ops"},
     ]
 
-    kubectl.ok("auth", "reconcile", "-f", str(manifest))
+    kctl.ok("auth", "reconcile", "-f", str(manifest))
     assert _versions(server) == updated  # nothing left to reconcile
