@@ -20,6 +20,10 @@ WARNING_TOTAL_RUNES: Final = 4 * 1024
 warning recorder, ``truncateAtTotalRunes``)."""
 WARNING_ITEM_RUNES: Final = 256
 """Characters each warning keeps once truncating (``truncateItemRunes``)."""
+WARNINGS_READ_MAX: Final = WARNING_TOTAL_RUNES // 16
+"""More warnings than a response ever carries: :func:`warning_headers` stops once
+:data:`WARNING_TOTAL_RUNES` characters are written, so a source whose every warning is
+at least 16 characters long (and distinct) may stop after this many."""
 
 
 def warning_header(text: str) -> bytes:

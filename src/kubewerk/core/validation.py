@@ -19,11 +19,12 @@ return Kubernetes' error strings. Labels and annotations are checked in key orde
 
 from __future__ import annotations
 
+import heapq
 import json
 import re
 import secrets
 import unicodedata
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Container, Mapping, Sequence
 from typing import Any, Final, Literal
 
 from kubewerk.core.errors import FieldError
@@ -158,11 +159,14 @@ def _annotations_ok(annotations: Any) -> bool:
         return False
     chars = 0
     for key, value in annotations.items():
-        if type(value) is not str or type(key) is not str or not _qualified_ok(key.lower()):
+        if type(value) is not str or type(key) is not str:
             return False
         chars += len(key) + len(value)
-    # at most 4 UTF-8 bytes per character: within the limit whatever the text
-    return chars * 4 <= TOTAL_ANNOTATION_SIZE_LIMIT
+    # at most 4 UTF-8 bytes per character: within the limit whatever the text (checked
+    # before the keys, so that an oversized map is not matched key by key twice)
+    if chars * 4 > TOTAL_ANNOTATION_SIZE_LIMIT:
+        return False
+    return all(_qualified_ok(key.lower()) for key in annotations)
 
 
 def _name_ok(value: Any, rule: NameRule, prefix: bool) -> bool:
@@ -357,9 +361,11 @@ def validate_labels(labels: Mapping[str, str], path: str = "metadata.labels") ->
         return []
     errs: list[FieldError] = []
     for key in sorted(labels):
-        errs.extend(FieldError.invalid(path, key, msg) for msg in is_qualified_name(key))
+        if not _qualified_ok(key):
+            errs.extend(FieldError.invalid(path, key, msg) for msg in is_qualified_name(key))
         value = labels[key]
-        errs.extend(FieldError.invalid(path, value, msg) for msg in is_label_value(value))
+        if not _label_value_ok(value):
+            errs.extend(FieldError.invalid(path, value, msg) for msg in is_label_value(value))
     return errs
 
 
@@ -371,20 +377,35 @@ def validate_annotations(
         return []
     errs: list[FieldError] = []
     for key in sorted(annotations):
-        errs.extend(FieldError.invalid(path, key, msg) for msg in is_qualified_name(key.lower()))
+        lower = key.lower()
+        if not _qualified_ok(lower):
+            errs.extend(FieldError.invalid(path, key, msg) for msg in is_qualified_name(lower))
     total = sum(_blen(k) + _blen(v) for k, v in annotations.items())
     if total > TOTAL_ANNOTATION_SIZE_LIMIT:
         errs.append(FieldError.too_long(path, TOTAL_ANNOTATION_SIZE_LIMIT))
     return errs
 
 
+_REPEATED_CONTROLLER_BUDGET: Final = 1024 * 1024
+"""Characters of the whole ownerReferences list (as shown) the repeated-controller
+errors may carry between them; at least one such error is always given."""
+
+
 def validate_owner_references(
     refs: Sequence[Mapping[str, Any]], path: str = "metadata.ownerReferences"
 ) -> list[FieldError]:
     """``ValidateOwnerReferences``: apiVersion (with a version), kind, name, uid; no
-    core/v1 Event owners; at most one ``controller: true``. Paths carry no index."""
+    core/v1 Event owners; at most one ``controller: true``. Paths carry no index.
+
+    Kube gives one error per controller after the first, each showing the whole list:
+    quadratic in the list, so a 3 MiB list of controllers would be answered with
+    terabytes. Here the list is rendered once, and the repeated-controller errors stop
+    once they would carry more than 1 MiB of it between them (the first is always
+    given; lists of a few kilobytes get every error kube gives)."""
     errs: list[FieldError] = []
     first_controller = ""
+    shown: GoText | None = None  # the whole list as Go shows it, rendered once
+    repeats_left = 0
     for ref in refs:
         api_version = _str(ref.get("apiVersion"))
         kind = _str(ref.get("kind"))
@@ -412,14 +433,19 @@ def validate_owner_references(
         if ref.get("controller") is True:
             current = f"{kind}/{name}"
             if first_controller:
-                errs.append(
-                    FieldError.invalid(
-                        path,
-                        _go_marshal([_owner_json(r) for r in refs]),
-                        "Only one reference can have Controller set to true. Found "
-                        f'"true" in references for {first_controller} and {current}',
+                if shown is None:
+                    shown = _go_marshal([_owner_json(r) for r in refs])
+                    repeats_left = max(1, _REPEATED_CONTROLLER_BUDGET // len(shown.text))
+                if repeats_left:
+                    repeats_left -= 1
+                    errs.append(
+                        FieldError.invalid(
+                            path,
+                            shown,
+                            "Only one reference can have Controller set to true. Found "
+                            f'"true" in references for {first_controller} and {current}',
+                        )
                     )
-                )
             else:
                 first_controller = current
     return errs
@@ -435,7 +461,8 @@ def validate_finalizers(
     """``ValidateFinalizers``: qualified names; not both ``orphan`` and ``foregroundDeletion``."""
     errs: list[FieldError] = []
     for name in finalizers:
-        errs.extend(FieldError.invalid(path, name, msg) for msg in is_qualified_name(name))
+        if not _qualified_ok(name):
+            errs.extend(FieldError.invalid(path, name, msg) for msg in is_qualified_name(name))
     if ORPHAN_FINALIZER in finalizers and FOREGROUND_FINALIZER in finalizers:
         errs.append(
             FieldError.invalid(
@@ -451,21 +478,40 @@ _STANDARD_FINALIZERS: Final = frozenset({ORPHAN_FINALIZER, FOREGROUND_FINALIZER,
 
 
 def finalizer_warnings(
-    finalizers: Sequence[str], old_finalizers: Sequence[str] | None = None
+    finalizers: Sequence[str],
+    old_finalizers: Sequence[str] | None = None,
+    *,
+    limit: int | None = None,
 ) -> list[str]:
     """Warnings kube-apiserver sends for custom resources' finalizers (``Warning`` headers).
 
     Only finalizers added by this write are checked (all of them on create), sorted, as
     apiextensions' ``generateWarningsFromObj`` does. Built-in kinds send none.
+
+    Linear in the number of finalizers: a domain-qualified name with a path that
+    ``is_qualified_name`` accepts (the common case) costs one set lookup or one match,
+    and only the names a warning is given for are ordered and quoted. With ``limit``,
+    the answer is the first ``limit`` names' warnings of the full answer (at least
+    ``limit`` warnings when there are that many), found without sorting the rest: a
+    caller that sends only so many (a response's few kilobytes of ``Warning`` headers)
+    pays for those alone.
     """
     if not finalizers:
         return []  # nothing added
-    added = sorted(set(finalizers) - set(old_finalizers or ()))
+    old: Container[str] = set(old_finalizers) if old_finalizers else ()
+    flagged = {
+        name
+        for name in finalizers
+        if name not in old
+        and not (type(name) is str and "/" in name and _qualified_ok(name))
+        and name not in _STANDARD_FINALIZERS
+    }
+    ordered = sorted(flagged) if limit is None else heapq.nsmallest(limit, flagged)
     out: list[str] = []
-    for name in added:
+    for name in ordered:
         quoted = go_quote(name)
         out.extend(f"metadata.finalizers: {quoted}: {msg}" for msg in is_qualified_name(name))
-        if "/" not in name and name not in _STANDARD_FINALIZERS:
+        if "/" not in name:
             if "." in name:
                 out.append(
                     f"metadata.finalizers: {quoted}: prefer a "

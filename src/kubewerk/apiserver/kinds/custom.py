@@ -23,6 +23,7 @@ from typing import Any, ClassVar
 
 from kubewerk.apiserver.discovery import sorted_versions, version_priority
 from kubewerk.apiserver.registry import ScaleSpec, ServedResource
+from kubewerk.apiserver.responses import WARNINGS_READ_MAX
 from kubewerk.apiserver.strategy import FieldSelection, PrinterColumn, Strategy
 from kubewerk.core import validation
 from kubewerk.core.gofmt import json_equal
@@ -155,7 +156,10 @@ class CustomResourceStrategy(Strategy):
         old_finalizers = (
             ((old.get("metadata") or {}).get("finalizers")) if old is not None else None
         )
-        return validation.finalizer_warnings(meta.get("finalizers") or [], old_finalizers)
+        # the response carries a few kilobytes of warnings: only those are worked out
+        return validation.finalizer_warnings(
+            meta.get("finalizers") or [], old_finalizers, limit=WARNINGS_READ_MAX
+        )
 
     def to_storage(self, obj: JSON) -> JSON:
         obj["apiVersion"] = self._storage_api_version
