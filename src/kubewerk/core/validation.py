@@ -42,6 +42,7 @@ __all__ = [
     "NameRule",
     "finalizer_warnings",
     "generate_name",
+    "is_config_map_key",
     "is_dns1035_label",
     "is_dns1123_label",
     "is_dns1123_subdomain",
@@ -51,6 +52,7 @@ __all__ = [
     "is_qualified_name",
     "name_errors",
     "validate_annotations",
+    "validate_config_keys",
     "validate_finalizers",
     "validate_labels",
     "validate_managed_fields",
@@ -308,6 +310,50 @@ _GENERATED_ALPHABET: Final = "bcdfghjklmnpqrstvwxz2456789"
 def generate_name(base: str) -> str:
     """``SimpleNameGenerator.GenerateName``: base cut to 58 chars plus 5 random ones."""
     return base[:58] + "".join(secrets.choice(_GENERATED_ALPHABET) for _ in range(5))
+
+
+_CONFIG_KEY_FMT: Final = "[-._a-zA-Z0-9]+"
+_CONFIG_KEY_RE: Final = re.compile(_CONFIG_KEY_FMT)
+_CONFIG_KEY_MSG: Final = (
+    "a valid config key must consist of alphanumeric characters, '-', '_' or '.'"
+)
+
+
+def is_config_map_key(value: str) -> list[str]:
+    """``IsConfigMapKey`` (apimachinery ``util/validation``): a ConfigMap's or Secret's
+    data key is at most 253 bytes of ``[-._a-zA-Z0-9]`` and neither ``.``, ``..`` nor
+    starts with ``..``; the errors in kube's order."""
+    matched = _CONFIG_KEY_RE.fullmatch(value) is not None
+    if matched and len(value) <= 253 and not value.startswith("."):
+        return []  # the common key, answered without building a message
+    errs: list[str] = []
+    if _blen(value) > 253:
+        errs.append(max_len_error(253))
+    if not matched:
+        errs.append(
+            regex_error(_CONFIG_KEY_MSG, _CONFIG_KEY_FMT, "key.name", "KEY_NAME", "key-name")
+        )
+    if value == ".":
+        errs.append("must not be '.'")
+    elif value == "..":
+        errs.append("must not be '..'")
+    elif value.startswith(".."):
+        errs.append("must not start with '..'")
+    return errs
+
+
+def validate_config_keys(data: Any, path: str) -> list[FieldError]:
+    """``IsConfigMapKey`` on each key of a ``data``-like map (keys in sorted order, as
+    everywhere here); the field path is ``<path>[<key>]`` and the bad value the key.
+    Anything but a mapping has no keys to check."""
+    if not isinstance(data, Mapping):
+        return []
+    errs: list[FieldError] = []
+    for key in sorted(k for k in data if isinstance(k, str)):
+        errs.extend(
+            FieldError.invalid(f"{path}[{key}]", key, msg) for msg in is_config_map_key(key)
+        )
+    return errs
 
 
 # ------------------------------------------------------------------------ rendering

@@ -1,11 +1,37 @@
-"""``v1`` ConfigMap: the default strategy with its Table (Data counts entries)."""
+"""``v1`` ConfigMap: its Table (Data counts entries) and its data keys' validation."""
 
 from __future__ import annotations
+
+from typing import Any
 
 from kubewerk.apiserver.kinds.schemas import BYTES_MAP, STRING_MAP, object_schema
 from kubewerk.apiserver.registry import ServedResource
 from kubewerk.apiserver.strategy import AGE, PrinterColumn, Strategy
+from kubewerk.core.errors import FieldError
 from kubewerk.core.meta import age
+from kubewerk.core.validation import is_config_map_key, validate_config_keys
+
+JSON = dict[str, Any]
+
+
+class ConfigMapStrategy(Strategy):
+    """``ValidateConfigMap``'s key rules (pkg/apis/core/validation): every key of
+    ``data`` and of ``binaryData`` is a config key (``IsConfigMapKey``), and no key is
+    in both (``data[<key>]: Invalid value: "<key>": duplicate of key present in
+    binaryData``); ``data``'s errors first, each map's keys in sorted order."""
+
+    def validate(self, obj: JSON, old: JSON | None) -> list[FieldError]:
+        data, binary = obj.get("data"), obj.get("binaryData")
+        if not isinstance(binary, dict) or not binary or not isinstance(data, dict):
+            return validate_config_keys(data, "data") + validate_config_keys(binary, "binaryData")
+        errs: list[FieldError] = []
+        for key in sorted(k for k in data if isinstance(k, str)):  # key by key, as kube
+            path = f"data[{key}]"
+            errs.extend(FieldError.invalid(path, key, msg) for msg in is_config_map_key(key))
+            if key in binary:
+                errs.append(FieldError.invalid(path, key, "duplicate of key present in binaryData"))
+        errs.extend(validate_config_keys(binary, "binaryData"))
+        return errs
 
 
 def resource_type() -> ServedResource:
@@ -20,7 +46,7 @@ def resource_type() -> ServedResource:
         storage_version="v1",
         short_names=["cm"],
         strategic_kind="ConfigMap",
-        strategy=Strategy(
+        strategy=ConfigMapStrategy(
             columns=[PrinterColumn("Data", "string", ".data"), AGE],
             cells=lambda o: [len(o.get("data") or {}) + len(o.get("binaryData") or {}), age(o)],
         ),

@@ -1,5 +1,6 @@
 """``v1`` Secret: ``type`` defaults to ``Opaque`` and ``stringData`` is folded into
-``data`` (base64) before storage, so it is never stored or served."""
+``data`` (base64) before storage, so it is never stored or served; ``data``'s keys
+(``stringData``'s among them, as ``data[<key>]``) are config keys."""
 
 from __future__ import annotations
 
@@ -9,7 +10,9 @@ from typing import Any
 from kubewerk.apiserver.kinds.schemas import BYTES_MAP, STRING_MAP, object_schema
 from kubewerk.apiserver.registry import ServedResource
 from kubewerk.apiserver.strategy import AGE, PrinterColumn, Strategy
+from kubewerk.core.errors import FieldError
 from kubewerk.core.meta import age
+from kubewerk.core.validation import validate_config_keys
 
 JSON = dict[str, Any]
 
@@ -34,6 +37,12 @@ class SecretStrategy(Strategy):
     def prepare_for_update(self, new: JSON, old: JSON) -> None:
         if "stringData" in new:
             _fold_string_data(new)
+
+    def validate(self, obj: JSON, old: JSON | None) -> list[FieldError]:
+        """``ValidateSecret``'s key rule: every key of ``data`` is a config key
+        (``IsConfigMapKey``). ``stringData`` is in ``data`` by now, as kube's conversion
+        puts it there before validation."""
+        return validate_config_keys(obj.get("data"), "data")
 
 
 def resource_type() -> ServedResource:
