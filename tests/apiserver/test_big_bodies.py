@@ -6,6 +6,7 @@ which the same requests get with ``decode.OFFLOAD_BYTES`` set out of reach."""
 from __future__ import annotations
 
 import asyncio
+import contextvars
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from typing import Any
@@ -176,7 +177,8 @@ def _steps_after_create(
 
 _DUP_YAML = yaml_body(configmap("NAME", big_data()), extra="  k7: first\n")
 _DUP_JSON = json_body(configmap("NAME", big_data()), repeat='"k9": "first"')
-_ESCAPED_JSON = json_body(configmap("NAME", big_data("x\\u003a")))
+# a ``:`` written as an escape in every value (the key-by-key parse runs)
+_ESCAPED_JSON = json_body(configmap("NAME", big_data())).replace(b'": "vvvv', b'": "\\u003av')
 _DEEP_YAML = (
     b"apiVersion: v1\nkind: ConfigMap\nx: " + b"[" * 150 + b"]" * 150 + b"\n#" + b"p" * 70000
 )
@@ -440,3 +442,20 @@ def test_a_handed_off_error_is_raised_anew_each_time(as_yaml: bool) -> None:
 
 def test_a_small_body_is_decoded_where_it_is_used() -> None:
     assert asyncio.run(decode.predecode(b'{"a": 1}', False, "the object")) is None
+
+
+def test_a_released_hand_off_keeps_nothing_alive_in_contexts_copied_from_the_request() -> None:
+    # a task or timer the request started holds a copy of the request's context for as
+    # long as it lives (a watch): the hand-off must not keep the body or its value alive
+    async def copied() -> contextvars.Context:
+        token = await decode.predecode(_DUP_YAML, True, "the object")
+        assert token is not None
+        decode.yaml_value(_DUP_YAML)
+        context = contextvars.copy_context()
+        decode.release(token)
+        return context
+
+    context = asyncio.run(copied())
+    left = context.run(decode._HANDOFF.get)
+    assert left is not None
+    assert (left.body, left.value, left.duplicates, left.encoded) == (None, None, None, b"")

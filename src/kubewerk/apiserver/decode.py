@@ -578,9 +578,10 @@ class _Predecoded:
     """A body decoded in a worker thread, for the request's synchronous decoders. The
     value goes to the first of them (``taken``); a later one gets a copy decoded from
     ``encoded`` (the value's own JSON, made in the thread), so no two consumers share
-    mutable state. ``duplicates`` is never changed by its readers."""
+    mutable state. ``duplicates`` is never changed by its readers. Held by the request's
+    context only (``release`` empties it)."""
 
-    body: bytes
+    body: bytes | None  # None once released
     as_yaml: bool
     what: str
     value: Any = None
@@ -630,7 +631,15 @@ async def predecode(body: bytes, as_yaml: bool, what: str) -> Token[_Predecoded 
 
 
 def release(token: Token[_Predecoded | None]) -> None:
-    """Forget what ``predecode`` handed over (at the end of its request)."""
+    """Forget what ``predecode`` handed over (at the end of its request), everywhere: a
+    task or callback the request started holds a copy of its context, and with it the
+    hand-off, for as long as it lives (a watch, a timer); the hand-off is emptied, so
+    those copies keep no body or value alive and match no body."""
+    done = _HANDOFF.get()
+    if done is not None:
+        done.body = None
+        done.value = done.duplicates = done.error = None
+        done.encoded = b""
     _HANDOFF.reset(token)
 
 
