@@ -72,39 +72,15 @@ class Admission:
         declares as string maps (a ConfigMap's ``data``, a Secret's ``stringData``) must
         hold strings — a field of another type under the same name in another kind (a
         ControllerRevision's ``data`` is a RawExtension) is not checked as one."""
-        schema = req.rtype.schemas.get(req.version) or {}
-        known = set(schema.get("properties") or {})
-        if not known:
-            return
-        unknown = sorted(k for k in req.obj if k not in known)
-        for key in unknown:
-            del req.obj[key]
-        meta = req.obj.get("metadata")
-        if isinstance(meta, dict):
-            unknown_meta = sorted(k for k in meta if k not in OBJECT_META_FIELDS)
-            for key in unknown_meta:
-                del meta[key]
-            unknown += [f"metadata.{k}" for k in unknown_meta]
+        unknown = drop_unknown_fields(req.rtype, req.version, req.obj)
         if unknown and req.field_validation != "Ignore":
             messages = [f'unknown field "{k}"' for k in unknown]
             if req.field_validation == "Strict":
                 raise ApiError.bad_request("strict decoding error: " + ", ".join(messages))
             req.warnings.extend(messages)
-        props = schema.get("properties") or {}
-        for field_name, value in req.obj.items():
-            if value is None or not _is_string_map(props.get(field_name)):
-                continue
-            if not isinstance(value, dict) or any(not isinstance(v, str) for v in value.values()):
-                bad = (
-                    value
-                    if not isinstance(value, dict)
-                    else next(v for v in value.values() if not isinstance(v, str))
-                )
-                raise ApiError.bad_request(
-                    f"json: cannot unmarshal {unmarshal_kind(bad)} into Go "
-                    f"struct field {req.rtype.kind}.{field_name} of type "
-                    + ("string" if isinstance(value, dict) else "map[string]string")
-                )
+        problem = string_map_error(req.rtype, req.version, req.obj)
+        if problem is not None:
+            raise ApiError.bad_request(problem)
 
     def validate_meta(self, req: AdmissionRequest) -> list[FieldError]:
         """ObjectMeta rules (``rest.BeforeCreate``/``BeforeUpdate``) with the kind's name
@@ -125,6 +101,63 @@ class Admission:
     def on_read(self, rtype: ServedResource, version: str, obj: JSON) -> JSON:
         """The object as served in ``version`` (defaults applied); never mutates ``obj``."""
         return obj
+
+
+def drop_unknown_fields(rtype: ServedResource, version: str, obj: JSON) -> list[str]:
+    """Drop the top-level and ``metadata`` fields the kind's schema in ``version`` does
+    not declare (as decoding into the Go type does) and name them, sorted; nothing is
+    dropped from a kind whose schema lists no properties."""
+    schema = rtype.schemas.get(version) or {}
+    known = set(schema.get("properties") or {})
+    if not known:
+        return []
+    unknown = sorted(k for k in obj if k not in known)
+    for key in unknown:
+        del obj[key]
+    meta = obj.get("metadata")
+    if isinstance(meta, dict):
+        unknown_meta = sorted(k for k in meta if k not in OBJECT_META_FIELDS)
+        for key in unknown_meta:
+            del meta[key]
+        unknown += [f"metadata.{k}" for k in unknown_meta]
+    return unknown
+
+
+def string_map_error(rtype: ServedResource, version: str, obj: JSON) -> str | None:
+    """The Go decoder's message for the first top-level string-map field (a ConfigMap's
+    ``data``) of ``obj`` that is not a map of strings, or None."""
+    props = (rtype.schemas.get(version) or {}).get("properties") or {}
+    for field_name, value in obj.items():
+        if value is None or not _is_string_map(props.get(field_name)):
+            continue
+        if not isinstance(value, dict) or any(not isinstance(v, str) for v in value.values()):
+            bad = (
+                value
+                if not isinstance(value, dict)
+                else next(v for v in value.values() if not isinstance(v, str))
+            )
+            return (
+                f"json: cannot unmarshal {unmarshal_kind(bad)} into Go "
+                f"struct field {rtype.kind}.{field_name} of type "
+                + ("string" if isinstance(value, dict) else "map[string]string")
+            )
+    return None
+
+
+def decode_patched(rtype: ServedResource, version: str, obj: JSON) -> None:
+    """Decode a mutating webhook's patched object back into its kind's type, in place,
+    as kube-apiserver's webhook dispatcher does (a non-strict decode: fields the type
+    lacks are dropped without a word, whatever ``fieldValidation`` says); raise
+    ``ValueError`` with the decoder's message for a value of the wrong type. A custom
+    resource (unstructured there) is taken as it is."""
+    strategy = rtype.strategy
+    if strategy.typed_decode(obj, version) is not None:
+        return
+    if strategy.prunes_unknown_fields:
+        drop_unknown_fields(rtype, version, obj)
+        problem = string_map_error(rtype, version, obj)
+        if problem is not None:
+            raise ValueError(problem)
 
 
 def _is_string_map(schema: Any) -> bool:

@@ -34,6 +34,7 @@ from typing import Any, Final
 import orjson
 
 from kubewerk.apiserver import decode, fieldmanager
+from kubewerk.apiserver.admission import decode_patched
 from kubewerk.apiserver.admission_chain import httpclient, webhooks
 from kubewerk.apiserver.admission_chain.registration import GROUP
 from kubewerk.apiserver.admission_chain.typechecking import TypeChecker
@@ -461,6 +462,13 @@ class AdmissionChain:
                     seen = self._in_version(target, obj, inv.kind[1])
                     assert seen is not None
                     patched = await webhooks.apply_patch_async(seen, answer.patch)
+                    if isinstance(patched, dict):
+                        # decoded back into the type: a value of the wrong type is the
+                        # dispatcher's 500, a field the type lacks is dropped silently
+                        try:
+                            decode_patched(target.rtype, inv.kind[1], patched)
+                        except ValueError as exc:
+                            raise ApiError.internal(str(exc)) from None
                     back = self._in_version(
                         Target(
                             target.rtype,
