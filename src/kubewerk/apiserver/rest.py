@@ -378,6 +378,9 @@ class ResourceApi:
         # system fields (rest.FillObjectMetaSystemFields / BeforeCreate)
         meta["uid"] = metautil.new_uid()
         meta["creationTimestamp"] = metautil.now_rfc3339()
+        # storage refuses an object that names a resourceVersion (its own or a mutating
+        # webhook's), after validation and only when it really writes: remembered here
+        versioned = not applied and _sets_resource_version(meta.get("resourceVersion"))
         requested_fields = meta.get("managedFields")
         for key in (
             "deletionTimestamp",
@@ -405,12 +408,12 @@ class ResourceApi:
         meta = obj["metadata"]
         key = rtype.key(meta.get("namespace", "") if rtype.namespaced else "", meta["name"])
         if not defer:
-            return self._finish_create(target, key, obj, query, warnings)
+            return self._finish_create(target, key, obj, query, warnings, versioned)
         return RestResponse(
             201,
             self._serve_admitted(target, obj),
             warnings,
-            lambda: self._finish_create(target, key, obj, query, warnings),
+            lambda: self._finish_create(target, key, obj, query, warnings, versioned),
         )
 
     def _finish_create(
@@ -420,13 +423,19 @@ class ResourceApi:
         obj: JSON,
         query: dict[str, str],
         warnings: builtins.list[str],
+        versioned: bool = False,
     ) -> RestResponse:
+        """Store an admitted object. ``versioned``: it named a resourceVersion, which
+        storage's ``Create`` refuses with a plain error (kube's etcd3 store: a 500
+        without a reason); a dry run, which stores nothing, is not refused."""
         rtype = target.rtype
         name = obj["metadata"]["name"]
         if dry_run(query):
             if self.store.get(key) is not None:
                 raise ApiError.already_exists(rtype.resource, rtype.group, name)
             return RestResponse(201, self._serve_admitted(target, obj), warnings)
+        if versioned:
+            raise ApiError(500, "", "resourceVersion should not be set on objects to be created")
         try:
             stored = self.store.create(key, obj)
         except KeyExists:
@@ -1363,6 +1372,16 @@ APPLY_CBOR = "application/apply-patch+cbor"
 # ``finalizers: []``): Kubernetes round-trips metadata through the typed ObjectMeta, so
 # they are never stored or served empty.
 _OMIT_EMPTY_META = ("labels", "annotations", "finalizers", "ownerReferences", "generateName")
+
+
+def _sets_resource_version(value: Any) -> bool:
+    """Whether a create's ``metadata.resourceVersion`` is one storage refuses: a number
+    other than 0 as Go's ``strconv.ParseUint(v, 10, 64)`` reads it (text it cannot read,
+    such as ``-1``, counts as none, as in kube)."""
+    if type(value) is not str or not value.isascii() or not value.isdigit():
+        return False
+    number = int(value)
+    return 0 < number < 1 << 64
 
 
 def _omit_empty_meta(meta: JSON) -> None:
