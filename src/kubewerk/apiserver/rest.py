@@ -453,9 +453,13 @@ class ResourceApi:
         *,
         defer: bool = False,
         duplicates: decode.Duplicates | None = None,
+        name_checked: bool = False,
     ) -> RestResponse:
         """Replace the object with ``body``; ``defer`` and ``duplicates`` as for ``create``
-        (not for the scale and finalize subresources)."""
+        (not for the scale and finalize subresources). ``name_checked``: the request
+        body's name was checked against the URL already (:meth:`check_update_name`) and
+        ``body`` is what mutating admission made of it: a name it changed is left to
+        ``ValidateObjectMetaUpdate`` (422 ``field is immutable``), as in kube."""
         rtype = target.rtype
         if target.subresource == "scale":
             return self._update_scale(target, body, query)
@@ -463,11 +467,8 @@ class ResourceApi:
             return self._finalize(target, body)
         self._check_body_identity(target, body)
         meta = body.get("metadata") or {}
-        if meta.get("name") and meta["name"] != target.name:
-            raise ApiError.bad_request(
-                f"the name of the object ({meta['name']}) does "
-                f"not match the name on the URL ({target.name})"
-            )
+        if not name_checked:
+            self.check_update_name(target, body)
         if rtype.namespaced and meta.get("namespace") and meta["namespace"] != target.namespace:
             raise ApiError.bad_request(
                 "the namespace of the provided object does "
@@ -496,6 +497,18 @@ class ResourceApi:
             defer=defer,
             duplicates=duplicates if duplicates is not None else decode.body_duplicates(body),
         )
+
+    @staticmethod
+    def check_update_name(target: Target, body: JSON) -> None:
+        """The update handler's ``checkName``: a name in the request body is the URL's
+        (400 otherwise)."""
+        meta = body.get("metadata")
+        name = meta.get("name") if isinstance(meta, dict) else None
+        if name and name != target.name:
+            raise ApiError.bad_request(
+                f"the name of the object ({name}) does "
+                f"not match the name on the URL ({target.name})"
+            )
 
     def _apply_update(
         self,
@@ -550,7 +563,9 @@ class ResourceApi:
                 meta[k] = old_meta[k]
             else:
                 meta.pop(k, None)
-        meta["name"] = old_meta["name"]
+        if not meta.get("name"):
+            meta["name"] = old_meta["name"]
+        # else the URL's, or a mutating webhook's other name: ValidateObjectMetaUpdate's
         if rtype.namespaced:
             meta["namespace"] = old_meta.get("namespace")
         else:  # kube's BeforeUpdate clears a cluster-scoped object's namespace

@@ -694,13 +694,18 @@ class AdmissionChain:
             annotations: dict[str, str] = {}
             key, current = self._stored(target)
             old = self.api.serve(target, current)
+            # the request body's name meets the URL before admission (the handler's
+            # checkName); a webhook's rename meets ValidateObjectMetaUpdate (422)
+            self.api.check_update_name(target, body)
             mine = await self._mutate(
                 "UPDATE", target, copy_json(body), old, query, warnings, annotations
             )
             assert mine is not None
             if self._moved(key, current):
                 continue
-            result = self.api.update(target, mine, query, defer=True, duplicates=duplicates)
+            result = self.api.update(
+                target, mine, query, defer=True, duplicates=duplicates, name_checked=True
+            )
             final = await self._finish(target, result, old, query, warnings, annotations)
             if final is not None or conditional:
                 return final if final is not None else self._stale(target)
