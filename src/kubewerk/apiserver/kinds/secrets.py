@@ -7,6 +7,7 @@ from __future__ import annotations
 import base64
 from typing import Any
 
+from kubewerk.apiserver.kinds.configmaps import immutable_errors
 from kubewerk.apiserver.kinds.schemas import BYTES_MAP, STRING_MAP, object_schema
 from kubewerk.apiserver.registry import ServedResource
 from kubewerk.apiserver.strategy import AGE, PrinterColumn, Strategy
@@ -27,22 +28,26 @@ def _fold_string_data(secret: JSON) -> None:
 
 
 class SecretStrategy(Strategy):
-    """A create defaults ``type`` and folds ``stringData`` into ``data``; an update that
-    carries ``stringData`` does the same."""
+    """A create or an update defaults ``type`` and folds ``stringData`` into ``data``."""
 
     def prepare_for_create(self, obj: JSON) -> None:
         super().prepare_for_create(obj)
         _fold_string_data(obj)
 
     def prepare_for_update(self, new: JSON, old: JSON) -> None:
-        if "stringData" in new:
-            _fold_string_data(new)
+        _fold_string_data(new)  # type defaulted as on every decode (SetDefaults_Secret)
 
     def validate(self, obj: JSON, old: JSON | None) -> list[FieldError]:
         """``ValidateSecret``'s key rule: every key of ``data`` is a config key
         (``IsConfigMapKey``). ``stringData`` is in ``data`` by now, as kube's conversion
-        puts it there before validation."""
-        return validate_config_keys(obj.get("data"), "data")
+        puts it there before validation. An update (``ValidateSecretUpdate``) may not
+        change ``type``, and once the old Secret is immutable neither ``immutable`` nor
+        ``data``."""
+        errs: list[FieldError] = []
+        if old is not None and obj.get("type") != old.get("type"):
+            errs.append(FieldError.invalid("type", obj.get("type"), "field is immutable"))
+        errs.extend(immutable_errors(obj, old, ("data",)))
+        return errs + validate_config_keys(obj.get("data"), "data")
 
 
 def resource_type() -> ServedResource:
