@@ -716,12 +716,18 @@ def _v3_operation(op: Operation) -> JSON:
             response["content"] = {t: {"schema": {"$ref": _REF + ref}} for t in op.produces}
         responses[code] = response
     out["responses"] = responses
+    add_tags_and_kind(out, op)
+    return out
+
+
+def add_tags_and_kind(out: JSON, op: Operation) -> None:
+    """The end of an operation in both forms (v3 and Swagger 2.0): its tag, and for a
+    kind's operation kube's ``x-kubernetes-action`` and ``x-kubernetes-group-version-kind``."""
     out["tags"] = [op.tag]
     if op.gvk is not None:
         out["x-kubernetes-action"] = op.action
         group, version, kind = op.gvk
         out["x-kubernetes-group-version-kind"] = {"group": group, "kind": kind, "version": version}
-    return out
 
 
 def v3_path_item(item: PathItem) -> JSON:

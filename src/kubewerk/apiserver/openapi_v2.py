@@ -50,6 +50,7 @@ from kubewerk.apiserver.openapi import (
     STATIC_PATHS,
     Operation,
     PathItem,
+    add_tags_and_kind,
     discovery_path,
     kind_names,
     list_schema,
@@ -136,11 +137,7 @@ def _operation(op: Operation) -> JSON:
             response["schema"] = {"$ref": _REF + ref}
         responses[code] = response
     out["responses"] = responses
-    out["tags"] = [op.tag]
-    if op.gvk is not None:
-        out["x-kubernetes-action"] = op.action
-        group, version, kind = op.gvk
-        out["x-kubernetes-group-version-kind"] = {"group": group, "kind": kind, "version": version}
+    add_tags_and_kind(out, op)
     return out
 
 
