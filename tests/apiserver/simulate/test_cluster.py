@@ -208,6 +208,49 @@ async def test_unschedulable_pod_gets_kubes_condition(sim_server: EmbeddedServer
     assert (condition(d, "Available") or {}).get("status") == "False"
 
 
+async def test_available_means_minimum_availability(sim_server: EmbeddedServer) -> None:
+    """``Available`` is True once ``availableReplicas >= replicas - maxUnavailable``
+    (kube's calculateStatus), not when every replica is available: of two Pods that
+    each fill a node, pinned to one node, one runs and one stays Pending."""
+
+    def pinned(name: str, node: str, **spec: Any) -> JSON:
+        body = deployment(name, 2, **spec)
+        pod = body["spec"]["template"]["spec"]
+        pod["nodeSelector"] = {"kubernetes.io/hostname": node}
+        pod["containers"][0]["resources"] = {"requests": {"cpu": "3"}}
+        return body
+
+    one = {"type": "RollingUpdate", "rollingUpdate": {"maxSurge": 1, "maxUnavailable": 1}}
+    create(sim_server, "apps", "deployments", pinned("lenient", "kubewerk-node-0", strategy=one))
+    # the default 25%/25%: maxUnavailable floor(0.5) = 0
+    create(sim_server, "apps", "deployments", pinned("strict", "kubewerk-node-1"))
+
+    def settled() -> list[JSON] | None:
+        out = []
+        for name in ("lenient", "strict"):
+            d = get(sim_server, f"/apps/deployments/default/{name}")
+            status = (d or {}).get("status") or {}
+            if (status.get("replicas"), status.get("availableReplicas")) != (2, 1):
+                return None
+            out.append(d)
+        return out
+
+    lenient, strict = await wait_for(settled, what="one Pod of two available in each")
+    assert lenient["status"]["unavailableReplicas"] == 1
+    cond = condition(lenient, "Available") or {}
+    assert (cond.get("status"), cond.get("reason"), cond.get("message")) == (
+        "True",
+        "MinimumReplicasAvailable",
+        "Deployment has minimum availability.",
+    )
+    cond = condition(strict, "Available") or {}
+    assert (cond.get("status"), cond.get("reason"), cond.get("message")) == (
+        "False",
+        "MinimumReplicasUnavailable",
+        "Deployment does not have minimum availability.",
+    )
+
+
 async def test_crash_loop_and_image_pull_failures(sim_server: EmbeddedServer) -> None:
     crash = deployment("crash", 1)
     crash["spec"]["template"]["metadata"]["annotations"] = {FAIL_ANNOTATION: "crash"}

@@ -158,11 +158,17 @@ async def test_operator_reaches_ready_scales_rolls_and_is_collected(
     try:
         await client.create(webapp("shop", "nginx:1.25", 2))
         app = await wait_for_condition(client, WebApp, "shop", "default", "Ready", timeout=10)
-        assert app.status.available_replicas == 2 and app.status.replicas == 2
         ready = next(c for c in app.status.conditions if c.type == "Ready")
         assert (ready.reason, ready.message) == (
             "DeploymentAvailable",
             "Deployment has minimum availability.",
+        )
+        # Ready is the Deployment's Available: minimum availability, replicas - maxUnavailable
+        # = 1 of 2 here (test_available_means_minimum_availability), so the first Ready may
+        # show one Pod available while the other still starts; then the WebApp shows both
+        await wait_for(
+            lambda: ready_with(sim_server, replicas=2, updated=2, available=2),
+            what="WebApp shows 2 available",
         )
         # it was not Ready before the Deployment's Pods ran
         before = [c for s in statuses(seen) for c in s.get("conditions") or []]
