@@ -7,25 +7,29 @@ of both children, ``create_or_update`` with mutate functions that touch only the
 it owns, status through ``patch_status``); the cluster underneath is the embedded server
 with ``simulate=``. Scaling and a rolling update go through the custom resource, and
 deleting it leaves nothing behind.
+
+The cluster runs on a ``ManualClock`` that the test advances only while the operator has
+caught up with it (``step_until``), so what the WebApp shows on the way (Ready at minimum
+availability, the rollout's surge) does not depend on how fast the machine is.
 """
 
 from __future__ import annotations
 
 import asyncio
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Callable
 from typing import Any
 
 import pytest
 
 from kubewerk.apiserver.server import EmbeddedServer
-from kubewerk.apiserver.simulate import SimulationConfig
+from kubewerk.apiserver.simulate import ManualClock, SimulationConfig
 from kubewerk.apiserver.storage.base import Event
 from kubewerk.client import DEPLOYMENT, SERVICE, Client
 from kubewerk.model import Conditions, KubeModel, Resource
 from kubewerk.runtime import Context, Manager, Result
-from kubewerk.testing import install_crds, wait_for_condition
+from kubewerk.testing import install_crds
 
-from .conftest import condition, fast_config, stored, wait_for
+from .conftest import condition, fast_config, stored
 
 JSON = dict[str, Any]
 
@@ -124,10 +128,16 @@ def webapp(name: str, image: str, replicas: int) -> JSON:
     }
 
 
+STEP = 0.05
+"""How far the test moves the simulation's clock at a time (a Pod starts in three steps)."""
+
+
 @pytest.fixture
 def sim_config() -> SimulationConfig:
-    # slow enough that each step of a rollout is written before the next one starts
-    return fast_config(start_seconds=0.15)
+    # the cluster moves only when the test advances its clock, and the test advances it
+    # only once the operator has caught up: every state of a rollout that lasts until a
+    # Pod starts or goes is seen by the operator, however slow the machine
+    return fast_config(start_seconds=3 * STEP, clock=ManualClock())
 
 
 @pytest.fixture
@@ -141,6 +151,46 @@ async def operator(sim_server: EmbeddedServer) -> AsyncIterator[Client]:
             yield client
         finally:
             await mgr.stop()
+
+
+def caught_up(server: EmbeddedServer) -> bool:
+    """The WebApp shows what its Deployment's status says now (or either is gone)."""
+    app = server.store.get("/sim.kubewerk.dev/webapps/default/shop")
+    dep = server.store.get("/apps/deployments/default/shop")
+    if app is None or dep is None:
+        return True
+    mine, theirs = app.get("status") or {}, dep.get("status") or {}
+    fields = ("replicas", "updatedReplicas", "availableReplicas")
+    if any((mine.get(f) or 0) != (theirs.get(f) or 0) for f in fields):
+        return False
+    ready, available = condition(app, "Ready") or {}, condition(dep, "Available") or {}
+    if (ready.get("status") == "True") != (available.get("status") == "True"):
+        return False
+    progressing = (condition(dep, "Progressing") or {}).get("reason")
+    return progressing is None or (condition(app, "Progressing") or {}).get("reason") == progressing
+
+
+async def step_until(
+    server: EmbeddedServer, check: Callable[[], Any], what: str, timeout: float = 10.0
+) -> Any:
+    """Poll ``check``; while it is falsy, advance the simulation's clock one ``STEP``
+    whenever the simulation is idle and the operator has caught up with it (wall-clock
+    ``timeout`` for the whole wait)."""
+    sim = server.simulation
+    assert sim is not None and isinstance(sim.clock, ManualClock)
+    loop = asyncio.get_running_loop()
+    deadline = loop.time() + timeout
+    while True:
+        await sim.settle(timeout)
+        value = check()
+        if value:
+            return value
+        if loop.time() > deadline:
+            raise AssertionError(f"timed out waiting for {what}")
+        if caught_up(server):
+            sim.clock.advance(STEP)
+        else:
+            await asyncio.sleep(0.01)
 
 
 def statuses(events: list[Event]) -> list[JSON]:
@@ -157,18 +207,19 @@ async def test_operator_reaches_ready_scales_rolls_and_is_collected(
     )
     try:
         await client.create(webapp("shop", "nginx:1.25", 2))
-        app = await wait_for_condition(client, WebApp, "shop", "default", "Ready", timeout=10)
+        # Ready is the Deployment's Available: minimum availability, replicas - maxUnavailable
+        # = 1 of 2 here (test_available_means_minimum_availability), so Ready alone does not
+        # say both Pods run; the WebApp shows both once they do
+        await step_until(
+            sim_server,
+            lambda: ready_with(sim_server, replicas=2, updated=2, available=2),
+            what="WebApp Ready with 2 available",
+        )
+        app = await client.get(WebApp, "shop", "default")
         ready = next(c for c in app.status.conditions if c.type == "Ready")
         assert (ready.reason, ready.message) == (
             "DeploymentAvailable",
             "Deployment has minimum availability.",
-        )
-        # Ready is the Deployment's Available: minimum availability, replicas - maxUnavailable
-        # = 1 of 2 here (test_available_means_minimum_availability), so the first Ready may
-        # show one Pod available while the other still starts; then the WebApp shows both
-        await wait_for(
-            lambda: ready_with(sim_server, replicas=2, updated=2, available=2),
-            what="WebApp shows 2 available",
         )
         # it was not Ready before the Deployment's Pods ran
         before = [c for s in statuses(seen) for c in s.get("conditions") or []]
@@ -184,7 +235,8 @@ async def test_operator_reaches_ready_scales_rolls_and_is_collected(
             and svc["spec"]["ports"][0]["targetPort"] == 8080
         )
         # the Service's endpoints are the Deployment's ready Pods
-        slices = await wait_for(
+        slices = await step_until(
+            sim_server,
             lambda: [
                 s
                 for s in stored(sim_server, "/discovery.k8s.io/endpointslices/default/")
@@ -197,7 +249,8 @@ async def test_operator_reaches_ready_scales_rolls_and_is_collected(
 
         # scale through the custom resource
         await client.patch(WebApp, "shop", {"spec": {"replicas": 4}}, "default")
-        await wait_for(
+        await step_until(
+            sim_server,
             lambda: ready_with(sim_server, replicas=4, updated=4, available=4),
             what="WebApp shows 4 available",
         )
@@ -206,7 +259,8 @@ async def test_operator_reaches_ready_scales_rolls_and_is_collected(
         # a rolling update through the custom resource: the WebApp shows it in between
         seen.clear()
         await client.patch(WebApp, "shop", {"spec": {"image": "nginx:1.26"}}, "default")
-        await wait_for(
+        await step_until(
+            sim_server,
             lambda: (
                 ready_with(
                     sim_server,
@@ -269,7 +323,7 @@ async def test_operator_reaches_ready_scales_rolls_and_is_collected(
             if s["metadata"]["labels"].get("kubernetes.io/service-name") == "shop"
         ]
 
-    await wait_for(lambda: not left(), timeout=10, what="the tree collected")
+    await step_until(sim_server, lambda: not left(), what="the tree collected")
 
 
 def ready_with(
