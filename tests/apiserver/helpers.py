@@ -139,6 +139,41 @@ def configmap(name: str, data: dict[str, str] | None = None, **meta: Any) -> dic
     }
 
 
+def configmap_name_policy(
+    name: str, refused: str, failure_policy: str | None = None
+) -> tuple[dict[str, Any], dict[str, Any]]:
+    """A ValidatingAdmissionPolicy ``name`` refusing ConfigMaps named ``refused`` on
+    CREATE and UPDATE, and its Deny binding (same name): the smallest policy in force."""
+    spec: dict[str, Any] = {
+        "matchConstraints": {
+            "resourceRules": [
+                {
+                    "apiGroups": [""],
+                    "apiVersions": ["v1"],
+                    "operations": ["CREATE", "UPDATE"],
+                    "resources": ["configmaps"],
+                }
+            ]
+        },
+        "validations": [{"expression": f"object.metadata.name != '{refused}'"}],
+    }
+    if failure_policy is not None:
+        spec = {"failurePolicy": failure_policy, **spec}
+    policy = {
+        "apiVersion": "admissionregistration.k8s.io/v1",
+        "kind": "ValidatingAdmissionPolicy",
+        "metadata": {"name": name},
+        "spec": spec,
+    }
+    binding = {
+        "apiVersion": "admissionregistration.k8s.io/v1",
+        "kind": "ValidatingAdmissionPolicyBinding",
+        "metadata": {"name": name},
+        "spec": {"policyName": name, "validationActions": ["Deny"]},
+    }
+    return policy, binding
+
+
 def open_crd(group: str, plural: str, kind: str, scope: str = "Namespaced") -> dict[str, Any]:
     """A CRD of one served version ``v1`` whose schema takes any object (preserves unknown
     fields): for tests about anything but the schema."""

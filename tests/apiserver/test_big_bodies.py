@@ -18,7 +18,7 @@ import yaml
 from kubewerk.apiserver import decode
 from kubewerk.apiserver.app import ApiServer
 from kubewerk.apiserver.storage import open_store
-from tests.apiserver.helpers import asgi_call, json_call
+from tests.apiserver.helpers import asgi_call, configmap_name_policy, json_call
 
 CONFIGMAPS = "/api/v1/namespaces/default/configmaps"
 APPLY = "application/apply-patch+yaml"
@@ -255,31 +255,7 @@ class Server:
     def _admit_configmaps(self) -> None:
         vap = "/apis/admissionregistration.k8s.io/v1/validatingadmissionpolicies"
         binding = "/apis/admissionregistration.k8s.io/v1/validatingadmissionpolicybindings"
-        policy = {
-            "apiVersion": "admissionregistration.k8s.io/v1",
-            "kind": "ValidatingAdmissionPolicy",
-            "metadata": {"name": "configmaps"},
-            "spec": {
-                "failurePolicy": "Fail",
-                "matchConstraints": {
-                    "resourceRules": [
-                        {
-                            "apiGroups": [""],
-                            "apiVersions": ["v1"],
-                            "operations": ["CREATE", "UPDATE"],
-                            "resources": ["configmaps"],
-                        }
-                    ]
-                },
-                "validations": [{"expression": "object.metadata.name != 'forbidden'"}],
-            },
-        }
-        bound = {
-            "apiVersion": "admissionregistration.k8s.io/v1",
-            "kind": "ValidatingAdmissionPolicyBinding",
-            "metadata": {"name": "configmaps"},
-            "spec": {"policyName": "configmaps", "validationActions": ["Deny"]},
-        }
+        policy, bound = configmap_name_policy("configmaps", "forbidden", "Fail")
         for path, obj in ((vap, policy), (binding, bound)):
             status, out = self.loop.run_until_complete(json_call(self.app, "POST", path, obj))
             assert status == 201, out

@@ -23,7 +23,7 @@ import yaml
 from kubewerk.apiserver import decode
 from kubewerk.apiserver.app import ApiServer
 from kubewerk.apiserver.storage import open_store
-from tests.apiserver.helpers import CRD_PATH, DEMO_CRD, asgi_call, json_call
+from tests.apiserver.helpers import CRD_PATH, DEMO_CRD, asgi_call, configmap_name_policy, json_call
 
 APPLY = "application/apply-patch+yaml"
 
@@ -678,30 +678,7 @@ def test_through_admission_policies() -> None:
     before admission: the repeats are still reported (update, patch, apply)."""
     server = Server()
     try:
-        policy = {
-            "apiVersion": "admissionregistration.k8s.io/v1",
-            "kind": "ValidatingAdmissionPolicy",
-            "metadata": {"name": "names.test"},
-            "spec": {
-                "matchConstraints": {
-                    "resourceRules": [
-                        {
-                            "apiGroups": [""],
-                            "apiVersions": ["v1"],
-                            "operations": ["CREATE", "UPDATE"],
-                            "resources": ["configmaps"],
-                        }
-                    ]
-                },
-                "validations": [{"expression": "object.metadata.name != 'denied'"}],
-            },
-        }
-        binding = {
-            "apiVersion": "admissionregistration.k8s.io/v1",
-            "kind": "ValidatingAdmissionPolicyBinding",
-            "metadata": {"name": "names.test"},
-            "spec": {"policyName": "names.test", "validationActions": ["Deny"]},
-        }
+        policy, binding = configmap_name_policy("names.test", "denied")
         for path, body in ((POLICY_PATH, policy), (BINDING_PATH, binding)):
             status, out, _ = server.send("POST", path, orjson.dumps(body), None)
             assert status == 201, out
