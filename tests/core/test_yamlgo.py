@@ -99,7 +99,7 @@ def test_aliases_are_independent_copies() -> None:
     assert value == {"a": {"k": [1]}, "b": {"k": [1]}, "c": {"k": [1], "m": 2}}
     value["a"]["k"].append(2)
     assert value["b"] == {"k": [1]} and value["c"]["k"] == [1]
-    # merge keys go through the constructors: copies there too
+    # merged mappings are copies too
     value = read("base: &b {x: [1]}\nd:\n  <<: *b\n  y: 3\ne: *b\n")
     value["base"]["x"].append(2)
     assert value["d"]["x"] == [1] and value["e"]["x"] == [1]
@@ -161,3 +161,30 @@ def test_documents_and_errors() -> None:
     with pytest.raises(yaml.YAMLError) as info:
         compose_document("a: [1\nb: 2\n")
     assert go_error_text(info.value).startswith("yaml: line ")
+
+
+@pytest.mark.parametrize(
+    ("text", "value"),
+    [
+        # a merge key sets its mapping's keys where it stands (go-yaml v2's mapping):
+        # it replaces the keys before it and is replaced by those after it
+        ("b: &b {x: 1, z: 2}\nm: {x: 0, <<: *b, z: 3}\n", {"x": 1, "z": 3}),
+        ("b: &b {x: 1}\nm: {<<: *b, x: 0}\n", {"x": 0}),
+        # a sequence of mappings is merged from its last item: earlier items win
+        ("a: &a {k: 1, j: 1}\nb: &b {k: 2, i: 2}\nm: {<<: [*a, *b]}\n", {"k": 1, "j": 1, "i": 2}),
+        # merges nest: the merged mapping's own merge is set where it stands in it
+        ("a: &a {k: 1}\nb: &b {<<: *a, k: 2}\nm: {<<: *b}\n", {"k": 2}),
+        # a quoted "<<" is a plain key
+        ("m: {'<<': {k: 1}}\n", {"<<": {"k": 1}}),
+    ],
+    ids=["after-explicit", "before-explicit", "sequence", "nested", "quoted"],
+)
+def test_merge_keys_are_set_in_document_order(text: str, value: Any) -> None:
+    assert read(text)["m"] == value
+
+
+@pytest.mark.parametrize("text", ["m: {<<: 1}\n", "m: {<<: [1]}\n", "m: {<<: [{a: 1}, [2]]}\n"])
+def test_a_merge_of_what_is_not_a_mapping_is_go_yamls_error(text: str) -> None:
+    with pytest.raises(GoYAMLError) as info:
+        read(text)
+    assert str(info.value) == "yaml: map merge requires map or sequence of maps as the value"

@@ -15,6 +15,10 @@ can map a value back to its line); go-yaml v2's rules then make the values:
 - **Mapping keys** become strings as ``sigs.k8s.io/yaml`` makes them (``1`` → ``"1"``,
   ``true`` → ``"true"``, a float in float32's shortest form); a null, sequence or mapping
   key is refused.
+- **Merge keys** (``<<``) are set where they stand, as go-yaml v2 decodes a map: they
+  replace the keys written before them and are replaced by those after (YAML 1.1, and
+  PyYAML, let explicit keys win wherever they stand); a sequence of mappings merges
+  with its earlier items winning.
 - **Aliases** are expanded into independent copies (changing one place never changes
   another). :func:`check_aliases` refuses, before anything is expanded, a document whose
   expansion is mostly aliases as go-yaml refuses it (``document contains excessive
@@ -210,8 +214,8 @@ _SafeLoader: Any = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
 
 class GoYAMLLoader(_SafeLoader):  # type: ignore[misc]
     """PyYAML's safe loader (the C parser when installed) with go-yaml v2's scalar rules
-    and JSON-only results. :func:`node_value` builds the common documents without its
-    constructors; they serve merge keys and unusual tags."""
+    and JSON-only results. :func:`node_value` builds documents (merge keys included)
+    without its constructors; they serve unusual tags only."""
 
 
 GoYAMLLoader.yaml_implicit_resolvers = {
@@ -460,8 +464,8 @@ def _allowed_alias_ratio(decode_count: int) -> float:
 
 
 class _Unusual(Exception):
-    """A node the fast build leaves to the loader's constructors (merge keys, a standard
-    tag on a node of another shape)."""
+    """A node the fast build leaves to the loader's constructors (a standard tag on a
+    node of another shape)."""
 
 
 def node_value(root: Node) -> Any:
@@ -503,23 +507,38 @@ def _build(node: Node) -> Any:
 
 def _mapping(node: MappingNode) -> dict[str, Any]:
     out: dict[str, Any] = {}
-    try:
-        for key_node, value_node in node.value:
-            if key_node.tag == _STR and type(key_node) is ScalarNode:
-                out[key_node.value] = _build(value_node)
-            elif key_node.tag == _MERGE:
-                raise _Unusual
-            else:
-                key = _build(key_node)
-                value = _build(value_node)
-                out[_key_string(key)] = value
-    except GoYAMLError:
-        # the constructors merge a mapping's ``<<`` keys before reading any of it: with
-        # one here, what fails first is theirs to say
-        if any(key_node.tag == _MERGE for key_node, _ in node.value):
-            raise _Unusual from None
-        raise
+    _fill(node, out)
     return out
+
+
+def _fill(node: MappingNode, out: dict[str, Any]) -> None:
+    """Set ``node``'s pairs into ``out`` in document order, as go-yaml v2's ``mapping``
+    does: a later key replaces an earlier one, and a ``<<`` merge key sets its mapping's
+    keys where it stands, so it replaces the keys written before it and is replaced by
+    those after it (not YAML 1.1's rule that explicit keys always win, which PyYAML's
+    constructors follow)."""
+    for key_node, value_node in node.value:
+        if key_node.tag == _STR and type(key_node) is ScalarNode:
+            out[key_node.value] = _build(value_node)
+        elif key_node.tag == _MERGE and type(key_node) is ScalarNode:
+            _merge(value_node, out)
+        else:
+            key = _build(key_node)
+            value = _build(value_node)
+            out[_key_string(key)] = value
+
+
+def _merge(node: Node, out: dict[str, Any]) -> None:
+    """go-yaml v2's ``merge``: a mapping (or an alias of one) is set into ``out``; a
+    sequence of mappings is set from its last item to its first, so earlier items win."""
+    if type(node) is MappingNode:
+        _fill(node, out)
+        return
+    if type(node) is SequenceNode and all(type(item) is MappingNode for item in node.value):
+        for item in reversed(node.value):
+            _fill(item, out)
+        return
+    raise GoYAMLError("yaml: map merge requires map or sequence of maps as the value")
 
 
 def _scalar(node: ScalarNode) -> Any:
