@@ -413,6 +413,26 @@ def test_detection_deep_and_big() -> None:
     assert found.messages() == ['duplicate field "items[4999].name"']
 
 
+def test_a_patch_bodys_repeats_are_found_once(monkeypatch: pytest.MonkeyPatch) -> None:
+    """json_duplicates of a value json_value decoded takes the repeats it found: the key
+    by key walk (the slow parse) runs once per body, not once per caller."""
+    walks: list[bytes] = []
+    find = decode._find_duplicates
+
+    def counted(body: bytes) -> decode.Duplicates:
+        walks.append(body)
+        return find(body)
+
+    monkeypatch.setattr(decode, "_find_duplicates", counted)
+    body = b'{"spec": {"replicas": 1, "replicas": 2}}'
+    value = decode.json_value(body)
+    found = decode.json_duplicates(body, value)
+    assert found.messages() == ['duplicate field "spec.replicas"'] and walks == [body]
+    assert decode.json_patch_errors(b'[{"op": "add", "op": "add"}]', [{"op": "add"}]) == [
+        'json patch duplicate field "[0].op"'
+    ]
+
+
 def test_detection_matches_the_reference_on_random_bodies() -> None:
     rng = random.Random(25)
     keys = ["a", "b", "a\\u0062", "ab", "c:", "c\\u003a", ":", "\\u00e9", "é"]
