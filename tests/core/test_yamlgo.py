@@ -10,6 +10,7 @@ import yaml
 
 from kubewerk.core.yamlgo import (
     GoYAMLError,
+    GoYAMLLoader,
     check_aliases,
     compose_document,
     compose_documents,
@@ -181,6 +182,14 @@ def test_documents_and_errors() -> None:
 )
 def test_merge_keys_are_set_in_document_order(text: str, value: Any) -> None:
     assert read(text)["m"] == value
+    # the constructors (which read documents with unusual tags) keep the same rule
+    node = compose_document(text)
+    assert node is not None
+    loader = GoYAMLLoader("")
+    try:
+        assert loader.construct_document(node)["m"] == value
+    finally:
+        loader.dispose()
 
 
 @pytest.mark.parametrize("text", ["m: {<<: 1}\n", "m: {<<: [1]}\n", "m: {<<: [{a: 1}, [2]]}\n"])

@@ -558,7 +558,6 @@ def _yaml_decode(body: bytes, what: str) -> tuple[Any, Duplicates | None]:
             return None, None
         if b"*" in body and b"&" in body:
             yamlgo.check_aliases(node)
-        # before node_value: its constructors flatten ``<<`` merges into the nodes
         lines = yaml_duplicate_lines(node)
         value = yamlgo.node_value(node)
     except yaml.YAMLError as exc:

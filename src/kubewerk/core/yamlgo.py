@@ -251,9 +251,14 @@ def _construct_binary(loader: Any, node: ScalarNode) -> Any:
 
 
 def _construct_mapping(loader: Any, node: MappingNode) -> Any:
-    loader.flatten_mapping(node)
+    """A mapping with go-yaml v2's merge rule, as :func:`_fill` builds one (PyYAML's
+    ``flatten_mapping`` would apply YAML 1.1's, and rewrite the node in place)."""
     result: dict[str, Any] = {}
     for key_node, value_node in node.value:
+        if _is_merge(key_node):
+            for merged in _merged_mappings(value_node):
+                result.update(_construct_mapping(loader, merged))
+            continue
         key = loader.construct_object(key_node, deep=True)
         result[_key_string(key)] = loader.construct_object(value_node, deep=True)
     return result
@@ -520,24 +525,27 @@ def _fill(node: MappingNode, out: dict[str, Any]) -> None:
     for key_node, value_node in node.value:
         if key_node.tag == _STR and type(key_node) is ScalarNode:
             out[key_node.value] = _build(value_node)
-        elif key_node.tag == _MERGE and type(key_node) is ScalarNode:
-            _merge(value_node, out)
+        elif _is_merge(key_node):
+            for merged in _merged_mappings(value_node):
+                _fill(merged, out)
         else:
             key = _build(key_node)
             value = _build(value_node)
             out[_key_string(key)] = value
 
 
-def _merge(node: Node, out: dict[str, Any]) -> None:
-    """go-yaml v2's ``merge``: a mapping (or an alias of one) is set into ``out``; a
-    sequence of mappings is set from its last item to its first, so earlier items win."""
+def _is_merge(key_node: Node) -> bool:
+    return key_node.tag == _MERGE and type(key_node) is ScalarNode
+
+
+def _merged_mappings(node: Node) -> list[MappingNode]:
+    """go-yaml v2's ``merge``: the mappings a ``<<`` value sets, in the order they are
+    set: a mapping (or an alias of one), or a sequence's mappings from its last item to
+    its first (so earlier items win); anything else is go-yaml's error."""
     if type(node) is MappingNode:
-        _fill(node, out)
-        return
+        return [node]
     if type(node) is SequenceNode and all(type(item) is MappingNode for item in node.value):
-        for item in reversed(node.value):
-            _fill(item, out)
-        return
+        return list(reversed(node.value))
     raise GoYAMLError("yaml: map merge requires map or sequence of maps as the value")
 
 
