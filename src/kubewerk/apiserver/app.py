@@ -530,12 +530,7 @@ class ApiServer:
         is_resource = (head == "api" and len(parts) > 2) or (head == "apis" and len(parts) > 3)
         if not is_resource and req.method not in ("GET", "HEAD"):
             # discovery, OpenAPI, /version and the probes are read-only
-            raise ApiError(
-                405,
-                "MethodNotAllowed",
-                "the server does not allow this method on the requested resource",
-                {},
-            )
+            raise ApiError.method_not_allowed()
         if head == "metrics" and len(parts) == 1:
             payload = self.metrics.render()
             await self._send_payload(
@@ -697,7 +692,7 @@ class ApiServer:
         # kube-apiserver reads an absent Content-Type as JSON and refuses every type it does
         # not serve: text/plain and forms, which a web page may send cross-origin without a
         # preflight, never reach a decoder
-        if ctype not in ("", "application/json", "application/yaml"):
+        if ctype not in _DECODED_TYPES:
             raise ApiError.unsupported_media_type(
                 "the body of the request was in an unknown format - accepted media types include: "
                 "application/json, application/yaml"
@@ -910,12 +905,7 @@ class ApiServer:
             if target.name is None and "deletecollection" not in rtype.verbs:
                 # kube registers no collection DELETE route for a storage without
                 # DeleteCollection (namespaces): go-restful's 405, as a Status
-                raise ApiError(
-                    405,
-                    "MethodNotAllowed",
-                    "the server does not allow this method on the requested resource",
-                    {},
-                )
+                raise ApiError.method_not_allowed()
             refuse_immortal_delete(rtype.group, rtype.resource, target.name)
             opts = self._delete_options(req)
             chain = self.chain if self.chain.active(target) else None
@@ -930,12 +920,7 @@ class ApiServer:
             else:
                 result = api.delete(target, opts, req.query)
         else:
-            raise ApiError(
-                405,
-                "MethodNotAllowed",
-                f"the server does not allow this method on the requested resource ({method})",
-                {},
-            )
+            raise ApiError.method_not_allowed(method)
         await self._send_json(send, result.status, result.body, notes + result.warnings)
         return result.status
 
@@ -956,13 +941,10 @@ class ApiServer:
             or handler is None
             or (target.subresource is None and target.name is not None)
         ):
-            raise ApiError(
-                405,
-                "MethodNotAllowed",
-                "the server does not allow this method on the requested resource",
-                {"group": rtype.group, "kind": rtype.resource}
+            raise ApiError.method_not_allowed(
+                details={"group": rtype.group, "kind": rtype.resource}
                 if rtype.group
-                else {"kind": rtype.resource},
+                else {"kind": rtype.resource}
             )
         decoder = self._create_decoders.get((rtype.group, rtype.resource, target.subresource or ""))
         if decoder is None and target.subresource is None:

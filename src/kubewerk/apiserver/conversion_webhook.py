@@ -442,12 +442,7 @@ class ConversionWebhooks:
         elif method == "DELETE":
             result = await self._delete(converter, req, target)
         else:
-            raise ApiError(
-                405,
-                "MethodNotAllowed",
-                f"the server does not allow this method on the requested resource ({method})",
-                {},
-            )
+            raise ApiError.method_not_allowed(method)
         await server._send_json(send, result.status, result.body, notes + result.warnings)
         return result.status
 

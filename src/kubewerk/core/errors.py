@@ -251,6 +251,17 @@ class ApiError(Exception):
         )
 
     @classmethod
+    def method_not_allowed(
+        cls, method: str = "", details: dict[str, Any] | None = None
+    ) -> ApiError:
+        """405 for a method no route of the path serves: the generic MethodNotAllowed
+        Status kube-apiserver's router answers, ``(METHOD)`` appended when given."""
+        message = "the server does not allow this method on the requested resource"
+        return cls(
+            405, "MethodNotAllowed", f"{message} ({method})" if method else message, details or {}
+        )
+
+    @classmethod
     def unsupported_media_type(cls, message: str) -> ApiError:
         return cls(415, "UnsupportedMediaType", message)
 
