@@ -13,7 +13,7 @@ from typing import Any
 import orjson
 import pytest
 
-from kubewerk.apiserver.admission_chain.webhooks import apply_patch, verify
+from kubewerk.apiserver.admission_chain.webhooks import apply_patch, decode_answer, verify
 from kubewerk.webhook import AdmissionEndpoint, AdmissionRequest, Allowed, Denied, Patch, WebhookApp
 
 from .conftest import asgi_call, database, kube_review, review
@@ -67,7 +67,12 @@ async def test_the_recorded_operations_are_the_answer() -> None:
     # kube-apiserver's side: the answer passes its checks, the patch applies, and the
     # result is a valid Database
     answer = verify(
-        {"apiVersion": body["apiVersion"], "kind": "AdmissionReview", "response": r},
+        decode_answer(
+            orjson.dumps(
+                {"apiVersion": body["apiVersion"], "kind": "AdmissionReview", "response": r}
+            ),
+            "v1",
+        ),
         body["request"]["uid"],
         "v1",
         True,

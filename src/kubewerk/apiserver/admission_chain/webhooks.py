@@ -576,23 +576,13 @@ def go_char(ch: str) -> str:
     return "'" + quoted[1:-1] + "'"
 
 
-def verify(answer: Any, uid: str, version: str, mutating: bool, *, typed: bool = False) -> Answer:
+def verify(answer: JSON | None, uid: str, version: str, mutating: bool) -> Answer:
     """``VerifyAdmissionResponse``; raises ``ValueError`` with kube's text. ``answer``
-    is the decoded JSON (typed here as :func:`decode_answer` types it), or with
-    ``typed`` what :func:`decode_answer` returned. A v1beta1 answer's uid and kind are
+    is what :func:`decode_answer` returned. A v1beta1 answer's uid and kind are
     not checked and its patch is a JSON Patch whatever ``patchType`` says, as in kube; a
     validating webhook's v1beta1 patch is ignored. ``Answer.patch`` is the patch of an
     allowed answer from a mutating webhook when it decodes to a non-empty list (the
     call's :func:`decode_patch` raises kube's errors for one that does not)."""
-    if not typed and answer is not None:
-        if not isinstance(answer, dict):
-            raise ValueError("webhook response was absent")
-        try:
-            answer = check_go_type(
-                answer, ("struct", "", ("AdmissionReview", _review_fields(version))), "", ""
-            )
-        except Undecodable as exc:
-            raise ValueError(str(exc)) from None
     response = answer.get("response") if answer is not None else None
     if not isinstance(response, dict):
         raise ValueError("webhook response was absent")
@@ -827,7 +817,7 @@ async def call(
     except ValueError as exc:
         raise CallingError(hook.name, f"failed to call webhook: {exc}") from None
     try:
-        answer = verify(decoded, uid, version, hook.mutating, typed=True)
+        answer = verify(decoded, uid, version, hook.mutating)
     except ValueError as exc:
         raise CallingError(hook.name, f"received invalid webhook response: {exc}") from None
     answer.audit_annotations = audit_annotations(hook, answer.audit_annotations)
