@@ -63,7 +63,12 @@ KubectlRun = Callable[..., subprocess.CompletedProcess[str]]
 
 @pytest.fixture
 def kubectl(kubeconfig: Path) -> KubectlRun:
-    """Run the real ``kubectl`` against ``tserver``: ``kubectl("get", "ns", check=True)``."""
+    """Run the real ``kubectl`` against ``tserver``: ``kubectl("get", "ns", check=True)``.
+
+    Each test has its own discovery cache (``KUBECACHEDIR``): kubectl keys its cache by
+    host and port, and a port reused from an earlier test's server would otherwise hand
+    kubectl that server's kinds for up to ten minutes.
+    """
     binary = shutil.which("kubectl")
     if binary is None:
         pytest.skip("kubectl is not installed")
@@ -77,7 +82,12 @@ def kubectl(kubeconfig: Path) -> KubectlRun:
     ) -> subprocess.CompletedProcess[str]:
         import os
 
-        full_env = {**os.environ, "KUBECONFIG": str(kubeconfig), **(env or {})}
+        full_env = {
+            **os.environ,
+            "KUBECONFIG": str(kubeconfig),
+            "KUBECACHEDIR": str(kubeconfig.parent / "kube-cache"),
+            **(env or {}),
+        }
         proc = subprocess.run(
             [binary, *args],
             input=input,

@@ -37,13 +37,12 @@ def wait_until(predicate: Callable[[], Any], timeout: float = 5.0, interval: flo
 
 
 @pytest.fixture
-def kc(kubectl: KubectlRun, tmp_path: Path) -> KubectlRun:
-    """``kubectl`` with a discovery cache private to this test (ports get reused)."""
-    cache = tmp_path / "kube-cache"
+def kc(kubectl: KubectlRun) -> KubectlRun:
+    """``kubectl`` with a 20 s default timeout (its discovery cache is the test's own)."""
 
     def run(*args: str, **kwargs: Any) -> subprocess.CompletedProcess[str]:
         kwargs.setdefault("timeout", 20)
-        return kubectl(f"--cache-dir={cache}", *args, **kwargs)
+        return kubectl(*args, **kwargs)
 
     return run
 

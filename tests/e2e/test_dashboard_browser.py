@@ -148,7 +148,11 @@ def test_dashboard_in_chromium(
             "acme",
             *STATUS_PATCH,
         ],
-        env={**os.environ, "KUBECONFIG": str(kubeconfig)},
+        env={
+            **os.environ,
+            "KUBECONFIG": str(kubeconfig),
+            "KUBECACHEDIR": str(kubeconfig.parent / "kube-cache"),
+        },
         check=True,
         capture_output=True,
         timeout=30,

@@ -46,6 +46,7 @@ def plugin(tserver: EmbeddedServer, kubeconfig: Path, tmp_path: Path) -> Any:
     env = {
         **os.environ,
         "KUBECONFIG": str(kubeconfig),
+        "KUBECACHEDIR": str(kubeconfig.parent / "kube-cache"),
         "PATH": f"{bindir}{os.pathsep}{os.environ.get('PATH', '')}",
     }
 
