@@ -34,6 +34,7 @@ from kubewerk.core.validation import (
     validate_object_meta,
 )
 
+from ..cel.rules import RESERVED_WORDS
 from .cel_env import compile_expression
 
 _FAILURE_POLICIES: Final = ("Fail", "Ignore")
@@ -43,31 +44,6 @@ _OPERATIONS: Final = ("*", "CONNECT", "CREATE", "DELETE", "UPDATE")
 _REASONS: Final = ("Forbidden", "Invalid", "RequestEntityTooLarge")
 _ACTIONS: Final = ("Audit", "Deny", "Warn")
 _CEL_IDENT: Final = re.compile(r"^[_a-zA-Z][_a-zA-Z0-9]*\Z")
-_CEL_RESERVED: Final = frozenset(
-    [
-        "true",
-        "false",
-        "null",
-        "in",
-        "as",
-        "break",
-        "const",
-        "continue",
-        "else",
-        "for",
-        "function",
-        "if",
-        "import",
-        "let",
-        "loop",
-        "package",
-        "namespace",
-        "return",
-        "var",
-        "void",
-        "while",
-    ]
-)
 MAX_AUDIT_ANNOTATIONS: Final = 20
 MAX_AUDIT_VALUE_EXPRESSION: Final = 5 * 1024
 MAX_MATCH_CONDITIONS: Final = 64
@@ -309,7 +285,7 @@ def validate_match_resources(mr: Any, path: str) -> list[FieldError]:
 
 
 def _is_cel_identifier(name: str) -> bool:
-    return bool(_CEL_IDENT.match(name)) and name not in _CEL_RESERVED
+    return bool(_CEL_IDENT.match(name)) and name not in RESERVED_WORDS
 
 
 def _validate_param_kind(pk: dict[str, Any], path: str) -> list[FieldError]:

@@ -39,7 +39,9 @@ if TYPE_CHECKING:
 T = cel.Type
 _ENV_LOCK = threading.Lock()
 _ENVS: dict[tuple[str, str], Any] = {}
-_RESERVED: Final = frozenset(
+# CEL's reserved words (cel-spec, langdef.md): a property named by one is escaped as
+# ``__name__``; a policy variable may not be named by one.
+RESERVED_WORDS: Final = frozenset(
     {
         "true",
         "false",
@@ -74,7 +76,7 @@ _MISSING: Final = object()
 
 def escape_name(name: str) -> str | None:
     """Kubernetes' escaping of a property name for CEL field access, or None if inaccessible."""
-    if name in _RESERVED:
+    if name in RESERVED_WORDS:
         return f"__{name}__"
     if not _IDENT.match(name):
         return None
