@@ -77,6 +77,19 @@ class ScaleApply:
     """The configuration's ``metadata.resourceVersion`` (a precondition when set)."""
 
 
+@dataclass(frozen=True, slots=True)
+class ReadPatch:
+    """A (non-apply) PATCH's body as ``ResourceApi.read_patch`` read it."""
+
+    media: str
+    """The patch's media type (JSON, merge or strategic merge patch)."""
+    doc: Any
+    """The decoded patch, never changed by applying it."""
+    errors: decode.Duplicates | None
+    """Its strict decoding errors, reported before the patched object's (None under
+    ``fieldValidation=Ignore``)."""
+
+
 class ResourceApi:
     """Kubernetes REST semantics over a ``Store``."""
 
@@ -891,23 +904,31 @@ class ResourceApi:
             )
         return list(found.yaml_lines)
 
-    def prepare_patch(
+    def read_patch(
         self, target: Target, patch_body: bytes, content_type: str, query: dict[str, str]
-    ) -> tuple[str, JSON, JSON, JSON, Any]:
-        """A PATCH (not of ``/scale``) up to admission: ``(key, stored object, stored
-        object as served, patched object, resourceVersion precondition)``; finish it with
-        ``finish_patch``. For the admission chain's asynchronous path. The PatchOptions in
-        ``query`` are checked as ``patch`` checks them."""
+    ) -> ReadPatch:
+        """A (non-apply) PATCH's body, read once for the admission chain's asynchronous
+        path, however often the chain applies it: its media type (the PatchOptions in
+        ``query`` checked as ``patch`` checks them), the decoded patch and its strict
+        decoding errors (``_patch_body_errors``). Patching never changes the decoded
+        patch (``core.patch`` and ``core.strategic`` copy what they take from it)."""
         media = self._patch_media(target, content_type, query)
         if media == APPLY_YAML:
             raise ApiError.unsupported_media_type(
                 "server-side apply is not available while admission webhooks or policies "
                 "are configured in kubewerk yet; use a merge or JSON patch"
             )
-        patch_doc = self._patch_doc(patch_body)
+        doc = self._patch_doc(patch_body)
+        return ReadPatch(media, doc, self._patch_body_errors(media, patch_body, doc, query))
+
+    def prepare_patch(self, target: Target, read: ReadPatch) -> tuple[str, JSON, JSON, JSON, Any]:
+        """A PATCH (not of ``/scale``) up to admission: ``(key, stored object, stored
+        object as served, patched object, resourceVersion precondition)``, the patch
+        ``read_patch`` read applied to the object stored now; finish it with
+        ``finish_patch``. For the admission chain's asynchronous path."""
         key, current = self._get_stored(target)
         served = self.serve(target, current)
-        patched, rv_text = self._patched(target, media, patch_doc, current, served)
+        patched, rv_text = self._patched(target, read.media, read.doc, current, served)
         return key, current, served, patched, rv_text
 
     def finish_patch(
@@ -920,7 +941,7 @@ class ResourceApi:
     ) -> RestResponse:
         """Admit ``patched`` (what ``prepare_patch`` gave, as mutating admission left it)
         and answer with ``commit`` set (``defer``). ``duplicates``: the patch body's
-        strict decoding errors (``patch_errors``)."""
+        strict decoding errors (``ReadPatch.errors``)."""
         key, current, served, _, rv_text = prepared
         return self._apply_update(
             target,
@@ -934,16 +955,6 @@ class ResourceApi:
             verb="patch",
             duplicates=duplicates,
         )
-
-    def patch_errors(
-        self, target: Target, patch_body: bytes, content_type: str, query: dict[str, str]
-    ) -> decode.Duplicates | None:
-        """The strict decoding errors of a (non-apply) patch body, which kube-apiserver's
-        patcher reports before those of the patched object: see ``_patch_body_errors``."""
-        if field_validation(query) == "Ignore":
-            return None
-        media = self._patch_media(target, content_type, query)
-        return self._patch_body_errors(media, patch_body, self._patch_doc(patch_body), query)
 
     def _patch_media(
         self, target: Target, content_type: str, query: dict[str, str] | None = None

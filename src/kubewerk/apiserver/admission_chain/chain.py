@@ -736,11 +736,11 @@ class AdmissionChain:
             and self.api._patch_media(target, content_type, query) == APPLY_YAML
         ):
             return await self._server_side_apply(target, patch_body, query)
-        errors = self.api.patch_errors(target, patch_body, content_type, query)
+        read = self.api.read_patch(target, patch_body, content_type, query)
         for _attempt in range(MAX_ATTEMPTS):
             warnings: list[str] = []
             annotations: dict[str, str] = {}
-            prepared = self.api.prepare_patch(target, patch_body, content_type, query)
+            prepared = self.api.prepare_patch(target, read)
             key, current, served, patched, rv_text = prepared
             mine = await self._mutate(
                 "UPDATE", target, patched, served, query, warnings, annotations
@@ -748,7 +748,7 @@ class AdmissionChain:
             assert mine is not None
             if self._moved(key, current):
                 continue
-            result = self.api.finish_patch(target, prepared, mine, query, errors)
+            result = self.api.finish_patch(target, prepared, mine, query, read.errors)
             final = await self._finish(target, result, served, query, warnings, annotations)
             if final is not None or rv_text:
                 return final if final is not None else self._stale(target)
