@@ -340,16 +340,22 @@ class ApiServer:
                 self.advertise(_client_address(str(server[0])), int(server[1]))
         started = time.perf_counter()
         hosts = self.hosts
-        if hosts is not None and not hosts.allow_all:
+        if hosts is not None:
+            # without authentication: a loopback (or allowed) Host, and no foreign web page
             host = None
+            refusal = None
             for name, value in scope["headers"]:
                 if name == b"host":
-                    host = value
-                    break
+                    if host is None:
+                        host = value
+                elif name == b"origin" and refusal is None and not hosts.allows_origin(value):
+                    refusal = hosts.origin_refusal(value)
             if not hosts.allows(host):
                 assert host is not None
+                refusal = hosts.refusal(host)
+            if refusal is not None:
                 await self._send_json(
-                    send, 403, ApiError(403, "Forbidden", hosts.refusal(host), {}).to_status()
+                    send, 403, ApiError(403, "Forbidden", refusal, {}).to_status()
                 )
                 self.metrics.record(
                     non_resource_labels(scope["method"]), 403, time.perf_counter() - started

@@ -167,8 +167,9 @@ class EmbeddedServer:
     ``insecure_bind_non_loopback`` is true; otherwise ``ValueError`` says why, before
     anything is opened. With authentication on every ``Host`` is answered; without it,
     ``allowed_hosts`` names the extra ``Host`` header values the API
-    answers besides loopback ones (``"*"``: every one); the bound address, and the name it
-    was given as, are added when it is a specific non-loopback one. Connection bounds:
+    answers besides loopback ones (``"*"``: every one), and the extra hosts whose web pages
+    (``Origin``) it answers besides loopback ones (``"*"`` adds none); the bound address,
+    and the name it was given as, are added when it is a specific non-loopback one. Connection bounds:
     ``max_header_bytes`` (431 beyond it plus Go's 4 KiB slop), ``read_header_timeout``,
     ``idle_timeout``, ``request_body_timeout`` (seconds) and ``max_connections``
     (``None``: the descriptor limit less a reserve). ``watch_backlog_bytes`` bounds each

@@ -158,7 +158,7 @@ def register(sub: Any) -> None:
         default=[],
         metavar="NAME",
         help="also answer requests whose Host header names NAME (besides localhost and "
-        "loopback addresses); repeatable",
+        "loopback addresses), and web pages served from NAME; repeatable",
     )
     parser.add_argument(
         "--max-header-bytes",
