@@ -186,6 +186,11 @@ class CustomResourceStrategy(Strategy):
     def columns(self, version: str) -> Sequence[PrinterColumn]:
         return self._columns_of.get(version) or (_described(_AGE),)
 
+    def selectable_fields(self, version: str) -> Sequence[str]:
+        """``version``'s ``selectableFields`` paths without the leading dot, in the CRD's
+        order (what the OpenAPI documents publish as ``x-kubernetes-selectable-fields``)."""
+        return tuple(self._selectable.get(version, ()))
+
 
 def _described(col: PrinterColumn) -> PrinterColumn:
     """``col`` with apiextensions' default description when the CRD gives none."""
