@@ -262,7 +262,7 @@ def test_v2_schema_prunes_keywords_not_properties() -> None:
 def test_v2_schema_converts_as_kube_to_structural_openapi_v2() -> None:
     """kube-apiserver's ``ToStructuralOpenAPIV2``, rule by rule: a nullable node loses its
     type, properties and items; a node keeping unknown fields loses its properties and
-    items; an array left without items loses its type; nullable properties leave
+    items, and its type when an object; an array left without items loses its type; nullable properties leave
     ``required`` (all of it for a nullable ``additionalProperties``), an emptied list goes."""
     schema = {
         "type": "object",
@@ -305,7 +305,7 @@ def test_v2_schema_converts_as_kube_to_structural_openapi_v2() -> None:
             "a": {},
             "b": {"type": "string"},
             "c": {"description": "kept"},
-            "free": {"type": "object", "x-kubernetes-preserve-unknown-fields": True},
+            "free": {"x-kubernetes-preserve-unknown-fields": True},  # object: type goes too
             "anything": {"x-kubernetes-preserve-unknown-fields": True},
             "only": {"type": "object", "properties": {"n": {}}},
             "amap": {"type": "object", "additionalProperties": {}},

@@ -13,14 +13,15 @@ names it (``com.example.v1.Widget``) with ``x-kubernetes-group-version-kind``. A
 kind marked ``vendored_openapi`` (every kind ``apiserver.builtins`` declares) is served
 with its vendored definition and its list kind's (``kinds.k8s_openapi``: the published
 Kubernetes definitions) and every definition they reference; a custom resource with its
-structural schema as the CRD builder publishes it (``published_schema``) and a list kind
-built here. The shared definitions (ObjectMeta, Status, DeleteOptions, Patch, Scale) are
-always the vendored ones. ``index`` lists every group-version and the discovery and
-``/version`` documents (``static_document``) with kube-openapi's content hashes;
-``serve`` answers as kube-openapi's handler (ETag, 304, ``?hash=``). Each group-version's
-document (and its hash) is built on first request and kept until a type of that group
-changes (``Registry.memo``), so a change to one CRD rebuilds one group's documents, not
-all; nothing a request does costs more than its own group.
+structural schema as the CRD builder publishes it and its list kind (``openapi_crd``
+makes both documents' custom resource schemas). The shared definitions (ObjectMeta,
+Status, DeleteOptions, Patch, Scale) are always the vendored ones. ``index`` lists every
+group-version and the discovery and ``/version`` documents (``static_document``) with
+kube-openapi's content hashes; ``serve`` answers as kube-openapi's handler (ETag, 304,
+``?hash=``). Each group-version's document (and its hash) is built on first request and
+kept until a type of that group changes (``Registry.memo``), so a change to one CRD
+rebuilds one group's documents, not all; nothing a request does costs more than its own
+group.
 """
 
 from __future__ import annotations
@@ -32,10 +33,10 @@ from typing import Any
 
 import orjson
 
+from kubewerk.apiserver import openapi_crd
 from kubewerk.apiserver.discovery import KUBE_MAJOR, KUBE_MINOR
 from kubewerk.apiserver.registry import Registry, ServedResource
 from kubewerk.core.errors import ApiError
-from kubewerk.core.jsoncopy import copy_tree
 
 JSON = dict[str, Any]
 
@@ -751,133 +752,45 @@ def _referenced(items: list[PathItem]) -> list[str]:
     return names
 
 
-def _typemeta_property(name: str) -> JSON:
-    """``apiVersion`` or ``kind`` as every kind's published definition has it (TypeMeta)."""
-    from kubewerk.apiserver.kinds import k8s_openapi
+def selectable_fields(rtype: ServedResource, version: str) -> tuple[str, ...]:
+    """The ``selectableFields`` paths (no leading dot) a custom resource's ``version``
+    declares, which kube-apiserver publishes as ``x-kubernetes-selectable-fields``; none
+    for a built-in kind."""
+    from kubewerk.apiserver.kinds.custom import CustomResourceStrategy
 
-    found = (k8s_openapi.definition(_TYPED_SAMPLE) or {}).get("properties", {}).get(name)
-    return dict(found) if isinstance(found, dict) else {"type": "string"}
-
-
-_TYPED_SAMPLE = "io.k8s.api.core.v1.ConfigMap"
-"""A vendored kind whose ``apiVersion``/``kind``/``metadata`` properties are the ones
-kube-apiserver adds to a custom resource's schema (TypeMeta's and ObjectMeta's)."""
-
-
-def _metadata_property(ref: str) -> JSON:
-    from kubewerk.apiserver.kinds import k8s_openapi
-
-    found = (k8s_openapi.definition(_TYPED_SAMPLE) or {}).get("properties", {}).get("metadata")
-    description = found.get("description") if isinstance(found, dict) else None
-    prop: JSON = {"$ref": ref}
-    if isinstance(description, str):
-        prop["description"] = description
-    return prop
+    strategy = rtype.strategy
+    if rtype.builtin or not isinstance(strategy, CustomResourceStrategy):
+        return ()
+    return tuple(strategy.selectable_fields(version))
 
 
-def _int_or_string(schema: JSON) -> None:
-    """The structural schema's ``Unfold``: an ``x-kubernetes-int-or-string`` node gains
-    ``anyOf: [{type: integer}, {type: string}]`` (in front of its ``allOf`` when it has an
-    ``anyOf`` of its own), unless it spells that pattern already."""
-    pattern = [{"type": "integer"}, {"type": "string"}]
-    if schema.get("anyOf") == pattern:
-        return
-    all_of = schema.get("allOf")
-    if isinstance(all_of, list) and all_of and all_of[0] == {"anyOf": pattern}:
-        return
-    if "anyOf" not in schema:
-        schema["anyOf"] = [dict(p) for p in pattern]
-    else:
-        schema["allOf"] = [{"anyOf": [dict(p) for p in pattern]}, *(all_of or [])]
-
-
-_NOT_STRUCTURAL = frozenset(("example", "externalDocs"))
-"""Keywords a CRD schema may hold that its structural form (what kube-apiserver publishes)
-has no place for."""
-
-
-def published_schema(value: Any, ref_prefix: str) -> Any:
-    """A CRD's openAPIV3Schema as kube-apiserver's CRD builder publishes it in v3
-    (``ref_prefix``: where ``metadata`` points): ``example``/``externalDocs`` dropped,
-    int-or-string nodes unfolded, and every ``x-kubernetes-embedded-resource`` node (not
-    keeping unknown fields in v2) given ``apiVersion``, ``kind`` and ``metadata`` and
-    requiring ``kind`` and ``apiVersion``. A property named like a keyword stays."""
-    if isinstance(value, list):
-        return [published_schema(v, ref_prefix) for v in value]
-    if not isinstance(value, dict):
-        return value
-    out: JSON = {}
-    for key, item in value.items():
-        if key in _NOT_STRUCTURAL:
-            continue
-        if key in ("properties", "patternProperties", "definitions") and isinstance(item, dict):
-            out[key] = {k: published_schema(v, ref_prefix) for k, v in item.items()}
-        elif key in ("items", "additionalProperties", "allOf", "anyOf", "oneOf", "not"):
-            out[key] = published_schema(item, ref_prefix)
-        else:
-            out[key] = copy_tree(item) if isinstance(item, dict | list) else item
-    if out.get("x-kubernetes-int-or-string") is True:
-        _int_or_string(out)
-    if out.get("x-kubernetes-embedded-resource") is True:
-        props = out.setdefault("properties", {})
-        props["apiVersion"] = _typemeta_property("apiVersion")
-        props["kind"] = _typemeta_property("kind")
-        props["metadata"] = _metadata_property(ref_prefix + OBJECT_META)
-        required = list(out.get("required") or [])
-        for name in ("kind", "apiVersion"):
-            if name not in required:
-                required.append(name)
-        out["required"] = required
-    return out
-
-
-def _kind_schema(rtype: ServedResource, version: str) -> JSON:
-    """A custom resource's schema in ``version`` as kube-apiserver's CRD builder publishes
-    it in v3: its structural schema (``published_schema``) with ``apiVersion``, ``kind``
-    and ``metadata`` (a reference to ObjectMeta) set and its group-version-kind; a bare
-    object without a schema."""
-    gvk = [{"group": rtype.group, "kind": rtype.kind, "version": version}]
+def crd_kind_schema(rtype: ServedResource, version: str, *, v2: bool) -> JSON:
+    """A custom resource's kind definition in ``version`` as kube-apiserver publishes it in
+    ``/openapi/v3`` (``v2`` False) or ``/openapi/v2`` (``openapi_crd.kind_schema``)."""
     base = rtype.schemas.get(version)
-    if not isinstance(base, dict):
-        return {"type": "object", "x-kubernetes-group-version-kind": gvk}
-    schema: JSON = published_schema(base, _REF)
-    props = schema.setdefault("properties", {})
-    props["apiVersion"] = _typemeta_property("apiVersion")
-    props["kind"] = _typemeta_property("kind")
-    props["metadata"] = _metadata_property(_REF + OBJECT_META)
-    schema.setdefault("type", "object")
-    schema["x-kubernetes-group-version-kind"] = gvk
-    return schema
+    return openapi_crd.kind_schema(
+        base if isinstance(base, dict) else None,
+        rtype.group,
+        version,
+        rtype.kind,
+        selectable_fields(rtype, version),
+        v2=v2,
+    )
 
 
-def list_schema(rtype: ServedResource, version: str, ref_prefix: str) -> JSON:
-    """The list kind's schema kube-apiserver's CRD builder publishes (``items`` of the
-    kind, ``metadata`` a ListMeta, TypeMeta's fields, its group-version-kind)."""
-    return {
-        "description": f"{rtype.list_kind} is a list of {rtype.kind}",
-        "properties": {
-            "apiVersion": _typemeta_property("apiVersion"),
-            "items": {
-                "description": f"List of {rtype.resource}. More info: "
-                "https://git.k8s.io/community/contributors/devel/sig-architecture/"
-                "api-conventions.md",
-                "items": {"$ref": ref_prefix + schema_name(rtype, version)},
-                "type": "array",
-            },
-            "kind": _typemeta_property("kind"),
-            "metadata": {
-                "$ref": ref_prefix + LIST_META,
-                "description": "Standard list metadata. More info: "
-                "https://git.k8s.io/community/contributors/devel/sig-architecture/"
-                "api-conventions.md#types-kinds",
-            },
-        },
-        "required": ["items"],
-        "type": "object",
-        "x-kubernetes-group-version-kind": [
-            {"group": rtype.group, "kind": rtype.list_kind, "version": version}
-        ],
-    }
+def list_schema(rtype: ServedResource, version: str, *, v2: bool) -> JSON:
+    """The list kind's definition kube-apiserver's CRD builder publishes
+    (``openapi_crd.list_schema``), in v3 (``v2`` False) or v2 form."""
+    return openapi_crd.list_schema(
+        rtype.group,
+        version,
+        rtype.kind,
+        rtype.list_kind,
+        rtype.resource,
+        schema_name(rtype, version),
+        selectable_fields(rtype, version),
+        v2=v2,
+    )
 
 
 def _vendored_name(rtype: ServedResource, version: str) -> str | None:
@@ -930,9 +843,9 @@ def type_paths(rtype: ServedResource, version: str) -> tuple[list[PathItem], JSO
     own: JSON = {}
     lists = publishes_list(rtype)
     if not vendored_kind:
-        own[kind_name] = _kind_schema(rtype, version)
+        own[kind_name] = crd_kind_schema(rtype, version, v2=False)
         if lists:
-            own[list_name] = list_schema(rtype, version, _REF)
+            own[list_name] = list_schema(rtype, version, v2=False)
     items = resource_paths(rtype, version, kind_name, list_name)
     vendored = [n for n in _referenced(items) if n not in own]
     extra = [LIST_META] if lists and not vendored_kind else []

@@ -41,6 +41,7 @@ from typing import Any
 
 import orjson
 
+from kubewerk.apiserver import openapi_crd
 from kubewerk.apiserver.discovery import KUBE_MAJOR, KUBE_MINOR
 from kubewerk.apiserver.openapi import (
     LIST_META,
@@ -51,6 +52,7 @@ from kubewerk.apiserver.openapi import (
     Operation,
     PathItem,
     add_tags_and_kind,
+    crd_kind_schema,
     discovery_path,
     kind_names,
     list_schema,
@@ -58,7 +60,6 @@ from kubewerk.apiserver.openapi import (
     resource_paths,
 )
 from kubewerk.apiserver.registry import Registry, ServedResource
-from kubewerk.core.jsoncopy import copy_tree
 
 JSON = dict[str, Any]
 
@@ -168,93 +169,11 @@ def _path_item(item: PathItem) -> JSON:
     return out
 
 
-_V2_DROPPED = frozenset(
-    ("nullable", "allOf", "oneOf", "anyOf", "not", "default", "example", "externalDocs")
-)
-"""Schema keywords a CRD's v2 definition never carries: the junctors and ``nullable``
-(kube-apiserver's ``ToStructuralOpenAPIV2``), ``default`` (pruned from the CRD specs
-kube-apiserver merges into its v2 document), and ``example``/``externalDocs``, which a
-CRD may hold but its structural schema, what kube publishes, has no place for."""
-
-
-def _nullable(schema: Any) -> bool:
-    return isinstance(schema, dict) and schema.get("nullable") is True
-
-
-def _v2_schema(value: Any) -> Any:
-    """A CRD's structural (v3) schema in the v2 form kube-apiserver publishes, node by node
-    as its ``ToStructuralOpenAPIV2`` converts it (kubectl's v2 reader cannot take the rest):
-    no junctors, ``nullable`` or ``default``; a nullable node also loses its ``type``, and a
-    nullable or ``x-kubernetes-preserve-unknown-fields`` node its ``properties`` and
-    ``items``; an ``array`` left without ``items`` loses its ``type``; a nullable property
-    leaves its parent's ``required`` list (all of it when ``additionalProperties`` is
-    nullable), an emptied list is left out. Only schema keywords go: a property named
-    ``default`` or ``not`` stays, converted."""
-    if isinstance(value, list):
-        return [_v2_schema(v) for v in value]
-    if not isinstance(value, dict):
-        return value
-    nullable = value.get("nullable") is True
-    clear = nullable or value.get("x-kubernetes-preserve-unknown-fields") is True
-    out: JSON = {}
-    for key, item in value.items():
-        if key in _V2_DROPPED or (clear and key in ("properties", "items")):
-            continue
-        if nullable and key == "type":
-            continue
-        if key in ("properties", "patternProperties", "definitions") and isinstance(item, dict):
-            out[key] = {k: _v2_schema(v) for k, v in item.items()}
-        elif key in ("items", "additionalProperties"):
-            out[key] = _v2_schema(item)
-        else:
-            out[key] = copy_tree(item) if isinstance(item, dict | list) else item
-    if out.get("type") == "array" and "items" not in out:
-        del out["type"]
-    required = out.get("required")
-    if isinstance(required, list):
-        props = value.get("properties")
-        props = props if isinstance(props, dict) else {}
-        if _nullable(value.get("additionalProperties")):
-            kept = []
-        else:
-            kept = [name for name in required if not _nullable(props.get(name))]
-        if not kept:
-            del out["required"]
-        elif len(kept) != len(required):
-            out["required"] = kept
-    return out
-
-
-def _custom_schema(rtype: ServedResource, version: str) -> JSON:
-    """The definition of ``rtype`` in ``version``. A custom resource without a schema, or
-    whose root keeps unknown fields, is published as kube-apiserver publishes it in v2: a
-    bare object with its group-version-kind (no properties, not even ``metadata``: kubectl
-    would otherwise refuse the unknown fields)."""
-    gvk = [{"group": rtype.group, "kind": rtype.kind, "version": version}]
-    base = rtype.schemas.get(version)
-    if not rtype.builtin and (
-        not isinstance(base, dict) or base.get("x-kubernetes-preserve-unknown-fields") is True
-    ):
-        return {"type": "object", "x-kubernetes-group-version-kind": gvk}
-    schema: JSON = _v2_schema(base or {"type": "object"})
-    props = schema.setdefault("properties", {})
-    props["apiVersion"] = {
-        "type": "string",
-        "description": "APIVersion defines the versioned schema of this representation of "
-        "an object.",
-    }
-    props["kind"] = {
-        "type": "string",
-        "description": "Kind is a string value representing the REST resource this object "
-        "represents.",
-    }
-    props["metadata"] = {
-        "$ref": _REF + OBJECT_META,
-        "description": "Standard object's metadata.",
-    }
-    schema.setdefault("type", "object")
-    schema["x-kubernetes-group-version-kind"] = gvk
-    return schema
+def _v2_schema(value: Any) -> JSON:
+    """A schema node as a CRD's v2 definition carries it below the root: its structural
+    form (``openapi_crd.structural``) converted by ``ToStructuralOpenAPIV2``
+    (``openapi_crd.to_openapi_v2``), with no ``default`` (``PruneDefaults``)."""
+    return openapi_crd.prune_defaults(openapi_crd.to_openapi_v2(openapi_crd.structural(value)))
 
 
 class BuildCounts:
@@ -309,9 +228,9 @@ def _type_part(rtype: ServedResource) -> _Part:
     for version in rtype.versions:
         kind_name, list_name, vendored = kind_names(rtype, version)
         if not vendored:
-            part.definitions[kind_name] = _custom_schema(rtype, version)
+            part.definitions[kind_name] = crd_kind_schema(rtype, version, v2=True)
             if publishes_list(rtype):
-                part.definitions[list_name] = list_schema(rtype, version, _REF)
+                part.definitions[list_name] = list_schema(rtype, version, v2=True)
                 part.vendored.append(LIST_META)
         for item in resource_paths(rtype, version, kind_name, list_name):
             part.paths[item.path] = _path_item(item)
