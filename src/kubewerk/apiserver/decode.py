@@ -104,7 +104,7 @@ def json_value(body: bytes, what: str = "the object") -> Any:
     handed = _handed_off(body, False, what) if len(body) > OFFLOAD_BYTES else None
     value, duplicates = handed if handed is not None else _json_decode(body, what)
     if duplicates.found:
-        _DECODED.set((value, duplicates))
+        _DECODED.set(_Found(value, duplicates))
     return value
 
 
@@ -257,20 +257,40 @@ def _path_key(path: str) -> list[tuple[int, int | str]]:
     return [(0, int(index)) if index else (1, key) for index, key in _PATH_PART.findall(path)]
 
 
-_DECODED: ContextVar[tuple[Any, Duplicates] | None] = ContextVar(
-    "kubewerk_decoded_duplicates", default=None
-)
+@dataclass(slots=True)
+class _Found:
+    """A decoded body and its duplicate fields, kept for ``body_duplicates`` in the
+    request's context until ``forget`` empties it."""
+
+    value: Any
+    duplicates: Duplicates | None
+
+
+_DECODED: ContextVar[_Found | None] = ContextVar("kubewerk_decoded_duplicates", default=None)
 
 
 def body_duplicates(value: Any) -> Duplicates | None:
     """The duplicate fields ``json_value`` found in the body it decoded as ``value`` (this
     very object), in the current request's context; None when it found none. Kept for
     the newest decoded body with duplicates only, with a reference to it, so an identity
-    test cannot match another object."""
+    test cannot match another object, until the request ends (``forget``)."""
     found = _DECODED.get()
-    if found is None or found[0] is not value:
+    if found is None or found.value is not value:
         return None
-    return found[1]
+    return found.duplicates
+
+
+def forget() -> None:
+    """Drop what the decoders kept of the current request's body for ``body_duplicates``
+    (the body's value and its duplicate fields, as big as the body), at the end of the
+    request: in its context and in every copy of it made since (a task or callback the
+    request started holds one for as long as it lives: a watch, a timer, a webhook's
+    keep-alive connection), so none of them keeps the body alive or matches it. Cheap
+    when nothing was kept: one ``ContextVar.get``."""
+    found = _DECODED.get()
+    if found is not None:
+        found.value = found.duplicates = None
+        _DECODED.set(None)
 
 
 _PATCH_OP_FIELDS = frozenset(("op", "path", "from", "value"))
@@ -539,7 +559,7 @@ def yaml_value(body: bytes, what: str = "the object") -> Any:
     handed = _handed_off(body, True, what) if len(body) > OFFLOAD_BYTES else None
     value, found = handed if handed is not None else _yaml_decode(body, what)
     if found is not None:
-        _DECODED.set((value, found))
+        _DECODED.set(_Found(value, found))
     return value
 
 
@@ -638,7 +658,9 @@ def release(token: Token[_Predecoded | None]) -> None:
     """Forget what ``predecode`` handed over (at the end of its request), everywhere: a
     task or callback the request started holds a copy of its context, and with it the
     hand-off, for as long as it lives (a watch, a timer); the hand-off is emptied, so
-    those copies keep no body or value alive and match no body."""
+    those copies keep no body or value alive and match no body. What the decoders kept
+    of the body for ``body_duplicates`` goes with it (``forget``)."""
+    forget()
     done = _HANDOFF.get()
     if done is not None:
         done.body = None
