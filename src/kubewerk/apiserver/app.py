@@ -464,6 +464,8 @@ class ApiServer:
             return 500
         finally:
             USER_AGENT.reset(agent)
+            # what the decoders kept of the body for its duplicate fields ends with it
+            decode.forget()
 
     async def _read_body(self, receive: Receive, headers: dict[str, str]) -> bytes:
         declared = headers.get("content-length")
