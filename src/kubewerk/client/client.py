@@ -964,10 +964,20 @@ class Client:
         allow_bookmarks: bool = True,
         send_initial_events: bool = False,
         timeout_seconds: int | None = None,
+        idle_timeout: float | None = None,
     ) -> AsyncIterator[WatchEvent]:
         """One watch stream. Yields events until the server ends it; an ERROR event is
         raised as its typed error (410 → :class:`Gone`, meaning: relist). For
-        resume-and-relist semantics use :func:`kubewerk.client.watch.list_watch`."""
+        resume-and-relist semantics use :func:`kubewerk.client.watch.list_watch`.
+
+        Bounds: the stream ends by ``timeout_seconds`` + 60 s whatever happens (the
+        server is asked to end it at ``timeout_seconds``); with ``idle_timeout`` the
+        answer's headers, and then each piece of the body, must arrive within that many
+        seconds, else the connection is closed and :class:`ServerUnreachable` raised (a
+        half-open connection or a server that stopped sending: with bookmarks asked for,
+        a healthy server is never silent for long). A 429 or 5xx answer carrying
+        ``Retry-After`` is retried after that delay (at most ``retry.max_retries``
+        times), as client-go's ``Request.Watch`` does."""
         rt = resource_type_of(kind)
         params: dict[str, str] = {"watch": "1"}
         if resource_version is not None:
@@ -987,36 +997,66 @@ class Client:
         target = self._target(origin, rt.path(namespace if rt.namespaced else None), params)
         creds = await self.config.auth.credentials()
         pool = await self._get_pool(creds, origin)
-        wire = self._wire("GET", target, origin, creds, None, "")
         # the whole stream ends by timeoutSeconds + 60 s; connecting takes at most self.timeout
         deadline = (
             None
             if timeout_seconds is None
             else asyncio.get_running_loop().time() + timeout_seconds + 60
         )
-        try:
-            resp = await pool.stream(wire, connect_timeout=self.timeout, deadline=deadline)
-        except (TimeoutError, TransportError) as exc:
-            raise ServerUnreachable(self.config.server, _why(exc, pool)) from None
+
+        def timed_out(exc: TimeoutError) -> ServerUnreachable:
+            # the idle bound fired, unless the stream's overall deadline has passed
+            loop_time = asyncio.get_running_loop().time()
+            if idle_timeout is not None and (deadline is None or loop_time < deadline):
+                why = f"the watch connection was silent for {idle_timeout:g}s"
+            else:
+                why = _why(exc, pool)
+            return ServerUnreachable(self.config.server, why)
+
+        attempt = 0
+        while True:
+            wire = self._wire("GET", target, origin, creds, None, "")
+            try:
+                async with asyncio.timeout(idle_timeout):
+                    resp = await pool.stream(wire, connect_timeout=self.timeout, deadline=deadline)
+            except TimeoutError as exc:
+                raise timed_out(exc) from None
+            except TransportError as exc:
+                raise ServerUnreachable(self.config.server, _why(exc, pool)) from None
+            if resp.status < 400:
+                break
+            try:
+                try:
+                    async with asyncio.timeout(idle_timeout):
+                        raw = await resp.read()
+                except TimeoutError as exc:
+                    raise timed_out(exc) from None
+                except TransportError as exc:
+                    raise ServerUnreachable(self.config.server, _why(exc, pool)) from None
+            finally:
+                resp.close()
+            wait = _retry_after(resp.headers) if resp.status in _RETRY_CODES else None
+            if wait is not None and attempt < self.retry.max_retries:
+                attempt += 1
+                await asyncio.sleep(min(wait, self.retry.max_retry_after))
+                continue
+            try:
+                decoded = orjson.loads(raw) if raw else None
+            except orjson.JSONDecodeError:
+                decoded = None
+            if resp.status == 401:
+                self.config.auth.invalidate()
+            raise error_from_status(resp.status, decoded, raw.decode(errors="replace")[:200])
         model = is_model_class(kind)
         try:
-            if resp.status >= 400:
-                try:
-                    raw = await resp.read()
-                except (TimeoutError, TransportError) as exc:
-                    raise ServerUnreachable(self.config.server, _why(exc, pool)) from None
-                try:
-                    decoded = orjson.loads(raw) if raw else None
-                except orjson.JSONDecodeError:
-                    decoded = None
-                if resp.status == 401:
-                    self.config.auth.invalidate()
-                raise error_from_status(resp.status, decoded, raw.decode(errors="replace")[:200])
             buffer = b""
             while True:
                 try:
-                    chunk = await resp.read_chunk()
-                except (TimeoutError, TransportError) as exc:
+                    async with asyncio.timeout(idle_timeout):
+                        chunk = await resp.read_chunk()
+                except TimeoutError as exc:
+                    raise timed_out(exc) from None
+                except TransportError as exc:
                     raise ServerUnreachable(self.config.server, _why(exc, pool)) from None
                 if not chunk:
                     break

@@ -8,8 +8,19 @@ resourceVersion) and then watch events, forever, until cancelled:
 - a 410 Gone / Expired (the revision was compacted, or the server lost its history)
   triggers a fresh list, yielded as another :class:`Listed` that the consumer must
   treat as a replacement of its state (objects absent from it were deleted);
-- an unreachable server is retried with capped exponential backoff (jittered); after
-  a server error that is not a connection failure the loop relists.
+- an unreachable server is retried with capped exponential backoff (jittered), and so
+  is a watch answered 429 (throttled: the watch resumes from its resourceVersion after
+  ``Retry-After`` or the backoff, as client-go's reflector does); after any other server
+  error the loop relists;
+- a watch never hangs: the server is asked to end it after ``watch_timeout`` (jittered
+  between 1x and 2x, as client-go's reflector does), the client gives up on it 60 s
+  after that, and with ``idle_timeout`` a watch whose connection brings nothing (no
+  event, no bookmark, not even the answer's headers) for that long is closed and
+  resumed from its resourceVersion on a new connection (a half-open connection, a
+  stalled proxy). Bookmarks are always asked for, and an API server sends one to such
+  a watch about every minute (kube-apiserver's watch cache; the embedded server every
+  ``bookmark_interval``), so the default :data:`WATCH_IDLE_TIMEOUT` of two minutes only
+  fires on a dead connection.
 """
 
 from __future__ import annotations
@@ -21,10 +32,16 @@ from collections.abc import AsyncIterator
 from dataclasses import dataclass
 
 from kubewerk.client.client import Client, WatchEvent
-from kubewerk.client.errors import ApiError, Gone, ServerUnreachable
+from kubewerk.client.errors import ApiError, Gone, ServerUnreachable, TooManyRequests
 from kubewerk.client.resources import ResourceType
 
 log = logging.getLogger("kubewerk.client.watch")
+
+WATCH_TIMEOUT = 300
+"""Seconds a watch asks the server to run (``timeoutSeconds``, jittered 1x-2x): client-go's
+reflector's minimum watch timeout of five minutes."""
+WATCH_IDLE_TIMEOUT = 120.0
+"""Seconds without a byte on a watch connection after which it is taken for dead."""
 
 
 @dataclass(slots=True)
@@ -61,7 +78,8 @@ async def list_watch(
     label_selector: str | None = None,
     field_selector: str | None = None,
     page_size: int = 500,
-    watch_timeout: int = 300,
+    watch_timeout: int = WATCH_TIMEOUT,
+    idle_timeout: float | None = WATCH_IDLE_TIMEOUT,
     backoff: Backoff | None = None,
 ) -> AsyncIterator[Listed | WatchEvent]:
     """Yield a :class:`Listed` then watch events, resuming and relisting as described above."""
@@ -86,7 +104,7 @@ async def list_watch(
             delay.reset()
             yield Listed(page.items, rv)
         # watch from rv; jitter the server-side timeout like client-go (between 1x and 2x)
-        timeout = int(watch_timeout * random.uniform(1.0, 2.0))
+        timeout = max(1, int(watch_timeout * random.uniform(1.0, 2.0)))
         try:
             async for event in client.watch(
                 rt,
@@ -96,6 +114,7 @@ async def list_watch(
                 field_selector=field_selector,
                 allow_bookmarks=True,
                 timeout_seconds=timeout,
+                idle_timeout=idle_timeout,
             ):
                 new_rv = event.resource_version
                 if new_rv:
@@ -114,6 +133,19 @@ async def list_watch(
                 "watch %s interrupted (%s); resuming from %s in %.1fs",
                 rt.group_resource,
                 exc.why,
+                rv,
+                wait,
+            )
+            await asyncio.sleep(wait)
+        except TooManyRequests as exc:
+            # throttled (priority and fairness): relisting would only add load; resume
+            wait = delay.next()
+            if exc.retry_after is not None:
+                wait = max(wait, exc.retry_after)
+            log.warning(
+                "watch %s throttled (%s); resuming from %s in %.1fs",
+                rt.group_resource,
+                exc,
                 rv,
                 wait,
             )

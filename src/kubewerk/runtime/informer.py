@@ -14,7 +14,10 @@ bookmarks, relist after 410). It guarantees:
 - memory per object stays small: objects are stored as compact JSON bytes with
   ``metadata.managedFields`` stripped, and every read returns a fresh copy, so callers
   can never corrupt the cache;
-- indexers (``name -> fn(obj) -> values``) answer :meth:`Informer.by_index` in O(1).
+- indexers (``name -> fn(obj) -> values``) answer :meth:`Informer.by_index` in O(1);
+- a watch never hangs on a dead connection: ``watch_timeout`` (the server ends each
+  watch after it, jittered 1x-2x) and ``watch_idle_timeout`` (a watch silent that long
+  is resumed on a new connection) bound it, see :func:`kubewerk.client.watch.list_watch`.
 
 A :class:`Cache` hands out one shared informer per kind (so controllers that watch the
 same kind share one watch), scoped as configured, and answers typed reads.
@@ -34,7 +37,7 @@ import orjson
 
 from kubewerk.client.client import Client, WatchEvent
 from kubewerk.client.resources import ResourceType, is_model_class, resource_type_of
-from kubewerk.client.watch import Listed, list_watch
+from kubewerk.client.watch import WATCH_IDLE_TIMEOUT, WATCH_TIMEOUT, Listed, list_watch
 from kubewerk.core.gvk import join_key, object_key
 from kubewerk.core.jsoncopy import copy_json
 from kubewerk.core.selectors import parse_label_selector
@@ -81,7 +84,8 @@ class Informer:
         resync_period: float | None = None,
         transform: Callable[[Obj], Obj] | None = strip_managed_fields,
         page_size: int = 500,
-        watch_timeout: int = 300,
+        watch_timeout: int = WATCH_TIMEOUT,
+        watch_idle_timeout: float | None = WATCH_IDLE_TIMEOUT,
     ) -> None:
         self.client = client
         self.rt = rt
@@ -94,6 +98,7 @@ class Informer:
         self.transform = transform
         self.page_size = page_size
         self.watch_timeout = watch_timeout
+        self.watch_idle_timeout = watch_idle_timeout
         self._store: dict[str, bytes] = {}
         self._handlers: list[Handler] = []
         self._indexers: dict[str, IndexFunc] = {"namespace": namespace_index}
@@ -300,6 +305,7 @@ class Informer:
             field_selector=self.field_selector,
             page_size=self.page_size,
             watch_timeout=self.watch_timeout,
+            idle_timeout=self.watch_idle_timeout,
         ):
             try:
                 if isinstance(item, Listed):
@@ -338,7 +344,8 @@ class Cache:
     """Shared informers, one per kind, started on demand; typed and dynamic reads.
 
     ``namespaces`` scopes every namespaced kind; ``by_kind`` overrides the scope per
-    kind. Informers created after :meth:`start` start at once.
+    kind. Informers created after :meth:`start` start at once. ``watch_timeout`` and
+    ``watch_idle_timeout`` go to every informer (see :class:`Informer`).
     """
 
     def __init__(
@@ -349,8 +356,12 @@ class Cache:
         by_kind: Mapping[Any, Scope] | None = None,
         resync_period: float | None = None,
         transform: Callable[[Obj], Obj] | None = strip_managed_fields,
+        watch_timeout: int = WATCH_TIMEOUT,
+        watch_idle_timeout: float | None = WATCH_IDLE_TIMEOUT,
     ) -> None:
         self.client = client
+        self.watch_timeout = watch_timeout
+        self.watch_idle_timeout = watch_idle_timeout
         self.default_scope = Scope(tuple(namespaces) if namespaces else None)
         self.by_kind: dict[ResourceType, Scope] = {
             resource_type_of(k): v for k, v in (by_kind or {}).items()
@@ -378,6 +389,8 @@ class Cache:
                 field_selector=scope.field_selector,
                 resync_period=self.resync_period,
                 transform=self.transform,
+                watch_timeout=self.watch_timeout,
+                watch_idle_timeout=self.watch_idle_timeout,
             )
             self._informers[rt] = inf
             if self._started:

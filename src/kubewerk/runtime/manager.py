@@ -29,6 +29,7 @@ from typing import Any, TypeVar
 from kubewerk.client.client import Client, RetryPolicy
 from kubewerk.client.errors import ConfigError, NotFound
 from kubewerk.client.resources import resource_type_of
+from kubewerk.client.watch import WATCH_IDLE_TIMEOUT, WATCH_TIMEOUT
 from kubewerk.core.openfiles import raise_open_file_limit
 from kubewerk.runtime.controller import Controller, Mapper, Reconciler, Watch
 from kubewerk.runtime.events import EventRecorder
@@ -160,6 +161,8 @@ class Manager:
         namespaces: Iterable[str] | None = None,
         by_kind: Mapping[Any, Scope] | None = None,
         resync_period: float | None = None,
+        watch_timeout: int = WATCH_TIMEOUT,
+        watch_idle_timeout: float | None = WATCH_IDLE_TIMEOUT,
         leader_election: bool = False,
         leader_election_id: str | None = None,
         leader_election_namespace: str | None = None,
@@ -181,6 +184,8 @@ class Manager:
         self.namespaces = tuple(namespaces) if namespaces else None
         self.by_kind = dict(by_kind or {})
         self.resync_period = resync_period
+        self.watch_timeout = watch_timeout
+        self.watch_idle_timeout = watch_idle_timeout
         self.leader_election = leader_election
         self.leader_election_id = leader_election_id or f"{name}-leader"
         self.leader_election_namespace = leader_election_namespace
@@ -453,6 +458,8 @@ class Manager:
             namespaces=self.namespaces,
             by_kind=self.by_kind,
             resync_period=self.resync_period,
+            watch_timeout=self.watch_timeout,
+            watch_idle_timeout=self.watch_idle_timeout,
         )
         for kind, index_name, index_fn in self._indexes:
             self.cache.informer(kind).add_indexer(index_name, index_fn)
