@@ -1,11 +1,20 @@
-"""``v1`` ConfigMap: its Table (Data counts entries), its data keys' validation and
-``immutable``."""
+"""``v1`` ConfigMap: typed decoding, its Table (Data counts entries), ``ValidateConfigMap``
+(keys, the 1 MiB total) and ``immutable``; an empty ``data`` or ``binaryData`` is not
+stored (kube's protobuf storage keeps no empty map and both are ``omitempty``).
+
+Also the typed decoding the core ``v1`` config kinds share (:func:`core_decoder`,
+:func:`canonical_bytes`): Secrets and ServiceAccounts decode through it too."""
 
 from __future__ import annotations
 
-from typing import Any
+import base64
+from functools import cache
+from typing import Any, Final
 
+from kubewerk.apiserver.kindrules.gojson import decode_bytes
+from kubewerk.apiserver.kindrules.secret_types import config_map_size_errors
 from kubewerk.apiserver.kinds.schemas import BYTES_MAP, STRING_MAP, object_schema
+from kubewerk.apiserver.kinds.typed_decode import TypedDecoder
 from kubewerk.apiserver.registry import ServedResource
 from kubewerk.apiserver.strategy import AGE, PrinterColumn, Strategy
 from kubewerk.core.errors import FieldError
@@ -15,6 +24,41 @@ from kubewerk.core.validation import is_config_map_key, validate_config_keys
 JSON = dict[str, Any]
 
 IMMUTABLE_SET = "field is immutable when `immutable` is set"
+DEFINITION: Final = "io.k8s.api.core.v1.ConfigMap"
+
+
+@cache
+def core_decoder() -> TypedDecoder:
+    """The typed decoder over the vendored definitions (built on first use)."""
+    from kubewerk.apiserver.kinds import k8s_openapi
+
+    return TypedDecoder(k8s_openapi.definitions())
+
+
+def null_to_empty(obj: JSON, field: str) -> None:
+    """A ``null`` value of the string map ``obj[field]`` is ``""``, as Go's decoder leaves
+    a map element it reads ``null`` into."""
+    values = obj.get(field)
+    if isinstance(values, dict):
+        for key, value in values.items():
+            if value is None:
+                values[key] = ""
+
+
+def canonical_bytes(obj: JSON, field: str) -> None:
+    """Decode the ``map[string][]byte`` ``obj[field]`` as Go does and keep each value as
+    the base64 Go writes back for its bytes (``null`` is empty); raises
+    ``kindrules.gojson.Base64Error`` for a value that is not base64 (first in map order)."""
+    values = obj.get(field)
+    if not isinstance(values, dict):
+        return
+    for key, value in values.items():
+        if value is None:
+            values[key] = ""
+        elif isinstance(value, str) and value:
+            text = base64.b64encode(decode_bytes(value)).decode("ascii")
+            if text != value:
+                values[key] = text
 
 
 def immutable_errors(obj: JSON, old: JSON | None, fields: tuple[str, ...]) -> list[FieldError]:
@@ -36,18 +80,32 @@ class ConfigMapStrategy(Strategy):
     """``ValidateConfigMap``'s key rules (pkg/apis/core/validation): every key of
     ``data`` and of ``binaryData`` is a config key (``IsConfigMapKey``), and no key is
     in both (``data[<key>]: Invalid value: "<key>": duplicate of key present in
-    binaryData``); ``data``'s errors first, each map's keys in sorted order. An update of
-    an immutable ConfigMap may change neither ``immutable``, ``data`` nor ``binaryData``
-    (``ValidateConfigMapUpdate``'s Forbidden errors, first)."""
+    binaryData``); ``data``'s errors first, each map's keys in sorted order; then the
+    1 MiB total of both (``[]: Too long: may not be more than 1048576 bytes``). An
+    update of an immutable ConfigMap may change neither ``immutable``, ``data`` nor
+    ``binaryData`` (``ValidateConfigMapUpdate``'s Forbidden errors, first)."""
+
+    prunes_unknown_fields = False  # typed_decode does it
+
+    def typed_decode(self, obj: JSON, version: str) -> list[str] | None:
+        """Decode into ``v1.ConfigMap`` (raises ``ValueError`` with the decoder's text):
+        unknown fields dropped and returned, ``null`` data values empty, ``binaryData``
+        base64 as Go reads and writes it."""
+        unknown: list[str] = core_decoder().decode(obj, DEFINITION)
+        null_to_empty(obj, "data")
+        canonical_bytes(obj, "binaryData")
+        return unknown
 
     def validate(self, obj: JSON, old: JSON | None) -> list[FieldError]:
         errs = immutable_errors(obj, old, ("data", "binaryData"))
         data, binary = obj.get("data"), obj.get("binaryData")
+        size = config_map_size_errors(data, binary)
         if not isinstance(binary, dict) or not binary or not isinstance(data, dict):
             return (
                 errs
                 + validate_config_keys(data, "data")
                 + validate_config_keys(binary, "binaryData")
+                + size
             )
         for key in sorted(k for k in data if isinstance(k, str)):  # key by key, as kube
             path = f"data[{key}]"
@@ -55,7 +113,13 @@ class ConfigMapStrategy(Strategy):
             if key in binary:
                 errs.append(FieldError.invalid(path, key, "duplicate of key present in binaryData"))
         errs.extend(validate_config_keys(binary, "binaryData"))
-        return errs
+        return errs + size
+
+    def to_storage(self, obj: JSON) -> JSON:
+        for field in ("data", "binaryData"):
+            if obj.get(field) == {}:
+                del obj[field]
+        return obj
 
 
 def resource_type() -> ServedResource:

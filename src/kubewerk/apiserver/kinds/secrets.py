@@ -1,53 +1,108 @@
-"""``v1`` Secret: ``type`` defaults to ``Opaque`` and ``stringData`` is folded into
-``data`` (base64) before storage, so it is never stored or served; ``data``'s keys
-(``stringData``'s among them, as ``data[<key>]``) are config keys."""
+"""``v1`` Secret as kube-apiserver decodes, validates and stores it.
+
+- Decoding is typed (the vendored ``io.k8s.api.core.v1.Secret``): a value of the wrong
+  type is 400 ``Secret in version "v1" cannot be handled as a Secret: json: cannot
+  unmarshal number into Go struct field Secret.stringData of type string``; a ``data``
+  value that is not base64 is 400 ``... illegal base64 data at input byte N``; a
+  ``null`` value in ``data`` or ``stringData`` is the empty string, as Go leaves it;
+  ``data`` is stored as canonical base64 (what Go writes back for the bytes).
+- ``type`` defaults to ``Opaque`` when absent or empty (``SetDefaults_Secret``).
+- ``stringData`` is merged into ``data`` before anything else sees the object, as kube's
+  ``Convert_v1_Secret_To_core_Secret`` does: each of its keys overwrites the same key of
+  ``data`` with its UTF-8 bytes (base64 here); an empty ``stringData`` adds nothing (no
+  ``data`` map appears); ``stringData`` itself is never stored or served. This holds for
+  create, update, every patch type and server-side apply (the patched or applied object
+  is decoded the same way), so its keys are validated as ``data[<key>]``.
+- Validation is ``ValidateSecret`` / ``ValidateSecretUpdate``: config keys, the 1 MiB
+  total, the rules of the well-known types (``kindrules.secret_types``), on create and
+  on every update; an update may not change ``type``, nor ``immutable``/``data`` once
+  the old Secret is immutable.
+- An empty ``data`` is not stored (kube's protobuf storage keeps no empty map and the
+  field is ``omitempty``).
+"""
 
 from __future__ import annotations
 
 import base64
-from typing import Any
+from typing import Any, Final
 
-from kubewerk.apiserver.kinds.configmaps import immutable_errors
+from kubewerk.apiserver.kindrules.gojson import Base64Error
+from kubewerk.apiserver.kindrules.secret_types import secret_size_errors, secret_type_errors
+from kubewerk.apiserver.kinds.configmaps import canonical_bytes, core_decoder, immutable_errors
 from kubewerk.apiserver.kinds.schemas import BYTES_MAP, STRING_MAP, object_schema
+from kubewerk.apiserver.kinds.typed_decode import TypeMismatch
 from kubewerk.apiserver.registry import ServedResource
 from kubewerk.apiserver.strategy import AGE, PrinterColumn, Strategy
-from kubewerk.core.errors import FieldError
+from kubewerk.core.errors import ApiError, FieldError
+from kubewerk.core.jsoncopy import copy_json
 from kubewerk.core.meta import age
 from kubewerk.core.validation import validate_config_keys
 
 JSON = dict[str, Any]
 
+DEFINITION: Final = "io.k8s.api.core.v1.Secret"
 
-def _fold_string_data(secret: JSON) -> None:
-    secret.setdefault("type", "Opaque")
+
+def _decode_string_data(secret: JSON) -> None:
+    """The conversion kube's decoder applies before anything else sees a Secret: the body
+    must decode into ``v1.Secret`` (else the decoder's 400), ``type`` is defaulted and
+    ``stringData`` merged into ``data`` (see the module docstring)."""
+    try:
+        trial = copy_json(secret)
+        core_decoder().decode(trial, DEFINITION)
+        canonical_bytes(trial, "data")
+    except (TypeMismatch, Base64Error) as exc:
+        raise ApiError.bad_request(
+            f'Secret in version "v1" cannot be handled as a Secret: {exc}'
+        ) from None
+    if not secret.get("type"):
+        secret["type"] = "Opaque"
     string_data = secret.pop("stringData", None)
-    if isinstance(string_data, dict):
-        data = secret.setdefault("data", {})
-        for k, v in string_data.items():
-            data[k] = base64.b64encode(str(v).encode()).decode()
+    if not isinstance(string_data, dict) or not string_data:
+        return
+    data = secret.get("data")
+    if not isinstance(data, dict):
+        data = secret["data"] = {}
+    for key, value in string_data.items():
+        text = value if isinstance(value, str) else ""
+        data[key] = base64.b64encode(text.encode("utf-8", "surrogatepass")).decode("ascii")
 
 
 class SecretStrategy(Strategy):
-    """A create or an update defaults ``type`` and folds ``stringData`` into ``data``."""
+    """Typed decoding, ``stringData`` merged on every write, kube's validation."""
+
+    prunes_unknown_fields = False  # typed_decode does it
 
     def prepare_for_create(self, obj: JSON) -> None:
         super().prepare_for_create(obj)
-        _fold_string_data(obj)
+        _decode_string_data(obj)
 
     def prepare_for_update(self, new: JSON, old: JSON) -> None:
-        _fold_string_data(new)  # type defaulted as on every decode (SetDefaults_Secret)
+        _decode_string_data(new)
+
+    def typed_decode(self, obj: JSON, version: str) -> list[str] | None:
+        unknown: list[str] = core_decoder().decode(obj, DEFINITION)
+        canonical_bytes(obj, "data")
+        return unknown
 
     def validate(self, obj: JSON, old: JSON | None) -> list[FieldError]:
-        """``ValidateSecret``'s key rule: every key of ``data`` is a config key
-        (``IsConfigMapKey``). ``stringData`` is in ``data`` by now, as kube's conversion
-        puts it there before validation. An update (``ValidateSecretUpdate``) may not
-        change ``type``, and once the old Secret is immutable neither ``immutable`` nor
-        ``data``."""
+        """``ValidateSecretUpdate`` (``old`` given): ``type`` unchanged, the immutable
+        rules; then ``ValidateSecret``: config keys of ``data`` (``stringData``'s are in
+        it by now), its 1 MiB total, the rules of the well-known types."""
         errs: list[FieldError] = []
         if old is not None and obj.get("type") != old.get("type"):
             errs.append(FieldError.invalid("type", obj.get("type"), "field is immutable"))
         errs.extend(immutable_errors(obj, old, ("data",)))
-        return errs + validate_config_keys(obj.get("data"), "data")
+        data = obj.get("data")
+        errs.extend(validate_config_keys(data, "data"))
+        errs.extend(secret_size_errors(data))
+        errs.extend(secret_type_errors(obj))
+        return errs
+
+    def to_storage(self, obj: JSON) -> JSON:
+        if obj.get("data") == {}:
+            del obj["data"]
+        return obj
 
 
 def resource_type() -> ServedResource:

@@ -1,4 +1,9 @@
-"""``v1`` ServiceAccount: the default strategy with its Table; a delete answers the object.
+"""``v1`` ServiceAccount: typed decoding (the vendored ``io.k8s.api.core.v1.ServiceAccount``:
+``secrets: "x"`` is kube's 400 ``ServiceAccount in version "v1" cannot be handled as a
+ServiceAccount: json: cannot unmarshal string into Go struct field
+ServiceAccount.secrets of type []v1.ObjectReference``), its Table; a delete answers the
+object. ``ValidateServiceAccount`` checks ObjectMeta alone: ``secrets`` and
+``imagePullSecrets`` entries are not validated, as in kube.
 
 ``serviceaccounts/token`` (``TokenRequest``, ``authentication.k8s.io/v1``; ``kubectl create
 token``) issues a signed token for the ServiceAccount as kube-apiserver's ``TokenREST``
@@ -14,6 +19,7 @@ import time
 from typing import TYPE_CHECKING, Any, ClassVar
 
 from kubewerk.apiserver.auth.protobody import decoder
+from kubewerk.apiserver.kinds.configmaps import core_decoder
 from kubewerk.apiserver.kinds.schemas import OBJECT_REFERENCE, object_schema
 from kubewerk.apiserver.registry import ServedResource
 from kubewerk.apiserver.request import RestResponse, Target
@@ -34,9 +40,16 @@ MAX_EXPIRATION_SECONDS = 1 << 32
 
 
 class ServiceAccountStrategy(Strategy):
-    """The default strategy plus the ``token`` subresource (create only)."""
+    """The default strategy, typed decoding, and the ``token`` subresource (create only)."""
 
     subresources: ClassVar[dict[str, tuple[str, ...]]] = {"token": ("create",)}
+    prunes_unknown_fields = False  # typed_decode does it
+
+    def typed_decode(self, obj: JSON, version: str) -> list[str] | None:
+        """Decode into ``v1.ServiceAccount``: unknown fields dropped and returned; raises
+        ``ValueError`` with the decoder's text for a value of the wrong type."""
+        unknown: list[str] = core_decoder().decode(obj, "io.k8s.api.core.v1.ServiceAccount")
+        return unknown
 
 
 def resource_type() -> ServedResource:
