@@ -70,8 +70,9 @@ async def test_an_immutable_secret_and_a_secrets_type(app: ApiServer) -> None:
     assert (await call(app, "POST", SECRETS, plain, JSON_CT))[0] == 201
     status, body = await call(app, "PATCH", SECRETS + "/t", {"type": "kubernetes.io/tls"}, MERGE_CT)
     assert status == 422
-    assert body["message"] == (
-        'Secret "t" is invalid: type: Invalid value: "kubernetes.io/tls": field is immutable'
+    assert body["message"] == (  # ValidateSecretUpdate runs ValidateSecret's type rules too
+        'Secret "t" is invalid: [type: Invalid value: "kubernetes.io/tls": field is immutable, '
+        "data[tls.crt]: Required value, data[tls.key]: Required value]"
     )
     # a PUT without type is defaulted to Opaque again: no change
     got = (await call(app, "GET", SECRETS + "/t", None, JSON_CT))[1]

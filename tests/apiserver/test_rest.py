@@ -516,9 +516,9 @@ async def test_unknown_fields_follow_field_validation(api: Api) -> None:
     assert status == 201 and "color" not in obj["spec"]
     status, err = await api.post(CM_PATH, configmap("u3", {"a": 1}))  # type: ignore[dict-item]
     assert status == 400
-    assert (
-        err["message"]
-        == "json: cannot unmarshal number into Go struct field ConfigMap.data of type string"
+    assert err["message"] == (
+        'ConfigMap in version "v1" cannot be handled as a ConfigMap: '
+        "json: cannot unmarshal number into Go struct field ConfigMap.data of type string"
     )
 
 
