@@ -14,6 +14,7 @@ No HTTP: the documents are built from a registry, once for the module.
 
 from __future__ import annotations
 
+import re
 from pathlib import Path
 from typing import Any
 
@@ -646,3 +647,75 @@ def test_status_path_only_with_the_subresource(docs: dict[str, Any]) -> None:
     )
     cluster = docs["apis/ops.crossplane.io/v1alpha1"]["paths"]
     assert "/apis/ops.crossplane.io/v1alpha1/operations/{name}/status" in cluster
+
+
+# -- kubectl explain ----------------------------------------------------------------------
+
+GADGET = _sample_crd(
+    "explain.example.com",
+    "Gadget",
+    "gadgets",
+    {
+        "type": "object",
+        "description": "A gadget.",
+        "properties": {
+            "spec": {
+                "type": "object",
+                "properties": {
+                    name: CASES[name][0]
+                    for name in ("embedded", "embeddedKeepingFields", "embeddedNullable")
+                },
+            }
+        },
+    },
+)
+
+
+def _fields(explained: str) -> dict[str, tuple[str, bool, str]]:
+    """``kubectl explain``'s FIELDS: name -> (type, required, first description line)."""
+    lines = explained.splitlines()
+    out: dict[str, tuple[str, bool, str]] = {}
+    for i, line in enumerate(lines):
+        m = re.fullmatch(r"\s+(\w+)\t<([^>]*)>( -required-)?", line)
+        if m:
+            after = lines[i + 1].strip() if i + 1 < len(lines) else ""
+            out[m[1]] = (m[2], bool(m[3]), after)
+    return out
+
+
+def test_kubectl_explain_in_v3_and_v2(kubectl: Any) -> None:
+    """The real kubectl reads both documents as it reads kube's: an embedded resource shows
+    the builder's apiVersion, kind (required) and metadata in v3 and, unless it keeps
+    unknown fields, in v2 (which has none of its fields, nor a type: no RESOURCE line);
+    the root's metadata is ObjectMeta (through v3's allOf) with PartialObjectMetadata's
+    description."""
+    kubectl("apply", "-f", "-", input=orjson.dumps(GADGET).decode())
+    kubectl("wait", "--for=condition=Established", "crd/gadgets.explain.example.com")
+    embedded_api = "apiVersion defines the versioned schema of this representation of an object."
+    embedded_kind = "kind is a string value representing the type of this object. In CamelCase."
+    meta = "Standard object's metadata. More info:"
+
+    v3 = _fields(kubectl("explain", "gadgets.spec.embedded").stdout)
+    assert v3 == {
+        "apiVersion": ("string", True, embedded_api),
+        "kind": ("string", True, embedded_kind),
+        "metadata": ("ObjectMeta", False, meta),
+        "spec": ("Object", True, "<no description>"),
+    }
+    v2_text = kubectl("explain", "gadgets.spec.embedded", "--output=plaintext-openapiv2").stdout
+    assert "RESOURCE: embedded <Object>" in v2_text
+    v2 = _fields(v2_text)
+    assert v2["metadata"] == ("Object", False, meta)
+    assert v2["kind"][:2] == ("string", True) and v2["apiVersion"][:2] == ("string", True)
+    assert v2["spec"][:2] == ("", True)  # keeps unknown fields: no type in v2
+
+    keeping = "gadgets.spec.embeddedKeepingFields"
+    assert set(_fields(kubectl("explain", keeping).stdout)) == {"apiVersion", "kind", "metadata"}
+    v2_keeping = kubectl("explain", keeping, "--output=plaintext-openapiv2").stdout
+    assert "any object" in v2_keeping
+    assert "RESOURCE:" not in v2_keeping and "FIELDS:" not in v2_keeping
+
+    for args in ((), ("--output=plaintext-openapiv2",)):
+        root = _fields(kubectl("explain", "gadgets", *args).stdout)
+        assert root["metadata"] == ("Object" if args else "ObjectMeta", False, meta)
+        assert root["apiVersion"][2].startswith("APIVersion defines the versioned schema")
