@@ -10,8 +10,14 @@ period 2 s. Guarantees:
 - every write carries the lease's resourceVersion, so two candidates racing for a
   free or expired lease cannot both win (the loser gets a 409 and stays a follower);
 - ``leaseTransitions`` counts changes of holder; ``acquireTime`` is kept across renewals;
-- the leader renews every ``retry_period``; if it cannot renew for ``renew_deadline`` it
-  stops leading (``on_stopped_leading``), before any other candidate could take over;
+- the leader renews every ``retry_period``; it stops leading (``on_stopped_leading``)
+  once ``renew_deadline`` has passed since it *sent* its last successful renewal (or
+  acquisition) without another succeeding. That moment is the earliest the server can
+  have recorded the renewal; another candidate saw it no earlier and waits
+  ``lease_duration`` from then, so with ``renew_deadline < lease_duration`` the old
+  leader has stopped before anyone can take over, however slow the server's answers
+  (client-go counts its deadline from a retry period after the answer came back, which
+  lets a slow answer push a cut-off leader past the lease's expiry);
 - on a clean stop the leader releases the lease (empty holder, duration 1 s), so a
   successor takes over at once instead of after the lease duration.
 
@@ -165,6 +171,7 @@ class LeaderElector:
         self.observed = Observed()
         self._leader_seen = ""
         self._lease_rv = ""
+        self.renewed_at = 0.0  # monotonic time the last successful write was sent
         self.is_leader = False
         self.became_leader = asyncio.Event()
 
@@ -200,12 +207,14 @@ class LeaderElector:
                 "metadata": {"name": self.name, "namespace": self.namespace},
                 "spec": record.spec(),
             }
+            sent = time.monotonic()
             try:
                 created = await self.client.create(body)
             except (ApiError, ServerUnreachable) as exc:
                 log.info("could not create lease %s/%s: %s", self.namespace, self.name, exc)
                 return False
             self._observe(record, str(created["metadata"].get("resourceVersion", "")), now_mono)
+            self.renewed_at = sent
             return True
         except (ApiError, ServerUnreachable) as exc:
             log.info("could not read lease %s/%s: %s", self.namespace, self.name, exc)
@@ -243,12 +252,14 @@ class LeaderElector:
             },
             "spec": record.spec(),
         }
+        sent = time.monotonic()
         try:
             updated = await self.client.replace(body)
         except (ApiError, ServerUnreachable) as exc:
             log.info("could not update lease %s/%s: %s", self.namespace, self.name, exc)
             return False
         self._observe(record, str(updated["metadata"].get("resourceVersion", "")), time.monotonic())
+        self.renewed_at = sent
         return True
 
     async def _call(self, fn: Callable[[], Awaitable[None] | None] | None) -> None:
@@ -269,31 +280,33 @@ class LeaderElector:
             await asyncio.sleep(self.retry_period * random.uniform(1.0, JITTER_FACTOR))
 
     async def renew_until_lost(self) -> None:
-        """Renew every retry period; return when a renewal could not succeed within the
-        renew deadline."""
+        """Renew every retry period; return (no longer leading) once ``renew_deadline``
+        has passed since the last successful renewal was sent. An attempt under way at
+        that moment is cancelled."""
         while True:
-            deadline = time.monotonic() + self.renew_deadline
-            renewed = False
-            while time.monotonic() < deadline:
-                attempt_budget = max(0.01, deadline - time.monotonic())
-                try:
-                    renewed = await asyncio.wait_for(self.try_acquire_or_renew(), attempt_budget)
-                except TimeoutError:
-                    renewed = False
+            await asyncio.sleep(self.retry_period)
+            while True:
+                budget = self.renewed_at + self.renew_deadline - time.monotonic()
+                renewed = False
+                if budget > 0:
+                    try:
+                        renewed = await asyncio.wait_for(self.try_acquire_or_renew(), budget)
+                    except TimeoutError:
+                        renewed = False
                 if renewed:
                     break
-                await asyncio.sleep(min(self.retry_period, max(0.0, deadline - time.monotonic())))
-            if not renewed:
-                log.error(
-                    "%s failed to renew lease %s/%s within %.1fs",
-                    self.identity,
-                    self.namespace,
-                    self.name,
-                    self.renew_deadline,
-                )
-                self._set_leader(False)
-                return
-            await asyncio.sleep(self.retry_period)
+                budget = self.renewed_at + self.renew_deadline - time.monotonic()
+                if budget <= 0:
+                    log.error(
+                        "%s failed to renew lease %s/%s within %.1fs",
+                        self.identity,
+                        self.namespace,
+                        self.name,
+                        self.renew_deadline,
+                    )
+                    self._set_leader(False)
+                    return
+                await asyncio.sleep(min(self.retry_period, budget))
 
     async def release(self) -> bool:
         """Give the lease up if we hold it (empty holder, 1 s duration)."""

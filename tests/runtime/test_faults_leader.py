@@ -1,0 +1,167 @@
+"""Leader election while the API server is unreachable from the leader: it must stop
+leading before its lease could be taken, so there are never two leaders at once."""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import time
+from collections.abc import AsyncIterator
+
+import pytest
+
+from kubewerk.apiserver.server import EmbeddedServer
+from kubewerk.client import LEASE, Client, RetryPolicy
+from kubewerk.runtime.leaderelection import LeaderElector
+from tests.runtime.faults import FaultProxy
+
+# leaseDurationSeconds is whole seconds on the wire (client-go truncates too)
+LEASE_S, RENEW_S = 2.0, 1.5
+
+
+class Lead:
+    """A lead function that records when it started and stopped (monotonic)."""
+
+    def __init__(self, name: str, log: list[tuple[float, str, str]]) -> None:
+        self.name = name
+        self.log = log
+
+    async def __call__(self) -> None:
+        self.log.append((time.monotonic(), self.name, "start"))
+        try:
+            await asyncio.Event().wait()
+        finally:
+            self.log.append((time.monotonic(), self.name, "stop"))
+
+
+@pytest.fixture
+async def server() -> AsyncIterator[EmbeddedServer]:
+    async with EmbeddedServer("memory", bookmark_interval=0.5) as srv:
+        yield srv
+
+
+def overlaps(log: list[tuple[float, str, str]]) -> list[str]:
+    """Moments at which two candidates were leading at once."""
+    leading: set[str] = set()
+    bad = []
+    for _, who, what in sorted(log):
+        if what == "start":
+            leading.add(who)
+            if len(leading) > 1:
+                bad.append(f"{sorted(leading)} lead at once")
+        else:
+            leading.discard(who)
+    return bad
+
+
+async def test_cut_off_leader_stops_before_its_lease_can_be_taken(
+    server: EmbeddedServer,
+) -> None:
+    """The leader's answers arrive 0.5 s late (a slow path), then it is cut off
+    (nothing forwarded either way). Its renew deadline must count from when its last
+    successful renewal was *sent* (the server cannot have recorded it earlier), not from
+    when the answer came back: otherwise it leads up to the answer's latency past the
+    point where a fast follower, which saw the renewal at once, takes the lease."""
+    log: list[tuple[float, str, str]] = []
+    async with (
+        FaultProxy("127.0.0.1", server.port) as proxy,
+        Client.from_url(proxy.url, retry=RetryPolicy(max_retries=0)) as ca,
+        Client.from_url(server.url) as cb,
+    ):
+        a = LeaderElector(
+            ca,
+            "faults",
+            "default",
+            "a",
+            lease_duration=LEASE_S,
+            renew_deadline=RENEW_S,
+            retry_period=0.25,
+        )
+        # the follower polls often, so it takes the lease as early as the rules allow
+        b = LeaderElector(
+            cb,
+            "faults",
+            "default",
+            "b",
+            lease_duration=LEASE_S,
+            renew_deadline=RENEW_S,
+            retry_period=0.05,
+        )
+        ta = asyncio.create_task(a.run(Lead("a", log)))
+        await asyncio.wait_for(a.became_leader.wait(), 5)
+        tb = asyncio.create_task(b.run(Lead("b", log)))
+        proxy.delay = 0.5
+        await asyncio.sleep(1.2)  # a few slow renewals succeed
+        assert a.is_leader and not b.is_leader
+        # cut the leader off right after a renewal's (late) answer came back
+        renewed = a.observed.time
+        while a.observed.time == renewed:
+            await asyncio.sleep(0.002)
+        proxy.stall()  # partition: the leader reaches nothing
+        cut = time.monotonic()
+        lost = await asyncio.wait_for(ta, 5)
+        assert lost is False  # run() reports the lost lease
+        await asyncio.wait_for(b.became_leader.wait(), 5)
+        took = time.monotonic() - cut
+        proxy.heal()
+        assert overlaps(log) == [], log
+        assert took < LEASE_S + 1.0
+        lease = await cb.get(LEASE, "faults", "default")
+        assert lease["spec"]["holderIdentity"] == "b"
+        tb.cancel()
+        with contextlib.suppress(asyncio.CancelledError):
+            await tb
+
+
+async def test_leader_that_cannot_reach_the_server_gives_up_and_cannot_come_back(
+    server: EmbeddedServer,
+) -> None:
+    """Connections to the server are refused for the leader: it stops leading within
+    the renew deadline; once the follower leads, the old leader's delayed writes cannot
+    take the lease back (each carries the resourceVersion it read)."""
+    log: list[tuple[float, str, str]] = []
+    async with (
+        FaultProxy("127.0.0.1", server.port) as proxy,
+        Client.from_url(proxy.url, retry=RetryPolicy(max_retries=0)) as ca,
+        Client.from_url(server.url) as cb,
+    ):
+        a = LeaderElector(
+            ca,
+            "faults2",
+            "default",
+            "a",
+            lease_duration=LEASE_S,
+            renew_deadline=RENEW_S,
+            retry_period=0.25,
+        )
+        b = LeaderElector(
+            cb,
+            "faults2",
+            "default",
+            "b",
+            lease_duration=LEASE_S,
+            renew_deadline=RENEW_S,
+            retry_period=0.1,
+        )
+        ta = asyncio.create_task(a.run(Lead("a", log)))
+        await asyncio.wait_for(a.became_leader.wait(), 5)
+        tb = asyncio.create_task(b.run(Lead("b", log)))
+        await asyncio.sleep(0.3)
+        proxy.mode = "refuse"
+        proxy.reset_all()
+        cut = time.monotonic()
+        assert await asyncio.wait_for(ta, 5) is False
+        assert time.monotonic() - cut <= RENEW_S + 0.3
+        await asyncio.wait_for(b.became_leader.wait(), 5)
+        proxy.heal()
+        # the old leader campaigns again: it must stay a follower while b renews
+        a.became_leader.clear()
+        ta = asyncio.create_task(a.run(Lead("a", log)))
+        await asyncio.sleep(1.0)
+        assert not a.is_leader and b.is_leader
+        assert overlaps(log) == [], log
+        for t in (ta, tb):
+            t.cancel()
+        for t in (ta, tb):
+            with contextlib.suppress(asyncio.CancelledError):
+                await t
