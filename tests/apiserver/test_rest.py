@@ -70,7 +70,7 @@ async def test_update_requires_resource_version_for_custom_resources(api: Api) -
     status, err = await api.put(f"{DB_PATH}/u", obj)
     assert status == 422
     assert err["message"] == (
-        'Database.demo.kubewerk.dev "u" is invalid: metadata.resourceVersion: Invalid value: 0x0: '
+        'databases.demo.kubewerk.dev "u" is invalid: metadata.resourceVersion: Invalid value: 0x0: '
         "must be specified for an update"
     )
     assert err["details"]["causes"] == [

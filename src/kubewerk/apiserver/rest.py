@@ -470,7 +470,7 @@ class ResourceApi:
     ) -> RestResponse:
         """Replace the object with ``body``; ``defer`` and ``duplicates`` as for ``create``
         (not for the scale and finalize subresources). ``name_checked``: the request
-        body's name was checked against the URL already (:meth:`check_update_name`) and
+        body was checked already (:meth:`check_update_request`) and
         ``body`` is what mutating admission made of it: a name it changed is left to
         ``ValidateObjectMetaUpdate`` (422 ``field is immutable``), as in kube."""
         rtype = target.rtype
@@ -478,19 +478,20 @@ class ResourceApi:
             return self._update_scale(target, body, query)
         if target.subresource == "finalize":
             return self._finalize(target, body)
-        self._check_body_identity(target, body)
+        if name_checked:
+            self._check_body_identity(target, body)
+            self._check_update_namespace(target, body)
+        else:
+            self.check_update_request(target, body)
         meta = body.get("metadata") or {}
-        if not name_checked:
-            self.check_update_name(target, body)
-        if rtype.namespaced and meta.get("namespace") and meta["namespace"] != target.namespace:
-            raise ApiError.bad_request(
-                "the namespace of the provided object does "
-                "not match the namespace sent on the request"
-            )
         rv_text = meta.get("resourceVersion")
+        key, current = self._get_stored(target)
         if not rv_text and not rtype.strategy.allow_unconditional_update:
+            # the generic store's Update, once it has found the object: its Invalid error
+            # names the resource where the kind goes (k8s.io/apiserver
+            # pkg/registry/generic/registry/store.go)
             raise ApiError.invalid(
-                rtype.kind,
+                rtype.resource,
                 rtype.group,
                 target.name or "",
                 [
@@ -511,13 +512,41 @@ class ResourceApi:
             duplicates=duplicates if duplicates is not None else decode.body_duplicates(body),
         )
 
+    def check_update_request(self, target: Target, body: JSON) -> None:
+        """What kube-apiserver's update handler checks of a PUT's body before it reads
+        storage, in its order (k8s.io/apiserver pkg/endpoints/handlers/update.go): the
+        body decodes as the target's kind and version (400), its namespace is the
+        request's (400, ``EnsureObjectNamespaceMatchesRequestNamespace``), its name is
+        the URL's (400, :meth:`check_update_name`). So a PUT naming an object that does
+        not exist is refused for its body before it is 404."""
+        self._check_body_identity(target, body)
+        self._check_update_namespace(target, body)
+        self.check_update_name(target, body)
+
+    @staticmethod
+    def _check_update_namespace(target: Target, body: JSON) -> None:
+        meta = body.get("metadata")
+        namespace = meta.get("namespace") if isinstance(meta, dict) else None
+        if target.rtype.namespaced and namespace and namespace != target.namespace:
+            raise ApiError.bad_request(
+                "the namespace of the provided object does "
+                "not match the namespace sent on the request"
+            )
+
     @staticmethod
     def check_update_name(target: Target, body: JSON) -> None:
-        """The update handler's ``checkName``: a name in the request body is the URL's
-        (400 otherwise)."""
+        """The update handler's ``checkName`` (handlers/rest.go, namer.go): the request
+        body names the URL's object. An empty or missing name is 400 ``the name of the
+        object (N based on URL) was undeterminable: name must be provided``, another name
+        400 ``the name of the object (X) does not match the name on the URL (N)``."""
         meta = body.get("metadata")
         name = meta.get("name") if isinstance(meta, dict) else None
-        if name and name != target.name:
+        if not name:
+            raise ApiError.bad_request(
+                f"the name of the object ({target.name} based on URL) was undeterminable: "
+                "name must be provided"
+            )
+        if name != target.name:
             raise ApiError.bad_request(
                 f"the name of the object ({name}) does "
                 f"not match the name on the URL ({target.name})"

@@ -689,14 +689,14 @@ class AdmissionChain:
             return await self._scale(target, query, lambda _old: copy_json(body))
         conditional = bool((body.get("metadata") or {}).get("resourceVersion"))
         duplicates = decode.body_duplicates(body)
+        # the request body meets the URL before storage is read (kube's update handler:
+        # decoding, namespace, checkName); a webhook's rename meets ValidateObjectMetaUpdate (422)
+        self.api.check_update_request(target, body)
         for _attempt in range(MAX_ATTEMPTS):
             warnings: list[str] = []
             annotations: dict[str, str] = {}
             key, current = self._stored(target)
             old = self.api.serve(target, current)
-            # the request body's name meets the URL before admission (the handler's
-            # checkName); a webhook's rename meets ValidateObjectMetaUpdate (422)
-            self.api.check_update_name(target, body)
             mine = await self._mutate(
                 "UPDATE", target, copy_json(body), old, query, warnings, annotations
             )
