@@ -9,6 +9,16 @@ the ``authorization.k8s.io/v1`` access reviews, as kube-apiserver serves them.
   immutable (``cannot change roleRef``); subjects are ``User``/``Group`` (apiGroup
   ``rbac.authorization.k8s.io``) or ``ServiceAccount`` (apiGroup empty, a valid name, a
   namespace in ClusterRoleBindings); an aggregationRule needs a selector and valid ones.
+- Defaults are kube's (``pkg/apis/rbac/v1/defaults.go``): a binding's empty
+  ``roleRef.apiGroup`` is ``rbac.authorization.k8s.io``, as is a ``User``/``Group``
+  subject's; applied before the escalation check and again after mutating admission.
+- Stored as kube's protobuf storage hands them back (``k8s.io/api/rbac/v1`` types):
+  ``rules`` is never omitted, so a Role or ClusterRole without rules, or with
+  ``rules: []``, is served with ``"rules": null``; every ``omitempty`` field that is
+  empty goes (a binding's ``subjects``, a rule's ``apiGroups``/``resources``/
+  ``resourceNames``/``nonResourceURLs``, a subject's ``apiGroup``/``namespace``, a
+  selector's ``matchLabels``/``matchExpressions``/``values``); ``roleRef`` always
+  carries ``apiGroup``, ``kind`` and ``name``.
 - Writes are checked for privilege escalation (``auth.rbac_escalation``) once a server
   attaches its authorizer (``RbacServing``).
 - ``RbacServing`` installs everything on a server: the kinds, the escalation checks, the
@@ -204,8 +214,90 @@ def validate_role(obj: JSON, namespaced: bool) -> list[FieldError]:
     return errs
 
 
+_RULE_LISTS = ("apiGroups", "resources", "resourceNames", "nonResourceURLs")
+_SUBJECT_STRINGS = ("apiGroup", "namespace")
+
+
+def set_binding_defaults(obj: JSON) -> None:
+    """``SetDefaults_RoleBinding``/``SetDefaults_ClusterRoleBinding`` and
+    ``SetDefaults_Subject``: an empty ``roleRef.apiGroup`` is the RBAC group, and so is
+    the empty ``apiGroup`` of a ``User`` or ``Group`` subject."""
+    ref = obj.get("roleRef")
+    if isinstance(ref, dict) and not ref.get("apiGroup"):
+        ref["apiGroup"] = GROUP
+    for subject in _list(obj.get("subjects")):
+        user_or_group = isinstance(subject, dict) and subject.get("kind") in ("User", "Group")
+        if user_or_group and not subject.get("apiGroup"):
+            subject["apiGroup"] = GROUP
+
+
+def _selector_as_stored(selector: Any) -> None:
+    if not isinstance(selector, dict):
+        return
+    if selector.get("matchLabels") in ({}, None):
+        selector.pop("matchLabels", None)
+    expressions = selector.get("matchExpressions")
+    if expressions in ([], None):
+        selector.pop("matchExpressions", None)
+    for expression in _list(expressions):
+        if isinstance(expression, dict) and expression.get("values") in ([], None):
+            expression.pop("values", None)
+
+
+def _in_order(obj: JSON, fields: tuple[str, ...]) -> None:
+    """Move ``fields`` (those present) to the end of ``obj``, in this order: the order
+    Go writes a struct's fields in."""
+    for field in fields:
+        if field in obj:
+            obj[field] = obj.pop(field)
+
+
+def as_stored(kind: str, obj: JSON) -> JSON:
+    """``obj`` (changed in place) as kube's storage gives an RBAC object back: the Go
+    type's JSON after a protobuf round trip (see the module docstring), fields in the
+    Go struct's order."""
+    if kind in _ROLE_KINDS:
+        rules = obj.get("rules")
+        if not isinstance(rules, list) or not rules:
+            obj["rules"] = None
+        else:
+            for rule in rules:
+                if isinstance(rule, dict):
+                    for field in _RULE_LISTS:
+                        if field in rule and rule[field] in ([], None):
+                            del rule[field]
+                    _in_order(rule, ("verbs", *_RULE_LISTS))
+        aggregation = obj.get("aggregationRule")
+        if isinstance(aggregation, dict):
+            selectors = aggregation.get("clusterRoleSelectors")
+            if selectors in ([], None):
+                aggregation.pop("clusterRoleSelectors", None)
+            for selector in _list(selectors):
+                _selector_as_stored(selector)
+        _in_order(obj, ("rules", "aggregationRule"))
+        return obj
+    subjects = obj.get("subjects")
+    if not isinstance(subjects, list) or not subjects:
+        obj.pop("subjects", None)
+    else:
+        for subject in subjects:
+            if isinstance(subject, dict):
+                for field in _SUBJECT_STRINGS:
+                    if field in subject and not subject[field]:
+                        del subject[field]
+                _in_order(subject, ("kind", "apiGroup", "name", "namespace"))
+    ref = obj.get("roleRef")
+    if isinstance(ref, dict):
+        for field in ("apiGroup", "kind", "name"):
+            ref.setdefault(field, "")
+        _in_order(ref, ("apiGroup", "kind", "name"))
+    _in_order(obj, ("subjects", "roleRef"))
+    return obj
+
+
 class RbacStrategy(TypedKindStrategy):
-    """A typed RBAC kind: path-segment names, kube's validation, escalation checks."""
+    """A typed RBAC kind: path-segment names, kube's defaults and validation, escalation
+    checks, stored as kube stores it."""
 
     name_rule = "path-segment"
 
@@ -229,13 +321,26 @@ class RbacStrategy(TypedKindStrategy):
         else:
             guard.check_binding(self._resource, obj, old)
 
+    def _default(self, obj: JSON) -> None:
+        if self.kind not in _ROLE_KINDS:
+            set_binding_defaults(obj)
+
     def prepare_for_create(self, obj: JSON) -> None:
         super().prepare_for_create(obj)
+        self._default(obj)  # decoding defaults before the storage's escalation check
         self._check(obj, None)
 
     def prepare_for_update(self, new: JSON, old: JSON) -> None:
         super().prepare_for_update(new, old)
+        self._default(new)
         self._check(new, old)
+
+    def default(self, obj: JSON) -> None:
+        super().default(obj)
+        self._default(obj)
+
+    def to_storage(self, obj: JSON) -> JSON:
+        return as_stored(self.kind, obj)
 
     def validate(self, obj: JSON, old: JSON | None) -> list[FieldError]:
         if self.kind in _ROLE_KINDS:
@@ -423,7 +528,7 @@ class RbacServing:
                 if rules is None or json_equal(rules, role.get("rules") or []):
                     continue
                 updated = copy_json(role)
-                updated["rules"] = rules
+                updated["rules"] = rules or None  # no rules: kube's storage gives null
                 try:
                     self.api.write_back(key, updated)
                 except RevisionConflict:
@@ -461,9 +566,11 @@ __all__ = [
     "RbacStrategy",
     "ReviewStrategy",
     "aggregated_rules",
+    "as_stored",
     "install_rbac",
     "is_review",
     "resource_types",
+    "set_binding_defaults",
     "validate_binding",
     "validate_policy_rule",
     "validate_role",
