@@ -225,10 +225,10 @@ def test_bootstrap_reconciles_missing_rules_and_keeps_autoupdate_false(server: S
         ),
         (
             "rolebindings",
-            rb("b", "ClusterRole", "view", {"kind": "User", "name": "u"}),
-            "default",
+            rb("b", "ClusterRole", "view", {"kind": "User", "name": "u", "apiGroup": "x.io"}),
+            "default",  # an empty apiGroup is defaulted (SetDefaults_Subject)
             'RoleBinding.rbac.authorization.k8s.io "b" is invalid: subjects[0].apiGroup: '
-            'Unsupported value: "": supported values: "rbac.authorization.k8s.io"',
+            'Unsupported value: "x.io": supported values: "rbac.authorization.k8s.io"',
         ),
         (
             "roles",
