@@ -165,3 +165,58 @@ async def test_leader_that_cannot_reach_the_server_gives_up_and_cannot_come_back
         for t in (ta, tb):
             with contextlib.suppress(asyncio.CancelledError):
                 await t
+
+
+async def test_manager_that_loses_its_lease_stops_reconciling_at_once(
+    server: EmbeddedServer,
+) -> None:
+    """A manager started with ``start()`` (not ``run()``) whose Lease is lost stops
+    handing out work at the moment its renew deadline passes: the object it requeues
+    every 50 ms is not reconciled again, though nobody called ``stop()``."""
+    from kubewerk.client import CONFIGMAP
+    from kubewerk.runtime import Manager, Result
+
+    reconciled: list[float] = []
+    async with (
+        FaultProxy("127.0.0.1", server.port) as proxy,
+        Client.from_url(proxy.url, retry=RetryPolicy(max_retries=0)) as ca,
+        Client.from_url(server.url) as direct,
+    ):
+        await direct.create(
+            {"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "tick"}, "data": {}}
+        )
+        mgr = Manager(
+            ca,
+            probe_port=None,
+            leader_election=True,
+            leader_election_id="faults3",
+            leader_election_namespace="default",
+            identity="a",
+            lease_duration=LEASE_S,
+            renew_deadline=RENEW_S,
+            retry_period=0.25,
+        )
+
+        @mgr.reconciler(CONFIGMAP)
+        async def tick(obj: dict[str, object], ctx: object) -> Result:
+            reconciled.append(time.monotonic())
+            return Result.after(0.05)
+
+        await mgr.start()
+        try:
+            loop = asyncio.get_running_loop()
+            end = loop.time() + 5
+            while not reconciled and loop.time() < end:
+                await asyncio.sleep(0.02)
+            assert reconciled
+            proxy.stall()
+            assert mgr.elector is not None
+            while mgr.elector.is_leader and loop.time() < end:
+                await asyncio.sleep(0.01)
+            lost_at = time.monotonic()
+            assert not mgr.is_leader
+            await asyncio.sleep(0.3)
+            assert [t for t in reconciled if t > lost_at + 0.02] == []
+        finally:
+            proxy.heal()
+            await mgr.stop()

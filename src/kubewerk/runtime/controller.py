@@ -675,6 +675,14 @@ class Controller(Generic[T]):
                 await t
         self._workers.clear()
 
+    def halt(self) -> None:
+        """Stop at once, without waiting: no further item is handed out and reconciles
+        under way are cancelled (as controller-runtime cancels their context when the
+        Lease is lost). :meth:`stop` still waits for the workers afterwards."""
+        self.queue.shutdown()
+        for t in self._workers:
+            t.cancel()
+
     async def _worker(self) -> None:
         while True:
             try:

@@ -7,7 +7,11 @@ Lifecycle guarantees:
   controllers -- at once, or, with leader election, only after this process holds the
   Lease (caches stay warm on standbys so a failover starts from a full cache);
 - losing the Lease stops the manager (``run`` raises :class:`LeaderElectionLost`), so two
-  processes never reconcile at the same time;
+  processes never reconcile at the same time: at the moment the renew deadline passes,
+  before anyone else can take the Lease, every controller stops handing out work and
+  the reconciles under way are cancelled (as controller-runtime cancels their context),
+  and so are the runnables that need the leader; whether the manager was started with
+  :meth:`Manager.run` or :meth:`Manager.start`;
 - :meth:`Manager.stop` (and SIGTERM/SIGINT under :meth:`Manager.run_until_signal`) stops
   taking new work, waits up to ``graceful_shutdown_timeout`` for in-flight reconciles,
   flushes event series, releases the Lease, stops informers and closes the client;
@@ -204,6 +208,7 @@ class Manager:
         self._mounts: list[tuple[str, AsgiApp]] = []
         self._indexes: list[tuple[Any, str, Callable[[dict[str, Any]], Iterable[str]]]] = []
         self._runnable_tasks: list[asyncio.Task[None]] = []
+        self._leader_tasks: list[asyncio.Task[None]] = []
         self._recorders: list[EventRecorder] = []
         self.cache: Cache | None = None
         self.elector: LeaderElector | None = None
@@ -514,13 +519,27 @@ class Manager:
             ctrl.start()
         for fn, needs_leader in self._runnables:
             if needs_leader:
-                self._runnable_tasks.append(asyncio.create_task(fn()))
+                task = asyncio.create_task(fn())
+                self._runnable_tasks.append(task)
+                self._leader_tasks.append(task)
         self._controllers_started = True
         log.info("manager %s: %d controller(s) started", self.name, len(self.controllers))
 
     async def _lead(self) -> None:
         self._start_controllers()
-        await asyncio.Event().wait()  # lead until cancelled or the lease is lost
+        try:
+            await asyncio.Event().wait()  # lead until cancelled or the lease is lost
+        finally:
+            if not self._stopping:  # the lease is lost (a clean stop drains first)
+                self._halt_leader_work()
+
+    def _halt_leader_work(self) -> None:
+        """No longer leading: stop every controller and leader runnable at once."""
+        self._lost = True
+        for ctrl in self.controllers:
+            ctrl.halt()
+        for t in self._leader_tasks:
+            t.cancel()
 
     def _on_election_done(self, task: asyncio.Task[bool]) -> None:
         if task.cancelled():
