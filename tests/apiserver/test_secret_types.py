@@ -331,6 +331,22 @@ async def test_bodies_that_do_not_decode_are_400(
     assert (status, answer["reason"], answer["message"]) == (400, "BadRequest", message)
 
 
+async def test_fields_come_in_the_go_structs_order(app: ApiServer) -> None:
+    body = {"type": "Opaque", "data": {"k": b64("v")}, "immutable": True, "kind": "Secret"}
+    body |= {"apiVersion": "v1", "metadata": {"name": fresh()}}
+    status, created = await call(app, "POST", SECRETS, body)
+    assert status == 201
+    assert [k for k in created if k in ("immutable", "data", "type")] == [
+        "immutable",
+        "data",
+        "type",
+    ]
+    cm = {"binaryData": {"b": b64("x")}, "data": {"d": "x"}, "kind": "ConfigMap"}
+    cm |= {"apiVersion": "v1", "metadata": {"name": fresh("c")}}
+    status, created = await call(app, "POST", CONFIGMAPS, cm)
+    assert status == 201 and list(created)[-2:] == ["data", "binaryData"]
+
+
 async def test_bytes_are_stored_as_go_writes_them(app: ApiServer) -> None:
     name = fresh()
     status, created = await call(

@@ -11,6 +11,7 @@ handling asks of it, with Go's exact error texts:
 * :func:`decode_bytes` — a JSON string decoded into a ``[]byte`` field (a Secret's
   ``data``, a ConfigMap's ``binaryData``): ``base64.StdEncoding`` with CR and LF
   skipped; a bad one is ``illegal base64 data at input byte N`` with Go's N.
+* :func:`struct_order` — an object's fields in the order Go writes a struct's fields.
 
 Not reproduced: a number too large for a float64 inside an otherwise valid document
 (Go: ``json: cannot unmarshal number 1e999 into Go value of type float64``) is accepted.
@@ -19,11 +20,11 @@ Not reproduced: a number too large for a float64 inside an otherwise valid docum
 from __future__ import annotations
 
 import binascii
-from typing import Final
+from typing import Any, Final
 
 from kubewerk.core.gofmt import go_quote
 
-__all__ = ["Base64Error", "decode_bytes", "map_unmarshal_error", "syntax_error"]
+__all__ = ["Base64Error", "decode_bytes", "map_unmarshal_error", "struct_order", "syntax_error"]
 
 MAX_NESTING_DEPTH: Final = 10000
 """``encoding/json``'s ``maxNestingDepth``."""
@@ -333,3 +334,12 @@ def decode_bytes(text: str) -> bytes:
     if at is None:  # Go reads what Python's strict mode refuses: take Go's reading
         return binascii.a2b_base64(compact)
     raise Base64Error(f"illegal base64 data at input byte {at}")
+
+
+def struct_order(obj: dict[str, Any], fields: tuple[str, ...]) -> None:
+    """Move ``fields`` (those present) to the end of ``obj``, in this order: with the
+    fields before them (``apiVersion``, ``kind``, ``metadata``) that is the order Go's
+    encoder writes a struct's fields in."""
+    for field in fields:
+        if field in obj:
+            obj[field] = obj.pop(field)

@@ -1,6 +1,7 @@
 """``v1`` ConfigMap: typed decoding, its Table (Data counts entries), ``ValidateConfigMap``
 (keys, the 1 MiB total) and ``immutable``; an empty ``data`` or ``binaryData`` is not
-stored (kube's protobuf storage keeps no empty map and both are ``omitempty``).
+stored (kube's protobuf storage keeps no empty map and both are ``omitempty``); fields
+are stored in the Go struct's order.
 
 Also the typed decoding the core ``v1`` config kinds share (:func:`core_decoder`,
 :func:`canonical_bytes`): Secrets and ServiceAccounts decode through it too."""
@@ -11,7 +12,7 @@ import base64
 from functools import cache
 from typing import Any, Final
 
-from kubewerk.apiserver.kindrules.gojson import decode_bytes
+from kubewerk.apiserver.kindrules.gojson import decode_bytes, struct_order
 from kubewerk.apiserver.kindrules.secret_types import config_map_size_errors
 from kubewerk.apiserver.kinds.schemas import BYTES_MAP, STRING_MAP, object_schema
 from kubewerk.apiserver.kinds.typed_decode import TypedDecoder
@@ -119,6 +120,7 @@ class ConfigMapStrategy(Strategy):
         for field in ("data", "binaryData"):
             if obj.get(field) == {}:
                 del obj[field]
+        struct_order(obj, ("immutable", "data", "binaryData"))
         return obj
 
 

@@ -39,6 +39,7 @@ from kubewerk.apiserver.auth.rbac import CLUSTER_ROLES, GROUP
 from kubewerk.apiserver.auth.rbac_escalation import EscalationGuard
 from kubewerk.apiserver.auth.reviews import Reviews
 from kubewerk.apiserver.auth.types import Authorizer, UserInfo
+from kubewerk.apiserver.kindrules.gojson import struct_order
 from kubewerk.apiserver.kinds.catalog import KindRow, resource_type
 from kubewerk.apiserver.kinds.typed import TypedKindStrategy
 from kubewerk.apiserver.registry import Registry, ServedResource
@@ -244,14 +245,6 @@ def _selector_as_stored(selector: Any) -> None:
             expression.pop("values", None)
 
 
-def _in_order(obj: JSON, fields: tuple[str, ...]) -> None:
-    """Move ``fields`` (those present) to the end of ``obj``, in this order: the order
-    Go writes a struct's fields in."""
-    for field in fields:
-        if field in obj:
-            obj[field] = obj.pop(field)
-
-
 def as_stored(kind: str, obj: JSON) -> JSON:
     """``obj`` (changed in place) as kube's storage gives an RBAC object back: the Go
     type's JSON after a protobuf round trip (see the module docstring), fields in the
@@ -266,7 +259,7 @@ def as_stored(kind: str, obj: JSON) -> JSON:
                     for field in _RULE_LISTS:
                         if field in rule and rule[field] in ([], None):
                             del rule[field]
-                    _in_order(rule, ("verbs", *_RULE_LISTS))
+                    struct_order(rule, ("verbs", *_RULE_LISTS))
         aggregation = obj.get("aggregationRule")
         if isinstance(aggregation, dict):
             selectors = aggregation.get("clusterRoleSelectors")
@@ -274,7 +267,7 @@ def as_stored(kind: str, obj: JSON) -> JSON:
                 aggregation.pop("clusterRoleSelectors", None)
             for selector in _list(selectors):
                 _selector_as_stored(selector)
-        _in_order(obj, ("rules", "aggregationRule"))
+        struct_order(obj, ("rules", "aggregationRule"))
         return obj
     subjects = obj.get("subjects")
     if not isinstance(subjects, list) or not subjects:
@@ -285,13 +278,13 @@ def as_stored(kind: str, obj: JSON) -> JSON:
                 for field in _SUBJECT_STRINGS:
                     if field in subject and not subject[field]:
                         del subject[field]
-                _in_order(subject, ("kind", "apiGroup", "name", "namespace"))
+                struct_order(subject, ("kind", "apiGroup", "name", "namespace"))
     ref = obj.get("roleRef")
     if isinstance(ref, dict):
         for field in ("apiGroup", "kind", "name"):
             ref.setdefault(field, "")
-        _in_order(ref, ("apiGroup", "kind", "name"))
-    _in_order(obj, ("subjects", "roleRef"))
+        struct_order(ref, ("apiGroup", "kind", "name"))
+    struct_order(obj, ("subjects", "roleRef"))
     return obj
 
 

@@ -18,7 +18,7 @@
   on every update; an update may not change ``type``, nor ``immutable``/``data`` once
   the old Secret is immutable.
 - An empty ``data`` is not stored (kube's protobuf storage keeps no empty map and the
-  field is ``omitempty``).
+  field is ``omitempty``); fields are stored in the Go struct's order.
 """
 
 from __future__ import annotations
@@ -26,7 +26,7 @@ from __future__ import annotations
 import base64
 from typing import Any, Final
 
-from kubewerk.apiserver.kindrules.gojson import Base64Error
+from kubewerk.apiserver.kindrules.gojson import Base64Error, struct_order
 from kubewerk.apiserver.kindrules.secret_types import secret_size_errors, secret_type_errors
 from kubewerk.apiserver.kinds.configmaps import canonical_bytes, core_decoder, immutable_errors
 from kubewerk.apiserver.kinds.schemas import BYTES_MAP, STRING_MAP, object_schema
@@ -102,6 +102,7 @@ class SecretStrategy(Strategy):
     def to_storage(self, obj: JSON) -> JSON:
         if obj.get("data") == {}:
             del obj["data"]
+        struct_order(obj, ("immutable", "data", "type"))
         return obj
 
 

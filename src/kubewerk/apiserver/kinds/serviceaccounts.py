@@ -19,6 +19,7 @@ import time
 from typing import TYPE_CHECKING, Any, ClassVar
 
 from kubewerk.apiserver.auth.protobody import decoder
+from kubewerk.apiserver.kindrules.gojson import struct_order
 from kubewerk.apiserver.kinds.configmaps import core_decoder
 from kubewerk.apiserver.kinds.schemas import OBJECT_REFERENCE, object_schema
 from kubewerk.apiserver.registry import ServedResource
@@ -50,6 +51,10 @@ class ServiceAccountStrategy(Strategy):
         ``ValueError`` with the decoder's text for a value of the wrong type."""
         unknown: list[str] = core_decoder().decode(obj, "io.k8s.api.core.v1.ServiceAccount")
         return unknown
+
+    def to_storage(self, obj: JSON) -> JSON:
+        struct_order(obj, ("secrets", "imagePullSecrets", "automountServiceAccountToken"))
+        return obj
 
 
 def resource_type() -> ServedResource:
