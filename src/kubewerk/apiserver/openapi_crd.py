@@ -13,17 +13,17 @@ which has a function here:
    ``x-kubernetes-int-or-string`` node gains ``anyOf: [{type: integer}, {type: string}]``,
    and an ``additionalProperties`` inside a junctor is dropped.
 2. For ``/openapi/v2`` only, ``to_openapi_v2``: ``ToStructuralOpenAPIV2``
-   (``pkg/controller/openapi/v2/conversion.go``).
+   (``pkg/controller/openapi/v2/conversion.go``), and no ``default`` anywhere (the v2
+   controller's ``PruneDefaults``, kube-openapi ``pkg/handler/default_pruning.go``).
 3. ``kind_schema``: ``buildKubeNative``. The root gets ``metadata`` (a reference to
    ObjectMeta), ``apiVersion`` and ``kind`` (TypeMeta's), every
    ``x-kubernetes-embedded-resource`` node its own three (and requires ``kind`` and
    ``apiVersion``; in v2 not where it keeps unknown fields), the root its
    ``x-kubernetes-group-version-kind`` and ``x-kubernetes-selectable-fields``. In v2 a
    root keeping unknown fields is a bare object.
-4. What kube-openapi does to every definition: in v3 ``WrapRefs`` (a ``$ref`` beside other
-   keywords goes into ``allOf``, kube-openapi ``pkg/builder3/util``); in v2 the CRD
-   controller's ``PruneDefaults`` (no ``default`` anywhere, kube-openapi
-   ``pkg/handler/default_pruning.go``).
+4. In v3 a reference with a description beside it is written as kube-openapi's
+   ``WrapRefs`` writes it (``allOf: [{$ref}]``, ``pkg/builder3/util``); the references
+   step 3 adds are the only ones a CRD's definition holds.
 
 ``list_schema`` is ``buildListSchema``. Every function returns new values and leaves its
 argument alone.
@@ -98,65 +98,91 @@ _RULE_KEYS = ("rule", "message", "messageExpression", "reason", "fieldPath", "op
 _INT_OR_STRING_PATTERN: tuple[JSON, JSON] = ({"type": "integer"}, {"type": "string"})
 
 
-def structural(schema: Any) -> JSON:
+def structural(schema: Any, embedded: list[JSON] | None = None) -> JSON:
     """``schema`` (a version's ``openAPIV3Schema``) as kube's structural schema writes it
     back out after ``Unfold`` (step 1 of the module's list): what ``/openapi/v3``
-    publishes below the root's additions. A value that is not a mapping reads as ``{}``."""
-    return _node(schema, nested=False)
+    publishes below the root's additions. A value that is not a mapping reads as ``{}``.
+    ``embedded``, when given, receives every output node outside junctors marked
+    ``x-kubernetes-embedded-resource`` (the nodes ``addEmbeddedProperties`` visits)."""
+    return _node(schema, False, embedded)
 
 
-def _node(schema: Any, *, nested: bool) -> JSON:
+_STR, _FLAG, _NUMBER, _LIST, _POINTER, _DEFAULT, _RULES, _JUNCTOR, _NOT, _ITEMS, _PROPS, _EXTRA = (
+    range(12)
+)
+_KEYWORDS: dict[str, int] = {
+    **dict.fromkeys(_STRINGS, _STR),
+    **dict.fromkeys(_FLAGS, _FLAG),
+    **dict.fromkeys(_NUMBERS, _NUMBER),
+    **dict.fromkeys(_LISTS, _LIST),
+    **dict.fromkeys(_POINTED, _POINTER),
+    **dict.fromkeys(_JUNCTORS, _JUNCTOR),
+    "default": _DEFAULT,
+    _VALIDATIONS: _RULES,
+    "not": _NOT,
+    "items": _ITEMS,
+    "properties": _PROPS,
+    "additionalProperties": _EXTRA,
+}
+"""Every keyword a structural schema writes, by how its value is read; a key not here
+(``example``, ``externalDocs``, ``$ref``, ``x-`` extensions kube does not know, ...) is
+not written."""
+
+
+def _node(schema: Any, nested: bool, embedded: list[JSON] | None) -> JSON:
     """One node: a ``Structural`` (``nested`` False) or a junctor's
     ``NestedValueValidation`` (True: no ``additionalProperties`` in the output, no
-    unfolding)."""
+    unfolding, nothing collected into ``embedded``). One pass over the node's own keys."""
     if not isinstance(schema, dict):
         return {}
     out: JSON = {}
-    for key in _STRINGS:
-        value = schema.get(key)
-        if isinstance(value, str) and value:
-            out[key] = value
-    for key in _FLAGS:
-        if schema.get(key) is True:
-            out[key] = True
-    for key in _NUMBERS:
-        value = schema.get(key)
-        if isinstance(value, int | float) and not isinstance(value, bool):
-            out[key] = value
-    for key in _LISTS:
-        value = schema.get(key)
-        if isinstance(value, list) and value:
-            out[key] = copy_tree(value)
-    for key in _POINTED:
-        value = schema.get(key)
-        if isinstance(value, str):
-            out[key] = value
-    if "default" in schema and schema["default"] is not None:
-        default = schema["default"]
-        out["default"] = copy_tree(default) if isinstance(default, dict | list) else default
-    rules = schema.get(_VALIDATIONS)
-    if isinstance(rules, list) and rules:
-        out[_VALIDATIONS] = [_rule(r) for r in rules if isinstance(r, dict)]
-    for key in _JUNCTORS:
-        value = schema.get(key)
-        if isinstance(value, list) and value:
-            out[key] = [_node(v, nested=True) for v in value]
-    if isinstance(schema.get("not"), dict):
-        out["not"] = _node(schema["not"], nested=True)
-    items = schema.get("items")
-    if isinstance(items, dict):
-        out["items"] = _node(items, nested=nested)
-    props = schema.get("properties")
-    if isinstance(props, dict) and props:
-        out["properties"] = {k: _node(v, nested=nested) for k, v in props.items()}
-    extra = schema.get("additionalProperties")
+    for key, value in schema.items():
+        how = _KEYWORDS.get(key)
+        if how is None:
+            continue
+        if how == _PROPS:
+            if isinstance(value, dict) and value:
+                out[key] = {k: _node(v, nested, embedded) for k, v in value.items()}
+        elif how == _STR:
+            if isinstance(value, str) and value:
+                out[key] = value
+        elif how == _FLAG:
+            if value is True:
+                out[key] = True
+        elif how == _ITEMS:
+            if isinstance(value, dict):
+                out[key] = _node(value, nested, embedded)
+        elif how == _LIST:
+            if isinstance(value, list) and value:
+                out[key] = copy_tree(value)
+        elif how == _NUMBER:
+            if isinstance(value, (int, float)) and not isinstance(value, bool):
+                out[key] = value
+        elif how == _POINTER:
+            if isinstance(value, str):
+                out[key] = value
+        elif how == _DEFAULT:
+            if value is not None:
+                out[key] = copy_tree(value) if isinstance(value, (dict, list)) else value
+        elif how == _RULES:
+            if isinstance(value, list) and value:
+                out[key] = [_rule(r) for r in value if isinstance(r, dict)]
+        elif how == _JUNCTOR:
+            if isinstance(value, list) and value:
+                out[key] = [_node(v, True, None) for v in value]
+        elif how == _NOT:
+            if isinstance(value, dict):
+                out[key] = _node(value, True, None)
+        elif not nested:  # _EXTRA
+            if isinstance(value, dict):
+                out[key] = _node(value, False, embedded)
+            elif isinstance(value, bool):
+                out[key] = value
     if not nested:
-        if isinstance(extra, dict):
-            out["additionalProperties"] = _node(extra, nested=False)
-        elif isinstance(extra, bool):
-            out["additionalProperties"] = extra
         if out.get(_INT_OR_STRING) is True:
             _unfold(out)
+        if embedded is not None and out.get(_EMBEDDED) is True:
+            embedded.append(out)
     return out
 
 
@@ -187,15 +213,18 @@ def _unfold(node: JSON) -> None:
         node["allOf"] = [{"anyOf": fresh}, *(all_of or [])]
 
 
-def to_openapi_v2(node: JSON) -> JSON:
-    """``ToStructuralOpenAPIV2`` of a ``structural`` schema: no junctors; a nullable node
-    loses ``nullable``, its type, properties and items; a node keeping unknown fields
-    its properties and items, and its type when that is ``object``; an array left without
-    items its type; a nullable property leaves its parent's ``required`` (all of it goes
-    when ``additionalProperties`` is nullable). Parent before children, as kube's visitor:
-    the ``required`` filter reads the children as they were, and a node whose properties
-    were cleared keeps its ``required``."""
-    out: JSON = {k: v for k, v in node.items() if k not in (*_JUNCTORS, "not")}
+def to_openapi_v2(node: JSON, embedded: list[JSON] | None = None) -> JSON:
+    """A ``structural`` schema as the CRD's v2 definition carries it: ``ToStructuralOpenAPIV2``
+    and then the v2 controller's ``PruneDefaults``. No junctors and no ``default``; a
+    nullable node loses ``nullable``, its type, properties and items; a node keeping
+    unknown fields its properties and items, and its type when that is ``object``; an
+    array left without items its type; a nullable property leaves its parent's
+    ``required`` (all of it goes when ``additionalProperties`` is nullable). Parent before
+    children, as kube's visitor: the ``required`` filter reads the children as they were,
+    and a node whose properties were cleared keeps its ``required``. ``embedded``, when
+    given, receives the output's ``x-kubernetes-embedded-resource`` nodes that do not keep
+    unknown fields (those ``addEmbeddedProperties`` completes in v2)."""
+    out: JSON = {k: v for k, v in node.items() if k not in _NOT_V2}
     if out.pop("nullable", False) is True:
         out.pop("type", None)
         out.pop("items", None)
@@ -220,12 +249,17 @@ def to_openapi_v2(node: JSON) -> JSON:
         else:
             del out["required"]
     if isinstance(out.get("items"), dict):
-        out["items"] = to_openapi_v2(out["items"])
+        out["items"] = to_openapi_v2(out["items"], embedded)
     if props:
-        out["properties"] = {k: to_openapi_v2(v) for k, v in props.items()}
+        out["properties"] = {k: to_openapi_v2(v, embedded) for k, v in props.items()}
     if isinstance(out.get("additionalProperties"), dict):
-        out["additionalProperties"] = to_openapi_v2(out["additionalProperties"])
+        out["additionalProperties"] = to_openapi_v2(out["additionalProperties"], embedded)
+    if embedded is not None and out.get(_EMBEDDED) is True and not preserve:
+        embedded.append(out)
     return out
+
+
+_NOT_V2 = frozenset((*_JUNCTORS, "not", "default"))
 
 
 def _is_nullable(node: Any) -> bool:
@@ -246,24 +280,21 @@ _TYPED_SAMPLE = "io.k8s.api.core.v1.ConfigMap"
 
 
 def _ref(name: str, description: str, *, v2: bool) -> JSON:
-    return {"$ref": (V2_PREFIX if v2 else V3_PREFIX) + name, "description": description}
+    """A described reference to ``name``: ``$ref`` beside the description in v2, and in
+    v3 the reference in ``allOf`` as kube-openapi's ``WrapRefs`` writes every reference
+    with siblings. (A structural schema holds no ``$ref`` of its own, so these are the
+    only ones to wrap.)"""
+    if v2:
+        return {"$ref": V2_PREFIX + name, "description": description}
+    return {"allOf": [{"$ref": V3_PREFIX + name}], "description": description}
 
 
-def _add_embedded(node: JSON, *, v2: bool) -> None:
-    """``addEmbeddedProperties``: through properties, items and ``additionalProperties``
-    (not junctors), children first, every ``x-kubernetes-embedded-resource`` node gets
-    ``apiVersion``, ``kind`` (the builder's descriptions) and ``metadata``, and requires
-    ``kind`` and ``apiVersion``; in v2 not a node keeping unknown fields (kubectl would
-    then refuse the fields it does not know)."""
-    for child in (node.get("properties") or {}).values():
-        _add_embedded(child, v2=v2)
-    for key in ("items", "additionalProperties"):
-        if isinstance(node.get(key), dict):
-            _add_embedded(node[key], v2=v2)
-    if v2 and node.get(_PRESERVE) is True:
-        return
-    if node.get(_EMBEDDED) is not True:
-        return
+def _complete_embedded(node: JSON, *, v2: bool) -> None:
+    """``addEmbeddedProperties`` for one ``x-kubernetes-embedded-resource`` node (as
+    ``structural``/``to_openapi_v2`` collect them: through properties, items and
+    ``additionalProperties``, not junctors; in v2 not one keeping unknown fields, whose
+    added fields kubectl would refuse): ``apiVersion`` and ``kind`` with the builder's
+    descriptions, ``metadata``, and ``kind`` and ``apiVersion`` required."""
     props = node.setdefault("properties", {})
     props["apiVersion"] = {
         **_type_meta("apiVersion"),
@@ -298,18 +329,18 @@ def kind_schema(
     if schema is None or (v2 and schema.get(_PRESERVE) is True):
         out: JSON = {"type": "object"}
     else:
-        out = structural(schema)
-        if v2:
-            out = to_openapi_v2(out)
+        embedded: list[JSON] = []
+        out = to_openapi_v2(structural(schema), embedded) if v2 else structural(schema, embedded)
         props = out.setdefault("properties", {})
         props["metadata"] = _ref(OBJECT_META, OBJECT_META_DESCRIPTION, v2=v2)
         props["apiVersion"] = _type_meta("apiVersion")
         props["kind"] = _type_meta("kind")
-        _add_embedded(out, v2=v2)
+        for node in embedded:  # the root too, when it is marked (after its TypeMeta)
+            _complete_embedded(node, v2=v2)
     out["x-kubernetes-group-version-kind"] = [{"group": group, "kind": kind, "version": version}]
     if selectable:
         out["x-kubernetes-selectable-fields"] = _selectable(selectable)
-    return prune_defaults(out) if v2 else wrap_refs(out)
+    return out
 
 
 def list_schema(
@@ -347,48 +378,4 @@ def list_schema(
     }
     if selectable:
         out["x-kubernetes-selectable-fields"] = _selectable(selectable)
-    return out if v2 else wrap_refs(out)
-
-
-_SUBSCHEMA_MAPS = ("properties",)
-_SUBSCHEMAS = ("items", "additionalProperties", "not")
-_SUBSCHEMA_LISTS = _JUNCTORS
-
-
-def _children(node: JSON) -> list[JSON]:
-    found: list[JSON] = []
-    for key in _SUBSCHEMA_MAPS:
-        value = node.get(key)
-        if isinstance(value, dict):
-            found.extend(v for v in value.values() if isinstance(v, dict))
-    for key in _SUBSCHEMAS:
-        value = node.get(key)
-        if isinstance(value, dict):
-            found.append(value)
-    for key in _SUBSCHEMA_LISTS:
-        value = node.get(key)
-        if isinstance(value, list):
-            found.extend(v for v in value if isinstance(v, dict))
-    return found
-
-
-def wrap_refs(node: JSON) -> JSON:
-    """kube-openapi's ``WrapRefs`` for v3, in place: every schema with a ``$ref`` and
-    anything else beside it holds the reference as ``allOf: [{$ref}]`` instead.
-    Returns ``node``."""
-    ref = node.get("$ref")
-    if isinstance(ref, str) and len(node) > 1:
-        del node["$ref"]
-        node["allOf"] = [{"$ref": ref}]
-    for child in _children(node):
-        wrap_refs(child)
-    return node
-
-
-def prune_defaults(node: JSON) -> JSON:
-    """``PruneDefaults``, in place: no ``default`` keyword at any depth (a property named
-    ``default`` stays). Returns ``node``."""
-    node.pop("default", None)
-    for child in _children(node):
-        prune_defaults(child)
-    return node
+    return out

@@ -173,7 +173,7 @@ def _v2_schema(value: Any) -> JSON:
     """A schema node as a CRD's v2 definition carries it below the root: its structural
     form (``openapi_crd.structural``) converted by ``ToStructuralOpenAPIV2``
     (``openapi_crd.to_openapi_v2``), with no ``default`` (``PruneDefaults``)."""
-    return openapi_crd.prune_defaults(openapi_crd.to_openapi_v2(openapi_crd.structural(value)))
+    return openapi_crd.to_openapi_v2(openapi_crd.structural(value))
 
 
 class BuildCounts:
