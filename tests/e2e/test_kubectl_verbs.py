@@ -29,6 +29,7 @@ import yaml
 
 from kubewerk.apiserver.server import EmbeddedServer
 from kubewerk.apiserver.simulate import SimulationConfig
+from kubewerk.apiserver.simulate.workloads import appended_history
 
 from .conftest import LineReader
 
@@ -299,8 +300,8 @@ def image(kc: Kubectl, name: str) -> str:
 def test_rollout_history_undo_pause_resume_restart(kc: Kubectl, ns: str) -> None:
     kc("create", "deployment", "web", "--image=nginx:1.0", "--replicas=2")
     rolled_out(kc, "web")
-    kc("annotate", "deployment/web", "kubernetes.io/change-cause=to 1.1")
     kc("set", "image", "deployment/web", "nginx=nginx:1.1")
+    kc("annotate", "deployment/web", "kubernetes.io/change-cause=to 1.1")
     rolled_out(kc, "web")
     assert history(kc, "web") == [["1", "<none>"], ["2", "to 1.1"]]
     detail = kc("rollout", "history", "deployment/web", "--revision=2").stdout
@@ -317,6 +318,13 @@ def test_rollout_history_undo_pause_resume_restart(kc: Kubectl, ns: str) -> None
     rolled_out(kc, "web")
     assert image(kc, "web") == "nginx:1.0"
     assert history(kc, "web") == [["2", "to 1.1"], ["3", "<none>"]]
+    # the ReplicaSet of revision 1 is new again, and remembers it was 1
+    revived = [
+        rs["metadata"]["annotations"]
+        for rs in read(kc, "replicaset")["items"]
+        if rs["metadata"]["annotations"]["deployment.kubernetes.io/revision"] == "3"
+    ]
+    assert [a.get("deployment.kubernetes.io/revision-history") for a in revived] == ["1"]
     nowhere = kc("rollout", "undo", "deployment/web", "--to-revision=9", check=False)
     assert nowhere.returncode == 1
     assert nowhere.stderr.strip() == "error: unable to find specified revision 9 in history"
@@ -364,6 +372,17 @@ def test_rollout_history_undo_pause_resume_restart(kc: Kubectl, ns: str) -> None
     assert [row[0] for row in history(kc, "web")] == ["2", "3", "4", "5"]
     pods = columns(kc("get", "pods", "-l", "app=web").stdout)[1:]
     assert len(pods) == 2 and all(row[1:3] == ["1/1", "Running"] for row in pods), pods
+
+
+def test_revision_history_is_bounded_as_the_controller_bounds_it() -> None:
+    """What a ReplicaSet rolled back to many times records (kube's 2000-character limit,
+    oldest revisions dropped first)."""
+    assert appended_history("", "1") == "1"
+    assert appended_history("1,3", "5") == "1,3,5"
+    full = ",".join(str(n) for n in range(1000, 1400))  # 1999 characters
+    assert len(full) == 1999
+    assert appended_history(full, "7") == ",".join([*full.split(",")[1:], "7"])
+    assert appended_history("1", "9" * 2001) == "1"  # cannot fit however much is dropped
 
 
 # -- autoscale -----------------------------------------------------------------------------

@@ -7,16 +7,19 @@ kube's order (unbound first, then Pending, not ready, most recently ready); stat
 ``minReadySeconds``) and ``observedGeneration``.
 
 Deployment: the new ReplicaSet is ``<deployment>-<pod-template-hash>`` with the hash label
-in its selector, template and labels, and the annotations ``deployment.kubernetes.io/
-revision``, ``desired-replicas`` and ``max-replicas``; the Deployment carries the newest
-revision. RollingUpdate steps by ``maxSurge``/``maxUnavailable`` (``rollout``), Recreate
-scales the old ReplicaSets to zero and waits for their Pods to go before scaling the new
-one up; old ReplicaSets at zero beyond ``revisionHistoryLimit`` are deleted, oldest first;
-a paused Deployment only scales. Status as ``calculateStatus``, with the ``Available``
-(``MinimumReplicasAvailable``/``MinimumReplicasUnavailable``) and ``Progressing``
-(``NewReplicaSetCreated``, ``FoundNewReplicaSet``, ``ReplicaSetUpdated``,
-``NewReplicaSetAvailable``, ``DeploymentPaused``/``DeploymentResumed``) conditions and
-their messages. ``progressDeadlineSeconds`` is not timed out (no ``ProgressDeadlineExceeded``).
+in its selector, template and labels, the Deployment's annotations (copied again at each
+sync, as ``kubernetes.io/change-cause`` for ``rollout history``) and
+``deployment.kubernetes.io/revision``, ``desired-replicas`` and ``max-replicas``; an old
+ReplicaSet made new again by a rollback lists its earlier revisions in ``revision-history``;
+the Deployment carries the newest revision. RollingUpdate steps by ``maxSurge``/
+``maxUnavailable`` (``rollout``), Recreate scales the old ReplicaSets to zero and waits for
+their Pods to go before scaling the new one up; old ReplicaSets at zero beyond
+``revisionHistoryLimit`` are deleted, oldest first; a paused Deployment only scales. Status
+as ``calculateStatus``, with the ``Available`` (``MinimumReplicasAvailable``/
+``MinimumReplicasUnavailable``) and ``Progressing`` (``NewReplicaSetCreated``,
+``FoundNewReplicaSet``, ``ReplicaSetUpdated``, ``NewReplicaSetAvailable``,
+``DeploymentPaused``/``DeploymentResumed``) conditions and their messages.
+``progressDeadlineSeconds`` is not timed out (no ``ProgressDeadlineExceeded``).
 """
 
 from __future__ import annotations
@@ -51,6 +54,44 @@ POD_PREFIX = "/core/pods/"
 REVISION = "deployment.kubernetes.io/revision"
 DESIRED = "deployment.kubernetes.io/desired-replicas"
 MAX = "deployment.kubernetes.io/max-replicas"
+HISTORY = "deployment.kubernetes.io/revision-history"
+NOT_COPIED = frozenset(
+    {
+        "kubectl.kubernetes.io/last-applied-configuration",
+        REVISION,
+        HISTORY,
+        DESIRED,
+        MAX,
+        "deprecated.deployment.rollback.to",
+    }
+)
+"""The Deployment annotations its ReplicaSets do not get (kube's ``annotationsToSkip``)."""
+MAX_HISTORY_CHARS = 2000
+"""The longest ``revision-history`` the Deployment controller writes
+(``maxRevHistoryLengthInChars``)."""
+
+
+def copied_annotations(d: JSON) -> dict[str, str]:
+    """The Deployment's annotations its new ReplicaSet carries, whenever the controller
+    syncs it (``copyDeploymentAnnotationsToReplicaSet``): a ``kubernetes.io/change-cause``
+    written after the rollout began still reaches its ReplicaSet."""
+    return {
+        k: v for k, v in (d["metadata"].get("annotations") or {}).items() if k not in NOT_COPIED
+    }
+
+
+def appended_history(history: str, revision: str) -> str:
+    """``revision-history`` with ``revision`` appended, the oldest entries dropped to stay
+    within ``MAX_HISTORY_CHARS`` (unchanged when even that cannot make it fit)."""
+    if not history:
+        return revision
+    old = history.split(",")
+    total = len(history) + len(revision) + 1
+    start = 0
+    while total > MAX_HISTORY_CHARS and start < len(old):
+        total -= len(old[start]) + 1
+        start += 1
+    return ",".join([*old[start:], revision]) if total <= MAX_HISTORY_CHARS else history
 
 
 def selector_matches(selector: JSON | None, labels: dict[str, str]) -> bool:
@@ -308,11 +349,7 @@ class Deployments:
         ] = template_hash
         selector = copy_json(spec.get("selector") or {})
         selector.setdefault("matchLabels", {})[naming.POD_TEMPLATE_HASH] = template_hash
-        annotations = {
-            k: v
-            for k, v in (d["metadata"].get("annotations") or {}).items()
-            if k != REVISION and k != "kubectl.kubernetes.io/last-applied-configuration"
-        }
+        annotations = copied_annotations(d)
         annotations[DESIRED] = str(desired)
         annotations[MAX] = str(desired + surge)
         annotations[REVISION] = str(revision)
@@ -360,10 +397,13 @@ class Deployments:
         self, rs: JSON, d: JSON, max_old: int, desired: int, surge: int
     ) -> None:
         annotations = dict(rs["metadata"].get("annotations") or {})
-        wanted = dict(annotations)
+        wanted = {**annotations, **copied_annotations(d)}
         current_rev = str(annotations.get(REVISION, ""))
         if not current_rev.isdigit() or int(current_rev) <= max_old:
             wanted[REVISION] = str(max_old + 1)
+            if current_rev.isdigit():
+                # an old ReplicaSet made new again (a rollback) keeps its past revisions
+                wanted[HISTORY] = appended_history(wanted.get(HISTORY, ""), current_rev)
         wanted[DESIRED] = str(desired)
         wanted[MAX] = str(desired + surge)
         if wanted != annotations:
