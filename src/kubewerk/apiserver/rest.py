@@ -364,7 +364,9 @@ class ResourceApi:
         if duplicates is None:
             duplicates = decode.body_duplicates(body)
         obj = body  # freshly decoded for this request: ours to change
-        meta = obj.setdefault("metadata", {})
+        meta = obj.get("metadata")
+        if meta is None:  # absent, or JSON null: the typed decode's empty ObjectMeta
+            meta = obj["metadata"] = {}
         if target.namespace is not None and rtype.namespaced:
             body_ns = meta.get("namespace")
             if body_ns and body_ns != target.namespace:
@@ -542,10 +544,7 @@ class ResourceApi:
         meta = body.get("metadata")
         name = meta.get("name") if isinstance(meta, dict) else None
         if not name:
-            raise ApiError.bad_request(
-                f"the name of the object ({target.name} based on URL) was undeterminable: "
-                "name must be provided"
-            )
+            raise _undeterminable_name(target)
         if name != target.name:
             raise ApiError.bad_request(
                 f"the name of the object ({name}) does "
@@ -845,9 +844,13 @@ class ResourceApi:
         meta = config.get("metadata")
         if meta is not None and not isinstance(meta, dict):
             raise ApiError.bad_request("metadata must be an object")
-        meta = meta or {}
+        if meta is None:
+            config.pop("metadata", None)  # JSON null: an empty ObjectMeta, as absent
+            meta = {}
         if meta.get("managedFields") is not None:
             raise ApiError.bad_request("metadata.managedFields must be nil")
+        if meta.get("name") == "":
+            raise _undeterminable_name(target)
         if meta.get("name") not in (None, target.name):
             raise ApiError.bad_request(
                 f"the name of the object ({meta.get('name')}) does "
@@ -896,6 +899,7 @@ class ResourceApi:
                     rtype, target.version, None, None, copy_json(config), query
                 )
                 notes = self.apply_yaml_duplicates(config, query)
+                self.check_apply_create(target, config)
                 new.setdefault("metadata", {})["name"] = target.name
                 result = self.create(
                     Target(rtype, target.version, target.namespace, None), new, query, applied=True
@@ -949,6 +953,34 @@ class ResourceApi:
             )
         doc = self._patch_doc(patch_body)
         return ReadPatch(media, doc, self._patch_body_errors(media, patch_body, doc, query))
+
+    @staticmethod
+    def check_apply_create(target: Target, config: JSON) -> None:
+        """What kube's patcher checks of the object a server-side apply makes when there is
+        none yet (k8s.io/apiserver pkg/endpoints/handlers/patch.go ``applyPatch``), after
+        the merge and the strict YAML check, before admission: a configuration naming a
+        uid is 409 ``uid mismatch: the provided object specified uid U, and no existing
+        object was found``; one naming another namespace 400; one naming no object (no
+        ``metadata.name``: the object made of it has none) 400 ``the name of the object (N
+        based on URL) was undeterminable: name must be provided``."""
+        rtype = target.rtype
+        meta = config.get("metadata") or {}
+        if meta.get("uid"):
+            raise ApiError.conflict(
+                rtype.resource,
+                rtype.group,
+                target.name or "",
+                f"uid mismatch: the provided object specified uid {meta['uid']}, "
+                "and no existing object was found",
+            )
+        namespace = meta.get("namespace")
+        if rtype.namespaced and namespace and namespace != target.namespace:
+            raise ApiError.bad_request(
+                "the namespace of the provided object does "
+                "not match the namespace sent on the request"
+            )
+        if not meta.get("name"):
+            raise _undeterminable_name(target)
 
     def prepare_patch(self, target: Target, read: ReadPatch) -> tuple[str, JSON, JSON, JSON, Any]:
         """A PATCH (not of ``/scale``) up to admission: ``(key, stored object, stored
@@ -1393,6 +1425,14 @@ class ResourceApi:
                 "items": deleted,
             },
         )
+
+
+def _undeterminable_name(target: Target) -> ApiError:
+    """The handlers' ``checkName`` of an object without a name (namer.go's errEmptyName)."""
+    return ApiError.bad_request(
+        f"the name of the object ({target.name} based on URL) was undeterminable: "
+        "name must be provided"
+    )
 
 
 def _with_status_of(new: JSON, old: JSON) -> JSON:

@@ -776,6 +776,7 @@ class AdmissionChain:
                     rtype, target.version, None, None, copy_json(config), query
                 )
                 warnings += self.api.apply_yaml_duplicates(config, query)
+                self.api.check_apply_create(target, config)
                 new.setdefault("metadata", {})["name"] = target.name
                 if rtype.namespaced and target.namespace:
                     new["metadata"].setdefault("namespace", target.namespace)
