@@ -16,7 +16,9 @@ import pytest
 
 from kubewerk.apiserver.app import ApiServer
 from kubewerk.apiserver.kindrules.gojson import Base64Error, decode_bytes, map_unmarshal_error
+from kubewerk.apiserver.kindrules.tls_pair import pem_blocks, x509_key_pair_error
 from kubewerk.apiserver.storage import open_store
+from kubewerk.core.pki import new_ca
 from tests.apiserver.helpers import asgi_call
 
 SECRETS = "/api/v1/namespaces/default/secrets"
@@ -184,6 +186,41 @@ async def test_type_rules_hold_on_update(app: ApiServer) -> None:
             "field": "metadata.annotations[kubernetes.io/service-account.name]",
         }
     ]
+
+
+async def test_a_tls_secret_whose_pair_does_not_load_is_written_with_a_warning(
+    app: ApiServer,
+) -> None:
+    pair, other = new_ca("pair"), new_ca("other")
+    name = fresh()
+
+    async def write(method: str, path: str, body: Any, ctype: str = JSON_CT) -> list[str]:
+        raw = orjson.dumps(body)
+        status, headers, payload = await asgi_call(
+            app, method, path, "", {"content-type": ctype}, raw
+        )
+        assert status in (200, 201), payload
+        return [v for k, v in headers if k == "warning"]
+
+    good = {"tls.crt": b64(pair.cert), "tls.key": b64(pair.key)}
+    assert await write("POST", SECRETS, secret(name, type="kubernetes.io/tls", data=good)) == []
+    mismatched = {"data": {"tls.key": b64(other.key)}}
+    assert await write("PATCH", f"{SECRETS}/{name}", mismatched, MERGE) == [
+        '299 - "tls: private key does not match public key"'
+    ]
+    swapped = {"tls.crt": b64(pair.key), "tls.key": b64(pair.cert)}
+    assert await write(
+        "POST", SECRETS, secret(fresh(), type="kubernetes.io/tls", data=swapped)
+    ) == [
+        '299 - "tls: failed to find certificate PEM data in certificate input, but did find a '
+        'private key; PEM inputs may have been switched"'
+    ]
+    placeholder = {"tls.crt": "", "tls.key": ""}
+    assert await write(
+        "POST", SECRETS, secret(fresh(), type="kubernetes.io/tls", data=placeholder)
+    ) == ['299 - "tls: failed to find any PEM data in certificate input"']
+    opaque = secret(fresh(), stringData={"tls.crt": "x", "tls.key": "y"})
+    assert await write("POST", SECRETS, opaque) == []
 
 
 # -- size -------------------------------------------------------------------------------
@@ -415,3 +452,18 @@ def test_go_base64(text: str, want: bytes | str) -> None:
         with pytest.raises(Base64Error) as caught:
             decode_bytes(text)
         assert str(caught.value) == want
+
+
+def test_pem_blocks_as_go_reads_them() -> None:
+    blocks = (
+        b"junk\n-----BEGIN X-----\n-----END X-----\n"
+        b"-----BEGIN Y-----\nK: v\n\neA==\n-----END Y-----"
+    )
+    assert pem_blocks(blocks) == [("X", b""), ("Y", b"x")]
+    assert x509_key_pair_error(blocks, b"") == (
+        'tls: failed to find "CERTIFICATE" PEM block in certificate input after skipping PEM '
+        "blocks of the following types: [X Y]"
+    )
+    # an END line naming another type, or with text after it, ends no block
+    assert pem_blocks(b"-----BEGIN X-----\neA==\n-----END Z-----\n") == []
+    assert pem_blocks(b"-----BEGIN X-----\neA==\n-----END X----- tail\n") == []

@@ -40,6 +40,7 @@ __all__ = [
     "SERVICE_ACCOUNT_NAME_KEY",
     "bytes_len",
     "config_map_size_errors",
+    "secret_bytes",
     "secret_size_errors",
     "secret_type_errors",
 ]
@@ -70,7 +71,8 @@ def bytes_len(text: Any) -> int:
         return 0
 
 
-def _bytes(text: Any) -> bytes:
+def secret_bytes(text: Any) -> bytes:
+    """The bytes of a ``[]byte`` value's base64 text (empty for anything else)."""
     if not isinstance(text, str):
         return b""
     try:
@@ -115,7 +117,7 @@ def secret_type_errors(secret: Mapping[str, Any]) -> list[FieldError]:
         key = _DOCKER_KEYS[kind]
         if key not in data:
             return [FieldError.required(f"data[{key}]")]
-        problem = map_unmarshal_error(_bytes(data[key]))
+        problem = map_unmarshal_error(secret_bytes(data[key]))
         return [] if problem is None else [FieldError.invalid(f"data[{key}]", REDACTED, problem)]
     if kind == "kubernetes.io/basic-auth":
         if "username" not in data and "password" not in data:

@@ -13,6 +13,8 @@
   ``data`` map appears); ``stringData`` itself is never stored or served. This holds for
   create, update, every patch type and server-side apply (the patched or applied object
   is decoded the same way), so its keys are validated as ``data[<key>]``.
+- A ``kubernetes.io/tls`` Secret whose pair does not load (``tls.X509KeyPair``) is
+  written with the error as a warning (``warningsForSecret``), on create and update.
 - Validation is ``ValidateSecret`` / ``ValidateSecretUpdate``: config keys, the 1 MiB
   total, the rules of the well-known types (``kindrules.secret_types``), on create and
   on every update; an update may not change ``type``, nor ``immutable``/``data`` once
@@ -24,10 +26,16 @@
 from __future__ import annotations
 
 import base64
+from collections.abc import Sequence
 from typing import Any, Final
 
 from kubewerk.apiserver.kindrules.gojson import Base64Error, struct_order
-from kubewerk.apiserver.kindrules.secret_types import secret_size_errors, secret_type_errors
+from kubewerk.apiserver.kindrules.secret_types import (
+    secret_bytes,
+    secret_size_errors,
+    secret_type_errors,
+)
+from kubewerk.apiserver.kindrules.tls_pair import x509_key_pair_error
 from kubewerk.apiserver.kinds.configmaps import canonical_bytes, core_decoder, immutable_errors
 from kubewerk.apiserver.kinds.schemas import BYTES_MAP, STRING_MAP, object_schema
 from kubewerk.apiserver.kinds.typed_decode import TypeMismatch
@@ -98,6 +106,18 @@ class SecretStrategy(Strategy):
         errs.extend(secret_size_errors(data))
         errs.extend(secret_type_errors(obj))
         return errs
+
+    def warnings(self, obj: JSON, old: JSON | None) -> Sequence[str]:
+        """``warningsForSecret``: a ``kubernetes.io/tls`` Secret whose ``tls.crt`` and
+        ``tls.key`` do not load as a pair (Go's ``tls.X509KeyPair``) gets its error as a
+        warning, on create and update."""
+        if obj.get("type") != "kubernetes.io/tls":
+            return []
+        data = obj.get("data")
+        data = data if isinstance(data, dict) else {}
+        cert, key = secret_bytes(data.get("tls.crt")), secret_bytes(data.get("tls.key"))
+        problem = x509_key_pair_error(cert, key)
+        return [] if problem is None else [problem]
 
     def to_storage(self, obj: JSON) -> JSON:
         if obj.get("data") == {}:
