@@ -396,6 +396,43 @@ async def test_bytes_are_stored_as_go_writes_them(app: ApiServer) -> None:
     assert status == 201 and created["data"] == {"n": ""} and created["binaryData"] == {"y": "YQ=="}
 
 
+async def test_a_service_accounts_secret_references_keep_their_names_only(
+    app: ApiServer,
+) -> None:
+    name = fresh("sa")
+    refs = [{"name": "token", "namespace": "x", "uid": "u", "kind": "Secret"}, {"kind": "Secret"}]
+    account = {"apiVersion": "v1", "kind": "ServiceAccount", "metadata": {"name": name}}
+    status, created = await call(app, "POST", ACCOUNTS, account | {"secrets": refs})
+    assert status == 201 and created["secrets"] == [{"name": "token"}, {}]
+    patch = {"secrets": [{"name": "other", "apiVersion": "v1"}]}
+    status, patched = await call(app, "PATCH", f"{ACCOUNTS}/{name}", patch, MERGE)
+    assert status == 200 and patched["secrets"] == [{"name": "other"}]
+
+
+async def test_the_enforce_mountable_secrets_annotation_is_deprecated(app: ApiServer) -> None:
+    async def warnings(method: str, path: str, body: Any) -> list[str]:
+        ctype = MERGE if method == "PATCH" else JSON_CT
+        raw = orjson.dumps(body)
+        status, headers, _ = await asgi_call(app, method, path, "", {"content-type": ctype}, raw)
+        assert status in (200, 201)
+        return [v for k, v in headers if k == "warning"]
+
+    deprecated = [
+        '299 - "metadata.annotations[kubernetes.io/enforce-mountable-secrets]: deprecated in '
+        'v1.32+; prefer separate namespaces to isolate access to mounted secrets"'
+    ]
+    annotated = {"annotations": {"kubernetes.io/enforce-mountable-secrets": "true"}}
+    name = fresh("sa")
+    account = {"apiVersion": "v1", "kind": "ServiceAccount", "metadata": {"name": name}}
+    assert await warnings("POST", ACCOUNTS, account) == []
+    assert await warnings("PATCH", f"{ACCOUNTS}/{name}", {"metadata": annotated}) == deprecated
+    # already there: an update that keeps it is not warned again
+    assert await warnings("PATCH", f"{ACCOUNTS}/{name}", {"metadata": {"labels": {"a": "b"}}}) == []
+    other = {"apiVersion": "v1", "kind": "ServiceAccount", "metadata": {"name": fresh("sa")}}
+    other["metadata"] |= annotated
+    assert await warnings("POST", ACCOUNTS, other) == deprecated
+
+
 # -- Go's encoding/json, as the docker config check words it ----------------------------
 
 GO_JSON = [

@@ -3,7 +3,13 @@
 ServiceAccount: json: cannot unmarshal string into Go struct field
 ServiceAccount.secrets of type []v1.ObjectReference``), its Table; a delete answers the
 object. ``ValidateServiceAccount`` checks ObjectMeta alone: ``secrets`` and
-``imagePullSecrets`` entries are not validated, as in kube.
+``imagePullSecrets`` entries are not validated, as in kube. As kube's strategy
+(pkg/registry/core/serviceaccount/strategy.go) does on create and update, each
+``secrets`` entry keeps its ``name`` only (``cleanSecretReferences``), and setting the
+annotation ``kubernetes.io/enforce-mountable-secrets`` is answered with the warning
+``metadata.annotations[kubernetes.io/enforce-mountable-secrets]: deprecated in v1.32+;
+prefer separate namespaces to isolate access to mounted secrets`` (an update only when the
+old object lacked it).
 
 ``serviceaccounts/token`` (``TokenRequest``, ``authentication.k8s.io/v1``; ``kubectl create
 token``) issues a signed token for the ServiceAccount as kube-apiserver's ``TokenREST``
@@ -16,6 +22,7 @@ is 201 with ``status.token`` and ``status.expirationTimestamp``; nothing is stor
 from __future__ import annotations
 
 import time
+from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any, ClassVar
 
 from kubewerk.apiserver.auth.protobody import decoder
@@ -40,8 +47,28 @@ MIN_EXPIRATION_SECONDS = 600
 MAX_EXPIRATION_SECONDS = 1 << 32
 
 
+ENFORCE_MOUNTABLE_SECRETS = "kubernetes.io/enforce-mountable-secrets"
+
+
+def _clean_secret_references(account: JSON) -> None:
+    """``cleanSecretReferences``: a ``secrets`` entry is its name and nothing else."""
+    secrets = account.get("secrets")
+    if isinstance(secrets, list):
+        account["secrets"] = [
+            {"name": ref["name"]} if isinstance(ref, dict) and ref.get("name") else {}
+            for ref in secrets
+        ]
+
+
+def _annotations(obj: JSON | None) -> JSON:
+    meta = (obj or {}).get("metadata")
+    annotations = meta.get("annotations") if isinstance(meta, dict) else None
+    return annotations if isinstance(annotations, dict) else {}
+
+
 class ServiceAccountStrategy(Strategy):
-    """The default strategy, typed decoding, and the ``token`` subresource (create only)."""
+    """The default strategy, typed decoding, kube's ``secrets`` clean-up and warning, and
+    the ``token`` subresource (create only)."""
 
     subresources: ClassVar[dict[str, tuple[str, ...]]] = {"token": ("create",)}
     prunes_unknown_fields = False  # typed_decode does it
@@ -51,6 +78,23 @@ class ServiceAccountStrategy(Strategy):
         ``ValueError`` with the decoder's text for a value of the wrong type."""
         unknown: list[str] = core_decoder().decode(obj, "io.k8s.api.core.v1.ServiceAccount")
         return unknown
+
+    def prepare_for_create(self, obj: JSON) -> None:
+        super().prepare_for_create(obj)
+        _clean_secret_references(obj)
+
+    def prepare_for_update(self, new: JSON, old: JSON) -> None:
+        _clean_secret_references(new)
+
+    def warnings(self, obj: JSON, old: JSON | None) -> Sequence[str]:
+        if ENFORCE_MOUNTABLE_SECRETS in _annotations(old):
+            return []
+        if ENFORCE_MOUNTABLE_SECRETS not in _annotations(obj):
+            return []
+        return [
+            f"metadata.annotations[{ENFORCE_MOUNTABLE_SECRETS}]: deprecated in v1.32+; "
+            "prefer separate namespaces to isolate access to mounted secrets"
+        ]
 
     def to_storage(self, obj: JSON) -> JSON:
         struct_order(obj, ("secrets", "imagePullSecrets", "automountServiceAccountToken"))
