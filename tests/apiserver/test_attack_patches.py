@@ -98,3 +98,25 @@ def test_the_server_answers_others_after_the_patches(server: EmbeddedServer) -> 
             assert answer.status == 200
     except urllib.error.URLError as exc:  # pragma: no cover - the failure being guarded
         pytest.fail(f"the server no longer answers: {exc}")
+
+
+def test_a_long_list_of_delete_directives_is_answered_promptly(server: EmbeddedServer) -> None:
+    env = [{"name": f"V{i}", "value": "x"} for i in range(5_000)]
+    deployment = {
+        "apiVersion": "apps/v1",
+        "kind": "Deployment",
+        "metadata": {"name": "envs"},
+        "spec": {
+            "selector": {"matchLabels": {"app": "envs"}},
+            "template": {
+                "metadata": {"labels": {"app": "envs"}},
+                "spec": {"containers": [{"name": "c", "image": "busybox", "env": env}]},
+            },
+        },
+    }
+    path = "/apis/apps/v1/namespaces/default/deployments"
+    call(server, "POST", path, deployment, "application/json")
+    gone = [{"name": e["name"], "$patch": "delete"} for e in env[:0:-1]]  # all but V0
+    patch = {"spec": {"template": {"spec": {"containers": [{"name": "c", "env": gone}]}}}}
+    got = call(server, "PATCH", f"{path}/envs", patch, SMP)
+    assert got["spec"]["template"]["spec"]["containers"][0]["env"] == [env[0]]

@@ -611,10 +611,22 @@ def _merge_special_elements(
     list still shares Go's backing array). Deletions shift ``original`` in place, as Go's
     ``append(s[:i], s[i+1:]...)`` does to the shared array: the list keeps its length and
     its tail keeps stale copies, which upstream's ordering step then reads.
+
+    When every element is a map, deletions are not done one scan and shift at a time
+    (quadratic: 4,000 deletions took 4 s) but marked through an index of the elements'
+    keys, and the array upstream's shifts leave is written once at the end: the survivors
+    in order, then in each freed slot the element that was last when the list shrank past
+    it.
     """
     length = len(original)
     plain: list[Any] = []
     replace = False
+    # the fast path: positions of each key's live elements, and the deletions so far
+    by_key: dict[Any, list[int]] | None = None
+    all_maps = all(isinstance(item, dict) for item in original)
+    deleted = [False] * length if all_maps else []
+    freed: list[Any] = []  # freed[k]: what slot length-1-k keeps (k-th deletion)
+    last = length - 1  # the position of the last live element (fast path)
     for v in patch:
         if _DIRECTIVE not in v:
             plain.append(v)
@@ -623,8 +635,21 @@ def _merge_special_elements(
         if _go_equal(directive, _DELETE):
             if merge_key not in v:
                 raise _no_merge_key(v, merge_key)
-            while (idx := _find_map(original[:length], merge_key, v[merge_key])) >= 0:
-                original[idx : length - 1] = original[idx + 1 : length]
+            if not all_maps:
+                while (idx := _find_map(original[:length], merge_key, v[merge_key])) >= 0:
+                    original[idx : length - 1] = original[idx + 1 : length]
+                    length -= 1
+                continue
+            if by_key is None:
+                by_key = {}
+                for pos, item in enumerate(original):
+                    if merge_key in item:
+                        by_key.setdefault(_equality_key(item[merge_key]), []).append(pos)
+            for pos in by_key.pop(_equality_key(v[merge_key]), ()):
+                freed.append(original[last])
+                deleted[pos] = True
+                while last >= 0 and deleted[last]:
+                    last -= 1
                 length -= 1
         elif _go_equal(directive, _REPLACE):
             replace = True
@@ -632,6 +657,9 @@ def _merge_special_elements(
             raise _Fail("merging lists cannot yet be specified in the patch")
         else:
             raise _bad_patch_type(directive, v)
+    if freed:
+        survivors = [item for item, gone in zip(original, deleted, strict=True) if not gone]
+        original[:] = survivors + freed[::-1]
     if replace:
         return plain, [], False
     return original[:length], plain, True
