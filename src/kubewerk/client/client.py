@@ -4,9 +4,14 @@ Guarantees:
 
 - Every HTTP error answer raises a typed :class:`~kubewerk.core.errors.ApiError`
   subclass built from the server's ``Status`` body (see :mod:`kubewerk.client.errors`).
-- 429 and 5xx answers are retried with exponential backoff (capped), honouring the
-  ``Retry-After`` header; writes are retried on those only when the server says it did
-  not process them (429, 503, or any code carrying ``Retry-After``), as client-go does.
+- A 429 or 5xx answer carrying ``Retry-After`` is retried after that delay (capped at
+  ``RetryPolicy.max_retry_after``), whatever the verb, as client-go's ``rest.Request``
+  does: the server says it did not process the request and when to come back (priority
+  and fairness, a server shutting down). Without ``Retry-After`` a write is not retried
+  (it may have happened): the error reaches the caller, a reconcile's work queue backs
+  off; a read (GET, HEAD) is retried on 429, 500, 502, 503 and 504 with exponential
+  backoff, which client-go does not do. At most ``RetryPolicy.max_retries`` retries
+  (5; client-go's default is 10).
 - A connection that could not be opened is retried for every verb (nothing was sent);
   a connection lost mid-request is retried for reads only. When retries run out the
   call raises :class:`~kubewerk.client.errors.ServerUnreachable` with one sentence.
@@ -469,7 +474,7 @@ class Client:
                     continue
                 if status in _RETRY_CODES and attempt < policy.max_retries:
                     wait = _retry_after(resp_headers)
-                    retryable = safe or status in (429, 503) or wait is not None
+                    retryable = safe or wait is not None
                     if retryable:
                         delay = (
                             min(wait, policy.max_retry_after)
