@@ -196,3 +196,18 @@ async def test_server_back_with_another_store_drops_what_it_lacks(
             assert int(inf.resource_version) < old_rv
             deleted = sorted(n for t, n, _ in rec.events if t == "delete")
             assert deleted == ["old1", "old2", "old3", "old4"]
+
+
+async def test_410_on_a_list_page_restarts_the_list(proxy: FaultProxy, direct: Client) -> None:
+    """The informer lists without a resourceVersion (a consistent read), so the only
+    410 a list can get is an expired ``continue`` token: the list starts again from the
+    first page, and the informer syncs with every object exactly once."""
+    for i in range(5):
+        await direct.create(cm(f"p{i}"))
+    fault = proxy.answer(Fault(410, method="GET", path="/configmaps", query="continue="))
+    async with running(proxy, page_size=2) as (inf, rec):
+        assert fault.hits == 1
+        assert sorted(n for _, n, _ in rec.events) == [f"p{i}" for i in range(5)]
+        assert len(inf) == 5
+    first_pages = [s for s in proxy.seen("GET", "/configmaps") if "continue=" not in s.target]
+    assert not any("resourceVersion=" in s.target for s in first_pages if "watch=" not in s.target)
