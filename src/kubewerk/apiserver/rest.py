@@ -12,9 +12,10 @@ kind's strategy (``ServedResource.strategy``, see ``apiserver.strategy``) at fix
 
 from __future__ import annotations
 
+import asyncio
 import builtins
 import time
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 import orjson
@@ -75,6 +76,26 @@ class ScaleApply:
     """The object's ``metadata`` with the managedFields the apply leaves."""
     rv_text: Any
     """The configuration's ``metadata.resourceVersion`` (a precondition when set)."""
+
+
+@dataclass(slots=True)
+class _CreateDraft:
+    """A create between its stages (``ResourceApi._create_prepare``, ``_create_admit``,
+    ``_finish_create``); owned by its request."""
+
+    target: Target
+    obj: JSON
+    query: dict[str, str]
+    applied: bool
+    duplicates: decode.Duplicates | None
+    versioned: bool
+    """The object named a resourceVersion (storage refuses it)."""
+    requested_fields: Any
+    """The managedFields the request carried."""
+    generated: bool
+    """The name was generated from generateName."""
+    warnings: list[str] = field(default_factory=list)
+    key: str = ""
 
 
 @dataclass(frozen=True, slots=True)
@@ -355,6 +376,29 @@ class ResourceApi:
         ``duplicates``: the repeated keys of the request body ``body`` was decoded from,
         when ``body`` is no longer that very object (mutated by admission webhooks); else
         they are found by ``decode.body_duplicates``."""
+        draft = self._create_prepare(target, body, query, applied, duplicates)
+        self._create_admit(draft)
+        target, key, obj, warnings = draft.target, draft.key, draft.obj, draft.warnings
+        if not defer:
+            return self._finish_create(target, key, obj, query, warnings, draft.versioned)
+        return RestResponse(
+            201,
+            self._serve_admitted(target, obj),
+            warnings,
+            lambda: self._finish_create(target, key, obj, query, warnings, draft.versioned),
+        )
+
+    def _create_prepare(
+        self,
+        target: Target,
+        body: JSON,
+        query: dict[str, str],
+        applied: bool,
+        duplicates: decode.Duplicates | None,
+    ) -> _CreateDraft:
+        """The part of a create that reads storage, on the loop: the body's identity and
+        namespace, a generated name, the namespace's existence, the system fields and the
+        strategy's ``prepare_for_create``."""
         rtype = target.rtype
         if target.subresource:
             raise ApiError.method_not_supported(
@@ -379,15 +423,14 @@ class ResourceApi:
             raise ApiError.method_not_supported(rtype.resource, rtype.group, "create")
         else:
             meta.pop("namespace", None)
+        generated = False
         if not meta.get("name") and meta.get("generateName"):
             # RetryGenerateName (on by default since 1.31): a generated name that is taken
             # is generated again, up to 8 attempts, instead of failing with AlreadyExists
-            # (nothing commits between this check and the write: no await in between)
-            gen_ns = str(meta.get("namespace") or "") if rtype.namespaced else ""
-            for _ in range(8):
-                meta["name"] = metautil.generate_name(str(meta["generateName"]))
-                if self.store.get(rtype.key(gen_ns, meta["name"])) is None:
-                    break
+            # (nothing commits between this check and the write unless the create is
+            # admitted off the loop, which checks again: ``_regenerate_if_taken``)
+            generated = True
+            self._generate_name(rtype, meta)
         target = Target(rtype, target.version, target.namespace, meta.get("name") or None)
         self._check_namespace(target, creating=True)
         # system fields (rest.FillObjectMetaSystemFields / BeforeCreate)
@@ -407,29 +450,105 @@ class ResourceApi:
             meta.pop(key, None)
         _omit_empty_meta(meta)
         rtype.strategy.prepare_for_create(obj)
-        if not applied:
+        return _CreateDraft(
+            target, obj, query, applied, duplicates, versioned, requested_fields, generated
+        )
+
+    def _create_admit(self, draft: _CreateDraft) -> None:
+        """The per-body work of a create, between the store reads of ``_create_prepare``
+        and the write of ``_finish_create``: managedFields, typed decoding and admission,
+        the name rule, the storage form. Reads nothing of storage; for a kind whose
+        strategy is ``offload_safe`` it may run in a worker thread (``create_async``)."""
+        target, obj, query = draft.target, draft.obj, draft.query
+        rtype = target.rtype
+        if not draft.applied:
             fieldmanager.track(
-                rtype, target.version, None, None, obj, requested_fields, query, "create"
+                rtype, target.version, None, None, obj, draft.requested_fields, query, "create"
             )
-        warnings = self._admit("CREATE", target, obj, None, query, duplicates=duplicates)
-        if not meta.get("name"):
+        draft.warnings = self._admit(
+            "CREATE", target, obj, None, query, duplicates=draft.duplicates
+        )
+        if not obj["metadata"].get("name"):
             raise ApiError.invalid(
                 rtype.kind,
                 rtype.group,
                 "",
                 [FieldError.required("metadata.name", "name or generateName is required")],
             )
-        obj = rtype.strategy.to_storage(obj)
+        obj = draft.obj = rtype.strategy.to_storage(obj)
         meta = obj["metadata"]
-        key = rtype.key(meta.get("namespace", "") if rtype.namespaced else "", meta["name"])
-        if not defer:
-            return self._finish_create(target, key, obj, query, warnings, versioned)
-        return RestResponse(
-            201,
-            self._serve_admitted(target, obj),
-            warnings,
-            lambda: self._finish_create(target, key, obj, query, warnings, versioned),
+        draft.key = rtype.key(meta.get("namespace", "") if rtype.namespaced else "", meta["name"])
+
+    def _generate_name(self, rtype: ServedResource, meta: JSON) -> None:
+        """Set ``meta``'s name from its generateName: one not taken, in up to 8 tries."""
+        gen_ns = str(meta.get("namespace") or "") if rtype.namespaced else ""
+        for _ in range(8):
+            meta["name"] = metautil.generate_name(str(meta["generateName"]))
+            if self.store.get(rtype.key(gen_ns, meta["name"])) is None:
+                break
+
+    def _regenerate_if_taken(self, draft: _CreateDraft) -> None:
+        """A generated name another write took while the create was admitted off the loop
+        is generated again (RetryGenerateName retries at the storage write, without
+        admitting again: the new name has the same prefix and length)."""
+        rtype = draft.target.rtype
+        if not draft.generated or self.store.get(draft.key) is None:
+            return
+        meta = draft.obj["metadata"]
+        self._generate_name(rtype, meta)
+        draft.key = rtype.key(meta.get("namespace", "") if rtype.namespaced else "", meta["name"])
+
+    async def create_async(
+        self, target: Target, body: JSON, query: dict[str, str], body_bytes: int
+    ) -> RestResponse:
+        """``create``, with the per-body CPU work of a big body off the event loop: for a
+        request body longer than ``decode.OFFLOAD_BYTES`` of a kind that allows it
+        (``_offloadable``), ``_create_admit`` runs in a worker thread, after the store
+        reads and system fields of ``_create_prepare`` and before the write of
+        ``_finish_create``, both on the loop; the answer is the same. Anything else is
+        ``create`` as it is."""
+        if (
+            body_bytes <= decode.OFFLOAD_BYTES
+            or target.subresource
+            or not self._offloadable(target)
+        ):
+            return self.create(target, body, query)
+        draft = self._create_prepare(target, body, query, False, None)
+        await asyncio.to_thread(self._create_admit, draft)
+        self._regenerate_if_taken(draft)
+        return self._finish_create(
+            draft.target, draft.key, draft.obj, query, draft.warnings, draft.versioned
         )
+
+    def _offloadable(self, target: Target) -> bool:
+        """Whether a create of ``target`` may be admitted in a worker thread: its strategy
+        vouches for its hooks (``Strategy.offloadable``); admission is this module's own
+        (``Admission``, or ``SchemaAdmission``, whose compiled schema is made here, on the
+        loop, first); and a custom resource's schema has no CEL rules (whose runtime is
+        not known to be safe on two threads at once). What the worker then shares with
+        the loop are read-only definitions and memo caches whose every write stores the
+        same value (built types, compiled checks)."""
+        from kubewerk.apiserver.schema_admission import SchemaAdmission
+
+        rtype = target.rtype
+        if not rtype.strategy.offloadable():
+            return False
+        admission = self.admission
+        if type(admission) is Admission:
+            return True
+        if type(admission) is not SchemaAdmission:
+            return False
+        fieldmanager.object_type(rtype, target.version)  # built here, on the loop
+        if rtype.builtin:
+            return True
+        found = admission.version_schema(rtype, target.version)
+        if found is None:
+            return True
+        key = ("rest_offload_cel", target.version)
+        known = rtype.derived.get(key)
+        if not (isinstance(known, tuple) and known[0] is found.schema):
+            known = rtype.derived[key] = (found.schema, _has_cel(found.schema))
+        return not known[1]
 
     def _finish_create(
         self,
@@ -1425,6 +1544,20 @@ class ResourceApi:
                 "items": deleted,
             },
         )
+
+
+def _has_cel(schema: Any) -> bool:
+    """Whether a schema (or anything nested in it) carries ``x-kubernetes-validations``."""
+    stack = [schema]
+    while stack:
+        node = stack.pop()
+        if isinstance(node, dict):
+            if node.get("x-kubernetes-validations"):
+                return True
+            stack.extend(node.values())
+        elif isinstance(node, list):
+            stack.extend(node)
+    return False
 
 
 def _undeterminable_name(target: Target) -> ApiError:

@@ -96,6 +96,13 @@ class Strategy:
     """Subresources beside ``status`` and ``scale``, with their discovery verbs."""
     name_column: ClassVar[bool] = True
     """Tables start with the Name column."""
+    offload_safe: ClassVar[bool] = True
+    """The create hooks admission calls (``default``, ``allocate``, ``validate``,
+    ``warnings``, ``typed_decode``) and ``to_storage`` read and change only the object
+    they are given and this strategy's own data, never storage, a shared pool or other
+    mutable state: so the REST layer may run them in a worker thread for a big body
+    (``ResourceApi.create_async``). True of this class's own hooks; a subclass does not
+    inherit it: each kind that overrides a hook declares it for itself (``offloadable``)."""
 
     def __init__(
         self,
@@ -109,6 +116,12 @@ class Strategy:
         self._cells = cells
         self._field_key = field_key
         self._stored_field_key = field_key if stored_field_key is None else stored_field_key
+
+    @classmethod
+    def offloadable(cls) -> bool:
+        """Whether this very class declares ``offload_safe`` (a subclass that overrides a
+        hook has not vouched for it just by inheriting the flag)."""
+        return bool(cls.__dict__.get("offload_safe", False))
 
     # -- create and update -------------------------------------------------------
 
