@@ -87,6 +87,7 @@ class ConfigMapStrategy(Strategy):
     ``binaryData`` (``ValidateConfigMapUpdate``'s Forbidden errors, first)."""
 
     prunes_unknown_fields = False  # typed_decode does it
+    offload_safe = True  # its hooks read and change only the object (Strategy.offload_safe)
 
     def typed_decode(self, obj: JSON, version: str) -> list[str] | None:
         """Decode into ``v1.ConfigMap`` (raises ``ValueError`` with the decoder's text):
