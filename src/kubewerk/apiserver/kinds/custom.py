@@ -118,6 +118,7 @@ class CustomResourceStrategy(Strategy):
 
     prunes_unknown_fields: ClassVar[bool] = False  # the structural schema prunes
     allow_unconditional_update: ClassVar[bool] = False
+    offload_safe: ClassVar[bool] = True  # hooks read and change only the object
 
     def __init__(
         self,
