@@ -51,7 +51,7 @@ JSON = dict[str, Any]
 DEFINITION: Final = "io.k8s.api.core.v1.Secret"
 
 
-def _decode_string_data(secret: JSON) -> None:
+def _decode_body(secret: JSON) -> None:
     """The conversion kube's decoder applies before anything else sees a Secret: the body
     must decode into ``v1.Secret`` (else the decoder's 400), ``type`` is defaulted and
     ``stringData`` merged into ``data`` (see the module docstring)."""
@@ -83,10 +83,10 @@ class SecretStrategy(Strategy):
 
     def prepare_for_create(self, obj: JSON) -> None:
         super().prepare_for_create(obj)
-        _decode_string_data(obj)
+        _decode_body(obj)
 
     def prepare_for_update(self, new: JSON, old: JSON) -> None:
-        _decode_string_data(new)
+        _decode_body(new)
 
     def typed_decode(self, obj: JSON, version: str) -> list[str] | None:
         unknown: list[str] = core_decoder().decode(obj, DEFINITION)
