@@ -1001,6 +1001,13 @@ def test_status_and_scale_subresources(kc: Kubectl, ns: str) -> None:
         {"replicas": 2},
         "app=web",
     )
+    # the tables: /status prints as its kind does, /scale as a Scale (kube's printScale)
+    status_table = columns(kc("get", "deployment", "web", "--subresource=status").stdout)
+    assert status_table[0] == ["NAME", "READY", "UP-TO-DATE", "AVAILABLE", "AGE"]
+    assert status_table[1][:4] == ["web", "2/2", "2", "2"]
+    scale_table = columns(kc("get", "deployment", "web", "--subresource=scale").stdout)
+    assert scale_table[0] == ["NAME", "DESIRED", "AVAILABLE", "AGE"]
+    assert scale_table[1][:3] == ["web", "2", "2"]
     bulk = kc("get", "deployments", "--subresource=status", check=False)
     assert bulk.returncode == 1
     assert (

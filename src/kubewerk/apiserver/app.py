@@ -855,7 +855,11 @@ class ApiServer:
                 await self._send_json(send, 200, body, notes)
                 return 200
             result = api.get_scale(target) if sub == "scale" else api.get(target, req.query)
-            if wants_table(req.accept) and sub is None:
+            if wants_table(req.accept) and sub == "scale" and rtype.crd_name is None:
+                # a built-in kind's ScaleREST prints the Scale (kube's printScale)
+                result.body = table.scale_table(result.body, req.query.get("includeObject", ""))
+            elif wants_table(req.accept) and sub in (None, "status"):
+                # StatusREST prints as its kind does (it delegates ConvertToTable)
                 result.body = table.to_table(
                     rtype,
                     version,

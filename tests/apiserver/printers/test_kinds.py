@@ -62,6 +62,8 @@ def test_every_kind_of_the_issue_has_a_printer() -> None:
         "rbac.authorization.k8s.io/v1/Role", "rbac.authorization.k8s.io/v1/ClusterRole",
         "rbac.authorization.k8s.io/v1/RoleBinding",
         "rbac.authorization.k8s.io/v1/ClusterRoleBinding",
+        # what a built-in kind's /scale prints (tests/e2e/test_kubectl_verbs.py)
+        "autoscaling/v1/Scale",
     }  # fmt: skip
     assert set(printers()) == expected
     assert printer("v1", "ConfigMap") is None

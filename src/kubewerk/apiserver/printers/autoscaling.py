@@ -1,4 +1,5 @@
-"""Printers of HorizontalPodAutoscaler in ``autoscaling/v2`` and ``autoscaling/v1``.
+"""Printers of HorizontalPodAutoscaler in ``autoscaling/v2`` and ``autoscaling/v1``, and
+of the ``autoscaling/v1`` Scale a built-in kind's ``/scale`` answers.
 
 Kubernetes prints the internal form; an ``autoscaling/v1`` object reaches it through
 the v1 conversion: ``targetCPUUtilizationPercentage`` becomes a cpu Resource metric
@@ -36,6 +37,21 @@ HPA_COLUMNS: Final = (
 )
 
 DEFAULT_CPU_UTILIZATION: Final = 80
+
+SCALE_COLUMNS: Final = (
+    PrinterColumn("Desired", "integer", ""),
+    PrinterColumn("Available", "integer", ""),
+    AGE,
+)
+
+
+def scale_cells(obj: JSON, now: float) -> list[Any]:
+    """``printScale``: the Scale's ``spec.replicas``, ``status.replicas`` and age."""
+    return [
+        obj_int(obj_map(obj.get("spec")).get("replicas")),
+        obj_int(obj_map(obj.get("status")).get("replicas")),
+        age(obj, now),
+    ]
 
 
 def _qty(value: Any) -> str:
@@ -177,8 +193,9 @@ def hpa_v1_cells(obj: JSON, now: float) -> list[Any]:
 
 
 def printers() -> dict[str, Printer]:
-    """HorizontalPodAutoscaler's printers, one per served version."""
+    """HorizontalPodAutoscaler's printers, one per served version, and Scale's."""
     return {
         "autoscaling/v2/HorizontalPodAutoscaler": Printer.of(HPA_COLUMNS, hpa_v2_cells),
         "autoscaling/v1/HorizontalPodAutoscaler": Printer.of(HPA_COLUMNS, hpa_v1_cells),
+        "autoscaling/v1/Scale": Printer.of(SCALE_COLUMNS, scale_cells),
     }
