@@ -59,7 +59,9 @@ _DOCKER_KEYS: Final = {
 
 def bytes_len(text: Any) -> int:
     """How many bytes the base64 text of a ``[]byte`` value decodes to (0 for anything
-    that is not a string; text that is not base64 counts its decodable part)."""
+    that is not a string or not base64). Text of a length divisible by 4 without line
+    breaks is counted from its length and padding alone: values that passed the typed
+    decode (``kinds.configmaps.canonical_bytes``) are canonical base64."""
     if not isinstance(text, str):
         return 0
     n = len(text)
