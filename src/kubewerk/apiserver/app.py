@@ -11,11 +11,12 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
+import re
 import time
 from collections.abc import Callable, Iterable
 from contextvars import Token
 from typing import Any
-from urllib.parse import parse_qsl, unquote
+from urllib.parse import unquote_to_bytes
 
 import orjson
 
@@ -427,7 +428,7 @@ class ApiServer:
         }
         raw_query = scope.get("query_string", b"")
         if raw_query:
-            req.query = dict(parse_qsl(raw_query.decode("latin-1"), keep_blank_values=True))
+            req.query = parse_query(raw_query)
         # the manager of a write without fieldManager is derived from the User-Agent
         agent = USER_AGENT.set(headers.get("user-agent", ""))
         try:
@@ -523,14 +524,10 @@ class ApiServer:
     # -- routing -----------------------------------------------------------------
 
     async def _route(self, req: Request, receive: Receive, send: Send) -> int:
-        path = req.path
-        stripped = path.strip("/")
-        # unquote is the identity without a "%": skip it on the hot path
-        parts = (
-            ([unquote(p) for p in stripped.split("/")] if "%" in stripped else stripped.split("/"))
-            if stripped
-            else []
-        )
+        # an ASGI path is already percent-decoded once (as Go's URL.Path, which kube's
+        # RequestInfo splits): decoding it again would read "a%252Fb" as "a/b"
+        stripped = req.path.strip("/")
+        parts = stripped.split("/") if stripped else []
         if not parts:
             await self._send_json(send, 200, {"paths": discovery.root_paths(self.registry)})
             return 200
@@ -982,6 +979,29 @@ _JSON_PATCH_TYPES = (
     "application/merge-patch+json",
     "application/strategic-merge-patch+json",
 )
+
+_BAD_ESCAPE = re.compile(rb"%(?![0-9A-Fa-f]{2})")
+
+
+def parse_query(raw: bytes) -> dict[str, str]:
+    """The query string's parameters as kube-apiserver reads them: Go's ``url.ParseQuery``
+    (``+`` is a space; a pair holding a ``;`` or a malformed ``%`` escape is dropped, as
+    ``req.URL.Query()`` drops the pairs it cannot parse), and of a repeated parameter the
+    first value, as kube's query conversion (``Convert_Slice_string_To_*``) and
+    ``Query().Get`` take it. ``dryRun`` is a list there whose every value must be ``All``:
+    a repeated one keeps its first value that is not ``All``, so that it is refused as kube
+    refuses it. Values are read as UTF-8 (an invalid sequence becomes U+FFFD)."""
+    query: dict[str, str] = {}
+    for pair in raw.split(b"&"):
+        if not pair or b";" in pair or _BAD_ESCAPE.search(pair):
+            continue
+        key, _, value = pair.partition(b"=")
+        name = unquote_to_bytes(key.replace(b"+", b" ")).decode("utf-8", "replace")
+        text = unquote_to_bytes(value.replace(b"+", b" ")).decode("utf-8", "replace")
+        if name not in query or (name == "dryRun" and query[name] == "All"):
+            query[name] = text
+    return query
+
 
 _VERBS = {"GET": "GET", "POST": "POST", "PUT": "PUT", "PATCH": "PATCH", "DELETE": "DELETE"}
 

@@ -1,0 +1,136 @@
+"""Query strings and paths written to be read two ways: repeated parameters, separators
+and escapes Go's URL parser refuses, escapes decoded twice. Each is read as kube-apiserver
+reads it (Go's ``url.ParseQuery`` and ``URL.Path``, kube's query conversion)."""
+
+from __future__ import annotations
+
+import socket
+from collections.abc import AsyncIterator, Iterator
+from urllib.parse import urlsplit
+
+import orjson
+import pytest
+
+from kubewerk.apiserver.app import ApiServer, parse_query
+from kubewerk.apiserver.server import EmbeddedServer
+from kubewerk.apiserver.storage.memory import MemoryStore
+from tests.apiserver.helpers import asgi_call
+
+CMS = "/api/v1/namespaces/default/configmaps"
+JSON = {"content-type": "application/json", "host": "127.0.0.1"}
+
+
+@pytest.fixture
+async def app() -> AsyncIterator[ApiServer]:
+    server = ApiServer(MemoryStore())
+    for name, tier in (("a", "front"), ("b", "back"), ("c", "back")):
+        body = {
+            "apiVersion": "v1",
+            "kind": "ConfigMap",
+            "metadata": {"name": name, "labels": {"tier": tier}},
+        }
+        status, _, payload = await asgi_call(
+            server, "POST", CMS, headers=JSON, body=orjson.dumps(body)
+        )
+        assert status == 201, payload
+    yield server
+    await server.stop()
+
+
+async def names(app: ApiServer, query: str) -> list[str]:
+    status, _, payload = await asgi_call(app, "GET", CMS, query, headers=JSON)
+    assert status == 200, payload
+    return [item["metadata"]["name"] for item in orjson.loads(payload)["items"]]
+
+
+@pytest.mark.parametrize(
+    ("query", "expected"),
+    [
+        ("limit=1&limit=500", ["a"]),
+        ("limit=500&limit=1", ["a", "b", "c"]),
+        ("labelSelector=tier%3Dfront&labelSelector=tier%3Dback", ["a"]),
+        ("labelSelector=tier%3Dback&labelSelector=tier%3Dfront", ["b", "c"]),
+    ],
+    ids=["limit-first", "limit-first-large", "selector-first", "selector-first-back"],
+)
+async def test_a_repeated_parameter_takes_its_first_value(
+    app: ApiServer, query: str, expected: list[str]
+) -> None:
+    assert await names(app, query) == expected
+
+
+@pytest.mark.parametrize(
+    "query",
+    [
+        "labelSelector=tier%3Dback;limit=1",
+        "labelSelector=tier%3Dba%ZZck",
+        "labelSelector=tier%3Dback%",
+        "limit=1;",
+    ],
+    ids=["semicolon", "bad-escape", "cut-escape", "semicolon-after"],
+)
+async def test_a_pair_go_cannot_parse_is_dropped(app: ApiServer, query: str) -> None:
+    assert await names(app, query) == ["a", "b", "c"]
+
+
+@pytest.mark.parametrize(
+    "query",
+    ["dryRun=All&dryRun=bogus", "dryRun=bogus&dryRun=All"],
+    ids=["bad-second", "bad-first"],
+)
+async def test_every_dry_run_value_must_be_all(app: ApiServer, query: str) -> None:
+    body = {"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "dry"}}
+    status, _, payload = await asgi_call(
+        app, "POST", CMS, query, headers=JSON, body=orjson.dumps(body)
+    )
+    assert status == 400, payload
+    assert 'unsupported dry run value "bogus"' in orjson.loads(payload)["message"]
+
+
+def test_the_parser_reads_what_go_reads() -> None:
+    assert parse_query(b"a=1+2%20&b&=v&c=%C3%A9&d=\xc3\xa9&e=%FF&a=9") == {
+        "a": "1 2 ",
+        "b": "",
+        "": "v",
+        "c": "é",
+        "d": "é",
+        "e": "\ufffd",
+    }
+    assert parse_query(b"dryRun=All&dryRun=All") == {"dryRun": "All"}
+
+
+@pytest.fixture(scope="module")
+def server() -> Iterator[EmbeddedServer]:
+    srv = EmbeddedServer().start_in_thread()
+    try:
+        yield srv
+    finally:
+        srv.stop_thread()
+
+
+def get(server: EmbeddedServer, target: str) -> tuple[int, dict[str, object]]:
+    url = urlsplit(server.url)
+    with socket.create_connection((url.hostname or "127.0.0.1", url.port or 80), timeout=5) as s:
+        s.sendall(
+            f"GET {target} HTTP/1.1\r\nHost: {url.netloc}\r\nConnection: close\r\n\r\n".encode()
+        )
+        data = b""
+        while chunk := s.recv(65536):
+            data += chunk
+    head, _, body = data.partition(b"\r\n\r\n")
+    return int(head.split(b" ")[1]), orjson.loads(body)
+
+
+@pytest.mark.parametrize(
+    ("target", "name"),
+    [
+        (f"{CMS}/a%252Fb", "a%2Fb"),
+        (f"{CMS}/%252E%252E", "%2E%2E"),
+        (f"{CMS}/a%2541", "a%41"),
+    ],
+    ids=["slash", "dots", "letter"],
+)
+def test_a_path_is_decoded_once(server: EmbeddedServer, target: str, name: str) -> None:
+    status, body = get(server, target)
+    assert status == 404, body
+    assert body["details"] == {"name": name, "kind": "configmaps"}, body
