@@ -220,3 +220,44 @@ async def test_manager_that_loses_its_lease_stops_reconciling_at_once(
         finally:
             proxy.heal()
             await mgr.stop()
+
+
+class SlowLeaseReader:
+    """A client stub whose lease reads take ``latency`` seconds to come back."""
+
+    def __init__(self, lease: dict[str, object], latency: float) -> None:
+        self.lease = lease
+        self.latency = latency
+
+    async def get(self, kind: object, name: str, namespace: str) -> dict[str, object]:
+        await asyncio.sleep(self.latency)
+        return self.lease
+
+
+async def test_follower_dates_a_lease_change_from_when_the_answer_came() -> None:
+    """A follower that sees the holder's record change dates the change from when the
+    answer arrived, never from when it sent the read (the holder may have renewed while
+    the read was on its way, so dating it earlier would expire the lease too soon), as
+    client-go sets observedTime after the Get returns."""
+    lease = {
+        "metadata": {"resourceVersion": "7"},
+        "spec": {
+            "holderIdentity": "a",
+            "leaseDurationSeconds": 2,
+            "renewTime": "2026-01-01T00:00:00.000000Z",
+            "acquireTime": "2026-01-01T00:00:00.000000Z",
+            "leaseTransitions": 0,
+        },
+    }
+    b = LeaderElector(
+        SlowLeaseReader(lease, 0.3),  # type: ignore[arg-type]
+        "x",
+        "default",
+        "b",
+        lease_duration=LEASE_S,
+        renew_deadline=RENEW_S,
+        retry_period=0.25,
+    )
+    assert await b.try_acquire_or_renew() is False
+    answered = time.monotonic()
+    assert b.observed.time >= answered - 0.05

@@ -5,8 +5,8 @@ period 2 s. Guarantees:
 
 - a candidate takes the lease only when it is free (no holder) or its holder has not
   renewed it for ``lease_duration`` *as observed on this candidate's clock* (the time
-  this candidate last saw the lease record change), never by comparing clocks across
-  machines;
+  the answer in which this candidate last saw the lease record change arrived), never by
+  comparing clocks across machines;
 - every write carries the lease's resourceVersion, so two candidates racing for a
   free or expired lease cannot both win (the loser gets a 409 and stays a follower);
 - ``leaseTransitions`` counts changes of holder; ``acquireTime`` is kept across renewals;
@@ -219,6 +219,10 @@ class LeaderElector:
         except (ApiError, ServerUnreachable) as exc:
             log.info("could not read lease %s/%s: %s", self.namespace, self.name, exc)
             return False
+        # a change seen in this answer is dated from its arrival, never from when the
+        # read was sent (the record may have changed while the read was on its way)
+        now_mono = time.monotonic()
+        now_wall = time.time()
         current = LeaderRecord.from_lease(lease)
         self._lease_rv = str(lease["metadata"].get("resourceVersion", ""))
         self._note_leader(current.holder)
