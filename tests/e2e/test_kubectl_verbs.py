@@ -243,7 +243,13 @@ def test_set_image_env_resources_serviceaccount_selector_subject(kc: Kubectl, ns
         "limits": {"cpu": "200m", "memory": "512Mi"},
         "requests": {"cpu": "100m"},
     }
-    assert spec["serviceAccountName"] == "robot"
+    # serviceAccount is the deprecated alias kube's v1 conversion writes back on every read
+    assert (spec["serviceAccountName"], spec["serviceAccount"]) == ("robot", "robot")
+    # and the alias alone names the account (a manifest from before serviceAccountName)
+    overrides = json.dumps({"spec": {"serviceAccount": "robot"}})
+    kc("run", "old-style", "--image=busybox", f"--overrides={overrides}")
+    pod_spec = read(kc, "pod", "old-style")["spec"]
+    assert (pod_spec["serviceAccountName"], pod_spec["serviceAccount"]) == ("robot", "robot")
 
     kc("create", "service", "clusterip", "front", "--tcp=80:8080")
     out = kc("set", "selector", "service/front", "app=web,tier=front")

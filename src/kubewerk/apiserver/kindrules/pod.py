@@ -219,8 +219,23 @@ def default_pvc_spec(spec: JSON) -> None:
     quantity.canonicalize_requirements(spec)
 
 
+def alias_service_account(spec: JSON) -> None:
+    """``serviceAccount``, the deprecated alias of ``serviceAccountName``, as kube's v1
+    conversion keeps it (``Convert_v1_PodSpec_To_core_PodSpec`` and back): the alias
+    names the account when ``serviceAccountName`` is empty, and every stored PodSpec
+    carries the alias equal to the name (neither when there is no name)."""
+    name = spec.get("serviceAccountName") or spec.get("serviceAccount")
+    if isinstance(name, str) and name:
+        spec["serviceAccountName"] = name
+        spec["serviceAccount"] = name
+    else:
+        spec.pop("serviceAccount", None)
+
+
 def default_pod_spec(spec: JSON) -> None:
-    """The defaults of any PodSpec (``SetDefaults_PodSpec`` and everything inside)."""
+    """The defaults of any PodSpec (``SetDefaults_PodSpec`` and everything inside), after
+    the v1 conversion's ``serviceAccount`` alias (``alias_service_account``)."""
+    alias_service_account(spec)
     if not spec.get("dnsPolicy"):
         spec["dnsPolicy"] = "ClusterFirst"
     if not spec.get("restartPolicy"):
