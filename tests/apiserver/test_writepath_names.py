@@ -247,3 +247,52 @@ def test_apply_that_creates_ignores_the_resource_version(server: Server, kind: s
         "PATCH", f"{path}/{name}", make(name, resourceVersion="5"), APPLY, "fieldManager=me"
     )
     assert (status, out["reason"]) == (409, "Conflict"), out
+
+
+DEPLOYMENTS = "/apis/apps/v1/namespaces/default/deployments"
+
+
+def _deployment(name: str) -> dict[str, Any]:
+    labels = {"app": name}
+    return {
+        "apiVersion": "apps/v1",
+        "kind": "Deployment",
+        "metadata": {"name": name},
+        "spec": {
+            "replicas": 1,
+            "selector": {"matchLabels": labels},
+            "template": {
+                "metadata": {"labels": labels},
+                "spec": {"containers": [{"name": "c", "image": "nginx"}]},
+            },
+        },
+    }
+
+
+@pytest.mark.parametrize(
+    "case", ["name-missing", "name-empty", "name-mismatch", "namespace-mismatch"]
+)
+def test_put_of_a_scale_checks_its_name(server: Server, case: str) -> None:
+    """The Scale a PUT sends meets the URL as any body does (the same update handler)."""
+    _created(server, DEPLOYMENTS, _deployment("web"))
+    status, scale = server.send("GET", f"{DEPLOYMENTS}/web/scale", None)
+    assert status == 200, scale
+    scale["spec"]["replicas"] = 3
+    meta = scale["metadata"]
+    if case == "name-missing":
+        del meta["name"]
+    elif case == "name-empty":
+        meta["name"] = ""
+    elif case == "name-mismatch":
+        meta["name"] = "other"
+    else:
+        meta["namespace"] = "elsewhere"
+    expected = {
+        "name-missing": UNDETERMINABLE.format("web"),
+        "name-empty": UNDETERMINABLE.format("web"),
+        "name-mismatch": MISMATCH.format("other", "web"),
+        "namespace-mismatch": NAMESPACE,
+    }[case]
+    assert server.send("PUT", f"{DEPLOYMENTS}/web/scale", scale) == bad_request(expected)
+    status, out = server.send("GET", f"{DEPLOYMENTS}/web/scale", None)
+    assert (status, out["spec"]["replicas"]) == (200, 1)

@@ -596,6 +596,7 @@ class ResourceApi:
         ``ValidateObjectMetaUpdate`` (422 ``field is immutable``), as in kube."""
         rtype = target.rtype
         if target.subresource == "scale":
+            self.check_update_target(target, body)  # the Scale meets the URL as any body
             return self._update_scale(target, body, query)
         if target.subresource == "finalize":
             return self._finalize(target, body)
@@ -641,6 +642,12 @@ class ResourceApi:
         the URL's (400, :meth:`check_update_name`). So a PUT naming an object that does
         not exist is refused for its body before it is 404."""
         self._check_body_identity(target, body)
+        self.check_update_target(target, body)
+
+    def check_update_target(self, target: Target, body: JSON) -> None:
+        """The body's namespace and name meet the request's (``check_update_request``
+        without the decoding checks: also a ``/scale`` PUT's Scale, which kube's update
+        handler checks the same way)."""
         self._check_update_namespace(target, body)
         self.check_update_name(target, body)
 

@@ -686,6 +686,7 @@ class AdmissionChain:
 
     async def update(self, target: Target, body: JSON, query: dict[str, str]) -> RestResponse:
         if target.subresource == "scale":
+            self.api.check_update_target(target, body)  # the Scale meets the URL too
             return await self._scale(target, query, lambda _old: copy_json(body))
         conditional = bool((body.get("metadata") or {}).get("resourceVersion"))
         duplicates = decode.body_duplicates(body)
