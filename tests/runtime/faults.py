@@ -8,6 +8,7 @@ traffic, each switchable at any time:
 
 - ``answer(Fault(...))``: answer matching requests itself with a ``Status`` error (429
   with ``Retry-After``, 500, 503, 504, ...) instead of forwarding them, ``times`` times;
+  or (``cut=True``) forward them and reset the connection as the answer starts;
 - ``mode = "refuse"``: accept new connections and reset them at once (the server is down);
 - ``mode = "blackhole"``: accept new connections and never answer (nothing is forwarded);
 - ``stall()`` / ``resume()``: stop forwarding in both directions on every connection,
@@ -57,6 +58,10 @@ class Fault:
     retry_after: str | None = None
     times: int | None = 1
     hits: int = 0
+    cut: bool = False
+    """Instead of answering: forward the request, and reset the client's connection as
+    soon as the server's answer starts (the server processed it; the client never
+    learns)."""
 
     def matches(self, method: str, target: str) -> bool:
         if self.times is not None and self.hits >= self.times:
@@ -103,6 +108,7 @@ class _Pair:
     client: asyncio.StreamWriter
     flowing: asyncio.Event
     upstream: asyncio.StreamWriter | None = None
+    cut: bool = False  # reset the client when the answer to the forwarded request starts
     tasks: list[asyncio.Task[None]] = field(default_factory=list)
 
 
@@ -251,13 +257,16 @@ class FaultProxy:
             m, t = method.decode(), target.decode()
             await pair.flowing.wait()
             fault = next((f for f in self.faults if f.matches(m, t)), None)
-            if fault is not None:
+            if fault is not None and fault.cut:
+                fault.hits += 1
+                pair.cut = True
+            elif fault is not None:
                 fault.hits += 1
                 self.requests.append(Seen(m, t, fault.status))
                 pair.client.write(fault.response())
                 await pair.client.drain()
                 continue
-            self.requests.append(Seen(m, t, None))
+            self.requests.append(Seen(m, t, 0 if pair.cut else None))
             if pair.upstream is None:
                 up_reader, up_writer = await asyncio.open_connection(*self.upstream)
                 pair.upstream = up_writer
@@ -272,6 +281,9 @@ class FaultProxy:
                 if self.delay:
                     await asyncio.sleep(self.delay)
                 await pair.flowing.wait()
+                if pair.cut:
+                    self._close_pair(pair, rst=True)
+                    return
                 pair.client.write(data)
                 await pair.client.drain()
         except (ConnectionError, OSError):

@@ -14,7 +14,7 @@ import pytest
 
 from kubewerk.apiserver.server import EmbeddedServer
 from kubewerk.client import CONFIGMAP, Client, RetryPolicy
-from kubewerk.client.errors import InternalError, ServiceUnavailable
+from kubewerk.client.errors import InternalError, ServerUnreachable, ServiceUnavailable
 from kubewerk.runtime import Manager, Result
 from kubewerk.runtime.informer import Informer
 from tests.runtime.faults import Fault, FaultProxy
@@ -144,3 +144,47 @@ async def test_failed_reconciles_back_off_through_the_work_queue(
         assert mgr.controllers[0].queue.num_requeues("default/r") == 0
     finally:
         await mgr.stop()
+
+
+@pytest.mark.parametrize(
+    ("method", "resent"),
+    [("POST", False), ("PATCH-json", False), ("PATCH-merge", True), ("PUT", True)],
+)
+async def test_a_write_lost_after_the_server_ran_it_is_resent_only_when_idempotent(
+    proxy: FaultProxy, client: Client, method: str, resent: bool
+) -> None:
+    """The server runs a write, then the (reused) connection is reset before its answer
+    arrives. A POST or a JSON patch is not sent again (it may have happened: a second
+    create from one generateName would make a second object), as Go's net/http never
+    resends a non-idempotent request; PUT and merge patches, idempotent, are resent once."""
+    await client.create(cm("x"))
+    await client.get(CONFIGMAP, "x", NS)  # the next request reuses this connection
+    verb = method.split("-")[0]
+    before = len(proxy.seen(verb))
+    proxy.answer(Fault(0, method=verb, cut=True))
+
+    async def write() -> None:
+        if method == "POST":
+            obj = cm("")
+            obj["metadata"] = {"generateName": "g-", "namespace": NS}
+            await client.create(obj)
+        elif method == "PATCH-json":
+            await client.patch(
+                CONFIGMAP, "x", [{"op": "add", "path": "/data/j", "value": "1"}], NS, type="json"
+            )
+        elif method == "PATCH-merge":
+            await client.patch(CONFIGMAP, "x", {"data": {"m": "1"}}, NS)
+        else:
+            current = await client.get(CONFIGMAP, "x", NS)
+            current["data"]["p"] = "1"
+            del current["metadata"]["resourceVersion"]
+            await client.replace(current)
+
+    if resent:
+        await write()
+    else:
+        with pytest.raises(ServerUnreachable):
+            await write()
+    assert len(proxy.seen(verb)) - before == (2 if resent else 1)
+    names = [o["metadata"]["name"] for o in (await client.list(CONFIGMAP, NS)).items]
+    assert len([n for n in names if n.startswith("g-")]) == (1 if method == "POST" else 0)

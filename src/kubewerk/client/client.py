@@ -19,7 +19,8 @@ Guarantees:
 - Requests travel over kubewerk's own HTTP/1.1 keep-alive pool
   (:mod:`kubewerk.client.transport`, asyncio + httptools): at most ``connection_limit``
   connections, reused while sound; a request whose reused connection the server had
-  just closed is resent once on a fresh one when that cannot run it twice.
+  just closed is resent once on a fresh one when that cannot do harm (never a written
+  POST or JSON patch: see :mod:`kubewerk.client.transport`).
 - Proxies as client-go uses them (:mod:`kubewerk.client.proxy`): the kubeconfig
   cluster's ``proxy-url`` when set, else ``HTTPS_PROXY``/``HTTP_PROXY``/``NO_PROXY``
   (never for localhost or loopback servers). The choice is made when the pool is built
@@ -121,6 +122,8 @@ class RetryPolicy:
 
 _RETRY_CODES = frozenset({429, 500, 502, 503, 504})
 _SAFE_METHODS = frozenset({"GET", "HEAD"})
+# RFC 9110 9.2.2: sending one of these twice has the effect of sending it once
+_IDEMPOTENT_METHODS = frozenset({"GET", "HEAD", "PUT", "DELETE", "OPTIONS"})
 _BODYLESS_METHODS = frozenset({"GET", "HEAD", "DELETE", "OPTIONS"})
 # Characters a URL path may carry unescaped (RFC 3986 pchar plus "/"); a path made only
 # of these is sent as it is, anything else is percent-encoded (a "%" in a name included).
@@ -418,6 +421,11 @@ class Client:
             origin = self._get_origin()
             target = self._target(origin, path, params)
             safe = method in _SAFE_METHODS
+            # a merge, strategic-merge or apply patch applied twice gives what applying it
+            # once gives; a JSON patch (an "add" to a list) or a POST need not
+            idempotent = method in _IDEMPOTENT_METHODS or (
+                method == "PATCH" and content_type != CONTENT_TYPES["json"]
+            )
             attempt = 0
             reauthed = False
             while True:
@@ -440,7 +448,11 @@ class Client:
                 )
                 try:
                     resp = await pool.request(
-                        wire, safe=safe, head=method == "HEAD", timeout=self.timeout
+                        wire,
+                        safe=safe,
+                        idempotent=idempotent,
+                        head=method == "HEAD",
+                        timeout=self.timeout,
                     )
                 except ConnectError as exc:
                     # nothing was sent: safe to retry for every verb (unless it cannot help:

@@ -21,10 +21,15 @@ Guarantees:
   anything unparseable, after a request that was cancelled or timed out, or after it
   sat idle longer than ``idle_timeout``.
 - A request that fails on a *reused* connection before a single response byte arrived is
-  sent once more on a fresh connection when that cannot run it twice: for every method
-  when nothing was written, or when the server closed the connection within
-  ``CLOSED_IDLE_WINDOW`` of the write (it closed the idle connection as the request
-  went out; nothing was processed); otherwise only for safe methods (GET, HEAD).
+  sent once more on a fresh connection when that cannot do harm: for every method when
+  nothing was written; for safe methods (GET, HEAD) always; for other requests the
+  caller says are idempotent (sending them twice has the effect of sending them once:
+  PUT and DELETE, RFC 9110 9.2.2, and the client adds merge, strategic-merge and apply
+  patches) when the server closed the connection within ``CLOSED_IDLE_WINDOW`` of the
+  write (it closed the idle connection as the request went out). Any other written
+  request (a POST, a JSON patch) is never sent again, as Go's net/http never resends a
+  non-idempotent one: a server that processed it and then lost the connection would
+  run it twice (a second object from one ``generateName`` create).
 - Failures raise :class:`TransportError` subclasses with a short lower-case reason
   (``why``): :class:`ConnectError` when no connection could be opened (nothing was sent,
   any method may be retried), :class:`ServerDisconnected` when the connection was lost,
@@ -111,12 +116,16 @@ class ServerDisconnected(TransportError):
     """The connection was lost before the answer was complete.
 
     ``before_response``: no byte of the answer had arrived; ``elapsed``: seconds between
-    writing the request and noticing the loss."""
+    writing the request and noticing the loss; ``written``: False when the loss was seen
+    before anything was written (the request never left)."""
 
-    def __init__(self, why: str, *, before_response: bool, elapsed: float) -> None:
+    def __init__(
+        self, why: str, *, before_response: bool, elapsed: float, written: bool = True
+    ) -> None:
         super().__init__(why)
         self.before_response = before_response
         self.elapsed = elapsed
+        self.written = written
 
 
 class MalformedResponse(TransportError):
@@ -391,7 +400,10 @@ class _Connection(asyncio.Protocol):
         transport = self._transport
         if transport is None or transport.is_closing() or self.broken:
             raise ServerDisconnected(
-                "the server closed the connection", before_response=True, elapsed=0.0
+                "the server closed the connection",
+                before_response=True,
+                elapsed=0.0,
+                written=False,
             )
         self._busy = True
         self._head = head
@@ -678,11 +690,19 @@ class ConnectionPool:
     # -- public ------------------------------------------------------------------------------
 
     async def request(
-        self, data: bytes, *, safe: bool, head: bool = False, timeout: float | None = None
+        self,
+        data: bytes,
+        *,
+        safe: bool,
+        idempotent: bool = False,
+        head: bool = False,
+        timeout: float | None = None,
     ) -> Response:
         """Send ``data`` (a serialised request) and return the complete answer.
 
-        ``safe``: the method is safe to send twice (GET, HEAD). ``timeout`` bounds the
+        ``safe``: the method is safe (GET, HEAD); ``idempotent``: sending it twice has
+        the effect of sending it once (PUT, DELETE; safe methods are idempotent too):
+        they decide whether it may be resent (module docstring). ``timeout`` bounds the
         whole exchange (waiting for a connection included)."""
         if self._forward is not None:
             data = self._absolute_form(data)
@@ -700,7 +720,7 @@ class ConnectionPool:
                 except ServerDisconnected as exc:
                     conn.close()
                     self._conns.discard(conn)
-                    if not (reused and self._resend(exc, safe)):
+                    if not (reused and self._resend(exc, safe, idempotent)):
                         raise
                     log.debug(
                         "reused connection closed before the answer (%s); resending once", exc.why
@@ -737,7 +757,7 @@ class ConnectionPool:
                 except ServerDisconnected as exc:
                     conn.close()
                     self._conns.discard(conn)
-                    if not (reused and self._resend(exc, True)):
+                    if not (reused and self._resend(exc, True, True)):
                         raise
                     conn = await self._connect_stream(connect_timeout)
                     await self._exchange(conn, data, head=False, stream=True)
@@ -789,8 +809,12 @@ class ConnectionPool:
     # -- internals --------------------------------------------------------------------------
 
     @staticmethod
-    def _resend(exc: ServerDisconnected, safe: bool) -> bool:
-        return exc.before_response and (safe or exc.elapsed <= CLOSED_IDLE_WINDOW)
+    def _resend(exc: ServerDisconnected, safe: bool, idempotent: bool) -> bool:
+        if not exc.before_response:
+            return False
+        if safe or not exc.written:
+            return True
+        return idempotent and exc.elapsed <= CLOSED_IDLE_WINDOW
 
     async def _exchange(self, conn: _Connection, data: bytes, *, head: bool, stream: bool) -> None:
         await conn.send(data, head=head, stream=stream)
