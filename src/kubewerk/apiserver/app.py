@@ -889,7 +889,9 @@ class ApiServer:
                 else:
                     result = await self.chain.create(target, body, req.query)
             else:
-                result = api.create(target, self._decode(req, target), req.query)
+                # a big body's per-body work (typing, admission) runs off the loop
+                body = self._decode(req, target)
+                result = await api.create_async(target, body, req.query, len(req.body))
         elif method == "PUT":
             if target.name is None:
                 raise ApiError.method_not_supported(rtype.resource, rtype.group, "update")
