@@ -78,6 +78,8 @@ class Watch:
     """Where admission ran, and how often the loop ticked while it did."""
 
     threads: list[str] = field(default_factory=list)
+    names: dict[str, str] = field(default_factory=dict)
+    """The thread each object's admission ran in, by object name."""
     admitting: bool = False
     ticks_while_admitting: int = 0
 
@@ -90,6 +92,7 @@ def watch(server: Server, monkeypatch: pytest.MonkeyPatch) -> Watch:
 
     def slow_admit(req: Any) -> None:
         seen.threads.append(threading.current_thread().name)
+        seen.names[str(req.obj["metadata"].get("name"))] = threading.current_thread().name
         seen.admitting = True
         try:
             time.sleep(SLOW)  # blocks whichever thread runs it, holds no lock
@@ -225,6 +228,8 @@ def test_a_generated_name_taken_meanwhile_is_generated_again(
 
     def admit_then_take(draft: Any) -> None:
         admit(draft)
+        if taken:  # the other create, admitted on the loop
+            return
         name = draft.obj["metadata"]["name"]
         taken.append(name)
         other = {"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": name}}
@@ -239,3 +244,44 @@ def test_a_generated_name_taken_meanwhile_is_generated_again(
     assert result.status == 201
     name = result.body["metadata"]["name"]
     assert taken and name != taken[0] and name.startswith("gen-") and len(name) == len(taken[0])
+
+
+def test_a_big_post_answers_version_requests_while_it_is_admitted(
+    server: Server, watch: Watch
+) -> None:
+    """Through the HTTP app: GET /version is answered while a big ConfigMap POST is being
+    admitted (admission made slow on purpose), not after it."""
+    body = _body("v1", "ConfigMap", "posted", "data", BIG, repeat=False)
+    answered: list[str] = []
+
+    posted = False
+
+    async def call() -> int:
+        nonlocal posted
+
+        async def versions() -> None:
+            # asks once admission is under way; never, if the loop cannot see it
+            while not posted:
+                if watch.admitting:
+                    status, _, _ = await asgi_call(server.app, "GET", "/version")
+                    answered.append(f"version {status} while admitting: {watch.admitting}")
+                    return
+                await asyncio.sleep(0)
+
+        asking = asyncio.create_task(versions())
+        status, _, payload = await asgi_call(
+            server.app,
+            "POST",
+            "/api/v1/namespaces/default/configmaps",
+            "",
+            {"content-type": "application/json"},
+            body,
+        )
+        posted = True
+        assert status == 201, payload
+        await asking
+        return status
+
+    assert server.run(call()) == 201
+    assert answered == ["version 200 while admitting: True"]
+    assert watch.names["posted"] != threading.main_thread().name
