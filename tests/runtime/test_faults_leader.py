@@ -261,3 +261,34 @@ async def test_follower_dates_a_lease_change_from_when_the_answer_came() -> None
     assert await b.try_acquire_or_renew() is False
     answered = time.monotonic()
     assert b.observed.time >= answered - 0.05
+
+
+async def test_release_on_stop_is_bounded_while_the_server_is_unreachable(
+    server: EmbeddedServer,
+) -> None:
+    """Stopping a leader that cannot reach the server does not hang on releasing the
+    Lease: the release is given up after the renew deadline (client-go bounds it the
+    same way), not after the client's 30 s request timeout."""
+    async with (
+        FaultProxy("127.0.0.1", server.port) as proxy,
+        Client.from_url(proxy.url, retry=RetryPolicy(max_retries=0)) as ca,
+    ):
+        a = LeaderElector(
+            ca,
+            "faults4",
+            "default",
+            "a",
+            lease_duration=LEASE_S,
+            renew_deadline=RENEW_S,
+            retry_period=0.25,
+        )
+        ta = asyncio.create_task(a.run(Lead("a", [])))
+        await asyncio.wait_for(a.became_leader.wait(), 5)
+        proxy.stall()
+        started = time.monotonic()
+        ta.cancel()
+        with contextlib.suppress(asyncio.CancelledError):
+            await asyncio.wait_for(ta, 10)
+        assert time.monotonic() - started <= RENEW_S + 0.3
+        assert not a.is_leader
+        proxy.heal()

@@ -19,7 +19,8 @@ period 2 s. Guarantees:
   (client-go counts its deadline from a retry period after the answer came back, which
   lets a slow answer push a cut-off leader past the lease's expiry);
 - on a clean stop the leader releases the lease (empty holder, duration 1 s), so a
-  successor takes over at once instead of after the lease duration.
+  successor takes over at once instead of after the lease duration; the release is
+  given up after ``renew_deadline``, so stopping never hangs on an unreachable server.
 
 :func:`decide` is the pure decision step, tested on its own.
 """
@@ -313,13 +314,21 @@ class LeaderElector:
                 await asyncio.sleep(min(self.retry_period, budget))
 
     async def release(self) -> bool:
-        """Give the lease up if we hold it (empty holder, 1 s duration)."""
+        """Give the lease up if we hold it (empty holder, 1 s duration). Gives up after
+        ``renew_deadline`` (as client-go bounds its release), so stopping never hangs on
+        an unreachable server; the lease then expires by itself. No longer leading
+        afterwards either way."""
         if not self.is_leader or self.observed.record is None:
             return True
         now = micro_time(time.time())
         record = LeaderRecord("", 1, now, now, self.observed.record.transitions)
-        ok = await self._update(record)
-        self._set_leader(False)
+        try:
+            ok = await asyncio.wait_for(self._update(record), self.renew_deadline)
+        except TimeoutError:
+            log.info("could not release lease %s/%s in time", self.namespace, self.name)
+            ok = False
+        finally:
+            self._set_leader(False)
         return ok
 
     async def run(self, lead: Callable[[], Coroutine[Any, Any, None]]) -> bool:
