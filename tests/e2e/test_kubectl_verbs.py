@@ -123,6 +123,7 @@ RESOURCES = {
     "replicaset": "/apis/apps/v1/namespaces/{ns}/replicasets",
     "rolebinding": "/apis/rbac.authorization.k8s.io/v1/namespaces/{ns}/rolebindings",
     "hpa": "/apis/autoscaling/v2/namespaces/{ns}/horizontalpodautoscalers",
+    "pdb": "/apis/policy/v1/namespaces/{ns}/poddisruptionbudgets",
 }
 
 
@@ -515,14 +516,129 @@ def _drain(kc: Kubectl, ns: str) -> None:
         f"that declare no controller (use --force to override): {ns}/bare, continuing command..."
     ), refused.stderr
 
+    on_node = sorted(
+        p["metadata"]["name"] for p in read(kc, "pod")["items"] if p["spec"]["nodeName"] == node
+    )
     out = kc("drain", node, "--force", "--timeout=20s", timeout=40)
     assert f"node/{node} already cordoned" in out.stdout
     assert out.stdout.strip().endswith(f"node/{node} drained"), out.stdout
     assert "Warning: deleting Pods that declare no controller: " + f"{ns}/bare" in out.stderr
+    # drain evicts (pods/eviction), as against a cluster; it deletes only without one
+    evicted = sorted(
+        line.removeprefix("pod/").removesuffix(" evicted")
+        for line in lines(out.stdout)
+        if line.endswith(" evicted")
+    )
+    assert evicted == on_node, out.stdout
+    assert all(f"evicting pod {ns}/{name}" in out.stdout + out.stderr for name in on_node)
     rolled_out(kc, "web")
     pods = read(kc, "pod")["items"]
     assert [p["spec"]["nodeName"] for p in pods] == [other, other]
     assert all(p["metadata"]["labels"]["app"] == "web" for p in pods)
+
+
+def eviction(name: str, **options: Any) -> str:
+    body: dict[str, Any] = {
+        "apiVersion": "policy/v1",
+        "kind": "Eviction",
+        "metadata": {"name": name},
+    }
+    if options:
+        body["deleteOptions"] = options
+    return json.dumps(body)
+
+
+def test_evictions_and_disruption_budgets(kc: Kubectl, ns: str) -> None:
+    evict = ["create", "--raw", f"/api/v1/namespaces/{ns}/pods/{{}}/eviction", "-f", "-"]
+
+    def post(pod: str, body: str, check: bool = True) -> subprocess.CompletedProcess[str]:
+        return kc(*(a.format(pod) for a in evict), input=body, check=check)
+
+    # a Pod outside any budget: its DisruptionTarget condition, then its delete
+    kc("run", "bare", "--image=busybox", "--overrides", '{"metadata":{"finalizers":["e2e/hold"]}}')
+    kc("wait", "--for=condition=Ready", "pod/bare", "--timeout=10s")
+    status = json.loads(post("bare", eviction("bare")).stdout)
+    assert status == {
+        "kind": "Status",
+        "apiVersion": "v1",
+        "metadata": {},
+        "status": "Success",
+        "code": 201,
+    }
+    pod = read(kc, "pod", "bare")
+    assert pod["metadata"]["deletionTimestamp"]
+    target = [c for c in pod["status"]["conditions"] if c["type"] == "DisruptionTarget"]
+    assert [(c["status"], c["reason"], c["message"]) for c in target] == [
+        ("True", "EvictionByEvictionAPI", "Eviction API: evicting")
+    ]
+    kc(
+        "patch",
+        "pod",
+        "bare",
+        "--type=json",
+        "-p",
+        '[{"op":"remove","path":"/metadata/finalizers"}]',
+    )
+    mismatch = post("bare", eviction("other"), check=False)
+    assert mismatch.returncode == 1
+    assert mismatch.stderr.strip() == (
+        "Error from server (BadRequest): name in URL does not match name in Eviction object"
+    )
+
+    # a budget: its status is the disruption controller's, which has not computed it yet
+    kc("create", "deployment", "web", "--image=nginx", "--replicas=2")
+    rolled_out(kc, "web")
+    kc("create", "pdb", "web", "--selector=app=web", "--min-available=1")
+    first, second = sorted(
+        p["metadata"]["name"] for p in read(kc, "pod", selector="app=web")["items"]
+    )
+    busy = post(first, eviction(first), check=False)
+    assert busy.returncode == 1
+    assert busy.stderr.strip() == (
+        "Error from server (TooManyRequests): Cannot evict pod as it would violate the pod's "
+        "disruption budget."
+    )
+    # what the disruption controller would write: one disruption allowed
+    pdb_status = {
+        "observedGeneration": 1,
+        "disruptionsAllowed": 1,
+        "currentHealthy": 2,
+        "desiredHealthy": 1,
+        "expectedPods": 2,
+    }
+    kc(
+        "patch",
+        "pdb",
+        "web",
+        "--subresource=status",
+        "--type=merge",
+        "-p",
+        json.dumps({"status": pdb_status}),
+    )
+    dry = post(first, eviction(first, dryRun=["All"]))
+    assert json.loads(dry.stdout)["status"] == "Success"
+    assert read(kc, "pod", first)["metadata"].get("deletionTimestamp") is None
+    assert json.loads(post(first, eviction(first)).stdout)["status"] == "Success"
+    spent = read(kc, "pdb", "web")["status"]
+    assert spent["disruptionsAllowed"] == 0 and list(spent["disruptedPods"]) == [first]
+    assert [(c["type"], c["status"], c["reason"]) for c in spent["conditions"]] == [
+        ("DisruptionAllowed", "False", "InsufficientPods")
+    ]
+    refused = post(second, eviction(second), check=False)
+    assert refused.returncode == 1
+    assert refused.stderr.strip() == (
+        "Error from server (TooManyRequests): Cannot evict pod as it would violate the pod's "
+        "disruption budget."
+    )
+    # two budgets over one Pod: kube refuses to choose
+    kc("create", "pdb", "web2", "--selector=app=web", "--max-unavailable=1")
+    two = json.loads(post(second, eviction(second)).stdout)
+    assert (two["status"], two["code"]) == ("Failure", 500)
+    assert two["message"] == (
+        "This pod has more than one PodDisruptionBudget, which the eviction subresource does "
+        "not support."
+    )
+    assert read(kc, "pod", second)["metadata"].get("deletionTimestamp") is None
 
 
 # -- label, annotate -----------------------------------------------------------------------

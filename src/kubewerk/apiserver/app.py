@@ -197,11 +197,13 @@ class ApiServer:
         self._bootstrap()
         from kubewerk.apiserver.auth.selfsubject import install_self_subject_review
         from kubewerk.apiserver.auth.tokenreview import install_token_review
+        from kubewerk.apiserver.kinds.eviction import install_eviction
         from kubewerk.apiserver.kinds.serviceaccounts import install_token_request
 
         install_self_subject_review(self)
         install_token_review(self)
         install_token_request(self)
+        install_eviction(self)
         if advertise_address is not None and advertise_port is not None:
             self.advertise(advertise_address, advertise_port)
 
@@ -1015,7 +1017,6 @@ UNSUPPORTED_SUBRESOURCES: dict[tuple[str, str, str], str] = {
     ("", "pods", "attach"): _NO_KUBELET + ", so there is nothing to attach to",
     ("", "pods", "portforward"): _NO_KUBELET + ", so there is no port to forward",
     ("", "pods", "proxy"): _NO_KUBELET + ", so there is nothing to proxy to",
-    ("", "pods", "eviction"): "use a DELETE of the pod instead of an Eviction",
     ("", "pods", "ephemeralcontainers"): _NO_KUBELET,
     ("", "services", "proxy"): _NO_KUBELET + ", so there is nothing to proxy to",
     ("", "nodes", "proxy"): "its nodes are not real machines, there is nothing to proxy to",

@@ -178,15 +178,17 @@ def _resource_list(registry: Registry, group: str, version: str) -> JSON | None:
                 }
             )
         for sub, verbs in t.strategy.subresources.items():
-            resources.append(
-                {
-                    "name": f"{t.resource}/{sub}",
-                    "singularName": "",
-                    "namespaced": t.namespaced,
-                    "kind": t.kind,
-                    "verbs": list(verbs),
-                }
-            )
+            sub_entry: JSON = {
+                "name": f"{t.resource}/{sub}",
+                "singularName": "",
+                "namespaced": t.namespaced,
+            }
+            other = t.strategy.subresource_kinds.get(sub)
+            if other is not None:
+                sub_entry["group"], sub_entry["version"] = other[0], other[1]
+            sub_entry["kind"] = t.kind if other is None else other[2]
+            sub_entry["verbs"] = list(verbs)
+            resources.append(sub_entry)
     return {
         "kind": "APIResourceList",
         "apiVersion": "v1",
@@ -249,6 +251,17 @@ def _aggregated_resource(t: ServedResource, version: str) -> JSON:
                 "subresource": "scale",
                 "responseKind": {"group": "autoscaling", "version": "v1", "kind": "Scale"},
                 "verbs": ["get", "patch", "update"],
+            }
+        )
+    for sub, verbs in t.strategy.subresources.items():
+        group, kind_version, kind = t.strategy.subresource_kinds.get(
+            sub, (t.group, version, t.kind)
+        )
+        subs.append(
+            {
+                "subresource": sub,
+                "responseKind": {"group": group, "version": kind_version, "kind": kind},
+                "verbs": list(verbs),
             }
         )
     if subs:

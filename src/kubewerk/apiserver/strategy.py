@@ -94,6 +94,9 @@ class Strategy:
     """A PUT without ``metadata.resourceVersion`` overwrites (else 422)."""
     subresources: ClassVar[Mapping[str, tuple[str, ...]]] = {}
     """Subresources beside ``status`` and ``scale``, with their discovery verbs."""
+    subresource_kinds: ClassVar[Mapping[str, tuple[str, str, str]]] = {}
+    """The (group, version, kind) discovery gives a subresource of ``subresources`` that
+    takes another kind than the resource's own (``pods/eviction``: policy/v1 Eviction)."""
     name_column: ClassVar[bool] = True
     """Tables start with the Name column."""
     offload_safe: ClassVar[bool] = True

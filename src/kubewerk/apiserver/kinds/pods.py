@@ -7,8 +7,9 @@ A Pod is created ``Pending`` with its QoS class (``pkg/registry/core/pod`` strat
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from fractions import Fraction
-from typing import Any
+from typing import Any, ClassVar
 
 from kubewerk.apiserver.kindrules.quantity import value_of
 from kubewerk.apiserver.kinds.typed import TypedKindStrategy
@@ -69,7 +70,13 @@ def pod_qos_class(pod: JSON) -> str:
 
 
 class PodStrategy(TypedKindStrategy):
-    """Pods: created Pending with their QoS class and generation 1; deleted gracefully."""
+    """Pods: created Pending with their QoS class and generation 1; deleted gracefully;
+    evicted through ``pods/eviction`` (``kinds.eviction``)."""
+
+    subresources: ClassVar[Mapping[str, tuple[str, ...]]] = {"eviction": ("create",)}
+    subresource_kinds: ClassVar[Mapping[str, tuple[str, str, str]]] = {
+        "eviction": ("policy", "v1", "Eviction")
+    }
 
     def prepare_for_create(self, obj: JSON) -> None:
         super().prepare_for_create(obj)
