@@ -31,7 +31,7 @@ from kubewerk.apiserver.server import EmbeddedServer
 from kubewerk.apiserver.simulate import SimulationConfig
 from kubewerk.apiserver.simulate.workloads import appended_history
 
-from .conftest import LineReader
+from .conftest import LineReader, wait_until
 
 pytestmark = pytest.mark.e2e
 
@@ -161,8 +161,27 @@ def configmap(name: str, labels: dict[str, str] | None = None, **data: str) -> s
 
 
 def rolled_out(kc: Kubectl, name: str) -> None:
+    """``kubectl rollout status``, and what it says once the rollout is complete."""
     out = kc("rollout", "status", f"deployment/{name}", "--timeout=30s", timeout=40)
     assert lines(out.stdout)[-1] == f'deployment "{name}" successfully rolled out', out.stdout
+
+
+def settled(kc: Kubectl, name: str) -> None:
+    """Wait, reading the server directly, until the Deployment is rolled out as
+    ``rollout status`` judges it (for setup: a kubectl less to start)."""
+
+    def done() -> bool:
+        d = read(kc, "deployment", name)
+        status = d.get("status") or {}
+        want = d["spec"]["replicas"]
+        return bool(
+            status.get("observedGeneration", 0) >= d["metadata"]["generation"]
+            and status.get("updatedReplicas", 0) == want
+            and status.get("replicas", 0) == want
+            and status.get("availableReplicas", 0) == want
+        )
+
+    wait_until(done, timeout=30)
 
 
 # -- replace -------------------------------------------------------------------------------
@@ -282,13 +301,14 @@ def test_set_image_env_resources_serviceaccount_selector_subject(kc: Kubectl, ns
 
 def observed(kc: Kubectl, name: str) -> None:
     """Wait until the Deployment controller has seen the Deployment's newest spec."""
-    generation = read(kc, "deployment", name)["metadata"]["generation"]
-    kc(
-        "wait",
-        f"--for=jsonpath={{.status.observedGeneration}}={generation}",
-        f"deployment/{name}",
-        "--timeout=20s",
-    )
+
+    def seen() -> bool:
+        d = read(kc, "deployment", name)
+        return bool(
+            (d.get("status") or {}).get("observedGeneration", 0) >= d["metadata"]["generation"]
+        )
+
+    wait_until(seen, timeout=20)
 
 
 def history(kc: Kubectl, name: str) -> list[list[str]]:
@@ -309,7 +329,16 @@ def test_rollout_history_undo_pause_resume_restart(kc: Kubectl, ns: str) -> None
     rolled_out(kc, "web")
     kc("set", "image", "deployment/web", "nginx=nginx:1.1")
     kc("annotate", "deployment/web", "kubernetes.io/change-cause=to 1.1")
-    rolled_out(kc, "web")
+    settled(kc, "web")
+
+    def cause_copied() -> bool:
+        # the controller's next sync of the Deployment copies the annotation to its new set
+        return any(
+            (rs["metadata"].get("annotations") or {}).get("kubernetes.io/change-cause") == "to 1.1"
+            for rs in read(kc, "replicaset")["items"]
+        )
+
+    wait_until(cause_copied, timeout=10)
     assert history(kc, "web") == [["1", "<none>"], ["2", "to 1.1"]]
     detail = kc("rollout", "history", "deployment/web", "--revision=2").stdout
     assert lines(detail)[0] == "deployment.apps/web with revision #2"
@@ -502,7 +531,7 @@ def _cordon(kc: Kubectl, node: str) -> None:
 
 def _drain(kc: Kubectl, ns: str) -> None:
     kc("create", "deployment", "web", "--image=nginx", "--replicas=2")
-    rolled_out(kc, "web")
+    settled(kc, "web")
     node = read(kc, "pod", selector="app=web")["items"][0]["spec"]["nodeName"]
     other = NODES[1 - NODES.index(node)]
     kc("run", "bare", "--image=busybox", f"--overrides={json.dumps({'spec': {'nodeName': node}})}")
@@ -510,11 +539,13 @@ def _drain(kc: Kubectl, ns: str) -> None:
     refused = kc("drain", node, "--timeout=20s", check=False)
     assert refused.returncode == 1
     assert lines(refused.stdout) == [f"node/{node} cordoned"]
-    # kubectl's own wording (it says "cannot delete" twice)
+    # kubectl's own wording (it says "cannot delete" twice); the list names every such Pod
+    # on the node, other tests' too
     assert refused.stderr.startswith(
         f'error: unable to drain node "{node}" due to error: cannot delete cannot delete Pods '
-        f"that declare no controller (use --force to override): {ns}/bare, continuing command..."
+        "that declare no controller (use --force to override): "
     ), refused.stderr
+    assert re.search(rf"[ ,]{re.escape(ns)}/bare[,\n]", refused.stderr), refused.stderr
 
     on_node = sorted(
         p["metadata"]["name"] for p in read(kc, "pod")["items"] if p["spec"]["nodeName"] == node
@@ -522,16 +553,19 @@ def _drain(kc: Kubectl, ns: str) -> None:
     out = kc("drain", node, "--force", "--timeout=20s", timeout=40)
     assert f"node/{node} already cordoned" in out.stdout
     assert out.stdout.strip().endswith(f"node/{node} drained"), out.stdout
-    assert "Warning: deleting Pods that declare no controller: " + f"{ns}/bare" in out.stderr
+    assert "Warning: deleting Pods that declare no controller: " in out.stderr
+    assert f"{ns}/bare" in out.stderr
     # drain evicts (pods/eviction), as against a cluster; it deletes only without one
-    evicted = sorted(
-        line.removeprefix("pod/").removesuffix(" evicted")
-        for line in lines(out.stdout)
-        if line.endswith(" evicted")
+    # (the node also ran other tests' Pods: only this namespace's are checked)
+    said = (out.stdout + out.stderr).splitlines()
+    evicting = sorted(
+        line.removeprefix(f"evicting pod {ns}/")
+        for line in said
+        if line.startswith(f"evicting pod {ns}/")
     )
-    assert evicted == on_node, out.stdout
-    assert all(f"evicting pod {ns}/{name}" in out.stdout + out.stderr for name in on_node)
-    rolled_out(kc, "web")
+    assert evicting == on_node, said
+    assert all(f"pod/{name} evicted" in said for name in on_node), said
+    settled(kc, "web")
     pods = read(kc, "pod")["items"]
     assert [p["spec"]["nodeName"] for p in pods] == [other, other]
     assert all(p["metadata"]["labels"]["app"] == "web" for p in pods)
@@ -587,7 +621,7 @@ def test_evictions_and_disruption_budgets(kc: Kubectl, ns: str) -> None:
 
     # a budget: its status is the disruption controller's, which has not computed it yet
     kc("create", "deployment", "web", "--image=nginx", "--replicas=2")
-    rolled_out(kc, "web")
+    settled(kc, "web")
     kc("create", "pdb", "web", "--selector=app=web", "--min-available=1")
     first, second = sorted(
         p["metadata"]["name"] for p in read(kc, "pod", selector="app=web")["items"]
@@ -769,7 +803,7 @@ def test_get_sorting_columns_templates_labels_and_selectors(
 
 def test_get_pods_by_field_chunks_raw_and_managed_fields(kc: Kubectl, ns: str) -> None:
     kc("create", "deployment", "web", "--image=nginx", "--replicas=3")
-    rolled_out(kc, "web")
+    settled(kc, "web")
     pods = read(kc, "pod")["items"]
     node = pods[0]["spec"]["nodeName"]
     on_node = sorted(p["metadata"]["name"] for p in pods if p["spec"]["nodeName"] == node)
@@ -853,8 +887,8 @@ def test_get_watch_only(
 def test_delete_cascade_grace_all_and_selectors(kc: Kubectl, ns: str) -> None:
     kc("create", "deployment", "orphaned", "--image=nginx")
     kc("create", "deployment", "fore", "--image=nginx")
-    rolled_out(kc, "orphaned")
-    rolled_out(kc, "fore")
+    settled(kc, "orphaned")
+    settled(kc, "fore")
 
     out = kc("delete", "deployment", "orphaned", "--cascade=orphan")
     assert out.stdout.strip() == 'deployment.apps "orphaned" deleted'
@@ -1114,7 +1148,7 @@ def test_events_and_auth_whoami(kc: Kubectl, ns: str) -> None:
 
 def test_status_and_scale_subresources(kc: Kubectl, ns: str) -> None:
     kc("create", "deployment", "web", "--image=nginx", "--replicas=2")
-    rolled_out(kc, "web")
+    settled(kc, "web")
     status = get_json(kc, "deployment", "web", "--subresource=status")
     assert status["kind"] == "Deployment" and status["status"]["readyReplicas"] == 2
     scale = get_json(kc, "deployment", "web", "--subresource=scale")
