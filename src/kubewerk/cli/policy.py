@@ -41,10 +41,7 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
-import yaml
-
 from kubewerk.cli import UsageError
-from kubewerk.cli.yaml_errors import invalid_yaml
 
 _OPERATIONS = ("CREATE", "UPDATE", "DELETE", "CONNECT")
 
@@ -99,22 +96,18 @@ def _help(parser: argparse.ArgumentParser) -> int:
 
 
 def _load_docs(path: str | Path) -> list[Any]:
-    p = Path(path)
+    """The documents of a YAML or JSON file, read as ``lint`` and ``validate`` read
+    manifests (``kubewerk.govern.loader``): as a cluster reads YAML (go-yaml's scalars,
+    aliases bounded as go-yaml bounds them), at most ``MAX_INPUT_BYTES`` of it, empty
+    documents dropped and ``List`` objects expanded into their items. A file that cannot
+    be read is a ``UsageError`` naming it (and the line)."""
+    from kubewerk.govern.loader import InputError, parse, read_file
+
     try:
-        text = p.read_text(encoding="utf-8")
-    except OSError as exc:
-        raise UsageError(f"{p}: {exc.strerror or exc}") from None
-    try:
-        docs = [d for d in yaml.load_all(text, Loader=yaml.CSafeLoader) if d is not None]
-    except yaml.YAMLError as exc:
-        raise UsageError(invalid_yaml(p, exc)) from None
-    out: list[Any] = []
-    for d in docs:
-        if isinstance(d, Mapping) and d.get("kind") == "List" and isinstance(d.get("items"), list):
-            out.extend(d["items"])
-        else:
-            out.append(d)
-    return out
+        return [doc.data for doc in parse(read_file(Path(path)))]
+    except InputError as exc:
+        # a file that cannot be opened keeps this command's words: "FILE: No such file ..."
+        raise UsageError(str(exc).replace(": cannot read: ", ": ", 1)) from None
 
 
 def _one_object(path: str | Path) -> dict[str, Any]:

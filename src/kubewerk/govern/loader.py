@@ -8,12 +8,20 @@ independent copies, and documents refused where go-yaml refuses them (excessive
 aliasing, an anchor that contains itself, ``.nan``). The node tree is kept, so that any
 location in a document can be mapped back to its line. Unreadable input raises
 :class:`InputError`, whose text names the file and line.
+
+No input is read past ``MAX_INPUT_BYTES`` (64 MiB, some forty of the largest CRDs
+published): a longer one, or an endless one (``/dev/zero``), is refused once that much
+has arrived, so memory stays bounded whatever is named. A directory walk takes regular
+files only (a FIFO, socket or device there named ``*.yaml`` is skipped instead of
+blocking the read) and does not follow symbolic links to directories; a FIFO named on
+the command line (``<(kustomize build)``) is read.
 """
 
 from __future__ import annotations
 
 import gc
 import os
+import stat
 import subprocess
 import sys
 from collections.abc import Iterator, Sequence
@@ -37,6 +45,8 @@ from kubewerk.core.yamlgo import (
 from kubewerk.govern.findings import Finding, Severity
 
 YAML_SUFFIXES = (".yaml", ".yml", ".json")
+MAX_INPUT_BYTES = 64 * 1024 * 1024
+"""The most bytes read from one input (see the module doc)."""
 
 
 class InputError(Exception):
@@ -237,11 +247,26 @@ def _uri_for(path: Path) -> str:
     return quote(rel.as_posix())
 
 
+def read_limited(stream: BinaryIO, name: str) -> bytes:
+    """All of ``stream`` if it holds at most ``MAX_INPUT_BYTES``; else ``InputError``
+    after reading one byte more than that (never more)."""
+    data = stream.read(MAX_INPUT_BYTES + 1)
+    if len(data) > MAX_INPUT_BYTES:
+        raise InputError(
+            name,
+            None,
+            f"larger than {MAX_INPUT_BYTES} bytes (64 MiB), the most kubewerk reads from "
+            "one input; split it into several files",
+        )
+    return data
+
+
 def read_file(path: Path, name: str | None = None) -> Source:
-    """Read one file; JSON when its name ends in ``.json``."""
+    """Read one file (at most ``MAX_INPUT_BYTES``); JSON when its name ends in ``.json``."""
     display = name or str(path)
     try:
-        data = path.read_bytes()
+        with path.open("rb") as stream:
+            data = read_limited(stream, display)
     except OSError as exc:
         raise InputError(display, None, f"cannot read: {exc.strerror or exc}") from None
     return Source(display, _uri_for(path), _decode(display, data), path.suffix == ".json")
@@ -274,7 +299,8 @@ def read_git(spec: str, cwd: Path | None = None) -> Source:
 
 
 def read_stdin(stream: BinaryIO | None = None) -> Source:
-    data = (stream or sys.stdin.buffer).read()
+    """Read standard input (at most ``MAX_INPUT_BYTES``); JSON when it parses as JSON."""
+    data = read_limited(stream or sys.stdin.buffer, "<stdin>")
     text = _decode("<stdin>", data)
     stripped = text.lstrip()
     is_json = stripped.startswith("{")
@@ -301,13 +327,26 @@ def expand(paths: Sequence[str]) -> list[str | Path]:
                 dirs[:] = sorted(d for d in dirs if not d.startswith("."))
                 for fname in files:
                     if fname.endswith(YAML_SUFFIXES) and not fname.startswith("."):
-                        found.append(Path(root) / fname)
+                        candidate = Path(root) / fname
+                        if _not_a_file(candidate):
+                            continue
+                        found.append(candidate)
             out.extend(sorted(found))
         elif path.exists():
             out.append(path)
         else:
             raise InputError(arg, None, "no such file or directory")
     return out
+
+
+def _not_a_file(path: Path) -> bool:
+    """Whether ``path`` exists and is not a regular file (after symbolic links): a FIFO,
+    socket or device a directory walk must not open. A dangling link is left to the read,
+    which reports it."""
+    try:
+        return not stat.S_ISREG(path.stat().st_mode)
+    except OSError:
+        return False
 
 
 def read_input(item: str | Path, stdin: BinaryIO | None = None) -> Source:
