@@ -524,9 +524,19 @@ def _cordon(kc: Kubectl, node: str) -> None:
     rows = {row[0]: row[1] for row in columns(kc("get", "nodes").stdout)[1:]}
     assert rows == {NODES[0]: "Ready", NODES[1]: "Ready,SchedulingDisabled"}
     assert read(kc, "node", node)["spec"]["unschedulable"] is True
+
+    # the node lifecycle controller taints a cordoned node (TaintNodesByCondition)
+    def taint_keys() -> list[str]:
+        return [t["key"] for t in read(kc, "node", node)["spec"].get("taints", [])]
+
+    wait_until(lambda: taint_keys() == ["node.kubernetes.io/unschedulable"], timeout=10)
+    described = kc("describe", "node", node).stdout
+    assert re.search(r"^Taints:\s+node\.kubernetes\.io/unschedulable:NoSchedule$", described, re.M)
+    assert re.search(r"^Unschedulable:\s+true$", described, re.M), described
     assert kc("uncordon", node).stdout.strip() == f"node/{node} uncordoned"
     assert kc("uncordon", node).stdout.strip() == f"node/{node} already uncordoned"
     assert "unschedulable" not in read(kc, "node", node)["spec"]
+    wait_until(lambda: taint_keys() == [], timeout=10)
 
 
 def _drain(kc: Kubectl, ns: str) -> None:

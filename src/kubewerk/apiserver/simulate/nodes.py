@@ -14,7 +14,9 @@ status."), it is tainted ``node.kubernetes.io/unreachable`` (NoSchedule and NoEx
 its Pods' ``Ready`` condition turns False, and each Pod that does not tolerate the
 NoExecute taint long enough is evicted (``DisruptionTarget``, reason
 ``DeletionByTaintManager``, then deleted — it stays Terminating until the node comes back,
-as on a cluster). ``recover_node`` brings it back.
+as on a cluster). ``recover_node`` brings it back. A cordoned node (``spec.unschedulable``)
+is tainted ``node.kubernetes.io/unschedulable`` (NoSchedule) as the node lifecycle
+controller taints it, and the taint goes with ``uncordon``.
 """
 
 from __future__ import annotations
@@ -30,6 +32,7 @@ from kubewerk.apiserver.simulate.fit import tolerates
 JSON = dict[str, Any]
 
 UNREACHABLE = "node.kubernetes.io/unreachable"
+UNSCHEDULABLE = "node.kubernetes.io/unschedulable"
 NODE_PREFIX = "/core/nodes//"
 _CONDITIONS = (
     ("MemoryPressure", "KubeletHasSufficientMemory", "kubelet has sufficient memory available"),
@@ -253,10 +256,43 @@ class Nodes:
 
     def reconcile(self, key: str) -> None:
         """A node changed: a simulated node deleted by a client registers again (as a
-        kubelet does); anything else needs nothing."""
+        kubelet does); a node cordoned or uncordoned gets or loses the node lifecycle
+        controller's ``node.kubernetes.io/unschedulable`` NoSchedule taint."""
         _, name = split_key(key)
-        if name in self.pools and self.engine.get(key) is None and name not in self.failed:
-            self.register(name)
+        node = self.engine.get(key)
+        if node is None:
+            if name in self.pools and name not in self.failed:
+                self.register(name)
+            return
+        self._unschedulable_taint(key, node)
+
+    def _unschedulable_taint(self, key: str, node: JSON) -> None:
+        """``doNoScheduleTaintingPass`` for ``spec.unschedulable``: the taint (with its
+        ``timeAdded``) while the node is cordoned, none otherwise."""
+        spec = node.get("spec") or {}
+        taints = [t for t in spec.get("taints") or [] if isinstance(t, dict)]
+        tainted = any(
+            t.get("key") == UNSCHEDULABLE and t.get("effect") == "NoSchedule" for t in taints
+        )
+        cordoned = spec.get("unschedulable") is True
+        if cordoned == tainted:
+            return
+        if cordoned:
+            taints.append(
+                {"key": UNSCHEDULABLE, "effect": "NoSchedule", "timeAdded": self.engine.now()}
+            )
+        else:
+            taints = [
+                t
+                for t in taints
+                if not (t.get("key") == UNSCHEDULABLE and t.get("effect") == "NoSchedule")
+            ]
+        new = changed_copy(node)
+        if taints:
+            new.setdefault("spec", {})["taints"] = taints
+        else:
+            new.setdefault("spec", {}).pop("taints", None)
+        self.engine.update(key, new)
 
     # -- failure ----------------------------------------------------------------------------
 
