@@ -10,6 +10,8 @@ period 2 s. Guarantees:
 - every write carries the lease's resourceVersion, so two candidates racing for a
   free or expired lease cannot both win (the loser gets a 409 and stays a follower);
 - ``leaseTransitions`` counts changes of holder; ``acquireTime`` is kept across renewals;
+- a leader whose renewal finds the lease held by another candidate stops leading at
+  once (it never rewrites a record that names someone else);
 - the leader renews every ``retry_period``; it stops leading (``on_stopped_leading``)
   once ``renew_deadline`` has passed since it *sent* its last successful renewal (or
   acquisition) without another succeeding. That moment is the earliest the server can
@@ -185,18 +187,24 @@ class LeaderElector:
         """One attempt; True when this candidate holds the lease afterwards."""
         now_mono = time.monotonic()
         now_wall = time.time()
-        # fast path: renew our own valid lease without a read
-        if self.is_leader and self.observed.record is not None and self._lease_rv:
-            obs = self.observed
-            assert obs.record is not None
-            if obs.time + obs.record.lease_duration_seconds > now_mono:
-                record = replace(
-                    obs.record,
-                    renew_time=micro_time(now_wall),
-                    lease_duration_seconds=int(self.lease_duration),
-                )
-                if await self._update(record):
-                    return True
+        # fast path: renew our own valid lease without a read (only a record naming us:
+        # after a renewal found another holder, rewriting that record would "renew"
+        # someone else's lease and keep this candidate leading)
+        obs = self.observed
+        if (
+            self.is_leader
+            and obs.record is not None
+            and obs.record.holder == self.identity
+            and self._lease_rv
+            and obs.time + obs.record.lease_duration_seconds > now_mono
+        ):
+            record = replace(
+                obs.record,
+                renew_time=micro_time(now_wall),
+                lease_duration_seconds=int(self.lease_duration),
+            )
+            if await self._update(record):
+                return True
         try:
             lease = await self.client.get(LEASE, self.name, self.namespace)
         except NotFound:
@@ -286,8 +294,9 @@ class LeaderElector:
 
     async def renew_until_lost(self) -> None:
         """Renew every retry period; return (no longer leading) once ``renew_deadline``
-        has passed since the last successful renewal was sent. An attempt under way at
-        that moment is cancelled."""
+        has passed since the last successful renewal was sent (an attempt under way at
+        that moment is cancelled), or at once when an attempt finds the lease held by
+        another candidate (client-go carries on until the deadline)."""
         while True:
             await asyncio.sleep(self.retry_period)
             while True:
@@ -301,17 +310,24 @@ class LeaderElector:
                 if renewed:
                     break
                 budget = self.renewed_at + self.renew_deadline - time.monotonic()
-                if budget <= 0:
-                    log.error(
-                        "%s failed to renew lease %s/%s within %.1fs",
-                        self.identity,
-                        self.namespace,
-                        self.name,
-                        self.renew_deadline,
-                    )
-                    self._set_leader(False)
-                    return
-                await asyncio.sleep(min(self.retry_period, budget))
+                seen = self.observed.record
+                holder = seen.holder if seen is not None else ""
+                if holder not in ("", self.identity):
+                    why = f"is held by {holder}"
+                elif budget <= 0:
+                    why = f"not renewed within {self.renew_deadline:.1f}s"
+                else:
+                    await asyncio.sleep(min(self.retry_period, budget))
+                    continue
+                log.error(
+                    "%s: lease %s/%s %s; no longer leading",
+                    self.identity,
+                    self.namespace,
+                    self.name,
+                    why,
+                )
+                self._set_leader(False)
+                return
 
     async def release(self) -> bool:
         """Give the lease up if we hold it (empty holder, 1 s duration). Gives up after
