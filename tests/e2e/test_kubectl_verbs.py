@@ -849,9 +849,18 @@ def test_get_pods_by_field_chunks_raw_and_managed_fields(kc: Kubectl, ns: str) -
     managed = get_json(kc, "deployment", "web", "--show-managed-fields")["metadata"]
     entries = managed["managedFields"]
     by_manager = {(e.get("manager"), e["operation"], e.get("subresource")) for e in entries}
-    assert ("kubectl-create", "Update", None) in by_manager
-    # the controller's status writes are its own, on the status subresource
-    assert any(sub == "status" for _, _, sub in by_manager), by_manager
+    # the controllers' writes carry kube-controller-manager's name, the kubelet's its own,
+    # as their User-Agents name them on a cluster
+    assert by_manager == {
+        ("kubectl-create", "Update", None),
+        ("kube-controller-manager", "Update", None),  # the revision annotation
+        ("kube-controller-manager", "Update", "status"),
+    }, by_manager
+    pod = get_json(kc, "pod", pods[0]["metadata"]["name"], "--show-managed-fields")
+    assert {(e.get("manager"), e.get("subresource")) for e in pod["metadata"]["managedFields"]} == {
+        ("kube-controller-manager", None),
+        ("kubelet", "status"),
+    }
 
 
 def test_get_watch_only(

@@ -37,6 +37,14 @@ if TYPE_CHECKING:
     from kubewerk.apiserver.registry import ServedResource
 
 JSON = dict[str, Any]
+
+CONTROLLER_MANAGER = "kube-controller-manager"
+"""The field manager of the simulated controllers' writes (a cluster's controllers write
+with kube-controller-manager's User-Agent, which names their managedFields entries)."""
+KUBELET = "kubelet"
+"""The field manager of the simulated kubelets' writes (Node, its Lease, Pod status)."""
+SCHEDULER = "kube-scheduler"
+"""The field manager of the scheduler's status write to a Pod it cannot place."""
 log = logging.getLogger("kubewerk.apiserver.simulate")
 
 # storage key prefix -> controller queue name
@@ -331,16 +339,23 @@ class Engine:
         target.subresource = subresource
         return target
 
-    def create(self, group: str, resource: str, namespace: str | None, body: JSON) -> JSON | None:
-        """Create through the REST layer; None when the kind is not served or the write
-        is refused (logged) or exists."""
+    def create(
+        self,
+        group: str,
+        resource: str,
+        namespace: str | None,
+        body: JSON,
+        manager: str = CONTROLLER_MANAGER,
+    ) -> JSON | None:
+        """Create through the REST layer as field manager ``manager``; None when the kind
+        is not served or the write is refused (logged) or exists."""
         rtype = self.registry.get(group, resource)
         if rtype is None:
             return None
         target = Target(rtype, rtype.storage_version, namespace if rtype.namespaced else None)
         try:
             self.writes += 1
-            return self.api.create(target, body, {}).body
+            return self.api.create(target, body, {"fieldManager": manager}).body
         except ApiError as exc:
             if exc.code != 409:
                 log.warning(
@@ -353,10 +368,12 @@ class Engine:
                 )
             return None
 
-    def update(self, key: str, obj: JSON, status: bool = False) -> JSON | None:
+    def update(
+        self, key: str, obj: JSON, status: bool = False, manager: str = CONTROLLER_MANAGER
+    ) -> JSON | None:
         """Update ``obj`` (a changed copy of the stored object, with its resourceVersion)
-        through the main endpoint or ``/status``; None if it raced (the racing change
-        requeues it), is gone, or was refused (logged)."""
+        through the main endpoint or ``/status``, as field manager ``manager``; None if it
+        raced (the racing change requeues it), is gone, or was refused (logged)."""
         target = self._target(key, "status" if status else None)
         if target is None:
             return None
@@ -364,7 +381,7 @@ class Engine:
         target.name = name
         try:
             self.writes += 1
-            return self.api.update(target, obj, {}).body
+            return self.api.update(target, obj, {"fieldManager": manager}).body
         except ApiError as exc:
             if exc.code not in (404, 409):
                 log.warning("simulation: update of %s refused: %s", key, exc.message)

@@ -26,7 +26,13 @@ import ipaddress
 from typing import Any
 
 from kubewerk.apiserver.simulate.config import NodePool
-from kubewerk.apiserver.simulate.engine import Engine, changed_copy, set_condition, split_key
+from kubewerk.apiserver.simulate.engine import (
+    KUBELET,
+    Engine,
+    changed_copy,
+    set_condition,
+    split_key,
+)
 from kubewerk.apiserver.simulate.fit import tolerates
 
 JSON = dict[str, Any]
@@ -115,6 +121,7 @@ class Nodes:
                     },
                     "spec": spec,
                 },
+                manager=KUBELET,
             )
         self.post_status(name)
         self.renew_lease(name)
@@ -184,7 +191,7 @@ class Nodes:
         )
         new = changed_copy(node)
         new["status"] = status
-        engine.update(key, new, status=True)
+        engine.update(key, new, status=True, manager=KUBELET)
         self.unknown.discard(name)
 
     def renew_lease(self, name: str) -> None:
@@ -222,11 +229,12 @@ class Nodes:
                         "renewTime": renew,
                     },
                 },
+                manager=KUBELET,
             )
             return
         new = changed_copy(lease)
         new.setdefault("spec", {})["renewTime"] = renew
-        engine.update(key, new)
+        engine.update(key, new, manager=KUBELET)
 
     def heartbeat(self, name: str) -> None:
         """Timer: renew the Lease; refresh the node status every ``node_status_seconds``."""

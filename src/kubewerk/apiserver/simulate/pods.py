@@ -38,7 +38,13 @@ from dataclasses import dataclass
 from typing import Any
 
 from kubewerk.apiserver.simulate.config import FAIL_ANNOTATION, RUN_SECONDS_ANNOTATION
-from kubewerk.apiserver.simulate.engine import Engine, changed_copy, set_condition
+from kubewerk.apiserver.simulate.engine import (
+    KUBELET,
+    SCHEDULER,
+    Engine,
+    changed_copy,
+    set_condition,
+)
 from kubewerk.apiserver.simulate.fit import (
     NodeUse,
     filter_node,
@@ -158,7 +164,7 @@ class Pods:
         if conditions is not status.get("conditions") or status.get("phase") != "Pending":
             new = changed_copy(pod)
             new["status"] = {**status, "phase": "Pending", "conditions": conditions}
-            engine.update(key, new, status=True)
+            engine.update(key, new, status=True, manager=SCHEDULER)
 
     # -- kubelet ---------------------------------------------------------------------------
 
@@ -290,7 +296,7 @@ class Pods:
     def _write(self, key: str, pod: JSON, status: JSON) -> None:
         new = changed_copy(pod)
         new["status"] = status
-        self.engine.update(key, new, status=True)
+        self.engine.update(key, new, status=True, manager=KUBELET)
 
     def _base(self, pod: JSON, node: str) -> JSON:
         status = dict(pod.get("status") or {})
