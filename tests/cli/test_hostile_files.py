@@ -196,3 +196,13 @@ def test_a_symlink_loop_is_not_followed(files: Path, capsys: pytest.CaptureFixtu
     out = capsys.readouterr().out
     assert code == 0
     assert "1 crds in 1 file(s)" in out, out
+
+
+def test_diff_refuses_an_alias_bomb(files: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """``kubewerk diff`` reads manifests with PyYAML, whose aliases are shared references
+    that the comparison then walked 9**9 times; go-yaml's bound refuses the file first."""
+    started = time.monotonic()
+    code, err = run(capsys, "diff", str(files / "cm.yaml"), str(files / "laughs.yaml"))
+    assert code == 2, err
+    assert "laughs.yaml: not YAML: yaml: document contains excessive aliasing" in err, err
+    assert time.monotonic() - started < 5

@@ -32,6 +32,7 @@ import yaml
 from kubewerk.client import Client, ResourceType
 from kubewerk.client.errors import ApiError, ConfigError, Forbidden, NotFound
 from kubewerk.core.gvk import format_api_version
+from kubewerk.core.yamlgo import GoYAMLError, check_aliases, may_have_aliases
 from kubewerk.sync.keys import GroupKind
 
 __all__ = [
@@ -75,8 +76,9 @@ def parse_manifests(text: str | bytes, origin: str) -> list[dict[str, Any]]:
             docs = None  # JSON with YAML-only liberties: let the YAML reader say what is wrong
     if docs is None:
         try:
+            _bound_aliases(text)
             docs = list(yaml.load_all(text, Loader=_Loader))
-        except yaml.YAMLError as exc:
+        except (yaml.YAMLError, GoYAMLError) as exc:
             raise SourceError(f"{origin}: not YAML: {exc}") from None
     out: list[dict[str, Any]] = []
     for i, doc in enumerate(docs):
@@ -91,6 +93,19 @@ def parse_manifests(text: str | bytes, origin: str) -> list[dict[str, Any]]:
         else:
             out.append(doc)
     return out
+
+
+def _bound_aliases(text: str | bytes) -> None:
+    """Refuse what go-yaml refuses for its aliases (excessive aliasing, an anchor that
+    contains itself: ``GoYAMLError``) before PyYAML's loader reads ``text``: its aliases
+    become shared references that the comparison then walks once per reference, so a
+    400-byte "billion laughs" held ``kubewerk diff`` for ever."""
+    probe = text.decode("utf-8", "replace") if isinstance(text, bytes) else text
+    if not may_have_aliases(probe):
+        return
+    for root in yaml.compose_all(text, Loader=_Loader):
+        if root is not None:
+            check_aliases(root)
 
 
 class Source:
