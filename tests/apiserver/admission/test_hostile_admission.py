@@ -431,7 +431,8 @@ async def test_answers_that_never_end_are_cut_at_timeout_seconds(client, hostile
     )
     assert in_headers.status == 500, in_headers
     assert in_headers.message == failed(hostile, "drip-headers", "context deadline exceeded")
-    assert in_body.seconds < 2.5 and in_headers.seconds < 2.5
+    # cut at the 1 s deadline; a loaded machine adds its own delay, an uncut one never ends
+    assert in_body.seconds < 5 and in_headers.seconds < 5
     assert await stored(client, "drip-body") is None
 
 
