@@ -124,6 +124,7 @@ RESOURCES = {
     "rolebinding": "/apis/rbac.authorization.k8s.io/v1/namespaces/{ns}/rolebindings",
     "hpa": "/apis/autoscaling/v2/namespaces/{ns}/horizontalpodautoscalers",
     "pdb": "/apis/policy/v1/namespaces/{ns}/poddisruptionbudgets",
+    "endpoints": "/api/v1/namespaces/{ns}/endpoints",
 }
 
 
@@ -1278,3 +1279,26 @@ def test_top_without_a_metrics_api(kc: Kubectl) -> None:
         out = kc(*args, check=False)
         assert out.returncode == 1 and out.stdout == ""
         assert out.stderr.strip() == "error: Metrics API not available"
+
+
+def test_endpoints_warn_as_deprecated(kc: Kubectl, ns: str) -> None:
+    """Kubernetes 1.33 (the version the server reports) deprecates v1 Endpoints: every
+    request for them carries the warning kubectl prints; EndpointSlices carry none."""
+    kc("create", "deployment", "web", "--image=nginx")
+    kc("expose", "deployment", "web", "--port=80")
+    warning = "Warning: v1 Endpoints is deprecated in v1.33+; use discovery.k8s.io/v1 EndpointSlice"
+    settled(kc, "web")
+
+    def addressed() -> bool:
+        try:
+            return bool(read(kc, "endpoints", "web").get("subsets"))
+        except urllib.error.HTTPError:
+            return False  # not written yet
+
+    wait_until(addressed, timeout=10)
+    out = kc("get", "endpoints")
+    assert out.stderr.strip() == warning
+    assert columns(out.stdout)[0] == ["NAME", "ENDPOINTS", "AGE"]
+    assert columns(out.stdout)[1][0] == "web" and columns(out.stdout)[1][1].endswith(":80")
+    slices = kc("get", "endpointslices", "-l", "kubernetes.io/service-name=web")
+    assert slices.stderr == "" and columns(slices.stdout)[1][:4][1:3] == ["IPv4", "80"]

@@ -54,6 +54,9 @@ class KindRow:
     strategy: Callable[[KindRow], Strategy] | None = None
     """A kind-specific strategy factory (default: ``TypedKindStrategy``)."""
     return_deleted_object: bool = False
+    deprecated: tuple[tuple[str, str], ...] = ()
+    """(version, warning) for each deprecated served version: the warning every response
+    for it carries (kube's API lifecycle deprecation, ``deprecation.WarningMessage``)."""
 
 
 def typed_strategy(row: KindRow) -> Strategy:
@@ -137,6 +140,7 @@ def resource_type(row: KindRow) -> ServedResource:
         schemas=LazySchemas(row.group, row.kind, row.versions),
         vendored_openapi=True,
         strategy=make(row),
+        deprecated=dict(row.deprecated),
     )
 
 
@@ -216,6 +220,7 @@ class _StrategyFacts(TypedDict, total=False):
     spec_fields: tuple[str, ...] | None
     strategy: Callable[[KindRow], Strategy] | None
     return_deleted_object: bool
+    deprecated: tuple[tuple[str, str], ...]
 
 
 def _replicas_status(*extra: str) -> JSON:
@@ -225,9 +230,10 @@ def _replicas_status(*extra: str) -> JSON:
 def _strategy_facts() -> dict[str, _StrategyFacts]:
     """Per kind (absent: none of these): the status a create starts with (``strategy.go``'s
     ``PrepareForCreate``: the empty Go status struct with its non-``omitempty`` fields), the
-    fields whose change bumps the generation, a kind-specific strategy, and whether a
+    fields whose change bumps the generation, a kind-specific strategy, whether a
     delete answers the deleted object rather than a Status (the registry's
-    ``ReturnDeletedObject``: Pods and StorageClasses)."""
+    ``ReturnDeletedObject``: Pods and StorageClasses), and the deprecation warning of a
+    deprecated version."""
     from kubewerk.apiserver.admission_chain.registration import (
         AdmissionRegistrationStrategy,
     )
@@ -242,6 +248,15 @@ def _strategy_facts() -> dict[str, _StrategyFacts]:
             "return_deleted_object": True,
         },
         "StorageClass": {"return_deleted_object": True},
+        # KEP-4974: v1 Endpoints deprecated in 1.33 for discovery.k8s.io/v1 EndpointSlice
+        "Endpoints": {
+            "deprecated": (
+                (
+                    "v1",
+                    "v1 Endpoints is deprecated in v1.33+; use discovery.k8s.io/v1 EndpointSlice",
+                ),
+            )
+        },
         "Service": {
             "created_status": {"loadBalancer": {}},
             "strategy": services.ServiceStrategy.for_kind,
