@@ -132,7 +132,9 @@ async def test_the_cache_is_bounded_in_bytes(aserver: EmbeddedServer) -> None:
             "apiVersion": "v1",
             "kind": "ConfigMap",
             "metadata": {"name": "big"},
-            "data": {"k": "x" * (readcache.MAX_ENTRY_BYTES + 10)},
+            # the most a ConfigMap may hold (ValidateConfigMap: 1 MiB); with its
+            # metadata the answer is larger than MAX_ENTRY_BYTES
+            "data": {"k": "x" * (1024 * 1024)},
         }
         assert (await api.post(cms, big))[0] == 201
         for _ in range(2):
