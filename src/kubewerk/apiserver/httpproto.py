@@ -27,6 +27,13 @@ is that protocol with the bounds kube-apiserver's Go server has:
 None of these ever cuts a response in progress: a watch streams for as long as it
 likes, and the idle timer only starts when a response is complete.
 
+**Long query strings.** httptools' URL parser stores offsets in 16 bits, so uvicorn
+answered a request target over 64 KiB (a long label selector) with a plain-text ``400
+Invalid HTTP request received.``; Go reads any target within ``MaxHeaderBytes``. A
+target in origin form (``/path?query``) whose query is what makes it that long has its
+query split off here and put into the scope after uvicorn has parsed the path, so such a
+request is served as kube-apiserver serves it.
+
 Over TLS, each request's ASGI scope carries ``scope["extensions"]["tls"]`` with
 kubewerk's own keys (not the ASGI TLS extension's): ``client_cert_der``, the DER of the
 client certificate the handshake verified (or None), ``version`` (``"TLSv1.3"``) and
@@ -66,6 +73,7 @@ from kubewerk.core.errors import ApiError
 
 DEFAULT_MAX_HEADER_BYTES = 1 << 20  # Go's http.DefaultMaxHeaderBytes; kube-apiserver sets the same
 HEADER_SLOP = 4096  # Go reads headers through a limit of MaxHeaderBytes + 4096 ("bufio slop")
+_PARSE_URL_MAX = 65535  # the longest target httptools.parse_url reads (16-bit offsets)
 DEFAULT_READ_HEADER_TIMEOUT = 32.0  # kube-apiserver's ReadHeaderTimeout
 DEFAULT_IDLE_TIMEOUT = 90.0  # kube-apiserver's IdleTimeout
 DEFAULT_REQUEST_BODY_TIMEOUT = 60.0  # kube-apiserver's default --request-timeout
@@ -348,8 +356,19 @@ class LimitedHttpToolsProtocol(HttpToolsProtocol):
             self._head_timer = None
         if self._extensions is not None:
             self.scope["extensions"] = self._extensions
+        long_query = None
+        url = self.url
+        if len(url) > _PARSE_URL_MAX and url.startswith(b"/"):
+            path, sep, query = url.partition(b"?")
+            if sep and len(path) <= _PARSE_URL_MAX:
+                # uvicorn parses the path alone; the query joins the scope below (before the
+                # application's task first runs), without its fragment as httptools drops it
+                long_query = query.partition(b"#")[0]
+                self.url = path
         previous = self.cycle
         super().on_headers_complete()
+        if long_query is not None:
+            self.scope["query_string"] = long_query
         cycle = self.cycle
         if cycle is not previous and cycle is not None:
             # the cycle's task has not run yet: its first write (the head) will be held

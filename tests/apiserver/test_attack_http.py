@@ -1,0 +1,136 @@
+"""HTTP framing attacks on the embedded server over real sockets: request smuggling
+(Content-Length with Transfer-Encoding, two Content-Lengths, obs-fold), oversized chunk
+extensions, and request targets up to Go's header limit. Each ambiguous request is
+refused with 400 and its connection closed, so no second request can hide in its body;
+nothing is stored."""
+
+from __future__ import annotations
+
+import socket
+from collections.abc import Iterator
+from urllib.parse import quote, urlsplit
+
+import orjson
+import pytest
+
+from kubewerk.apiserver.server import EmbeddedServer
+
+CMS = "/api/v1/namespaces/default/configmaps"
+
+
+@pytest.fixture(scope="module")
+def server() -> Iterator[EmbeddedServer]:
+    srv = EmbeddedServer().start_in_thread()
+    try:
+        yield srv
+    finally:
+        srv.stop_thread()
+
+
+def exchange(server: EmbeddedServer, data: bytes) -> bytes:
+    """Send ``data`` on a new connection; everything answered until the server closes."""
+    url = urlsplit(server.url)
+    with socket.create_connection((url.hostname or "127.0.0.1", url.port or 80), timeout=5) as s:
+        s.sendall(data)
+        answer = b""
+        try:
+            while chunk := s.recv(65536):
+                answer += chunk
+        except ConnectionResetError:
+            pass
+    return answer
+
+
+def stored(server: EmbeddedServer, name: str) -> bool:
+    answer = exchange(
+        server,
+        f"GET {CMS}/{name} HTTP/1.1\r\nHost: 127.0.0.1\r\nConnection: close\r\n\r\n".encode(),
+    )
+    return answer.startswith(b"HTTP/1.1 200")
+
+
+def smuggled(name: str) -> bytes:
+    """A create hidden where a server that picked the other framing would read it."""
+    body = orjson.dumps({"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": name}})
+    return (
+        f"POST {CMS} HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Type: application/json\r\n"
+        f"Content-Length: {len(body)}\r\n\r\n".encode()
+        + body
+    )
+
+
+AMBIGUOUS = {
+    "cl-and-te": lambda inner: (
+        b"POST /version HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Length: 4\r\n"
+        b"Transfer-Encoding: chunked\r\n\r\n0\r\n\r\n" + inner
+    ),
+    "te-and-cl": lambda inner: (
+        b"POST /version HTTP/1.1\r\nHost: 127.0.0.1\r\nTransfer-Encoding: chunked\r\n"
+        b"Content-Length: 4\r\n\r\n0\r\n\r\n" + inner
+    ),
+    "two-content-lengths": lambda inner: (
+        b"POST /version HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Length: 0\r\n"
+        b"Content-Length: %d\r\n\r\n" % len(inner) + inner
+    ),
+    "obs-fold": lambda inner: (
+        b"POST /version HTTP/1.1\r\nHost: 127.0.0.1\r\nX-A: a\r\n Content-Length: %d\r\n"
+        b"\r\n" % len(inner) + inner
+    ),
+    "te-not-chunked": lambda inner: (
+        b"POST /version HTTP/1.1\r\nHost: 127.0.0.1\r\nTransfer-Encoding: identity\r\n\r\n" + inner
+    ),
+}
+
+
+@pytest.mark.parametrize("framing", list(AMBIGUOUS))
+def test_ambiguous_framing_is_refused_and_hides_nothing(
+    server: EmbeddedServer, framing: str
+) -> None:
+    name = f"smuggled-{framing}"
+    answer = exchange(server, AMBIGUOUS[framing](smuggled(name)))
+    assert answer.startswith(b"HTTP/1.1 400 "), answer[:200]
+    assert answer.count(b"HTTP/1.1 ") == 1, answer
+    assert not stored(server, name)
+
+
+def test_a_huge_chunk_extension_is_read_through_and_answered(server: EmbeddedServer) -> None:
+    body = orjson.dumps({"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "ext"}})
+    answer = exchange(
+        server,
+        f"POST {CMS} HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Type: application/json\r\n"
+        "Transfer-Encoding: chunked\r\nConnection: close\r\n\r\n".encode()
+        + b"%x;ext=" % len(body)
+        + b"x" * 500_000
+        + b"\r\n"
+        + body
+        + b"\r\n0\r\n\r\n",
+    )
+    assert answer.startswith(b"HTTP/1.1 201 "), answer[:300]
+
+
+@pytest.mark.parametrize("size", [60_000, 200_000, 1_000_000])
+def test_a_long_query_within_the_header_limit_is_served(server: EmbeddedServer, size: int) -> None:
+    """Go reads a request line up to MaxHeaderBytes (1 MiB) plus its 4 KiB slop;
+    httptools' URL parser stops at 64 KiB."""
+    terms = []
+    length = 0
+    while length < size:
+        term = f"k!=v{len(terms)}"
+        terms.append(term)
+        length += len(quote(term)) + 3  # and the comma, quoted
+    query = "labelSelector=" + quote(",".join(terms)) + "#fragment"
+    answer = exchange(
+        server,
+        f"GET {CMS}?{query} HTTP/1.1\r\nHost: 127.0.0.1\r\nConnection: close\r\n\r\n".encode(),
+    )
+    assert answer.startswith(b"HTTP/1.1 200 "), answer[:300]
+    assert orjson.loads(answer.partition(b"\r\n\r\n")[2])["kind"] == "ConfigMapList"
+
+
+def test_a_head_over_the_limit_is_still_431(server: EmbeddedServer) -> None:
+    answer = exchange(
+        server,
+        b"GET " + CMS.encode() + b"?labelSelector=" + b"a" * (1 << 21) + b" HTTP/1.1\r\n"
+        b"Host: 127.0.0.1\r\n\r\n",
+    )
+    assert answer.startswith(b"HTTP/1.1 431 "), answer[:200]
