@@ -1302,3 +1302,50 @@ def test_endpoints_warn_as_deprecated(kc: Kubectl, ns: str) -> None:
     assert columns(out.stdout)[1][0] == "web" and columns(out.stdout)[1][1].endswith(":80")
     slices = kc("get", "endpointslices", "-l", "kubernetes.io/service-name=web")
     assert slices.stderr == "" and columns(slices.stdout)[1][:4][1:3] == ["IPv4", "80"]
+
+
+def test_subresources_of_other_kinds_in_discovery(kc: Kubectl) -> None:
+    """pods/eviction and serviceaccounts/token take other kinds than their resource's, and
+    discovery says which, in the legacy list (what ``kubectl drain`` reads) and in the
+    aggregated document (what kubectl 1.30+ reads first)."""
+    legacy = json.loads(kc("get", "--raw", "/api/v1").stdout)["resources"]
+    by_name = {r["name"]: r for r in legacy}
+    assert by_name["pods/eviction"] == {
+        "name": "pods/eviction",
+        "singularName": "",
+        "namespaced": True,
+        "group": "policy",
+        "version": "v1",
+        "kind": "Eviction",
+        "verbs": ["create"],
+    }
+    token = by_name["serviceaccounts/token"]
+    assert (token["group"], token["version"], token["kind"]) == (
+        "authentication.k8s.io",
+        "v1",
+        "TokenRequest",
+    )
+    req = urllib.request.Request(
+        kc.srv.url + "/api",
+        headers={"Accept": "application/json;g=apidiscovery.k8s.io;v=v2;as=APIGroupDiscoveryList"},
+    )
+    with urllib.request.urlopen(req, timeout=10) as resp:
+        aggregated = json.loads(resp.read())
+    core = aggregated["items"][0]["versions"][0]["resources"]
+    subs = {
+        (r["resource"], s["subresource"]): (s["responseKind"], s["verbs"])
+        for r in core
+        for s in r.get("subresources", [])
+    }
+    assert subs[("pods", "eviction")] == (
+        {"group": "policy", "version": "v1", "kind": "Eviction"},
+        ["create"],
+    )
+    assert subs[("serviceaccounts", "token")] == (
+        {"group": "authentication.k8s.io", "version": "v1", "kind": "TokenRequest"},
+        ["create"],
+    )
+    assert subs[("namespaces", "finalize")] == (
+        {"group": "", "version": "v1", "kind": "Namespace"},
+        ["update"],
+    )

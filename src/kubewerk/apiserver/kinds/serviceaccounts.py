@@ -71,6 +71,9 @@ class ServiceAccountStrategy(Strategy):
     the ``token`` subresource (create only)."""
 
     subresources: ClassVar[dict[str, tuple[str, ...]]] = {"token": ("create",)}
+    subresource_kinds: ClassVar[dict[str, tuple[str, str, str]]] = {
+        "token": ("authentication.k8s.io", "v1", "TokenRequest")
+    }
     prunes_unknown_fields = False  # typed_decode does it
 
     def typed_decode(self, obj: JSON, version: str) -> list[str] | None:
