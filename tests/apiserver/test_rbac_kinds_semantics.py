@@ -162,3 +162,19 @@ async def test_a_changed_roleref_is_still_refused(app: ApiServer) -> None:
         '{"APIGroup":"rbac.authorization.k8s.io","Kind":"ClusterRole","Name":"edit"}: '
         "cannot change roleRef"
     )
+
+
+async def test_managers_are_kubes(app: ApiServer) -> None:
+    """The bootstrap policy is written by ``kube-apiserver``; aggregated rules by a forced
+    apply of ``clusterrole-aggregation-controller`` owning ``rules`` alone."""
+    _, admin, _ = await call(app, "GET", f"{PATHS['ClusterRole']}/admin")
+    managers = {
+        (m.get("manager"), m["operation"]): m["fieldsV1"]
+        for m in admin["metadata"]["managedFields"]
+    }
+    assert managers[("clusterrole-aggregation-controller", "Apply")] == {"f:rules": {}}
+    assert "f:aggregationRule" in managers[("kube-apiserver", "Update")]
+    _, cluster_admin, _ = await call(app, "GET", f"{PATHS['ClusterRole']}/cluster-admin")
+    assert [m.get("manager") for m in cluster_admin["metadata"]["managedFields"]] == [
+        "kube-apiserver"
+    ]

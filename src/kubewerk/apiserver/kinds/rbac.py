@@ -25,7 +25,9 @@ the ``authorization.k8s.io/v1`` access reviews, as kube-apiserver serves them.
   bootstrap policy (``auth.bootstrap_roles``) and the ClusterRole aggregation controller
   (kube-controller-manager's ``clusterrole-aggregation``: an aggregated ClusterRole's
   rules are the rules of the ClusterRoles its selectors match, by name order, each rule
-  once; kept current on every ClusterRole change, synchronously).
+  once; kept current on every ClusterRole change, synchronously; written as kube's
+  controller writes them, a forced apply of ``rules`` by
+  ``clusterrole-aggregation-controller``).
 - The review kinds are create-only and never stored: ``auth.reviews`` answers them.
 """
 
@@ -33,6 +35,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
+from kubewerk.apiserver import fieldmanager
 from kubewerk.apiserver.auth import bootstrap_roles
 from kubewerk.apiserver.auth.authorizer import RbacChain
 from kubewerk.apiserver.auth.rbac import CLUSTER_ROLES, GROUP
@@ -441,6 +444,35 @@ def aggregated_rules(role: JSON, roles: list[JSON]) -> list[JSON] | None:
     return out
 
 
+BOOTSTRAP_WRITER = {"fieldManager": "kube-apiserver"}
+"""The bootstrap policy is written by kube-apiserver itself (its loopback client's user
+agent names the manager)."""
+
+AGGREGATION_MANAGER = "clusterrole-aggregation-controller"
+"""The field manager kube-controller-manager's aggregation controller applies as."""
+
+
+def _applied_rules(rtype: ServedResource, role: JSON, rules: list[JSON]) -> JSON:
+    """``role`` with ``rules``, written as kube's aggregation controller writes them: a
+    forced server-side apply of the rules alone by ``clusterrole-aggregation-controller``
+    (its managedFields entry: ``Apply``, ``f:rules``), stored as kube stores it (no rules:
+    ``null``). Carries ``role``'s resourceVersion (for ``ResourceApi.write_back``)."""
+    config = {
+        "apiVersion": f"{GROUP}/v1",
+        "kind": "ClusterRole",
+        "metadata": {"name": _dict(role.get("metadata")).get("name", "")},
+        "rules": rules,
+    }
+    query = {"fieldManager": AGGREGATION_MANAGER, "force": "true"}
+    try:
+        updated = fieldmanager.apply_config(rtype, "v1", None, role, config, query)
+    except ApiError:  # a live object the apply cannot type: the rules without ownership
+        updated = copy_json(role)
+        updated["rules"] = copy_json(rules)
+    updated["metadata"]["resourceVersion"] = role["metadata"]["resourceVersion"]
+    return as_stored("ClusterRole", updated)
+
+
 class RbacServing:
     """RBAC on one server (see the module docstring). ``install`` adds the kinds (if the
     registry lacks them) and bootstraps the default policy; ``attach`` turns on the
@@ -492,7 +524,7 @@ class RbacServing:
                     continue
                 if current is None:
                     try:
-                        self.api.create(Target(rtype, "v1", None), wanted, {})
+                        self.api.create(Target(rtype, "v1", None), wanted, BOOTSTRAP_WRITER)
                     except ApiError:
                         continue
                 else:
@@ -520,8 +552,7 @@ class RbacServing:
                 rules = aggregated_rules(role, roles)
                 if rules is None or json_equal(rules, role.get("rules") or []):
                     continue
-                updated = copy_json(role)
-                updated["rules"] = rules or None  # no rules: kube's storage gives null
+                updated = _applied_rules(rtype, role, rules)
                 try:
                     self.api.write_back(key, updated)
                 except RevisionConflict:
