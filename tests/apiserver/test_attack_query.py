@@ -11,7 +11,9 @@ from urllib.parse import urlsplit
 import orjson
 import pytest
 
-from kubewerk.apiserver.app import ApiServer, parse_query
+from kubewerk.apiserver.app import ApiServer
+from kubewerk.apiserver.auth.types import Attributes, Decision, UserInfo
+from kubewerk.apiserver.querystring import parse_query
 from kubewerk.apiserver.server import EmbeddedServer
 from kubewerk.apiserver.storage.memory import MemoryStore
 from tests.apiserver.helpers import asgi_call
@@ -134,3 +136,48 @@ def test_a_path_is_decoded_once(server: EmbeddedServer, target: str, name: str) 
     status, body = get(server, target)
     assert status == 404, body
     assert body["details"] == {"name": name, "kind": "configmaps"}, body
+
+
+class OnlyVisible:
+    """Allows reading configmaps named ``visible`` only (and list/watch only when a field
+    selector names it), and watches but not lists; creates always."""
+
+    def authorize(self, attrs: Attributes) -> Decision:
+        if attrs.verb == "create":
+            return Decision(True)
+        if attrs.verb == "list":
+            return Decision(False)
+        return Decision(attrs.name == "visible")
+
+    def rules_for(
+        self, user: UserInfo, namespace: str
+    ) -> tuple[list[dict[str, object]], list[dict[str, object]], bool]:
+        return [], [], True
+
+
+@pytest.mark.parametrize(
+    ("query", "code"),
+    [
+        ("watch=1&fieldSelector=metadata.name%3Dvisible&timeoutSeconds=1", 200),
+        ("watch=1&fieldSelector=metadata.name%3Dhidden&fieldSelector=metadata.name%3Dvisible", 403),
+        ("watch=0&watch=1&fieldSelector=metadata.name%3Dvisible", 403),
+    ],
+    ids=["allowed", "second-selector", "second-watch"],
+)
+async def test_a_request_is_authorized_as_it_is_served(query: str, code: int) -> None:
+    """The authorizer sees the parameters the handler serves: the first of each (it saw
+    the last, so a repeated fieldSelector or watch read what it did not authorize)."""
+    server = ApiServer(MemoryStore(), authorizer=OnlyVisible())
+    for name in ("visible", "hidden"):
+        body = {"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": name}}
+        status, _, payload = await asgi_call(
+            server, "POST", CMS, headers=JSON, body=orjson.dumps(body)
+        )
+        assert status == 201, payload
+    try:
+        status, _, payload = await asgi_call(server, "GET", CMS, query, headers=JSON)
+        assert status == code, payload
+        if code == 200:
+            assert b'"hidden"' not in payload
+    finally:
+        await server.stop()

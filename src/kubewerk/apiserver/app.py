@@ -11,12 +11,10 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
-import re
 import time
 from collections.abc import Callable, Iterable
 from contextvars import Token
 from typing import Any
-from urllib.parse import unquote_to_bytes
 
 import orjson
 
@@ -45,6 +43,7 @@ from kubewerk.apiserver.kinds.services import (
     ServiceStrategy,
 )
 from kubewerk.apiserver.metrics import CONTENT_TYPE, ApiMetrics, RequestLabels, non_resource_labels
+from kubewerk.apiserver.querystring import parse_query
 from kubewerk.apiserver.readcache import ReadCache
 from kubewerk.apiserver.registry import Registry, ServedResource
 from kubewerk.apiserver.request import RestResponse, Target
@@ -983,29 +982,6 @@ _JSON_PATCH_TYPES = (
     "application/merge-patch+json",
     "application/strategic-merge-patch+json",
 )
-
-_BAD_ESCAPE = re.compile(rb"%(?![0-9A-Fa-f]{2})")
-
-
-def parse_query(raw: bytes) -> dict[str, str]:
-    """The query string's parameters as kube-apiserver reads them: Go's ``url.ParseQuery``
-    (``+`` is a space; a pair holding a ``;`` or a malformed ``%`` escape is dropped, as
-    ``req.URL.Query()`` drops the pairs it cannot parse), and of a repeated parameter the
-    first value, as kube's query conversion (``Convert_Slice_string_To_*``) and
-    ``Query().Get`` take it. ``dryRun`` is a list there whose every value must be ``All``:
-    a repeated one keeps its first value that is not ``All``, so that it is refused as kube
-    refuses it. Values are read as UTF-8 (an invalid sequence becomes U+FFFD)."""
-    query: dict[str, str] = {}
-    for pair in raw.split(b"&"):
-        if not pair or b";" in pair or _BAD_ESCAPE.search(pair):
-            continue
-        key, _, value = pair.partition(b"=")
-        name = unquote_to_bytes(key.replace(b"+", b" ")).decode("utf-8", "replace")
-        text = unquote_to_bytes(value.replace(b"+", b" ")).decode("utf-8", "replace")
-        if name not in query or (name == "dryRun" and query[name] == "All"):
-            query[name] = text
-    return query
-
 
 _VERBS = {"GET": "GET", "POST": "POST", "PUT": "PUT", "PATCH": "PATCH", "DELETE": "DELETE"}
 

@@ -45,7 +45,6 @@ import uuid
 from collections.abc import Awaitable, Callable, MutableMapping
 from datetime import UTC, datetime
 from typing import Any, Final, Protocol
-from urllib.parse import parse_qsl
 
 import orjson
 import yaml
@@ -54,6 +53,7 @@ from kubewerk.apiserver.audit.policy import NOT_LOGGED, Policy, RuleDecision
 from kubewerk.apiserver.audit.specpatch import spec_patch
 from kubewerk.apiserver.auth.requestinfo import RequestInfo, request_info
 from kubewerk.apiserver.auth.types import Attributes, UserInfo, request_user
+from kubewerk.apiserver.querystring import parse_query
 from kubewerk.apiserver.storage.base import Event, Store
 
 __all__ = [
@@ -277,7 +277,7 @@ class AuditRecord:
     def query(self) -> dict[str, str]:
         if self._query is None:
             raw = self.scope.get("query_string", b"")
-            self._query = dict(parse_qsl(raw.decode("latin-1"), keep_blank_values=True))
+            self._query = parse_query(raw)
         return self._query
 
     @property

@@ -135,10 +135,10 @@ class RequestGuard:
         key = (scope["method"], scope["path"], raw_query)
         info = self._infos.get(key)
         if info is None:
-            from urllib.parse import parse_qsl
+            from kubewerk.apiserver.querystring import parse_query
 
-            query = dict(parse_qsl(raw_query.decode("latin-1"), keep_blank_values=True))
-            info = request_info(scope["method"], scope["path"], query)
+            # the parameters the handlers serve (the first of a repeated one, as kube)
+            info = request_info(scope["method"], scope["path"], parse_query(raw_query))
             if len(self._infos) >= _INFO_CACHE_LIMIT:
                 self._infos.clear()
             self._infos[key] = info
