@@ -433,6 +433,53 @@ async def test_the_enforce_mountable_secrets_annotation_is_deprecated(app: ApiSe
     assert await warnings("POST", ACCOUNTS, other) == deprecated
 
 
+async def test_token_requests_are_checked_in_kubes_order(app: ApiServer) -> None:
+    """TokenREST.Create: the body's name, then its namespace, then the ServiceAccount,
+    then ValidateTokenRequest (reported for the name ""); a bound Pod must run as the
+    ServiceAccount; a bound object's uid must be the stored one."""
+    name = fresh("sa")
+    account = {"apiVersion": "v1", "kind": "ServiceAccount", "metadata": {"name": name}}
+    assert (await call(app, "POST", ACCOUNTS, account))[0] == 201
+    token = f"{ACCOUNTS}/{name}/token"
+    both = {"metadata": {"name": "x", "namespace": "y"}, "spec": {"expirationSeconds": 1}}
+    status, body = await call(app, "POST", token, both)
+    assert (status, body["message"]) == (
+        422,
+        f'TokenRequest.authentication.k8s.io "{name}" is invalid: metadata.name: Invalid '
+        'value: "x": must match the service account name if specified',
+    )
+    short = {"spec": {"expirationSeconds": 1}}
+    status, body = await call(app, "POST", f"{ACCOUNTS}/ghost/token", short)
+    assert (status, body["message"]) == (404, 'serviceaccounts "ghost" not found')
+    status, body = await call(app, "POST", token, short)
+    assert (status, body["message"]) == (
+        422,
+        'TokenRequest.authentication.k8s.io "" is invalid: spec.expirationSeconds: Invalid '
+        "value: 1: may not specify a duration less than 10 minutes",
+    )
+    pod = {"apiVersion": "v1", "kind": "Pod", "metadata": {"name": fresh("p")}}
+    pod["spec"] = {"containers": [{"name": "c", "image": "i"}], "serviceAccountName": "other"}
+    status, created = await call(app, "POST", "/api/v1/namespaces/default/pods", pod)
+    assert status == 201, created
+    ref = {"apiVersion": "v1", "kind": "Pod", "name": pod["metadata"]["name"]}
+    status, body = await call(app, "POST", token, {"spec": {"boundObjectRef": ref}})
+    assert (status, body["message"]) == (
+        400,
+        f'cannot bind token for serviceaccount "{name}" to pod running with different '
+        "serviceaccount name.",
+    )
+    secret_name = fresh()
+    assert (await call(app, "POST", SECRETS, secret(secret_name)))[0] == 201
+    ref = {"apiVersion": "v1", "kind": "Secret", "name": secret_name, "uid": "not-it"}
+    status, body = await call(app, "POST", token, {"spec": {"boundObjectRef": ref}})
+    assert (status, body["message"]) == (
+        409,
+        f'Operation cannot be fulfilled on Secret "{secret_name}": the UID in the bound '
+        "object reference (not-it) does not match the UID in record. The object might have "
+        "been deleted and then recreated",
+    )
+
+
 # -- Go's encoding/json, as the docker config check words it ----------------------------
 
 GO_JSON = [

@@ -161,22 +161,29 @@ def token_request(server: ApiServer) -> Any:
         spec = body.get("spec") or {}
         if not isinstance(meta, dict) or not isinstance(spec, dict):
             raise ApiError.bad_request("metadata and spec of a TokenRequest must be objects")
-        errors: list[FieldError] = []
+        # kube's TokenREST.Create, in its order: the body's name and namespace, the
+        # ServiceAccount, then ValidateTokenRequest (reported for the name "")
         if meta.get("name") and meta["name"] != name:
-            errors.append(
-                FieldError.invalid(
-                    "metadata.name",
-                    meta["name"],
-                    "must match the service account name if specified",
-                )
+            raise _invalid(
+                name,
+                [
+                    FieldError.invalid(
+                        "metadata.name",
+                        meta["name"],
+                        "must match the service account name if specified",
+                    )
+                ],
             )
         if meta.get("namespace") and meta["namespace"] != namespace:
-            errors.append(
-                FieldError.invalid(
-                    "metadata.namespace",
-                    meta["namespace"],
-                    "must match the service account namespace if specified",
-                )
+            raise _invalid(
+                name,
+                [
+                    FieldError.invalid(
+                        "metadata.namespace",
+                        meta["namespace"],
+                        "must match the service account namespace if specified",
+                    )
+                ],
             )
         seconds = spec.get("expirationSeconds")
         if seconds is None:
@@ -186,30 +193,34 @@ def token_request(server: ApiServer) -> Any:
                 'TokenRequest in version "v1" cannot be handled as a TokenRequest: '
                 "spec.expirationSeconds must be an integer"
             )
-        if seconds < MIN_EXPIRATION_SECONDS:
-            errors.append(
-                FieldError.invalid(
-                    "spec.expirationSeconds",
-                    seconds,
-                    "may not specify a duration less than 10 minutes",
-                )
-            )
-        elif seconds > MAX_EXPIRATION_SECONDS:
-            errors.append(
-                FieldError.invalid(
-                    "spec.expirationSeconds",
-                    seconds,
-                    "may not specify a duration larger than 2^32 seconds",
-                )
-            )
         audiences = spec.get("audiences") or []
         if not isinstance(audiences, list) or not all(isinstance(a, str) for a in audiences):
             raise ApiError.bad_request("spec.audiences of a TokenRequest must be a list of strings")
-        if errors:
-            raise _invalid(name, errors)
         account = server._lookup("serviceaccounts", namespace, name)
         if account is None:
             raise ApiError.not_found("serviceaccounts", "", name)
+        if seconds < MIN_EXPIRATION_SECONDS:
+            raise _invalid(
+                "",
+                [
+                    FieldError.invalid(
+                        "spec.expirationSeconds",
+                        seconds,
+                        "may not specify a duration less than 10 minutes",
+                    )
+                ],
+            )
+        if seconds > MAX_EXPIRATION_SECONDS:
+            raise _invalid(
+                "",
+                [
+                    FieldError.invalid(
+                        "spec.expirationSeconds",
+                        seconds,
+                        "may not specify a duration larger than 2^32 seconds",
+                    )
+                ],
+            )
         bound = _bound_object(server, namespace, name, spec.get("boundObjectRef"))
         tokens = server.service_accounts
         audiences = list(audiences) or list(tokens.audiences)
@@ -259,7 +270,7 @@ def _bound_object(
         if running_as != account:
             raise ApiError.bad_request(
                 f'cannot bind token for serviceaccount "{account}" to pod running with '
-                f'serviceaccount "{running_as}"'
+                "different serviceaccount name."
             )
     elif group == "" and kind == "Secret":
         obj = server._lookup("secrets", namespace, str(ref_name))
@@ -276,7 +287,7 @@ def _bound_object(
             group,
             str(ref_name),
             f"the UID in the bound object reference ({ref['uid']}) does not match the UID in "
-            f"record ({uid}). The object might have been deleted and then recreated",
+            "record. The object might have been deleted and then recreated",
         )
     return kind, obj
 
