@@ -311,6 +311,11 @@ async def test_string_data_in_put_and_apply(app: ApiServer) -> None:
     replaced = secret(name, stringData={"k": "w"}, data={"k": b64("ignored"), "x": b64("x")})
     status, put = await call(app, "PUT", f"{SECRETS}/{name}", replaced)
     assert status == 200 and put["data"] == {"k": b64("w"), "x": b64("x")}
+    # an apply owns what it sent (stringData); an update what kube tracks, the merged data
+    owned = {m["operation"]: m["fieldsV1"] for m in put["metadata"]["managedFields"]}
+    assert owned["Apply"] == {"f:stringData": {"f:k": {}}}
+    assert {"f:k", "f:x"} <= set(owned["Update"]["f:data"])
+    assert "f:stringData" not in owned["Update"]
 
 
 # -- typed decoding ---------------------------------------------------------------------
