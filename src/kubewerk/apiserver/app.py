@@ -786,8 +786,8 @@ class ApiServer:
             if target.name is None:
                 raise ApiError.not_found_path()
             valid = (
-                (sub == "status" and rtype.status_subresource)
-                or (sub == "scale" and rtype.scale is not None)
+                (sub == "status" and rtype.has_status(version))
+                or (sub == "scale" and rtype.scale_of(version) is not None)
                 or (sub in rtype.strategy.subresources)
             )
             if not valid:
@@ -799,6 +799,10 @@ class ApiServer:
                         f"{rtype.resource}/{sub} is not supported by kubewerk: {unsupported}",
                         {"name": target.name, "kind": rtype.resource},
                     )
+                if not rtype.builtin:
+                    # apiextensions' crdHandler: a subresource the request's version does
+                    # not declare is its NotFound of the resource and name
+                    raise ApiError.not_found(rtype.resource, rtype.group, target.name)
                 raise ApiError.not_found_path()
         method = req.method
         result: RestResponse

@@ -155,7 +155,7 @@ def _resource_list(registry: Registry, group: str, version: str) -> JSON | None:
         if t.categories:
             entry["categories"] = list(t.categories)
         resources.append(entry)
-        if t.status_subresource:
+        if t.has_status(version):
             resources.append(
                 {
                     "name": f"{t.resource}/status",
@@ -165,7 +165,7 @@ def _resource_list(registry: Registry, group: str, version: str) -> JSON | None:
                     "verbs": ["get", "patch", "update"],
                 }
             )
-        if t.scale is not None:
+        if t.scale_of(version) is not None:
             resources.append(
                 {
                     "name": f"{t.resource}/scale",
@@ -237,7 +237,7 @@ def _aggregated_resource(t: ServedResource, version: str) -> JSON:
     if t.categories:
         entry["categories"] = list(t.categories)
     subs: list[JSON] = []
-    if t.status_subresource:
+    if t.has_status(version):
         subs.append(
             {
                 "subresource": "status",
@@ -245,7 +245,7 @@ def _aggregated_resource(t: ServedResource, version: str) -> JSON:
                 "verbs": ["get", "patch", "update"],
             }
         )
-    if t.scale is not None:
+    if t.scale_of(version) is not None:
         subs.append(
             {
                 "subresource": "scale",

@@ -543,11 +543,11 @@ def resource_paths(
     item_ops = object_ops("", kind_ref, gvk, True)
     if item_ops:
         items.append(_path_item(base + "/{name}", name_params, item_ops))
-    if rtype.status_subresource:
+    if rtype.has_status(version):
         status_ops = object_ops("status", kind_ref, gvk, False)
         if status_ops:
             items.append(_path_item(base + "/{name}/status", name_params, status_ops))
-    if rtype.scale is not None:
+    if rtype.scale_of(version) is not None:
         scale_ops = object_ops("scale", SCALE, scale_gvk, False)
         if scale_ops:
             items.append(

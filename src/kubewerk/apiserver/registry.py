@@ -33,6 +33,15 @@ class ScaleSpec:
     label_selector_path: str | None = None
 
 
+@dataclass(frozen=True, slots=True)
+class VersionSubresources:
+    """The ``status`` and ``scale`` subresources one version of a CRD declares
+    (``spec.versions[].subresources``): kube serves them per version."""
+
+    status: bool = False
+    scale: ScaleSpec | None = None
+
+
 @dataclass(slots=True)
 class ServedResource:
     """One served group/resource (all its versions share one storage key space)."""
@@ -50,7 +59,14 @@ class ServedResource:
     categories: list[str] = field(default_factory=list)
     verbs: tuple[str, ...] = ALL_VERBS
     status_subresource: bool = False
+    """Every version has the status subresource (a built-in kind's declaration); read it
+    through ``has_status``, which also answers for a CRD's per-version subresources."""
     scale: ScaleSpec | None = None
+    """Every version has this scale subresource; read it through ``scale_of``."""
+    version_subresources: dict[str, VersionSubresources] | None = None
+    """Per served version, its own subresources (a CRD's); when set, it alone decides
+    (a version missing from it has none) and ``status_subresource``/``scale`` are
+    ignored."""
     builtin: bool = True
     """Compiled into the server (typed decoding), as opposed to declared by a CRD."""
     strategic_kind: str | None = None
@@ -92,6 +108,23 @@ class ServedResource:
         if namespace is None or not self.namespaced:
             return self.key_prefix
         return f"{self.key_prefix}{namespace}/"
+
+    def has_status(self, version: str) -> bool:
+        """Whether ``version`` serves ``/status`` (and its main endpoint then keeps the
+        stored status and leaves ``status`` out of the generation)."""
+        per_version = self.version_subresources
+        if per_version is None:
+            return self.status_subresource
+        found = per_version.get(version)
+        return found is not None and found.status
+
+    def scale_of(self, version: str) -> ScaleSpec | None:
+        """The scale subresource ``version`` serves (None: no ``/scale`` there)."""
+        per_version = self.version_subresources
+        if per_version is None:
+            return self.scale
+        found = per_version.get(version)
+        return None if found is None else found.scale
 
     def api_version(self, version: str) -> str:
         """The ``apiVersion`` of this type in ``version``."""

@@ -747,7 +747,7 @@ class ResourceApi:
             # it holds equal to the old ones are kept rather than copied again.
             new = _with_status_of(new, old_served)
         else:
-            if rtype.status_subresource:
+            if rtype.has_status(target.version):
                 if "status" in old_served:
                     new["status"] = copy_json(old_served["status"])
                 else:
@@ -1252,7 +1252,7 @@ class ResourceApi:
     def _scale_of(self, target: Target, obj: JSON) -> JSON:
         from kubewerk.core.jsonpath import evaluate
 
-        scale = target.rtype.scale
+        scale = target.rtype.scale_of(target.version)
         assert scale is not None
         spec_vals = evaluate(scale.spec_replicas_path, obj)
         status_vals = evaluate(scale.status_replicas_path, obj)
@@ -1301,8 +1301,9 @@ class ResourceApi:
     @staticmethod
     def _with_replicas(target: Target, obj: JSON, replicas: int) -> None:
         """Set ``obj``'s replicas field (its scale's ``specReplicasPath``), in place."""
-        assert target.rtype.scale is not None
-        path = [p for p in target.rtype.scale.spec_replicas_path.split(".") if p]
+        scale = target.rtype.scale_of(target.version)
+        assert scale is not None
+        path = [p for p in scale.spec_replicas_path.split(".") if p]
         node = obj
         for part in path[:-1]:
             node = node.setdefault(part, {})
@@ -1310,7 +1311,7 @@ class ResourceApi:
 
     def _update_scale(self, target: Target, body: JSON, query: dict[str, str]) -> RestResponse:
         rtype = target.rtype
-        assert rtype.scale is not None
+        assert rtype.scale_of(target.version) is not None
         replicas = self._checked_replicas(target, (body.get("spec") or {}).get("replicas"))
         key, current = self._get_stored(target)
         rv = (body.get("metadata") or {}).get("resourceVersion")

@@ -112,12 +112,13 @@ _STATUS_RESET = FieldSet.of((field("status"),))
 _NOTHING_RESET = FieldSet()
 
 
-def _ignored(rtype: ServedResource, subresource: str | None) -> FieldSet:
-    """The strategy's reset fields: never owned (``GetResetFields``). The sets are shared
-    constants: the algorithms only read them (``FieldSet`` operations return new sets)."""
+def _ignored(rtype: ServedResource, version: str, subresource: str | None) -> FieldSet:
+    """The strategy's reset fields in ``version``: never owned (``GetResetFields``). The
+    sets are shared constants: the algorithms only read them (``FieldSet`` operations
+    return new sets)."""
     if subresource == "status":
         return _SPEC_RESET
-    if rtype.status_subresource:
+    if rtype.has_status(version):
         return _STATUS_RESET
     return _NOTHING_RESET
 
@@ -296,7 +297,7 @@ def track(
             _updater(manager, api_version, subresource or ""),
             api_version,
             metautil.now_rfc3339(),
-            _ignored(rtype, subresource),
+            _ignored(rtype, version, subresource),
         )
     except ListItemError:
         # a list the schema keys that the object cannot key (admission refuses it, or
@@ -339,7 +340,7 @@ def apply_config(
                 api_version,
                 now,
                 force,
-                _ignored(rtype, subresource),
+                _ignored(rtype, version, subresource),
             )
         except ApiError as exc:
             if exc.code != 409 or manager != "kubectl" or force or live is None:
@@ -355,7 +356,7 @@ def apply_config(
                 api_version,
                 now,
                 True,
-                _ignored(rtype, subresource),
+                _ignored(rtype, version, subresource),
             )
     except ListItemError as exc:
         # the configuration typed cleanly: the live object holds a list item that cannot

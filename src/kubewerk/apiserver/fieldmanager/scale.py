@@ -60,17 +60,22 @@ _SCALE_DEFINITION: Final = "io.k8s.api.autoscaling.v1.Scale"
 _REPLICAS_IN_SCALE: Final[Path] = (field("spec"), field("replicas"))
 
 
-def replicas_path(rtype: ServedResource) -> Path:
-    """The object's replicas field (its scale's ``specReplicasPath``) as a field path."""
-    assert rtype.scale is not None
-    return tuple(field(p) for p in rtype.scale.spec_replicas_path.split(".") if p)
+def replicas_path(rtype: ServedResource, version: str) -> Path | None:
+    """The object's replicas field in ``version`` (that version's scale
+    ``specReplicasPath``) as a field path; None when ``version`` has no scale."""
+    scale = rtype.scale_of(version)
+    if scale is None:
+        return None
+    return tuple(field(p) for p in scale.spec_replicas_path.split(".") if p)
 
 
-def _mappings(rtype: ServedResource) -> dict[str, Path]:
-    """apiVersion → replicas path, for every version the object is served in (one scale
-    specification serves every version here)."""
-    path = replicas_path(rtype)
-    return {rtype.api_version(v): path for v in rtype.versions}
+def _mappings(rtype: ServedResource) -> dict[str, Path | None]:
+    """apiVersion → replicas path (kube's ``ResourcePathMappings``): every served version
+    of a built-in kind; every version a CRD declares, None for one without the scale
+    subresource (its entries are kept as they are)."""
+    per_version = rtype.version_subresources
+    versions = rtype.versions if per_version is None else list(per_version)
+    return {rtype.api_version(v): replicas_path(rtype, v) for v in versions}
 
 
 def _identity(manager: Manager, api_version: str) -> Manager:
@@ -108,10 +113,10 @@ def to_parent(
     remaining = {m: o for m, o in scale.owners.items() if not o.empty()}
     out = ManagedFields()
     for manager, owned in parent.owners.items():
-        path = mappings.get(owned.api_version)
-        if path is None:
+        if owned.api_version not in mappings:
             continue  # an apiVersion the object is not served in: dropped
-        if not owned.fields.has(path):
+        path = mappings[owned.api_version]
+        if path is None or not owned.fields.has(path):
             out.owners[manager] = owned
         elif manager in remaining:
             out.owners[manager] = owned
@@ -120,7 +125,8 @@ def to_parent(
             rest = owned.fields.difference(FieldSet.of(path))
             if not rest.empty():
                 out.owners[manager] = Owned(rest, owned.api_version, owned.applied, owned.time)
-    target_path = mappings[api_version]
+    target_path = mappings.get(api_version)
+    assert target_path is not None, "a Scale is written only in a version with /scale"
     for manager, owned in remaining.items():
         if not owned.fields.has(_REPLICAS_IN_SCALE):
             continue

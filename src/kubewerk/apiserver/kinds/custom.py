@@ -22,7 +22,7 @@ from dataclasses import dataclass, field
 from typing import Any, ClassVar
 
 from kubewerk.apiserver.discovery import sorted_versions, version_priority
-from kubewerk.apiserver.registry import ScaleSpec, ServedResource
+from kubewerk.apiserver.registry import ScaleSpec, ServedResource, VersionSubresources
 from kubewerk.apiserver.responses import WARNINGS_READ_MAX
 from kubewerk.apiserver.strategy import FieldSelection, PrinterColumn, Strategy
 from kubewerk.core import validation
@@ -110,7 +110,10 @@ def _mapping(value: Any) -> JSON:
 class CustomResourceStrategy(Strategy):
     """The strategy of one custom resource type.
 
-    ``storage_api_version`` is what stored objects carry; ``columns`` and
+    ``storage_api_version`` is what stored objects carry; ``status_api_versions`` the
+    apiVersions whose version declares the status subresource (kube builds one strategy
+    per version: the hooks read the version from the object's ``apiVersion``, which the
+    REST layer has set to the request's before it calls them); ``columns`` and
     ``selectable_fields`` are per served version, as the CRD declares them (selectable
     fields as paths without the leading dot). ``conversion_webhook`` is the CRD's
     conversion webhook (None for strategy ``None``).
@@ -125,7 +128,7 @@ class CustomResourceStrategy(Strategy):
         *,
         storage_api_version: str,
         namespaced: bool,
-        status_subresource: bool,
+        status_api_versions: frozenset[str],
         columns: dict[str, list[PrinterColumn]],
         selectable_fields: dict[str, list[str]],
         conversion_webhook: WebhookClientConfig | None = None,
@@ -134,7 +137,7 @@ class CustomResourceStrategy(Strategy):
         self.conversion_webhook = conversion_webhook
         self._storage_api_version = storage_api_version
         self._namespaced = namespaced
-        self._status_subresource = status_subresource
+        self._status_api_versions = status_api_versions
         self._columns_of = {
             version: tuple(_described(c) for c in (cols or [_AGE]))
             for version, cols in columns.items()
@@ -142,13 +145,16 @@ class CustomResourceStrategy(Strategy):
         self._selectable = selectable_fields
 
     def prepare_for_create(self, obj: JSON) -> None:
-        if self._status_subresource:
+        """A create through a version with the status subresource drops ``status``."""
+        if obj.get("apiVersion") in self._status_api_versions:
             obj.pop("status", None)
         obj["metadata"]["generation"] = 1
 
     def generation_changed(self, new: JSON, old: JSON) -> bool:
-        """Anything outside metadata changed (and outside status, with the status subresource)."""
-        skip = ("metadata", "status") if self._status_subresource else ("metadata",)
+        """Anything outside metadata changed (and outside status, when ``new``'s version
+        has the status subresource)."""
+        with_status = new.get("apiVersion") in self._status_api_versions
+        skip = ("metadata", "status") if with_status else ("metadata",)
         keys = (new.keys() | old.keys()) - set(skip)
         return any(not json_equal(new.get(k), old.get(k)) for k in keys)
 
@@ -219,23 +225,13 @@ def crd_to_type(crd: JSON) -> ServedResource | None:
     kind = names.get("kind", "")
     group = spec.get("group", "")
     namespaced = spec.get("scope") == "Namespaced"
-    status_sub = False
-    scale: ScaleSpec | None = None
+    subresources: dict[str, VersionSubresources] = {}
     printer: dict[str, list[PrinterColumn]] = {}
     selectable: dict[str, list[str]] = {}
     schemas: dict[str, JSON] = {}
     deprecated: dict[str, str] = {}
     for v in versions:
-        subs = v.get("subresources") or {}
-        if "status" in subs:
-            status_sub = True
-        if isinstance(subs.get("scale"), dict) and scale is None:
-            sc = subs["scale"]
-            scale = ScaleSpec(
-                sc.get("specReplicasPath", ".spec.replicas"),
-                sc.get("statusReplicasPath", ".status.replicas"),
-                sc.get("labelSelectorPath"),
-            )
+        subresources[v["name"]] = _subresources(v.get("subresources"))
         printer[v["name"]] = [
             PrinterColumn(
                 c.get("name", ""),
@@ -272,8 +268,7 @@ def crd_to_type(crd: JSON) -> ServedResource | None:
         storage_version=storage,
         short_names=list(names.get("shortNames") or []),
         categories=list(names.get("categories") or []),
-        status_subresource=status_sub,
-        scale=scale,
+        version_subresources=subresources,
         builtin=False,
         strategic_kind=None,
         schemas=schemas,
@@ -284,11 +279,32 @@ def crd_to_type(crd: JSON) -> ServedResource | None:
         strategy=CustomResourceStrategy(
             storage_api_version=format_api_version(group, storage),
             namespaced=namespaced,
-            status_subresource=status_sub,
+            status_api_versions=frozenset(
+                format_api_version(group, name) for name, sub in subresources.items() if sub.status
+            ),
             columns=printer,
             selectable_fields=selectable,
             conversion_webhook=WebhookClientConfig.from_crd(crd),
         ),
+    )
+
+
+def _subresources(declared: Any) -> VersionSubresources:
+    """One version's ``subresources`` (``GetSubresourcesForVersion``): ``status`` when
+    it is there (``{}``), ``scale`` with its paths (validation has required both replica
+    paths)."""
+    if not isinstance(declared, dict):
+        return VersionSubresources()
+    scale = declared.get("scale")
+    return VersionSubresources(
+        status=isinstance(declared.get("status"), dict),
+        scale=ScaleSpec(
+            str(scale.get("specReplicasPath") or ".spec.replicas"),
+            str(scale.get("statusReplicasPath") or ".status.replicas"),
+            scale.get("labelSelectorPath") or None,
+        )
+        if isinstance(scale, dict)
+        else None,
     )
 
 
