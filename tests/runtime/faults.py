@@ -132,6 +132,7 @@ class FaultProxy:
         self.requests: list[Seen] = []
         self._stalled = False  # new connections start stalled
         self._pairs: set[_Pair] = set()
+        self._handlers: set[asyncio.Task[None]] = set()
         self._server: asyncio.Server | None = None
         self.port = 0
 
@@ -148,6 +149,10 @@ class FaultProxy:
         if self._server is not None:
             self._server.close()
         self.reset_all()
+        handlers = list(self._handlers)
+        for task in handlers:
+            task.cancel()
+        await asyncio.gather(*handlers, return_exceptions=True)
         if self._server is not None:
             with contextlib.suppress(Exception):
                 await asyncio.wait_for(self._server.wait_closed(), 2)
@@ -219,6 +224,17 @@ class FaultProxy:
                 task.cancel()
 
     async def _accept(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        task = asyncio.current_task()
+        assert task is not None
+        self._handlers.add(task)
+        try:
+            await self._serve(reader, writer)
+        except asyncio.CancelledError:
+            pass  # stop() ends every connection's handler; nothing is left to do
+        finally:
+            self._handlers.discard(task)
+
+    async def _serve(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
         if self.mode == "refuse":
             _reset(writer)
             return

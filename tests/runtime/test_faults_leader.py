@@ -293,7 +293,8 @@ async def test_release_on_stop_is_bounded_while_the_server_is_unreachable(
         ta.cancel()
         with contextlib.suppress(asyncio.CancelledError):
             await asyncio.wait_for(ta, 10)
-        assert time.monotonic() - started <= RENEW_S + 0.3
+        # the renew deadline, plus room for a loaded machine; the client's timeout is 30 s
+        assert time.monotonic() - started <= RENEW_S + 1.0
         assert not a.is_leader
         proxy.heal()
 
