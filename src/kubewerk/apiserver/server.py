@@ -169,13 +169,13 @@ class EmbeddedServer:
     ``allowed_hosts`` names the extra ``Host`` header values the API
     answers besides loopback ones (``"*"``: every one), and the extra hosts whose web pages
     (``Origin``) it answers besides loopback ones (``"*"`` adds none); the bound address,
-    and the name it was given as, are added when it is a specific non-loopback one. Connection bounds:
-    ``max_header_bytes`` (431 beyond it plus Go's 4 KiB slop), ``read_header_timeout``,
-    ``idle_timeout``, ``request_body_timeout`` (seconds) and ``max_connections``
-    (``None``: the descriptor limit less a reserve). ``watch_backlog_bytes`` bounds each
-    watcher's undelivered events; ``store_policy`` (``retain_events``, ``retain_seconds``,
-    ``retain_bytes``, ``encryption_config``: kube's EncryptionConfiguration file for
-    Secrets at rest) goes to ``open_store``.
+    and the name it was given as, are added when it is a specific non-loopback one.
+    Connection bounds: ``max_header_bytes`` (431 beyond it plus Go's 4 KiB slop),
+    ``read_header_timeout``, ``idle_timeout``, ``request_body_timeout`` (seconds) and
+    ``max_connections`` (``None``: the descriptor limit less a reserve).
+    ``watch_backlog_bytes`` bounds each watcher's undelivered events; ``store_policy``
+    (``retain_events``, ``retain_seconds``, ``retain_bytes``, ``encryption_config``: kube's
+    EncryptionConfiguration file for Secrets at rest) goes to ``open_store``.
 
     ``audit_policy_file`` and ``audit_log_path`` (kube's ``--audit-policy-file`` and
     ``--audit-log-path``, given together) write the audit log (``apiserver.audit``): a
