@@ -262,8 +262,9 @@ def test_v2_schema_prunes_keywords_not_properties() -> None:
 def test_v2_schema_converts_as_kube_to_structural_openapi_v2() -> None:
     """kube-apiserver's ``ToStructuralOpenAPIV2``, rule by rule: a nullable node loses its
     type, properties and items; a node keeping unknown fields loses its properties and
-    items, and its type when an object; an array left without items loses its type; nullable properties leave
-    ``required`` (all of it for a nullable ``additionalProperties``), an emptied list goes."""
+    items, and its type when an object; an array left without items loses its type;
+    nullable properties leave ``required`` (all of it for a nullable
+    ``additionalProperties``), an emptied list goes."""
     schema = {
         "type": "object",
         "required": ["a", "b", "c"],
