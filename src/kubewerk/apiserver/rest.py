@@ -607,7 +607,10 @@ class ResourceApi:
             self.check_update_request(target, body)
         meta = body.get("metadata") or {}
         rv_text = meta.get("resourceVersion")
-        key, current = self._get_stored(target)
+        key = rtype.key(target.namespace or "", target.name or "")
+        current = self.store.get(key)
+        if current is None:
+            return self.create_on_update(target, body, query, defer=defer, duplicates=duplicates)
         if not rv_text and not rtype.strategy.allow_unconditional_update:
             # the generic store's Update, once it has found the object: its Invalid error
             # names the resource where the kind goes (k8s.io/apiserver
@@ -622,7 +625,6 @@ class ResourceApi:
                     )
                 ],
             )
-        key, current = self._get_stored(target)
         return self._apply_update(
             target,
             key,
@@ -633,6 +635,50 @@ class ResourceApi:
             defer=defer,
             duplicates=duplicates if duplicates is not None else decode.body_duplicates(body),
         )
+
+    def create_on_update(
+        self,
+        target: Target,
+        body: JSON,
+        query: dict[str, str],
+        *,
+        defer: bool = False,
+        duplicates: decode.Duplicates | None = None,
+    ) -> RestResponse:
+        """A PUT of an object that does not exist (``body`` checked by
+        :meth:`check_update_request`), as kube's generic store's ``Update`` answers it
+        (k8s.io/apiserver pkg/registry/generic/registry/store.go): 404 unless the kind's
+        strategy allows create on update (:meth:`check_create_on_update`); then the
+        create path (``BeforeCreate``: system fields, ``prepare_for_create``, create
+        validation), answered 201. ``defer`` and ``duplicates`` as for ``create``."""
+        self.check_create_on_update(target, body)
+        meta = body.get("metadata")
+        if isinstance(meta, dict):
+            # storage's GuaranteedUpdate clears it (PrepareObjectForStorage): no precondition
+            meta.pop("resourceVersion", None)
+        collection = Target(target.rtype, target.version, target.namespace, None)
+        return self.create(collection, body, query, defer=defer, duplicates=duplicates)
+
+    def check_create_on_update(self, target: Target, body: JSON) -> None:
+        """What a PUT of a missing object meets before it may create it: 404 for a kind
+        whose strategy does not allow create on update (``Strategy.allow_create_on_update``,
+        kube's ``AllowCreateOnUpdate``: the generic store's ``Update``); for one that does,
+        a body naming a ``metadata.uid`` is the UID precondition the update's object info
+        carries (``rest.DefaultUpdatedObjectInfo.Preconditions``), which storage checks
+        against the empty object it found: 409 ``Precondition failed: UID in precondition:
+        U, UID in object meta: ``."""
+        rtype = target.rtype
+        if not rtype.strategy.allow_create_on_update:
+            raise self._not_found(target)
+        meta = body.get("metadata")
+        uid = meta.get("uid") if isinstance(meta, dict) else None
+        if uid:
+            raise ApiError.conflict(
+                rtype.resource,
+                rtype.group,
+                target.name or "",
+                f"Precondition failed: UID in precondition: {uid}, UID in object meta: ",
+            )
 
     def check_update_request(self, target: Target, body: JSON) -> None:
         """What kube-apiserver's update handler checks of a PUT's body before it reads

@@ -92,6 +92,10 @@ class Strategy:
     ``fieldValidation``)."""
     allow_unconditional_update: ClassVar[bool] = True
     """A PUT without ``metadata.resourceVersion`` overwrites (else 422)."""
+    allow_create_on_update: bool = False
+    """A PUT of an object that does not exist creates it (kube's
+    ``RESTUpdateStrategy.AllowCreateOnUpdate``; else 404). Per kind: a class or an
+    instance sets it (``Strategy(allow_create_on_update=True)``)."""
     subresources: ClassVar[Mapping[str, tuple[str, ...]]] = {}
     """Subresources beside ``status`` and ``scale``, with their discovery verbs."""
     subresource_kinds: ClassVar[Mapping[str, tuple[str, str, str]]] = {}
@@ -114,7 +118,10 @@ class Strategy:
         cells: Callable[[JSON], list[Any]] | None = None,
         field_key: str = "",
         stored_field_key: str | None = None,
+        allow_create_on_update: bool | None = None,
     ) -> None:
+        if allow_create_on_update is not None:
+            self.allow_create_on_update = allow_create_on_update
         self._columns = tuple(columns)
         self._cells = cells
         self._field_key = field_key

@@ -693,10 +693,17 @@ class AdmissionChain:
         # the request body meets the URL before storage is read (kube's update handler:
         # decoding, namespace, checkName); a webhook's rename meets ValidateObjectMetaUpdate (422)
         self.api.check_update_request(target, body)
+        rtype = target.rtype
+        key = rtype.key(target.namespace or "", target.name or "")
         for _attempt in range(MAX_ATTEMPTS):
             warnings: list[str] = []
             annotations: dict[str, str] = {}
-            key, current = self._stored(target)
+            current = self.store.get(key)
+            if current is None:
+                created = await self._create_on_update(target, body, query, duplicates)
+                if created is not None:
+                    return created
+                continue  # created meanwhile: updated on the next attempt
             old = self.api.serve(target, current)
             mine = await self._mutate(
                 "UPDATE", target, copy_json(body), old, query, warnings, annotations
@@ -711,6 +718,47 @@ class AdmissionChain:
             if final is not None or conditional:
                 return final if final is not None else self._stale(target)
         return self._stale(target)
+
+    async def _create_on_update(
+        self,
+        target: Target,
+        body: JSON,
+        query: dict[str, str],
+        duplicates: decode.Duplicates | None,
+    ) -> RestResponse | None:
+        """A PUT of a missing object, as kube's update handler runs it through admission:
+        404 unless the kind allows create on update, the body's UID precondition
+        (``ResourceApi.check_create_on_update``), then mutating admission as a CREATE
+        (``CreateOptions`` from the request's UpdateOptions: kube's
+        ``updateToCreateOptions``), the create path and validating admission as a CREATE;
+        answered 201. None when another write created the object first (the PUT then
+        updates it, as GuaranteedUpdate retries)."""
+        self.api.check_create_on_update(target, body)
+        warnings: list[str] = []
+        annotations: dict[str, str] = {}
+        mine = copy_json(body)
+        meta = mine.get("metadata")
+        if isinstance(meta, dict):
+            meta.pop("resourceVersion", None)
+            if target.rtype.namespaced and target.namespace:
+                meta.setdefault("namespace", target.namespace)
+        mutated = await self._mutate("CREATE", target, mine, None, query, warnings, annotations)
+        assert mutated is not None
+        mutated_meta = mutated.get("metadata")
+        if isinstance(mutated_meta, dict):  # storage clears it on this path
+            mutated_meta.pop("resourceVersion", None)
+        collection = Target(target.rtype, target.version, target.namespace, None)
+        created = self.api.create(collection, mutated, query, defer=True, duplicates=duplicates)
+        assert created.commit is not None
+        await self._validate("CREATE", target, created.body, None, query, warnings, annotations)
+        try:
+            final = created.commit()
+        except ApiError as exc:
+            if exc.code == 409 and exc.reason == "AlreadyExists":
+                return None
+            raise
+        final.warnings = warnings + final.warnings
+        return final
 
     async def patch(
         self, target: Target, patch_body: bytes, content_type: str, query: dict[str, str]

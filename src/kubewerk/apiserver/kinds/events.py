@@ -79,6 +79,9 @@ class EventStrategy(Strategy):
     """core ``v1`` Events: the default strategy with their Table (no Name column)."""
 
     name_column: ClassVar[bool] = False
+    # pkg/registry/core/event/strategy.go: AllowCreateOnUpdate is true (events.k8s.io
+    # Events are served from the same registry)
+    allow_create_on_update = True
 
 
 class EventsV1Strategy(EventStrategy):

@@ -22,6 +22,8 @@ def resource_type() -> ServedResource:
         strategy=Strategy(
             columns=[PrinterColumn("Holder", "string", ".spec.holderIdentity"), AGE],
             cells=lambda o: [(o.get("spec") or {}).get("holderIdentity", ""), age(o)],
+            # pkg/registry/coordination/lease/strategy.go: AllowCreateOnUpdate is true
+            allow_create_on_update=True,
         ),
         schemas={
             "v1": object_schema(

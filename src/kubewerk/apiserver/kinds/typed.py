@@ -40,6 +40,21 @@ KEEP_STATUS = "keep"
 
 _DEFAULT_COLUMNS = (AGE,)
 
+CREATE_ON_UPDATE: frozenset[tuple[str, str]] = frozenset(
+    {
+        ("", "Endpoints"),  # pkg/registry/core/endpoint/strategy.go
+        ("", "LimitRange"),  # pkg/registry/core/limitrange/strategy.go
+        ("", "Service"),  # pkg/registry/core/service/strategy.go (svcStrategy)
+        ("rbac.authorization.k8s.io", "Role"),  # pkg/registry/rbac/role/strategy.go
+        ("rbac.authorization.k8s.io", "ClusterRole"),
+        ("rbac.authorization.k8s.io", "RoleBinding"),
+        ("rbac.authorization.k8s.io", "ClusterRoleBinding"),
+    }
+)
+"""The typed kinds whose kube strategy's ``AllowCreateOnUpdate`` is true (a PUT of a
+missing object creates it); every other typed kind's is false (PodDisruptionBudget,
+PriorityClass, EndpointSlice, Node, the workload and admission registration kinds)."""
+
 
 def _default_cells(obj: JSON) -> list[Any]:
     return [age(obj)]
@@ -86,7 +101,10 @@ class TypedKindStrategy(Strategy):
         spec_fields: tuple[str, ...] | None = None,
     ) -> None:
         storage_api_version = _api_version(group, versions[0])
-        super().__init__(field_key=kind_key(storage_api_version, kind))
+        super().__init__(
+            field_key=kind_key(storage_api_version, kind),
+            allow_create_on_update=(group, kind) in CREATE_ON_UPDATE,
+        )
         self.group = group
         self.kind = kind
         self._api_versions = {v: _api_version(group, v) for v in versions}
