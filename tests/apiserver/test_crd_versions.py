@@ -263,3 +263,81 @@ async def test_per_version_subresources_are_validated_at_their_version(
     status, body = await json_call(server, "POST", CRD_PATH, crd)
     assert status == 422, body
     assert [c["field"] for c in body["details"]["causes"]] == [field]
+
+
+class RenamingConverter:
+    """A conversion webhook's stand-in: v1's ``spec.replicas`` is v2's ``spec.count``."""
+
+    async def one(self, obj: dict[str, Any], api_version: str) -> dict[str, Any]:
+        out = copy.deepcopy(obj)
+        spec = out.setdefault("spec", {})
+        if api_version.endswith("/v2") and "replicas" in spec:
+            spec["count"] = spec.pop("replicas")
+        if api_version.endswith("/v1") and "count" in spec:
+            spec["replicas"] = spec.pop("count")
+        out["apiVersion"] = api_version
+        return out
+
+    async def convert(
+        self, objects: list[dict[str, Any]], api_version: str, as_list: bool = False
+    ) -> list[dict[str, Any]]:
+        return [await self.one(o, api_version) for o in objects]
+
+
+async def test_a_webhook_converted_version_scales_through_its_own_paths() -> None:
+    server = ApiServer(open_store("memory"))
+    crd = copy.deepcopy(CRD)
+    crd["metadata"]["name"] = f"gizmos.{GROUP}"
+    crd["spec"]["names"] = {"plural": "gizmos", "kind": "Gizmo"}
+    crd["spec"]["conversion"] = {
+        "strategy": "Webhook",
+        "webhook": {
+            "conversionReviewVersions": ["v1"],
+            "clientConfig": {"url": "https://127.0.0.1:9/convert"},
+        },
+    }
+    v1, v2, _ = crd["spec"]["versions"]
+    v2["subresources"] = {
+        "scale": {"specReplicasPath": ".spec.count", "statusReplicasPath": ".status.ready"}
+    }
+    crd["spec"]["versions"] = [v1, v2]
+    status, body = await json_call(server, "POST", CRD_PATH, crd)
+    assert status == 201, body
+    for _ in range(500):
+        if server.registry.get(GROUP, "gizmos") is not None:
+            break
+        await asyncio.sleep(0.005)
+    fake = RenamingConverter()
+    server.conversion.converter = (  # type: ignore[method-assign]
+        lambda target: None if target.version == "v1" else fake
+    )
+    gizmos = f"{BASE}/v1/namespaces/default/gizmos"
+    obj = {
+        "apiVersion": f"{GROUP}/v1",
+        "kind": "Gizmo",
+        "metadata": {"name": "g", "namespace": "default"},
+        "spec": {"replicas": 2},
+    }
+    status, made = await json_call(server, "POST", gizmos, obj)
+    assert status == 201, made
+    made["status"] = {"replicas": 1, "ready": 3}
+    status, made = await json_call(server, "PUT", f"{gizmos}/g/status", made)
+    assert status == 200, made
+    v2_scale = f"{BASE}/v2/namespaces/default/gizmos/g/scale"
+    status, scale = await get(server, v2_scale)
+    assert (status, scale["spec"], scale["status"]) == (200, {"replicas": 2}, {"replicas": 3})
+    scale["spec"]["replicas"] = 7
+    status, written = await json_call(server, "PUT", v2_scale, scale)
+    assert (status, written["spec"], written["status"]) == (200, {"replicas": 7}, {"replicas": 3})
+    status, stored = await get(server, f"{gizmos}/g")
+    assert stored["spec"] == {"replicas": 7}
+    status, _, payload = await asgi_call(
+        server,
+        "PATCH",
+        v2_scale,
+        headers={"content-type": "application/merge-patch+json"},
+        body=b'{"spec":{"replicas":4}}',
+    )
+    assert (status, orjson.loads(payload)["spec"]) == (200, {"replicas": 4})
+    status, stored = await get(server, f"{gizmos}/g")
+    assert stored["spec"] == {"replicas": 4}

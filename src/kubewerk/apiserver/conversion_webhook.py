@@ -455,6 +455,67 @@ class ConversionWebhooks:
             rtype, rtype.storage_version, target.namespace, target.name, target.subresource
         )
 
+    @staticmethod
+    def _same_scale(target: Target) -> bool:
+        """Whether ``target``'s version scales through the storage version's paths (then a
+        Scale write is the storage version's, as written before the CRD's versions could
+        differ there)."""
+        rtype = target.rtype
+        return rtype.scale_of(target.version) == rtype.scale_of(rtype.storage_version)
+
+    async def _write_scale(
+        self, converter: Converter, target: Target, scale: JSON, query: dict[str, str]
+    ) -> RestResponse:
+        """A Scale write to a version whose scale paths are its own: the stored object
+        in that version, its replicas set there, back to the storage version and written
+        at the Scale's resourceVersion (else the one read); answers the Scale."""
+        api = self.server.api
+        replicas = api._checked_replicas(target, (scale.get("spec") or {}).get("replicas"))
+        main = Target(target.rtype, target.version, target.namespace, target.name)
+        stored_main = self._stored_target(main)
+        _, current = api._get_stored(stored_main)
+        new = copy_json(await self._out(converter, main, api.serve(stored_main, current)))
+        api._with_replicas(target, new, replicas)
+        stored = await converter.one(new, stored_main.api_version)
+        rv = (scale.get("metadata") or {}).get("resourceVersion")
+        stored.setdefault("metadata", {})["resourceVersion"] = (
+            rv or current["metadata"]["resourceVersion"]
+        )
+        result = api.update(stored_main, stored, query)
+        result.body = api._scale_of(target, await self._out(converter, main, result.body))
+        return result
+
+    async def _patch_scale(
+        self, converter: Converter, req: Request, target: Target
+    ) -> RestResponse:
+        """A JSON or merge patch of the Scale of a version whose scale paths are its own:
+        the Scale read in that version, patched, written as ``_write_scale``. A
+        server-side apply there is refused (405): its ownership would have to move
+        between the versions' paths."""
+        from kubewerk.apiserver.rest import APPLY_YAML
+        from kubewerk.core import patch as patchlib
+
+        api = self.server.api
+        media = api._patch_media(target, req.content_type, req.query)
+        if media == APPLY_YAML:
+            raise ApiError(
+                405,
+                "MethodNotAllowed",
+                f"server-side apply to {target.rtype.resource}/scale in a version whose "
+                "scale paths differ from the storage version's is not supported by "
+                "kubewerk for a CRD converted by a webhook",
+                {"name": target.name or "", "kind": target.rtype.resource},
+            )
+        main = Target(target.rtype, target.version, target.namespace, target.name)
+        stored_main = self._stored_target(main)
+        _, current = api._get_stored(stored_main)
+        served = await self._out(converter, main, api.serve(stored_main, current))
+        scale = api._scale_of(target, served)
+        patched = api._run_patch(target, media, scale, api._patch_doc(req.body), patchlib)
+        if not isinstance(patched, dict):
+            raise ApiError.bad_request("the patched Scale is not an object")
+        return await self._write_scale(converter, target, patched, req.query)
+
     async def _out(self, converter: Converter, target: Target, obj: JSON) -> JSON:
         """An object as the verb on the storage version answered it, in ``target``'s
         version (defaulted there); a ``Status`` is passed through."""
@@ -468,8 +529,10 @@ class ConversionWebhooks:
         rtype = target.rtype
         stored_target = self._stored_target(target)
         if target.subresource == "scale":
-            # one scale specification serves every version: the Scale is the same
-            return api.get_scale(stored_target).body
+            # the object in the request's version, scaled through that version's paths
+            main = Target(rtype, target.version, target.namespace, target.name)
+            stored = api.get(self._stored_target(main), req.query).body
+            return api._scale_of(target, await self._out(converter, main, stored))
         as_table = wants_table(req.accept) and target.subresource is None
         if target.name is None:
             items, list_meta = api.list(stored_target, req.query)
@@ -510,7 +573,9 @@ class ConversionWebhooks:
         body = server._decode(req, target)
         stored_target = self._stored_target(target)
         if target.subresource == "scale":
-            return api.update(stored_target, body, req.query)  # a Scale: no version of ours
+            if self._same_scale(target):
+                return api.update(stored_target, body, req.query)  # a Scale: no version of ours
+            return await self._write_scale(converter, target, body, req.query)
         meta = body.get("metadata")
         if (
             body.get("apiVersion") != target.api_version
@@ -554,7 +619,9 @@ class ConversionWebhooks:
         api, chain = server.api, server.chain
         stored_target = self._stored_target(target)
         if target.subresource == "scale":
-            return api.patch(stored_target, req.body, req.content_type, req.query)
+            if self._same_scale(target):
+                return api.patch(stored_target, req.body, req.content_type, req.query)
+            return await self._patch_scale(converter, req, target)
         media = api._patch_media(target, req.content_type)
         patch_doc = api._patch_doc(req.body)
         for _attempt in range(MAX_PATCH_ATTEMPTS):
