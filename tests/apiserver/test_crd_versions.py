@@ -35,6 +35,9 @@ CRD: dict[str, Any] = {
                 "name": "v1",
                 "served": True,
                 "storage": True,
+                "additionalPrinterColumns": [
+                    {"name": "Replicas", "type": "integer", "jsonPath": ".spec.replicas"}
+                ],
                 "subresources": {
                     "status": {},
                     "scale": {
@@ -237,6 +240,22 @@ async def test_openapi_publishes_each_versions_own_subresource_paths(app: ApiSer
     v2_paths = [p for p in doc["paths"] if p.startswith(f"/apis/{GROUP}/")]
     subs = sorted(p.split("/")[3] + p[p.rfind("/") :] for p in v2_paths if "{name}/" in p)
     assert subs == ["v1/scale", "v1/status", "v3/scale"]
+
+
+async def test_printer_columns_are_each_versions_own(app: ApiServer) -> None:
+    status, body = await json_call(app, "POST", path("v1"), gadget("v1", "a", spec={"replicas": 2}))
+    assert status == 201, body
+    table = "application/json;as=Table;v=v1;g=meta.k8s.io"
+    columns = {}
+    for version in ("v1", "v2"):
+        status, body = await get(app, path(version), table)
+        assert status == 200, body
+        columns[version] = [
+            (c["name"], r)
+            for c, r in zip(body["columnDefinitions"], body["rows"][0]["cells"], strict=True)
+        ]
+    assert columns["v1"][:2] == [("Name", "a"), ("Replicas", 2)]
+    assert [name for name, _ in columns["v2"]] == ["Name", "Age"]
 
 
 @pytest.mark.parametrize(
