@@ -1,18 +1,21 @@
 """HTTP framing attacks on the embedded server over real sockets: request smuggling
 (Content-Length with Transfer-Encoding, two Content-Lengths, obs-fold), oversized chunk
-extensions, and request targets up to Go's header limit. Each ambiguous request is
+extensions, request targets up to Go's header limit, and pipelining. Each ambiguous request is
 refused with 400 and its connection closed, so no second request can hide in its body;
 nothing is stored."""
 
 from __future__ import annotations
 
 import socket
+import threading
+import time
 from collections.abc import Iterator
 from urllib.parse import quote, urlsplit
 
 import orjson
 import pytest
 
+from kubewerk.apiserver.httpproto import FEED_SLICE, PIPELINE_DEPTH
 from kubewerk.apiserver.server import EmbeddedServer
 
 CMS = "/api/v1/namespaces/default/configmaps"
@@ -134,3 +137,28 @@ def test_a_head_over_the_limit_is_still_431(server: EmbeddedServer) -> None:
         b"Host: 127.0.0.1\r\n\r\n",
     )
     assert answer.startswith(b"HTTP/1.1 431 "), answer[:200]
+
+
+def test_pipelined_requests_wait_unparsed_beyond_the_pipeline_depth(
+    server: EmbeddedServer,
+) -> None:
+    """400 KB of pipelined requests from a client that reads no answer: the server parses
+    no more than PIPELINE_DEPTH of them ahead, and one slice's worth (httptools parsed
+    every request of each read, and uvicorn kept each one's scope and cycle: 4 MB of them
+    cost about 25 MB per connection); as the client reads, they are answered in order."""
+    one = b"GET /healthz HTTP/1.1\r\nHost: 127.0.0.1\r\n\r\n"
+    url = urlsplit(server.url)
+    with socket.create_connection((url.hostname or "127.0.0.1", url.port or 80), timeout=10) as s:
+        s.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 4096)
+        sender = threading.Thread(target=s.sendall, args=(one * 10_000,), daemon=True)
+        sender.start()
+        time.sleep(0.5)
+        waiting = [len(conn.pipeline) for conn in server._server.server_state.connections]
+        # the depth, plus the requests of the one slice that took the pipeline past it
+        assert waiting and max(waiting) <= PIPELINE_DEPTH + FEED_SLICE // len(one), waiting
+        answered = b""
+        while answered.count(b"\r\n\r\nok") < 100:
+            chunk = s.recv(65536)
+            assert chunk, answered[-200:]
+            answered += chunk
+        assert answered.startswith(b"HTTP/1.1 200 OK\r\n"), answered[:200]

@@ -20,6 +20,14 @@ is that protocol with the bounds kube-apiserver's Go server has:
   ``request_body_timeout`` seconds (kube-apiserver's 60 s ``--request-timeout`` covers
   it there); otherwise the answer is kube's ``504 Timeout`` Status and the connection
   closes;
+- **pipelining depth**: a client may send requests without waiting for answers; Go's
+  server reads the next one only once the previous is answered, while httptools parses
+  every request of a received chunk at once, and uvicorn keeps each parsed request
+  (scope, cycle) until its turn: 4 MB of pipelined ``GET /healthz`` cost about 25 MB per
+  connection. Input in which several heads end is fed to the parser in slices of at most
+  ``FEED_SLICE`` bytes, and once ``PIPELINE_DEPTH`` parsed requests wait, the rest is held
+  unparsed, with reading paused, until answers make room: a connection holds at most
+  that many waiting requests plus one slice's worth, and one read of raw bytes;
 - **connection cap** (no Go counterpart; it keeps descriptors for the server's own files
   and for accepting): a connection over ``max_connections`` is answered ``503`` and
   closed at once.
@@ -74,6 +82,8 @@ from kubewerk.core.errors import ApiError
 DEFAULT_MAX_HEADER_BYTES = 1 << 20  # Go's http.DefaultMaxHeaderBytes; kube-apiserver sets the same
 HEADER_SLOP = 4096  # Go reads headers through a limit of MaxHeaderBytes + 4096 ("bufio slop")
 _PARSE_URL_MAX = 65535  # the longest target httptools.parse_url reads (16-bit offsets)
+PIPELINE_DEPTH = 16  # parsed requests waiting behind the one being answered, before input is held
+FEED_SLICE = 4096  # input is fed to the parser at most this much at a time once it is longer
 DEFAULT_READ_HEADER_TIMEOUT = 32.0  # kube-apiserver's ReadHeaderTimeout
 DEFAULT_IDLE_TIMEOUT = 90.0  # kube-apiserver's IdleTimeout
 DEFAULT_REQUEST_BODY_TIMEOUT = 60.0  # kube-apiserver's default --request-timeout
@@ -251,6 +261,9 @@ class LimitedHttpToolsProtocol(HttpToolsProtocol):
         self._head_timer: TimerHandle | None = None
         self._body_timer: TimerHandle | None = None
         self._closing = False  # answered with an error: input is dropped until the close
+        # input not parsed yet, from _held_at on: PIPELINE_DEPTH requests were waiting
+        self._held = b""
+        self._held_at = 0
         self._extensions: dict[str, Any] | None = None  # the TLS extension, on TLS connections
 
     # -- connection --------------------------------------------------------------------
@@ -299,6 +312,55 @@ class LimitedHttpToolsProtocol(HttpToolsProtocol):
             self.loop.call_later(_TLS_CLOSE_GRACE, transport.abort)
 
     def data_received(self, data: bytes) -> None:
+        if self._closing:
+            return
+        if self._held:
+            # still waiting for room in the pipeline (bytes read before the pause took
+            # effect): keep them in order, read no more
+            self._held = self._held[self._held_at :] + data
+            self._held_at = 0
+            self.flow.pause_reading()
+            return
+        self._feed_bounded(data, 0)
+
+    def on_response_complete(self) -> None:
+        super().on_response_complete()  # resumes reading
+        held = self._held
+        if not held or self.transport.is_closing():
+            return
+        if len(self.pipeline) < PIPELINE_DEPTH:
+            # room again: parse what was held, before anything read later (this runs
+            # synchronously, so no data_received can come in between)
+            at = self._held_at
+            self._held, self._held_at = b"", 0
+            self._feed_bounded(held, at)
+        else:
+            self.flow.pause_reading()  # still full: read nothing more yet
+
+    def _feed_bounded(self, data: bytes, pos: int) -> None:
+        """Feed ``data`` from ``pos`` on to the parser, a slice at a time when it is long,
+        holding the rest (and pausing reads) once ``PIPELINE_DEPTH`` parsed requests wait."""
+        size = len(data)
+        if len(self.pipeline) < PIPELINE_DEPTH and (
+            size - pos <= FEED_SLICE or data.count(b"\r\n\r\n", pos) <= 1
+        ):
+            # at most one head ends in it (a long head, a body): whole, as it came
+            self._feed(data[pos:] if pos else data)
+            return
+        while pos < size:
+            if self._closing or self.parser is None or self.transport.is_closing():
+                return
+            if len(self.pipeline) >= PIPELINE_DEPTH:
+                self._held = data
+                self._held_at = pos
+                self.flow.pause_reading()
+                return
+            self._feed(data[pos : pos + FEED_SLICE])
+            pos += FEED_SLICE
+
+    def _feed(self, data: bytes) -> None:
+        """The header-limit bookkeeping around uvicorn's ``data_received`` (see the
+        module doc)."""
         if self._closing:
             return
         size = len(data)
