@@ -87,7 +87,8 @@ class _CreateDraft:
     obj: JSON
     query: dict[str, str]
     applied: bool
-    duplicates: decode.Duplicates | None
+    decoded: list[str]
+    """The warnings of the body's typed decoding (``ResourceApi.decode_create``)."""
     versioned: bool
     """The object named a resourceVersion (storage refuses it)."""
     requested_fields: Any
@@ -270,8 +271,16 @@ class ResourceApi:
         query: dict[str, str],
         trusted_old: bool = False,
         duplicates: decode.Duplicates | None = None,
+        decoded: list[str] | None = None,
     ) -> list[str]:
-        decode_warnings = self._typed_decode(target, obj, query, duplicates)
+        """Admission of ``obj`` (``Admission.admit``): defaults, pruning, validation.
+        ``decoded``: ``obj`` was decoded already (``decode_for_admission``) with these
+        warnings; else it is decoded here first, ``duplicates`` reported with it."""
+        decode_warnings = (
+            list(decoded)
+            if decoded is not None
+            else self._typed_decode(target, obj, query, duplicates)
+        )
         req = AdmissionRequest(
             operation="CREATE" if op == "CREATE" else "UPDATE",
             rtype=target.rtype,
@@ -329,6 +338,32 @@ class ResourceApi:
             raise ApiError.bad_request("strict decoding error: " + ", ".join(messages))
         return messages
 
+    def decode_for_admission(
+        self,
+        target: Target,
+        obj: JSON,
+        query: dict[str, str],
+        duplicates: decode.Duplicates | None = None,
+    ) -> list[str]:
+        """What kube-apiserver's handlers do to a write's object before mutating
+        admission (k8s.io/apiserver pkg/endpoints/handlers/{create,update,patch}.go): it
+        is decoded into the kind's type (``_typed_decode``: 400 for a value of the wrong
+        type or, under ``fieldValidation=Strict``, an unknown or duplicate field; the
+        others dropped) and defaulted (:meth:`default_decoded`). Returns the decoding's
+        warnings, for ``create``/``update``/``finish_patch`` (``decoded``), which then
+        do not decode again."""
+        warnings = self._typed_decode(target, obj, query, duplicates)
+        self.default_decoded(target, obj)
+        return warnings
+
+    @staticmethod
+    def default_decoded(target: Target, obj: JSON) -> None:
+        """The defaults and conversion a typed decode applies (``Strategy.default``: the
+        kind's ``SetDefaults_*``, a Secret's ``stringData`` merged into ``data``), as
+        kube applies them to a request body, a patched object and a mutating webhook's
+        patched object before admission sees them."""
+        target.rtype.strategy.default(obj)
+
     def _pruned_paths(self, target: Target, obj: JSON) -> list[str]:
         """The fields of a custom resource its version's schema would prune, sorted (as
         admission reports them), without changing ``obj``."""
@@ -367,6 +402,7 @@ class ResourceApi:
         defer: bool = False,
         applied: bool = False,
         duplicates: decode.Duplicates | None = None,
+        decoded: builtins.list[str] | None = None,
     ) -> RestResponse:
         """Create from ``body``, which the caller hands over (it is changed in place).
 
@@ -374,9 +410,16 @@ class ResourceApi:
         ``RestResponse.commit``), for the admission chain's asynchronous path.
         ``applied``: ``body`` is a server-side apply's result, its managedFields final.
         ``duplicates``: the repeated keys of the request body ``body`` was decoded from,
-        when ``body`` is no longer that very object (mutated by admission webhooks); else
-        they are found by ``decode.body_duplicates``."""
-        draft = self._create_prepare(target, body, query, applied, duplicates)
+        when ``body`` is no longer that very object; else they are found by
+        ``decode.body_duplicates``. ``decoded``: ``body`` was decoded already
+        (:meth:`decode_create`, then mutating admission), with these warnings.
+
+        The order is kube's create handler's: the body decoded into its type (400
+        before anything else), then the system fields and ``prepare_for_create``, then
+        admission (defaults, validation), then storage."""
+        if decoded is None:
+            decoded = self.decode_create(target, body, query, duplicates)
+        draft = self._create_prepare(target, body, query, applied, decoded)
         self._create_admit(draft)
         target, key, obj, warnings = draft.target, draft.key, draft.obj, draft.warnings
         if not defer:
@@ -388,17 +431,17 @@ class ResourceApi:
             lambda: self._finish_create(target, key, obj, query, warnings, draft.versioned),
         )
 
-    def _create_prepare(
+    def decode_create(
         self,
         target: Target,
         body: JSON,
         query: dict[str, str],
-        applied: bool,
-        duplicates: decode.Duplicates | None,
-    ) -> _CreateDraft:
-        """The part of a create that reads storage, on the loop: the body's identity and
-        namespace, a generated name, the namespace's existence, the system fields and the
-        strategy's ``prepare_for_create``."""
+        duplicates: decode.Duplicates | None = None,
+    ) -> builtins.list[str]:
+        """The first stage of a create, which reads nothing of storage: the target takes
+        creates, the body is the target's kind and version, and it decodes into the
+        kind's type (``_typed_decode``, in place); returns the decoding's warnings.
+        ``duplicates`` as for ``create``."""
         rtype = target.rtype
         if target.subresource:
             raise ApiError.method_not_supported(
@@ -407,10 +450,24 @@ class ResourceApi:
         self._check_body_identity(target, body)
         if duplicates is None:
             duplicates = decode.body_duplicates(body)
+        if body.get("metadata") is None:  # absent, or JSON null: an empty ObjectMeta
+            body["metadata"] = {}
+        return self._typed_decode(target, body, query, duplicates)
+
+    def _create_prepare(
+        self,
+        target: Target,
+        body: JSON,
+        query: dict[str, str],
+        applied: bool,
+        decoded: builtins.list[str],
+    ) -> _CreateDraft:
+        """The part of a create that reads storage, on the loop, after ``decode_create``:
+        the body's namespace, a generated name, the namespace's existence, the system
+        fields and the strategy's ``prepare_for_create``."""
+        rtype = target.rtype
         obj = body  # freshly decoded for this request: ours to change
-        meta = obj.get("metadata")
-        if meta is None:  # absent, or JSON null: the typed decode's empty ObjectMeta
-            meta = obj["metadata"] = {}
+        meta = obj["metadata"]
         if target.namespace is not None and rtype.namespaced:
             body_ns = meta.get("namespace")
             if body_ns and body_ns != target.namespace:
@@ -451,13 +508,13 @@ class ResourceApi:
         _omit_empty_meta(meta)
         rtype.strategy.prepare_for_create(obj)
         return _CreateDraft(
-            target, obj, query, applied, duplicates, versioned, requested_fields, generated
+            target, obj, query, applied, decoded, versioned, requested_fields, generated
         )
 
     def _create_admit(self, draft: _CreateDraft) -> None:
         """The per-body work of a create, between the store reads of ``_create_prepare``
-        and the write of ``_finish_create``: managedFields, typed decoding and admission,
-        the name rule, the storage form. Reads nothing of storage; for a kind whose
+        and the write of ``_finish_create``: managedFields, admission, the name rule, the
+        storage form. Reads nothing of storage; for a kind whose
         strategy is ``offload_safe`` it may run in a worker thread (``create_async``)."""
         target, obj, query = draft.target, draft.obj, draft.query
         rtype = target.rtype
@@ -465,9 +522,7 @@ class ResourceApi:
             fieldmanager.track(
                 rtype, target.version, None, None, obj, draft.requested_fields, query, "create"
             )
-        draft.warnings = self._admit(
-            "CREATE", target, obj, None, query, duplicates=draft.duplicates
-        )
+        draft.warnings = self._admit("CREATE", target, obj, None, query, decoded=draft.decoded)
         if not obj["metadata"].get("name"):
             raise ApiError.invalid(
                 rtype.kind,
@@ -503,9 +558,10 @@ class ResourceApi:
     ) -> RestResponse:
         """``create``, with the per-body CPU work of a big body off the event loop: for a
         request body longer than ``decode.OFFLOAD_BYTES`` of a kind that allows it
-        (``_offloadable``), ``_create_admit`` runs in a worker thread, after the store
-        reads and system fields of ``_create_prepare`` and before the write of
-        ``_finish_create``, both on the loop; the answer is the same. Anything else is
+        (``_offloadable``), ``decode_create`` and ``_create_admit`` run in a worker
+        thread, before and after the store reads and system fields of
+        ``_create_prepare`` and before the write of ``_finish_create``, both on the loop;
+        the answer is the same. Anything else is
         ``create`` as it is."""
         if (
             body_bytes <= decode.OFFLOAD_BYTES
@@ -513,7 +569,8 @@ class ResourceApi:
             or not self._offloadable(target)
         ):
             return self.create(target, body, query)
-        draft = self._create_prepare(target, body, query, False, None)
+        decoded = await asyncio.to_thread(self.decode_create, target, body, query)
+        draft = self._create_prepare(target, body, query, False, decoded)
         await asyncio.to_thread(self._create_admit, draft)
         self._regenerate_if_taken(draft)
         return self._finish_create(
@@ -588,12 +645,17 @@ class ResourceApi:
         defer: bool = False,
         duplicates: decode.Duplicates | None = None,
         name_checked: bool = False,
+        decoded: builtins.list[str] | None = None,
     ) -> RestResponse:
         """Replace the object with ``body``; ``defer`` and ``duplicates`` as for ``create``
         (not for the scale and finalize subresources). ``name_checked``: the request
         body was checked already (:meth:`check_update_request`) and
         ``body`` is what mutating admission made of it: a name it changed is left to
-        ``ValidateObjectMetaUpdate`` (422 ``field is immutable``), as in kube."""
+        ``ValidateObjectMetaUpdate`` (422 ``field is immutable``), as in kube.
+        ``decoded``: ``body`` was decoded already (``decode_for_admission``, then mutating
+        admission), with these warnings; else it is decoded here, once its identity,
+        namespace and name are checked and before storage is read (a body that does not
+        decode is 400 even for a missing object, as kube's update handler answers)."""
         rtype = target.rtype
         if target.subresource == "scale":
             self.check_update_target(target, body)  # the Scale meets the URL as any body
@@ -605,12 +667,16 @@ class ResourceApi:
             self._check_update_namespace(target, body)
         else:
             self.check_update_request(target, body)
+        if decoded is None:
+            if duplicates is None:
+                duplicates = decode.body_duplicates(body)
+            decoded = self._typed_decode(target, body, query, duplicates)
         meta = body.get("metadata") or {}
         rv_text = meta.get("resourceVersion")
         key = rtype.key(target.namespace or "", target.name or "")
         current = self.store.get(key)
         if current is None:
-            return self.create_on_update(target, body, query, defer=defer, duplicates=duplicates)
+            return self.create_on_update(target, body, query, defer=defer, decoded=decoded)
         if not rv_text and not rtype.strategy.allow_unconditional_update:
             # the generic store's Update, once it has found the object: its Invalid error
             # names the resource where the kind goes (k8s.io/apiserver
@@ -633,7 +699,7 @@ class ResourceApi:
             query,
             rv_text,
             defer=defer,
-            duplicates=duplicates if duplicates is not None else decode.body_duplicates(body),
+            decoded=decoded,
         )
 
     def create_on_update(
@@ -643,21 +709,21 @@ class ResourceApi:
         query: dict[str, str],
         *,
         defer: bool = False,
-        duplicates: decode.Duplicates | None = None,
+        decoded: builtins.list[str] | None = None,
     ) -> RestResponse:
         """A PUT of an object that does not exist (``body`` checked by
         :meth:`check_update_request`), as kube's generic store's ``Update`` answers it
         (k8s.io/apiserver pkg/registry/generic/registry/store.go): 404 unless the kind's
         strategy allows create on update (:meth:`check_create_on_update`); then the
         create path (``BeforeCreate``: system fields, ``prepare_for_create``, create
-        validation), answered 201. ``defer`` and ``duplicates`` as for ``create``."""
+        validation), answered 201. ``defer`` and ``decoded`` as for ``create``."""
         self.check_create_on_update(target, body)
         meta = body.get("metadata")
         if isinstance(meta, dict):
             # storage's GuaranteedUpdate clears it (PrepareObjectForStorage): no precondition
             meta.pop("resourceVersion", None)
         collection = Target(target.rtype, target.version, target.namespace, None)
-        return self.create(collection, body, query, defer=defer, duplicates=duplicates)
+        return self.create(collection, body, query, defer=defer, decoded=decoded)
 
     def check_create_on_update(self, target: Target, body: JSON) -> None:
         """What a PUT of a missing object meets before it may create it: 404 for a kind
@@ -737,8 +803,10 @@ class ResourceApi:
         applied: bool = False,
         verb: str = "update",
         duplicates: decode.Duplicates | None = None,
+        decoded: builtins.list[str] | None = None,
     ) -> RestResponse:
         """The shared tail of PUT and PATCH: system fields, status rules, admission, write.
+        ``duplicates`` and ``decoded`` as for ``_admit``.
 
         ``served`` is ``current`` as served in the target version, when the caller has it;
         ``defer`` as for ``create``. The write's ``Update`` ownership is recorded in
@@ -824,7 +892,9 @@ class ResourceApi:
         trusted = not rtype.builtin and self._admitted_here(
             target, key, current["metadata"]["resourceVersion"]
         )
-        warnings = self._admit("UPDATE", target, new, old_served, query, trusted, duplicates)
+        warnings = self._admit(
+            "UPDATE", target, new, old_served, query, trusted, duplicates, decoded
+        )
         new["metadata"].pop("resourceVersion", None)
         new = rtype.strategy.to_storage(new)
         if not defer:
@@ -951,16 +1021,11 @@ class ResourceApi:
             patched_scale = self._run_patch(target, media, scale, patch_doc, patchlib)
             return self._update_scale(target, patched_scale, query)
         patched, rv_text = self._patched(target, media, patch_doc, current, served)
+        # the patched object is decoded into its type before anything else of the update
+        errors = self._patch_body_errors(media, patch_body, patch_doc, query)
+        decoded = self._typed_decode(target, patched, query, errors)
         return self._apply_update(
-            target,
-            key,
-            current,
-            patched,
-            query,
-            rv_text,
-            served,
-            verb="patch",
-            duplicates=self._patch_body_errors(media, patch_body, patch_doc, query),
+            target, key, current, patched, query, rv_text, served, verb="patch", decoded=decoded
         )
 
     @staticmethod
@@ -1171,10 +1236,13 @@ class ResourceApi:
         patched: JSON,
         query: dict[str, str],
         duplicates: decode.Duplicates | None = None,
+        decoded: builtins.list[str] | None = None,
     ) -> RestResponse:
         """Admit ``patched`` (what ``prepare_patch`` gave, as mutating admission left it)
         and answer with ``commit`` set (``defer``). ``duplicates``: the patch body's
-        strict decoding errors (``ReadPatch.errors``)."""
+        strict decoding errors (``ReadPatch.errors``), reported when the patched object
+        is decoded; ``decoded``: it was decoded already (``decode_for_admission``), with
+        these warnings."""
         key, current, served, _, rv_text = prepared
         return self._apply_update(
             target,
@@ -1187,6 +1255,7 @@ class ResourceApi:
             defer=True,
             verb="patch",
             duplicates=duplicates,
+            decoded=decoded,
         )
 
     def _patch_media(

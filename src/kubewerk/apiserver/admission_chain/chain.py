@@ -469,6 +469,9 @@ class AdmissionChain:
                             decode_patched(target.rtype, inv.kind[1], patched)
                         except ValueError as exc:
                             raise ApiError.internal(str(exc)) from None
+                        if target.subresource != "scale":
+                            # and defaulted (the dispatcher's GetObjectDefaulter().Default)
+                            target.rtype.strategy.default(patched)
                     back = self._in_version(
                         Target(
                             target.rtype,
@@ -669,15 +672,16 @@ class AdmissionChain:
     async def create(self, target: Target, body: JSON, query: dict[str, str]) -> RestResponse:
         warnings: list[str] = []
         annotations: dict[str, str] = {}
-        # the request body's repeated keys, before webhooks make another object of it
-        duplicates = decode.body_duplicates(body)
+        # decoded into its type and defaulted before admission (400 before any webhook)
+        decoded = self.api.decode_create(target, body, query)
+        self.api.default_decoded(target, body)
         meta = body.get("metadata")
         if target.rtype.namespaced and target.namespace and isinstance(meta, dict):
             meta.setdefault("namespace", target.namespace)
         mutated = await self._mutate("CREATE", target, body, None, query, warnings, annotations)
         assert mutated is not None  # webhooks patch an object, never remove it
         body = mutated
-        result = self.api.create(target, body, query, defer=True, duplicates=duplicates)
+        result = self.api.create(target, body, query, defer=True, decoded=decoded)
         assert result.commit is not None
         await self._validate("CREATE", target, result.body, None, query, warnings, annotations)
         final = result.commit()
@@ -693,6 +697,8 @@ class AdmissionChain:
         # the request body meets the URL before storage is read (kube's update handler:
         # decoding, namespace, checkName); a webhook's rename meets ValidateObjectMetaUpdate (422)
         self.api.check_update_request(target, body)
+        # then decoded into its type and defaulted, once, before storage and admission
+        decoded = self.api.decode_for_admission(target, body, query, duplicates)
         rtype = target.rtype
         key = rtype.key(target.namespace or "", target.name or "")
         for _attempt in range(MAX_ATTEMPTS):
@@ -700,7 +706,7 @@ class AdmissionChain:
             annotations: dict[str, str] = {}
             current = self.store.get(key)
             if current is None:
-                created = await self._create_on_update(target, body, query, duplicates)
+                created = await self._create_on_update(target, body, query, decoded)
                 if created is not None:
                     return created
                 continue  # created meanwhile: updated on the next attempt
@@ -712,7 +718,7 @@ class AdmissionChain:
             if self._moved(key, current):
                 continue
             result = self.api.update(
-                target, mine, query, defer=True, duplicates=duplicates, name_checked=True
+                target, mine, query, defer=True, name_checked=True, decoded=decoded
             )
             final = await self._finish(target, result, old, query, warnings, annotations)
             if final is not None or conditional:
@@ -724,15 +730,16 @@ class AdmissionChain:
         target: Target,
         body: JSON,
         query: dict[str, str],
-        duplicates: decode.Duplicates | None,
+        decoded: list[str],
     ) -> RestResponse | None:
         """A PUT of a missing object, as kube's update handler runs it through admission:
         404 unless the kind allows create on update, the body's UID precondition
         (``ResourceApi.check_create_on_update``), then mutating admission as a CREATE
         (``CreateOptions`` from the request's UpdateOptions: kube's
-        ``updateToCreateOptions``), the create path and validating admission as a CREATE;
-        answered 201. None when another write created the object first (the PUT then
-        updates it, as GuaranteedUpdate retries)."""
+        ``updateToCreateOptions``) of the decoded body (``decoded``: its decoding's
+        warnings), the create path and validating admission as a CREATE; answered 201.
+        None when another write created the object first (the PUT then updates it, as
+        GuaranteedUpdate retries)."""
         self.api.check_create_on_update(target, body)
         warnings: list[str] = []
         annotations: dict[str, str] = {}
@@ -748,7 +755,7 @@ class AdmissionChain:
         if isinstance(mutated_meta, dict):  # storage clears it on this path
             mutated_meta.pop("resourceVersion", None)
         collection = Target(target.rtype, target.version, target.namespace, None)
-        created = self.api.create(collection, mutated, query, defer=True, duplicates=duplicates)
+        created = self.api.create(collection, mutated, query, defer=True, decoded=decoded)
         assert created.commit is not None
         await self._validate("CREATE", target, created.body, None, query, warnings, annotations)
         try:
@@ -791,13 +798,15 @@ class AdmissionChain:
             annotations: dict[str, str] = {}
             prepared = self.api.prepare_patch(target, read)
             key, current, served, patched, rv_text = prepared
+            # the patched object decoded and defaulted before admission (patch.go)
+            decoded = self.api.decode_for_admission(target, patched, query, read.errors)
             mine = await self._mutate(
                 "UPDATE", target, patched, served, query, warnings, annotations
             )
             assert mine is not None
             if self._moved(key, current):
                 continue
-            result = self.api.finish_patch(target, prepared, mine, query, read.errors)
+            result = self.api.finish_patch(target, prepared, mine, query, decoded=decoded)
             final = await self._finish(target, result, served, query, warnings, annotations)
             if final is not None or rv_text:
                 return final if final is not None else self._stale(target)
@@ -830,11 +839,16 @@ class AdmissionChain:
                 if rtype.namespaced and target.namespace:
                     new["metadata"].setdefault("namespace", target.namespace)
                 collection = Target(rtype, target.version, target.namespace, None)
+                # the applied object is typed and defaulted before admission
+                decoded = self.api.decode_create(collection, new, query)
+                self.api.default_decoded(target, new)
                 mutated = await self._mutate(
                     "CREATE", target, new, None, query, warnings, annotations
                 )
                 assert mutated is not None
-                created = self.api.create(collection, mutated, query, defer=True, applied=True)
+                created = self.api.create(
+                    collection, mutated, query, defer=True, applied=True, decoded=decoded
+                )
                 assert created.commit is not None
                 await self._validate(
                     "CREATE", target, created.body, None, query, warnings, annotations
@@ -849,6 +863,7 @@ class AdmissionChain:
                 )
             )
             warnings += self.api.apply_yaml_duplicates(config, query)
+            decoded = self.api.decode_for_admission(target, new, query)
             mine = await self._mutate("UPDATE", target, new, served, query, warnings, annotations)
             assert mine is not None
             if self._moved(key, current):
@@ -864,6 +879,7 @@ class AdmissionChain:
                 defer=True,
                 applied=True,
                 verb="patch",
+                decoded=decoded,
             )
             done = await self._finish(target, result, served, query, warnings, annotations)
             if done is not None or rv_text:

@@ -63,6 +63,13 @@ def _decode_body(secret: JSON) -> None:
         raise ApiError.bad_request(
             f'Secret in version "v1" cannot be handled as a Secret: {exc}'
         ) from None
+    _convert(secret)
+
+
+def _convert(secret: JSON) -> None:
+    """``SetDefaults_Secret`` and the conversion to the internal type, of a Secret that
+    decodes: ``type`` defaulted to Opaque, ``stringData`` merged into ``data`` (its keys
+    win) and dropped. Idempotent."""
     if not secret.get("type"):
         secret["type"] = "Opaque"
     string_data = secret.pop("stringData", None)
@@ -87,6 +94,12 @@ class SecretStrategy(Strategy):
 
     def prepare_for_update(self, new: JSON, old: JSON) -> None:
         _decode_body(new)
+
+    def default(self, obj: JSON) -> None:
+        """What decoding a Secret does beyond typing it, as kube's decoder does it before
+        admission sees the object: ``type`` defaulted, ``stringData`` merged into
+        ``data`` (``obj`` decodes: ``typed_decode`` ran)."""
+        _convert(obj)
 
     def typed_decode(self, obj: JSON, version: str) -> list[str] | None:
         unknown: list[str] = core_decoder().decode(obj, DEFINITION)
