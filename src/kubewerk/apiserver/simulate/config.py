@@ -53,6 +53,8 @@ class SimulationConfig:
     ``crash_images``/``bad_images``: image patterns (``fnmatch``, e.g. ``"*:crash"``) whose
     containers crash or fail to pull, besides the ``simulate.kubewerk.dev/fail`` annotation.
     ``clock``: the time source (None: wall time); tests pass a ``ManualClock``.
+    ``event_ttl_seconds``: how long an Event the simulation wrote lives after its last
+    write (kube-apiserver's ``--event-ttl``, 1 h).
     ``default_storage_class``: the StorageClass installed (and made default) at start,
     whose provisioner binds claims at once ("" installs none).
     """
@@ -73,6 +75,7 @@ class SimulationConfig:
     kubelet_version: str = "v1.31.0"
     pod_cidr: str = "10.244.0.0/16"
     clock: Clock | None = None
+    event_ttl_seconds: float = 3600.0
 
     def __post_init__(self) -> None:
         for name in (
@@ -84,7 +87,12 @@ class SimulationConfig:
         ):
             if getattr(self, name) < 0:
                 raise ValueError(f"{name} must not be negative")
-        for name in ("heartbeat_seconds", "node_status_seconds", "node_monitor_grace_seconds"):
+        for name in (
+            "heartbeat_seconds",
+            "node_status_seconds",
+            "node_monitor_grace_seconds",
+            "event_ttl_seconds",
+        ):
             if getattr(self, name) <= 0:
                 raise ValueError(f"{name} must be positive")
 

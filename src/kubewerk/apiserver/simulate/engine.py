@@ -27,6 +27,7 @@ from typing import TYPE_CHECKING, Any
 from kubewerk.apiserver.request import Target
 from kubewerk.apiserver.simulate.clock import Clock, SystemClock, TimerHandle, rfc3339
 from kubewerk.apiserver.simulate.config import SimulationConfig
+from kubewerk.apiserver.simulate.events import Events
 from kubewerk.apiserver.simulate.fit import NodeUse, is_finished, pod_requests
 from kubewerk.apiserver.storage.base import Event, KeyNotFound, RevisionConflict
 from kubewerk.core.errors import ApiError
@@ -59,6 +60,7 @@ _PREFIX_CONTROLLER = {
     "/core/services/": "service",
     "/core/nodes/": "node",
     "/core/persistentvolumeclaims/": "pvc",
+    "/policy/poddisruptionbudgets/": "pdb",
 }
 # owner kind (ownerReferences) -> (storage prefix, controller)
 _OWNER_KINDS = {
@@ -128,6 +130,10 @@ class Engine:
         self.services: dict[str, set[str]] = {}
         """namespace -> storage keys of its Services"""
         self.event_hooks: list[Callable[[Event], None]] = []
+        self.budgets: dict[str, set[str]] = {}
+        """namespace -> storage keys of its PodDisruptionBudgets"""
+        self.events = Events(self)
+        """the simulated components' event sink (``events``)"""
 
     # -- wiring -------------------------------------------------------------------
 
@@ -234,6 +240,8 @@ class Engine:
             ns = (source.get("metadata") or {}).get("namespace") or ""
             for svc_key in self.service_keys(ns):
                 self.enqueue("service", svc_key)
+            for pdb_key in self.budgets.get(ns, ()):
+                self.enqueue("pdb", pdb_key)
         elif controller == "node":
             for ds_key in self.keys_under("/apps/daemonsets/"):
                 self.enqueue("daemonset", ds_key)
@@ -247,6 +255,12 @@ class Engine:
                 self.services.get(ns, set()).discard(key)
             else:
                 self.services.setdefault(ns, set()).add(key)
+        elif controller == "pdb":
+            ns, _ = split_key(key)
+            if obj is None:
+                self.budgets.get(ns, set()).discard(key)
+            else:
+                self.budgets.setdefault(ns, set()).add(key)
         for extra in self.event_hooks:
             extra(ev)
 

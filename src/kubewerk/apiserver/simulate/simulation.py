@@ -4,8 +4,9 @@ Built over an ``ApiServer`` (``EmbeddedServer(simulate=...)`` makes one), starte
 event loop, stopped with it. Its parts: nodes and their kubelets' heartbeats (``nodes``),
 the scheduler and the kubelets (``pods``), ReplicaSets and Deployments (``workloads``),
 StatefulSets and DaemonSets (``sets``), Jobs and CronJobs (``batch``), Services'
-EndpointSlices and Endpoints (``network``), and claims bound to provisioned volumes
-(``volumes``). Each controller acts only when its kind is served.
+EndpointSlices and Endpoints (``network``), claims bound to provisioned volumes
+(``volumes``), and PodDisruptionBudgets' status (``disruption``); what they do shows as
+Events (``events``). Each controller acts only when its kind is served.
 
 Failure injection: ``fail_node``/``recover_node`` here; crashing containers and failing
 image pulls per Pod (``simulate.kubewerk.dev/fail``) or by image pattern (config).
@@ -19,6 +20,7 @@ from typing import TYPE_CHECKING
 from kubewerk.apiserver.simulate.batch import CronJobs, Jobs
 from kubewerk.apiserver.simulate.clock import Clock
 from kubewerk.apiserver.simulate.config import SimulationConfig
+from kubewerk.apiserver.simulate.disruption import Disruption
 from kubewerk.apiserver.simulate.engine import Engine
 from kubewerk.apiserver.simulate.network import Endpoints
 from kubewerk.apiserver.simulate.nodes import Nodes
@@ -47,6 +49,7 @@ class Simulation:
         self.cronjobs = CronJobs(self.engine)
         self.endpoints = Endpoints(self.engine)
         self.volumes = Volumes(self.engine)
+        self.disruption = Disruption(self.engine)
         self.started = False
         self.engine.subscribe()
 
