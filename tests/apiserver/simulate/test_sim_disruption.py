@@ -352,3 +352,44 @@ async def test_go_selector_print() -> None:
         "MatchExpressions:[]LabelSelectorRequirement{LabelSelectorRequirement{"
         "Key:k,Operator:In,Values:[x y],},},}"
     )
+
+
+async def test_eviction_policies_and_the_empty_selector(
+    cluster: tuple[EmbeddedServer, ManualClock],
+) -> None:
+    server, clock = cluster
+    ns = namespace(server, "policy")
+    api_create(server, "apps", "deployments", ns, deployment("web", 2))
+    await run(server, clock, 2)
+    # {} selects every Pod of the namespace, for the eviction API too
+    api_create(server, "policy", "poddisruptionbudgets", ns, pdb("all", {}, minAvailable=2))
+    await run(server, clock)
+    first, second = sorted(p["metadata"]["name"] for p in pods_of(server, ns))
+    assert counts(status_of(server, ns, "all")) == (2, 2, 2, 0)
+    assert evict(server, ns, first) == 429
+
+    # a Pod that is not Ready, under a budget short of healthy Pods: IfHealthyBudget (the
+    # default) keeps it, AlwaysAllow lets it go without spending the budget
+    key = f"/core/pods/{ns}/{first}"
+    pod = server.store.get(key)
+    assert pod is not None
+    unready = copy_json(pod)
+    unready["status"]["conditions"] = [
+        dict(c, status="False") if c["type"] == "Ready" else c
+        for c in unready["status"]["conditions"]
+    ]
+    server.app.api.write_back(key, unready)
+    await run(server, clock)
+    assert counts(status_of(server, ns, "all")) == (2, 1, 2, 0)
+    assert evict(server, ns, first) == 429
+    obj = server.store.get(f"/policy/poddisruptionbudgets/{ns}/all")
+    assert obj is not None
+    always = copy_json(obj)
+    always["spec"]["unhealthyPodEvictionPolicy"] = "AlwaysAllow"
+    rtype = server.app.registry.get("policy", "poddisruptionbudgets")
+    assert rtype is not None
+    server.app.api.update(Target(rtype, rtype.storage_version, ns, "all"), always, {})
+    await run(server, clock)
+    assert evict(server, ns, first) == 201
+    assert evict(server, ns, second) == 429  # a Ready Pod still needs the budget
+    assert "disruptedPods" not in status_of(server, ns, "all")

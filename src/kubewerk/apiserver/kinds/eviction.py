@@ -6,23 +6,25 @@ The Eviction's name must be the Pod's (400 ``name in URL does not match name in 
 object``); its ``deleteOptions`` are the delete's, with the request's ``dryRun`` when they
 name none (a different one on both sides is a 400). A Pod that is Pending, Succeeded,
 Failed or already being deleted is deleted without looking at budgets. Otherwise the
-PodDisruptionBudgets of its namespace whose (non-empty) selector matches its labels
-decide: none, the Pod is deleted; more than one, the answer is a Failure Status with code
-500 (``This pod has more than one PodDisruptionBudget, ...``) and nothing happens; one,
-its status must have been computed for its generation (else 429 TooManyRequests, cause
-``DisruptionBudget`` ``The disruption budget NAME is still being processed by the
-server.``), allow a disruption (0: 429 with ``needs D healthy pods and has C currently``;
-negative: 403), and is then written back with ``disruptionsAllowed`` one less, the Pod in
-``disruptedPods`` and, at zero, ``DisruptionAllowed=False``/``InsufficientPods``. A Pod
-that is not Ready while the budget already has its healthy Pods is deleted without
-spending the budget (with the Pod's resourceVersion as a precondition, a change meanwhile
-is 429). Before the delete the Pod gets the ``DisruptionTarget`` condition
-(``EvictionByEvictionAPI``, ``Eviction API: evicting``), as on 1.31+ clusters. The answer
-is a Success Status, 201.
+PodDisruptionBudgets of its namespace whose selector matches its labels (``{}`` matches
+every Pod, no selector none, as ``LabelSelectorAsSelector``) decide: none, the Pod is
+deleted; more than one, the answer is a Failure Status with code 500 (``This pod has more
+than one PodDisruptionBudget, ...``) and nothing happens; one, its status must have been
+computed for its generation (else 429 TooManyRequests, cause ``DisruptionBudget`` ``The
+disruption budget NAME is still being processed by the server.``), allow a disruption (0:
+429 with ``needs D healthy pods and has C currently``; negative: 403), and is then written
+back with ``disruptionsAllowed`` one less, the Pod in ``disruptedPods`` and, at zero,
+``DisruptionAllowed=False``/``InsufficientPods``. A Pod that is not Ready while the budget
+already has its healthy Pods is deleted without spending the budget (with the Pod's
+resourceVersion as a precondition, a change meanwhile is 429); with
+``unhealthyPodEvictionPolicy: AlwaysAllow`` a Pod that is not Ready is deleted that way
+whatever the budget's state. Before the delete the Pod gets the ``DisruptionTarget``
+condition (``EvictionByEvictionAPI``, ``Eviction API: evicting``), as on 1.31+ clusters.
+The answer is a Success Status, 201.
 
-The budget's status is the disruption controller's: the embedded server runs none, so a
-budget nobody else keeps up to date refuses every eviction it covers (429), as a cluster
-whose controller manager is down does.
+The budget's status is the disruption controller's: the simulated cluster runs one
+(``simulate/disruption.py``); without it nothing keeps a budget up to date, and it refuses
+every eviction it covers (429), as a cluster whose controller manager is down does.
 """
 
 from __future__ import annotations
@@ -207,8 +209,11 @@ class _Eviction:
                 _int(status.get("currentHealthy")),
                 _int(status.get("desiredHealthy")),
             )
-            if not _ready(pod) and current >= desired > 0:
-                # an unready Pod does not count as healthy: nothing to spend
+            always = (budget.get("spec") or {}).get("unhealthyPodEvictionPolicy") == "AlwaysAllow"
+            if not _ready(pod) and (always or current >= desired > 0):
+                # an unready Pod does not count as healthy: nothing to spend (AlwaysAllow:
+                # whatever the budget's state; IfHealthyBudget, the default: while the
+                # budget has its healthy Pods)
                 guarded = _with_precondition(options, pod["metadata"]["resourceVersion"])
                 try:
                     return self._evict(pods, pod, guarded, dry_run)
@@ -220,20 +225,19 @@ class _Eviction:
         return self._evict(pods, pod, options, dry_run)
 
     def _budgets(self, namespace: str, pod: JSON) -> list[JSON]:
-        """The namespace's budgets whose selector is not empty and matches the Pod."""
+        """``getPodDisruptionBudgets``: the namespace's budgets whose selector matches the
+        Pod (``LabelSelectorAsSelector``: no selector matches nothing, ``{}`` every Pod; an
+        invalid one nothing)."""
         pdbs = self._target("poddisruptionbudgets", "policy", namespace, None)
         items, _ = self.server.api.list(pdbs, {})
         labels = (pod.get("metadata") or {}).get("labels") or {}
         out = []
         for pdb in items:
-            selector = (pdb.get("spec") or {}).get("selector")
-            if not selector:
-                continue
             try:
-                parsed = label_selector_from_dict(selector)
+                parsed = label_selector_from_dict((pdb.get("spec") or {}).get("selector"))
             except LabelSelectorError:
                 continue
-            if parsed.requirements and parsed.matches(labels):
+            if not parsed.nothing and parsed.matches(labels):
                 out.append(pdb)
         return out
 

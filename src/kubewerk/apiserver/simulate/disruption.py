@@ -435,4 +435,3 @@ def go_selector(selector: Any) -> str:
         f"&LabelSelector{{MatchLabels:map[string]string{{{pairs}}},"
         f"MatchExpressions:[]LabelSelectorRequirement{{{exprs}}},}}"
     )
-

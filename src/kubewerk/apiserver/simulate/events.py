@@ -136,9 +136,7 @@ class Events:
     def _allow(self, spam_key: tuple[str, ...], now: dt.datetime) -> bool:
         """The spam filter's token bucket for ``spam_key``."""
         tokens, last = self._buckets.pop(spam_key, (float(SPAM_BURST), now))
-        tokens = min(
-            float(SPAM_BURST), tokens + (now - last).total_seconds() / SPAM_REFILL_SECONDS
-        )
+        tokens = min(float(SPAM_BURST), tokens + (now - last).total_seconds() / SPAM_REFILL_SECONDS)
         allowed = tokens >= 1.0
         if allowed:
             tokens -= 1.0
@@ -327,9 +325,7 @@ class Recorder:
             object_ref(obj, field_path), "Normal", reason, message, self.component, self.host
         )
 
-    def warning(
-        self, obj: JSON, reason: str, message: str, field_path: str | None = None
-    ) -> None:
+    def warning(self, obj: JSON, reason: str, message: str, field_path: str | None = None) -> None:
         self.events.emit(
             object_ref(obj, field_path), "Warning", reason, message, self.component, self.host
         )
