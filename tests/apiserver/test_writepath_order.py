@@ -25,8 +25,10 @@ from typing import Any
 import orjson
 import pytest
 
+from kubewerk.apiserver import decode
 from kubewerk.apiserver.app import ApiServer
 from kubewerk.apiserver.kinds.rbac import install_rbac
+from kubewerk.apiserver.rest import ResourceApi
 from kubewerk.apiserver.storage import open_store
 from kubewerk.webhook.certs import CertificateSet, make_certificates, write_certificates
 from tests.apiserver.helpers import asgi_call, json_call
@@ -254,3 +256,79 @@ async def test_a_put_that_creates_is_admitted_as_a_create(hooked: ApiServer) -> 
     status, got = await json_call(hooked, "PUT", f"{LEASES}/lease-put", got)
     assert status == 200, got
     assert seen("lease-put")[-1]["operation"] == "UPDATE"
+
+
+# -- big bodies: the per-body work of a create in a worker thread ---------------------
+
+
+@pytest.fixture(scope="module")
+def plain() -> ApiServer:
+    """A server without webhooks: creates take ``ResourceApi.create_async``."""
+    return ApiServer(open_store("memory"))
+
+
+BIG = "x" * (decode.OFFLOAD_BYTES + 1024)
+
+
+@pytest.mark.parametrize(
+    ("path", "body"),
+    [
+        pytest.param(SECRETS, secret("big-secret", stringData={"k": BIG}), id="secret"),
+        pytest.param(
+            "/apis/apps/v1/namespaces/default/controllerrevisions",
+            {
+                "apiVersion": "apps/v1",
+                "kind": "ControllerRevision",
+                "metadata": {"name": "big-revision"},
+                "data": {"blob": BIG},
+                "revision": 1,
+            },
+            id="typed-kind",
+        ),
+    ],
+)
+async def test_a_big_create_is_admitted_off_the_loop(
+    plain: ApiServer, path: str, body: dict[str, Any], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    threads: list[str] = []
+    admit = ResourceApi._create_admit
+
+    def recorded(self: ResourceApi, draft: Any) -> None:
+        threads.append(threading.current_thread().name)
+        admit(self, draft)
+
+    monkeypatch.setattr(ResourceApi, "_create_admit", recorded)
+    status, got = await json_call(plain, "POST", path, body)
+    assert status == 201, got
+    assert threads and threads[-1] != threading.main_thread().name
+    if got["kind"] == "Secret":
+        assert got["data"] == {"k": b64(BIG)} and "stringData" not in got
+        assert got["type"] == "Opaque"
+    else:
+        assert got["data"] == {"blob": BIG}
+
+
+async def test_a_big_create_through_the_webhooks_is_admitted_off_the_loop(
+    hooked: ApiServer, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    threads: list[str] = []
+    decode_create = ResourceApi.decode_create
+    admit = ResourceApi._create_admit
+
+    def decoded(self: ResourceApi, *args: Any) -> list[str]:
+        threads.append(threading.current_thread().name)
+        return decode_create(self, *args)
+
+    def admitted(self: ResourceApi, draft: Any) -> None:
+        threads.append(threading.current_thread().name)
+        admit(self, draft)
+
+    monkeypatch.setattr(ResourceApi, "decode_create", decoded)
+    monkeypatch.setattr(ResourceApi, "_create_admit", admitted)
+    body = secret("big-hooked", stringData={"k": BIG})
+    status, got = await json_call(hooked, "POST", SECRETS, body)
+    assert status == 201, got
+    assert len(threads) == 2 and threading.main_thread().name not in threads
+    [request] = seen("big-hooked")
+    assert request["object"]["data"] == {"k": b64(BIG)}
+    assert "stringData" not in request["object"]

@@ -421,14 +421,20 @@ class ResourceApi:
             decoded = self.decode_create(target, body, query, duplicates)
         draft = self._create_prepare(target, body, query, applied, decoded)
         self._create_admit(draft)
+        return self._answer_create(draft, defer)
+
+    def _answer_create(self, draft: _CreateDraft, defer: bool) -> RestResponse:
+        """An admitted create stored (``_finish_create``), or with ``defer`` its answer
+        with ``commit`` set to store it."""
         target, key, obj, warnings = draft.target, draft.key, draft.obj, draft.warnings
+        query, versioned = draft.query, draft.versioned
         if not defer:
-            return self._finish_create(target, key, obj, query, warnings, draft.versioned)
+            return self._finish_create(target, key, obj, query, warnings, versioned)
         return RestResponse(
             201,
             self._serve_admitted(target, obj),
             warnings,
-            lambda: self._finish_create(target, key, obj, query, warnings, draft.versioned),
+            lambda: self._finish_create(target, key, obj, query, warnings, versioned),
         )
 
     def decode_create(
@@ -554,32 +560,35 @@ class ResourceApi:
         draft.key = rtype.key(meta.get("namespace", "") if rtype.namespaced else "", meta["name"])
 
     async def create_async(
-        self, target: Target, body: JSON, query: dict[str, str], body_bytes: int
+        self,
+        target: Target,
+        body: JSON,
+        query: dict[str, str],
+        body_bytes: int,
+        *,
+        defer: bool = False,
+        decoded: builtins.list[str] | None = None,
     ) -> RestResponse:
         """``create``, with the per-body CPU work of a big body off the event loop: for a
         request body longer than ``decode.OFFLOAD_BYTES`` of a kind that allows it
-        (``_offloadable``), ``decode_create`` and ``_create_admit`` run in a worker
-        thread, before and after the store reads and system fields of
-        ``_create_prepare`` and before the write of ``_finish_create``, both on the loop;
-        the answer is the same. Anything else is
-        ``create`` as it is."""
-        if (
-            body_bytes <= decode.OFFLOAD_BYTES
-            or target.subresource
-            or not self._offloadable(target)
-        ):
-            return self.create(target, body, query)
-        decoded = await asyncio.to_thread(self.decode_create, target, body, query)
+        (:meth:`offloadable`), ``decode_create`` (unless ``decoded`` says it ran) and
+        ``_create_admit`` run in a worker thread, before and after the store reads and
+        system fields of ``_create_prepare`` and before the write of ``_finish_create``,
+        both on the loop; the answer is the same. Anything else is ``create`` as it is.
+        ``defer`` and ``decoded`` as for ``create``."""
+        if body_bytes <= decode.OFFLOAD_BYTES or not self.offloadable(target):
+            return self.create(target, body, query, defer=defer, decoded=decoded)
+        if decoded is None:
+            decoded = await asyncio.to_thread(self.decode_create, target, body, query)
         draft = self._create_prepare(target, body, query, False, decoded)
         await asyncio.to_thread(self._create_admit, draft)
         self._regenerate_if_taken(draft)
-        return self._finish_create(
-            draft.target, draft.key, draft.obj, query, draft.warnings, draft.versioned
-        )
+        return self._answer_create(draft, defer)
 
-    def _offloadable(self, target: Target) -> bool:
-        """Whether a create of ``target`` may be admitted in a worker thread: its strategy
-        vouches for its hooks (``Strategy.offloadable``); admission is this module's own
+    def offloadable(self, target: Target) -> bool:
+        """Whether a create of ``target`` may be decoded and admitted in a worker thread:
+        not of a subresource; its strategy vouches for its hooks
+        (``Strategy.offloadable``); admission is this module's own
         (``Admission``, or ``SchemaAdmission``, whose compiled schema is made here, on the
         loop, first); and a custom resource's schema has no CEL rules (whose runtime is
         not known to be safe on two threads at once). What the worker then shares with
@@ -588,7 +597,7 @@ class ResourceApi:
         from kubewerk.apiserver.schema_admission import SchemaAdmission
 
         rtype = target.rtype
-        if not rtype.strategy.offloadable():
+        if target.subresource or not rtype.strategy.offloadable():
             return False
         admission = self.admission
         if type(admission) is Admission:

@@ -26,6 +26,7 @@ deletes if the object is still the one they saw. Audit annotations (from policie
 
 from __future__ import annotations
 
+import asyncio
 import logging
 import time
 from collections.abc import Callable, Iterable
@@ -669,24 +670,43 @@ class AdmissionChain:
 
     # -- the verbs -----------------------------------------------------------------------
 
-    async def create(self, target: Target, body: JSON, query: dict[str, str]) -> RestResponse:
+    async def create(
+        self, target: Target, body: JSON, query: dict[str, str], body_bytes: int = 0
+    ) -> RestResponse:
+        """A POST: the body decoded into its type and defaulted (400 before any webhook),
+        mutating webhooks, the REST layer's admission, policies and validating webhooks,
+        the write. For a request body of ``body_bytes`` longer than
+        ``decode.OFFLOAD_BYTES`` of a kind whose create may be admitted off the loop
+        (``ResourceApi.offloadable``), the decoding and the REST layer's admission run in
+        a worker thread (``ResourceApi.create_async``)."""
         warnings: list[str] = []
         annotations: dict[str, str] = {}
-        # decoded into its type and defaulted before admission (400 before any webhook)
-        decoded = self.api.decode_create(target, body, query)
-        self.api.default_decoded(target, body)
+        offload = body_bytes > decode.OFFLOAD_BYTES and self.api.offloadable(target)
+        if offload:
+            decoded = await asyncio.to_thread(self._decode_create, target, body, query)
+        else:
+            decoded = self._decode_create(target, body, query)
         meta = body.get("metadata")
         if target.rtype.namespaced and target.namespace and isinstance(meta, dict):
             meta.setdefault("namespace", target.namespace)
         mutated = await self._mutate("CREATE", target, body, None, query, warnings, annotations)
         assert mutated is not None  # webhooks patch an object, never remove it
         body = mutated
-        result = self.api.create(target, body, query, defer=True, decoded=decoded)
+        result = await self.api.create_async(
+            target, body, query, body_bytes if offload else 0, defer=True, decoded=decoded
+        )
         assert result.commit is not None
         await self._validate("CREATE", target, result.body, None, query, warnings, annotations)
         final = result.commit()
         final.warnings = warnings + final.warnings
         return final
+
+    def _decode_create(self, target: Target, body: JSON, query: dict[str, str]) -> list[str]:
+        """A POST body decoded into its type and defaulted (``ResourceApi.decode_create``,
+        ``default_decoded``); the decoding's warnings."""
+        decoded = self.api.decode_create(target, body, query)
+        self.api.default_decoded(target, body)
+        return decoded
 
     async def update(self, target: Target, body: JSON, query: dict[str, str]) -> RestResponse:
         if target.subresource == "scale":

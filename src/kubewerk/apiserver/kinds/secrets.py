@@ -87,10 +87,16 @@ class SecretStrategy(Strategy):
     """Typed decoding, ``stringData`` merged on every write, kube's validation."""
 
     prunes_unknown_fields = False  # typed_decode does it
+    # its create hooks (typed_decode, default, validate, warnings, to_storage) read and
+    # change only the object, with the shared decoder's own locked caches
+    # (Strategy.offload_safe)
+    offload_safe = True
 
     def prepare_for_create(self, obj: JSON) -> None:
+        """A create's body was typed (``typed_decode``) before this: only converted here
+        (``type`` defaulted, ``stringData`` merged), without decoding it again on the loop."""
         super().prepare_for_create(obj)
-        _decode_body(obj)
+        _convert(obj)
 
     def prepare_for_update(self, new: JSON, old: JSON) -> None:
         _decode_body(new)

@@ -175,6 +175,11 @@ class TypedKindStrategy(Strategy):
         return check(obj, old) if check is not None else []
 
     prunes_unknown_fields: ClassVar[bool] = False  # typed_decode does it
+    # the create hooks read and change only the object: kindrules' tables are filled at
+    # import and read only (their quantity memo is an lru_cache), the typed decoder's
+    # caches are locked, ``_decoders`` stores the same value whoever fills it
+    # (Strategy.offload_safe; a subclass declares it for itself)
+    offload_safe: ClassVar[bool] = True
 
     def typed_decode(self, obj: JSON, version: str) -> list[str] | None:
         if version not in self._decoders:
