@@ -892,7 +892,7 @@ class ApiServer:
                 if target.subresource:
                     result = api.create(target, body, req.query)  # refused there
                 else:
-                    result = await self.chain.create(target, body, req.query)
+                    result = await self.chain.create(target, body, req.query, len(req.body))
             else:
                 # a big body's per-body work (typing, admission) runs off the loop
                 body = self._decode(req, target)

@@ -92,9 +92,9 @@ async def test_unselected_writes_keep_the_synchronous_path(
     calls: list[str] = []
     original = chain.create
 
-    async def counting(target: Target, body: Any, query: Any) -> Any:
+    async def counting(target: Target, body: Any, query: Any, *rest: Any) -> Any:
         calls.append(target.rtype.resource)
-        return await original(target, body, query)
+        return await original(target, body, query, *rest)
 
     chain.create = counting  # type: ignore[method-assign]
     status, body = await api.post(f"{AR}/validatingadmissionpolicies", policy("cm", ["configmaps"]))
