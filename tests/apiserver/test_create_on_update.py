@@ -220,3 +220,15 @@ async def test_a_put_create_in_a_missing_namespace_is_not_found(app: ApiServer) 
     status, got = await json_call(app, "PUT", path, _named(LEASE, "l"))
     assert status == 404, got
     assert got["details"]["kind"] == "namespaces"
+
+
+async def test_a_body_that_does_not_decode_is_refused_before_storage_is_read(
+    app: ApiServer,
+) -> None:
+    body = {"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "nowhere"}}
+    status, got = await json_call(app, "PUT", f"{NS}/configmaps/nowhere", {**body, "data": 1})
+    assert status == 400, got
+    assert got["message"] == (
+        'ConfigMap in version "v1" cannot be handled as a ConfigMap: json: cannot '
+        "unmarshal number into Go struct field ConfigMap.data of type map[string]string"
+    )
