@@ -1,21 +1,35 @@
 #!/usr/bin/env python3
 """Regenerate the vendored Kubernetes OpenAPI definitions the embedded server serves.
 
-Input: a published Kubernetes OpenAPI v2 document (``api/openapi-spec/swagger.json`` of
-kubernetes/kubernetes, or the copy kubernetes-client/python commits for each release
-branch as ``kubernetes/swagger.json.unprocessed``, taken before its own preprocessing).
+Input: a published Kubernetes OpenAPI v2 document that carries kube's enum data, as a
+cluster serves it: the ``enum`` keyword and the "Possible enum values" paragraph of the
+description of every field whose Go type is marked ``+enum``. kube-apiserver publishes
+them while its ``OpenAPIEnums`` feature gate is on (beta, on by default since 1.24).
+
+Kubernetes' own snapshot (``api/openapi-spec/swagger.json`` and ``api/openapi-spec/v3/``
+of kubernetes/kubernetes, which ``hack/update-openapi-spec.sh`` takes from a server run
+with ``OpenAPIEnums=false``) has none, nor has kubernetes-client/python's verbatim copy
+(``kubernetes/swagger.json.unprocessed``). kubernetes-sigs/reference-docs publishes the
+same document taken with the gate on (``gen-apidocs/config/v1_NN/swagger.json``, from
+v1_34): use that one. The script refuses a document whose kept definitions carry no
+``enum``.
+
 Output, under ``src/kubewerk/apiserver/kinds/openapi_data/``:
 
 * ``definitions.json.gz``: the ``definitions`` of every kind the server serves
   (``SERVED_KINDS`` below, group/version/kind as in ``x-kubernetes-group-version-kind``)
   and of everything they reach through ``$ref``, plus every ``io.k8s.apimachinery``
   definition; kept exactly as published (OpenAPI v2 form), keys sorted, gzip-compressed;
-* ``SOURCE.md``: where they came from (repository, commit, path) and their licence.
+* ``SOURCE.md``: where they came from (repository, commit, path), how many enums they
+  carry, and their licence.
 
 Usage::
 
     python scripts/vendor_k8s_openapi.py SWAGGER_JSON --repo OWNER/NAME \
         --commit SHA --path PATH_IN_REPO [--release release-1.36]
+
+for instance ``git show HEAD:gen-apidocs/config/v1_36/swagger.json`` of
+kubernetes-sigs/reference-docs with ``--repo kubernetes-sigs/reference-docs``.
 
 The embedded server converts the definitions to OpenAPI v3 when it serves them
 (``kubewerk.apiserver.kinds.k8s_openapi``).
@@ -137,6 +151,16 @@ def trim(definitions: dict[str, Any]) -> dict[str, Any]:
     return {name: definitions[name] for name in sorted(keep)}
 
 
+def enum_count(value: Any) -> int:
+    """How many schemas in ``value`` carry an ``enum`` keyword."""
+    if isinstance(value, dict):
+        own = 1 if isinstance(value.get("enum"), list) else 0
+        return own + sum(enum_count(v) for v in value.values())
+    if isinstance(value, list):
+        return sum(enum_count(v) for v in value)
+    return 0
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("swagger", type=Path, help="a published swagger.json (OpenAPI v2)")
@@ -147,6 +171,14 @@ def main(argv: list[str] | None = None) -> int:
     args = parser.parse_args(argv)
     doc = json.loads(args.swagger.read_text())
     definitions = trim(doc["definitions"])
+    enums = enum_count(definitions)
+    if enums == 0:
+        sys.exit(
+            "the kept definitions carry no 'enum': this document was published with the "
+            "OpenAPIEnums feature gate off (kubernetes/kubernetes' api/openapi-spec, "
+            "kubernetes-client/python's copy); use one taken with it on, as a cluster "
+            "serves it (kubernetes-sigs/reference-docs gen-apidocs/config/v1_NN/swagger.json)"
+        )
     OUT_DIR.mkdir(parents=True, exist_ok=True)
     text = json.dumps(definitions, sort_keys=True, separators=(",", ":")).encode()
     # mtime=0: the same input gives byte-identical output
@@ -157,17 +189,23 @@ def main(argv: list[str] | None = None) -> int:
         "`definitions.json.gz` holds OpenAPI v2 `definitions` exactly as Kubernetes publishes\n"
         "them, trimmed to the kinds below, what they reach through `$ref`, and every\n"
         "`io.k8s.apimachinery` definition. Regenerate with `scripts/vendor_k8s_openapi.py`.\n\n"
+        'They carry kube\'s enum data (`enum` and the "Possible enum values" descriptions) as\n'
+        "kube-apiserver serves them with its `OpenAPIEnums` feature gate on (the default).\n"
+        "Kubernetes' own snapshot (kubernetes/kubernetes `api/openapi-spec/`, taken with the\n"
+        "gate off by `hack/update-openapi-spec.sh`) and kubernetes-client/python's copy of it\n"
+        "have none; kubernetes-sigs/reference-docs publishes the document taken with it on.\n\n"
         f"- repository: {args.repo}\n"
         f"- commit: {args.commit}\n"
         f"- path: {args.path}\n"
         + (f"- Kubernetes release: {args.release}\n" if args.release else "")
         + f"- definitions kept: {len(definitions)}\n"
+        f"- schemas with `enum`: {enums}\n"
         "- licence: Apache License 2.0 (the Kubernetes API definitions are generated from\n"
         "  k8s.io/api and k8s.io/apimachinery, Copyright The Kubernetes Authors, under the\n"
         "  Apache License, Version 2.0: https://www.apache.org/licenses/LICENSE-2.0)\n\n"
         f"Kinds:\n\n{kinds}\n"
     )
-    print(f"{len(definitions)} definitions, {len(text)} bytes -> {OUT_DIR}")
+    print(f"{len(definitions)} definitions ({enums} enums), {len(text)} bytes -> {OUT_DIR}")
     return 0
 
 
