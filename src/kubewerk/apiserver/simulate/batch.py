@@ -74,7 +74,13 @@ def want_active(parallelism: int, completions: int | None, succeeded: int, activ
 class Jobs:
     def __init__(self, engine: Engine) -> None:
         self.engine = engine
+        self.events = engine.events.recorder("job-controller")
         engine.handlers["job"] = self.reconcile
+
+    def _delete_pod(self, job: JSON, ns: str, pod: JSON) -> None:
+        name = pod["metadata"]["name"]
+        if self.engine.delete(f"{POD_PREFIX}{ns}/{name}"):
+            self.events.normal(job, "SuccessfulDelete", f"Deleted pod: {name}")
 
     def reconcile(self, key: str) -> None:
         engine = self.engine
@@ -125,7 +131,7 @@ class Jobs:
         suspended = bool(spec.get("suspend"))
         if failure is not None or complete or suspended:
             for pod in active:
-                engine.delete(f"{POD_PREFIX}{ns}/{pod['metadata']['name']}")
+                self._delete_pod(job, ns, pod)
             active = []
         else:
             want = want_active(parallelism, completions, done_count, len(active))
@@ -135,7 +141,7 @@ class Jobs:
                 )
             elif len(active) > want:
                 for pod in active[want:]:
-                    engine.delete(f"{POD_PREFIX}{ns}/{pod['metadata']['name']}")
+                    self._delete_pod(job, ns, pod)
         pods_now = [p for _, p in engine.owned(job, POD_PREFIX)]
         active_now = [
             p
@@ -210,7 +216,12 @@ class Jobs:
         if status != (job.get("status") or {}):
             new = changed_copy(job)
             new["status"] = status
-            engine.update(key, new, status=True)
+            if engine.update(key, new, status=True) is not None:
+                # the job controller's events for the Job's end
+                if failure is not None:
+                    self.events.warning(job, failure[0], failure[1])
+                elif complete:
+                    self.events.normal(job, "Completed", "Job completed")
         if failure is not None or complete:
             refreshed = engine.get(key)
             if refreshed is not None:
@@ -242,8 +253,10 @@ class Jobs:
                 body["metadata"].setdefault("annotations", {})[COMPLETION_INDEX] = str(index)
                 body["metadata"].setdefault("labels", {})[COMPLETION_INDEX] = str(index)
                 body["spec"]["hostname"] = f"{job['metadata']['name']}-{index}"
-            if engine.create("", "pods", ns, body) is None:
+            made = engine.create("", "pods", ns, body)
+            if made is None:
                 break
+            self.events.normal(job, "SuccessfulCreate", f"Created pod: {made['metadata']['name']}")
 
     def _ttl(self, key: str, job: JSON) -> None:
         ttl = _int((job.get("spec") or {}).get("ttlSecondsAfterFinished"), None)
@@ -285,7 +298,13 @@ class CronJobs:
         self.engine = engine
         self.first_seen: dict[str, dt.datetime] = {}
         """CronJob uid -> when the controller first saw it (by its clock)"""
+        self.events = engine.events.recorder("cronjob-controller")
         engine.handlers["cronjob"] = self.reconcile
+
+    def _delete_job(self, cj: JSON, ns: str, job: JSON) -> None:
+        name = job["metadata"]["name"]
+        if self.engine.delete(f"{JOB_PREFIX}{ns}/{name}", {"propagationPolicy": "Background"}):
+            self.events.normal(cj, "SuccessfulDelete", f"Deleted job {name}")
 
     def reconcile(self, key: str) -> None:
         engine = self.engine
@@ -305,13 +324,25 @@ class CronJobs:
         running = [
             j for j in jobs if not job_finished(j) and not j["metadata"].get("deletionTimestamp")
         ]
+        # a Job it listed as active has finished (syncCronJob)
+        listed = {
+            str(ref.get("name")) for ref in status.get("active") or [] if isinstance(ref, dict)
+        }
+        for job in jobs:
+            finished = job_finished(job)
+            if finished and job["metadata"]["name"] in listed:
+                self.events.normal(
+                    cj,
+                    "SawCompletedJob",
+                    f"Saw completed job: {job['metadata']['name']}, condition: {finished}",
+                )
         # history and last success
         for job in jobs:
             if job_finished(job) == "Complete":
                 done = str((job.get("status") or {}).get("completionTime") or "")
                 if done and done > str(status.get("lastSuccessfulTime") or ""):
                     status["lastSuccessfulTime"] = done
-        self._history(ns, jobs, spec)
+        self._history(cj, ns, jobs, spec)
         first_seen = self.first_seen.setdefault(str(cj["metadata"].get("uid")), now)
         created = parse_rfc3339(str(cj["metadata"].get("creationTimestamp") or ""))
         if created is None or created > now:
@@ -326,13 +357,13 @@ class CronJobs:
             if not too_late and not (policy == "Forbid" and running):
                 if policy == "Replace":
                     for job in running:
-                        engine.delete(
-                            f"{JOB_PREFIX}{ns}/{job['metadata']['name']}",
-                            {"propagationPolicy": "Background"},
-                        )
+                        self._delete_job(cj, ns, job)
                     running = []
                 made = self._create_job(cj, scheduled, zone)
                 if made is not None:
+                    self.events.normal(
+                        cj, "SuccessfulCreate", f"Created job {made['metadata']['name']}"
+                    )
                     running.append(made)
                     status["lastScheduleTime"] = rfc3339(scheduled)
                 elif (
@@ -395,7 +426,7 @@ class CronJobs:
             },
         )
 
-    def _history(self, ns: str, jobs: list[JSON], spec: JSON) -> None:
+    def _history(self, cj: JSON, ns: str, jobs: list[JSON], spec: JSON) -> None:
         for kind, limit_field, default in (
             ("Complete", "successfulJobsHistoryLimit", 3),
             ("Failed", "failedJobsHistoryLimit", 1),
@@ -413,7 +444,4 @@ class CronJobs:
                 ),
             )
             for job in finished[: max(0, len(finished) - limit)]:
-                self.engine.delete(
-                    f"{JOB_PREFIX}{ns}/{job['metadata']['name']}",
-                    {"propagationPolicy": "Background"},
-                )
+                self._delete_job(cj, ns, job)

@@ -126,6 +126,8 @@ class Engine:
         self._pod_place: dict[str, tuple[str, Any]] = {}
         self.unschedulable: dict[str, None] = {}
         """Pods the scheduler could not place (tried again when room may have appeared)"""
+        self.retried: set[str] = set()
+        """unschedulable Pods queued for another attempt (not for their own status write)"""
         self.writes = 0
         self.services: dict[str, set[str]] = {}
         """namespace -> storage keys of its Services"""
@@ -298,13 +300,17 @@ class Engine:
             self.retry_unschedulable()  # room was freed
         if pod is None:
             self.unschedulable.pop(key, None)
+            self.retried.discard(key)
 
     def pods_on_node(self, node: str) -> list[str]:
         """Storage keys of the unfinished Pods bound to ``node``."""
         return sorted(k for k, (name, _) in self._pod_place.items() if name == node)
 
     def retry_unschedulable(self) -> None:
+        """Queue the Pods the scheduler could not place (something changed that may
+        make room): each is a new scheduling attempt."""
         for key in list(self.unschedulable):
+            self.retried.add(key)
             self.enqueue("pod", key)
 
     # -- reads ------------------------------------------------------------------------

@@ -33,6 +33,7 @@ from kubewerk.apiserver.simulate.engine import (
     set_condition,
     split_key,
 )
+from kubewerk.apiserver.simulate.events import node_ref
 from kubewerk.apiserver.simulate.fit import tolerates
 
 JSON = dict[str, Any]
@@ -78,6 +79,8 @@ class Nodes:
                 n += 1
         for _ in range(n):
             self._cidrs.append(str(next(self._subnets, network)))
+        self.cordoned: dict[str, bool] = {}
+        """node -> whether its kubelet last saw it unschedulable"""
         engine.handlers["node"] = self.reconcile
         engine.handlers["node-heartbeat"] = self.heartbeat
         engine.handlers["node-monitor"] = self.monitor
@@ -273,6 +276,26 @@ class Nodes:
                 self.register(name)
             return
         self._unschedulable_taint(key, node)
+        self._schedulable_event(name, node)
+
+    def _schedulable_event(self, name: str, node: JSON) -> None:
+        """The kubelet's ``recordNodeSchedulableEvent``: NodeNotSchedulable when it sees its
+        node cordoned, NodeSchedulable when uncordoned ("Node N status is now: ...")."""
+        if name not in self.pools:
+            return
+        cordoned = (node.get("spec") or {}).get("unschedulable") is True
+        if self.cordoned.get(name, False) == cordoned:
+            return
+        self.cordoned[name] = cordoned
+        reason = "NodeNotSchedulable" if cordoned else "NodeSchedulable"
+        self.engine.events.emit(
+            node_ref(name),
+            "Normal",
+            reason,
+            f"Node {name} status is now: {reason}",
+            "kubelet",
+            name,
+        )
 
     def _unschedulable_taint(self, key: str, node: JSON) -> None:
         """``doNoScheduleTaintingPass`` for ``spec.unschedulable``: the taint (with its

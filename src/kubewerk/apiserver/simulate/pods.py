@@ -45,6 +45,7 @@ from kubewerk.apiserver.simulate.engine import (
     changed_copy,
     set_condition,
 )
+from kubewerk.apiserver.simulate.events import SCHEDULER_INSTANCE, object_ref
 from kubewerk.apiserver.simulate.fit import (
     NodeUse,
     filter_node,
@@ -92,6 +93,9 @@ class Pods:
         self.engine = engine
         self.nodes = nodes
         self.runs: dict[str, _Run] = {}
+        self.images: dict[str, set[str]] = {}
+        """node -> the images its kubelet has pulled"""
+        self.kubelet_events = engine.events.recorder("kubelet")
         engine.handlers["pod"] = self.reconcile
         engine.handlers["pod-kill"] = self.kill
         engine.handlers["pod-evict"] = nodes.evict
@@ -148,8 +152,22 @@ class Pods:
             status.setdefault("phase", "Pending")
             if engine.write_back(key, new):
                 engine.unschedulable.pop(key, None)
+                meta = pod["metadata"]
+                self._scheduler_event(
+                    pod,
+                    "Normal",
+                    "Scheduled",
+                    "Binding",
+                    f"Successfully assigned {meta.get('namespace', '')}/{meta['name']} "
+                    f"to {best[1]}",
+                )
             return
         message = fit_error(failures, len(nodes))
+        if key not in engine.unschedulable or key in engine.retried:
+            # an attempt (the first, or a retry when something changed), not the Pod's
+            # own status write coming back
+            self._scheduler_event(pod, "Warning", "FailedScheduling", "Scheduling", message)
+        engine.retried.discard(key)
         engine.unschedulable[key] = None
         status = dict(pod.get("status") or {})
         conditions = set_condition(
@@ -165,6 +183,92 @@ class Pods:
             new = changed_copy(pod)
             new["status"] = {**status, "phase": "Pending", "conditions": conditions}
             engine.update(key, new, status=True, manager=SCHEDULER)
+
+    def _scheduler_event(self, pod: JSON, etype: str, reason: str, action: str, note: str) -> None:
+        """kube-scheduler's events.k8s.io/v1 event about ``pod``."""
+        self.engine.events.emit_series(
+            object_ref(pod), etype, reason, action, note, DEFAULT_SCHEDULER, SCHEDULER_INSTANCE
+        )
+
+    # -- kubelet events --------------------------------------------------------------------
+
+    def _containers(self, pod: JSON) -> list[tuple[JSON, str]]:
+        """Each container with its ``fieldPath`` (init containers first)."""
+        spec = pod.get("spec") or {}
+        return [
+            (c, f"spec.initContainers{{{c.get('name', '')}}}")
+            for c in spec.get("initContainers") or []
+        ] + [(c, f"spec.containers{{{c.get('name', '')}}}") for c in spec.get("containers") or []]
+
+    def _pulling(self, pod: JSON, node: str) -> None:
+        """Pulling, for the images the node must pull (``EnsureImageExists``)."""
+        events = self.kubelet_events.on(node)
+        have = self.images.get(node, set())
+        for c, path in self._containers(pod):
+            image = str(c.get("image", ""))
+            if _must_pull(c, image in have):
+                events.normal(pod, "Pulling", f'Pulling image "{image}"', path)
+
+    def _started(self, pod: JSON, node: str, pulled: bool) -> None:
+        """Pulled (or already present), Created and Started, container by container."""
+        events = self.kubelet_events.on(node)
+        have = self.images.setdefault(node, set())
+        took = _go_duration(self.engine.config.start_seconds)
+        for c, path in self._containers(pod):
+            image = str(c.get("image", ""))
+            name = str(c.get("name", ""))
+            if pulled and _must_pull(c, image in have):
+                events.normal(
+                    pod,
+                    "Pulled",
+                    f'Successfully pulled image "{image}" in {took} ({took} including waiting). '
+                    f"Image size: {_image_size(image)} bytes.",
+                    path,
+                )
+            else:
+                events.normal(
+                    pod, "Pulled", f'Container image "{image}" already present on machine', path
+                )
+            have.add(image)
+            events.normal(pod, "Created", f"Created container: {name}", path)
+            events.normal(pod, "Started", f"Started container {name}", path)
+
+    def _pull_failed(self, pod: JSON, node: str, backoff: bool) -> None:
+        """ErrImagePull (Failed twice), or ImagePullBackOff (BackOff, Failed)."""
+        events = self.kubelet_events.on(node)
+        for c, path in self._containers(pod):
+            image = str(c.get("image", ""))
+            if backoff:
+                events.normal(pod, "BackOff", f'Back-off pulling image "{image}"', path)
+                events.warning(pod, "Failed", "Error: ImagePullBackOff", path)
+            else:
+                events.warning(
+                    pod,
+                    "Failed",
+                    f'Failed to pull image "{image}": simulated pull failure (kubewerk)',
+                    path,
+                )
+                events.warning(pod, "Failed", "Error: ErrImagePull", path)
+
+    def _crash_backoff(self, pod: JSON, node: str) -> None:
+        events = self.kubelet_events.on(node)
+        meta = pod["metadata"]
+        who = f"{meta.get('name', '')}_{meta.get('namespace', '')}({meta.get('uid', '')})"
+        for c, path in self._containers(pod):
+            if path.startswith("spec.containers"):
+                events.warning(
+                    pod,
+                    "BackOff",
+                    f"Back-off restarting failed container {c.get('name', '')} in pod {who}",
+                    path,
+                )
+
+    def _killing(self, pod: JSON, node: str) -> None:
+        """Killing, for each container of a Pod being deleted (``killContainer``)."""
+        events = self.kubelet_events.on(node)
+        for c, path in self._containers(pod):
+            if path.startswith("spec.containers"):
+                events.normal(pod, "Killing", f"Stopping container {c.get('name', '')}", path)
 
     # -- kubelet ---------------------------------------------------------------------------
 
@@ -191,6 +295,9 @@ class Pods:
         meta = pod["metadata"]
         if meta.get("deletionTimestamp"):
             if not engine.has_timer("pod-kill", key):
+                run = self.runs.get(key)
+                if run is not None and run.stage in ("running", "backoff"):
+                    self._killing(pod, node)
                 grace = meta.get("deletionGracePeriodSeconds")
                 delay = engine.config.terminate_seconds
                 if isinstance(grace, int):
@@ -209,6 +316,7 @@ class Pods:
                 return
             run = _Run(str(meta.get("uid")), "creating")
             self.runs[key] = run
+            self._pulling(pod, node)
             self._write(key, pod, self._pending_status(pod, node, run, "ContainerCreating"))
             engine.after(engine.config.start_seconds, "pod", key)
             return
@@ -218,12 +326,16 @@ class Pods:
         if run.stage == "creating":
             if failure == "image-pull":
                 run.stage = "pull-failed"
+                self._pull_failed(pod, node, backoff=False)
                 self._write(key, pod, self._pending_status(pod, node, run, "ErrImagePull"))
                 engine.after(engine.config.backoff_seconds, "pod", key)
                 return
             self._start(key, pod, node, run)
             return
-        if run.stage == "pull-failed":
+        if run.stage in ("pull-failed", "pull-backoff"):
+            if run.stage == "pull-failed":
+                run.stage = "pull-backoff"
+                self._pull_failed(pod, node, backoff=True)
             self._write(key, pod, self._pending_status(pod, node, run, "ImagePullBackOff"))
             return
         if run.stage == "running":
@@ -246,6 +358,7 @@ class Pods:
                     engine.config.max_backoff_seconds,
                 )
                 self._write(key, pod, self._backoff_status(pod, node, run, delay))
+                self._crash_backoff(pod, node)
                 engine.after(delay, "pod", key)
                 return
             if policy in _COMPLETION_POLICIES:
@@ -257,6 +370,7 @@ class Pods:
             self._start(key, pod, node, run)
 
     def _start(self, key: str, pod: JSON, node: str, run: _Run) -> None:
+        self._started(pod, node, pulled=run.stage == "creating")
         run.stage = "running"
         run.started = self.engine.now()
         self._write(key, pod, self._running_status(pod, node, run))
@@ -561,3 +675,18 @@ def _go_duration(seconds: float) -> str:
     if minutes:
         return f"{minutes}m{sec_text}"
     return sec_text
+
+
+def _must_pull(container: JSON, present: bool) -> bool:
+    """``shouldPullImage``: Always pulls, Never does not, IfNotPresent when absent."""
+    policy = container.get("imagePullPolicy") or "IfNotPresent"
+    if policy == "Always":
+        return True
+    if policy == "Never":
+        return False
+    return not present
+
+
+def _image_size(image: str) -> int:
+    """A stable made-up size for ``image`` (tens of megabytes)."""
+    return 10_000_000 + int(hashlib.sha256(image.encode()).hexdigest()[:7], 16) % 90_000_000

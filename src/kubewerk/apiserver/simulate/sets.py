@@ -91,7 +91,17 @@ def _revision(engine: Engine, owner: JSON, kind: str, template: JSON) -> str:
 class StatefulSets:
     def __init__(self, engine: Engine) -> None:
         self.engine = engine
+        self.events = engine.events.recorder("statefulset-controller")
         engine.handlers["statefulset"] = self.reconcile
+
+    def _pod_event(self, sts: JSON, verb: str, pod: str) -> None:
+        """``recordPodEvent``: ``Successful<Verb>``, ``<verb> Pod P in StatefulSet S
+        successful``."""
+        self.events.normal(
+            sts,
+            f"Successful{verb.title()}",
+            f"{verb} Pod {pod} in StatefulSet {sts['metadata']['name']} successful",
+        )
 
     def reconcile(self, key: str) -> None:
         engine = self.engine
@@ -123,8 +133,10 @@ class StatefulSets:
         extra = sorted((o for o in pods if o >= want), reverse=True)
         for ordinal in extra:
             pod = pods[ordinal]
-            if not pod["metadata"].get("deletionTimestamp"):
-                engine.delete(f"{POD_PREFIX}{ns}/{pod['metadata']['name']}")
+            if not pod["metadata"].get("deletionTimestamp") and engine.delete(
+                f"{POD_PREFIX}{ns}/{pod['metadata']['name']}"
+            ):
+                self._pod_event(sts, "delete", pod["metadata"]["name"])
             if not parallel:
                 break
         # roll the template
@@ -137,7 +149,8 @@ class StatefulSets:
         ):
             for pod in reversed(in_range):
                 if (pod["metadata"].get("labels") or {}).get(REVISION_HASH) != revision:
-                    engine.delete(f"{POD_PREFIX}{ns}/{pod['metadata']['name']}")
+                    if engine.delete(f"{POD_PREFIX}{ns}/{pod['metadata']['name']}"):
+                        self._pod_event(sts, "delete", pod["metadata"]["name"])
                     break
         self._status(key, revision)
 
@@ -161,14 +174,15 @@ class StatefulSets:
         for tmpl in spec.get("volumeClaimTemplates") or []:
             tname = (tmpl.get("metadata") or {}).get("name", "")
             claim = naming.stateful_claim_name(tname, sts["metadata"]["name"], ordinal)
-            self._ensure_claim(sts, tmpl, claim)
+            self._ensure_claim(sts, tmpl, claim, name)
             volumes = [v for v in volumes if v.get("name") != tname]
             volumes.append({"name": tname, "persistentVolumeClaim": {"claimName": claim}})
         if volumes:
             body["spec"]["volumes"] = volumes
-        engine.create("", "pods", ns, body)
+        if engine.create("", "pods", ns, body) is not None:
+            self._pod_event(sts, "create", name)
 
-    def _ensure_claim(self, sts: JSON, tmpl: JSON, claim: str) -> None:
+    def _ensure_claim(self, sts: JSON, tmpl: JSON, claim: str, pod: str) -> None:
         engine = self.engine
         ns = sts["metadata"].get("namespace", "")
         if engine.get(f"/core/persistentvolumeclaims/{ns}/{claim}") is not None:
@@ -181,7 +195,7 @@ class StatefulSets:
         policy = (sts.get("spec") or {}).get("persistentVolumeClaimRetentionPolicy") or {}
         if policy.get("whenDeleted") == "Delete":
             meta["ownerReferences"] = [{**owner_ref(sts, "apps/v1", "StatefulSet")}]
-        engine.create(
+        made = engine.create(
             "",
             "persistentvolumeclaims",
             ns,
@@ -192,6 +206,13 @@ class StatefulSets:
                 "spec": copy_json(tmpl.get("spec") or {}),
             },
         )
+        if made is not None:
+            # recordClaimEvent
+            self.events.normal(
+                sts,
+                "SuccessfulCreate",
+                f"create Claim {claim} Pod {pod} in StatefulSet {sts['metadata']['name']} success",
+            )
 
     def _status(self, key: str, revision: str) -> None:
         engine = self.engine
@@ -240,7 +261,13 @@ class DaemonSets:
     def __init__(self, engine: Engine, nodes: Nodes) -> None:
         self.engine = engine
         self.nodes = nodes
+        self.events = engine.events.recorder("daemonset-controller")
         engine.handlers["daemonset"] = self.reconcile
+
+    def _delete(self, ds: JSON, ns: str, pod: JSON) -> None:
+        name = pod["metadata"]["name"]
+        if self.engine.delete(f"{POD_PREFIX}{ns}/{name}"):
+            self.events.normal(ds, "SuccessfulDelete", f"Deleted pod: {name}")
 
     @staticmethod
     def _daemon_pod(ds: JSON) -> JSON:
@@ -296,10 +323,14 @@ class DaemonSets:
                         }
                     },
                 }
-                engine.create("", "pods", ns, body)
+                made = engine.create("", "pods", ns, body)
+                if made is not None:
+                    self.events.normal(
+                        ds, "SuccessfulCreate", f"Created pod: {made['metadata']['name']}"
+                    )
             else:
                 for extra in pods[1:]:
-                    engine.delete(f"{POD_PREFIX}{ns}/{extra['metadata']['name']}")
+                    self._delete(ds, ns, extra)
                 old = [
                     p
                     for p in pods
@@ -311,12 +342,12 @@ class DaemonSets:
                     )
                     == "RollingUpdate"
                 ):
-                    engine.delete(f"{POD_PREFIX}{ns}/{old[0]['metadata']['name']}")
+                    self._delete(ds, ns, old[0])
         for node, pods in by_node.items():
             if node not in eligible:
                 for pod in pods:
                     if is_active(pod):
-                        engine.delete(f"{POD_PREFIX}{ns}/{pod['metadata']['name']}")
+                        self._delete(ds, ns, pod)
         self._status(key, eligible, revision_hash)
 
     def _status(self, key: str, eligible: list[str], revision_hash: str) -> None:

@@ -165,6 +165,7 @@ def _deletion_rank(pod: JSON) -> tuple[int, int, int, str]:
 class ReplicaSets:
     def __init__(self, engine: Engine) -> None:
         self.engine = engine
+        self.events = engine.events.recorder("replicaset-controller")
         engine.handlers["replicaset"] = self.reconcile
 
     def reconcile(self, key: str) -> None:
@@ -183,11 +184,17 @@ class ReplicaSets:
                 created = engine.create("", "pods", ns, body)
                 if created is None:
                     break
+                self.events.normal(
+                    rs, "SuccessfulCreate", f"Created pod: {created['metadata']['name']}"
+                )
         elif len(active) > want:
             surplus = sorted(active, key=_deletion_rank)[: len(active) - want]
             for pod in surplus:
                 ns = pod["metadata"].get("namespace", "")
-                engine.delete(f"{POD_PREFIX}{ns}/{pod['metadata']['name']}")
+                if engine.delete(f"{POD_PREFIX}{ns}/{pod['metadata']['name']}"):
+                    self.events.normal(
+                        rs, "SuccessfulDelete", f"Deleted pod: {pod['metadata']['name']}"
+                    )
         self.update_status(key)
 
     def update_status(self, key: str) -> None:
@@ -233,6 +240,7 @@ class ReplicaSets:
 class Deployments:
     def __init__(self, engine: Engine) -> None:
         self.engine = engine
+        self.events = engine.events.recorder("deployment-controller")
         engine.handlers["deployment"] = self.reconcile
 
     def reconcile(self, key: str) -> None:
@@ -380,6 +388,8 @@ class Deployments:
             },
         }
         created = engine.create("apps", "replicasets", ns, body)
+        if created is not None and start > 0:
+            self._scaled(d, created["metadata"]["name"], 0, start)
         if created is None:
             existing = engine.get(f"{RS_PREFIX}{ns}/{body['metadata']['name']}")
             if existing is not None and not any(
@@ -423,7 +433,16 @@ class Deployments:
         new["spec"]["replicas"] = replicas
         annotations = new["metadata"].setdefault("annotations", {})
         annotations[DESIRED] = str(_replicas(d))
-        self.engine.update(key, new)
+        if self.engine.update(key, new) is not None:
+            self._scaled(d, rs["metadata"]["name"], _replicas(current, 0), replicas)
+
+    def _scaled(self, d: JSON, rs_name: str, old: int, new: int) -> None:
+        """``scaleReplicaSet``'s event (and ``getNewReplicaSet``'s for a new one)."""
+        self.events.normal(
+            d,
+            "ScalingReplicaSet",
+            f"Scaled {'up' if new > old else 'down'} replica set {rs_name} from {old} to {new}",
+        )
 
     def _counts(self, rs: JSON) -> RSCounts:
         return RSCounts(
