@@ -105,7 +105,7 @@ async def test_cut_off_leader_stops_before_its_lease_can_be_taken(
         took = time.monotonic() - cut
         proxy.heal()
         assert overlaps(log) == [], log
-        assert took < LEASE_S + 1.0
+        assert took < LEASE_S + 2.0  # the lease's expiry, plus room for a loaded machine
         lease = await cb.get(LEASE, "faults", "default")
         assert lease["spec"]["holderIdentity"] == "b"
         tb.cancel()
@@ -151,7 +151,7 @@ async def test_leader_that_cannot_reach_the_server_gives_up_and_cannot_come_back
         proxy.reset_all()
         cut = time.monotonic()
         assert await asyncio.wait_for(ta, 5) is False
-        assert time.monotonic() - cut <= RENEW_S + 0.3
+        assert time.monotonic() - cut <= RENEW_S + 1.0  # room for a loaded machine
         await asyncio.wait_for(b.became_leader.wait(), 5)
         proxy.heal()
         # the old leader campaigns again: it must stay a follower while b renews
@@ -305,13 +305,15 @@ async def test_leader_that_sees_another_holder_stops_at_once(server: EmbeddedSer
     renew deadline: two leaders at once would follow otherwise."""
     log: list[tuple[float, str, str]] = []
     async with Client.from_url(server.url) as c:
+        # a long renew deadline: carrying on until it would take 8 s, stopping at once
+        # takes one retry period, so the bound below leaves a loaded machine room
         a = LeaderElector(
             c,
             "faults5",
             "default",
             "a",
-            lease_duration=LEASE_S,
-            renew_deadline=RENEW_S,
+            lease_duration=10.0,
+            renew_deadline=8.0,
             retry_period=0.1,
         )
         ta = asyncio.create_task(a.run(Lead("a", log)))
@@ -321,4 +323,4 @@ async def test_leader_that_sees_another_holder_stops_at_once(server: EmbeddedSer
         await c.replace(lease)
         taken = time.monotonic()
         assert await asyncio.wait_for(ta, 5) is False
-        assert time.monotonic() - taken < 0.5
+        assert time.monotonic() - taken < 3.0
