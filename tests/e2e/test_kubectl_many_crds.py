@@ -99,12 +99,12 @@ def test_kubectl_with_a_thousand_crds(
 ) -> None:
     asyncio.run(_install(tserver.url))
 
-    resources = kc("api-resources", "--api-group=g49.many.test", "-o", "name", timeout=10)
+    resources = kc("api-resources", "--api-group=g49.many.test", "-o", "name", timeout=30)
     assert resources.stdout.split() == sorted(f"kind{i}s.g49.many.test" for i in range(980, 1000))
-    everything = kc("api-resources", "-o", "name", timeout=10).stdout.split()
+    everything = kc("api-resources", "-o", "name", timeout=30).stdout.split()
     assert sum(1 for name in everything if name.endswith(".many.test")) == CRDS
 
-    explained = kc("explain", "kind517s.g25.many.test.spec.size", timeout=10).stdout
+    explained = kc("explain", "kind517s.g25.many.test.spec.size", timeout=30).stdout
     assert "How big kind 517 is." in explained
 
     manifest = tmp_path / "obj.yaml"
@@ -116,12 +116,12 @@ def test_kubectl_with_a_thousand_crds(
     }
     manifest.write_text(yaml.safe_dump(obj))
     # kubectl found fieldValidation in the kind's OpenAPI v3 paths: it asks for Strict
-    refused = kc("apply", "-f", str(manifest), check=False, timeout=10)
+    refused = kc("apply", "-f", str(manifest), check=False, timeout=30)
     assert refused.returncode == 1
     assert 'strict decoding error: unknown field "spec.colour"' in refused.stderr
     del obj["spec"]["colour"]
     manifest.write_text(yaml.safe_dump(obj))
-    applied = kc("apply", "-f", str(manifest), timeout=10)
+    applied = kc("apply", "-f", str(manifest), timeout=30)
     assert "kind517.g25.many.test/one created" in applied.stdout
-    got = kc("get", "kind517s.g25.many.test", "one", "-o", "json", timeout=10).stdout
+    got = kc("get", "kind517s.g25.many.test", "one", "-o", "json", timeout=30).stdout
     assert orjson.loads(got)["spec"] == {"size": 3}
