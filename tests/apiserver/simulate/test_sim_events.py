@@ -151,6 +151,11 @@ async def test_a_deployment_tells_its_story(cluster: tuple[EmbeddedServer, Manua
     assert scheduled["reportingInstance"].startswith("default-scheduler-")
     assert scheduled["source"] == {} and scheduled["firstTimestamp"] is None
     assert "count" not in scheduled and scheduled["eventTime"].endswith("Z")
+    # written as the components' field managers
+    assert [m["manager"] for m in scheduled["metadata"]["managedFields"]] == ["kube-scheduler"]
+    assert [m["manager"] for m in scaled["metadata"]["managedFields"]] == [
+        "kube-controller-manager"
+    ]
     kubelet = told[1:]
     assert [(e["reason"], e["involvedObject"].get("fieldPath")) for e in kubelet] == [
         ("Pulling", "spec.containers{main}"),
@@ -166,6 +171,7 @@ async def test_a_deployment_tells_its_story(cluster: tuple[EmbeddedServer, Manua
     ]
     assert all(e["source"] == {"component": "kubelet", "host": node} for e in kubelet)
     assert all(e["reportingInstance"] == node for e in kubelet)
+    assert {m["manager"] for e in kubelet for m in e["metadata"]["managedFields"]} == {"kubelet"}
 
     # scaling down: the Deployment's event and the ReplicaSet's delete
     rtype = server.app.registry.get("apps", "deployments")

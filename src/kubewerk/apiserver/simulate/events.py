@@ -101,6 +101,7 @@ class _Series:
     count: int
     last: dt.datetime
     dirty: bool = False
+    manager: str = "kube-scheduler"
 
 
 class Events:
@@ -227,8 +228,10 @@ class Events:
         note: str,
         controller: str,
         instance: str,
+        manager: str = "kube-scheduler",
     ) -> None:
-        """Write (or count in a series) one events.k8s.io/v1 event about ``ref``."""
+        """Write (or count in a series) one events.k8s.io/v1 event about ``ref``, as field
+        manager ``manager``."""
         engine = self.engine
         if engine.stopped or engine.rtype("", "events") is None:
             return
@@ -244,7 +247,7 @@ class Events:
             series.count = max(series.count + 1, 2)
             series.last = now_dt
             if series.count == 2:
-                self._write_series(series)
+                self._write_series(series, manager)
             else:
                 series.dirty = True
                 if not engine.has_timer("event-series", "flush"):
@@ -268,23 +271,25 @@ class Events:
             "reportingComponent": controller,
             "reportingInstance": instance,
         }
-        if engine.create("", "events", ns, body, manager=controller) is None:
+        if engine.create("", "events", ns, body, manager=manager) is None:
             return
         self.written += 1
         key = f"{EVENT_PREFIX}{ns}/{name}"
-        self._series[iso_key] = _Series(key, 1, now_dt)
+        self._series[iso_key] = _Series(key, 1, now_dt, manager=manager)
+        if len(self._series) > MAX_CACHE:
+            del self._series[next(iter(self._series))]
         engine.after(engine.config.event_ttl_seconds, "event-expire", key)
         if not engine.has_timer("event-series", "flush"):
             engine.after(SERIES_HEARTBEAT_SECONDS, "event-series", "flush")
 
-    def _write_series(self, series: _Series) -> None:
+    def _write_series(self, series: _Series, manager: str | None = None) -> None:
         engine = self.engine
         stored = engine.get(series.key)
         if stored is None:
             return
         new = dict(stored)
         new["series"] = {"count": series.count, "lastObservedTime": micro_time(series.last)}
-        if engine.update(series.key, new, manager=str(stored.get("reportingComponent"))):
+        if engine.update(series.key, new, manager=manager or series.manager):
             self.written += 1
             series.dirty = False
             engine.after(engine.config.event_ttl_seconds, "event-expire", series.key)
