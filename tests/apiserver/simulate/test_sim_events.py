@@ -381,3 +381,47 @@ async def test_batch_sets_and_nodes(cluster: tuple[EmbeddedServer, ManualClock])
         "NodeSchedulable",
         f"Node {node_name} status is now: NodeSchedulable",
     )
+
+
+async def test_a_failed_node_and_its_evicted_pods(
+    cluster: tuple[EmbeddedServer, ManualClock],
+) -> None:
+    server, clock = cluster
+    ns = namespace(server, "failing")
+    sim = sim_of(server)
+    node_name = sim.node_names[1]
+    pod = {
+        "apiVersion": "v1",
+        "kind": "Pod",
+        "metadata": {"name": "p"},
+        "spec": {"nodeName": node_name, "containers": [{"name": "main", "image": "nginx:1.25"}]},
+    }
+    create(server, "", "pods", ns, pod)
+    await run(server, clock, 2)
+    sim.fail_node(node_name)
+    try:
+        await run(server, clock, 1)  # past node_monitor_grace_seconds and the eviction time
+        await run(server, clock, 1)
+        node_events = [
+            e
+            for e in events(server, "default", kind="Node", name=node_name)
+            if e["source"]["component"] == "node-controller"
+        ]
+        assert story(node_events) == [
+            ("Normal", "NodeNotReady", f"Node {node_name} status is now: NodeNotReady")
+        ]
+        assert node_events[0]["involvedObject"]["apiVersion"] == "v1"
+        told = [
+            (e["source"]["component"], e["type"], e["reason"], e["message"])
+            for e in events(server, ns, name="p")
+        ]
+        assert ("node-controller", "Warning", "NodeNotReady", "Node is not ready") in told
+        assert (
+            "taint-eviction-controller",
+            "Normal",
+            "TaintManagerEviction",
+            f"Marking for deletion Pod {ns}/p",
+        ) in told
+    finally:
+        sim.recover_node(node_name)
+        await run(server, clock, 1)

@@ -33,7 +33,7 @@ from kubewerk.apiserver.simulate.engine import (
     set_condition,
     split_key,
 )
-from kubewerk.apiserver.simulate.events import node_ref
+from kubewerk.apiserver.simulate.events import node_ref, object_ref
 from kubewerk.apiserver.simulate.fit import tolerates
 
 JSON = dict[str, Any]
@@ -403,6 +403,19 @@ class Nodes:
             engine.update(key, new)
             if stored is not None:
                 self.unknown.add(name)
+                # RecordNodeStatusChange
+                engine.events.emit(
+                    {
+                        "kind": "Node",
+                        "name": name,
+                        "uid": node["metadata"].get("uid", ""),
+                        "apiVersion": "v1",
+                    },
+                    "Normal",
+                    "NodeNotReady",
+                    f"Node {name} status is now: NodeNotReady",
+                    "node-controller",
+                )
         for pod_key in sorted(set(self.pods_on(name))):
             self._on_unreachable(pod_key)
 
@@ -424,7 +437,15 @@ class Nodes:
                 {**c, "status": "False", "lastTransitionTime": now} if c is ready else c
                 for c in conditions
             ]
-            engine.update(pod_key, new, status=True)
+            if engine.update(pod_key, new, status=True) is not None:
+                # MarkPodsNotReady
+                engine.events.emit(
+                    object_ref(pod),
+                    "Warning",
+                    "NodeNotReady",
+                    "Node is not ready",
+                    "node-controller",
+                )
             pod = engine.get(pod_key) or pod
         if meta.get("deletionTimestamp"):
             return
@@ -466,4 +487,13 @@ class Nodes:
             probe_times=True,
         )
         engine.update(pod_key, new, status=True)
+        ns, pod_name = split_key(pod_key)
+        # the taint eviction controller's emitPodDeletionEvent (its reference has no uid)
+        engine.events.emit(
+            {"kind": "Pod", "namespace": ns, "name": pod_name, "apiVersion": "v1"},
+            "Normal",
+            "TaintManagerEviction",
+            f"Marking for deletion Pod {ns}/{pod_name}",
+            "taint-eviction-controller",
+        )
         engine.delete(pod_key)
