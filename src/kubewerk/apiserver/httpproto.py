@@ -35,12 +35,11 @@ is that protocol with the bounds kube-apiserver's Go server has:
 None of these ever cuts a response in progress: a watch streams for as long as it
 likes, and the idle timer only starts when a response is complete.
 
-**Long query strings.** httptools' URL parser stores offsets in 16 bits, so uvicorn
-answered a request target over 64 KiB (a long label selector) with a plain-text ``400
-Invalid HTTP request received.``; Go reads any target within ``MaxHeaderBytes``. A
-target in origin form (``/path?query``) whose query is what makes it that long has its
-query split off here and put into the scope after uvicorn has parsed the path, so such a
-request is served as kube-apiserver serves it.
+**Long request targets.** httptools' URL parser keeps 16-bit offsets, so a target over
+64 KiB is uvicorn's plain-text ``400 Invalid HTTP request received.`` where Go reads any
+target within ``MaxHeaderBytes``. That is kept on purpose: a label selector's cost grows
+with its terms times the objects it is matched against (a 58 KB selector over 1,000
+ConfigMaps holds the event loop about 3 s, a 1 MB one about a minute).
 
 Over TLS, each request's ASGI scope carries ``scope["extensions"]["tls"]`` with
 kubewerk's own keys (not the ASGI TLS extension's): ``client_cert_der``, the DER of the
@@ -81,7 +80,6 @@ from kubewerk.core.errors import ApiError
 
 DEFAULT_MAX_HEADER_BYTES = 1 << 20  # Go's http.DefaultMaxHeaderBytes; kube-apiserver sets the same
 HEADER_SLOP = 4096  # Go reads headers through a limit of MaxHeaderBytes + 4096 ("bufio slop")
-_PARSE_URL_MAX = 65535  # the longest target httptools.parse_url reads (16-bit offsets)
 PIPELINE_DEPTH = 16  # parsed requests waiting behind the one being answered, before input is held
 FEED_SLICE = 4096  # input is fed to the parser at most this much at a time once it is longer
 DEFAULT_READ_HEADER_TIMEOUT = 32.0  # kube-apiserver's ReadHeaderTimeout
@@ -418,19 +416,8 @@ class LimitedHttpToolsProtocol(HttpToolsProtocol):
             self._head_timer = None
         if self._extensions is not None:
             self.scope["extensions"] = self._extensions
-        long_query = None
-        url = self.url
-        if len(url) > _PARSE_URL_MAX and url.startswith(b"/"):
-            path, sep, query = url.partition(b"?")
-            if sep and len(path) <= _PARSE_URL_MAX:
-                # uvicorn parses the path alone; the query joins the scope below (before the
-                # application's task first runs), without its fragment as httptools drops it
-                long_query = query.partition(b"#")[0]
-                self.url = path
         previous = self.cycle
         super().on_headers_complete()
-        if long_query is not None:
-            self.scope["query_string"] = long_query
         cycle = self.cycle
         if cycle is not previous and cycle is not None:
             # the cycle's task has not run yet: its first write (the head) will be held
