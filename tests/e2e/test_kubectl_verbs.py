@@ -1214,6 +1214,8 @@ def test_explain_recursive(kc: Kubectl) -> None:
         "    maxSurge\t<string>",
         "    maxUnavailable\t<string>",
         "  type\t<string>",
+        # kube's enum (OpenAPIEnums, on by default), printed by kubectl's extractEnum
+        "  enum: Recreate, RollingUpdate",
     ]
     pods = kc("explain", "pods", "--recursive").stdout
     assert re.search(r"^      livenessProbe\t<Probe>$", pods, re.M), pods[:2000]
