@@ -24,7 +24,13 @@ from kubewerk.apiserver.admission import Admission
 from kubewerk.apiserver.auth.authn import AuthenticationConfig, Authenticator
 from kubewerk.apiserver.auth.guard import RequestGuard
 from kubewerk.apiserver.auth.tokens import DEFAULT_ISSUER, ServiceAccountTokens, SigningKey
-from kubewerk.apiserver.auth.types import CURRENT_USER, UNSECURED, Authorizer, UserInfo
+from kubewerk.apiserver.auth.types import (
+    CURRENT_USER,
+    UNSECURED,
+    Attributes,
+    Authorizer,
+    UserInfo,
+)
 from kubewerk.apiserver.builtins import INITIAL_NAMESPACES, install_builtins
 from kubewerk.apiserver.controllers import Controllers
 from kubewerk.apiserver.fieldmanager import USER_AGENT
@@ -169,6 +175,7 @@ class ApiServer:
             admission = SchemaAdmission()
         self.admission = admission
         self.api = ResourceApi(store, self.registry, self.admission)
+        self.api.authorize_create_on_update = self._authorize_create_on_update
         from kubewerk.apiserver.admission_chain.chain import AdmissionChain
 
         # webhooks and policies; a write takes the async path only when one is stored
@@ -376,6 +383,26 @@ class ApiServer:
             await self._serve(scope, receive, send, user, started)
         finally:
             CURRENT_USER.reset(user_token)
+
+    def _authorize_create_on_update(self, target: Target) -> None:
+        """``ResourceApi.authorize_create_on_update``: the request's user may ``create``
+        the object its PUT is about to create (the server's own writes: no user, no check)."""
+        user = CURRENT_USER.get()
+        if user is None:
+            return
+        rtype = target.rtype
+        self.guard.check_create_on_update(
+            Attributes(
+                user,
+                "create",
+                target.namespace or "",
+                rtype.group,
+                target.version,
+                rtype.resource,
+                target.subresource or "",
+                target.name or "",
+            )
+        )
 
     async def _serve(
         self, scope: AsgiScope, receive: Receive, send: Send, user: UserInfo, started: float

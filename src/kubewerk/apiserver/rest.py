@@ -15,6 +15,7 @@ from __future__ import annotations
 import asyncio
 import builtins
 import time
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -124,6 +125,11 @@ class ResourceApi:
         # under the same schema need no defaulting pass (it would change nothing)
         self._defaulted: dict[str, tuple[str, str, int]] = {}
         store.subscribe(self._forget_deleted)
+        self.authorize_create_on_update: Callable[[Target], None] | None = None
+        """Raises the 403 of a PUT that would create its object when the request's user
+        may not ``create`` it (set by the server when it authorizes requests; kube's
+        ``withAuthorization``); checked after the create's own validation and before
+        validating admission and storage, as kube's store runs ``createValidation``."""
 
     # -- helpers -----------------------------------------------------------------
 
@@ -732,7 +738,18 @@ class ResourceApi:
             # storage's GuaranteedUpdate clears it (PrepareObjectForStorage): no precondition
             meta.pop("resourceVersion", None)
         collection = Target(target.rtype, target.version, target.namespace, None)
-        return self.create(collection, body, query, defer=defer, decoded=decoded)
+        created = self.create(collection, body, query, defer=True, decoded=decoded)
+        self.check_create_authorized(target)
+        if defer:
+            return created
+        assert created.commit is not None
+        return created.commit()
+
+    def check_create_authorized(self, target: Target) -> None:
+        """A PUT of the missing object ``target`` may create it only if its user may
+        ``create`` it (:attr:`authorize_create_on_update`); 403 otherwise."""
+        if self.authorize_create_on_update is not None:
+            self.authorize_create_on_update(target)
 
     def check_create_on_update(self, target: Target, body: JSON) -> None:
         """What a PUT of a missing object meets before it may create it: 404 for a kind

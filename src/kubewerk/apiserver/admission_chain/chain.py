@@ -777,6 +777,7 @@ class AdmissionChain:
         collection = Target(target.rtype, target.version, target.namespace, None)
         created = self.api.create(collection, mutated, query, defer=True, decoded=decoded)
         assert created.commit is not None
+        self.api.check_create_authorized(target)
         await self._validate("CREATE", target, created.body, None, query, warnings, annotations)
         try:
             final = created.commit()

@@ -129,6 +129,29 @@ class RequestGuard:
                 raise forbidden(attrs, decision.reason)
         return user
 
+    def check_create_on_update(self, attrs: Attributes) -> None:
+        """kube's ``withAuthorization`` for a PUT that creates its object (k8s.io/apiserver
+        pkg/endpoints/handlers/update.go): besides ``update``, which the request was
+        authorized for, the user must be allowed ``create`` (``attrs``, verb ``create``).
+        A refusal is 403 ``NewForbidden(resource, name, reason)``: ``<resource>.<group>
+        "<name>" is forbidden: <the authorizer's reason>``, not the request filter's
+        ``User ... cannot`` text. Nothing is checked when everything is allowed."""
+        if not self.authorizing:
+            return
+        decision = self.authorizer.authorize(attrs)
+        if decision.allowed:
+            return
+        subject = qualified(attrs.resource, attrs.api_group)
+        details: dict[str, Any] = {"name": attrs.name, "kind": attrs.resource}
+        if attrs.api_group:
+            details["group"] = attrs.api_group
+        raise ApiError(
+            403,
+            "Forbidden",
+            f'{subject} "{attrs.name}" is forbidden: {decision.reason}',
+            details,
+        )
+
     def info(self, scope: dict[str, Any]) -> RequestInfo:
         """The request's ``RequestInfo`` (cached per method, path and query)."""
         raw_query: bytes = scope.get("query_string", b"")
