@@ -12,8 +12,9 @@ import orjson
 import pytest
 
 from kubewerk.apiserver.app import ApiServer
+from kubewerk.apiserver.auth.requestinfo import request_info
 from kubewerk.apiserver.auth.types import Attributes, Decision, UserInfo
-from kubewerk.apiserver.querystring import parse_query
+from kubewerk.apiserver.querystring import parse_query, query_flag
 from kubewerk.apiserver.server import EmbeddedServer
 from kubewerk.apiserver.storage.memory import MemoryStore
 from tests.apiserver.helpers import asgi_call
@@ -181,3 +182,38 @@ async def test_a_request_is_authorized_as_it_is_served(query: str, code: int) ->
             assert b'"hidden"' not in payload
     finally:
         await server.stop()
+
+
+@pytest.mark.parametrize(
+    ("value", "expected"),
+    [
+        (None, False),
+        ("", True),
+        ("yes", True),
+        ("TRUE", True),
+        ("1", True),
+        ("0", False),
+        ("False", False),
+        ("false", False),
+    ],
+    ids=["absent", "empty", "yes", "TRUE", "one", "zero", "False", "false"],
+)
+def test_a_boolean_parameter_is_read_as_kube_reads_it(value: str | None, expected: bool) -> None:
+    query = {} if value is None else {"watch": value}
+    assert query_flag(query, "watch") is expected
+    verb = request_info("GET", CMS, query).verb
+    assert verb == ("watch" if expected else "list")
+
+
+async def test_watch_yes_is_a_watch(app: ApiServer) -> None:
+    """``?watch=yes`` streams events (kube's bool conversion), where a list was served."""
+    status, _, payload = await asgi_call(
+        app, "GET", CMS, "watch=yes&timeoutSeconds=1", headers=JSON
+    )
+    assert status == 200, payload
+    events = [orjson.loads(line) for line in payload.splitlines()]
+    assert [(e["type"], e["object"]["metadata"]["name"]) for e in events] == [
+        ("ADDED", "a"),
+        ("ADDED", "b"),
+        ("ADDED", "c"),
+    ]

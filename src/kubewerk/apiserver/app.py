@@ -49,7 +49,7 @@ from kubewerk.apiserver.kinds.services import (
     ServiceStrategy,
 )
 from kubewerk.apiserver.metrics import CONTENT_TYPE, ApiMetrics, RequestLabels, non_resource_labels
-from kubewerk.apiserver.querystring import parse_query
+from kubewerk.apiserver.querystring import parse_query, query_flag
 from kubewerk.apiserver.readcache import ReadCache
 from kubewerk.apiserver.registry import Registry, ServedResource
 from kubewerk.apiserver.request import RestResponse, Target
@@ -840,7 +840,7 @@ class ApiServer:
                 sub is None and (rtype.group, rtype.resource, "") in self.creates
             ):
                 return await self._virtual_create(req, target, create, notes, send)
-        watching = method == "GET" and req.query.get("watch", "").lower() in ("true", "1")
+        watching = method == "GET" and query_flag(req.query, "watch")
         req.labels = labels = _resource_labels(req, target, watching)
         # a CRD converting through a webhook, addressed in a non-storage version
         converter = self.conversion.converter(target)

@@ -7,7 +7,7 @@ from __future__ import annotations
 import re
 from urllib.parse import unquote_to_bytes
 
-__all__ = ["parse_query"]
+__all__ = ["parse_query", "query_flag"]
 
 _BAD_ESCAPE = re.compile(rb"%(?![0-9A-Fa-f]{2})")
 
@@ -30,3 +30,12 @@ def parse_query(raw: bytes) -> dict[str, str]:
         if name not in query or (name == "dryRun" and query[name] == "All"):
             query[name] = text
     return query
+
+
+def query_flag(query: dict[str, str], name: str) -> bool:
+    """A boolean query parameter as kube-apiserver reads it (apimachinery's
+    ``Convert_Slice_string_To_bool``): absent is false; present, it is true unless its
+    (first) value is ``0`` or ``false`` in any case, so ``?watch``, ``?watch=`` and
+    ``?watch=yes`` all ask for a watch."""
+    value = query.get(name)
+    return value is not None and value != "0" and value.lower() != "false"

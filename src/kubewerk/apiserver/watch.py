@@ -72,6 +72,7 @@ import orjson
 
 from kubewerk.apiserver import decode, table
 from kubewerk.apiserver.httpproto import DirectBody, chunk_frame, direct_body
+from kubewerk.apiserver.querystring import query_flag
 from kubewerk.apiserver.request import (
     Target,
     make_filter,
@@ -573,10 +574,7 @@ def _check_watch_options(query: dict[str, str]) -> None:
                     "sendInitialEvents requires setting resourceVersionMatch to NotOlderThan",
                 )
             )
-        if (
-            send_initial_raw.lower() == "true"
-            and query.get("allowWatchBookmarks", "").lower() != "true"
-        ):
+        if query_flag(query, "sendInitialEvents") and not query_flag(query, "allowWatchBookmarks"):
             errors.append(
                 FieldError.forbidden(
                     "allowWatchBookmarks",
@@ -645,8 +643,8 @@ class WatchStream:
         _check_watch_options(query)
         self.timeout = _watch_timeout(query)
         self.send_initial_raw = query.get("sendInitialEvents")
-        self.send_initial = (self.send_initial_raw or "").lower() == "true"
-        self.bookmarks = query.get("allowWatchBookmarks", "").lower() == "true"
+        self.send_initial = query_flag(query, "sendInitialEvents")
+        self.bookmarks = query_flag(query, "allowWatchBookmarks")
         self.as_table = wants_table(accept)
         self.include_object = query.get("includeObject", "")
         rv_text = query.get("resourceVersion", "")

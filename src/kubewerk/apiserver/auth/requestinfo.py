@@ -18,6 +18,8 @@ from __future__ import annotations
 
 from typing import NamedTuple
 
+from kubewerk.apiserver.querystring import query_flag
+
 _NAMESPACE_SUBRESOURCES = frozenset({"status", "finalize"})
 _RESOURCE_VERBS = {
     "GET": "get",
@@ -72,7 +74,7 @@ def request_info(method: str, path: str, query: dict[str, str]) -> RequestInfo:
     name = rest[1] if len(rest) > 1 else ""
     subresource = rest[2] if len(rest) > 2 else ""
     if not name and verb == "get":
-        verb = "watch" if query.get("watch", "").lower() in ("true", "1") else "list"
+        verb = "watch" if query_flag(query, "watch") else "list"
         selector = query.get("fieldSelector", "")
         if selector:
             name = _exact_name(selector)

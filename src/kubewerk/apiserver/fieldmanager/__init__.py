@@ -25,6 +25,7 @@ from typing import Any
 import orjson
 
 from kubewerk.apiserver.fieldmanager.typed import KEY_DEFAULTS, joined_errors, typed_patch_error
+from kubewerk.apiserver.querystring import query_flag
 from kubewerk.apiserver.registry import ServedResource
 from kubewerk.core import meta as metautil
 from kubewerk.core.errors import ApiError, FieldError
@@ -318,8 +319,7 @@ def apply_config(
     does not exist) gives, with its managedFields; raises ``ApiError`` (400 for a
     configuration structured-merge-diff refuses, 409 ``ApplyConflict``)."""
     manager = query.get("fieldManager", "")
-    force_text = query.get("force", "")
-    force = force_text.lower() in ("true", "1")
+    force = query_flag(query, "force")
     managed = _live(((live or {}).get("metadata") or {}).get("managedFields"))
     api_version = rtype.api_version(version)
     node = object_type(rtype, version)

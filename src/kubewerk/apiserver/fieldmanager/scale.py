@@ -27,6 +27,7 @@ from typing import Any, Final
 
 from kubewerk.apiserver.fieldmanager import _builtins, _live, _set_entries, manager_name
 from kubewerk.apiserver.fieldmanager.typed import joined_errors, typed_errors, typed_patch_error
+from kubewerk.apiserver.querystring import query_flag
 from kubewerk.apiserver.registry import ServedResource
 from kubewerk.core import meta as metautil
 from kubewerk.core.fieldpath import (
@@ -209,7 +210,7 @@ def apply_scale(
     if problem is not None:
         raise typed_patch_error(config, problem)
     manager = manager_name(query, "patch")
-    force = query.get("force", "").lower() in ("true", "1")
+    force = query_flag(query, "force")
     live = _live((parent.get("metadata") or {}).get("managedFields"))
     owners = to_subresource(rtype, live)
     now = metautil.now_rfc3339()
