@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Iterator
 
 import pytest
 
@@ -19,3 +19,14 @@ async def api(aserver: EmbeddedServer) -> AsyncIterator[Api]:
         yield client
     finally:
         await client.close()
+
+
+@pytest.fixture(scope="module")
+def server() -> Iterator[EmbeddedServer]:
+    """An in-memory API server in a background thread, shared by the tests of one module
+    (a module that needs other settings defines its own ``server``)."""
+    srv = EmbeddedServer().start_in_thread()
+    try:
+        yield srv
+    finally:
+        srv.stop_thread()

@@ -11,7 +11,6 @@ answers a request with a foreign ``Origin`` 403 and stores nothing.
 from __future__ import annotations
 
 import socket
-from collections.abc import Iterator
 from urllib.parse import urlsplit
 
 import orjson
@@ -23,15 +22,6 @@ from kubewerk.apiserver.storage.memory import MemoryStore
 from tests.apiserver.helpers import asgi_call
 
 CMS = "/api/v1/namespaces/default/configmaps"
-
-
-@pytest.fixture(scope="module")
-def server() -> Iterator[EmbeddedServer]:
-    srv = EmbeddedServer().start_in_thread()
-    try:
-        yield srv
-    finally:
-        srv.stop_thread()
 
 
 def send(server: EmbeddedServer, method: str, path: str, headers: str, body: bytes = b"") -> bytes:

@@ -9,7 +9,6 @@ from __future__ import annotations
 import socket
 import threading
 import time
-from collections.abc import Iterator
 from urllib.parse import urlsplit
 
 import orjson
@@ -19,15 +18,6 @@ from kubewerk.apiserver.httpproto import FEED_SLICE, PIPELINE_DEPTH
 from kubewerk.apiserver.server import EmbeddedServer
 
 CMS = "/api/v1/namespaces/default/configmaps"
-
-
-@pytest.fixture(scope="module")
-def server() -> Iterator[EmbeddedServer]:
-    srv = EmbeddedServer().start_in_thread()
-    try:
-        yield srv
-    finally:
-        srv.stop_thread()
 
 
 def exchange(server: EmbeddedServer, data: bytes) -> bytes:

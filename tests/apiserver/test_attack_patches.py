@@ -14,7 +14,6 @@ from __future__ import annotations
 import json
 import urllib.error
 import urllib.request
-from collections.abc import Iterator
 from typing import Any
 
 import pytest
@@ -24,15 +23,6 @@ from kubewerk.apiserver.server import EmbeddedServer
 CMS = "/api/v1/namespaces/default/configmaps"
 SMP = "application/strategic-merge-patch+json"
 DEADLINE = 5.0  # seconds; each patch takes well under one, the old code 10 to 26 s
-
-
-@pytest.fixture(scope="module")
-def server() -> Iterator[EmbeddedServer]:
-    srv = EmbeddedServer().start_in_thread()
-    try:
-        yield srv
-    finally:
-        srv.stop_thread()
 
 
 def call(server: EmbeddedServer, method: str, path: str, body: Any, ctype: str) -> Any:

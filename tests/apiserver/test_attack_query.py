@@ -5,7 +5,7 @@ reads it (Go's ``url.ParseQuery`` and ``URL.Path``, kube's query conversion)."""
 from __future__ import annotations
 
 import socket
-from collections.abc import AsyncIterator, Iterator
+from collections.abc import AsyncIterator
 from urllib.parse import urlsplit
 
 import orjson
@@ -100,15 +100,6 @@ def test_the_parser_reads_what_go_reads() -> None:
         "e": "\ufffd",
     }
     assert parse_query(b"dryRun=All&dryRun=All") == {"dryRun": "All"}
-
-
-@pytest.fixture(scope="module")
-def server() -> Iterator[EmbeddedServer]:
-    srv = EmbeddedServer().start_in_thread()
-    try:
-        yield srv
-    finally:
-        srv.stop_thread()
 
 
 def get(server: EmbeddedServer, target: str) -> tuple[int, dict[str, object]]:

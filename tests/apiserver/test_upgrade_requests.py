@@ -7,7 +7,6 @@ Status (405 for pods/exec here), whatever WebSocket library happens to be instal
 from __future__ import annotations
 
 import socket
-from collections.abc import Iterator
 from urllib.parse import urlsplit
 
 import orjson
@@ -22,15 +21,6 @@ WEBSOCKET = (
 SPDY = (
     "Connection: Upgrade\r\nUpgrade: SPDY/3.1\r\nX-Stream-Protocol-Version: v4.channel.k8s.io\r\n"
 )
-
-
-@pytest.fixture(scope="module")
-def server() -> Iterator[EmbeddedServer]:
-    srv = EmbeddedServer().start_in_thread()
-    try:
-        yield srv
-    finally:
-        srv.stop_thread()
 
 
 def ask(server: EmbeddedServer, method: str, path: str, upgrade: str) -> tuple[int, bytes]:

@@ -6,21 +6,9 @@ from __future__ import annotations
 
 import json
 import urllib.request
-from collections.abc import Iterator
 from typing import Any
 
-import pytest
-
 from kubewerk.apiserver.server import EmbeddedServer
-
-
-@pytest.fixture(scope="module")
-def server() -> Iterator[EmbeddedServer]:
-    srv = EmbeddedServer().start_in_thread()  # no authorizer: AlwaysAllow
-    try:
-        yield srv
-    finally:
-        srv.stop_thread()
 
 
 def call(server: EmbeddedServer, method: str, path: str, body: Any = None) -> Any:
