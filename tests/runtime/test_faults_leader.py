@@ -62,6 +62,9 @@ async def test_cut_off_leader_stops_before_its_lease_can_be_taken(
     successful renewal was *sent* (the server cannot have recorded it earlier), not from
     when the answer came back: otherwise it leads up to the answer's latency past the
     point where a fast follower, which saw the renewal at once, takes the lease."""
+    # longer than the module's: slow renewals (0.5 s each) must not miss the deadline on
+    # a loaded machine before the cut, which is what the test is about
+    lease_s, renew_s = 4.0, 3.5
     log: list[tuple[float, str, str]] = []
     async with (
         FaultProxy("127.0.0.1", server.port) as proxy,
@@ -73,8 +76,8 @@ async def test_cut_off_leader_stops_before_its_lease_can_be_taken(
             "faults",
             "default",
             "a",
-            lease_duration=LEASE_S,
-            renew_deadline=RENEW_S,
+            lease_duration=lease_s,
+            renew_deadline=renew_s,
             retry_period=0.25,
         )
         # the follower polls often, so it takes the lease as early as the rules allow
@@ -83,8 +86,8 @@ async def test_cut_off_leader_stops_before_its_lease_can_be_taken(
             "faults",
             "default",
             "b",
-            lease_duration=LEASE_S,
-            renew_deadline=RENEW_S,
+            lease_duration=lease_s,
+            renew_deadline=renew_s,
             retry_period=0.05,
         )
         ta = asyncio.create_task(a.run(Lead("a", log)))
@@ -95,8 +98,13 @@ async def test_cut_off_leader_stops_before_its_lease_can_be_taken(
         assert a.is_leader and not b.is_leader
         # cut the leader off right after a renewal's (late) answer came back
         renewed = a.observed.time
-        while a.observed.time == renewed:
-            await asyncio.sleep(0.002)
+
+        async def next_renewal() -> None:
+            while a.observed.time == renewed:
+                await asyncio.sleep(0.002)
+
+        await asyncio.wait_for(next_renewal(), renew_s)
+        assert a.is_leader
         proxy.stall()  # partition: the leader reaches nothing
         cut = time.monotonic()
         lost = await asyncio.wait_for(ta, 5)
@@ -105,7 +113,7 @@ async def test_cut_off_leader_stops_before_its_lease_can_be_taken(
         took = time.monotonic() - cut
         proxy.heal()
         assert overlaps(log) == [], log
-        assert took < LEASE_S + 2.0  # the lease's expiry, plus room for a loaded machine
+        assert took < lease_s + 2.0  # the lease's expiry, plus room for a loaded machine
         lease = await cb.get(LEASE, "faults", "default")
         assert lease["spec"]["holderIdentity"] == "b"
         tb.cancel()
