@@ -407,8 +407,14 @@ def test_rollout_history_undo_pause_resume_restart(kc: Kubectl, ns: str) -> None
     restarted = template["metadata"]["annotations"]["kubectl.kubernetes.io/restartedAt"]
     assert re.fullmatch(r"\d{4}-\d\d-\d\dT\d\d:\d\d:\d\dZ", restarted), restarted
     assert [row[0] for row in history(kc, "web")] == ["2", "3", "4", "5"]
-    pods = columns(kc("get", "pods", "-l", "app=web").stdout)[1:]
-    assert len(pods) == 2 and all(row[1:3] == ["1/1", "Running"] for row in pods), pods
+
+    def two_running() -> bool:
+        pods = columns(kc("get", "pods", "-l", "app=web").stdout)[1:]
+        return len(pods) == 2 and all(row[1:3] == ["1/1", "Running"] for row in pods)
+
+    # rollout status is done once the new Pods are available; an old one may still be
+    # Terminating (its grace period), as on a cluster
+    wait_until(two_running, timeout=30)
 
 
 def test_revision_history_is_bounded_as_the_controller_bounds_it() -> None:
