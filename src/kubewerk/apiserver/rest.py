@@ -738,12 +738,12 @@ class ResourceApi:
             # storage's GuaranteedUpdate clears it (PrepareObjectForStorage): no precondition
             meta.pop("resourceVersion", None)
         collection = Target(target.rtype, target.version, target.namespace, None)
-        created = self.create(collection, body, query, defer=True, decoded=decoded)
+        if decoded is None:
+            decoded = self.decode_create(collection, body, query)
+        draft = self._create_prepare(collection, body, query, False, decoded)
+        self._create_admit(draft)
         self.check_create_authorized(target)
-        if defer:
-            return created
-        assert created.commit is not None
-        return created.commit()
+        return self._answer_create(draft, defer)
 
     def check_create_authorized(self, target: Target) -> None:
         """A PUT of the missing object ``target`` may create it only if its user may
