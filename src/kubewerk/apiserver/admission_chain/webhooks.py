@@ -58,6 +58,7 @@ from kubewerk.apiserver.admission_chain.registration import (
     MUTATING_KIND,
     default_webhook,
 )
+from kubewerk.apiserver.kindrules.gojson import Base64Error, decode_bytes
 from kubewerk.apiserver.metrics import AdmissionMetrics
 from kubewerk.apiserver.storage.base import Event, Store
 from kubewerk.core import validation
@@ -435,9 +436,6 @@ def _review_fields(version: str) -> dict[str, GoType]:
 
 
 _INT_RANGE: Final = {"int32": (-(2**31), 2**31 - 1), "int64": (-(2**63), 2**63 - 1)}
-_B64_ALPHABET: Final = frozenset(
-    "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/="
-)
 
 
 class Undecodable(ValueError):
@@ -500,20 +498,13 @@ def check_go_type(value: Any, go: GoType, struct: str, path: str) -> Any:
 
 
 def _base64(text: str) -> bytes:
-    """``encoding/base64.StdEncoding`` as ``encoding/json`` decodes ``[]byte``: CR and LF
-    ignored; anything else outside the alphabet, or bad padding, is Go's
+    """``encoding/base64.StdEncoding`` as ``encoding/json`` decodes ``[]byte``
+    (``kindrules.gojson.decode_bytes``), a bad value raised as ``Undecodable`` with Go's
     ``illegal base64 data at input byte N``."""
-    compact = text.replace("\r", "").replace("\n", "")
     try:
-        return base64.b64decode(compact, validate=True)
-    except (binascii.Error, ValueError):
-        pass
-    bad = next(
-        (i for i, ch in enumerate(text) if ch not in _B64_ALPHABET and ch not in "\r\n"), None
-    )
-    if bad is None:
-        bad = text.find("=") if "=" in text else len(text)
-    raise Undecodable(f"illegal base64 data at input byte {bad}")
+        return decode_bytes(text)
+    except Base64Error as exc:
+        raise Undecodable(str(exc)) from None
 
 
 def decode_answer(body: bytes, version: str) -> JSON | None:
