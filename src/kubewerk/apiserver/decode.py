@@ -43,6 +43,7 @@ import orjson
 import yaml
 from yaml.nodes import MappingNode, Node, ScalarNode, SequenceNode
 
+from kubewerk.apiserver.querystring import query_flag
 from kubewerk.core import yamlgo
 from kubewerk.core.gofmt import go_float_v, go_quote, unmarshal_kind
 
@@ -830,8 +831,7 @@ def delete_options(body: dict[str, Any] | None, query: dict[str, str]) -> dict[s
     if "gracePeriodSeconds" in query:
         options["gracePeriodSeconds"] = query_int64(query["gracePeriodSeconds"])
     if "orphanDependents" in query:
-        # metav1's query conversion: "false" and "0" (any case) are false, anything else true
-        options["orphanDependents"] = query["orphanDependents"].lower() not in ("false", "0")
+        options["orphanDependents"] = query_flag(query, "orphanDependents")
     if "propagationPolicy" in query:
         options["propagationPolicy"] = query["propagationPolicy"]
     return options
