@@ -4,12 +4,18 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import ssl
+import threading
+from collections.abc import Iterator
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 from typing import Any
 
 import aiohttp
 import orjson
 import yaml
+
+from kubewerk.webhook.certs import CertificateSet, write_certificates
 
 DB_PATH = "/apis/demo.kubewerk.dev/v1/namespaces/default/databases"
 CRD_PATH = "/apis/apiextensions.k8s.io/v1/customresourcedefinitions"
@@ -279,3 +285,23 @@ async def json_call(app: Any, method: str, path: str, body: Any = None) -> tuple
         body=b"" if body is None else orjson.dumps(body),
     )
     return status, orjson.loads(payload)
+
+
+@contextlib.contextmanager
+def tls_http_server(
+    handler: type[BaseHTTPRequestHandler], certs: CertificateSet, directory: Path
+) -> Iterator[str]:
+    """A threaded HTTPS server on loopback answering with ``handler``, serving ``certs``
+    (written into ``directory``); yields its base URL, ``https://127.0.0.1:PORT``."""
+    files = write_certificates(certs, directory)
+    context = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
+    context.load_cert_chain(files["cert"], files["key"])
+    server = ThreadingHTTPServer(("127.0.0.1", 0), handler)
+    server.socket = context.wrap_socket(server.socket, server_side=True)
+    thread = threading.Thread(target=server.serve_forever, daemon=True)
+    thread.start()
+    try:
+        yield f"https://127.0.0.1:{server.server_address[1]}"
+    finally:
+        server.shutdown()
+        server.server_close()

@@ -15,10 +15,9 @@ from __future__ import annotations
 
 import base64
 import json
-import ssl
 import threading
 from collections.abc import Iterator
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from http.server import BaseHTTPRequestHandler
 from pathlib import Path
 from typing import Any
 
@@ -30,8 +29,8 @@ from kubewerk.apiserver.app import ApiServer
 from kubewerk.apiserver.kinds.rbac import install_rbac
 from kubewerk.apiserver.rest import ResourceApi
 from kubewerk.apiserver.storage import open_store
-from kubewerk.webhook.certs import CertificateSet, make_certificates, write_certificates
-from tests.apiserver.helpers import asgi_call, json_call
+from kubewerk.webhook.certs import CertificateSet, make_certificates
+from tests.apiserver.helpers import asgi_call, json_call, tls_http_server
 
 NS = "/api/v1/namespaces/default"
 SECRETS = f"{NS}/secrets"
@@ -81,18 +80,8 @@ def certs() -> CertificateSet:
 
 @pytest.fixture(scope="module")
 def hook_url(certs: CertificateSet, tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
-    files = write_certificates(certs, Path(tmp_path_factory.mktemp("certs")))
-    context = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
-    context.load_cert_chain(files["cert"], files["key"])
-    server = ThreadingHTTPServer(("127.0.0.1", 0), _Recorder)
-    server.socket = context.wrap_socket(server.socket, server_side=True)
-    thread = threading.Thread(target=server.serve_forever, daemon=True)
-    thread.start()
-    try:
-        yield f"https://127.0.0.1:{server.server_address[1]}/mutate"
-    finally:
-        server.shutdown()
-        server.server_close()
+    with tls_http_server(_Recorder, certs, Path(tmp_path_factory.mktemp("certs"))) as base:
+        yield f"{base}/mutate"
 
 
 @pytest.fixture(scope="module")

@@ -18,10 +18,8 @@ from __future__ import annotations
 
 import base64
 import json
-import ssl
-import threading
 from collections.abc import Iterator
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from http.server import BaseHTTPRequestHandler
 from pathlib import Path
 from typing import Any
 
@@ -30,8 +28,8 @@ import pytest
 
 from kubewerk.apiserver.app import ApiServer
 from kubewerk.apiserver.storage import open_store
-from kubewerk.webhook.certs import CertificateSet, make_certificates, write_certificates
-from tests.apiserver.helpers import json_call
+from kubewerk.webhook.certs import CertificateSet, make_certificates
+from tests.apiserver.helpers import json_call, tls_http_server
 
 CM = "/api/v1/namespaces/default/configmaps"
 HOOKS = "/apis/admissionregistration.k8s.io/v1/mutatingwebhookconfigurations"
@@ -83,18 +81,8 @@ def certs() -> CertificateSet:
 
 @pytest.fixture(scope="module")
 def hook_url(certs: CertificateSet, tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
-    files = write_certificates(certs, Path(tmp_path_factory.mktemp("certs")))
-    context = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
-    context.load_cert_chain(files["cert"], files["key"])
-    server = ThreadingHTTPServer(("127.0.0.1", 0), _Hook)
-    server.socket = context.wrap_socket(server.socket, server_side=True)
-    thread = threading.Thread(target=server.serve_forever, daemon=True)
-    thread.start()
-    try:
-        yield f"https://127.0.0.1:{server.server_address[1]}/mutate"
-    finally:
-        server.shutdown()
-        server.server_close()
+    with tls_http_server(_Hook, certs, Path(tmp_path_factory.mktemp("certs"))) as base:
+        yield f"{base}/mutate"
 
 
 @pytest.fixture(scope="module")
