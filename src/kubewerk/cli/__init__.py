@@ -87,7 +87,9 @@ def _command_of(argv: Sequence[str]) -> str | None:
 def main(argv: Sequence[str] | None = None) -> int:
     """Run one ``kubewerk`` command and return its exit code.
 
-    Guarantees: a :class:`UsageError` prints one ``kubewerk: error:`` line and gives 2;
+    Guarantees: a command given ``--max-input-bytes`` reads every input under that limit
+    (:mod:`kubewerk.cli.input_limit`); a :class:`UsageError` prints one
+    ``kubewerk: error:`` line and gives 2;
     Ctrl-C at any moment (while the subcommands load, while arguments are parsed, while
     the command runs) gives 130 (128 + SIGINT, as a shell reports it) and no traceback.
     """
@@ -99,7 +101,14 @@ def main(argv: Sequence[str] | None = None) -> int:
         if func is None:
             parser.print_help()
             return 2
-        code: int = func(args)
+        limit = getattr(args, "max_input_bytes", None)
+        if limit is None:
+            code: int = func(args)
+        else:
+            from kubewerk.core.inputs import input_limit
+
+            with input_limit(limit):
+                code = func(args)
     except UsageError as exc:
         print(f"kubewerk: error: {exc}", file=sys.stderr)
         return 2

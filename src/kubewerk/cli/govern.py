@@ -18,7 +18,8 @@ import sys
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
-from kubewerk.cli import UsageError
+from kubewerk.cli import UsageError, input_limit
+from kubewerk.cli.atomic_write import write_atomic
 from kubewerk.cli.cluster import ClusterReader, is_cluster_arg, parse_ref
 from kubewerk.govern.config import Config, SuppressRule, load_config
 from kubewerk.govern.findings import FAIL_LEVELS, Finding, Severity, Summary
@@ -44,8 +45,12 @@ def _common(p: argparse.ArgumentParser) -> None:
         "--config", metavar="FILE", help="config file: severities, disabled rules, suppressions"
     )
     p.add_argument(
-        "-o", "--output", metavar="FILE", help="write the report to FILE instead of stdout"
+        "-o",
+        "--output",
+        metavar="FILE",
+        help="write the report to FILE instead of stdout (whole: a temporary file renamed)",
     )
+    input_limit.add_option(p)
 
 
 def _kubeconfig_options(p: argparse.ArgumentParser) -> None:
@@ -214,8 +219,7 @@ def _write(path: str | None, text: str) -> None:
         sys.stdout.write(text)
         return
     try:
-        with open(path, "w", encoding="utf-8") as fh:
-            fh.write(text)
+        write_atomic(path, text)
     except OSError as exc:
         raise UsageError(f"{path}: cannot write: {exc.strerror or exc}") from None
 

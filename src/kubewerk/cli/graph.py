@@ -34,7 +34,8 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
-from kubewerk.cli import UsageError
+from kubewerk.cli import UsageError, input_limit
+from kubewerk.cli.atomic_write import write_atomic
 from kubewerk.core.gvk import split_api_version
 from kubewerk.lifecycle.depgraph import (
     Edge,
@@ -107,8 +108,12 @@ def register(subparsers: Any) -> None:
         "--format", choices=FORMATS, default="text", help="output format (default: text)"
     )
     parser.add_argument(
-        "-o", "--output", metavar="FILE", help="write the graph to FILE instead of stdout"
+        "-o",
+        "--output",
+        metavar="FILE",
+        help="write the graph to FILE instead of stdout (whole: a temporary file renamed)",
     )
+    input_limit.add_option(parser)
     parser.set_defaults(func=run_graph)
 
 
@@ -578,7 +583,6 @@ def _write(path: str | None, text: str) -> None:
         sys.stdout.write(text)
         return
     try:
-        with open(path, "w", encoding="utf-8") as fh:
-            fh.write(text)
+        write_atomic(path, text)
     except OSError as exc:
         raise UsageError(f"{path}: cannot write: {exc.strerror or exc}") from None

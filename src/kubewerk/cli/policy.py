@@ -41,7 +41,7 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
-from kubewerk.cli import UsageError
+from kubewerk.cli import UsageError, input_limit
 
 _OPERATIONS = ("CREATE", "UPDATE", "DELETE", "CONNECT")
 
@@ -86,6 +86,7 @@ def register(sub: Any) -> None:
         default="text",
         help="output format (default: text)",
     )
+    input_limit.add_option(test)
     test.set_defaults(func=run_test)
     parser.set_defaults(func=lambda args: _help(parser))
 
@@ -98,9 +99,9 @@ def _help(parser: argparse.ArgumentParser) -> int:
 def _load_docs(path: str | Path) -> list[Any]:
     """The documents of a YAML or JSON file, read as ``lint`` and ``validate`` read
     manifests (``kubewerk.govern.loader``): as a cluster reads YAML (go-yaml's scalars,
-    aliases bounded as go-yaml bounds them), at most ``MAX_INPUT_BYTES`` of it, empty
-    documents dropped and ``List`` objects expanded into their items. A file that cannot
-    be read is a ``UsageError`` naming it (and the line)."""
+    aliases bounded as go-yaml bounds them), at most the input limit
+    (``--max-input-bytes``) of it, empty documents dropped and ``List`` objects expanded
+    into their items. A file that cannot be read is a ``UsageError`` naming it (and the line)."""
     from kubewerk.govern.loader import InputError, parse, read_file
 
     try:

@@ -26,7 +26,7 @@ from typing import Any
 
 import orjson
 
-from kubewerk.cli import UsageError, one_line
+from kubewerk.cli import UsageError, input_limit, one_line
 
 
 def register(sub: Any) -> None:
@@ -73,6 +73,7 @@ def register(sub: Any) -> None:
         default="auto",
         help="color the text output (default: auto: on a terminal, unless NO_COLOR is set)",
     )
+    input_limit.add_option(diff, "each manifest file")
     diff.set_defaults(func=run_diff)
 
     sync = sub.add_parser(
@@ -139,6 +140,7 @@ def register(sub: Any) -> None:
         metavar="PORT",
         help="with --watch: serve kubewerk_drift_objects on this port",
     )
+    input_limit.add_option(sync, "each manifest file")
     sync.set_defaults(func=run_sync)
 
 

@@ -23,11 +23,11 @@ from __future__ import annotations
 import fnmatch
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field, replace
-from pathlib import Path
 
 import yaml
 from yaml.nodes import MappingNode, Node, ScalarNode, SequenceNode
 
+from kubewerk.core.inputs import InputTooLarge, read_file_bounded
 from kubewerk.govern.findings import FAIL_LEVELS, Finding, Severity, Suppression
 from kubewerk.govern.loader import InputError
 
@@ -106,9 +106,11 @@ def load_config(path: str, known_rules: Iterable[str]) -> Config:
     """Read and check a config file against the rule ids of the command."""
     known = set(known_rules)
     try:
-        text = Path(path).read_text(encoding="utf-8")
+        text = read_file_bounded(path).decode("utf-8")
     except OSError as exc:
         raise InputError(path, None, f"cannot read config: {exc.strerror or exc}") from None
+    except InputTooLarge as exc:
+        raise InputError(path, None, str(exc)) from None
     except UnicodeDecodeError:
         raise InputError(path, None, "config is not UTF-8 text") from None
     try:

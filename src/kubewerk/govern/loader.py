@@ -9,9 +9,10 @@ aliasing, an anchor that contains itself, ``.nan``). The node tree is kept, so t
 location in a document can be mapped back to its line. Unreadable input raises
 :class:`InputError`, whose text names the file and line.
 
-No input is read past ``MAX_INPUT_BYTES`` (64 MiB, some forty of the largest CRDs
-published): a longer one, or an endless one (``/dev/zero``), is refused once that much
-has arrived, so memory stays bounded whatever is named. A directory walk takes regular
+No input is read past the input limit (``kubewerk.core.inputs``: ``MAX_INPUT_BYTES``,
+64 MiB, unless ``--max-input-bytes`` sets another): a longer one, or an endless one
+(``/dev/zero``), is refused once one byte more has arrived, so memory stays bounded
+whatever is named. A directory walk takes regular
 files only (a FIFO, socket or device there named ``*.yaml`` is skipped instead of
 blocking the read) and does not follow symbolic links to directories; a FIFO named on
 the command line (``<(kustomize build)``) is read.
@@ -35,6 +36,7 @@ import orjson
 import yaml
 from yaml.nodes import MappingNode, Node, ScalarNode, SequenceNode
 
+from kubewerk.core.inputs import DEFAULT_MAX_INPUT_BYTES, InputTooLarge, read_bounded
 from kubewerk.core.yamlgo import (
     GoYAMLError,
     check_aliases,
@@ -45,8 +47,8 @@ from kubewerk.core.yamlgo import (
 from kubewerk.govern.findings import Finding, Severity
 
 YAML_SUFFIXES = (".yaml", ".yml", ".json")
-MAX_INPUT_BYTES = 64 * 1024 * 1024
-"""The most bytes read from one input (see the module doc)."""
+MAX_INPUT_BYTES = DEFAULT_MAX_INPUT_BYTES
+"""The most bytes read from one input unless a command sets another (see the module doc)."""
 
 
 class InputError(Exception):
@@ -248,21 +250,17 @@ def _uri_for(path: Path) -> str:
 
 
 def read_limited(stream: BinaryIO, name: str) -> bytes:
-    """All of ``stream`` if it holds at most ``MAX_INPUT_BYTES``; else ``InputError``
-    after reading one byte more than that (never more)."""
-    data = stream.read(MAX_INPUT_BYTES + 1)
-    if len(data) > MAX_INPUT_BYTES:
-        raise InputError(
-            name,
-            None,
-            f"larger than {MAX_INPUT_BYTES} bytes (64 MiB), the most kubewerk reads from "
-            "one input; split it into several files",
-        )
-    return data
+    """All of ``stream`` if it holds at most the input limit in force
+    (``kubewerk.core.inputs.max_input_bytes``); else ``InputError`` after reading one byte
+    more than that (never more)."""
+    try:
+        return read_bounded(stream)
+    except InputTooLarge as exc:
+        raise InputError(name, None, str(exc)) from None
 
 
 def read_file(path: Path, name: str | None = None) -> Source:
-    """Read one file (at most ``MAX_INPUT_BYTES``); JSON when its name ends in ``.json``."""
+    """Read one file (at most the input limit); JSON when its name ends in ``.json``."""
     display = name or str(path)
     try:
         with path.open("rb") as stream:
@@ -299,7 +297,7 @@ def read_git(spec: str, cwd: Path | None = None) -> Source:
 
 
 def read_stdin(stream: BinaryIO | None = None) -> Source:
-    """Read standard input (at most ``MAX_INPUT_BYTES``); JSON when it parses as JSON."""
+    """Read standard input (at most the input limit); JSON when it parses as JSON."""
     data = read_limited(stream or sys.stdin.buffer, "<stdin>")
     text = _decode("<stdin>", data)
     stripped = text.lstrip()

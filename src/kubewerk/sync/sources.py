@@ -32,6 +32,7 @@ import yaml
 from kubewerk.client import Client, ResourceType
 from kubewerk.client.errors import ApiError, ConfigError, Forbidden, NotFound
 from kubewerk.core.gvk import format_api_version
+from kubewerk.core.inputs import InputTooLarge, max_input_bytes, read_file_bounded
 from kubewerk.core.yamlgo import GoYAMLError, check_aliases, may_have_aliases
 from kubewerk.sync.keys import GroupKind
 
@@ -142,18 +143,25 @@ class ManifestSource(Source):
 
 
 def _read_tree(root: Path) -> dict[str, bytes]:
-    if root.is_file():
-        paths = [root]
-    elif root.is_dir():
-        paths = sorted(p for p in root.rglob("*") if p.is_file() and p.suffix in MANIFEST_SUFFIXES)
+    """The manifests ``root`` names, each read whole up to the input limit
+    (:mod:`kubewerk.core.inputs`). A directory is walked for regular files alone (a FIFO
+    or device found there would block or never end; symbolic links to directories are
+    not followed, so a link loop ends); anything else named is read as it is, so a pipe
+    (``<(kustomize build)``) works and ``/dev/zero`` is refused at the limit."""
+    if root.is_dir():
+        paths = sorted(p for p in root.rglob("*") if p.suffix in MANIFEST_SUFFIXES and p.is_file())
     else:
-        raise SourceError(f"{root}: no such file or directory")
+        paths = [root]
     files: dict[str, bytes] = {}
     for p in paths:
         try:
-            files[str(p)] = p.read_bytes()
+            files[str(p)] = read_file_bounded(p)
+        except FileNotFoundError:
+            raise SourceError(f"{p}: no such file or directory") from None
         except OSError as exc:
-            raise SourceError(f"{p}: {exc.strerror}") from None
+            raise SourceError(f"{p}: {exc.strerror or exc}") from None
+        except InputTooLarge as exc:
+            raise SourceError(f"{p}: {exc}") from None
     return files
 
 
@@ -184,18 +192,21 @@ def _read_git(spec: str, repo: Path | None) -> ManifestSource:
         "ls-tree",
         "-r",
         "-z",
-        "--format=%(objecttype) %(objectname)\t%(path)",
+        "--format=%(objecttype) %(objectname) %(objectsize)\t%(path)",
         rev,
         "--",
         path or ".",
     )
     blobs: list[tuple[str, str]] = []
+    limit = max_input_bytes()
     for row in listing.split(b"\0"):
         if not row:
             continue
         head, _, name = row.decode().partition("\t")
-        otype, _, oid = head.partition(" ")
+        otype, oid, blob_size = [*head.split(" "), "", ""][:3]
         if otype == "blob" and (name == path or name.endswith(MANIFEST_SUFFIXES)):
+            if blob_size.isdigit() and int(blob_size) > limit:
+                raise SourceError(f"{rev}:{name}: {InputTooLarge(limit)}")
             blobs.append((name, oid))
     if not blobs:
         raise SourceError(f"{spec}: no manifests at {path or '.'} in {rev}")

@@ -1,0 +1,191 @@
+"""The commands beyond ``lint``/``validate``/``compat``/``policy test`` on hostile input
+and for scripts: ``diff``, ``sync``, ``gen``, ``audit``, ``up``'s and ``webhook serve``'s
+file options and every kubeconfig read. Each input that cannot be read (endless, too large,
+a directory, not UTF-8, an alias bomb, nested past any parser, missing) gives one
+``kubewerk: error:`` line and exit 2 in bounded time and memory, never a traceback; the
+input limit is ``--max-input-bytes``; outputs are written whole or not at all.
+
+In-process (``kubewerk.cli.main``), so each case costs milliseconds; a small
+``--max-input-bytes`` stands in for the 64 MiB default wherever only the bound matters."""
+
+from __future__ import annotations
+
+import argparse
+import os
+import time
+from pathlib import Path
+
+import pytest
+
+from kubewerk.cli import build_parser, main
+from kubewerk.client.client import RetryPolicy
+from kubewerk.core.inputs import DEFAULT_MAX_INPUT_BYTES, MiB, parse_byte_size
+
+CM = "apiVersion: v1\nkind: ConfigMap\nmetadata: {name: a, namespace: default}\n"
+UNREACHABLE = "http://127.0.0.1:1"
+
+
+def laughs() -> str:
+    """A ConfigMap whose data expands to 9**9 strings through aliases."""
+    lines = ["apiVersion: v1", "kind: ConfigMap", "metadata: {name: lol}", "data:"]
+    lines.append("  a0: &a0 [" + ", ".join(['"lol"'] * 9) + "]")
+    for i in range(1, 9):
+        lines.append(f"  a{i}: &a{i} [" + ", ".join([f"*a{i - 1}"] * 9) + "]")
+    return "\n".join(lines) + "\n"
+
+
+@pytest.fixture(autouse=True)
+def _no_backoff(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
+    """An unreachable sync target fails at once; no kubeconfig from the environment."""
+    monkeypatch.setattr(RetryPolicy, "delay", lambda self, attempt: 0.0)
+    monkeypatch.delenv("KUBECONFIG", raising=False)
+    monkeypatch.setenv("HOME", str(tmp_path / "home"))
+
+
+@pytest.fixture
+def files(tmp_path: Path) -> Path:
+    (tmp_path / "cm.yaml").write_text(CM)
+    (tmp_path / "binary.yaml").write_bytes(b"apiVersion: v1\nkind: \xff\xfe\x00\n")
+    (tmp_path / "laughs.yaml").write_text(laughs())
+    (tmp_path / "deep.yaml").write_text("a: " + "[" * 100_000 + "]" * 100_000 + "\n")
+    (tmp_path / "deep.json").write_text("[" * 100_000 + "]" * 100_000 + "\n")
+    (tmp_path / "line.yaml").write_text(CM + "data: {k: '" + "x" * (2 * MiB) + "'}\n")
+    (tmp_path / "zero.yaml").symlink_to("/dev/zero")
+    return tmp_path
+
+
+def run(capsys: pytest.CaptureFixture[str], *argv: str) -> tuple[int, str, str]:
+    """Exit code, stdout and the one error line of an in-process run (asserted: no
+    traceback, exactly one ``kubewerk: error:`` line when the code is 2)."""
+    started = time.monotonic()
+    code = main(list(argv))
+    assert time.monotonic() - started < 10, argv
+    out, err = capsys.readouterr()
+    assert "Traceback" not in err, err
+    errors = [line for line in err.splitlines() if line.startswith("kubewerk: error: ")]
+    if code == 2:
+        assert len(errors) == 1, err
+    return code, out, errors[0] if errors else err
+
+
+def _sides(command: str, bad: str, good: str) -> list[str]:
+    if command == "diff-src":
+        return ["diff", bad, good]
+    if command == "diff-dst":
+        return ["diff", good, bad]
+    return ["sync", "--from", bad, "--to", UNREACHABLE, "--dry-run"]
+
+
+DIFF_AND_SYNC = ["diff-src", "diff-dst", "sync"]
+
+
+@pytest.mark.skipif(not os.path.exists("/dev/zero"), reason="needs /dev/zero")
+@pytest.mark.parametrize("command", DIFF_AND_SYNC)
+@pytest.mark.parametrize("name", ["/dev/zero", "zero.yaml"])
+def test_diff_and_sync_refuse_an_endless_input_at_the_limit(
+    files: Path, capsys: pytest.CaptureFixture[str], command: str, name: str
+) -> None:
+    """Before: /dev/zero was 'no such file or directory' and a symlink to it named
+    *.yaml was read until memory ran out."""
+    bad = name if name.startswith("/") else str(files / name)
+    argv = [*_sides(command, bad, str(files / "cm.yaml")), "--max-input-bytes", "1Mi"]
+    code, _, line = run(capsys, *argv)
+    assert code == 2
+    assert line == (
+        f"kubewerk: error: {bad}: larger than 1048576 bytes (1 MiB), the most kubewerk reads "
+        "from one input; split it into several files or raise --max-input-bytes"
+    )
+
+
+@pytest.mark.parametrize("command", DIFF_AND_SYNC)
+def test_diff_and_sync_bound_a_large_file_and_the_flag_raises_the_bound(
+    files: Path, capsys: pytest.CaptureFixture[str], command: str
+) -> None:
+    big = str(files / "line.yaml")
+    code, _, line = run(
+        capsys, *_sides(command, big, str(files / "cm.yaml")), "--max-input-bytes", "2Mi"
+    )
+    assert code == 2 and f"{big}: larger than 2097152 bytes (2 MiB)" in line, line
+    code, _, _ = run(
+        capsys, *_sides(command, big, str(files / "cm.yaml")), "--max-input-bytes", "3Mi"
+    )
+    assert code == 1  # read: the sides differ (diff), the target is unreachable (sync)
+
+
+@pytest.mark.parametrize("command", DIFF_AND_SYNC)
+def test_diff_and_sync_read_a_pipe_named_on_the_command_line(
+    files: Path, capsys: pytest.CaptureFixture[str], command: str
+) -> None:
+    """``kubewerk diff <(kustomize build) ...``: /dev/fd/N is a pipe, not a regular file
+    (it was 'no such file or directory')."""
+    read_end, write_end = os.pipe()
+    os.write(write_end, CM.encode())
+    os.close(write_end)
+    try:
+        code, out, err = run(
+            capsys, *_sides(command, f"/dev/fd/{read_end}", str(files / "cm.yaml"))
+        )
+    finally:
+        os.close(read_end)
+    if command == "sync":
+        assert code == 1 and "unreachable" in out, (out, err)
+    else:
+        assert code == 0, err
+
+
+READING_COMMANDS = [
+    ["lint"],
+    ["compat"],
+    ["validate"],
+    ["graph"],
+    ["policy", "test"],
+    ["diff"],
+    ["sync"],
+]
+
+
+def _subparser(words: list[str]) -> argparse.ArgumentParser:
+    parser = build_parser(words[0])
+    for word in words:
+        sub = next(a for a in parser._actions if isinstance(a, argparse._SubParsersAction))
+        parser = sub.choices[word]
+    return parser
+
+
+@pytest.mark.parametrize("words", READING_COMMANDS, ids=" ".join)
+def test_every_command_that_reads_inputs_documents_the_limit(words: list[str]) -> None:
+    text = " ".join(_subparser(words).format_help().split())
+    assert "--max-input-bytes BYTES read at most BYTES from" in text, text
+    assert "(default: 64 MiB)" in text, text
+
+
+@pytest.mark.parametrize(
+    ("value", "message"),
+    [
+        ("0", "'0': must be at least 1 byte"),
+        ("-1", "'-1' is not a byte count (digits, optionally followed by Ki, Mi or Gi: 64Mi)"),
+        ("1.5Mi", "'1.5Mi' is not a byte count"),
+        ("64MB", "'64MB' is not a byte count"),
+        ("abc", "'abc' is not a byte count"),
+        ("", "'' is not a byte count"),
+        ("5Gi", "'5Gi': must be at most 4 GiB"),
+        ("9" * 5000, "must be at most 4 GiB"),
+    ],
+    ids=["zero", "negative", "fraction", "other-suffix", "word", "empty", "huge", "5000-digits"],
+)
+def test_bad_limits_are_refused_with_the_option_named(
+    files: Path, capsys: pytest.CaptureFixture[str], value: str, message: str
+) -> None:
+    with pytest.raises(SystemExit) as exc:
+        main(["diff", str(files / "cm.yaml"), str(files / "cm.yaml"), "--max-input-bytes", value])
+    assert exc.value.code == 2
+    last = capsys.readouterr().err.splitlines()[-1]
+    assert last.startswith("kubewerk diff: error: argument --max-input-bytes: "), last
+    assert message in last, last
+
+
+def test_limits_are_read_as_bytes_with_binary_suffixes() -> None:
+    assert parse_byte_size("1") == 1
+    assert parse_byte_size("64Mi") == DEFAULT_MAX_INPUT_BYTES
+    assert parse_byte_size("0010Ki") == 10 * 1024
+    assert parse_byte_size("4Gi") == 4 * 1024 * MiB
