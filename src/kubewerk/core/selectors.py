@@ -23,9 +23,24 @@ import json
 import re
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
+from dataclasses import field as dataclass_field
 from typing import Any, Final
 
 from kubewerk.core.gofmt import go_quote, go_sprint
+from kubewerk.core.selector_match import (
+    DOES_NOT_EXIST,
+    DOUBLE_EQUALS,
+    EQUALS,
+    EXISTS,
+    GREATER_THAN,
+    IN,
+    LESS_THAN,
+    NOT_EQUALS,
+    NOT_IN,
+    FieldMatcher,
+    LabelMatcher,
+    parse_int64,
+)
 
 __all__ = [
     "EVERYTHING",
@@ -199,30 +214,9 @@ def _aggregate(messages: Sequence[str]) -> str:
 # --------------------------------------------------------------------------------------
 # label selectors
 
-# selection.Operator values
-IN: Final = "in"
-NOT_IN: Final = "notin"
-EQUALS: Final = "="
-DOUBLE_EQUALS: Final = "=="
-NOT_EQUALS: Final = "!="
-EXISTS: Final = "exists"
-DOES_NOT_EXIST: Final = "!"
-GREATER_THAN: Final = "gt"
-LESS_THAN: Final = "lt"
-
+# the selection.Operator values are those of selector_match (imported above)
 _BINARY_OPERATORS: Final = (IN, NOT_IN, EQUALS, DOUBLE_EQUALS, NOT_EQUALS, GREATER_THAN, LESS_THAN)
 _VALID_OPERATORS: Final = (*_BINARY_OPERATORS, EXISTS, DOES_NOT_EXIST)
-_INT64_RE: Final = re.compile(r"[+-]?[0-9]+")
-
-
-def _parse_int64(text: str) -> int | None:
-    """Go's ``strconv.ParseInt(text, 10, 64)``; ``None`` where Go reports an error."""
-    if not _INT64_RE.fullmatch(text):
-        return None
-    value = int(text)
-    if value < -(2**63) or value > 2**63 - 1:
-        return None
-    return value
 
 
 def _join_path(path: str | None, child: str) -> str:
@@ -256,8 +250,8 @@ class Requirement:
         if op in (GREATER_THAN, LESS_THAN):
             if self.key not in labels or len(self.values) != 1:
                 return False
-            have = _parse_int64(labels[self.key])
-            want = _parse_int64(self.values[0])
+            have = parse_int64(labels[self.key])
+            want = parse_int64(self.values[0])
             if have is None or want is None:
                 return False
             return have > want if op == GREATER_THAN else have < want
@@ -330,7 +324,7 @@ def new_requirement(
                 )
             )
         for i, val in enumerate(vals):
-            if _parse_int64(val) is None:
+            if parse_int64(val) is None:
                 errors.append(
                     _field_invalid(
                         f"{values_path}[{i}]",
@@ -361,12 +355,21 @@ class LabelSelector:
 
     requirements: tuple[Requirement, ...] = ()
     nothing: bool = False
+    _matcher: LabelMatcher | None = dataclass_field(
+        default=None, init=False, repr=False, compare=False, hash=False
+    )
 
     def matches(self, labels: Mapping[str, str]) -> bool:
-        """True if every requirement matches ``labels``."""
-        if self.nothing:
-            return False
-        return all(r.matches(labels) for r in self.requirements)
+        """True if every requirement matches ``labels`` (``labels.Selector.Matches``).
+
+        The requirements are compiled into a :class:`LabelMatcher` on first use, so a
+        call costs O(min(len(labels), distinct keys)), whatever the number of requirements.
+        """
+        matcher = self._matcher
+        if matcher is None:
+            matcher = LabelMatcher(self.requirements, nothing=self.nothing)
+            object.__setattr__(self, "_matcher", matcher)  # a cache: equal either way
+        return matcher.matches(labels)
 
     def empty(self) -> bool:
         """``Selector.Empty()``: True when the selector does not restrict anything."""
@@ -685,10 +688,21 @@ class FieldSelector:
     """A field selector: the AND of its requirements (sorted as Kubernetes sorts terms)."""
 
     requirements: tuple[FieldRequirement, ...] = ()
+    _matcher: FieldMatcher | None = dataclass_field(
+        default=None, init=False, repr=False, compare=False, hash=False
+    )
 
     def matches(self, fields: Mapping[str, str]) -> bool:
-        """True if every term matches ``fields`` (a ``fields.Set``)."""
-        return all(r.matches(fields) for r in self.requirements)
+        """True if every term matches ``fields`` (a ``fields.Set``).
+
+        The terms are compiled into a :class:`FieldMatcher` on first use: a call costs one
+        look-up per distinct field, whatever the number of terms.
+        """
+        matcher = self._matcher
+        if matcher is None:
+            matcher = FieldMatcher(self.requirements)
+            object.__setattr__(self, "_matcher", matcher)  # a cache: equal either way
+        return matcher.matches(fields)
 
     def empty(self) -> bool:
         """True when the selector selects everything."""
