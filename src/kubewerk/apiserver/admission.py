@@ -42,6 +42,11 @@ class AdmissionRequest:
     """``old`` is exactly what this server stored after admitting it under the same
     schema (same CRD generation, same version): its values are defaulted, pruned and
     passed validation, so a part of ``obj`` equal to it needs none of that again."""
+    decoded: bool = False
+    """``obj`` was decoded as kube-apiserver's codec decodes a custom resource
+    (:meth:`Admission.decode_custom`: pruned and defaulted before mutating admission),
+    and whatever mutating admission changed since was pruned and defaulted where it was
+    changed: admission then only validates it."""
 
 
 class Admission:
@@ -101,6 +106,26 @@ class Admission:
     def on_read(self, rtype: ServedResource, version: str, obj: JSON) -> JSON:
         """The object as served in ``version`` (defaults applied); never mutates ``obj``."""
         return obj
+
+    def decode_custom(
+        self, rtype: ServedResource, version: str, obj: JSON, old: JSON | None = None
+    ) -> list[str] | None:
+        """What kube-apiserver's decoder does to a custom resource of ``rtype`` in
+        ``version`` (its structural schema's pruning, then its defaults), in place; the
+        pruned paths, sorted. None: nothing here decodes ``rtype`` (a built-in kind, a
+        version without a schema, or admission without a schema engine). ``old``: a
+        trusted old object (``AdmissionRequest.trusted_old``) whose equal parts need none
+        of it."""
+        return None
+
+    def default_custom(self, rtype: ServedResource, version: str, obj: JSON) -> None:
+        """The schema defaults of ``version`` applied to a custom resource in place (the
+        webhook dispatcher's ``Default`` of a patched object); nothing by default."""
+
+    def prune_custom(self, rtype: ServedResource, version: str, obj: JSON) -> None:
+        """The fields ``version``'s schema does not know dropped from a custom resource,
+        silently (what kube's storage drops of what a mutating webhook added); nothing
+        by default."""
 
 
 def drop_unknown_fields(rtype: ServedResource, version: str, obj: JSON) -> list[str]:

@@ -162,6 +162,28 @@ class ResourceApi:
             target.rtype.crd_generation,
         )
 
+    def _trusted(self, target: Target, key: str, current: JSON, served: JSON) -> JSON | None:
+        """``served`` (``current`` as served in ``target``'s version) when ``current`` is a
+        custom resource ``_admitted_here``, else None: the old object whose equal parts a
+        decoding may leave alone (``_typed_decode``)."""
+        if target.rtype.builtin or not self._admitted_here(
+            target, key, current["metadata"]["resourceVersion"]
+        ):
+            return None
+        return served
+
+    def trusted_stored(self, target: Target) -> JSON | None:
+        """The stored object ``target`` names, as served, when a decoding may trust it
+        (``_trusted``); None otherwise (a built-in kind, no such object, not admitted
+        here). Reads storage without checking anything of the request."""
+        if target.rtype.builtin or target.name is None:
+            return None
+        key = target.rtype.key(target.namespace or "", target.name)
+        current = self.store.get(key)
+        if current is None:
+            return None
+        return self._trusted(target, key, current, self.serve(target, current))
+
     def _note_defaulted(self, target: Target, key: str, stored: JSON) -> None:
         if not target.rtype.builtin:
             rv = stored["metadata"]["resourceVersion"]
@@ -299,6 +321,7 @@ class ResourceApi:
             trusted_old=trusted_old,
         )
         req.warnings[:0] = decode_warnings
+        req.decoded = True  # by ``_typed_decode``, before mutating admission
         self.admission.admit(req)
         return req.warnings
 
@@ -308,18 +331,23 @@ class ResourceApi:
         obj: JSON,
         query: dict[str, str],
         duplicates: decode.Duplicates | None = None,
+        old: JSON | None = None,
     ) -> list[str]:
-        """Typed decoding of a built-in kind's body (``Strategy.typed_decode``): a value
-        of the wrong type is 400 as kube-apiserver's decoder answers; unknown fields are
-        dropped and, per ``fieldValidation``, refused (Strict) or warned about (Warn).
+        """Typed decoding of a body (``Strategy.typed_decode``), or a custom resource's
+        decoding by its version's schema (``Admission.decode_custom``: unknown fields
+        pruned, then the schema's defaults applied, as apiextensions-apiserver's codec
+        decodes it before mutating admission): a value of the wrong type is 400 as
+        kube-apiserver's decoder answers; unknown fields are dropped and, per
+        ``fieldValidation``, refused (Strict) or warned about (Warn).
 
         ``duplicates``: the body's duplicate fields (or a patch body's strict errors),
         reported with the unknown fields as kube-apiserver's strict decoder reports
         them: one ``strict decoding error`` listing both (Strict) or a warning each
-        (Warn), in kube's order (``Duplicates.with_unknown``). For a custom resource the
-        unknown fields are those its schema prunes (admission warns about them after
-        these warnings; Strict names them here, in the same error)."""
+        (Warn), in kube's order (``Duplicates.with_unknown``). ``old``: for a custom
+        resource, the stored object when it is trusted (``AdmissionRequest.trusted_old``):
+        the top-level properties equal to it are neither pruned nor defaulted again."""
         rtype = target.rtype
+        pruned: list[str] | None = None
         try:
             unknown = rtype.strategy.typed_decode(obj, target.version)
         except ValueError as exc:
@@ -327,7 +355,9 @@ class ResourceApi:
                 f'{rtype.kind} in version "{target.version}" cannot be handled as a '
                 f"{rtype.kind}: {exc}"
             ) from None
-        if not unknown and not duplicates:
+        if unknown is None and not rtype.builtin:
+            pruned = self.admission.decode_custom(rtype, target.version, obj, old)
+        if not unknown and not duplicates and not pruned:
             return []
         mode = field_validation(query)
         if mode == "Ignore":
@@ -335,9 +365,11 @@ class ResourceApi:
         strict = mode == "Strict"
         if duplicates is not None and unknown is not None:
             messages = duplicates.report(unknown, typed=True, strict=strict)
-        elif duplicates:
-            pruned = self._pruned_paths(target, obj) if strict else []
-            messages = duplicates.report(pruned, typed=False, strict=strict)
+        elif duplicates or pruned:
+            # apiextensions' decoder: the JSON decoder's errors, then the pruned paths as
+            # pruning found them (unquoted: ``unknown field "%s"``)
+            messages = duplicates.report([], typed=False, strict=strict) if duplicates else []
+            messages += [f'unknown field "{path}"' for path in pruned or ()]
         else:
             messages = [f"unknown field {go_quote(path)}" for path in unknown or ()]
         if mode == "Strict":
@@ -350,15 +382,17 @@ class ResourceApi:
         obj: JSON,
         query: dict[str, str],
         duplicates: decode.Duplicates | None = None,
+        old: JSON | None = None,
     ) -> list[str]:
         """What kube-apiserver's handlers do to a write's object before mutating
         admission (k8s.io/apiserver pkg/endpoints/handlers/{create,update,patch}.go): it
         is decoded into the kind's type (``_typed_decode``: 400 for a value of the wrong
         type or, under ``fieldValidation=Strict``, an unknown or duplicate field; the
-        others dropped) and defaulted (:meth:`default_decoded`). Returns the decoding's
-        warnings, for ``create``/``update``/``finish_patch`` (``decoded``), which then
-        do not decode again."""
-        warnings = self._typed_decode(target, obj, query, duplicates)
+        others dropped; a custom resource pruned and defaulted by its schema) and
+        defaulted (:meth:`default_decoded`). Returns the decoding's warnings, for
+        ``create``/``update``/``finish_patch`` (``decoded``), which then do not decode
+        again. ``old``: a trusted stored object, as for ``_typed_decode``."""
+        warnings = self._typed_decode(target, obj, query, duplicates, old)
         self.default_decoded(target, obj)
         return warnings
 
@@ -369,16 +403,6 @@ class ResourceApi:
         kube applies them to a request body, a patched object and a mutating webhook's
         patched object before admission sees them."""
         target.rtype.strategy.default(obj)
-
-    def _pruned_paths(self, target: Target, obj: JSON) -> list[str]:
-        """The fields of a custom resource its version's schema would prune, sorted (as
-        admission reports them), without changing ``obj``."""
-        from kubewerk.apiserver.schema_admission import SchemaAdmission
-
-        if not isinstance(self.admission, SchemaAdmission):
-            return []
-        found = self.admission.version_schema(target.rtype, target.version)
-        return [] if found is None else found.compiled.prune(copy_json(obj))
 
     # -- read --------------------------------------------------------------------
 
@@ -685,7 +709,9 @@ class ResourceApi:
         if decoded is None:
             if duplicates is None:
                 duplicates = decode.body_duplicates(body)
-            decoded = self._typed_decode(target, body, query, duplicates)
+            decoded = self._typed_decode(
+                target, body, query, duplicates, self.trusted_stored(target)
+            )
         meta = body.get("metadata") or {}
         rv_text = meta.get("resourceVersion")
         key = rtype.key(target.namespace or "", target.name or "")
@@ -1049,7 +1075,9 @@ class ResourceApi:
         patched, rv_text = self._patched(target, media, patch_doc, current, served)
         # the patched object is decoded into its type before anything else of the update
         errors = self._patch_body_errors(media, patch_body, patch_doc, query)
-        decoded = self._typed_decode(target, patched, query, errors)
+        decoded = self._typed_decode(
+            target, patched, query, errors, self._trusted(target, key, current, served)
+        )
         return self._apply_update(
             target, key, current, patched, query, rv_text, served, verb="patch", decoded=decoded
         )

@@ -1,10 +1,16 @@
-"""Admission with the schema engine: default → prune → validate → CEL on every custom
-resource write, defaults on every custom resource read. Built-in kinds, CRDs included,
-take ``Admission``'s path (their strategy defaults and validates: ``kinds.crds``).
+"""Admission with the schema engine: prune → default when a custom resource is decoded
+(before mutating admission, as kube-apiserver's decoder does: ``decode_custom``), then
+validate → CEL on every custom resource write; defaults on every custom resource read.
+Built-in kinds, CRDs included, take ``Admission``'s path (their strategy defaults and
+validates: ``kinds.crds``).
 
-Unknown fields follow ``fieldValidation``: ``Strict`` rejects the request with 400
-``strict decoding error: unknown field "spec.x"``, ``Warn`` (the default) answers with a
-``Warning`` header per field, ``Ignore`` drops them silently — as kube-apiserver does.
+Unknown fields of a request's object follow ``fieldValidation``: ``Strict`` rejects the
+request with 400 ``strict decoding error: unknown field "spec.x"``, ``Warn`` (the
+default) answers with a ``Warning`` header per field, ``Ignore`` drops them silently —
+as kube-apiserver's decoder does (``rest.ResourceApi._typed_decode`` reports what
+``decode_custom`` pruned). What a mutating webhook adds that the schema does not know is
+dropped silently (``prune_custom``), and a webhook's patch is defaulted in the webhook's
+version (``default_custom``), as kube's webhook dispatcher defaults it.
 """
 
 from __future__ import annotations
@@ -153,17 +159,51 @@ class SchemaAdmission(Admission):
         compiled = full = found.compiled
         if req.trusted_old and req.old is not None:
             compiled = _for_update(found, req.obj, req.old)
-        compiled.apply_defaults(req.obj)
-        unknown = compiled.prune(req.obj)
-        if unknown and req.field_validation != "Ignore":
-            messages = [f'unknown field "{path}"' for path in unknown]
-            if req.field_validation == "Strict":
-                raise ApiError.bad_request("strict decoding error: " + ", ".join(messages))
-            req.warnings.extend(messages)
+        if not req.decoded:
+            compiled.apply_defaults(req.obj)
+            unknown = compiled.prune(req.obj)
+            if unknown and req.field_validation != "Ignore":
+                messages = [f'unknown field "{path}"' for path in unknown]
+                if req.field_validation == "Strict":
+                    raise ApiError.bad_request("strict decoding error: " + ", ".join(messages))
+                req.warnings.extend(messages)
         errors = self.validate_meta(req)
         errors += compiled.validate(req.obj, req.old, reduced_from=full)
         if errors:
             raise ApiError.invalid(rtype.kind, rtype.group, _name(req.obj), errors)
+
+    def decode_custom(
+        self, rtype: ServedResource, version: str, obj: JSON, old: JSON | None = None
+    ) -> list[str] | None:
+        """kube-apiserver's decoding of a custom resource (apiextensions'
+        ``schemaCoercingDecoder``: unknown fields pruned, ObjectMeta coerced; then the
+        versioning codec's ``unstructuredDefaulter``: the version's defaults), in place;
+        the pruned paths, sorted. ``old`` (trusted): top-level properties equal to it are
+        left alone, as in ``admit``."""
+        if rtype.builtin:
+            return None
+        found = self.version_schema(rtype, version)
+        if found is None:
+            return None
+        compiled = found.compiled if old is None else _for_update(found, obj, old)
+        unknown = compiled.prune(obj)
+        if found.has_defaults:
+            compiled.apply_defaults(obj)
+        return unknown
+
+    def default_custom(self, rtype: ServedResource, version: str, obj: JSON) -> None:
+        if rtype.builtin:
+            return
+        found = self.version_schema(rtype, version)
+        if found is not None and found.has_defaults:
+            found.compiled.apply_defaults(obj)
+
+    def prune_custom(self, rtype: ServedResource, version: str, obj: JSON) -> None:
+        if rtype.builtin:
+            return
+        found = self.version_schema(rtype, version)
+        if found is not None:
+            found.compiled.prune(obj)
 
     def on_read(self, rtype: ServedResource, version: str, obj: JSON) -> JSON:
         found = self.version_schema(rtype, version)

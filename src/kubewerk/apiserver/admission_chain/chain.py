@@ -471,8 +471,10 @@ class AdmissionChain:
                         except ValueError as exc:
                             raise ApiError.internal(str(exc)) from None
                         if target.subresource != "scale":
-                            # and defaulted (the dispatcher's GetObjectDefaulter().Default)
+                            # and defaulted (the dispatcher's GetObjectDefaulter().Default):
+                            # a custom resource by the schema of the webhook's version
                             target.rtype.strategy.default(patched)
+                            self.api.admission.default_custom(target.rtype, inv.kind[1], patched)
                     back = self._in_version(
                         Target(
                             target.rtype,
@@ -497,6 +499,10 @@ class AdmissionChain:
                 }
                 if not reinvoke:
                     break
+        if obj is not None and changed_at >= 0 and target.subresource != "scale":
+            # what a webhook added that the schema does not know: kube's storage drops it
+            # without a word (the warnings and Strict's 400 are the request decoder's)
+            self.api.admission.prune_custom(target.rtype, target.version, obj)
         return obj
 
     def _versioned(self, req: vap.Request, target: Target, inv: webhooks.Invocation) -> vap.Request:
@@ -718,7 +724,9 @@ class AdmissionChain:
         # decoding, namespace, checkName); a webhook's rename meets ValidateObjectMetaUpdate (422)
         self.api.check_update_request(target, body)
         # then decoded into its type and defaulted, once, before storage and admission
-        decoded = self.api.decode_for_admission(target, body, query, duplicates)
+        decoded = self.api.decode_for_admission(
+            target, body, query, duplicates, self.api.trusted_stored(target)
+        )
         rtype = target.rtype
         key = rtype.key(target.namespace or "", target.name or "")
         for _attempt in range(MAX_ATTEMPTS):
@@ -820,7 +828,9 @@ class AdmissionChain:
             prepared = self.api.prepare_patch(target, read)
             key, current, served, patched, rv_text = prepared
             # the patched object decoded and defaulted before admission (patch.go)
-            decoded = self.api.decode_for_admission(target, patched, query, read.errors)
+            decoded = self.api.decode_for_admission(
+                target, patched, query, read.errors, self.api.trusted_stored(target)
+            )
             mine = await self._mutate(
                 "UPDATE", target, patched, served, query, warnings, annotations
             )
