@@ -15,6 +15,9 @@
   (583 -> 443 CRDs/s) to save ~2 s on a ``/openapi/v2`` asked for within the first
   seconds after the burst (see benchmarks/README.md, scale).
 
+- Others added with ``add`` (``SubController``) share the queue and task: the
+  ServiceAccount tokens controller (``sa_tokens``).
+
 They react to storage events (subscribed synchronously, work queued) and act on one
 asyncio task. They read the store and write only through ``ResourceApi``: deletes and
 the create of a namespace's default ServiceAccount take the verbs clients get, so
@@ -28,7 +31,8 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
-from typing import Any
+from collections.abc import Iterable
+from typing import Any, Protocol
 
 from kubewerk.apiserver import openapi, openapi_v2
 from kubewerk.apiserver.kinds.crds import CRD_CLEANUP_FINALIZER
@@ -80,6 +84,25 @@ def _condition(ctype: str, status: str, reason: str, message: str, old: list[JSO
     }
 
 
+class SubController(Protocol):
+    """A controller run on the queue and task of ``Controllers`` (see ``add``): told of
+    every storage event, it names the work items it wants (``(kind, key)`` pairs, each
+    queued once until processed), and processes those of its kinds."""
+
+    def work_for(self, ev: Event) -> Iterable[tuple[str, str]]:
+        """The work ``ev`` calls for; called for every committed change, so it must be
+        cheap for the events it does not care about."""
+        ...
+
+    def initial_work(self) -> Iterable[tuple[str, str]]:
+        """The work what storage already holds calls for (when added)."""
+        ...
+
+    def process(self, kind: str, key: str) -> None:
+        """Do one work item (exceptions are logged, the item dropped)."""
+        ...
+
+
 class Controllers:
     """CRD establishment, garbage collection and namespace deletion over one store.
 
@@ -102,6 +125,8 @@ class Controllers:
         self._uid_to_key: dict[str, str] = {}
         self._dependents: dict[str, set[str]] = {}
         self._owners_of: dict[str, set[str]] = {}
+        self._subs: dict[str, SubController] = {}
+        self._sub_list: list[SubController] = []
         self.root_ca: str | None = None
         """The CA bundle (PEM) published as ``kube-root-ca.crt`` in every active namespace,
         as kube-controller-manager's root CA publisher does; None publishes nothing (a
@@ -129,12 +154,24 @@ class Controllers:
             self._task.cancel()
             self._task = None
 
+    def add(self, kinds: Iterable[str], sub: SubController) -> None:
+        """Run ``sub`` here: its work of ``kinds`` is queued and processed with the rest;
+        what storage holds now is given to it at once."""
+        for kind in kinds:
+            self._subs[kind] = sub
+        self._sub_list.append(sub)
+        for kind, key in sub.initial_work():
+            self._enqueue(kind, key)
+
     def _enqueue(self, kind: str, key: str) -> None:
         self._pending[(kind, key)] = None
         if self._wakeup is not None:
             self._wakeup.set()
 
     def _on_event(self, ev: Event) -> None:
+        for sub in self._sub_list:
+            for kind, key in sub.work_for(ev):
+                self._enqueue(kind, key)
         if ev.type == "DELETED":
             self._index(ev.key, None, ev.obj)
         else:
@@ -267,6 +304,8 @@ class Controllers:
             self._gc_owner(key)
         elif kind == "namespace":
             self._reconcile_namespace(key)
+        elif kind in self._subs:
+            self._subs[kind].process(kind, key)
 
     # -- helpers ---------------------------------------------------------------
 

@@ -15,8 +15,10 @@ old object lacked it).
 token``) issues a signed token for the ServiceAccount as kube-apiserver's ``TokenREST``
 does: ``spec.audiences`` defaults to the server's API audiences, ``spec.expirationSeconds``
 to 3600 (at least 600, at most 2^32), ``spec.boundObjectRef`` may bind it to a Pod running
-as that ServiceAccount or to a Secret (the token then dies with that object). The answer
-is 201 with ``status.token`` and ``status.expirationTimestamp``; nothing is stored.
+as that ServiceAccount, to a Secret or to a Node (ServiceAccountTokenNodeBinding, GA in
+kube 1.33); the token then dies with that object. A Pod-bound token also names the Node
+the Pod is scheduled to (its name, and uid when that Node is stored). The answer is 201
+with ``status.token`` and ``status.expirationTimestamp``; nothing is stored.
 """
 
 from __future__ import annotations
@@ -225,7 +227,7 @@ def token_request(server: ApiServer) -> Any:
         tokens = server.service_accounts
         audiences = list(audiences) or list(tokens.audiences)
         created = now_rfc3339()
-        token, exp = tokens.issue(account, audiences, seconds, bound)
+        token, exp = tokens.issue(account, audiences, seconds, bound, _pod_node(server, bound))
         return RestResponse(
             201,
             {
@@ -272,6 +274,10 @@ def _bound_object(
                 f'cannot bind token for serviceaccount "{account}" to pod running with '
                 "different serviceaccount name."
             )
+    elif group == "" and kind == "Node":
+        obj = server._lookup("nodes", "", str(ref_name))
+        if obj is None:
+            raise ApiError.not_found("nodes", "", str(ref_name))
     elif group == "" and kind == "Secret":
         obj = server._lookup("secrets", namespace, str(ref_name))
         if obj is None:
@@ -292,10 +298,32 @@ def _bound_object(
     return kind, obj
 
 
+def _pod_node(server: ApiServer, bound: tuple[str, JSON] | None) -> JSON | None:
+    """The Node (its ``metadata``) a bound Pod is scheduled to, for the token's node
+    claim (kube's ServiceAccountTokenPodNodeInfo, GA in 1.32): the stored Node, or its
+    name alone when no such Node is stored; None for an unscheduled Pod or another
+    binding."""
+    if bound is None or bound[0] != "Pod":
+        return None
+    node_name = (bound[1].get("spec") or {}).get("nodeName")
+    if not isinstance(node_name, str) or not node_name:
+        return None
+    node = server._lookup("nodes", "", node_name)
+    if node is None:
+        return {"name": node_name}
+    meta = node.get("metadata")
+    return meta if isinstance(meta, dict) else {"name": node_name}
+
+
 def install_token_request(server: ApiServer) -> None:
-    """Serve ``serviceaccounts/token`` on ``server``."""
+    """Serve ``serviceaccounts/token`` on ``server``, and keep its ServiceAccount token
+    Secrets filled as kube-controller-manager's tokens controller does
+    (``apiserver.sa_tokens``)."""
+    from kubewerk.apiserver import sa_tokens
+
     rtype = server.registry.get("", "serviceaccounts")
     if rtype is not None:
         server.serve_create(
             rtype, token_request(server), "token", protobuf_decoder=decoder("TokenRequest")
         )
+    sa_tokens.install(server)
