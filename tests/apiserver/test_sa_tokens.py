@@ -202,6 +202,9 @@ def test_a_token_secret_is_filled_and_its_token_is_the_service_account(
     secret = get(server, ns, "secrets", "robot-token")
     today = time.strftime("%Y-%m-%d", time.gmtime())
     assert secret["metadata"]["labels"] == {"kubernetes.io/legacy-token-last-used": today}
+    assert whoami(server, token)[0] == 201
+    again = get(server, ns, "secrets", "robot-token")
+    assert again["metadata"]["resourceVersion"] == secret["metadata"]["resourceVersion"]
     # a legacy token stands for the API audiences, and only for them
     got = review(server, token)
     assert got["authenticated"] is True and got["audiences"] == [API_AUDIENCE]
@@ -337,3 +340,79 @@ def test_after_a_restart_tokens_still_work_and_orphaned_secrets_are_deleted(
     with EmbeddedServer(spec, token_auth_file=tokens) as third:
         gone(third, "default", "secrets", "tok")
         assert whoami(third, token)[0] == 401
+
+
+def forged(server: EmbeddedServer, claims: dict[str, Any]) -> str:
+    """A JWT of ``claims`` signed with ``server``'s own key."""
+    key = server.app.service_accounts.key
+
+    def b64(raw: bytes) -> str:
+        return base64.urlsafe_b64encode(raw).rstrip(b"=").decode()
+
+    head = b64(orjson.dumps({"alg": "RS256", "kid": key.kid}))
+    body = b64(orjson.dumps(claims))
+    return f"{head}.{body}.{b64(key.sign(f'{head}.{body}'.encode()))}"
+
+
+@pytest.mark.parametrize(
+    ("change", "error"),
+    [
+        ({"sub": None}, "sub claim is missing"),
+        ({"kubernetes.io/serviceaccount/namespace": ""}, "namespace claim is missing"),
+        ({"kubernetes.io/serviceaccount/secret.name": None}, "secretName claim is missing"),
+        (
+            {"kubernetes.io/serviceaccount/service-account.name": ""},
+            "serviceAccountName claim is missing",
+        ),
+        (
+            {"kubernetes.io/serviceaccount/service-account.uid": None},
+            "serviceAccountUID claim is missing",
+        ),
+        ({"sub": "system:serviceaccount:other:robot"}, "sub claim is invalid"),
+    ],
+)
+def test_legacy_claims_are_checked_as_kube_does(
+    server: EmbeddedServer, change: dict[str, Any], error: str
+) -> None:
+    claims = {
+        "iss": "kubernetes/serviceaccount",
+        "kubernetes.io/serviceaccount/namespace": "default",
+        "kubernetes.io/serviceaccount/secret.name": "tok",
+        "kubernetes.io/serviceaccount/service-account.name": "robot",
+        "kubernetes.io/serviceaccount/service-account.uid": "u",
+        "sub": "system:serviceaccount:default:robot",
+    }
+    for key, value in change.items():
+        if value is None:
+            del claims[key]
+        else:
+            claims[key] = value
+    assert review(server, forged(server, claims))["error"] == error
+
+
+@pytest.mark.parametrize(
+    ("times", "error"),
+    [
+        ({"exp": -61}, "service account token has expired"),
+        ({"nbf": 61}, "service account token is not valid yet"),
+        ({"iat": 61}, "service account token is issued in the future"),
+    ],
+)
+def test_bound_token_times_are_refused_with_kubes_reasons(
+    server: EmbeddedServer, times: dict[str, int], error: str
+) -> None:
+    now = int(time.time())
+    claims = {
+        "aud": [API_AUDIENCE],
+        "exp": now + 600,
+        "iat": now,
+        "iss": API_AUDIENCE,  # the default issuer
+        "kubernetes.io": {"namespace": "default", "serviceaccount": {"name": "x", "uid": "u"}},
+        "nbf": now,
+        "sub": "system:serviceaccount:default:x",
+    }
+    claims.update({k: now + v for k, v in times.items()})
+    assert review(server, forged(server, claims))["error"] == error
+    # within the 60 s leeway the times hold (the ServiceAccount is what is missing then)
+    claims.update({k: now + v + (-60 if v > 0 else 60) for k, v in times.items()})
+    assert review(server, forged(server, claims))["error"] == 'serviceaccounts "x" not found'

@@ -309,7 +309,13 @@ def last_used_marker(registry: Registry, api: ResourceApi) -> Callable[[JSON, st
         if not isinstance(labels, dict):
             labels = new["metadata"]["labels"] = {}
         labels[LAST_USED_LABEL] = day
-        update(registry, api, "secrets", new, APISERVER_MANAGER)
+        try:
+            update(registry, api, "secrets", new, APISERVER_MANAGER)
+        except Exception:  # kube logs a failed label write; the request goes on
+            log.exception(
+                "labelling the legacy token Secret %s with its last use failed",
+                _meta(new).get("name"),
+            )
 
     return mark
 
