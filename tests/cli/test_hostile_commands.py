@@ -189,3 +189,84 @@ def test_limits_are_read_as_bytes_with_binary_suffixes() -> None:
     assert parse_byte_size("64Mi") == DEFAULT_MAX_INPUT_BYTES
     assert parse_byte_size("0010Ki") == 10 * 1024
     assert parse_byte_size("4Gi") == 4 * 1024 * MiB
+
+
+# -- the kubeconfig every cluster-reading command reads ---------------------------------
+
+
+def _kubeconfig_with_ca(path: Path, ca: str) -> Path:
+    path.write_text(
+        "apiVersion: v1\nkind: Config\ncurrent-context: ctx\n"
+        f"clusters: [{{name: c, cluster: {{server: '{UNREACHABLE}',"
+        f" certificate-authority: {ca}}}}}]\n"
+        "users: [{name: u, user: {}}]\n"
+        "contexts: [{name: ctx, context: {cluster: c, user: u}}]\n"
+    )
+    return path
+
+
+@pytest.mark.parametrize(
+    ("name", "message"),
+    [
+        ("line.yaml", "cannot read kubeconfig {path}: larger than 1048576 bytes (1 MiB)"),
+        ("binary.yaml", "kubeconfig {path} is not UTF-8 text"),
+        ("deep.yaml", "kubeconfig {path} is not valid YAML (line 1)"),
+        ("deep.json", "kubeconfig {path} is not valid YAML (line 1)"),
+        ("ca", "cannot read certificate authority {big}: larger than 1048576 bytes (1 MiB)"),
+    ],
+    ids=["too-large", "not-utf8", "deep-yaml", "deep-json", "too-large-ca-file"],
+)
+@pytest.mark.parametrize(
+    "argv",
+    [["diff", "{cm}", "cluster:ctx"], ["lint", "cluster:x.example.com"], ["graph", "--cluster"]],
+    ids=["diff", "lint", "graph"],
+)
+def test_a_kubeconfig_that_cannot_be_read_is_one_line(
+    files: Path, capsys: pytest.CaptureFixture[str], name: str, message: str, argv: list[str]
+) -> None:
+    """Before: read without a bound (/dev/zero as kubeconfig or as its CA file was a
+    MemoryError traceback; a 2 MiB file stands in here, which the old code read whole and
+    then did not find the context in), a UnicodeDecodeError or RecursionError traceback."""
+    path = str(files / name)
+    if name == "ca":
+        path = str(_kubeconfig_with_ca(files / "kc", str(files / "line.yaml")))
+    words = [w.replace("{cm}", str(files / "cm.yaml")) for w in argv]
+    words += ["--kubeconfig", path, "--max-input-bytes", "1Mi"]
+    code, _, line = run(capsys, *words)
+    assert code == 2
+    assert message.format(path=path, big=files / "line.yaml") in line, line
+
+
+# -- gen ----------------------------------------------------------------------------------
+
+POLICY_DATA = """\
+name: replica-limit
+match:
+  - {apiGroups: [apps], apiVersions: [v1], resources: [deployments]}
+check:
+  expression: object.spec.replicas <= 5
+  message: too many
+"""
+
+
+@pytest.mark.parametrize(
+    ("name", "message"),
+    [
+        ("line.yaml", "line.yaml: larger than 1048576 bytes (1 MiB)"),
+        ("binary.yaml", "binary.yaml:2: not UTF-8 text"),
+        ("laughs.yaml", "laughs.yaml: invalid YAML: document contains excessive aliasing"),
+        ("deep.yaml", "deep.yaml:1: invalid YAML"),
+        ("missing.yaml", "missing.yaml: No such file or directory"),
+        ("dir.yaml", "dir.yaml: Is a directory"),
+    ],
+    ids=["too-large", "not-utf8", "alias-bomb", "deep", "missing", "directory"],
+)
+def test_gen_policy_refuses_unreadable_policy_files_with_one_line(
+    files: Path, capsys: pytest.CaptureFixture[str], name: str, message: str
+) -> None:
+    """Before: read without a bound (/dev/zero: a MemoryError traceback) and a
+    UnicodeDecodeError traceback for a file that is not UTF-8."""
+    (files / "dir.yaml").mkdir()
+    code, _, line = run(capsys, "gen", "policy", str(files / name), "--max-input-bytes", "1Mi")
+    assert code == 2
+    assert line.startswith(f"kubewerk: error: {files}/{message}"), line

@@ -40,9 +40,9 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from kubewerk.cli import UsageError
+from kubewerk.cli import UsageError, input_limit
+from kubewerk.cli.atomic_write import write_if_changed
 from kubewerk.cli.targets import takes_no_arguments
-from kubewerk.cli.yaml_errors import invalid_yaml
 
 
 def register(sub: Any) -> None:
@@ -82,6 +82,7 @@ def register(sub: Any) -> None:
     )
     pol.add_argument("targets", nargs="+", metavar="MODULE|FILE", help="a module or a YAML file")
     pol.add_argument("-o", "--output", metavar="DIR", help="directory to write the files to")
+    input_limit.add_option(pol, "each YAML file of policies")
     pol.set_defaults(func=run_policy)
     rb = kinds.add_parser(
         "rbac",
@@ -118,6 +119,15 @@ def register(sub: Any) -> None:
     rb.set_defaults(func=run_rbac)
     _register_deploy(kinds)
     parser.set_defaults(func=lambda args: _no_artefact(parser))
+
+
+def _write(out: Path, path: Path, text: str) -> None:
+    """Write one generated file whole (``write_if_changed``: an unchanged file is left
+    as it is); a failure is a usage error naming ``-o`` and the file."""
+    try:
+        write_if_changed(path, text)
+    except OSError as exc:
+        raise UsageError(f"-o {out}: {path.name}: {exc.strerror or exc}") from None
 
 
 def _no_artefact(parser: argparse.ArgumentParser) -> int:
@@ -217,9 +227,7 @@ def run_crd(args: argparse.Namespace) -> int:
     for crd in crds:
         spec = crd["spec"]
         path = out / f"{spec['group']}_{spec['names']['plural']}.yaml"
-        text = dump_yaml(crd)
-        if not path.exists() or path.read_text(encoding="utf-8") != text:
-            path.write_text(text, encoding="utf-8")
+        _write(out, path, dump_yaml(crd))
         print(path)
     return 0
 
@@ -230,16 +238,10 @@ def policies_of(target: str) -> list[Any]:
     from kubewerk.webhook.policy import Policy, PolicyDefinitionError, policy_from_data
 
     if target.endswith((".yaml", ".yml")):
-        import yaml
+        from kubewerk.cli.policy import load_documents
 
-        try:
-            docs = list(
-                yaml.load_all(Path(target).read_text(encoding="utf-8"), Loader=yaml.CSafeLoader)
-            )
-        except OSError as exc:
-            raise UsageError(f"{target}: {exc.strerror or exc}") from None
-        except yaml.YAMLError as exc:
-            raise UsageError(invalid_yaml(target, exc)) from None
+        # as `policy test` reads it: bounded, UTF-8, YAML as a cluster reads it
+        docs = load_documents(target)
         try:
             return [policy_from_data(d) for d in docs if d is not None]
         except PolicyDefinitionError as exc:
@@ -277,8 +279,7 @@ def run_policy(args: argparse.Namespace) -> int:
         raise UsageError(f"-o {out}: {exc.strerror or exc}") from None
     for name, text in texts:
         path = out / f"{name}.yaml"
-        if not path.exists() or path.read_text(encoding="utf-8") != text:
-            path.write_text(text, encoding="utf-8")
+        _write(out, path, text)
         print(path)
     return 0
 
@@ -360,11 +361,12 @@ def run_rbac(args: argparse.Namespace) -> int:
         docs = [o for o in objects if o["kind"] in kinds]
         path = out / filename
         if not docs:
-            path.unlink(missing_ok=True)
+            try:
+                path.unlink(missing_ok=True)
+            except OSError as exc:
+                raise UsageError(f"-o {out}: {path.name}: {exc.strerror or exc}") from None
             continue
-        text = "---\n".join(dump_yaml(o) for o in docs)
-        if not path.exists() or path.read_text(encoding="utf-8") != text:
-            path.write_text(text, encoding="utf-8")
+        _write(out, path, "---\n".join(dump_yaml(o) for o in docs))
         print(path)
     return 0
 
@@ -574,8 +576,7 @@ def run_deploy(args: argparse.Namespace) -> int:
             path = out / rel
             path.parent.mkdir(parents=True, exist_ok=True)
             text = content if isinstance(content, str) else "---\n".join(map(dump_yaml, content))
-            if not path.exists() or path.read_text(encoding="utf-8") != text:
-                path.write_text(text, encoding="utf-8")
+            write_if_changed(path, text)
             print(path)
         if "namespace.yaml" not in files:
             (out / "namespace.yaml").unlink(missing_ok=True)

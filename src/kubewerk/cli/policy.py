@@ -96,7 +96,7 @@ def _help(parser: argparse.ArgumentParser) -> int:
     return 2
 
 
-def _load_docs(path: str | Path) -> list[Any]:
+def load_documents(path: str | Path) -> list[Any]:
     """The documents of a YAML or JSON file, read as ``lint`` and ``validate`` read
     manifests (``kubewerk.govern.loader``): as a cluster reads YAML (go-yaml's scalars,
     aliases bounded as go-yaml bounds them), at most the input limit
@@ -112,7 +112,7 @@ def _load_docs(path: str | Path) -> list[Any]:
 
 
 def _one_object(path: str | Path) -> dict[str, Any]:
-    docs = _load_docs(path)
+    docs = load_documents(path)
     if len(docs) != 1 or not isinstance(docs[0], dict):
         raise UsageError(f"{path}: expected exactly one object")
     return docs[0]
@@ -136,7 +136,7 @@ class _Setup:
                     policies.append(pol.to_policy())
                     self.bindings.append(pol.to_binding())
                 continue
-            for doc in _load_docs(f):
+            for doc in load_documents(f):
                 if not isinstance(doc, dict):
                     raise UsageError(f"{f}: expected objects")
                 kind = doc.get("kind")
@@ -187,7 +187,7 @@ class _Setup:
             )
         params: list[dict[str, Any]] = []
         for f in param_files:
-            params.extend(d for d in _load_docs(f) if isinstance(d, dict))
+            params.extend(d for d in load_documents(f) if isinstance(d, dict))
         self.store = ParamStore(params)
 
 
@@ -273,7 +273,7 @@ def run_test(args: argparse.Namespace) -> int:
     groups = [g for g in args.groups.split(",") if g]
     objects: list[dict[str, Any] | None] = []
     for f in args.resource:
-        objects.extend(d for d in _load_docs(f) if isinstance(d, dict))
+        objects.extend(d for d in load_documents(f) if isinstance(d, dict))
     if not objects:
         objects = [None]
     if old is not None and len(objects) > 1:
@@ -299,7 +299,7 @@ def _case_object(value: Any, base: Path, where: str) -> dict[str, Any] | None:
 
 def _run_cases(args: argparse.Namespace) -> int:
     path = Path(args.cases)
-    docs = _load_docs(path)
+    docs = load_documents(path)
     if (
         len(docs) != 1
         or not isinstance(docs[0], Mapping)

@@ -37,6 +37,7 @@ import yaml
 
 from kubewerk.client.errors import ConfigError
 from kubewerk.client.proxy import parse_proxy_url
+from kubewerk.core.inputs import InputTooLarge, read_file_bounded
 
 SERVICE_ACCOUNT_DIR = Path("/var/run/secrets/kubernetes.io/serviceaccount")
 TOKEN_FILE_REREAD_SECONDS = 60.0
@@ -310,9 +311,11 @@ def _read_file(base: Path, value: str, what: str, where: str) -> bytes:
     if not path.is_absolute():
         path = base / path
     try:
-        return path.read_bytes()
+        return read_file_bounded(path)
     except OSError as exc:
         raise ConfigError(f"{where}cannot read {what} {path}: {exc.strerror}") from None
+    except InputTooLarge as exc:
+        raise ConfigError(f"{where}cannot read {what} {path}: {exc}") from None
 
 
 def default_kubeconfig_paths() -> list[Path]:
@@ -326,19 +329,26 @@ def _load_docs(paths: list[Path], explicit: bool) -> list[tuple[Path, dict[str, 
     docs: list[tuple[Path, dict[str, Any]]] = []
     for path in paths:
         try:
-            text = path.read_text()
+            text = read_file_bounded(path).decode("utf-8-sig")
         except FileNotFoundError:
             if explicit:
                 raise ConfigError(f"kubeconfig {path} does not exist") from None
             continue
         except OSError as exc:
             raise ConfigError(f"cannot read kubeconfig {path}: {exc.strerror}") from None
+        except InputTooLarge as exc:
+            raise ConfigError(f"cannot read kubeconfig {path}: {exc}") from None
+        except UnicodeDecodeError:
+            raise ConfigError(f"kubeconfig {path} is not UTF-8 text") from None
         try:
-            doc = yaml.safe_load(text)
+            # libyaml where built in: as fast, and it refuses deep nesting at once
+            doc = yaml.load(text, Loader=getattr(yaml, "CSafeLoader", yaml.SafeLoader))
         except yaml.YAMLError as exc:
             mark = getattr(exc, "problem_mark", None)
             where = f" (line {mark.line + 1})" if mark is not None else ""
             raise ConfigError(f"kubeconfig {path} is not valid YAML{where}") from None
+        except RecursionError:  # PyYAML's parser recurses once per level of nesting
+            raise ConfigError(f"kubeconfig {path} is not valid YAML (nested too deeply)") from None
         if doc is None:
             continue
         if not isinstance(doc, dict):
