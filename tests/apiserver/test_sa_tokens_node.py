@@ -205,3 +205,17 @@ def test_a_terminating_pods_token_works_until_the_pod_is_gone(server: EmbeddedSe
     assert status == 200
     assert whoami(server, token)[0] == 401
     assert review_error(server, token) == "service account token has been invalidated"
+
+
+def test_kubectl_create_token_bound_to_a_node(tserver: EmbeddedServer, kubectl: Any) -> None:
+    kubectl("create", "serviceaccount", "robot", check=True)
+    kubectl("create", "-f", "-", input='{"apiVersion":"v1","kind":"Node","metadata":{"name":"k1"}}')
+    uid = kubectl("get", "node", "k1", "-o", "jsonpath={.metadata.uid}", check=True).stdout
+    out = kubectl(
+        "create", "token", "robot", "--bound-object-kind", "Node", "--bound-object-name", "k1"
+    )
+    assert out.returncode == 0, out.stderr
+    token = out.stdout.strip()
+    assert private_claims(token)["node"] == {"name": "k1", "uid": uid}
+    user = tserver.app.service_accounts.authenticate(token)
+    assert user is not None and user.extra[NODE_UID] == (uid,)
