@@ -44,7 +44,7 @@ import yaml
 from yaml.nodes import MappingNode, Node, ScalarNode, SequenceNode
 
 from kubewerk.apiserver.querystring import query_flag
-from kubewerk.core import yamlgo
+from kubewerk.core import gonumbers, yamlgo
 from kubewerk.core.gofmt import go_float_v, go_quote, unmarshal_kind
 
 MAX_BODY_BYTES = 3 * 1024 * 1024
@@ -63,8 +63,12 @@ INT64_MAX = (1 << 63) - 1
 # orjson writes at most this many nested containers
 _ENCODER_DEPTH = 254
 
-_DIGITS = bytes(0x30 if 0x30 <= i <= 0x39 else 0x20 for i in range(256))
+# a body's text reduced to what its numbers are made of: digits as 0, '.', 'e' and 'E' as '.'
+_NUMBER_TEXT = bytes(
+    0x30 if 0x30 <= i <= 0x39 else 0x2E if i in b".eE" else 0x20 for i in range(256)
+)
 _LONG_DIGIT_RUN = b"0" * 19  # the shortest decimal integer outside int64 has 19 digits
+_FRACTION_OR_EXPONENT = b"0."  # a digit then '.', 'e' or 'E': how every JSON float is written
 
 
 class DecodeError(ValueError):
@@ -103,15 +107,18 @@ def json_value(body: bytes, what: str = "the object") -> Any:
     may repeat.
     """
     handed = _handed_off(body, False, what) if len(body) > OFFLOAD_BYTES else None
-    value, duplicates = handed if handed is not None else _json_decode(body, what)
+    value, duplicates, floats = handed if handed is not None else _json_decode(body, what)
+    _note_floats(floats)
     if duplicates.found:
         _DECODED.set(_Found(value, duplicates))
     return value
 
 
-def _json_decode(body: bytes, what: str) -> tuple[Any, Duplicates]:
-    """``json_value``'s decoding, without the request context: the value and the body's
-    duplicate fields (``_NO_DUPLICATES`` when no key can repeat)."""
+def _json_decode(body: bytes, what: str) -> tuple[Any, Duplicates, bool]:
+    """``json_value``'s decoding, without the request context: the value, the body's
+    duplicate fields (``_NO_DUPLICATES`` when no key can repeat) and whether the value
+    may hold a float (the text has a digit followed by ``.``/``e``/``E``, or an integer
+    outside int64, which becomes one)."""
     try:
         value = orjson.loads(body)
     except orjson.JSONDecodeError as exc:
@@ -126,13 +133,16 @@ def _json_decode(body: bytes, what: str) -> tuple[Any, Duplicates]:
         raise DecodeError(str(exc)) from None
     if body.count(b"{") + body.count(b"[") > MAX_DEPTH:
         check_depth(value, what)
-    if body.translate(_DIGITS).find(_LONG_DIGIT_RUN) != -1:
+    numbers = body.translate(_NUMBER_TEXT)
+    floats = numbers.find(_FRACTION_OR_EXPONENT) != -1
+    if numbers.find(_LONG_DIGIT_RUN) != -1:
         value = _int64_or_float(value)
+        floats = True
     # json_duplicates' exact test: this is every create's and update's path
     kind = type(value)
     if (kind is dict or kind is list) and _may_repeat(body, orjson.dumps(value)):
-        return value, _find_duplicates(body)
-    return value, _NO_DUPLICATES
+        return value, _find_duplicates(body), floats
+    return value, _NO_DUPLICATES, floats
 
 
 def _int64_or_float(value: Any) -> Any:
@@ -281,17 +291,54 @@ def body_duplicates(value: Any) -> Duplicates | None:
     return found.duplicates
 
 
+@dataclass(slots=True)
+class _Floats:
+    """Whether a request's decoded values may hold floats (``may_hold_floats``). One per
+    request, shared by every copy of its context (a worker thread's, a task's), so a mark
+    made in any of them is seen by all."""
+
+    seen: bool
+
+
+_FLOATS: ContextVar[_Floats | None] = ContextVar("kubewerk_decoded_floats", default=None)
+
+
+def _note_floats(floats: bool) -> None:
+    """Record in the request's context what ``json_value``/``yaml_value`` found."""
+    mark = _FLOATS.get()
+    if mark is None:
+        _FLOATS.set(_Floats(floats))
+    elif floats:
+        mark.seen = True
+
+
+def may_hold_floats() -> bool:
+    """False only when every value this request decoded is certainly free of floats: its
+    bodies were read by ``json_value``/``yaml_value`` in this context (or one it was
+    copied from), no body had a float (a digit followed by ``.``, ``e`` or ``E``, or an
+    integer outside int64), and no other value (a patch result, a webhook's patch, a
+    converted object: what ``check_depth`` checks) came in. True when nothing was
+    decoded here (a write the server makes itself, or one whose body was read in another
+    context). The storage hook of custom resources (``gonumbers.as_stored``) walks an
+    object only when this is True: one ``ContextVar.get`` on the usual create."""
+    mark = _FLOATS.get()
+    return mark is None or mark.seen
+
+
 def forget() -> None:
     """Drop what the decoders kept of the current request's body for ``body_duplicates``
     (the body's value and its duplicate fields, as big as the body), at the end of the
     request: in its context and in every copy of it made since (a task or callback the
     request started holds one for as long as it lives: a watch, a timer, a webhook's
-    keep-alive connection), so none of them keeps the body alive or matches it. Cheap
-    when nothing was kept: one ``ContextVar.get``."""
+    keep-alive connection), so none of them keeps the body alive or matches it; and the
+    request's float mark (``may_hold_floats``), in its own context. Cheap when nothing
+    was kept: two ``ContextVar.get`` and a ``set``."""
     found = _DECODED.get()
     if found is not None:
         found.value = found.duplicates = None
         _DECODED.set(None)
+    if _FLOATS.get() is not None:
+        _FLOATS.set(None)
 
 
 _PATCH_OP_FIELDS = frozenset(("op", "path", "from", "value"))
@@ -472,9 +519,15 @@ def _number(
 def check_depth(value: Any, what: str = "the object") -> None:
     """Raise ``TooDeep`` when ``value`` nests more than ``MAX_DEPTH`` containers.
 
+    A value checked here may hold floats that no body scan saw (a patch result, a
+    webhook's patch, a converted object): the request is marked so (``may_hold_floats``).
+
     The encoder does the walk (it stops at its own limit): ``value`` wrapped in enough
     lists that it encodes only if its own depth is within ``MAX_DEPTH``.
     """
+    mark = _FLOATS.get()
+    if mark is not None:
+        mark.seen = True
     if not isinstance(value, dict | list):
         return
     wrapped: Any = value
@@ -558,25 +611,32 @@ def yaml_value(body: bytes, what: str = "the object") -> Any:
     ``json_value``.
     """
     handed = _handed_off(body, True, what) if len(body) > OFFLOAD_BYTES else None
-    value, found = handed if handed is not None else _yaml_decode(body, what)
+    value, found, floats = handed if handed is not None else _yaml_decode(body, what)
+    _note_floats(floats)
     if found is not None:
         _DECODED.set(_Found(value, found))
     return value
 
 
-def _yaml_decode(body: bytes, what: str) -> tuple[Any, Duplicates | None]:
-    """``yaml_value``'s decoding, without the request context: the value and what
-    ``body_duplicates`` gives for it (None for a scalar or an empty document)."""
+def _yaml_decode(body: bytes, what: str) -> tuple[Any, Duplicates | None, bool]:
+    """``yaml_value``'s decoding, without the request context: the value, what
+    ``body_duplicates`` gives for it (None for a scalar or an empty document) and whether
+    the value may hold a float.
+
+    Numbers come out as kube-apiserver reads a YAML body (``sigs.k8s.io/yaml``'s
+    ``YAMLToJSON``, then its JSON decoder): go-yaml's float64 is written as Go writes it
+    and read back, so an integral one whose text fits int64 is an integer (``1.0`` → 1,
+    for built-in kinds too: ``replicas: 1.0`` is an int32's 1)."""
     value = _plain_json_object(body)
     if value is not _NOT_PLAIN:
         # as json_value: no deeper than the brackets the text holds
         if body.count(b"{") + body.count(b"[") > MAX_DEPTH:
             check_depth(value, what)
-        return value, _YAML_CLEAN
+        return value, _YAML_CLEAN, False  # no floats: _plain_json_object refuses them
     try:
         node = yamlgo.compose_document(body)
         if node is None:
-            return None, None
+            return None, None, False
         if b"*" in body and b"&" in body:
             yamlgo.check_aliases(node)
         lines = yaml_duplicate_lines(node)
@@ -588,11 +648,14 @@ def _yaml_decode(body: bytes, what: str) -> tuple[Any, Duplicates | None]:
     except RecursionError:
         raise too_deep(what) from None
     check_depth(value, what)
+    value = gonumbers.as_stored(value, int64_only=True)
     if type(value) is dict or type(value) is list:
-        return value, (
-            Duplicates([], yaml_lines=lines, sorted_unknown=True) if lines else _YAML_CLEAN
+        return (
+            value,
+            Duplicates([], yaml_lines=lines, sorted_unknown=True) if lines else _YAML_CLEAN,
+            True,
         )
-    return value, None
+    return value, None, type(value) is float
 
 
 # -- decoding off the event loop --------------------------------------------------------
@@ -611,6 +674,7 @@ class _Predecoded:
     what: str
     value: Any = None
     duplicates: Duplicates | None = None
+    floats: bool = False
     error: DecodeError | None = None
     encoded: bytes = b""
     taken: bool = False
@@ -627,7 +691,7 @@ def _decoded_in_thread(body: bytes, as_yaml: bool, what: str) -> _Predecoded:
     """The worker thread's part of ``predecode``: the decoders' result, or their error."""
     done = _Predecoded(body, as_yaml, what)
     try:
-        done.value, done.duplicates = (
+        done.value, done.duplicates, done.floats = (
             _yaml_decode(body, what) if as_yaml else _json_decode(body, what)
         )
     except DecodeError as exc:
@@ -670,9 +734,9 @@ def release(token: Token[_Predecoded | None]) -> None:
     _HANDOFF.reset(token)
 
 
-def _handed_off(body: bytes, as_yaml: bool, what: str) -> tuple[Any, Any] | None:
-    """What ``predecode`` decoded of this very ``body`` the same way: (value, duplicates)
-    as the decoder returns them, or its ``DecodeError`` raised again (a new one, the
+def _handed_off(body: bytes, as_yaml: bool, what: str) -> tuple[Any, Any, bool] | None:
+    """What ``predecode`` decoded of this very ``body`` the same way: (value, duplicates,
+    floats) as the decoder returns them, or its ``DecodeError`` raised again (a new one, the
     same type and text); None when it did not decode this body."""
     done = _HANDOFF.get()
     if done is None or done.body is not body or done.as_yaml is not as_yaml or done.what != what:
@@ -680,10 +744,10 @@ def _handed_off(body: bytes, as_yaml: bool, what: str) -> tuple[Any, Any] | None
     if done.error is not None:
         raise type(done.error)(*done.error.args)
     if done.taken:
-        return orjson.loads(done.encoded), done.duplicates
+        return orjson.loads(done.encoded), done.duplicates, done.floats
     done.taken = True
     value, done.value = done.value, None
-    return value, done.duplicates
+    return value, done.duplicates, done.floats
 
 
 def yaml_duplicate_lines(root: Node) -> list[str]:

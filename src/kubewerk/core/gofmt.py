@@ -124,7 +124,7 @@ def go_json(value: Any) -> str:
     if isinstance(value, int):
         return str(value)
     if isinstance(value, float):
-        return _json_float(value)
+        return go_json_float(value)
     if isinstance(value, str):
         return _json_str(value)
     if isinstance(value, dict):
@@ -134,9 +134,20 @@ def go_json(value: Any) -> str:
     return _json_str(str(value))
 
 
-def _json_float(value: float) -> str:
-    if value == int(value) and abs(value) < 1e21:
-        return str(int(value))
+_EXACT_FLOAT_INTS: Final = 2.0**53
+"""Below this size every integer is a float64 exactly, and its digits are the float's
+shortest round-trip digits (beyond it ``str(int(x))`` would print the binary value)."""
+
+
+def go_json_float(value: float) -> str:
+    """Go's ``encoding/json`` text of a finite ``float64`` (``floatEncoder``): shortest
+    round-trip digits, fixed notation for ``1e-6 <= |x| < 1e21`` (an integral value as
+    an integer, ``-0.0`` as ``-0``), else exponent notation without the exponent's
+    leading zero (``1e-7``, ``1e+21``)."""
+    if value == 0:
+        return "-0" if math.copysign(1.0, value) < 0 else "0"
+    if value.is_integer() and abs(value) < _EXACT_FLOAT_INTS:
+        return str(int(value))  # its shortest digits, as the integer reads
     digits, exp = _shortest(abs(value))
     sign = "-" if value < 0 else ""
     if exp < -6 or exp >= 21:

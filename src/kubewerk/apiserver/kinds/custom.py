@@ -21,12 +21,14 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any, ClassVar
 
+from kubewerk.apiserver.decode import may_hold_floats
 from kubewerk.apiserver.discovery import sorted_versions, version_priority
 from kubewerk.apiserver.registry import ScaleSpec, ServedResource, VersionSubresources
 from kubewerk.apiserver.responses import WARNINGS_READ_MAX
 from kubewerk.apiserver.strategy import FieldSelection, PrinterColumn, Strategy
 from kubewerk.core import validation
 from kubewerk.core.gofmt import json_equal
+from kubewerk.core.gonumbers import as_stored
 from kubewerk.core.gvk import format_api_version
 from kubewerk.core.selectors import convert_custom_field_label, custom_resource_field_set
 
@@ -169,7 +171,12 @@ class CustomResourceStrategy(Strategy):
         )
 
     def to_storage(self, obj: JSON) -> JSON:
+        """The storage version's ``apiVersion``, and numbers as kube-apiserver's storage
+        round trip leaves them (``gonumbers.as_stored``: ``1.0`` is stored and answered as
+        ``1``), walked only when the request's values may hold floats."""
         obj["apiVersion"] = self._storage_api_version
+        if may_hold_floats():
+            as_stored(obj)
         return obj
 
     def from_storage(self, obj: JSON, api_version: str) -> JSON:
