@@ -323,3 +323,45 @@ def test_answer_decodes_into_integer_fields(server: EmbeddedServer) -> None:
     assert status == 201, created
     spec: dict[str, Any] = orjson.loads(_request(server.url, "GET", f"{READINGS}/go")[1])["spec"]
     assert type(spec["replicas"]) is int and spec["replicas"] == 1
+
+
+def test_crd_schema_numbers_are_kept_as_kube_writes_them(server: EmbeddedServer) -> None:
+    """``maximum`` is a Go float64, ``default``/``enum``/``example`` go through
+    ``interface{}``: 1e20 was refused with 400 (an int of its digits does not fit 64
+    bits); 12345678901234567890 is Go's 12345678901234567000, and so is the default an
+    instance gets."""
+    group = "limits.numbers.kubewerk.dev"
+    crd: dict[str, Any] = orjson.loads(orjson.dumps(CRD))
+    crd["metadata"]["name"] = f"gauges.{group}"
+    crd["spec"]["group"] = group
+    crd["spec"]["names"] = {"plural": "gauges", "singular": "gauge", "kind": "Gauge"}
+    version = crd["spec"]["versions"][0]
+    del version["selectableFields"]
+    version["schema"]["openAPIV3Schema"]["properties"]["spec"]["properties"] = {"a": {}}
+    crd_body = orjson.dumps(crd).replace(
+        b'"a":{}',
+        b'"a":{"type":"number","maximum":1e20,"default":12345678901234567890,'
+        b'"example":1.0,"enum":[1.0,2.5,12345678901234567890]}',
+    )
+    status, created = _request(server.url, "POST", CRD_PATH, crd_body)
+    assert status == 201, created
+    assert _number_text(created, "default") == b"12345678901234567000"
+    assert _number_text(created, "example") == b"1"
+    assert re.search(rb'"enum":\[1,2\.5,12345678901234567000\]', created), created
+    assert (
+        orjson.loads(created)["spec"]["versions"][0]["schema"]["openAPIV3Schema"]["properties"][
+            "spec"
+        ]["properties"]["a"]["maximum"]
+        == 1e20
+    )
+    path = f"/apis/{group}/v1/namespaces/default/gauges"
+    deadline = time.monotonic() + 10
+    while _request(server.url, "GET", path)[0] != 200:
+        assert time.monotonic() < deadline, "the CRD never served"
+        time.sleep(0.02)
+    body = (
+        _body("g", b"{}").replace(b'"Reading"', b'"Gauge"').replace(GROUP.encode(), group.encode())
+    )
+    status, instance = _request(server.url, "POST", path, body)
+    assert status == 201, instance
+    assert _number_text(instance, "a") == b"12345678901234567000"

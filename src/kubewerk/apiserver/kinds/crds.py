@@ -30,6 +30,7 @@ from kubewerk.apiserver.registry import ServedResource
 from kubewerk.apiserver.strategy import PrinterColumn, Strategy
 from kubewerk.core.errors import FieldError
 from kubewerk.core.gofmt import INT64_MAX, INT64_MIN
+from kubewerk.core.gonumbers import stored_float
 
 JSON = dict[str, Any]
 
@@ -305,12 +306,11 @@ def _nested_schema(node: JSON) -> None:
 
 
 def _float64(value: int | float) -> int | float:
-    """``value`` as a Go ``float64`` writes it: an integral value below 1e21 as an
-    integer (``10.0`` → ``10``), others as the nearest float."""
-    as_float = float(value)
-    if as_float.is_integer() and abs(as_float) < 1e21:
-        return int(as_float)
-    return as_float
+    """``value`` as a Go ``float64`` writes it and reads back (``gonumbers.stored_float``):
+    an integral value as the integer of Go's digits (``10.0`` → ``10``) where orjson can
+    write it, others as the nearest float (``1e20``: Go's digits do not fit 64 bits, and
+    an int of them could not be stored)."""
+    return stored_float(float(value))
 
 
 def _through_interface(value: Any) -> Any:
