@@ -270,3 +270,82 @@ def test_gen_policy_refuses_unreadable_policy_files_with_one_line(
     code, _, line = run(capsys, "gen", "policy", str(files / name), "--max-input-bytes", "1Mi")
     assert code == 2
     assert line.startswith(f"kubewerk: error: {files}/{message}"), line
+
+
+# -- audit history ------------------------------------------------------------------------
+
+
+def test_audit_history_bounds_each_line_of_the_log(
+    files: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """A log is read line by line; a line over the limit stops it (before: /dev/zero as
+    the log was a MemoryError traceback, one endless line)."""
+    log = str(files / "line.yaml")
+    code, _, line = run(
+        capsys, "audit", "history", "cm/a", "--log", log, "--max-input-bytes", "1Mi"
+    )
+    assert code == 2
+    assert line == (
+        f"kubewerk: error: audit log {log}: a line is longer than 1048576 bytes (1 MiB), "
+        "the most kubewerk reads of one event; raise --max-input-bytes"
+    )
+    code, _, line = run(
+        capsys, "audit", "history", "cm/a", "--log", log, "--max-input-bytes", "3Mi"
+    )
+    assert code == 2 and line.endswith("not an audit log: no line is an audit.k8s.io Event")
+
+
+# -- files given to servers: up's security options, webhook serve's certificates --------
+
+UP = ["up", "--port", "0", "--kubeconfig", "{dir}/kc"]
+SERVER_FILE_OPTIONS = [
+    [*UP, "--token-auth-file", "{f}"],
+    [*UP, "--client-ca-file", "{f}"],
+    [*UP, "--tls-cert-file", "{f}", "--tls-private-key-file", "{dir}/cm.yaml"],
+    [*UP, "--tls-cert-file", "{dir}/cm.yaml", "--tls-private-key-file", "{f}"],
+    [*UP, "--encryption-provider-config", "{f}"],
+    [*UP, "--audit-policy-file", "{f}", "--audit-log-path", "{dir}/audit.log"],
+    ["webhook", "serve", "tests.webhook.models:app", "--cert", "{f}", "--key", "{dir}/cm.yaml"],
+    ["webhook", "serve", "tests.webhook.models:app", "--cert", "{dir}/cm.yaml", "--key", "{f}"],
+    [
+        "webhook", "serve", "tests.webhook.models:app", "--cert", "{dir}/cm.yaml",
+        "--key", "{dir}/cm.yaml", "--client-ca", "{f}",
+    ],
+]  # fmt: skip
+
+
+def _flag_of(argv: list[str]) -> str:
+    return argv[argv.index("{f}") - 1]
+
+
+@pytest.mark.parametrize("argv", SERVER_FILE_OPTIONS, ids=_flag_of)
+@pytest.mark.parametrize("kind", ["device", "fifo", "directory", "too-large"])
+def test_server_file_options_take_regular_files_within_the_limit(
+    files: Path,
+    capsys: pytest.CaptureFixture[str],
+    monkeypatch: pytest.MonkeyPatch,
+    argv: list[str],
+    kind: str,
+) -> None:
+    """Before: /dev/zero was a MemoryError traceback (up) or a TLS library reading it for
+    ever (webhook serve); a FIFO blocked the start until someone wrote to it. The check
+    runs before the server starts, so nothing listens."""
+    monkeypatch.chdir(Path(__file__).resolve().parents[2])  # tests.webhook.models imports
+    if kind == "fifo":
+        os.mkfifo(files / "fifo")
+    target = {
+        "device": "/dev/zero",
+        "fifo": str(files / "fifo"),
+        "directory": str(files),
+        "too-large": str(files / "line.yaml"),
+    }[kind]
+    words = [w.replace("{f}", target).replace("{dir}", str(files)) for w in argv]
+    code, _, line = run(capsys, *words, "--max-input-bytes", "1Mi")
+    assert code == 2
+    expected = {
+        "device": "not a regular file (a device, a pipe or a socket)",
+        "fifo": "not a regular file (a device, a pipe or a socket)",
+        "directory": "is a directory, not a file",
+        "too-large": "larger than 1048576 bytes (1 MiB), the most kubewerk reads",
+    }[kind]
+    assert line.startswith(f"kubewerk: error: {_flag_of(argv)} {target}: {expected}"), line

@@ -10,6 +10,9 @@ RFC 3339 time. ``KIND`` is the resource as in the URL, optionally with its group
 (``databases``, ``databases.demo.kubewerk.dev``); a singular or the Kind's name matches
 too (``database``, ``Database``). ``-n`` narrows to one namespace.
 
+The log may be of any length (it is read line by line); one line (one event) of more
+than 64 MiB, or ``--max-input-bytes``, is refused: ``/dev/zero`` ends there.
+
 Exit codes: 0 success, 1 no write of the object in the log (or it did not exist at
 ``--at``), 2 usage errors (unreadable log, a file that is not an audit log, malformed
 target or ``--at``, a log whose patches do not replay).
@@ -24,7 +27,8 @@ from typing import Any
 import orjson
 import yaml
 
-from kubewerk.cli import UsageError
+from kubewerk.cli import UsageError, input_limit
+from kubewerk.core.inputs import InputTooLarge, human_size, iter_lines_bounded
 
 
 def register(sub: Any) -> None:
@@ -57,6 +61,7 @@ def register(sub: Any) -> None:
         default="text",
         help="output format (default: text)",
     )
+    input_limit.add_option(history, "each line of the log")
     history.set_defaults(func=run_history)
 
     def usage(args: argparse.Namespace) -> int:
@@ -81,9 +86,15 @@ def run_history(args: argparse.Namespace) -> int:
         raise UsageError(str(e)) from None
     try:
         with open(args.log, "rb") as f:
-            writes = read_history(f, target)
+            writes = read_history(iter_lines_bounded(f), target)
     except OSError as e:
         raise UsageError(f"cannot read audit log {args.log}: {e.strerror or e}") from None
+    except InputTooLarge as e:
+        raise UsageError(
+            f"audit log {args.log}: a line is longer than {e.limit} bytes "
+            f"({human_size(e.limit)}), the most kubewerk reads of one event; "
+            "raise --max-input-bytes"
+        ) from None
     except HistoryError as e:
         raise UsageError(f"audit log {args.log}: {e}") from None
     if not writes:

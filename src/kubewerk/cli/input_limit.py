@@ -23,7 +23,9 @@ def _byte_size(text: str) -> int:
         raise argparse.ArgumentTypeError(str(exc)) from None
 
 
-def add_option(parser: argparse.ArgumentParser, what: str = "each input") -> None:
+def add_option(
+    parser: argparse.ArgumentParser | argparse._ArgumentGroup, what: str = "each input"
+) -> None:
     """Add ``--max-input-bytes BYTES`` to ``parser``; ``what`` names what the limit bounds
     in the help (``each input``, ``each line of the log``)."""
     parser.add_argument(

@@ -12,7 +12,8 @@ import time
 from pathlib import Path
 from typing import Any
 
-from kubewerk.cli import UsageError, one_line
+from kubewerk.cli import UsageError, input_limit, one_line
+from kubewerk.cli.file_options import check_input_file
 
 DEFAULT_KUBECONFIG = Path(".kubewerk") / "kubeconfig"
 DEFAULT_CONTEXT = "kubewerk"
@@ -267,6 +268,7 @@ def register(sub: Any) -> None:
         metavar="PATH",
         help="write audit.k8s.io/v1 events as JSON lines here (with --audit-policy-file)",
     )
+    input_limit.add_option(sec, "each certificate, key, token and policy file (a regular file)")
     sim = parser.add_argument_group(
         "simulated cluster",
         "with --simulate the server runs fake Nodes, a scheduler, kubelets and the workload "
@@ -385,6 +387,15 @@ def run(args: argparse.Namespace) -> int:
     simulate = _simulation(args)
     if (args.audit_policy_file is None) != (args.audit_log_path is None):
         raise UsageError("--audit-policy-file and --audit-log-path must be given together")
+    for flag, path in (
+        ("--tls-cert-file", args.tls_cert_file),
+        ("--tls-private-key-file", args.tls_private_key_file),
+        ("--client-ca-file", args.client_ca_file),
+        ("--token-auth-file", args.token_auth_file),
+        ("--encryption-provider-config", args.encryption_provider_config),
+        ("--audit-policy-file", args.audit_policy_file),
+    ):
+        check_input_file(flag, path)
     extra: dict[str, Any] = {}
     if args.encryption_provider_config is not None:
         extra["encryption_config"] = args.encryption_provider_config

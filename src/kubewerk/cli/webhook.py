@@ -31,7 +31,8 @@ import signal
 import sys
 from typing import Any
 
-from kubewerk.cli import UsageError
+from kubewerk.cli import UsageError, input_limit
+from kubewerk.cli.file_options import check_input_file
 from kubewerk.cli.targets import takes_no_arguments
 
 
@@ -92,6 +93,7 @@ def register(sub: Any) -> None:
         choices=["debug", "info", "warning", "error"],
         help="lowest level of the log lines written to stderr (default: info)",
     )
+    input_limit.add_option(serve, "each certificate and key file (a regular file)")
     serve.set_defaults(func=run_serve)
     parser.set_defaults(func=lambda args: _help(parser))
 
@@ -172,6 +174,8 @@ def run_serve(args: argparse.Namespace) -> int:
         raise UsageError(f"{args.target} has no webhooks registered")
     if not 0 <= args.port <= 65535:
         raise UsageError(f"--port {args.port} is not between 0 and 65535")
+    for flag, path in (("--cert", args.cert), ("--key", args.key), ("--client-ca", args.client_ca)):
+        check_input_file(flag, path)
     try:
         server = WebhookServer(
             app,
