@@ -18,7 +18,13 @@ import tracemalloc
 import pytest
 
 from kubewerk.core import selectors
-from kubewerk.core.selectors import LabelSelectorError, Requirement, parse_label_selector
+from kubewerk.core.selectors import (
+    FieldSelectorError,
+    LabelSelectorError,
+    Requirement,
+    parse_field_selector,
+    parse_label_selector,
+)
 
 _SPECIAL = set("=!(),><")
 _BLANK = set(" \t\r\n")
@@ -211,3 +217,103 @@ def test_parse_memory_is_proportional_to_the_input() -> None:
     finally:
         tracemalloc.stop()
     assert peak < 40 * len(text)
+
+
+# ------------------------------------------------------------------------ field selectors
+
+
+def reference_field_parse(text: str) -> tuple[tuple[str, str, str], ...]:
+    """``fields.ParseSelector`` written out with Go's loops (splitTerms, splitTerm,
+    UnescapeValue); raises ``FieldSelectorError`` with its texts."""
+    terms: list[str] = []
+    if text:
+        start, in_slash = 0, False
+        for i, ch in enumerate(text):
+            if in_slash:
+                in_slash = False
+            elif ch == "\\":
+                in_slash = True
+            elif ch == ",":
+                terms.append(text[start:i])
+                start = i + 1
+        terms.append(text[start:])
+    out: list[tuple[str, str, str]] = []
+    for part in sorted(terms, key=lambda p: p.encode("utf-8", "surrogatepass")):
+        if not part:
+            continue
+        split = next(
+            (
+                (part[:i], op, part[i + len(op) :])
+                for i in range(len(part))
+                for op in ("!=", "==", "=")
+                if part.startswith(op, i)
+            ),
+            None,
+        )
+        if split is None:
+            raise FieldSelectorError(f"invalid selector: '{text}'; can't understand '{part}'")
+        lhs, op, rhs = split
+        value, in_slash = "", False
+        for ch in rhs:
+            if in_slash:
+                if ch not in "\\,=":
+                    raise FieldSelectorError(
+                        f"invalid field selector: invalid escape sequence: \\{ch}"
+                    )
+                value, in_slash = value + ch, False
+            elif ch == "\\":
+                in_slash = True
+            elif ch in ",=":
+                raise FieldSelectorError(
+                    f"invalid field selector: unescaped character in value: {ord(ch)}"
+                )
+            else:
+                value += ch
+        if in_slash:
+            raise FieldSelectorError("invalid field selector: invalid escape sequence: \\")
+        if lhs or value:
+            out.append((lhs, "!=" if op == "!=" else "=", value))
+    return tuple(out)
+
+
+FIELD_PIECES = ("a", "b.c", "=", "==", "!=", ",", "\\", "\\,", "\\=", "\\\\", "x", "é", "!")
+
+
+@pytest.mark.parametrize("seed", range(4))
+def test_field_parse_equals_go_loops(seed: int) -> None:
+    rnd = random.Random(seed)
+    seen = set()
+    for _ in range(1500):
+        text = "".join(rnd.choice(FIELD_PIECES) for _ in range(rnd.randint(0, 9)))
+        if rnd.random() < 0.2:
+            text = text + "," + text  # repeated terms
+        try:
+            want: object = reference_field_parse(text)
+        except FieldSelectorError as err:
+            want = str(err)
+        try:
+            sel = parse_field_selector(text)
+            got: object = tuple((r.field, r.operator, r.value) for r in sel.requirements)
+        except FieldSelectorError as err:
+            got = str(err)
+        assert got == want, repr(text)
+        seen.add(isinstance(want, str))
+    assert seen == {True, False}
+
+
+FIELD_HOSTILE = {
+    "repeated term": ",".join("a=b" for _ in range(1 << 18)),
+    "distinct terms": ",".join(f"metadata.name!=n{i}" for i in range(60_000)),
+    "escapes": ",".join(f"a=\\,\\={i}" for i in range(100_000)),
+}
+
+
+@pytest.mark.parametrize("name", FIELD_HOSTILE)
+def test_a_megabyte_field_selector_parses_in_bounded_time(name: str) -> None:
+    """Before: 0.7-1.3 s of CPU on a loaded machine; now 0.1-0.3 s."""
+    text = FIELD_HOSTILE[name]
+    assert len(text) >= 900_000
+    started = time.process_time()
+    sel = parse_field_selector(text)
+    assert time.process_time() - started < 1.5
+    assert len(sel.requirements) == text.count(",") + 1 - text.count("\\,")

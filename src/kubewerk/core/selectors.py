@@ -857,6 +857,10 @@ def unescape_field_value(value: str) -> str:
     """``fields.UnescapeValue`` with its exact error texts."""
     if not any(c in value for c in "\\,="):
         return value
+    if _ESCAPED_VALUE_RE.fullmatch(value):
+        # every backslash starts an escape here, so each "\\," and "\\=" is one, and the
+        # backslashes left are pairs
+        return value.replace("\\,", ",").replace("\\=", "=").replace("\\\\", "\\")
     out: list[str] = []
     in_slash = False
     for ch in value:
@@ -880,30 +884,37 @@ def unescape_field_value(value: str) -> str:
     return "".join(out)
 
 
+# one term of a field selector (escaped characters, and a backslash ending the text,
+# included) and the comma or end of text after it
+_FIELD_TERM_RE: Final = re.compile(r"((?:[^\\,]|\\.)*+\\?)(,|\Z)", re.DOTALL)
+_TERM_OPERATOR_RE: Final = re.compile("!=|==|=")
+# a value fields.UnescapeValue accepts: no unescaped ',' or '=', only escapes of \ , =
+_ESCAPED_VALUE_RE: Final = re.compile(r"(?:[^\\,=]|\\[\\,=])*+")
+
+
 def _split_terms(text: str) -> list[str]:
+    """``fields.splitTerms``: split at commas not escaped by a backslash."""
     if not text:
         return []
+    if "\\" not in text:
+        return text.split(",")
     terms: list[str] = []
-    start = 0
-    in_slash = False
-    for i, ch in enumerate(text):
-        if in_slash:
-            in_slash = False
-        elif ch == "\\":
-            in_slash = True
-        elif ch == ",":
-            terms.append(text[start:i])
-            start = i + 1
-    terms.append(text[start:])
+    # the matches follow each other; after the one at the end of the text comes only
+    # an empty one, at the end again
+    for term, sep in _FIELD_TERM_RE.findall(text):
+        terms.append(term)
+        if not sep:
+            break
     return terms
 
 
 def _split_term(term: str) -> tuple[str, str, str] | None:
-    for i in range(len(term)):
-        for op in ("!=", "==", "="):
-            if term.startswith(op, i):
-                return term[:i], op, term[i + len(op) :]
-    return None
+    """``fields.splitTerm``: at the first place an operator starts (``!=`` before ``==``
+    before ``=`` at one place), escaped or not."""
+    found = _TERM_OPERATOR_RE.search(term)
+    if found is None:
+        return None
+    return term[: found.start()], found.group(), term[found.end() :]
 
 
 def parse_field_selector(text: str) -> FieldSelector:
@@ -912,9 +923,16 @@ def parse_field_selector(text: str) -> FieldSelector:
     Values may escape ``\\``, ``,`` and ``=`` with a backslash. Neither field names nor
     values are trimmed (as in Kubernetes). Raises ``FieldSelectorError``.
     """
-    parts = sorted(_split_terms(text), key=lambda p: p.encode("utf-8", "surrogatepass"))
+    parts = sorted(_split_terms(text))  # code point order is Go's byte order
     reqs: list[FieldRequirement] = []
+    last_part: str | None = None
+    last_req: FieldRequirement | None = None
     for part in parts:
+        if part == last_part:  # sorted: a repeated term comes right after itself
+            if last_req is not None:
+                reqs.append(last_req)
+            continue
+        last_part, last_req = part, None
         if not part:
             continue
         split = _split_term(part)
@@ -924,7 +942,8 @@ def parse_field_selector(text: str) -> FieldSelector:
         value = unescape_field_value(rhs)
         if not lhs and not value:
             continue  # Transform drops terms that are empty on both sides
-        reqs.append(FieldRequirement(lhs, "!=" if op == "!=" else "=", value))
+        last_req = FieldRequirement(lhs, "!=" if op == "!=" else "=", value)
+        reqs.append(last_req)
     return FieldSelector(tuple(reqs))
 
 
