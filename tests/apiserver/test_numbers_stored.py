@@ -365,3 +365,25 @@ def test_crd_schema_numbers_are_kept_as_kube_writes_them(server: EmbeddedServer)
     status, instance = _request(server.url, "POST", path, body)
     assert status == 201, instance
     assert _number_text(instance, "a") == b"12345678901234567000"
+
+
+def test_generation_follows_kube_deep_equal(server: EmbeddedServer) -> None:
+    """customResourceStrategy.PrepareForUpdate bumps the generation when the request's
+    unstructured spec is not Semantic.DeepEqual to the stored one: float64 1 (sent as
+    ``1.0``) differs from the stored int64 1; ``1`` does not."""
+    status, created = _request(server.url, "POST", READINGS, _body("gen", b'{"replicas":1.0}'))
+    assert status == 201, created
+    assert orjson.loads(created)["metadata"]["generation"] == 1
+
+    def merge(spec: bytes) -> int:
+        path = f"{READINGS}/gen"
+        patch = b'{"spec":' + spec + b"}"
+        status, answer = _request(server.url, "PATCH", path, patch, "application/merge-patch+json")
+        assert status == 200, answer
+        assert _number_text(answer, "replicas") == b"1"
+        generation: int = orjson.loads(answer)["metadata"]["generation"]
+        return generation
+
+    assert merge(b'{"replicas":1}') == 1
+    assert merge(b'{"replicas":1.0}') == 2
+    assert merge(b'{"replicas":1,"label":"x"}') == 3

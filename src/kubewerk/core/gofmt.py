@@ -222,6 +222,12 @@ def go_deep_equal(a: Any, b: Any) -> bool:
         return all(k in b and go_deep_equal(v, b[k]) for k, v in a.items())
     if ta == "array":
         return len(a) == len(b) and all(go_deep_equal(x, y) for x, y in zip(a, b, strict=True))
+    if ta == "number" and (type(a) is not type(b)):
+        # both float64 in Go: an integer beyond int64 is one too (as its nearest float)
+        try:
+            return float(a) == float(b)
+        except OverflowError:  # beyond any float64: no decoded value is
+            return False
     return bool(a == b)
 
 

@@ -27,7 +27,7 @@ from kubewerk.apiserver.registry import ScaleSpec, ServedResource, VersionSubres
 from kubewerk.apiserver.responses import WARNINGS_READ_MAX
 from kubewerk.apiserver.strategy import FieldSelection, PrinterColumn, Strategy
 from kubewerk.core import validation
-from kubewerk.core.gofmt import json_equal
+from kubewerk.core.gofmt import go_deep_equal, json_equal
 from kubewerk.core.gonumbers import as_stored
 from kubewerk.core.gvk import format_api_version
 from kubewerk.core.selectors import convert_custom_field_label, custom_resource_field_set
@@ -154,11 +154,17 @@ class CustomResourceStrategy(Strategy):
 
     def generation_changed(self, new: JSON, old: JSON) -> bool:
         """Anything outside metadata changed (and outside status, when ``new``'s version
-        has the status subresource)."""
+        has the status subresource), as kube's ``Semantic.DeepEqual`` of the unstructured
+        contents sees it: the request's float64 ``1.0`` differs from the stored int64
+        ``1`` (both still hold them at this point), so that write bumps the generation.
+        The cheap value comparison decides unless it finds no change in a request whose
+        values may hold floats."""
         with_status = new.get("apiVersion") in self._status_api_versions
         skip = ("metadata", "status") if with_status else ("metadata",)
         keys = (new.keys() | old.keys()) - set(skip)
-        return any(not json_equal(new.get(k), old.get(k)) for k in keys)
+        if any(not json_equal(new.get(k), old.get(k)) for k in keys):
+            return True
+        return may_hold_floats() and any(not go_deep_equal(new.get(k), old.get(k)) for k in keys)
 
     def warnings(self, obj: JSON, old: JSON | None) -> Sequence[str]:
         meta = obj.get("metadata") or {}
