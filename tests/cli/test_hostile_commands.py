@@ -349,3 +349,60 @@ def test_server_file_options_take_regular_files_within_the_limit(
         "too-large": "larger than 1048576 bytes (1 MiB), the most kubewerk reads",
     }[kind]
     assert line.startswith(f"kubewerk: error: {_flag_of(argv)} {target}: {expected}"), line
+
+
+# -- numeric options at their bounds -------------------------------------------------------
+
+
+def test_up_simulates_at_most_the_largest_supported_cluster(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    """Before: --nodes 99999999999999999999 allocated Nodes until memory ran out, before
+    the server even listened."""
+    for value in ("5001", "9" * 20):
+        with pytest.raises(SystemExit) as exc:
+            main(["up", "--simulate", "--nodes", value])
+        assert exc.value.code == 2
+        last = capsys.readouterr().err.splitlines()[-1]
+        assert last == (
+            "kubewerk up: error: argument --nodes: at most 5000 (the largest cluster "
+            f"Kubernetes supports), not '{value}'"
+        )
+
+
+@pytest.mark.parametrize(
+    ("days", "message"),
+    [
+        ("0", "--days must be positive, not 0"),
+        ("-3", "--days must be positive, not -3"),
+        ("3000000", "--days 3000000: the certificates would expire after 9999-12-31"),
+        ("9" * 20, f"--days {'9' * 20}: the certificates would expire after 9999-12-31"),
+    ],
+    ids=["zero", "negative", "past-year-9999", "past-a-C-int"],
+)
+def test_webhook_certs_days_out_of_range_is_one_line(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], days: str, message: str
+) -> None:
+    """Before: a count past year 9999 was an OverflowError traceback."""
+    out = tmp_path / "certs"
+    argv = ["webhook", "certs", "--service", "s", "--namespace", "n", "--out", str(out)]
+    code, _, line = run(capsys, *argv, "--days", days)
+    assert code == 2 and line.startswith(f"kubewerk: error: {message}"), line
+    assert not out.exists()
+
+
+def test_gen_deploy_replicas_is_an_int32(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Before: 99999999999999999999 was written into the Deployment, which a cluster then
+    refuses to decode."""
+    monkeypatch.chdir(Path(__file__).resolve().parents[2])
+    out = tmp_path / "deploy"
+    argv = ["gen", "deploy", "examples.database_operator.main:manager", "--image", "x:1"]
+    code, _, line = run(capsys, *argv, "-o", str(out), "--replicas", str(2**31))
+    assert code == 2
+    assert line == (
+        "kubewerk: error: --replicas 2147483648: must be at most 2147483647 "
+        "(a Deployment's spec.replicas is an int32)"
+    )
+    assert not out.exists()

@@ -373,6 +373,9 @@ def run_rbac(args: argparse.Namespace) -> int:
 
 # -- gen deploy -------------------------------------------------------------------------
 
+INT32_MAX = 2**31 - 1
+"""The largest ``spec.replicas`` a cluster takes (``DeploymentSpec.Replicas`` is ``*int32``)."""
+
 DEPLOY_DIRS = ("crd", "rbac", "manager", "metrics", "webhook")
 """The subdirectories ``gen deploy`` owns: a stale ``.yaml`` in them is removed."""
 
@@ -544,6 +547,11 @@ def run_deploy(args: argparse.Namespace) -> int:
         raise UsageError(f"--image {args.image!r}: not an image reference")
     if args.replicas < 1:
         raise UsageError(f"--replicas {args.replicas}: must be at least 1")
+    if args.replicas > INT32_MAX:
+        raise UsageError(
+            f"--replicas {args.replicas}: must be at most {INT32_MAX} "
+            "(a Deployment's spec.replicas is an int32)"
+        )
     serving = _webhook_serving(args.target.partition(":")[0])
     conversion = None
     if serving is not None:

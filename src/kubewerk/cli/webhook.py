@@ -23,6 +23,7 @@ from __future__ import annotations
 import argparse
 import asyncio
 import contextlib
+import datetime
 import importlib
 import ipaddress
 import logging
@@ -103,6 +104,21 @@ def _help(parser: argparse.ArgumentParser) -> int:
     return 2
 
 
+def _check_days(days: int) -> None:
+    """``--days``: at least 1, and not so many that the certificates would expire after
+    9999-12-31 23:59:59 UTC, the last time X.509 can express (RFC 5280's GeneralizedTime;
+    a larger count was an OverflowError traceback)."""
+    if days < 1:
+        raise UsageError(f"--days must be positive, not {days}")
+    try:
+        datetime.datetime.now(datetime.UTC) + datetime.timedelta(days=days)
+    except OverflowError:
+        raise UsageError(
+            f"--days {days}: the certificates would expire after 9999-12-31, "
+            "the last date X.509 can express"
+        ) from None
+
+
 def run_certs(args: argparse.Namespace) -> int:
     from kubewerk.webhook.certs import make_certificates, write_certificates
 
@@ -111,6 +127,7 @@ def run_certs(args: argparse.Namespace) -> int:
             ipaddress.ip_address(address)
         except ValueError:
             raise UsageError(f"--ip {address!r} is not an IP address") from None
+    _check_days(args.days)
     try:
         certs = make_certificates(
             args.service, args.namespace, days=args.days, extra_names=[*args.ip, *args.dns]
