@@ -406,3 +406,83 @@ def test_gen_deploy_replicas_is_an_int32(
         "(a Deployment's spec.replicas is an int32)"
     )
     assert not out.exists()
+
+
+# -- diff and sync: what the file holds ---------------------------------------------------
+
+
+@pytest.mark.parametrize("command", DIFF_AND_SYNC)
+@pytest.mark.parametrize(
+    ("name", "message"),
+    [
+        ("binary.yaml", "binary.yaml: not YAML: unacceptable character #x00ff"),
+        ("laughs.yaml", "laughs.yaml: not YAML: yaml: document contains excessive aliasing"),
+        ("deep.yaml", "deep.yaml: not YAML: while increasing flow level exceeded maximum"),
+        ("deep.json", "deep.json: not YAML: while increasing flow level exceeded maximum"),
+        ("missing.yaml", "missing.yaml: no such file or directory"),
+    ],
+    ids=["not-utf8", "alias-bomb", "deep-yaml", "deep-json", "missing"],
+)
+def test_diff_and_sync_refuse_unreadable_manifests_with_one_line(
+    files: Path, capsys: pytest.CaptureFixture[str], command: str, name: str, message: str
+) -> None:
+    code, out, line = run(capsys, *_sides(command, str(files / name), str(files / "cm.yaml")))
+    assert code == 2 and out == ""
+    assert line.startswith(f"kubewerk: error: {files}/{message}"), line
+
+
+@pytest.mark.skipif(os.geteuid() == 0, reason="root reads files whatever their mode")
+@pytest.mark.parametrize("command", DIFF_AND_SYNC)
+def test_diff_and_sync_name_a_file_they_may_not_read(
+    files: Path, capsys: pytest.CaptureFixture[str], command: str
+) -> None:
+    locked = files / "locked.yaml"
+    locked.write_text(CM)
+    locked.chmod(0)
+    code, _, line = run(capsys, *_sides(command, str(locked), str(files / "cm.yaml")))
+    assert code == 2 and line == f"kubewerk: error: {locked}: Permission denied"
+
+
+@pytest.mark.parametrize("command", DIFF_AND_SYNC)
+def test_a_directory_walk_skips_devices_fifos_and_link_loops(
+    files: Path, capsys: pytest.CaptureFixture[str], command: str
+) -> None:
+    """A FIFO or a link to /dev/zero named *.yaml inside a directory would block or never
+    end: only regular files are read, and links to directories are not followed."""
+    tree = files / "tree"
+    tree.mkdir()
+    (tree / "cm.yaml").write_text(CM)
+    os.mkfifo(tree / "pipe.yaml")
+    (tree / "zero.yaml").symlink_to("/dev/zero")
+    (tree / "up").symlink_to("..")
+    (tree / "self").symlink_to(".")
+    code, out, err = run(capsys, *_sides(command, str(tree), str(files / "cm.yaml")))
+    if command == "sync":
+        assert code == 1 and "unreachable" in out, (out, err)
+    else:
+        assert code == 0, (out, err)
+
+
+@pytest.mark.parametrize(
+    "argv",
+    [
+        ["lint", "{bad}", "--format", "json"],
+        ["validate", "--crd", "{bad}", "{cm}", "--format", "json"],
+        ["graph", "{bad}", "--format", "json"],
+        ["diff", "{bad}", "{cm}", "-o", "json"],
+        ["sync", "--from", "{bad}", "--to", UNREACHABLE, "-o", "json"],
+        ["policy", "test", "--policy", "{bad}", "--resource", "{cm}", "-o", "json"],
+        ["audit", "history", "cm/a", "--log", "{bad}", "-o", "json"],
+    ],
+    ids=lambda argv: argv[0] if argv[0] != "policy" else "policy-test",
+)
+def test_json_output_modes_print_nothing_on_stdout_when_the_input_is_unreadable(
+    files: Path, capsys: pytest.CaptureFixture[str], argv: list[str]
+) -> None:
+    """No command documents errors as JSON: a script reading stdout gets nothing (never
+    half a document), the one error line is on stderr and the exit code is 2."""
+    bad = str(files / "line.yaml")
+    words = [w.replace("{bad}", bad).replace("{cm}", str(files / "cm.yaml")) for w in argv]
+    code, out, line = run(capsys, *words, "--max-input-bytes", "1Mi")
+    assert code == 2 and out == ""
+    assert "larger than 1048576 bytes" in line or "longer than 1048576 bytes" in line, line
