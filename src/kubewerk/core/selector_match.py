@@ -115,17 +115,16 @@ class KeyRule:
     every other operator fails).
     """
 
-    __slots__ = ("_denying", "absent", "allowed", "denied", "high", "low", "numeric", "required")
+    __slots__ = ("absent", "allowed", "denied", "high", "low", "numeric", "required")
 
     def __init__(self) -> None:
         self.required = False  # =, ==, in, exists, gt, lt
         self.absent = False  # !
         self.allowed: frozenset[str] | None = None  # = / == / in: one of these
-        self.denied: frozenset[str] = frozenset()  # != / notin: none of these
+        self.denied: set[str] = set()  # != / notin: none of these
         self.numeric = False  # gt / lt: the value must be an int64
         self.low: int | None = None  # gt: value > low
         self.high: int | None = None  # lt: value < high
-        self._denying: list[tuple[str, ...]] = []  # the != / notin values until sealed
 
     def add(self, operator: str, values: tuple[str, ...]) -> bool:
         """Merge one requirement (before :meth:`seal`); False when no label set can
@@ -136,8 +135,7 @@ class KeyRule:
             self.allowed = given if self.allowed is None else self.allowed & given
             return bool(self.allowed)
         if operator in (NOT_IN, NOT_EQUALS):
-            if values:
-                self._denying.append(values)
+            self.denied.update(values)
             return True
         if operator == EXISTS:
             self.required = True
@@ -161,9 +159,6 @@ class KeyRule:
     def seal(self) -> bool:
         """End merging; False when the merged requirements contradict (present and
         absent, say), so that no label set satisfies them."""
-        if self._denying:
-            self.denied = frozenset(v for values in self._denying for v in values)
-            self._denying = []
         if self.required and self.absent:
             return False
         if self.low is not None and self.high is not None and self.high - self.low < 2:
