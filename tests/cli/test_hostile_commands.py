@@ -486,3 +486,35 @@ def test_json_output_modes_print_nothing_on_stdout_when_the_input_is_unreadable(
     code, out, line = run(capsys, *words, "--max-input-bytes", "1Mi")
     assert code == 2 and out == ""
     assert "larger than 1048576 bytes" in line or "longer than 1048576 bytes" in line, line
+
+
+@pytest.mark.parametrize(
+    ("name", "message"),
+    [
+        ("deep.yaml", "deep.yaml:1: invalid YAML: exceeded maximum nesting depth"),
+        ("deep.json", "deep.json:1: invalid YAML: exceeded maximum nesting depth"),
+        ("line.yaml", "line.yaml: larger than 1048576 bytes (1 MiB)"),
+        ("binary.yaml", "binary.yaml: config is not UTF-8 text"),
+    ],
+    ids=["deep-yaml", "deep-json", "too-large", "not-utf8"],
+)
+def test_lint_config_files_that_cannot_be_read_are_one_line(
+    files: Path, capsys: pytest.CaptureFixture[str], name: str, message: str
+) -> None:
+    """Before: a 100k-deep config was a RecursionError traceback, /dev/zero read without
+    a bound."""
+    argv = ["lint", str(files / "cm.yaml"), "--config", str(files / name)]
+    code, _, line = run(capsys, *argv, "--max-input-bytes", "1Mi")
+    assert code == 2 and line.startswith(f"kubewerk: error: {files}/{message}"), line
+
+
+def test_up_refuses_a_directory_as_its_audit_log(
+    files: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """Before: an IsADirectoryError traceback from the audit writer."""
+    policy = files / "policy.yaml"
+    policy.write_text("apiVersion: audit.k8s.io/v1\nkind: Policy\nrules: [{level: Metadata}]\n")
+    argv = [*UP, "--audit-policy-file", str(policy), "--audit-log-path", str(files)]
+    code, _, line = run(capsys, *[w.replace("{dir}", str(files)) for w in argv])
+    assert code == 2
+    assert line == f"kubewerk: error: --audit-log-path {files}: is a directory, not a file"

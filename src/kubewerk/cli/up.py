@@ -6,6 +6,7 @@ import argparse
 import asyncio
 import logging
 import math
+import os
 import signal
 import sys
 import time
@@ -416,6 +417,8 @@ def run(args: argparse.Namespace) -> int:
         ("--audit-policy-file", args.audit_policy_file),
     ):
         check_input_file(flag, path)
+    if args.audit_log_path is not None and os.path.isdir(args.audit_log_path):
+        raise UsageError(f"--audit-log-path {args.audit_log_path}: is a directory, not a file")
     extra: dict[str, Any] = {}
     if args.encryption_provider_config is not None:
         extra["encryption_config"] = args.encryption_provider_config
@@ -458,6 +461,9 @@ def run(args: argparse.Namespace) -> int:
         raise UsageError(f"--encryption-provider-config: {one_line(str(exc))}") from None
     except (ValueError, StorageError) as exc:
         raise UsageError(f"--store {args.store}: {one_line(str(exc))}") from None
+    except OSError as exc:  # a file the server opens at construction (the audit log)
+        where = f"{exc.filename}: " if exc.filename else ""
+        raise UsageError(f"{where}{exc.strerror or exc}") from None
 
     loop = new_event_loop()
     asyncio.set_event_loop(loop)

@@ -114,7 +114,10 @@ def load_config(path: str, known_rules: Iterable[str]) -> Config:
     except UnicodeDecodeError:
         raise InputError(path, None, "config is not UTF-8 text") from None
     try:
-        root = yaml.compose(text, Loader=yaml.SafeLoader)
+        # libyaml where built in: it refuses deep nesting at once (PyYAML recursed)
+        root = yaml.compose(text, Loader=getattr(yaml, "CSafeLoader", yaml.SafeLoader))
+    except RecursionError:
+        raise InputError(path, None, "invalid YAML: nested too deeply") from None
     except yaml.YAMLError as exc:
         mark = getattr(exc, "problem_mark", None)
         raise InputError(
