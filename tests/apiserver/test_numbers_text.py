@@ -123,7 +123,7 @@ def test_as_stored_walks_in_place() -> None:
 
 def test_float_mark_follows_what_was_decoded() -> None:
     decode.forget()
-    assert decode.may_hold_floats()  # nothing decoded here: unknown
+    assert not decode.may_hold_floats()
     decode.json_value(b'{"a": 1, "b": "stable.example.com/v1", "e": "e.E"}')
     decode.json_value(b'{"c": [1, 2, {"d": -3}]}')
     assert not decode.may_hold_floats()

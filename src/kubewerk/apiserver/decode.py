@@ -108,7 +108,8 @@ def json_value(body: bytes, what: str = "the object") -> Any:
     """
     handed = _handed_off(body, False, what) if len(body) > OFFLOAD_BYTES else None
     value, duplicates, floats = handed if handed is not None else _json_decode(body, what)
-    _note_floats(floats)
+    if floats:
+        _FLOATS.set(True)
     if duplicates.found:
         _DECODED.set(_Found(value, duplicates))
     return value
@@ -291,38 +292,24 @@ def body_duplicates(value: Any) -> Duplicates | None:
     return found.duplicates
 
 
-@dataclass(slots=True)
-class _Floats:
-    """Whether a request's decoded values may hold floats (``may_hold_floats``). One per
-    request, shared by every copy of its context (a worker thread's, a task's), so a mark
-    made in any of them is seen by all."""
-
-    seen: bool
-
-
-_FLOATS: ContextVar[_Floats | None] = ContextVar("kubewerk_decoded_floats", default=None)
-
-
-def _note_floats(floats: bool) -> None:
-    """Record in the request's context what ``json_value``/``yaml_value`` found."""
-    mark = _FLOATS.get()
-    if mark is None:
-        _FLOATS.set(_Floats(floats))
-    elif floats:
-        mark.seen = True
+_FLOATS: ContextVar[bool] = ContextVar("kubewerk_decoded_floats", default=False)
 
 
 def may_hold_floats() -> bool:
-    """False only when every value this request decoded is certainly free of floats: its
-    bodies were read by ``json_value``/``yaml_value`` in this context (or one it was
-    copied from), no body had a float (a digit followed by ``.``, ``e`` or ``E``, or an
-    integer outside int64), and no other value (a patch result, a webhook's patch, a
-    converted object: what ``check_depth`` checks) came in. True when nothing was
-    decoded here (a write the server makes itself, or one whose body was read in another
-    context). The storage hook of custom resources (``gonumbers.as_stored``) walks an
-    object only when this is True: one ``ContextVar.get`` on the usual create."""
-    mark = _FLOATS.get()
-    return mark is None or mark.seen
+    """Whether a value this request decoded may hold a float: a body read by
+    ``json_value``/``yaml_value`` whose text has a digit followed by ``.``, ``e`` or ``E``
+    (or an integer outside int64, which becomes one), or a value ``check_depth`` checked
+    (a webhook's patch, a converted object, a patch result: no body scan saw those). A
+    patch result can only hold a float its patch body's text (scanned) or the stored
+    object (already in stored form) held. Nothing else brings floats into a write: the
+    server's own writes change stored objects. The storage hook of custom resources
+    (``gonumbers.as_stored``) walks an object only when this is True, so a create
+    without floats pays one ``ContextVar.get`` there and nothing when it is decoded.
+
+    The mark is set in the context of the code that found the float; the decoders run
+    on the event loop before a request's work moves to a worker thread (whose context is
+    a copy made then), so the storage hook sees it there too. ``forget`` clears it."""
+    return _FLOATS.get()
 
 
 def forget() -> None:
@@ -332,13 +319,13 @@ def forget() -> None:
     request started holds one for as long as it lives: a watch, a timer, a webhook's
     keep-alive connection), so none of them keeps the body alive or matches it; and the
     request's float mark (``may_hold_floats``), in its own context. Cheap when nothing
-    was kept: two ``ContextVar.get`` and a ``set``."""
+    was kept: two ``ContextVar.get``."""
     found = _DECODED.get()
     if found is not None:
         found.value = found.duplicates = None
         _DECODED.set(None)
-    if _FLOATS.get() is not None:
-        _FLOATS.set(None)
+    if _FLOATS.get():
+        _FLOATS.set(False)
 
 
 _PATCH_OP_FIELDS = frozenset(("op", "path", "from", "value"))
@@ -525,9 +512,8 @@ def check_depth(value: Any, what: str = "the object") -> None:
     The encoder does the walk (it stops at its own limit): ``value`` wrapped in enough
     lists that it encodes only if its own depth is within ``MAX_DEPTH``.
     """
-    mark = _FLOATS.get()
-    if mark is not None:
-        mark.seen = True
+    if not _FLOATS.get():
+        _FLOATS.set(True)
     if not isinstance(value, dict | list):
         return
     wrapped: Any = value
@@ -612,7 +598,8 @@ def yaml_value(body: bytes, what: str = "the object") -> Any:
     """
     handed = _handed_off(body, True, what) if len(body) > OFFLOAD_BYTES else None
     value, found, floats = handed if handed is not None else _yaml_decode(body, what)
-    _note_floats(floats)
+    if floats:
+        _FLOATS.set(True)
     if found is not None:
         _DECODED.set(_Found(value, found))
     return value
