@@ -12,7 +12,10 @@ in any answer that embeds it:
   a watch event), so the limit sits well under what can be written back, with room for
   the server's own recursive passes (patches, validation).
 - **Numbers** as kube-apiserver's decoders (``sigs.k8s.io/json`` with PreserveInts,
-  ``sigs.k8s.io/yaml``) leave them: integers outside int64 become float64; YAML's
+  ``sigs.k8s.io/yaml``) leave them: integers outside int64 become float64; a YAML
+  float is what Go's JSON text of it reads back as (``1.0`` → 1, ``gonumbers``); a JSON
+  float stays one (a custom resource's are put in stored form when it is stored, if
+  ``may_hold_floats`` says the request brought any); YAML's
   ``.nan``/``.inf`` are refused (Go's JSON encoder cannot write them); a YAML number
   too large for float64 stays the string it was written as; JSON's ``1e400`` is refused.
 - **YAML** is read the way ``sigs.k8s.io/yaml`` (go-yaml v2) reads it, by
@@ -308,7 +311,10 @@ def may_hold_floats() -> bool:
 
     The mark is set in the context of the code that found the float; the decoders run
     on the event loop before a request's work moves to a worker thread (whose context is
-    a copy made then), so the storage hook sees it there too. ``forget`` clears it."""
+    a copy made then), so the storage hook sees it there too. One ``check_depth`` runs in
+    a worker thread of its own, whose mark the request does not see: a mutating
+    webhook's patch of 1,000 operations or more (``webhooks.apply_patch_async``); a float
+    such a patch adds is stored as orjson writes it. ``forget`` clears the mark."""
     return _FLOATS.get()
 
 
