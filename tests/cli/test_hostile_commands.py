@@ -141,6 +141,10 @@ READING_COMMANDS = [
     ["policy", "test"],
     ["diff"],
     ["sync"],
+    ["gen", "policy"],
+    ["audit", "history"],
+    ["up"],
+    ["webhook", "serve"],
 ]
 
 
