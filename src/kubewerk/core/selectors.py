@@ -486,7 +486,7 @@ class _Parser:
 
     def lookahead(self, values: bool = True) -> tuple[int, str]:
         tok = self.kinds[self.pos]
-        if values and (tok in (_T_IN, _T_NOTIN)):
+        if values and tok in (_T_IN, _T_NOTIN):
             tok = _T_ID
         return tok, self.literals[self.pos]
 
@@ -494,7 +494,7 @@ class _Parser:
         pos = self.pos
         self.pos = pos + 1
         tok = self.kinds[pos]
-        if values and (tok in (_T_IN, _T_NOTIN)):
+        if values and tok in (_T_IN, _T_NOTIN):
             tok = _T_ID
         return tok, self.literals[pos]
 
@@ -518,7 +518,7 @@ class _Parser:
                     return reqs
                 if tok == _T_COMMA:
                     tok2, lit2 = self.lookahead()
-                    if tok2 != _T_ID and tok2 != _T_NOT:
+                    if tok2 not in (_T_ID, _T_NOT):
                         raise LabelSelectorError(f"found '{lit2}', expected: identifier after ','")
                 else:
                     raise LabelSelectorError(f"found '{lit}', expected: ',' or 'end of string'")
@@ -565,7 +565,7 @@ class _Parser:
                 if is_label_value(value):
                     return new_requirement(key, operator, values)  # raises
                 good.add(value)
-        if (operator in (GREATER_THAN, LESS_THAN)) and parse_int64(values[0]) is None:
+        if operator in (GREATER_THAN, LESS_THAN) and parse_int64(values[0]) is None:
             return new_requirement(key, operator, values)  # raises
         return Requirement(key, operator, tuple(values))
 
