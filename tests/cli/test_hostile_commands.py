@@ -522,3 +522,30 @@ def test_up_refuses_a_directory_as_its_audit_log(
     code, _, line = run(capsys, *[w.replace("{dir}", str(files)) for w in argv])
     assert code == 2
     assert line == f"kubewerk: error: --audit-log-path {files}: is a directory, not a file"
+
+
+def test_diff_refuses_a_git_blob_over_the_limit_before_reading_it(
+    files: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """git:REV:PATH: the blob's size comes from ``git ls-tree`` and one over the limit is
+    refused without ``git cat-file`` reading it (before: every blob was read whole)."""
+    import subprocess
+
+    repo = files / "repo"
+    repo.mkdir()
+    (repo / "cm.yaml").write_text(CM)
+    (repo / "big.yaml").write_text((files / "line.yaml").read_text())
+    env = {**os.environ, "GIT_CONFIG_GLOBAL": os.devnull, "GIT_CONFIG_NOSYSTEM": "1"}
+    for args in (["init", "-q"], ["add", "."], ["commit", "-qm", "x"]):
+        subprocess.run(
+            ["git", "-c", "user.email=a@b", "-c", "user.name=n", *args],
+            cwd=repo,
+            env=env,
+            check=True,
+        )
+    monkeypatch.chdir(repo)
+    code, _, line = run(capsys, "diff", "git:HEAD:", str(repo), "--max-input-bytes", "1Mi")
+    assert code == 2
+    assert line.startswith("kubewerk: error: HEAD:big.yaml: larger than 1048576 bytes (1 MiB)")
+    code, _, _ = run(capsys, "diff", "git:HEAD:", str(repo), "--max-input-bytes", "3Mi")
+    assert code == 0
