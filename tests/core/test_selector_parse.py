@@ -317,3 +317,16 @@ def test_a_megabyte_field_selector_parses_in_bounded_time(name: str) -> None:
     sel = parse_field_selector(text)
     assert time.process_time() - started < 1.5
     assert len(sel.requirements) == text.count(",") + 1 - text.count("\\,")
+
+
+def test_a_huge_number_in_gt_is_kubernetes_error_not_pythons() -> None:
+    """ParseInt refuses it as out of range; Python's int() used to raise its own
+    ValueError (over 4300 digits), which reached the client as the message."""
+    digits = "1" * 5000
+    with pytest.raises(LabelSelectorError) as info:
+        parse_label_selector(f"a>{digits}")
+    message = str(info.value)
+    assert message.startswith(f'unable to parse requirement: [values[0]: Invalid value: "{digits}"')
+    assert "for 'Gt', 'Lt' operators, the value must be an integer" in message
+    assert "must be no more than 63 bytes" in message
+    assert "4300" not in message
