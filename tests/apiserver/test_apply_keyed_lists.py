@@ -287,6 +287,7 @@ async def test_duplicates_in_a_built_in_configuration_are_refused_all_listed(api
 
 async def test_duplicates_a_live_built_in_holds(api: Api) -> None:
     live = _deployment("d2", [{"name": "FOO", "value": "1"}, {"name": "FOO", "value": "2"}])
+    live["spec"]["replicas"] = 2  # "before" owns them (defaulted or not): the apply agrees
     status, obj = await api.post(f"{DEPLOYMENTS}?fieldManager=before", live)
     assert status == 201, obj
     container = fields(obj, "before")["f:spec"]["f:template"]["f:spec"]["f:containers"]

@@ -43,10 +43,11 @@ class AdmissionRequest:
     schema (same CRD generation, same version): its values are defaulted, pruned and
     passed validation, so a part of ``obj`` equal to it needs none of that again."""
     decoded: bool = False
-    """``obj`` was decoded as kube-apiserver's codec decodes a custom resource
-    (:meth:`Admission.decode_custom`: pruned and defaulted before mutating admission),
-    and whatever mutating admission changed since was pruned and defaulted where it was
-    changed: admission then only validates it."""
+    """``obj`` was decoded as kube-apiserver's codec decodes it, before mutating
+    admission: typed and defaulted (``Strategy.typed_decode``, ``Strategy.default``), a
+    custom resource pruned and defaulted by its schema (:meth:`Admission.decode_custom`);
+    and whatever mutating admission changed since was decoded, defaulted and pruned where
+    it was changed: admission does not default or prune it again."""
 
 
 class Admission:
@@ -59,7 +60,8 @@ class Admission:
 
     def admit(self, req: AdmissionRequest) -> None:
         strategy = req.rtype.strategy
-        strategy.default(req.obj)
+        if not req.decoded:  # else defaulted when it was decoded, as kube's codec does
+            strategy.default(req.obj)
         if strategy.prunes_unknown_fields:
             self.prune_builtin(req)
         strategy.allocate(req.obj, req.old, req.dry_run, req.subresource)

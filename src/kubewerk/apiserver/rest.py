@@ -336,8 +336,11 @@ class ResourceApi:
         """Typed decoding of a body (``Strategy.typed_decode``), or a custom resource's
         decoding by its version's schema (``Admission.decode_custom``: unknown fields
         pruned, then the schema's defaults applied, as apiextensions-apiserver's codec
-        decodes it before mutating admission): a value of the wrong type is 400 as
-        kube-apiserver's decoder answers; unknown fields are dropped and, per
+        decodes it before mutating admission), then the kind's defaults
+        (:meth:`default_decoded`, as kube's codec defaults what it decodes: so the
+        managedFields of an ``Update`` are worked out on the decoded, defaulted object,
+        as kube's handlers hand it to the field manager): a value of the wrong type is
+        400 as kube-apiserver's decoder answers; unknown fields are dropped and, per
         ``fieldValidation``, refused (Strict) or warned about (Warn).
 
         ``duplicates``: the body's duplicate fields (or a patch body's strict errors),
@@ -358,9 +361,11 @@ class ResourceApi:
         if unknown is None and not rtype.builtin:
             pruned = self.admission.decode_custom(rtype, target.version, obj, old)
         if not unknown and not duplicates and not pruned:
+            self.default_decoded(target, obj)
             return []
         mode = field_validation(query)
         if mode == "Ignore":
+            self.default_decoded(target, obj)
             return []
         strict = mode == "Strict"
         if duplicates is not None and unknown is not None:
@@ -374,6 +379,7 @@ class ResourceApi:
             messages = [f"unknown field {go_quote(path)}" for path in unknown or ()]
         if mode == "Strict":
             raise ApiError.bad_request("strict decoding error: " + ", ".join(messages))
+        self.default_decoded(target, obj)
         return messages
 
     def decode_for_admission(
@@ -392,9 +398,7 @@ class ResourceApi:
         defaulted (:meth:`default_decoded`). Returns the decoding's warnings, for
         ``create``/``update``/``finish_patch`` (``decoded``), which then do not decode
         again. ``old``: a trusted stored object, as for ``_typed_decode``."""
-        warnings = self._typed_decode(target, obj, query, duplicates, old)
-        self.default_decoded(target, obj)
-        return warnings
+        return self._typed_decode(target, obj, query, duplicates, old)
 
     @staticmethod
     def default_decoded(target: Target, obj: JSON) -> None:

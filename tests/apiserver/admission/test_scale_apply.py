@@ -543,12 +543,16 @@ async def test_apply_to_a_custom_resource_scale(api: Api) -> None:
 
 async def test_replicas_nobody_owns_are_owned_before_the_first_apply(api: Api) -> None:
     """No entry of the object owns its replicas (here: a create that left them to the
-    default, which kubewerk does not record): kube's field manager gives the Scale a
+    default, which its manager owns as in kube, then an update that stripped the
+    managedFields with ``[{}]``): kube's field manager gives the Scale a
     ``before-first-apply`` owner of what differs from an empty Scale first."""
     dep = deployment("free")
     del dep["spec"]["replicas"]
     status, body = await api.post(DEPLOY, dep)
     assert status == 201, body
+    assert body["spec"]["replicas"] == 1 and replicas_owners(body)
+    status, body = await api.patch(f"{DEPLOY}/free", {"metadata": {"managedFields": [{}]}})
+    assert status == 200, body
     assert body["spec"]["replicas"] == 1 and not replicas_owners(body)
     status, body = await apply(api, f"{DEPLOY}/free/scale", scale("free", 3), "fieldManager=hpa")
     assert status == 409, body

@@ -708,11 +708,9 @@ class AdmissionChain:
         return final
 
     def _decode_create(self, target: Target, body: JSON, query: dict[str, str]) -> list[str]:
-        """A POST body decoded into its type and defaulted (``ResourceApi.decode_create``,
-        ``default_decoded``); the decoding's warnings."""
-        decoded = self.api.decode_create(target, body, query)
-        self.api.default_decoded(target, body)
-        return decoded
+        """A POST body decoded into its type and defaulted (``ResourceApi.decode_create``);
+        the decoding's warnings."""
+        return self.api.decode_create(target, body, query)
 
     async def update(self, target: Target, body: JSON, query: dict[str, str]) -> RestResponse:
         if target.subresource == "scale":
@@ -872,7 +870,6 @@ class AdmissionChain:
                 collection = Target(rtype, target.version, target.namespace, None)
                 # the applied object is typed and defaulted before admission
                 decoded = self.api.decode_create(collection, new, query)
-                self.api.default_decoded(target, new)
                 mutated = await self._mutate(
                     "CREATE", target, new, None, query, warnings, annotations
                 )
