@@ -143,7 +143,6 @@ READING_COMMANDS = [
     ["sync"],
     ["gen", "policy"],
     ["audit", "history"],
-    ["up"],
     ["webhook", "serve"],
 ]
 
@@ -333,24 +332,29 @@ def test_server_file_options_take_regular_files_within_the_limit(
 ) -> None:
     """Before: /dev/zero was a MemoryError traceback (up) or a TLS library reading it for
     ever (webhook serve); a FIFO blocked the start until someone wrote to it. The check
-    runs before the server starts, so nothing listens."""
+    runs before the server starts, so nothing listens; it reads the size only, so a
+    sparse file one byte over 64 MiB stands for a large one (up takes no
+    --max-input-bytes: the default limit is checked)."""
     monkeypatch.chdir(Path(__file__).resolve().parents[2])  # tests.webhook.models imports
     if kind == "fifo":
         os.mkfifo(files / "fifo")
+    if kind == "too-large":
+        with open(files / "sparse.pem", "wb") as sparse:
+            sparse.truncate(DEFAULT_MAX_INPUT_BYTES + 1)
     target = {
         "device": "/dev/zero",
         "fifo": str(files / "fifo"),
         "directory": str(files),
-        "too-large": str(files / "line.yaml"),
+        "too-large": str(files / "sparse.pem"),
     }[kind]
     words = [w.replace("{f}", target).replace("{dir}", str(files)) for w in argv]
-    code, _, line = run(capsys, *words, "--max-input-bytes", "1Mi")
+    code, _, line = run(capsys, *words)
     assert code == 2
     expected = {
         "device": "not a regular file (a device, a pipe or a socket)",
         "fifo": "not a regular file (a device, a pipe or a socket)",
         "directory": "is a directory, not a file",
-        "too-large": "larger than 1048576 bytes (1 MiB), the most kubewerk reads",
+        "too-large": "larger than 67108864 bytes (64 MiB), the most kubewerk reads",
     }[kind]
     assert line.startswith(f"kubewerk: error: {_flag_of(argv)} {target}: {expected}"), line
 
@@ -524,7 +528,7 @@ def test_up_refuses_a_directory_as_its_audit_log(
     assert line == f"kubewerk: error: --audit-log-path {files}: is a directory, not a file"
 
 
-def test_diff_refuses_a_git_blob_over_the_limit_before_reading_it(
+def test_git_blobs_over_the_limit_are_refused(
     files: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
 ) -> None:
     """git:REV:PATH: the blob's size comes from ``git ls-tree`` and one over the limit is
@@ -548,4 +552,11 @@ def test_diff_refuses_a_git_blob_over_the_limit_before_reading_it(
     assert code == 2
     assert line.startswith("kubewerk: error: HEAD:big.yaml: larger than 1048576 bytes (1 MiB)")
     code, _, _ = run(capsys, "diff", "git:HEAD:", str(repo), "--max-input-bytes", "3Mi")
+    assert code == 0
+    # lint reads git:REV:PATH through `git show`, streamed under the limit (it was
+    # captured whole), and stops git past it
+    code, _, line = run(capsys, "lint", "git:HEAD:big.yaml", "--max-input-bytes", "1Mi")
+    assert code == 2
+    assert line.startswith("kubewerk: error: git:HEAD:big.yaml: larger than 1048576 bytes")
+    code, _, _ = run(capsys, "lint", "git:HEAD:big.yaml", "--max-input-bytes", "3Mi")
     assert code == 0

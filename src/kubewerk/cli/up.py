@@ -13,7 +13,7 @@ import time
 from pathlib import Path
 from typing import Any
 
-from kubewerk.cli import UsageError, input_limit, one_line
+from kubewerk.cli import UsageError, one_line
 from kubewerk.cli.file_options import check_input_file
 
 DEFAULT_KUBECONFIG = Path(".kubewerk") / "kubeconfig"
@@ -285,7 +285,6 @@ def register(sub: Any) -> None:
         metavar="PATH",
         help="write audit.k8s.io/v1 events as JSON lines here (with --audit-policy-file)",
     )
-    input_limit.add_option(sec, "each certificate, key, token and policy file (a regular file)")
     sim = parser.add_argument_group(
         "simulated cluster",
         "with --simulate the server runs fake Nodes, a scheduler, kubelets and the workload "

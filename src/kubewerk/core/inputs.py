@@ -21,7 +21,7 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from contextvars import ContextVar
 from pathlib import Path
-from typing import BinaryIO, Final
+from typing import IO, Final
 
 KiB: Final = 1024
 MiB: Final = 1024 * KiB
@@ -101,7 +101,7 @@ def parse_byte_size(text: str) -> int:
     return value
 
 
-def read_bounded(stream: BinaryIO, limit: int | None = None) -> bytes:
+def read_bounded(stream: IO[bytes], limit: int | None = None) -> bytes:
     """All of ``stream`` when it holds at most ``limit`` bytes (default: the limit in
     force); else :class:`InputTooLarge`, raised after reading one byte past the limit and
     never more. Reads block as ``stream`` does (a pipe until its writers close it)."""
@@ -127,7 +127,7 @@ def read_file_bounded(path: str | Path, limit: int | None = None) -> bytes:
         return read_bounded(stream, limit)
 
 
-def iter_lines_bounded(stream: BinaryIO, limit: int | None = None) -> Iterator[bytes]:
+def iter_lines_bounded(stream: IO[bytes], limit: int | None = None) -> Iterator[bytes]:
     """The lines of ``stream`` (each with its newline), for inputs that are streams of
     records such as audit logs: the stream may be of any length, but no line may hold more
     than ``limit`` bytes (default: the limit in force), else :class:`InputTooLarge` once one

@@ -29,7 +29,7 @@ from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, BinaryIO
+from typing import IO, Any, BinaryIO
 from urllib.parse import quote
 
 import orjson
@@ -249,7 +249,7 @@ def _uri_for(path: Path) -> str:
     return quote(rel.as_posix())
 
 
-def read_limited(stream: BinaryIO, name: str) -> bytes:
+def read_limited(stream: IO[bytes], name: str) -> bytes:
     """All of ``stream`` if it holds at most the input limit in force
     (``kubewerk.core.inputs.max_input_bytes``); else ``InputError`` after reading one byte
     more than that (never more)."""
@@ -271,7 +271,8 @@ def read_file(path: Path, name: str | None = None) -> Source:
 
 
 def read_git(spec: str, cwd: Path | None = None) -> Source:
-    """Read ``git:REV:PATH`` with ``git show REV:PATH`` in the current directory.
+    """Read ``git:REV:PATH`` with ``git show REV:PATH`` in the current directory, at most
+    the input limit of it (``git`` is stopped past that).
 
     PATH is relative to the repository root, or to the current directory when it
     starts with ``./`` (as git itself treats it).
@@ -281,19 +282,28 @@ def read_git(spec: str, cwd: Path | None = None) -> Source:
     if not sep or not rev or not path:
         raise InputError(spec, None, "expected git:REV:PATH")
     try:
-        proc = subprocess.run(
+        proc = subprocess.Popen(
             ["git", "show", f"{rev}:{path}"],
             cwd=cwd,
-            capture_output=True,
-            check=False,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
         )
     except OSError as exc:
         raise InputError(spec, None, f"cannot run git: {exc}") from None
+    with proc:
+        assert proc.stdout is not None and proc.stderr is not None
+        try:
+            # the blob streams in under the input limit (git's few stderr lines fit the pipe)
+            data = read_limited(proc.stdout, spec)
+        except InputError:
+            proc.kill()
+            raise
+        errors = proc.stderr.read(64 * 1024)
     if proc.returncode != 0:
-        message = proc.stderr.decode("utf-8", "replace").strip().splitlines()
+        message = errors.decode("utf-8", "replace").strip().splitlines()
         raise InputError(spec, None, message[-1] if message else "git show failed")
     uri = quote(path[2:] if path.startswith("./") else path)
-    return Source(spec, uri, _decode(spec, proc.stdout), path.endswith(".json"))
+    return Source(spec, uri, _decode(spec, data), path.endswith(".json"))
 
 
 def read_stdin(stream: BinaryIO | None = None) -> Source:
