@@ -440,6 +440,8 @@ class WatchHub:
         self._unsubscribe = store.subscribe(self.dispatch)
 
     def dispatch(self, ev: Event) -> None:
+        if not self.watchers:
+            return  # nobody to offer it to (and nothing closed: that happens in here)
         shared = WatchEvent(ev.type, ev.obj, ev.size, shared=True)
         self._dispatching = True
         try:

@@ -145,14 +145,20 @@ class Fanout:
     def publish(self, event: Event) -> None:
         if not self._active:
             return
-        self._pending.append(event)
         if self._delivering:
+            self._pending.append(event)
             return
+        pending = self._pending
+        if pending:
+            # events a delivery ended by a BaseException left: they go first, in order
+            pending.append(event)
+            event = pending.popleft()
         self._delivering = True
         try:
-            pending = self._pending
-            while pending:
-                ev = pending.popleft()
+            # the event itself first, then those its subscribers' writes queued, each to
+            # the subscribers of the moment its delivery starts
+            ev = event
+            while True:
                 for fn in self._active:
                     try:
                         fn(ev)
@@ -160,5 +166,8 @@ class Fanout:
                         log.exception(
                             "storage subscriber %r failed on revision %d", fn, ev.revision
                         )
+                if not pending:
+                    break
+                ev = pending.popleft()
         finally:
             self._delivering = False

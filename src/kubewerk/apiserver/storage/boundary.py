@@ -28,7 +28,13 @@ import orjson
 
 from .base import JSON, UnstorableObject
 
-__all__ = ["EMBED_HEADROOM", "ENCODER_MAX_DEPTH", "MAX_STORED_DEPTH", "encode_storable"]
+__all__ = [
+    "EMBED_HEADROOM",
+    "ENCODER_MAX_DEPTH",
+    "MAX_STORED_DEPTH",
+    "encode_storable",
+    "stored_encoding",
+]
 
 ENCODER_MAX_DEPTH: Final = 254
 """The deepest nesting of arrays and objects orjson writes (255 raises "Recursion limit")."""
@@ -41,6 +47,11 @@ MAX_STORED_DEPTH: Final = ENCODER_MAX_DEPTH - EMBED_HEADROOM
 
 _dumps = orjson.dumps
 
+_last: tuple[JSON | None, bytes] = (None, b"")
+"""The object ``encode_storable`` accepted last and its wrapped encoding (one tuple,
+replaced at once, so a reader on another thread never pairs one object with another's
+bytes)."""
+
 
 def encode_storable(key: str, obj: JSON) -> tuple[bytes, int]:
     """``obj`` encoded inside ``EMBED_HEADROOM`` lists, and the size of ``obj``'s own JSON.
@@ -49,11 +60,27 @@ def encode_storable(key: str, obj: JSON) -> tuple[bytes, int]:
     Raises ``UnstorableObject`` (naming ``key`` and the cause) when the server could not
     write ``obj`` back in a list, a watch event or a Table; nothing is changed then.
     """
+    global _last
     try:
         blob = _dumps([[[[[[obj]]]]]])
     except orjson.JSONEncodeError as e:
         raise UnstorableObject(key, _cause(str(e))) from None
+    _last = (obj, blob)
     return blob, len(blob) - 2 * EMBED_HEADROOM
+
+
+def stored_encoding(obj: JSON) -> bytes | None:
+    """``orjson.dumps(obj)`` when ``obj`` is the very object a store committed last (its
+    encoding at the boundary is cut out of the wrapping, not made again), else None.
+
+    Exact because a committed object is never changed (the stores' contract): a create's
+    or update's answer is that object, encoded once for both. Holds the last committed
+    object until the next commit.
+    """
+    last = _last
+    if last[0] is not obj:
+        return None
+    return last[1][EMBED_HEADROOM:-EMBED_HEADROOM]
 
 
 def _cause(encoder_message: str) -> str:

@@ -237,7 +237,8 @@ class MemoryStore:
     def create(self, key: str, obj: JSON) -> JSON:
         """Store a new object; returns it with its resourceVersion. Raises ``KeyExists``."""
         with self._lock:
-            self._check_open()
+            if self._closed:
+                raise StoreClosed()
             data = self._data
             if key in data:
                 raise KeyExists(f"key {key!r} already exists")
