@@ -30,6 +30,7 @@ PATCHES: dict[str, list[dict[str, Any]]] = {
     "/add-unknown": [{"op": "add", "path": "/spec/extra", "value": "x"}],
     "/remove-size": [{"op": "remove", "path": "/spec/size"}],
     "/label": [{"op": "add", "path": "/metadata/labels", "value": {"hooked": "yes"}}],
+    "/warn": [],
 }
 
 
@@ -54,6 +55,8 @@ class Recorder:
         self.reviews.append(review)
         response: dict[str, Any] = {"uid": review["request"]["uid"], "allowed": True}
         patch = PATCHES[scope["path"]]
+        if scope["path"] == "/warn":
+            response["warnings"] = ["from the hook"]
         if patch:
             response["patchType"] = "JSONPatch"
             response["patch"] = base64.b64encode(orjson.dumps(patch)).decode()
@@ -393,3 +396,26 @@ async def test_strict_unknown_field_is_refused_before_storage_is_read(api: Api) 
     status, body, _ = await call(api, "PUT", item, stale)
     assert status == 400, body
     assert body["message"] == 'strict decoding error: unknown field "spec.bogus"'
+
+
+async def test_warnings_come_in_kubes_order(
+    api: Api, hook_server: tuple[WebhookServer, Recorder], certs: CertificateSet
+) -> None:
+    server, _ = hook_server
+    await mutating(api, server, certs, "/warn")
+    body = widget("a", {"bogus": 1})
+    body["metadata"]["finalizers"] = ["plain"]
+    status, created, warnings = await call(api, "POST", WIDGETS.format(v="v1"), body)
+    assert status == 201, created
+    # the decoder's, the mutating webhook's, then the kind's (WarningsOnCreate)
+    assert warnings[:2] == ['unknown field "spec.bogus"', "from the hook"]
+    assert len(warnings) == 3 and "plain" in warnings[2]
+    status, patched, warnings = await call(
+        api,
+        "PATCH",
+        WIDGETS.format(v="v1") + "/a",
+        {"spec": {"bogus": 2}},
+        "application/merge-patch+json",
+    )
+    assert status == 200, patched
+    assert warnings == ['unknown field "spec.bogus"', "from the hook"]

@@ -75,6 +75,14 @@ def _carry(err: ApiError, warnings: list[str]) -> None:
     err.warnings = [*warnings, *(w for w in carried if w not in warnings)]  # type: ignore[attr-defined]
 
 
+def _ordered(hooks: list[str], mutating: int, own: list[str], decoded: int) -> list[str]:
+    """A write's warnings in kube-apiserver's order: the decoder's (the first ``decoded``
+    of the REST layer's ``own``), the mutating webhooks' (the first ``mutating`` of
+    ``hooks``), the kind's (the rest of ``own``: ``WarningsOnCreate``/``OnUpdate`` in
+    ``BeforeCreate``/``BeforeUpdate``), then validating admission's."""
+    return own[:decoded] + hooks[:mutating] + own[decoded:] + hooks[mutating:]
+
+
 def _requester() -> vap.UserInfo:
     """The request's user as admission sees it (``request.userInfo``): the authenticated
     or impersonated one, else :data:`UNSECURED_USER` (security off, or the server's own
@@ -697,6 +705,7 @@ class AdmissionChain:
             meta.setdefault("namespace", target.namespace)
         mutated = await self._mutate("CREATE", target, body, None, query, warnings, annotations)
         assert mutated is not None  # webhooks patch an object, never remove it
+        mutating = len(warnings)
         body = mutated
         result = await self.api.create_async(
             target, body, query, body_bytes if offload else 0, defer=True, decoded=decoded
@@ -704,7 +713,7 @@ class AdmissionChain:
         assert result.commit is not None
         await self._validate("CREATE", target, result.body, None, query, warnings, annotations)
         final = result.commit()
-        final.warnings = warnings + final.warnings
+        final.warnings = _ordered(warnings, mutating, final.warnings, len(decoded))
         return final
 
     def _decode_create(self, target: Target, body: JSON, query: dict[str, str]) -> list[str]:
@@ -741,12 +750,15 @@ class AdmissionChain:
                 "UPDATE", target, copy_json(body), old, query, warnings, annotations
             )
             assert mine is not None
+            mutating = len(warnings)
             if self._moved(key, current):
                 continue
             result = self.api.update(
                 target, mine, query, defer=True, name_checked=True, decoded=decoded
             )
-            final = await self._finish(target, result, old, query, warnings, annotations)
+            final = await self._finish(
+                target, result, old, query, warnings, annotations, (mutating, len(decoded))
+            )
             if final is not None or conditional:
                 return final if final is not None else self._stale(target)
         return self._stale(target)
@@ -777,6 +789,7 @@ class AdmissionChain:
                 meta.setdefault("namespace", target.namespace)
         mutated = await self._mutate("CREATE", target, mine, None, query, warnings, annotations)
         assert mutated is not None
+        mutating = len(warnings)
         mutated_meta = mutated.get("metadata")
         if isinstance(mutated_meta, dict):  # storage clears it on this path
             mutated_meta.pop("resourceVersion", None)
@@ -791,7 +804,7 @@ class AdmissionChain:
             if exc.code == 409 and exc.reason == "AlreadyExists":
                 return None
             raise
-        final.warnings = warnings + final.warnings
+        final.warnings = _ordered(warnings, mutating, final.warnings, len(decoded))
         return final
 
     async def patch(
@@ -833,10 +846,13 @@ class AdmissionChain:
                 "UPDATE", target, patched, served, query, warnings, annotations
             )
             assert mine is not None
+            mutating = len(warnings)
             if self._moved(key, current):
                 continue
             result = self.api.finish_patch(target, prepared, mine, query, decoded=decoded)
-            final = await self._finish(target, result, served, query, warnings, annotations)
+            final = await self._finish(
+                target, result, served, query, warnings, annotations, (mutating, len(decoded))
+            )
             if final is not None or rv_text:
                 return final if final is not None else self._stale(target)
         return self._stale(target)
@@ -874,6 +890,7 @@ class AdmissionChain:
                     "CREATE", target, new, None, query, warnings, annotations
                 )
                 assert mutated is not None
+                mutating = len(warnings)
                 created = self.api.create(
                     collection, mutated, query, defer=True, applied=True, decoded=decoded
                 )
@@ -882,7 +899,7 @@ class AdmissionChain:
                     "CREATE", target, created.body, None, query, warnings, annotations
                 )
                 final = created.commit()
-                final.warnings = warnings + final.warnings
+                final.warnings = _ordered(warnings, mutating, final.warnings, len(decoded))
                 return final
             served = self.api.serve(target, current)
             new = copy_json(
@@ -894,6 +911,7 @@ class AdmissionChain:
             decoded = self.api.decode_for_admission(target, new, query)
             mine = await self._mutate("UPDATE", target, new, served, query, warnings, annotations)
             assert mine is not None
+            mutating = len(warnings)
             if self._moved(key, current):
                 continue
             result = self.api._apply_update(
@@ -909,7 +927,9 @@ class AdmissionChain:
                 verb="patch",
                 decoded=decoded,
             )
-            done = await self._finish(target, result, served, query, warnings, annotations)
+            done = await self._finish(
+                target, result, served, query, warnings, annotations, (mutating, len(decoded))
+            )
             if done is not None or rv_text:
                 return done if done is not None else self._stale(target)
         return self._stale(target)
@@ -1058,8 +1078,11 @@ class AdmissionChain:
         query: dict[str, str],
         warnings: list[str],
         annotations: dict[str, str],
+        counts: tuple[int, int] = (0, 0),
     ) -> RestResponse | None:
-        """Validate and commit an update; None when a concurrent write got in first."""
+        """Validate and commit an update; None when a concurrent write got in first.
+        ``counts``: how many of ``warnings`` the mutating webhooks gave and how many of
+        the REST layer's are the decoder's (``_ordered``)."""
         assert result.commit is not None
         await self._validate("UPDATE", target, result.body, old, query, warnings, annotations)
         try:
@@ -1068,7 +1091,7 @@ class AdmissionChain:
             if exc.code == 409 and exc.reason == "Conflict":
                 return None
             raise
-        final.warnings = warnings + final.warnings
+        final.warnings = _ordered(warnings, counts[0], final.warnings, counts[1])
         return final
 
     def _stale(self, target: Target) -> RestResponse:
