@@ -560,3 +560,59 @@ def test_git_blobs_over_the_limit_are_refused(
     assert line.startswith("kubewerk: error: git:HEAD:big.yaml: larger than 1048576 bytes")
     code, _, _ = run(capsys, "lint", "git:HEAD:big.yaml", "--max-input-bytes", "3Mi")
     assert code == 0
+
+
+# -- outputs that cannot be written --------------------------------------------------------
+
+CRD = """\
+apiVersion: apiextensions.k8s.io/v1
+kind: CustomResourceDefinition
+metadata: {name: widgets.example.com}
+spec:
+  group: example.com
+  scope: Namespaced
+  names: {plural: widgets, singular: widget, kind: Widget, listKind: WidgetList}
+  versions:
+    - {name: v1, served: true, storage: true, schema: {openAPIV3Schema: {type: object}}}
+"""
+
+
+@pytest.mark.parametrize(
+    ("argv", "message"),
+    [
+        (["lint", "{crd}", "-o", "{out}", "--fail-on", "never"], "{out}: cannot write: {why}"),
+        (["graph", "{crd}", "-o", "{out}"], "{out}: cannot write: {why}"),
+        (["gen", "policy", "{policy}", "-o", "{out}"], "-o {out}: {why}"),
+        (
+            ["webhook", "certs", "--service", "s", "--namespace", "n", "--out", "{out}"],
+            "cannot write certificates to {out}: {why}",
+        ),
+    ],
+    ids=["lint", "graph", "gen-policy", "webhook-certs"],
+)
+@pytest.mark.parametrize(
+    ("where", "why"),
+    [("missing/dir/out", "No such file or directory"), ("cm.yaml/out", "Not a directory")],
+    ids=["missing-directory", "under-a-file"],
+)
+def test_an_output_that_cannot_be_written_is_one_line_and_nothing_is_left(
+    files: Path,
+    capsys: pytest.CaptureFixture[str],
+    argv: list[str],
+    message: str,
+    where: str,
+    why: str,
+) -> None:
+    (files / "crd.yaml").write_text(CRD)
+    (files / "policy.yaml").write_text(POLICY_DATA)
+    before = sorted(p.name for p in files.iterdir())
+    out = files / where
+    if argv[0] in ("gen", "webhook") and why == "No such file or directory":
+        out = files / "cm.yaml" / "x" / "y"  # these create missing directories
+        why = "Not a directory"
+    subs = {"{crd}": files / "crd.yaml", "{policy}": files / "policy.yaml", "{out}": out}
+    words = [str(subs.get(w, w)) for w in argv]
+    code, _, line = run(capsys, *words)
+    assert code == 2
+    assert line == "kubewerk: error: " + message.format(out=out, why=why), line
+    assert sorted(p.name for p in files.iterdir()) == before  # no temporary file left
