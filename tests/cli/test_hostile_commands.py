@@ -237,7 +237,7 @@ def test_a_kubeconfig_that_cannot_be_read_is_one_line(
     words += ["--kubeconfig", path, "--max-input-bytes", "1Mi"]
     code, _, line = run(capsys, *words)
     assert code == 2
-    assert message.format(path=path, big=files / "line.yaml") in line, line
+    assert line.endswith(message.format(path=path, big=files / "line.yaml")), line
 
 
 # -- gen ----------------------------------------------------------------------------------
@@ -354,9 +354,9 @@ def test_server_file_options_take_regular_files_within_the_limit(
         "device": "not a regular file (a device, a pipe or a socket)",
         "fifo": "not a regular file (a device, a pipe or a socket)",
         "directory": "is a directory, not a file",
-        "too-large": "larger than 67108864 bytes (64 MiB), the most kubewerk reads",
+        "too-large": "larger than 67108864 bytes (64 MiB)",
     }[kind]
-    assert line.startswith(f"kubewerk: error: {_flag_of(argv)} {target}: {expected}"), line
+    assert line == f"kubewerk: error: {_flag_of(argv)} {target}: {expected}", line
 
 
 # -- numeric options at their bounds -------------------------------------------------------

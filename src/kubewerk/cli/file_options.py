@@ -37,4 +37,4 @@ def check_input_file(flag: str, path: str | os.PathLike[str] | None) -> None:
         )
     limit = max_input_bytes()
     if st.st_size > limit:
-        raise UsageError(f"{flag} {os.fspath(path)}: {InputTooLarge(limit)}")
+        raise UsageError(f"{flag} {os.fspath(path)}: {InputTooLarge(limit).size_text}")

@@ -315,7 +315,7 @@ def _read_file(base: Path, value: str, what: str, where: str) -> bytes:
     except OSError as exc:
         raise ConfigError(f"{where}cannot read {what} {path}: {exc.strerror}") from None
     except InputTooLarge as exc:
-        raise ConfigError(f"{where}cannot read {what} {path}: {exc}") from None
+        raise ConfigError(f"{where}cannot read {what} {path}: {exc.size_text}") from None
 
 
 def default_kubeconfig_paths() -> list[Path]:
@@ -337,7 +337,7 @@ def _load_docs(paths: list[Path], explicit: bool) -> list[tuple[Path, dict[str, 
         except OSError as exc:
             raise ConfigError(f"cannot read kubeconfig {path}: {exc.strerror}") from None
         except InputTooLarge as exc:
-            raise ConfigError(f"cannot read kubeconfig {path}: {exc}") from None
+            raise ConfigError(f"cannot read kubeconfig {path}: {exc.size_text}") from None
         except UnicodeDecodeError:
             raise ConfigError(f"kubeconfig {path} is not UTF-8 text") from None
         try:

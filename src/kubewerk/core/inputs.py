@@ -44,14 +44,18 @@ _UNITS: Final = {None: 1, "Ki": KiB, "Mi": MiB, "Gi": GiB}
 
 
 class InputTooLarge(Exception):
-    """An input holds more than the limit; ``str()`` says so and how to raise the limit."""
+    """An input holds more than the limit; ``str()`` says so and how to raise the limit,
+    ``size_text`` only the first part (``larger than 67108864 bytes (64 MiB)``), for
+    readers of files that no option of the command bounds."""
 
     def __init__(self, limit: int) -> None:
         self.limit = limit
         human = human_size(limit)
-        size = f"{limit} bytes" + ("" if human.endswith(" bytes") else f" ({human})")
+        self.size_text = f"larger than {limit} bytes" + (
+            "" if human.endswith(" bytes") else f" ({human})"
+        )
         super().__init__(
-            f"larger than {size}, the most kubewerk reads from one input; split it into "
+            f"{self.size_text}, the most kubewerk reads from one input; split it into "
             "several files or raise --max-input-bytes"
         )
 
