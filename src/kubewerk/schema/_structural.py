@@ -31,6 +31,7 @@ class Structural:
         "defaulted_props",
         "defaults_below",
         "embedded",
+        "embedded_below",
         "enum",
         "format",
         "has_defaults",
@@ -39,6 +40,7 @@ class Structural:
         "has_rules",
         "int_or_string",
         "items",
+        "known",
         "list_map_keys",
         "list_type",
         "lists_below",
@@ -105,6 +107,8 @@ class Structural:
             self.defaulted_props: tuple[tuple[str, Structural], ...] = ()
             self.defaults_below: dict[str, Structural] = {}
             self.lists_below: dict[str, Structural] = {}
+            self.embedded_below: dict[str, Structural] = {}
+            self.known: frozenset[str] = META_FIELDS if self.embedded else frozenset()
             self.has_lists: bool = self.list_type in ("set", "map")
             self.has_embedded: bool = self.embedded
             self.has_rules: bool = bool(self.rules)
@@ -122,6 +126,10 @@ class Structural:
         self.defaults_below = {k: p for k, p in self.properties.items() if p.has_defaults}
         # for list checks: the properties with set/map lists inside
         self.lists_below = {k: p for k, p in self.properties.items() if p.has_lists}
+        # for ObjectMeta coercion: the properties with embedded resources inside
+        self.embedded_below = {k: p for k, p in self.properties.items() if p.has_embedded}
+        # for pruning: the keys a map here keeps without looking further at the key
+        self.known = frozenset(self.properties) | (META_FIELDS if self.embedded else frozenset())
         self.has_lists = self.list_type in ("set", "map") or any(c.has_lists for c in children)
         self.has_embedded = self.embedded or any(c.has_embedded for c in children)
         self.has_rules = bool(self.rules) or any(c.has_rules for c in children)
@@ -139,6 +147,7 @@ class Structural:
             setattr(clone, slot, getattr(self, slot))
         clone.embedded = True
         clone.has_embedded = True
+        clone.known = frozenset(self.properties) | META_FIELDS
         return clone
 
 
@@ -162,11 +171,19 @@ def default(x: Any, s: Structural | None) -> None:
         if addl is None:
             below = s.defaults_below
             if below:
-                get = below.get
-                for k, v in x.items():  # defaulting a value never adds keys to x
-                    prop2 = get(k)
-                    if prop2 is not None:
-                        default(v, prop2)
+                # each property is defaulted on its own (the order of siblings changes
+                # nothing), so the shorter of the two key sets is walked
+                if len(below) < len(x):
+                    for k, node in below.items():
+                        v = x.get(k, _NO_DEFAULT)
+                        if v is not _NO_DEFAULT:
+                            default(v, node)
+                else:
+                    get = below.get
+                    for k, v in x.items():  # defaulting a value never adds keys to x
+                        prop2 = get(k)
+                        if prop2 is not None:
+                            default(v, prop2)
             return
         props = s.properties
         for k in list(x):
@@ -208,6 +225,15 @@ def prune(x: Any, s: Structural | None, path: str, out: list[str]) -> None:
             return
         props = s.properties
         embedded = s.embedded
+        if x.keys() <= s.known:
+            # nothing to drop at this level (the common case): only containers below
+            if _SCALARS.issuperset(map(type, x.values())):
+                return
+            for k, v in x.items():
+                tv = type(v)
+                if (tv is dict or tv is list) and not (embedded and k in META_FIELDS):
+                    prune(v, props[k], f"{path}.{k}" if path else k, out)
+            return
         for k in list(x):
             if embedded and k in META_FIELDS:
                 continue
@@ -268,24 +294,33 @@ def coerce_meta(x: Any, s: Structural | None, path: str, out: list[str]) -> None
                     del x[k]
             meta = x.get("metadata")
             if type(meta) is dict:
-                base = f"{path}.metadata" if path else "metadata"
-                for k in list(meta):
-                    if k not in OBJECT_META_FIELDS:
-                        out.append(f"{base}.{k}")
-                        del meta[k]
+                if not meta.keys() <= OBJECT_META_FIELDS:
+                    base = f"{path}.metadata" if path else "metadata"
+                    for k in list(meta):
+                        if k not in OBJECT_META_FIELDS:
+                            out.append(f"{base}.{k}")
+                            del meta[k]
                 if "creationTimestamp" in meta and meta["creationTimestamp"] is None:
                     del meta["creationTimestamp"]
             elif "metadata" in x and meta is not None:
                 del x["metadata"]
-        if not s.has_embedded:
-            return
-        for k, v in x.items():
-            prop = s.properties.get(k)
-            if prop is not None:
-                if prop.has_embedded:
+        below = s.embedded_below
+        addl = s.additional
+        if addl is not None and addl.has_embedded:
+            props = s.properties
+            for k, v in x.items():
+                prop = props.get(k)
+                if prop is not None:
+                    if prop.has_embedded:
+                        coerce_meta(v, prop, f"{path}.{k}" if path else k, out)
+                else:
+                    coerce_meta(v, addl, f"{path}.{k}" if path else k, out)
+        elif below:
+            get = below.get
+            for k, v in x.items():
+                prop = get(k)
+                if prop is not None:
                     coerce_meta(v, prop, f"{path}.{k}" if path else k, out)
-            elif s.additional is not None and s.additional.has_embedded:
-                coerce_meta(v, s.additional, f"{path}.{k}" if path else k, out)
     elif t is list:
         items = s.items
         if items is None or not items.has_embedded:
@@ -320,7 +355,13 @@ def validate_lists(x: Any, s: Structural | None, path: str, errs: list[FieldErro
             for k, v in x.items():
                 validate_lists(v, s.additional, _key(path, k), errs)
         below = s.lists_below
-        if below:
+        if len(below) == 1:
+            # one property with lists inside: looked up (its errors' order is the same)
+            for k, node in below.items():
+                v = x.get(k, _UNSPECIFIED)
+                if v is not _UNSPECIFIED:
+                    validate_lists(v, node, _child(path, k), errs)
+        elif below:
             get = below.get
             for k, v in x.items():
                 sub = get(k)

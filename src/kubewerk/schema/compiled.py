@@ -152,7 +152,7 @@ class CompiledSchema:
         ):
             st.validate_lists(obj, self.structural, "", errs)
         if full.structural.has_rules:
-            if any(e.type in _BLOCKING for e in errs):
+            if errs and any(e.type in _BLOCKING for e in errs):
                 errs.append(FieldError.invalid(ROOT_FIELD, "null", CEL_SKIPPED_DETAIL))
             elif self.structural.has_rules:
                 errs.extend(self._rules().validate(obj, old))

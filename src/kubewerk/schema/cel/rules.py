@@ -20,6 +20,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Final
 
+import orjson
 from cel_expr_python import cel
 from cel_expr_python.ext import ext_bindings, ext_optional, ext_strings
 
@@ -396,9 +397,10 @@ class _NodeRules:
         self.convert = build_conv(node) if node.rules else None
         # the keys of an object value the rules can observe (None: all of them)
         self.raw_fields: frozenset[str] | None = None
-        # values (as _memo_key) on which every rule passed; None while some rule reads
+        # values (as _memo_key, or the JSON text of a flat object: ``_text_key``) on
+        # which every rule passed; None while some rule reads
         # oldSelf (then the outcome depends on more than the value)
-        self.passed: dict[tuple[Any, ...], bool] | None = None
+        self.passed: dict[tuple[Any, ...] | bytes, bool] | None = None
 
     def narrow(self) -> None:
         """Set ``raw_fields`` and ``passed`` from the compiled rules (call once they are
@@ -641,14 +643,22 @@ def _eval_rules(
 ) -> None:
     node = nr.node
     fields = nr.raw_fields
-    if fields is not None and type(value) is dict:
-        value = _narrow(value, fields)
     passed = nr.passed
     memo_key = None
-    if passed is not None:
+    text = None
+    if passed is not None and type(value) is dict:
+        text = _text_key(value)
+        if text is not None and text in passed:
+            return  # these rules passed on this very object before (they read only self)
+    if fields is not None and type(value) is dict:
+        if passed is not None:
+            value, memo_key = _narrow_keyed(value, fields)
+        else:
+            value = _narrow(value, fields)
+    elif passed is not None:
         memo_key = _memo_key(value)
-        if memo_key is not None and memo_key in passed:
-            return  # these rules passed on an identical value before (they read only self)
+    if memo_key is not None and passed is not None and memo_key in passed:
+        return  # these rules passed on an identical value before (they read only self)
     n_errs = len(errs)
     all_true = True
     cel_self = to_cel(value, nr.convert)
@@ -731,13 +741,39 @@ def _eval_rules(
                 ):
                     detail = text
         errs.append(_error_for_reason(field, bad, detail, cr.rule.get("reason")))
-    if memo_key is not None and passed is not None and all_true and len(errs) == n_errs:
-        if len(passed) >= _MEMO_MAX:
-            passed.clear()
-        passed[memo_key] = True
+    if passed is not None and all_true and len(errs) == n_errs:
+        if memo_key is not None:
+            if len(passed) >= _MEMO_MAX:
+                passed.clear()
+            passed[memo_key] = True
+        if text is not None:
+            # the whole object passed too: narrowing never changes an outcome
+            if len(passed) >= _MEMO_MAX:
+                passed.clear()
+            passed[text] = True
 
 
 _MEMO_MAX: Final = 4096
+
+_TEXT_KEYED: Final = frozenset((str, int, bool, type(None)))
+"""The value types of an object ``_text_key`` keys: no containers, and no floats (whose
+NaN and infinities orjson writes as ``null``)."""
+_TEXT_KEY_MAX: Final = 2048
+
+
+def _text_key(value: dict[str, Any]) -> bytes | None:
+    """The JSON text of ``value`` when it is an object of string, integer, boolean and
+    null fields, at most ``_TEXT_KEY_MAX`` bytes: equal texts are equal objects to CEL
+    (field order, names, types and values: ``1``, ``true`` and ``"1"`` are written
+    apart); None for anything else (then ``_memo_key`` decides). Made in C, so a rule set
+    that passed on an identical object is answered without narrowing or converting."""
+    if not _TEXT_KEYED.issuperset(map(type, value.values())):
+        return None
+    try:
+        text = orjson.dumps(value)
+    except orjson.JSONEncodeError:  # a non-string key, an integer beyond 64 bits, a surrogate
+        return None
+    return text if len(text) <= _TEXT_KEY_MAX else None
 
 
 def _memo_key(value: Any) -> tuple[Any, ...] | None:
@@ -782,9 +818,47 @@ def _narrow(value: dict[str, Any], fields: frozenset[str]) -> dict[str, Any]:
     for k, v in value.items():
         if k in fields:
             out[k] = v
-        elif type(k) is not str or not k.isascii() or not _convertible(v):
+        elif (
+            type(k) is not str
+            or not k.isascii()
+            or not (v.isascii() if type(v) is str else _convertible(v))
+        ):
             return value
     return out
+
+
+def _narrow_keyed(
+    value: dict[str, Any], fields: frozenset[str]
+) -> tuple[dict[str, Any], tuple[Any, ...] | None]:
+    """``_narrow(value, fields)`` and the ``_memo_key`` of what it gives, in one pass over
+    ``value`` (the key is made while the kept fields are copied)."""
+    out: dict[str, Any] = {}
+    parts: list[Any] | None = [dict]
+    for k, v in value.items():
+        if k in fields:
+            out[k] = v
+            if parts is not None:
+                tv = type(v)
+                if tv is str:
+                    if len(v) > 256:
+                        parts = None
+                    else:
+                        parts.append((k, tv, v))
+                elif tv is int or tv is bool or v is None:
+                    parts.append((k, tv, v))
+                elif tv is float:
+                    parts.append((k, tv, v.hex()))
+                else:
+                    parts = None
+        elif (
+            type(k) is not str
+            or not k.isascii()
+            or not (v.isascii() if type(v) is str else _convertible(v))
+        ):
+            return value, _memo_key(value)
+    if parts is None or len(out) > 8:
+        return out, None
+    return out, tuple(parts)
 
 
 _CEL_INT_MIN: Final = -(2**63)
