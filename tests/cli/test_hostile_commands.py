@@ -159,7 +159,7 @@ def _subparser(words: list[str]) -> argparse.ArgumentParser:
 def test_every_command_that_reads_inputs_documents_the_limit(words: list[str]) -> None:
     text = " ".join(_subparser(words).format_help().split())
     assert "--max-input-bytes BYTES read at most BYTES from" in text, text
-    assert "(default: 64 MiB)" in text, text
+    assert "default: 64 MiB)" in text, text
 
 
 @pytest.mark.parametrize(

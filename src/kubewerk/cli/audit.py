@@ -61,7 +61,7 @@ def register(sub: Any) -> None:
         default="text",
         help="output format (default: text)",
     )
-    input_limit.add_option(history, "each line of the log")
+    input_limit.add_option(history, "each line (event) of the log")
     history.set_defaults(func=run_history)
 
     def usage(args: argparse.Namespace) -> int:

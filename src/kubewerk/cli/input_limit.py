@@ -24,16 +24,17 @@ def _byte_size(text: str) -> int:
 
 
 def add_option(
-    parser: argparse.ArgumentParser | argparse._ArgumentGroup, what: str = "each input"
+    parser: argparse.ArgumentParser | argparse._ArgumentGroup,
+    what: str = "each input (a file, a pipe, stdin)",
 ) -> None:
     """Add ``--max-input-bytes BYTES`` to ``parser``; ``what`` names what the limit bounds
-    in the help (``each input``, ``each line of the log``)."""
+    in the help (``each input (a file, a pipe, stdin)``, ``each line of the log``)."""
     parser.add_argument(
         "--max-input-bytes",
         dest=DEST,
         type=_byte_size,
         default=None,
         metavar="BYTES",
-        help=f"read at most BYTES from {what} (a file, a pipe, stdin; digits, or with Ki, Mi "
-        f"or Gi: 128Mi); more is an error, exit 2 (default: {human_size(DEFAULT_MAX_INPUT_BYTES)})",
+        help=f"read at most BYTES from {what}; more is an error, exit 2 (digits, or with "
+        f"Ki, Mi or Gi: 128Mi; default: {human_size(DEFAULT_MAX_INPUT_BYTES)})",
     )

@@ -73,7 +73,7 @@ def register(sub: Any) -> None:
         default="auto",
         help="color the text output (default: auto: on a terminal, unless NO_COLOR is set)",
     )
-    input_limit.add_option(diff, "each manifest file")
+    input_limit.add_option(diff, "each manifest file or pipe")
     diff.set_defaults(func=run_diff)
 
     sync = sub.add_parser(
@@ -140,7 +140,7 @@ def register(sub: Any) -> None:
         metavar="PORT",
         help="with --watch: serve kubewerk_drift_objects on this port",
     )
-    input_limit.add_option(sync, "each manifest file")
+    input_limit.add_option(sync, "each manifest file or pipe")
     sync.set_defaults(func=run_sync)
 
 
