@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from kubewerk.cli import atomic_write, main
+from kubewerk.cli import main
 from kubewerk.cli.atomic_write import write_atomic, write_if_changed
 
 CRD = """\
@@ -39,7 +39,7 @@ def test_a_failed_write_leaves_the_old_file_and_no_temporary_file(
     def fail(src: str, dst: str) -> None:
         raise OSError(28, "No space left on device")
 
-    monkeypatch.setattr(atomic_write.os, "replace", fail)
+    monkeypatch.setattr("kubewerk.cli.atomic_write.os.replace", fail)
     with pytest.raises(OSError):
         write_atomic(out, "new\n" * 1000)
     assert out.read_text() == "old\n"
@@ -58,7 +58,7 @@ def test_lint_output_is_renamed_into_place(
     def fail(src: str, dst: str) -> None:
         raise OSError(28, "No space left on device")
 
-    monkeypatch.setattr(atomic_write.os, "replace", fail)
+    monkeypatch.setattr("kubewerk.cli.atomic_write.os.replace", fail)
     argv = ["lint", str(tmp_path / "crd.yaml"), "--format", "json", "-o", str(out)]
     assert main([*argv, "--fail-on", "never"]) == 2
     err = capsys.readouterr().err

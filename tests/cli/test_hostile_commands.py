@@ -616,3 +616,18 @@ def test_an_output_that_cannot_be_written_is_one_line_and_nothing_is_left(
     assert code == 2
     assert line == "kubewerk: error: " + message.format(out=out, why=why), line
     assert sorted(p.name for p in files.iterdir()) == before  # no temporary file left
+
+
+@pytest.mark.skipif(not os.path.exists("/dev/zero"), reason="needs /dev/zero")
+@pytest.mark.parametrize("command", ["lint", "graph"])
+def test_the_limit_bounds_standard_input(
+    capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch, command: str
+) -> None:
+    import io
+    import sys
+
+    with open("/dev/zero", "rb") as zero:
+        monkeypatch.setattr(sys, "stdin", io.TextIOWrapper(zero))
+        code, _, line = run(capsys, command, "-", "--max-input-bytes", "10Ki")
+    assert code == 2
+    assert line.startswith("kubewerk: error: <stdin>: larger than 10240 bytes (10 KiB)"), line
