@@ -631,3 +631,21 @@ def test_the_limit_bounds_standard_input(
         code, _, line = run(capsys, command, "-", "--max-input-bytes", "10Ki")
     assert code == 2
     assert line.startswith("kubewerk: error: <stdin>: larger than 10240 bytes (10 KiB)"), line
+
+
+def test_running_out_of_memory_is_one_line_and_exit_2(
+    files: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Inputs are bounded, but what a bounded input expands to may still not fit: a
+    MemoryError ends as one line, not a traceback."""
+
+    def exhausted(args: argparse.Namespace) -> int:
+        raise MemoryError
+
+    monkeypatch.setattr("kubewerk.cli.sync.run_diff", exhausted)
+    code, out, line = run(capsys, "diff", str(files / "cm.yaml"), str(files / "cm.yaml"))
+    assert code == 2 and out == ""
+    assert line == (
+        "kubewerk: error: out of memory: the inputs are too large for this machine; "
+        "give fewer or smaller ones"
+    )

@@ -89,7 +89,7 @@ def main(argv: Sequence[str] | None = None) -> int:
 
     Guarantees: a command given ``--max-input-bytes`` reads every input under that limit
     (:mod:`kubewerk.cli.input_limit`); a :class:`UsageError` prints one
-    ``kubewerk: error:`` line and gives 2;
+    ``kubewerk: error:`` line and gives 2, and so does running out of memory;
     Ctrl-C at any moment (while the subcommands load, while arguments are parsed, while
     the command runs) gives 130 (128 + SIGINT, as a shell reports it) and no traceback.
     """
@@ -114,6 +114,14 @@ def main(argv: Sequence[str] | None = None) -> int:
         return 2
     except KeyboardInterrupt:
         return 130
+    except MemoryError:
+        # inputs are bounded (--max-input-bytes), but what they expand to may still not fit
+        print(
+            "kubewerk: error: out of memory: the inputs are too large for this machine; "
+            "give fewer or smaller ones",
+            file=sys.stderr,
+        )
+        return 2
     return code
 
 
