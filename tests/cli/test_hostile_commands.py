@@ -649,3 +649,16 @@ def test_running_out_of_memory_is_one_line_and_exit_2(
         "kubewerk: error: out of memory: the inputs are too large for this machine; "
         "give fewer or smaller ones"
     )
+
+
+def test_gen_names_a_python_target_that_is_not_a_regular_file(
+    files: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """Before: a FIFO or directory named *.py was 'no such file'."""
+    os.mkfifo(files / "pipe.py")
+    (files / "pkg.py").mkdir()
+    for name in ("pipe.py", "pkg.py"):
+        code, _, line = run(capsys, "gen", "crd", str(files / name))
+        assert code == 2 and line == f"kubewerk: error: {files / name}: not a regular file"
+    code, _, line = run(capsys, "gen", "crd", str(files / "absent.py"))
+    assert code == 2 and line == f"kubewerk: error: {files / 'absent.py'}: no such file"

@@ -142,7 +142,8 @@ def _import(module_name: str) -> Any:
     if module_name.endswith(".py"):
         path = Path(module_name)
         if not path.is_file():
-            raise UsageError(f"{module_name}: no such file")
+            why = "not a regular file" if path.exists() else "no such file"
+            raise UsageError(f"{module_name}: {why}")
         folder = str(path.resolve().parent)
         if folder not in sys.path:
             sys.path.insert(0, folder)
