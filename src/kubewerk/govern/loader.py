@@ -9,13 +9,13 @@ aliasing, an anchor that contains itself, ``.nan``). The node tree is kept, so t
 location in a document can be mapped back to its line. Unreadable input raises
 :class:`InputError`, whose text names the file and line.
 
-No input is read past the input limit (``kubewerk.core.inputs``: ``MAX_INPUT_BYTES``,
-64 MiB, unless ``--max-input-bytes`` sets another): a longer one, or an endless one
-(``/dev/zero``), is refused once one byte more has arrived, so memory stays bounded
-whatever is named. A directory walk takes regular
-files only (a FIFO, socket or device there named ``*.yaml`` is skipped instead of
-blocking the read) and does not follow symbolic links to directories; a FIFO named on
-the command line (``<(kustomize build)``) is read.
+No input is read past the input limit (:mod:`kubewerk.core.inputs`: 64 MiB, some forty
+of the largest CRDs published, unless ``--max-input-bytes`` sets another): a longer one,
+or an endless one (``/dev/zero``), is refused once one byte more has arrived, so memory
+stays bounded whatever is named. A directory walk takes regular files only (a FIFO,
+socket or device there named ``*.yaml`` is skipped instead of blocking the read) and
+does not follow symbolic links to directories; a FIFO named on the command line
+(``<(kustomize build)``) is read.
 """
 
 from __future__ import annotations
