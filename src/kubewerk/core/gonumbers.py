@@ -61,16 +61,15 @@ def as_stored(value: Any, int64_only: bool = False) -> Any:
     if kind is not dict and kind is not list:
         return value
     stack: list[Any] = [value]
+    pop, push = stack.pop, stack.append
     while stack:
-        node = stack.pop()
+        node = pop()
+        # a value replaced under an existing key or index: the container's size stays
         pairs = node.items() if type(node) is dict else enumerate(node)
-        changed: list[tuple[Any, int | float]] = []
         for key, item in pairs:
             item_kind = type(item)
             if item_kind is dict or item_kind is list:
-                stack.append(item)
+                push(item)
             elif item_kind is float:
-                changed.append((key, stored_float(item, int64_only)))
-        for key, number in changed:
-            node[key] = number
+                node[key] = stored_float(item, int64_only)
     return value
