@@ -26,6 +26,7 @@ from urllib.parse import urlsplit
 
 import orjson
 import pytest
+import yaml
 
 from kubewerk.apiserver.server import EmbeddedServer
 from tests.apiserver.helpers import CRD_PATH
@@ -416,3 +417,38 @@ def test_big_body_decoded_in_a_worker_thread(server: EmbeddedServer, as_yaml: bo
     for answer in (created, _request(server.url, "GET", f"{READINGS}/{name}")[1]):
         assert _number_text(answer, "one") == b"1"
         assert _number_text(answer, "big") == b"12345678901234567000"
+
+
+DEPLOYMENT_YAML = b"""apiVersion: apps/v1
+kind: Deployment
+metadata: {name: %s}
+spec:
+  replicas: %s
+  selector: {matchLabels: {app: web}}
+  template:
+    metadata: {labels: {app: web}}
+    spec: {containers: [{name: web, image: nginx}]}
+"""
+
+
+def test_built_in_kind_yaml_float_is_an_integer_json_float_is_refused(
+    server: EmbeddedServer,
+) -> None:
+    """kube-apiserver converts a YAML body to JSON first (sigs.k8s.io/yaml: go-yaml's
+    float64 2 is written ``2``), so ``replicas: 2.0`` in YAML is the int32 2; the same
+    number in a JSON body does not decode into the int32 field."""
+    path = "/apis/apps/v1/namespaces/default/deployments"
+    status, created = _request(
+        server.url, "POST", path, DEPLOYMENT_YAML % (b"from-yaml", b"2.0"), "application/yaml"
+    )
+    assert status == 201, created
+    assert _number_text(created, "replicas") == b"2"
+    json_body = orjson.dumps(yaml.safe_load(DEPLOYMENT_YAML % (b"from-json", b"2")))
+    status, refused = _request(
+        server.url, "POST", path, json_body.replace(b'"replicas":2', b'"replicas":2.0')
+    )
+    assert status == 400, refused
+    assert orjson.loads(refused)["message"].endswith(
+        "json: cannot unmarshal number 2.0 into Go struct field "
+        "DeploymentSpec.spec.replicas of type int32"
+    )
