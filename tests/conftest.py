@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import shutil
 import subprocess
+import sys
 import tempfile
 from collections.abc import AsyncIterator, Callable, Iterator
 from pathlib import Path
@@ -16,6 +17,21 @@ from .data import corpus_archives
 
 REPO_ROOT = Path(__file__).resolve().parent.parent
 DEMO_DIR = REPO_ROOT / "src" / "kubewerk" / "cli" / "demo_data"
+
+
+@pytest.fixture(autouse=True)
+def _restore_sys_path() -> Iterator[None]:
+    """``sys.path`` as it was before the test, whatever the test ran in process.
+
+    The CLI's ``gen``, ``run`` and ``webhook serve`` put the working directory (or a
+    module's folder) first on ``sys.path``, as a command should; run in process by a test
+    that changed directory (to ``tests/``, say), that entry outlived the test, and a later
+    test of the same worker imported ``examples`` from ``tests/examples`` instead of the
+    repository's ``examples`` package.
+    """
+    saved = list(sys.path)
+    yield
+    sys.path[:] = saved
 
 
 @pytest.fixture(scope="session")
