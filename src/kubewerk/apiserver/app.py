@@ -67,6 +67,9 @@ MAX_BODY = decode.MAX_BODY_BYTES
 log = logging.getLogger("kubewerk.apiserver")
 
 _JSON_HEADERS = [(b"content-type", b"application/json")]
+_NON_RESOURCE_LABELS = {
+    m: non_resource_labels(m) for m in ("GET", "HEAD", "POST", "PUT", "PATCH", "DELETE")
+}
 
 
 class ClientGone(Exception):
@@ -94,7 +97,7 @@ class Request:
         self.headers = headers
         self.body = body
         # the metric labels; routing to a resource replaces them with its own
-        self.labels = non_resource_labels(method)
+        self.labels = _NON_RESOURCE_LABELS.get(method) or non_resource_labels(method)
         self.user: UserInfo = UNSECURED
         self.warnings: list[str] = []
 
@@ -949,9 +952,14 @@ class ApiServer:
                 else:
                     result = await self.chain.create(target, body, req.query, len(req.body))
             else:
-                # a big body's per-body work (typing, admission) runs off the loop
+                # a big body's per-body work (typing, admission) runs off the loop; a
+                # small one's is ``create`` itself (what ``create_async`` would call)
                 body = self._decode(req, target)
-                result = await api.create_async(target, body, req.query, len(req.body))
+                size = len(req.body)
+                if size <= decode.OFFLOAD_BYTES:
+                    result = api.create(target, body, req.query)
+                else:
+                    result = await api.create_async(target, body, req.query, size)
         elif method == "PUT":
             if target.name is None:
                 raise ApiError.method_not_supported(rtype.resource, rtype.group, "update")

@@ -17,7 +17,7 @@ from dataclasses import dataclass, field
 from typing import Any, TypeVar, cast
 
 from kubewerk.apiserver.strategy import Strategy
-from kubewerk.core.gvk import format_api_version, qualified
+from kubewerk.core.gvk import qualified
 
 JSON = dict[str, Any]
 
@@ -127,8 +127,10 @@ class ServedResource:
         return None if found is None else found.scale
 
     def api_version(self, version: str) -> str:
-        """The ``apiVersion`` of this type in ``version``."""
-        return format_api_version(self.group, version)
+        """The ``apiVersion`` of this type in ``version`` (``format_api_version``, written
+        out: read several times per request)."""
+        group = self.group
+        return f"{group}/{version}" if group else version
 
     @property
     def qualified(self) -> str:

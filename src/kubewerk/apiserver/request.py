@@ -55,7 +55,10 @@ class Target:
 
     @property
     def api_version(self) -> str:
-        return self.rtype.api_version(self.version)
+        """``rtype.api_version(version)`` (``GroupVersion.String``), written out: read
+        several times per request."""
+        group = self.rtype.group
+        return f"{group}/{self.version}" if group else self.version
 
 
 @dataclass(slots=True)

@@ -578,10 +578,6 @@ def compile_rules(node: Structural) -> tuple[RuleSet | None, list[FieldError]]:
     return RuleSet(root), []
 
 
-def _child_path(base: str, name: str) -> str:
-    return name if base == ROOT_FIELD else f"{base}.{name}"
-
-
 def _walk(
     nr: _NodeRules,
     value: Any,
@@ -604,7 +600,7 @@ def _walk(
                 continue
             prev = old.get(name, _MISSING) if type(old) is dict else _MISSING
             c = _CorrelatedNode(child.node, v, corr, name) if corr is not None else None
-            _walk(child, v, prev, _child_path(path, name), errs, c)
+            _walk(child, v, prev, name if path == ROOT_FIELD else f"{path}.{name}", errs, c)
         addl = nr.additional
         if addl is not None:
             granular = nr.node.map_type != "atomic"
