@@ -25,6 +25,7 @@ import math
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any, Final
 
+import orjson
 import re2
 
 from kubewerk.core.errors import FieldError
@@ -1035,7 +1036,7 @@ def _object_accept(v: Validator, none_ok: bool) -> Accept | None:
                     return False
             return True
 
-        return props_ok
+        return _remembered(props_ok) if _flat_object(v) else props_ok
 
     def object_ok(d: Any) -> bool:
         if type(d) is not dict:
@@ -1060,7 +1061,66 @@ def _object_accept(v: Validator, none_ok: bool) -> Accept | None:
                 return False
         return True
 
-    return object_ok
+    return _remembered(object_ok) if _flat_object(v) else object_ok
+
+
+_SCALAR_TYPES: Final = frozenset(("string", "integer", "boolean", "number"))
+_TEXT_KEYED: Final = frozenset((str, int, bool, type(None)))
+_MEMO_SIZE: Final = 1024
+_MEMO_TEXT_MAX: Final = 1024
+_MEMO_TRIAL: Final = 256
+
+
+def _flat_object(v: Validator) -> bool:
+    """An object node of at least three properties, each a scalar type: where checking
+    a value costs more than looking its text up (a spec of settings)."""
+    props = v.properties
+    return len(props) >= 3 and all(
+        sub.types and _SCALAR_TYPES.issuperset(sub.types) for sub in props.values()
+    )
+
+
+def _remembered(check: Accept) -> Accept:
+    """``check``, answered from the JSON text of the objects it accepted before.
+
+    Only objects whose values are strings, integers, booleans and nulls are looked up:
+    equal texts are then equal objects (names, order, types and values; floats are left
+    out, as orjson writes NaN and infinities as ``null``), and ``check`` (types, bounds,
+    patterns, formats, enums) is a function of the object alone. At most ``_MEMO_SIZE``
+    texts of at most ``_MEMO_TEXT_MAX`` bytes are kept (emptied when full); when fewer
+    than a quarter of the first ``_MEMO_TRIAL`` lookups are found (objects that differ
+    every time), the node stops remembering and checks every value.
+    """
+    seen: dict[bytes, bool] = {}
+    counts = [0, 0]  # lookups, found
+    dumps = orjson.dumps
+    encode_error = orjson.JSONEncodeError
+    scalar = _TEXT_KEYED.issuperset
+
+    def remembered(d: Any) -> bool:
+        lookups = counts[0]
+        if lookups >= _MEMO_TRIAL and counts[1] * 4 < lookups:
+            return check(d)  # not worth it for this node's values
+        if type(d) is not dict or not scalar(map(type, d.values())):
+            return check(d)
+        try:
+            text = dumps(d)
+        except encode_error:  # a non-string key, an integer beyond 64 bits, a surrogate
+            return check(d)
+        if lookups < _MEMO_TRIAL:
+            counts[0] = lookups + 1
+        if text in seen:
+            if lookups < _MEMO_TRIAL:
+                counts[1] += 1
+            return True
+        ok = check(d)
+        if ok and len(text) <= _MEMO_TEXT_MAX:
+            if len(seen) >= _MEMO_SIZE:
+                seen.clear()
+            seen[text] = True
+        return ok
+
+    return remembered
 
 
 def _build_accepts(v: Validator) -> Accept:
