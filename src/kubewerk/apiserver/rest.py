@@ -359,13 +359,14 @@ class ResourceApi:
                 f"{rtype.kind}: {exc}"
             ) from None
         if unknown is None and not rtype.builtin:
+            # a custom resource's defaults are its schema's (its strategy has none)
             pruned = self.admission.decode_custom(rtype, target.version, obj, old)
+        else:
+            rtype.strategy.default(obj)  # default_decoded; a Strict error below drops obj
         if not unknown and not duplicates and not pruned:
-            self.default_decoded(target, obj)
             return []
         mode = field_validation(query)
         if mode == "Ignore":
-            self.default_decoded(target, obj)
             return []
         strict = mode == "Strict"
         if duplicates is not None and unknown is not None:
@@ -379,7 +380,6 @@ class ResourceApi:
             messages = [f"unknown field {go_quote(path)}" for path in unknown or ()]
         if mode == "Strict":
             raise ApiError.bad_request("strict decoding error: " + ", ".join(messages))
-        self.default_decoded(target, obj)
         return messages
 
     def decode_for_admission(
