@@ -19,7 +19,8 @@ among the extra names allows every ``Host`` but no foreign origin.
 Loopback is ``localhost`` and ``*.localhost`` (browsers resolve those to loopback
 themselves, RFC 6761), any address in 127.0.0.0/8, and ``[::1]``; each with or without a
 port, case-insensitive, with or without a trailing dot. A request without a ``Host``
-header (HTTP/1.0; no browser sends one) is answered.
+header (HTTP/1.0), or with an empty one, is answered: no browser sends either, and Go's
+server (kube-apiserver's) serves both.
 """
 
 from __future__ import annotations
@@ -48,8 +49,9 @@ class HostPolicy:
         self._origins: dict[bytes, bool] = {}
 
     def allows(self, host: bytes | None) -> bool:
-        """Whether a request with this ``Host`` value (raw header bytes, or None) is answered."""
-        if host is None or self.allow_all:
+        """Whether a request with this ``Host`` value (raw header bytes, or None) is answered
+        (always when there is none or it is empty)."""
+        if not host or self.allow_all:
             return True
         decided = self._decided.get(host)
         if decided is None:

@@ -35,9 +35,19 @@ is that protocol with the bounds kube-apiserver's Go server has:
 None of these ever cuts a response in progress: a watch streams for as long as it
 likes, and the idle timer only starts when a response is complete.
 
+**Requests Go reads differently.** A head is checked as Go's server checks it, and a
+request that cannot be read gets Go's plain-text answer instead of uvicorn's
+(``httpgo``: two ``Host`` lines, a missing or malformed ``Host``, a version other than
+1.x, a ``Transfer-Encoding`` other than one ``chunked``, an unknown ``Expect``, a bad
+``%`` escape in the path; ``OPTIONS *``; bytes of 0x80 and up in the target; ``100
+Continue`` only for an HTTP/1.1 body; HTTP/1.0 keep-alive). The common head (one ``Host``
+already seen valid, no ``Expect`` or ``Transfer-Encoding``, HTTP/1.1) pays a few
+comparisons: ``on_header`` notes the rest, and the version is read from the scope uvicorn
+fills rather than from the parser (about a microsecond each time).
+
 **Long request targets.** httptools' URL parser keeps 16-bit offsets, so a target over
-64 KiB is uvicorn's plain-text ``400 Invalid HTTP request received.`` where Go reads any
-target within ``MaxHeaderBytes``. That is kept on purpose: a label selector's cost grows
+64 KiB is Go's plain-text ``400 Bad Request`` where Go reads any target within
+``MaxHeaderBytes``. That is kept on purpose: a label selector's cost grows
 with its terms times the objects it is matched against (a 58 KB selector over 1,000
 ConfigMaps holds the event loop about 3 s, a 1 MB one about a minute).
 
@@ -71,11 +81,14 @@ from asyncio.events import TimerHandle
 from dataclasses import dataclass
 from typing import Any, ClassVar
 
+import httptools
 import orjson
+from uvicorn._types import ASGIReceiveCallable, ASGISendCallable, Scope
 from uvicorn.config import Config
 from uvicorn.protocols.http.httptools_impl import HttpToolsProtocol, RequestResponseCycle
 from uvicorn.server import ServerState
 
+from kubewerk.apiserver import httpgo
 from kubewerk.core.errors import ApiError
 
 DEFAULT_MAX_HEADER_BYTES = 1 << 20  # Go's http.DefaultMaxHeaderBytes; kube-apiserver sets the same
@@ -263,6 +276,14 @@ class LimitedHttpToolsProtocol(HttpToolsProtocol):
         self._held = b""
         self._held_at = 0
         self._extensions: dict[str, Any] | None = None  # the TLS extension, on TLS connections
+        # what the current head's headers said that Go's rules look at (see on_header)
+        self._host: bytes | None = None
+        self._odd = False  # a second Host, an Expect or a Transfer-Encoding was seen
+        self._hosts_repeated = False
+        self._expect: bytes | None = None
+        self._transfer_encodings: list[bytes] = []
+        # the parser reads any HTTP version, so that the Go answer (505) comes from here
+        self.parser.set_dangerous_leniencies(lenient_version=True)
 
     # -- connection --------------------------------------------------------------------
 
@@ -367,7 +388,11 @@ class LimitedHttpToolsProtocol(HttpToolsProtocol):
             # the usual case: the whole chunk cannot take the head over the limit
             counted = not self._in_body
             heads = self._heads_done
-            super().data_received(data)
+            if counted and not self._head_bytes and not data.isascii():
+                # a head starts here: bytes of 0x80 and up in its target are read as Go reads them
+                data = httpgo.escape_request_target(data)
+                size = len(data)
+            self._parse(data)
             if counted and heads == self._heads_done:
                 self._head_bytes += size
         else:
@@ -381,7 +406,7 @@ class LimitedHttpToolsProtocol(HttpToolsProtocol):
                 end = size if self._in_body else min(size, pos + room)
                 counted = not self._in_body
                 heads = self._heads_done
-                super().data_received(data[pos:end] if pos or end < size else data)
+                self._parse(data[pos:end] if pos or end < size else data)
                 if self._closing or self.parser is None or self.transport.is_closing():
                     return
                 if counted and heads == self._heads_done:
@@ -405,9 +430,126 @@ class LimitedHttpToolsProtocol(HttpToolsProtocol):
                 self.limits.request_body_timeout, self._body_timed_out
             )
 
+    def _parse(self, data: bytes) -> None:
+        """uvicorn's ``data_received`` step (feed the parser), with Go's answers to a
+        request that cannot be read (``httpgo``) instead of uvicorn's 400 text."""
+        self._unset_keepalive_if_required()
+        try:
+            self.parser.feed_data(data)
+        except httptools.HttpParserUpgrade:
+            if self._should_upgrade():  # pragma: no cover - the server upgrades nothing
+                self.handle_websocket_upgrade()
+            else:
+                self._unsupported_upgrade_warning()
+        except httptools.HttpParserError as exc:
+            self._refuse_request(exc)
+
+    def _refuse_request(self, exc: httptools.HttpParserError) -> None:
+        refused = exc.__context__
+        if isinstance(refused, _Refused):
+            answer = refused.answer
+            if not answer:  # answered later, in its turn: read nothing more meanwhile
+                self._closing = True
+                return
+        elif "Transfer-Encoding" in str(exc) and self._refuses_transfer_encoding(str(exc)):
+            answer = httpgo.UNSUPPORTED_TRANSFER_ENCODING
+        else:
+            answer = httpgo.BAD_REQUEST
+        cycle = self.cycle
+        if cycle is not None and not cycle.response_complete:
+            if cycle.response_started:
+                # a response is under way (a pipelined request behind it, a body that broke
+                # off after the answer began): there is no room for an answer
+                self._closing = True
+                self.transport.close()
+                return
+            # the application waits for a body that cannot be read: it sees a disconnect
+            cycle.disconnected = True
+            cycle.message_event.set()
+        self._answer_and_close(answer)
+
+    def _refuses_transfer_encoding(self, message: str) -> bool:
+        """Whether llhttp's complaint about ``Transfer-Encoding`` is one Go answers 501
+        (a coding other than one ``chunked``) rather than 400 (``chunked`` beside a
+        ``Content-Length``, refused here on purpose: see docs/apiserver.md)."""
+        if message in _LLHTTP_UNSUPPORTED_TE:
+            return True
+        seen = self._transfer_encodings
+        return bool(seen) and not httpgo.transfer_encoding_supported(seen)
+
     # -- parser callbacks ----------------------------------------------------------------
 
+    def on_header(self, name: bytes, value: bytes) -> None:
+        """uvicorn's ``on_header``, noting what ``on_headers_complete`` checks as Go does:
+        the first ``Host`` (anything but one ``Host`` already seen valid, an ``Expect`` or
+        a ``Transfer-Encoding`` sends the head down the slow path)."""
+        name = name.lower()
+        if name == b"host":
+            if self._host is None:
+                self._host = value
+                if _VALID_HOSTS.get(value) is not True:
+                    self._odd = True  # not seen yet (or malformed): checked then
+            else:
+                self._odd = self._hosts_repeated = True
+        elif name == b"expect":
+            self._odd = True
+            if self._expect is None:
+                self._expect = value
+        elif name == b"transfer-encoding":
+            self._odd = True
+            self._transfer_encodings.append(value)
+        self.headers.append((name, value))
+
+    def _check_head(self, host: bytes | None) -> tuple[bytes | None, bool]:
+        """Go's checks of a head that is not the plain case (see ``httpgo``): the answer
+        that refuses it, or None; and whether to answer ``100 Continue`` when the body is
+        read. Resets what ``on_header`` noted."""
+        expect, encodings, repeated = self._expect, self._transfer_encodings, self._hosts_repeated
+        self._odd = self._hosts_repeated = False
+        self._expect = None
+        if encodings:
+            self._transfer_encodings = []
+        if repeated:
+            return httpgo.BAD_REQUEST, False  # request.go: "too many Host headers"
+        version = self.parser.get_http_version()
+        legacy = version == "1.0"
+        if encodings and not legacy and not httpgo.transfer_encoding_supported(encodings):
+            return httpgo.UNSUPPORTED_TRANSFER_ENCODING, False
+        refusal = httpgo.version_refusal(version)
+        if refusal is not None:
+            return refusal, False
+        if host is None:
+            if not legacy and self.parser.get_method() != b"CONNECT":
+                return httpgo.MISSING_HOST, False
+        elif not httpgo.valid_host(host):
+            return httpgo.MALFORMED_HOST, False
+        if expect:
+            if not httpgo.has_token(expect, b"100-continue"):
+                return httpgo.expectation_failed(version), False
+            return None, not legacy and self._announces_body()
+        return None, False
+
+    def _announces_body(self) -> bool:
+        """Whether the head announces a body: chunked, or a Content-Length other than 0
+        (Go sends ``100 Continue`` only then)."""
+        for name, value in self.headers:
+            if name == b"transfer-encoding" or (
+                name == b"content-length" and value.strip(b" \t").lstrip(b"0")
+            ):
+                return True
+        return False
+
     def on_headers_complete(self) -> None:
+        url = self.url
+        if 0x25 in url and httpgo.bad_path_escape(url):  # 0x25 is "%" (a byte: cheap test)
+            raise _Refused(httpgo.BAD_REQUEST)  # url.ParseRequestURI: invalid URL escape
+        host = self._host
+        self._host = None
+        if self._odd or host is None:
+            refusal, self.expect_100_continue = self._check_head(host)
+            if refusal is not None:
+                raise _Refused(refusal)  # feed_data stops; _parse answers it
+        # (the version of the plain case is checked below, once uvicorn has read it)
         self._in_body = True
         self._heads_done += 1
         self._head_bytes = 0
@@ -417,11 +559,63 @@ class LimitedHttpToolsProtocol(HttpToolsProtocol):
         if self._extensions is not None:
             self.scope["extensions"] = self._extensions
         previous = self.cycle
-        super().on_headers_complete()
+        if url == b"*" and self.parser.get_method() == b"OPTIONS":
+            # Go's server answers "OPTIONS *" itself; the handler never sees it
+            app = self.app
+            self.app = _options_star
+            try:
+                super().on_headers_complete()
+            finally:
+                self.app = app
+        else:
+            super().on_headers_complete()
         cycle = self.cycle
         if cycle is not previous and cycle is not None:
             # the cycle's task has not run yet: its first write (the head) will be held
             cycle.transport = CoalescingWriter(self.transport, self.loop)  # type: ignore[assignment]
+            version = cycle.scope["http_version"]
+            if version != "1.1":
+                # (read here, from the scope: reading it from the parser costs a microsecond)
+                self._other_version(cycle, version)
+
+    def _other_version(self, cycle: RequestResponseCycle, version: str) -> None:
+        """A request of another HTTP version than 1.1, its cycle just made: one Go does not
+        serve (not 1.x) is refused before any application code runs for it; an HTTP/1.0
+        one that asked for keep-alive keeps the connection (uvicorn closes every HTTP/1.0
+        connection; Go keeps one that asked to)."""
+        refusal = httpgo.version_refusal(version)
+        if refusal is not None:
+            self._withdraw(cycle, refusal)
+        if version == "1.0" and self.parser.should_keep_alive():
+            cycle.keep_alive = True
+            cycle.send = _Http10KeepAlive(cycle)  # type: ignore[method-assign]
+
+    def _withdraw(self, cycle: RequestResponseCycle, refusal: bytes) -> None:
+        """Refuse ``cycle`` with ``refusal`` without running the application for it, and
+        stop reading. Waiting behind another request (pipelined), it is answered in its
+        turn, as Go answers; otherwise its task, which has not taken its first step, is
+        cancelled (the coroutine then ends before its first line) and it is answered now."""
+        for at, (queued, _) in enumerate(self.pipeline):
+            if queued is cycle:
+                self.pipeline[at] = (cycle, self._refuser(cycle, refusal))
+                raise _Refused(b"")  # nothing more is read; the answer waits its turn
+        for task in list(self.tasks):
+            frame = getattr(task.get_coro(), "cr_frame", None)
+            if frame is not None and frame.f_locals.get("self") is cycle:
+                task.cancel()
+                break
+        raise _Refused(refusal)
+
+    def _refuser(self, cycle: RequestResponseCycle, refusal: bytes) -> Any:
+        """An ASGI application that answers ``cycle`` with ``refusal`` and closes."""
+
+        async def refuse(
+            scope: Scope, receive: ASGIReceiveCallable, send: ASGISendCallable
+        ) -> None:
+            cycle.disconnected = True  # uvicorn adds nothing of its own
+            self._answer_and_close(refusal)
+
+        return refuse
 
     def on_message_complete(self) -> None:
         self._in_body = False
@@ -489,6 +683,59 @@ class LimitedHttpToolsProtocol(HttpToolsProtocol):
             if timer is not None:
                 timer.cancel()
         self._head_timer = self._body_timer = None
+
+
+class _Http10KeepAlive:
+    """The ``send`` of an HTTP/1.0 request that asked for ``Connection: keep-alive``, as
+    Go answers it: a response that states its length keeps the connection and says
+    ``Connection: keep-alive``; one that does not (a stream) closes it after the body."""
+
+    __slots__ = ("_cycle",)
+
+    def __init__(self, cycle: RequestResponseCycle) -> None:
+        self._cycle = cycle
+
+    async def __call__(self, message: Any) -> None:
+        cycle = self._cycle
+        if message["type"] == "http.response.start" and not cycle.response_started:
+            headers = list(message.get("headers", ()))
+            names = {bytes(name).lower() for name, _ in headers}
+            status = message["status"]
+            if (
+                b"content-length" in names
+                or cycle.scope["method"] == "HEAD"
+                or status in (204, 304)
+            ):
+                if b"connection" not in names:
+                    headers.append((b"connection", b"keep-alive"))
+                    message = {**message, "headers": headers}
+            else:
+                cycle.keep_alive = False
+        await RequestResponseCycle.send(cycle, message)
+
+
+class _Refused(Exception):
+    """Raised by ``on_headers_complete`` to stop the parser: the head is answered with
+    ``answer`` and the connection closed."""
+
+    def __init__(self, answer: bytes) -> None:
+        super().__init__("request refused")
+        self.answer = answer
+
+
+_VALID_HOSTS = httpgo.VALID_HOSTS  # Host values seen valid (bounded; see httpgo.valid_host)
+# llhttp's words for a request whose Transfer-Encoding is not chunked, or two of them
+_LLHTTP_UNSUPPORTED_TE = frozenset(
+    ("Request has invalid `Transfer-Encoding`", "Invalid `Transfer-Encoding` header value")
+)
+
+
+async def _options_star(scope: Scope, receive: ASGIReceiveCallable, send: ASGISendCallable) -> None:
+    """Go's ``globalOptionsHandler``: ``OPTIONS *`` is 200 with an empty body."""
+    await send(
+        {"type": "http.response.start", "status": 200, "headers": httpgo.OPTIONS_STAR_HEADERS}
+    )
+    await send({"type": "http.response.body", "body": b""})
 
 
 def protocol_class(limits: HttpLimits) -> type[LimitedHttpToolsProtocol]:
