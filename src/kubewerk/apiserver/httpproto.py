@@ -76,6 +76,7 @@ a wrapper around ``send`` (the audit log, a middleware) always sees every byte.
 from __future__ import annotations
 
 import asyncio
+import contextvars
 import math
 from asyncio.events import TimerHandle
 from dataclasses import dataclass
@@ -343,7 +344,11 @@ class LimitedHttpToolsProtocol(HttpToolsProtocol):
         self._feed_bounded(data, 0)
 
     def on_response_complete(self) -> None:
-        super().on_response_complete()  # resumes reading
+        try:
+            super().on_response_complete()  # resumes reading, starts a pipelined request
+        except _Refused as refused:  # that request's HTTP version is not served
+            self._answer_and_close(refused.answer)
+            return
         held = self._held
         if not held or self.transport.is_closing():
             return
@@ -448,9 +453,6 @@ class LimitedHttpToolsProtocol(HttpToolsProtocol):
         refused = exc.__context__
         if isinstance(refused, _Refused):
             answer = refused.answer
-            if not answer:  # answered later, in its turn: read nothing more meanwhile
-                self._closing = True
-                return
         elif "Transfer-Encoding" in str(exc) and self._refuses_transfer_encoding(str(exc)):
             answer = httpgo.UNSUPPORTED_TRANSFER_ENCODING
         else:
@@ -549,7 +551,8 @@ class LimitedHttpToolsProtocol(HttpToolsProtocol):
             refusal, self.expect_100_continue = self._check_head(host)
             if refusal is not None:
                 raise _Refused(refusal)  # feed_data stops; _parse answers it
-        # (the version of the plain case is checked below, once uvicorn has read it)
+        # (the version of the plain case is checked in _start_asgi_task, once uvicorn has
+        # read it into the scope)
         self._in_body = True
         self._heads_done += 1
         self._head_bytes = 0
@@ -575,47 +578,32 @@ class LimitedHttpToolsProtocol(HttpToolsProtocol):
             cycle.transport = CoalescingWriter(self.transport, self.loop)  # type: ignore[assignment]
             version = cycle.scope["http_version"]
             if version != "1.1":
-                # (read here, from the scope: reading it from the parser costs a microsecond)
                 self._other_version(cycle, version)
 
     def _other_version(self, cycle: RequestResponseCycle, version: str) -> None:
-        """A request of another HTTP version than 1.1, its cycle just made: one Go does not
-        serve (not 1.x) is refused before any application code runs for it; an HTTP/1.0
-        one that asked for keep-alive keeps the connection (uvicorn closes every HTTP/1.0
-        connection; Go keeps one that asked to)."""
-        refusal = httpgo.version_refusal(version)
-        if refusal is not None:
-            self._withdraw(cycle, refusal)
+        """An HTTP/1.0 request that asked for keep-alive keeps the connection (uvicorn
+        closes every HTTP/1.0 connection; Go keeps one that asked to)."""
         if version == "1.0" and self.parser.should_keep_alive():
             cycle.keep_alive = True
             cycle.send = _Http10KeepAlive(cycle)  # type: ignore[method-assign]
 
-    def _withdraw(self, cycle: RequestResponseCycle, refusal: bytes) -> None:
-        """Refuse ``cycle`` with ``refusal`` without running the application for it, and
-        stop reading. Waiting behind another request (pipelined), it is answered in its
-        turn, as Go answers; otherwise its task, which has not taken its first step, is
-        cancelled (the coroutine then ends before its first line) and it is answered now."""
-        for at, (queued, _) in enumerate(self.pipeline):
-            if queued is cycle:
-                self.pipeline[at] = (cycle, self._refuser(cycle, refusal))
-                raise _Refused(b"")  # nothing more is read; the answer waits its turn
-        for task in list(self.tasks):
-            frame = getattr(task.get_coro(), "cr_frame", None)
-            if frame is not None and frame.f_locals.get("self") is cycle:
-                task.cancel()
-                break
-        raise _Refused(refusal)
-
-    def _refuser(self, cycle: RequestResponseCycle, refusal: bytes) -> Any:
-        """An ASGI application that answers ``cycle`` with ``refusal`` and closes."""
-
-        async def refuse(
-            scope: Scope, receive: ASGIReceiveCallable, send: ASGISendCallable
-        ) -> None:
-            cycle.disconnected = True  # uvicorn adds nothing of its own
-            self._answer_and_close(refusal)
-
-        return refuse
+    def _start_asgi_task(self, cycle: RequestResponseCycle, app: Any) -> None:
+        """uvicorn 0.54's ``_start_asgi_task`` (pyproject.toml pins 0.54; written out so
+        that the plain request pays no second call), for a request whose HTTP version Go
+        serves (1.x, read from the scope uvicorn filled: reading it from the parser costs
+        about a microsecond). Any other raises ``_Refused`` before the application runs:
+        ``_parse`` or ``on_response_complete`` (a pipelined request) answers it."""
+        version = cycle.scope["http_version"]
+        if version != "1.1" and version != "1.0":
+            refusal = httpgo.version_refusal(version)
+            if refusal is not None:
+                raise _Refused(refusal)
+        if self.config.reset_contextvars:
+            task = self.loop.create_task(cycle.run_asgi(app), context=contextvars.Context())
+        else:
+            task = self.loop.create_task(cycle.run_asgi(app))
+        task.add_done_callback(self.tasks.discard)
+        self.tasks.add(task)
 
     def on_message_complete(self) -> None:
         self._in_body = False
