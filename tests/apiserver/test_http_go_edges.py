@@ -232,6 +232,21 @@ def test_a_pipelined_refused_version_is_answered_in_its_turn(server: EmbeddedSer
     assert answer.count(b"HTTP/1.1 ") == 2
 
 
+def test_a_pipelined_bad_request_is_answered_after_the_ones_before(
+    server: EmbeddedServer,
+) -> None:
+    answer = exchange(
+        server,
+        b"GET /version HTTP/1.1\r\nHost: localhost\r\n\r\n"
+        b"GET /healthz HTTP/1.1\r\nHost: localhost\r\n\r\n"
+        b"GET /version HTTP/1.1\r\nHost: localhost\r\nHost: localhost\r\n\r\n"
+        b"GET /version HTTP/1.1\r\nHost: localhost\r\n\r\n",
+    )
+    assert answer.startswith(b"HTTP/1.1 200 "), answer[:200]
+    assert answer.endswith(b"ok" + BAD_REQUEST), answer[-300:]
+    assert answer.count(b"HTTP/1.1 ") == 3
+
+
 def test_a_request_line_without_version_is_a_bad_request(server: EmbeddedServer) -> None:
     assert exchange(server, b"GET /version\r\n\r\n") == BAD_REQUEST
 

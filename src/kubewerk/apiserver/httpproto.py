@@ -283,6 +283,7 @@ class LimitedHttpToolsProtocol(HttpToolsProtocol):
         self._hosts_repeated = False
         self._expect: bytes | None = None
         self._transfer_encodings: list[bytes] = []
+        self._deferred_answer: bytes | None = None  # for a refused pipelined request
         # the parser reads any HTTP version, so that the Go answer (505) comes from here
         self.parser.set_dangerous_leniencies(lenient_version=True)
 
@@ -344,6 +345,10 @@ class LimitedHttpToolsProtocol(HttpToolsProtocol):
         self._feed_bounded(data, 0)
 
     def on_response_complete(self) -> None:
+        if self._deferred_answer is not None and not self.pipeline:
+            # the last response before a refused pipelined request is complete
+            self._answer_and_close(self._deferred_answer)
+            return
         try:
             super().on_response_complete()  # resumes reading, starts a pipelined request
         except _Refused as refused:  # that request's HTTP version is not served
@@ -459,9 +464,14 @@ class LimitedHttpToolsProtocol(HttpToolsProtocol):
             answer = httpgo.BAD_REQUEST
         cycle = self.cycle
         if cycle is not None and not cycle.response_complete:
+            if not self._in_body:
+                # a request pipelined behind one still being answered: the answer follows
+                # that response (and any queued before it), as Go's does; nothing more is read
+                self._closing = True
+                self._deferred_answer = answer
+                return
             if cycle.response_started:
-                # a response is under way (a pipelined request behind it, a body that broke
-                # off after the answer began): there is no room for an answer
+                # the body broke off after the answer began: no room for another
                 self._closing = True
                 self.transport.close()
                 return
