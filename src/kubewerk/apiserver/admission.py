@@ -47,7 +47,8 @@ class AdmissionRequest:
     admission: typed and defaulted (``Strategy.typed_decode``, ``Strategy.default``), a
     custom resource pruned and defaulted by its schema (:meth:`Admission.decode_custom`);
     and whatever mutating admission changed since was decoded, defaulted and pruned where
-    it was changed: admission does not default or prune it again."""
+    it was changed: admission does not prune it again, and defaults only what the
+    strategy's preparation took away (kube's storage read defaults it back)."""
 
 
 class Admission:
@@ -60,8 +61,11 @@ class Admission:
 
     def admit(self, req: AdmissionRequest) -> None:
         strategy = req.rtype.strategy
-        if not req.decoded:  # else defaulted when it was decoded, as kube's codec does
-            strategy.default(req.obj)
+        # (again, when decoding defaulted it: kube defaults what it reads back from
+        # storage, the create's answer included, so what the strategy's preparation
+        # changed is defaulted there: a Job's labels from the pod template labels
+        # PrepareForCreate generated)
+        strategy.default(req.obj)
         if strategy.prunes_unknown_fields:
             self.prune_builtin(req)
         strategy.allocate(req.obj, req.old, req.dry_run, req.subresource)

@@ -159,7 +159,10 @@ class SchemaAdmission(Admission):
         compiled = full = found.compiled
         if req.trusted_old and req.old is not None:
             compiled = _for_update(found, req.obj, req.old)
-        if not req.decoded:
+        if req.decoded:
+            if found.has_defaults:
+                _default_absent(found.compiled, req.obj)
+        else:
             compiled.apply_defaults(req.obj)
             unknown = compiled.prune(req.obj)
             if unknown and req.field_validation != "Ignore":
@@ -212,6 +215,20 @@ class SchemaAdmission(Admission):
         served: JSON = copy_json(obj)
         found.compiled.apply_defaults(served)
         return served
+
+
+def _default_absent(compiled: CompiledSchema, obj: JSON) -> None:
+    """``obj``, decoded (defaulted all through), defaulted again when the strategy's
+    preparation took away a top-level property that has a default (a create through a
+    version with the status subresource drops ``status``): kube stores the object
+    without it and defaults it back whenever it reads it from storage, the create's
+    answer included. Nothing else can lack a default, so only then is it walked again."""
+    root = compiled.structural
+    for key, prop in root.defaulted_props:
+        value = obj.get(key, obj)
+        if value is obj or (value is None and not prop.nullable):
+            compiled.apply_defaults(obj)
+            return
 
 
 def _for_update(found: VersionSchema, obj: JSON, old: JSON) -> CompiledSchema:

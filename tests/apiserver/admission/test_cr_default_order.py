@@ -90,6 +90,7 @@ def _schema(mode_default: str | None) -> dict[str, Any]:
                 },
                 "status": {
                     "type": "object",
+                    "default": {},
                     "properties": {
                         "phase": {"type": "string", "default": "Pending"},
                         "count": {"type": "integer"},
@@ -419,3 +420,15 @@ async def test_warnings_come_in_kubes_order(
     )
     assert status == 200, patched
     assert warnings == ['unknown field "spec.bogus"', "from the hook"]
+
+
+async def test_status_the_create_drops_is_defaulted_back(api: Api) -> None:
+    # PrepareForCreate drops the status (the version has the status subresource); kube
+    # stores the object without it and its read from storage defaults it back
+    body = widget("a", {})
+    body["status"] = {"count": 5}
+    status, created, _ = await call(api, "POST", WIDGETS.format(v="v1"), body)
+    assert status == 201, created
+    assert created["status"] == {"phase": "Pending"}
+    status, got = await api.get(WIDGETS.format(v="v1") + "/a")
+    assert status == 200 and got["status"] == {"phase": "Pending"}

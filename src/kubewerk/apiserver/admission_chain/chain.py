@@ -509,8 +509,10 @@ class AdmissionChain:
                     break
         if obj is not None and changed_at >= 0 and target.subresource != "scale":
             # what a webhook added that the schema does not know: kube's storage drops it
-            # without a word (the warnings and Strict's 400 are the request decoder's)
+            # without a word (the warnings and Strict's 400 are the request decoder's);
+            # and what kube's read from storage defaults, in the request's version
             self.api.admission.prune_custom(target.rtype, target.version, obj)
+            self.api.admission.default_custom(target.rtype, target.version, obj)
         return obj
 
     def _versioned(self, req: vap.Request, target: Target, inv: webhooks.Invocation) -> vap.Request:
