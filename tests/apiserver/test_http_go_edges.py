@@ -276,6 +276,19 @@ def test_http10_keep_alive_keeps_the_connection(server: EmbeddedServer) -> None:
         assert closed(sock)
 
 
+def test_http10_keep_alive_ends_a_streamed_response_with_the_connection(
+    server: EmbeddedServer,
+) -> None:
+    # Go keeps an HTTP/1.0 connection only for a response that states its length
+    answer = exchange(
+        server,
+        f"GET {CMS}?watch=1&timeoutSeconds=1 HTTP/1.0\r\nConnection: keep-alive\r\n\r\n".encode(),
+    )
+    head = answer.partition(b"\r\n\r\n")[0].lower()
+    assert head.startswith(b"http/1.1 200 "), head
+    assert b"\r\nconnection: close" in head and b"keep-alive" not in head, head
+
+
 # -- bodies -----------------------------------------------------------------------------
 
 
