@@ -68,7 +68,12 @@ from kubewerk.core.patch import MAX_JSON_PATCH_OPERATIONS, PatchError, json_patc
 from kubewerk.schema.admission_policy import Request
 from kubewerk.schema.admission_policy.cel_env import Compiled, compile_expression
 from kubewerk.schema.admission_policy.engine import CompiledPolicy, _Activation
-from kubewerk.schema.admission_policy.matching import rule_matches, selector_matches
+from kubewerk.schema.admission_policy.matching import (
+    Selector,
+    compile_selector,
+    rule_matches,
+    selects,
+)
 
 JSON = dict[str, Any]
 
@@ -92,12 +97,19 @@ class CallingError(Exception):
 
 @dataclass
 class Hook:
-    """One webhook of a configuration, defaulted, its matchConditions compiled."""
+    """One webhook of a configuration, defaulted, its matchConditions compiled and its
+    selectors parsed (once per configuration change, not per request)."""
 
     configuration: str
     spec: JSON
     mutating: bool
     conditions: list[tuple[str, Compiled]] = field(default_factory=list)
+    namespace_selector: Selector = field(init=False)
+    object_selector: Selector = field(init=False)
+
+    def __post_init__(self) -> None:
+        self.namespace_selector = compile_selector(self.spec.get("namespaceSelector"))
+        self.object_selector = compile_selector(self.spec.get("objectSelector"))
 
     @property
     def name(self) -> str:
@@ -206,13 +218,12 @@ def should_call(
     """``ShouldCallHook``: the invocation, None to skip; raises ``ApiError`` for a
     matchConditions error under ``failurePolicy: Fail``."""
     spec = hook.spec
-    ns_selector = spec.get("namespaceSelector")
     is_namespace = req.resource[0] == "" and req.resource[2] == "namespaces"
-    if (not cluster_scoped or is_namespace) and not selector_matches(
-        ns_selector, req.namespace_labels()
+    if (not cluster_scoped or is_namespace) and not selects(
+        hook.namespace_selector, req.namespace_labels()
     ):
         return None
-    obj_selector = spec.get("objectSelector")
+    obj_selector = hook.object_selector
     if not _labels_match(obj_selector, req.object) and not _labels_match(
         obj_selector, req.old_object
     ):
@@ -247,11 +258,11 @@ def should_call(
     return invocation
 
 
-def _labels_match(selector: Any, obj: JSON | None) -> bool:
+def _labels_match(selector: Selector, obj: JSON | None) -> bool:
     if obj is None:
         return False
     labels = (obj.get("metadata") or {}).get("labels")
-    return selector_matches(selector, labels if isinstance(labels, dict) else {})
+    return selects(selector, labels if isinstance(labels, dict) else {})
 
 
 def _cel_data(req: Request, inv: Invocation) -> JSON:

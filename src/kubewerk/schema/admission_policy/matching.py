@@ -57,11 +57,13 @@ def _selector_empty(selector: Any) -> bool:
     )
 
 
-_Selector = LabelSelector | bool
+Selector = LabelSelector | bool
 """A compiled selector: True selects everything (empty), False nothing (unparsable)."""
 
 
-def _compile_selector(selector: Any) -> _Selector:
+def compile_selector(selector: Any) -> Selector:
+    """A ``metav1.LabelSelector`` dict parsed once: ``selects`` then answers as
+    ``selector_matches`` would, without parsing it again."""
     if _selector_empty(selector):
         return True
     try:
@@ -70,7 +72,8 @@ def _compile_selector(selector: Any) -> _Selector:
         return False
 
 
-def _selects(selector: _Selector, labels: Mapping[str, str]) -> bool:
+def selects(selector: Selector, labels: Mapping[str, str]) -> bool:
+    """Whether a selector from ``compile_selector`` selects ``labels``."""
     if isinstance(selector, bool):
         return selector
     return selector.matches(labels)
@@ -147,8 +150,8 @@ class Criteria:
     """A defaulted ``matchConstraints``/``matchResources`` with its selectors parsed
     once; :func:`matches` decides with it exactly as with the dict it came from."""
 
-    namespace_selector: _Selector
-    object_selector: _Selector
+    namespace_selector: Selector
+    object_selector: Selector
     match_policy: str
     exclude_rules: tuple[Any, ...]
     resource_rules: tuple[Any, ...]
@@ -164,8 +167,8 @@ def compile_criteria(criteria: Mapping[str, Any] | None) -> Criteria | None:
     if criteria is None:
         return None
     return Criteria(
-        _compile_selector(criteria.get("namespaceSelector")),
-        _compile_selector(criteria.get("objectSelector")),
+        compile_selector(criteria.get("namespaceSelector")),
+        compile_selector(criteria.get("objectSelector")),
         criteria.get("matchPolicy") or "Equivalent",
         _compile_rules(criteria.get("excludeResourceRules")),
         _compile_rules(criteria.get("resourceRules")),
@@ -248,12 +251,12 @@ def matches(
     ns_selector = criteria.namespace_selector
     if ns_selector is not True:
         cluster_scoped = req.namespace == "" and req.resource[2] != "namespaces"
-        if not cluster_scoped and not _selects(ns_selector, req.namespace_labels()):
+        if not cluster_scoped and not selects(ns_selector, req.namespace_labels()):
             return None
     obj_selector = criteria.object_selector
     if obj_selector is not True and not (
-        (req.object is not None and _selects(obj_selector, _labels(req.object)))
-        or (req.old_object is not None and _selects(obj_selector, _labels(req.old_object)))
+        (req.object is not None and selects(obj_selector, _labels(req.object)))
+        or (req.old_object is not None and selects(obj_selector, _labels(req.old_object)))
     ):
         return None
     policy = criteria.match_policy
