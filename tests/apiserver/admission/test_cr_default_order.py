@@ -432,3 +432,31 @@ async def test_status_the_create_drops_is_defaulted_back(api: Api) -> None:
     assert created["status"] == {"phase": "Pending"}
     status, got = await api.get(WIDGETS.format(v="v1") + "/a")
     assert status == 200 and got["status"] == {"phase": "Pending"}
+
+
+async def test_a_webhook_reads_go_numbers(
+    api: Api, hook_server: tuple[WebhookServer, Recorder], certs: CertificateSet
+) -> None:
+    # kube writes the review with Go's encoding/json: the request's float64 2.0 arrives
+    # as 2, which a Go webhook's int32 field decodes
+    server, recorder = hook_server
+    await mutating(api, server, certs, "/record")
+    status, body, _ = await call(
+        api, "POST", WIDGETS.format(v="v1"), widget("a", {"size": 2.0, "mode": "m"})
+    )
+    assert status == 201, body
+    (seen,) = recorder.objects()
+    size: Any = seen["spec"]["size"]
+    assert type(size) is int and size == 2
+    assert type(body["spec"]["size"]) is int
+
+
+async def test_an_integer_body_reaches_the_webhook_as_it_came(
+    api: Api, hook_server: tuple[WebhookServer, Recorder], certs: CertificateSet
+) -> None:
+    server, recorder = hook_server
+    await mutating(api, server, certs, "/record")
+    status, body, _ = await call(api, "POST", WIDGETS.format(v="v1"), widget("b", {"size": 5}))
+    assert status == 201, body
+    (seen,) = recorder.objects()
+    assert seen["spec"] == {"size": 5}

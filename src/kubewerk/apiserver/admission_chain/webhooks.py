@@ -64,6 +64,7 @@ from kubewerk.apiserver.storage.base import Event, Store
 from kubewerk.core import validation
 from kubewerk.core.errors import ApiError
 from kubewerk.core.gofmt import go_quote, unmarshal_kind
+from kubewerk.core.gonumbers import as_stored
 from kubewerk.core.patch import MAX_JSON_PATCH_OPERATIONS, PatchError, json_patch
 from kubewerk.schema.admission_policy import Request
 from kubewerk.schema.admission_policy.cel_env import Compiled, compile_expression
@@ -785,6 +786,11 @@ async def call(
     version = versions[0] if versions else "v1"
     uid = str(uuid.uuid4())
     body = orjson.dumps(review(req, inv, version, uid))
+    if decode.may_hold_floats():
+        # kube-apiserver writes the review with Go's encoding/json: a float64 1.0 (a
+        # custom resource's, decoded as sigs.k8s.io/json leaves it) is sent as 1, which a
+        # webhook's int32 field reads; the request's own objects keep their floats
+        body = orjson.dumps(as_stored(orjson.loads(body)))
     url, host, port, server_name, path = _url_and_endpoint(hook, resolve)
     ca = (hook.spec.get("clientConfig") or {}).get("caBundle")
     try:
