@@ -412,18 +412,34 @@ def test_generic_resources_for_a_crd(lk: Client, crd: str) -> None:
         lk.patch(Database, "orders", {"spec": {"replicas": 3}}, namespace=ns)
     assert strategic.value.status.code == 415
     assert strategic.value.status.reason == "UnsupportedMediaType"
+    intent = {
+        "apiVersion": f"{GROUP}/{VERSION}",
+        "kind": "Database",
+        "metadata": {"name": "orders"},
+        "spec": {"engine": "postgres", "storage": "2Gi"},
+    }
+    # the create's manager owns the storage its decoding defaulted (kube's create handler
+    # records managedFields on the decoded, defaulted object): another manager's apply of
+    # another value conflicts, as on a cluster, until it forces
+    with pytest.raises(ApiError) as conflict:
+        lk.patch(
+            Database,
+            "orders",
+            intent,
+            namespace=ns,
+            patch_type=PatchType.APPLY,
+            field_manager="operator",
+        )
+    assert conflict.value.status.code == 409
+    assert ".spec.storage" in str(conflict.value.status.message)
     applied = lk.patch(
         Database,
         "orders",
-        {
-            "apiVersion": f"{GROUP}/{VERSION}",
-            "kind": "Database",
-            "metadata": {"name": "orders"},
-            "spec": {"engine": "postgres", "storage": "2Gi"},
-        },
+        intent,
         namespace=ns,
         patch_type=PatchType.APPLY,
         field_manager="operator",
+        force=True,
     )
     assert applied.spec["storage"] == "2Gi"
 
