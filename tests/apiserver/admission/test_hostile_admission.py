@@ -1121,11 +1121,13 @@ async def test_huge_patch_is_applied_without_stalling_the_server(client, hostile
     assert got.status == 201, got
     assert got.body["data"]["count"] == "18003"
     assert "finalizers" not in got.body["metadata"]
-    # blocked, the loop would miss its turns for as long as the patch takes (over 90% of
-    # the request); in a worker thread it loses a few milliseconds at a time, though on a
-    # loaded machine one probe can wait for the CPU a good part of the request (0.66 s of
-    # 1.03 s seen in a full suite run beside other work)
-    assert len(lags) >= 3 and max(lags) < got.seconds * 0.8, (got.seconds, lags)
+    # blocked, the loop misses its turns for as long as the patch takes: one probe waits
+    # ~80% of the request and only ~3 are answered in all; in a worker thread the loop
+    # loses a few milliseconds at a time. On a loaded machine one probe can still wait
+    # for the CPU a good part of the request (0.66 s of 1.03 s in one full-suite run),
+    # but then the many others answered around it show the loop kept its turns
+    assert len(lags) >= 3, (got.seconds, lags)
+    assert max(lags) < got.seconds / 2 or len(lags) >= 10, (got.seconds, lags)
     await client.call("DELETE", f"{CM}/{case}")
 
 
