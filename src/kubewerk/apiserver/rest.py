@@ -537,14 +537,10 @@ class ResourceApi:
         # webhook's), after validation and only when it really writes: remembered here
         versioned = not applied and _sets_resource_version(meta.get("resourceVersion"))
         requested_fields = meta.get("managedFields")
-        for key in (
-            "deletionTimestamp",
-            "deletionGracePeriodSeconds",
-            "resourceVersion",
-            "selfLink",
-            *(() if applied else ("managedFields",)),
-        ):
-            meta.pop(key, None)
+        dropped = _CLEARED_ON_APPLY if applied else _CLEARED_ON_CREATE
+        if not dropped.isdisjoint(meta):
+            for key in dropped.intersection(meta):
+                del meta[key]
         _omit_empty_meta(meta)
         rtype.strategy.prepare_for_create(obj)
         return _CreateDraft(
@@ -675,7 +671,8 @@ class ResourceApi:
         except KeyExists:
             raise ApiError.already_exists(rtype.resource, rtype.group, name) from None
         self._note_defaulted(target, key, stored)
-        return RestResponse(201, self.serve(target, stored), warnings)
+        # admitted here in this version and schema (just noted): ``serve`` would only convert
+        return RestResponse(201, self._serve_admitted(target, stored), warnings)
 
     # -- update ------------------------------------------------------------------
 
@@ -1793,9 +1790,16 @@ def _sets_resource_version(value: Any) -> bool:
     return 0 < number < 1 << 64
 
 
+_OMIT_EMPTY_META_SET = frozenset(_OMIT_EMPTY_META)
+_CLEARED_ON_APPLY = frozenset(
+    ("deletionTimestamp", "deletionGracePeriodSeconds", "resourceVersion", "selfLink")
+)
+_CLEARED_ON_CREATE = _CLEARED_ON_APPLY | {"managedFields"}
+
+
 def _omit_empty_meta(meta: JSON) -> None:
-    for key in _OMIT_EMPTY_META:
-        if key in meta and meta[key] in (None, {}, [], ""):
+    for key in _OMIT_EMPTY_META_SET.intersection(meta):
+        if meta[key] in (None, {}, [], ""):
             del meta[key]
 
 
