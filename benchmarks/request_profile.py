@@ -1,6 +1,6 @@
 """In-process profile of the embedded API server's hot request paths (no HTTP, no client).
 
-Run:  .venv/bin/python benchmarks/request_profile.py [--op create|get|status-patch]
+Run:  .venv/bin/python benchmarks/request_profile.py [--op create|create-varied|get|status-patch]
       [--kind demo|bench|prometheus] [-n 20000] [--profile] [--top 30] [--dump /tmp/create.prof]
 
 Builds ``ApiServer(open_store("memory"))``, installs a CRD through an ASGI call (``demo``:
@@ -14,6 +14,9 @@ request beside the HTTP stack. The operations are the hot paths of the benchmark
 - ``create``: POST of an object with ``generateName`` (the body
   ``benchmarks/apiserver.py`` sends); each round uses a fresh namespace, so the store
   grows the same way in every round;
+- ``create-varied``: the same POSTs with a different spec in each (``demo`` only), so
+  nothing the server remembers of earlier values (validated flat objects, CEL results)
+  is found again;
 - ``get``: GET of one object (``benchmarks/apiserver.py``);
 - ``status-patch``: a merge patch of the status through ``/status`` on
   ``-n`` distinct objects, as each reconcile of ``benchmarks/runtime.py`` sends it.
@@ -209,6 +212,27 @@ async def prepare_create(app: ApiServer, namespace: str, n: int) -> Prepared:
     return [("POST", path, KIND.body, b"application/json")] * n, 201
 
 
+async def prepare_create_varied(app: ApiServer, namespace: str, n: int) -> Prepared:
+    """``n`` POSTs like ``create`` whose specs all differ (``demo`` kind only): the
+    server's memos of validated and CEL-checked values, which the identical bodies of
+    ``create`` and of benchmarks/apiserver.py and scale.py hit every time, hit nothing."""
+    if KIND.plural != "databases":
+        raise SystemExit("--op create-varied needs --kind demo")
+    await new_namespace(app, namespace)
+    path = f"/apis/{KIND.gv}/namespaces/{namespace}/{KIND.plural}"
+    template = orjson.loads(KIND.body)
+    requests = []
+    for i in range(n):
+        template["spec"] = {
+            "engine": "postgres" if i % 2 else "mysql",
+            "version": str(i),
+            "replicas": 1 + i % 3,
+            "storage": f"{i + 1}Gi",
+        }
+        requests.append(("POST", path, orjson.dumps(template), b"application/json"))
+    return requests, 201
+
+
 async def prepare_get(app: ApiServer, namespace: str, n: int) -> Prepared:
     """``n`` GETs of one object."""
     requests, _ = await prepare_create(app, namespace, 1)
@@ -237,7 +261,12 @@ async def prepare_status_patch(app: ApiServer, namespace: str, n: int) -> Prepar
     ], 200
 
 
-OPS = {"create": prepare_create, "get": prepare_get, "status-patch": prepare_status_patch}
+OPS = {
+    "create": prepare_create,
+    "create-varied": prepare_create_varied,
+    "get": prepare_get,
+    "status-patch": prepare_status_patch,
+}
 
 
 async def main() -> None:
