@@ -25,7 +25,6 @@ Secret back to the controller. ``install`` wires it and the last-used marker int
 from __future__ import annotations
 
 import base64
-import binascii
 import logging
 from collections.abc import Callable, Iterable
 from typing import TYPE_CHECKING, Any
@@ -36,8 +35,10 @@ from kubewerk.apiserver.auth.tokens import (
     LAST_USED_LABEL,
     SECRET_TOKEN_KEY,
     ServiceAccountTokens,
+    secret_value,
 )
 from kubewerk.apiserver.controllers import CONTROLLER_MANAGER
+from kubewerk.apiserver.kindrules.secret_types import SERVICE_ACCOUNT_NAME_KEY
 from kubewerk.apiserver.registry import Registry
 from kubewerk.apiserver.request import Target
 from kubewerk.apiserver.rest import ResourceApi
@@ -52,7 +53,7 @@ JSON = dict[str, Any]
 log = logging.getLogger("kubewerk.apiserver.sa_tokens")
 
 SERVICE_ACCOUNT_TOKEN_TYPE = "kubernetes.io/service-account-token"
-SA_NAME_ANNOTATION = "kubernetes.io/service-account.name"
+SA_NAME_ANNOTATION = SERVICE_ACCOUNT_NAME_KEY
 SA_UID_ANNOTATION = "kubernetes.io/service-account.uid"
 CA_KEY = "ca.crt"
 NAMESPACE_KEY = "namespace"
@@ -78,13 +79,7 @@ def _annotations(obj: JSON) -> JSON:
 def _data_bytes(secret: JSON, key: str) -> bytes:
     """The bytes of ``data[key]`` (stored as canonical base64); empty when absent."""
     data = secret.get("data")
-    value = data.get(key) if isinstance(data, dict) else None
-    if not isinstance(value, str):
-        return b""
-    try:
-        return base64.b64decode(value, validate=True)
-    except (ValueError, binascii.Error):
-        return b""
+    return secret_value(data.get(key) if isinstance(data, dict) else None)
 
 
 def _b64(raw: bytes) -> str:

@@ -525,7 +525,7 @@ class ServiceAccountTokens:
         if secret is None or (secret.get("metadata") or {}).get("deletionTimestamp"):
             return "Token has been invalidated"
         stored_token = (secret.get("data") or {}).get(SECRET_TOKEN_KEY)
-        if not hmac.compare_digest(_secret_value(stored_token), token.encode("utf-8")):
+        if not hmac.compare_digest(secret_value(stored_token), token.encode("utf-8")):
             return "Token does not match server's copy"
         account = self.lookup("serviceaccounts", namespace, name)
         if account is None:
@@ -569,7 +569,7 @@ def _ref(meta: JSON) -> JSON:
     return {k: str(meta[k]) for k in ("name", "uid") if meta.get(k)}
 
 
-def _secret_value(text: Any) -> bytes:
+def secret_value(text: Any) -> bytes:
     """The bytes of a stored Secret ``data`` value (canonical base64), empty when absent
     or not base64."""
     if not isinstance(text, str):
