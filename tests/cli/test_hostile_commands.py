@@ -528,6 +528,20 @@ def test_up_refuses_a_directory_as_its_audit_log(
     assert line == f"kubewerk: error: --audit-log-path {files}: is a directory, not a file"
 
 
+def test_up_names_a_token_file_that_is_not_utf8(
+    files: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """Before: a bare "'utf-8' codec can't decode ..." line naming no file."""
+    tokens = files / "tokens.csv"
+    tokens.write_bytes(b"tok\xff,user,uid\n")
+    argv = [*UP, "--token-auth-file", str(tokens)]
+    code, _, line = run(capsys, *[w.replace("{dir}", str(files)) for w in argv])
+    assert code == 2
+    assert line == (
+        f"kubewerk: error: token file '{tokens}': not UTF-8 text (byte 0xff at offset 3)"
+    )
+
+
 def test_git_blobs_over_the_limit_are_refused(
     files: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
 ) -> None:

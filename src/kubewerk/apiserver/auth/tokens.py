@@ -101,8 +101,15 @@ class StaticTokens:
     @classmethod
     def load(cls, path: str | Path) -> StaticTokens:
         """Read kube's CSV token file. Raises ``TokenFileError`` (kube's words) for a
-        record with fewer than three columns, ``OSError`` for an unreadable file."""
-        text = Path(path).expanduser().read_text(encoding="utf-8-sig")
+        record with fewer than three columns or a file that is not UTF-8 text, ``OSError``
+        for an unreadable file."""
+        try:
+            text = Path(path).expanduser().read_text(encoding="utf-8-sig")
+        except UnicodeDecodeError as exc:
+            raise TokenFileError(
+                f"token file '{path}': not UTF-8 text (byte {exc.object[exc.start]:#04x} "
+                f"at offset {exc.start})"
+            ) from None
         return cls.parse(text, str(path))
 
     @classmethod
