@@ -22,7 +22,6 @@ import base64
 import contextlib
 import dataclasses
 import logging
-import os
 import shutil
 import socket
 import ssl
@@ -57,6 +56,7 @@ from kubewerk.apiserver.kinds.services import (
 )
 from kubewerk.apiserver.storage import Store, open_store
 from kubewerk.apiserver.watch import DEFAULT_MAX_BACKLOG_BYTES
+from kubewerk.core.atomicfile import replace_file
 from kubewerk.core.openfiles import raise_open_file_limit
 
 if TYPE_CHECKING:
@@ -128,17 +128,7 @@ def write_private_file(path: str | Path, text: str) -> Path:
     for directory in reversed(missing):
         with contextlib.suppress(FileExistsError):
             directory.mkdir(mode=0o700)
-    tmp = real.with_name(f".{real.name}.{os.getpid()}.{threading.get_ident()}.tmp")
-    fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL | getattr(os, "O_NOFOLLOW", 0), 0o600)
-    try:
-        with os.fdopen(fd, "w", encoding="utf-8") as out:
-            os.fchmod(out.fileno(), 0o600)  # an odd umask (0o400...) must not leave it unwritable
-            out.write(text)
-        os.replace(tmp, real)
-    except BaseException:
-        with contextlib.suppress(OSError):
-            os.unlink(tmp)
-        raise
+    replace_file(real, text.encode("utf-8"), 0o600)
     return target
 
 

@@ -11,11 +11,11 @@ file it points to is replaced and the link stays.
 
 from __future__ import annotations
 
-import contextlib
 import os
 import stat
-import tempfile
 from pathlib import Path
+
+from kubewerk.core.atomicfile import replace_file
 
 
 def _umask() -> int:
@@ -40,16 +40,7 @@ def write_atomic(path: str | Path, text: str) -> None:
                 stream.write(data)
             return
         mode = stat.S_IMODE(st.st_mode)
-    fd, tmp = tempfile.mkstemp(prefix=f".{target.name}.", suffix=".tmp", dir=target.parent)
-    try:
-        with os.fdopen(fd, "wb") as stream:
-            stream.write(data)
-        os.chmod(tmp, mode)
-        os.replace(tmp, target)
-    except BaseException:
-        with contextlib.suppress(OSError):
-            os.unlink(tmp)
-        raise
+    replace_file(target, data, mode)
 
 
 def write_if_changed(path: Path, text: str) -> bool:

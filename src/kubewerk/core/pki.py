@@ -12,13 +12,14 @@ ever read it. Used by the webhook server's certificates and the API server's TLS
 
 from __future__ import annotations
 
-import contextlib
 import datetime
 import ipaddress
 import os
 from collections.abc import Iterable
 from pathlib import Path
 from typing import TYPE_CHECKING, NamedTuple
+
+from kubewerk.core.atomicfile import replace_file
 
 if TYPE_CHECKING:
     from cryptography.hazmat.primitives.asymmetric import ec
@@ -180,15 +181,5 @@ def write_private_bytes(path: str | os.PathLike[str], data: bytes) -> Path:
     """Write ``data`` to ``path`` through a new file created 0600 next to it that then
     replaces it in one step (readers see the old file or the whole new one)."""
     target = Path(path)
-    tmp = target.with_name(f".{target.name}.{os.getpid()}.tmp")
-    fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL | getattr(os, "O_NOFOLLOW", 0), 0o600)
-    try:
-        with os.fdopen(fd, "wb") as out:
-            os.fchmod(out.fileno(), 0o600)
-            out.write(data)
-        os.replace(tmp, target)
-    except BaseException:
-        with contextlib.suppress(OSError):
-            os.unlink(tmp)
-        raise
+    replace_file(target, data, 0o600)
     return target
