@@ -20,18 +20,10 @@ import pytest
 from kubewerk.cli import build_parser, main
 from kubewerk.client.client import RetryPolicy
 from kubewerk.core.inputs import DEFAULT_MAX_INPUT_BYTES, MiB, parse_byte_size
+from tests.cli.test_hostile_files import laughs
 
 CM = "apiVersion: v1\nkind: ConfigMap\nmetadata: {name: a, namespace: default}\n"
 UNREACHABLE = "http://127.0.0.1:1"
-
-
-def laughs() -> str:
-    """A ConfigMap whose data expands to 9**9 strings through aliases."""
-    lines = ["apiVersion: v1", "kind: ConfigMap", "metadata: {name: lol}", "data:"]
-    lines.append("  a0: &a0 [" + ", ".join(['"lol"'] * 9) + "]")
-    for i in range(1, 9):
-        lines.append(f"  a{i}: &a{i} [" + ", ".join([f"*a{i - 1}"] * 9) + "]")
-    return "\n".join(lines) + "\n"
 
 
 @pytest.fixture(autouse=True)
