@@ -6,20 +6,16 @@ pkg/serviceaccount/claims.go)."""
 from __future__ import annotations
 
 import base64
-import http.client
 from collections.abc import Iterator
 from typing import Any
-from urllib.parse import urlsplit
 
 import orjson
 import pytest
 
 from kubewerk.apiserver.server import EmbeddedServer
+from tests.apiserver.test_sa_tokens import SSR, TR, call
 
-ADMIN = {"Authorization": "Bearer adm"}
 NS = "/api/v1/namespaces/default"
-SSR = "/apis/authentication.k8s.io/v1/selfsubjectreviews"
-TR = "/apis/authentication.k8s.io/v1/tokenreviews"
 CREDENTIAL_ID = "authentication.kubernetes.io/credential-id"
 NODE_NAME = "authentication.kubernetes.io/node-name"
 NODE_UID = "authentication.kubernetes.io/node-uid"
@@ -39,29 +35,6 @@ def server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[EmbeddedServer]
         yield srv
     finally:
         srv.stop_thread()
-
-
-def call(
-    server: EmbeddedServer,
-    method: str,
-    path: str,
-    body: Any = None,
-    headers: dict[str, str] | None = None,
-) -> tuple[int, Any]:
-    url = urlsplit(server.url)
-    conn = http.client.HTTPConnection(url.hostname or "127.0.0.1", url.port, timeout=10)
-    try:
-        conn.request(
-            method,
-            path,
-            body=orjson.dumps(body) if body is not None else None,
-            headers={"Content-Type": "application/json", **(ADMIN if headers is None else headers)},
-        )
-        resp = conn.getresponse()
-        raw = resp.read()
-        return resp.status, orjson.loads(raw) if raw else None
-    finally:
-        conn.close()
 
 
 def node(server: EmbeddedServer, name: str) -> str:
