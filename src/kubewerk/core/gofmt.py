@@ -134,7 +134,7 @@ def go_json(value: Any) -> str:
     return _json_str(str(value))
 
 
-_EXACT_FLOAT_INTS: Final = 2.0**53
+EXACT_FLOAT_INTS: Final = 2.0**53
 """Below this size every integer is a float64 exactly, and its digits are the float's
 shortest round-trip digits (beyond it ``str(int(x))`` would print the binary value)."""
 
@@ -146,7 +146,7 @@ def go_json_float(value: float) -> str:
     leading zero (``1e-7``, ``1e+21``)."""
     if value == 0:
         return "-0" if math.copysign(1.0, value) < 0 else "0"
-    if value.is_integer() and abs(value) < _EXACT_FLOAT_INTS:
+    if value.is_integer() and abs(value) < EXACT_FLOAT_INTS:
         return str(int(value))  # its shortest digits, as the integer reads
     digits, exp = _shortest(abs(value))
     sign = "-" if value < 0 else ""

@@ -27,9 +27,8 @@ from __future__ import annotations
 
 from typing import Any, Final
 
-from kubewerk.core.gofmt import INT64_MAX, INT64_MIN, go_json_float
+from kubewerk.core.gofmt import EXACT_FLOAT_INTS, INT64_MAX, INT64_MIN, go_json_float
 
-_EXACT_INTS: Final = 2.0**53  # below this, an integral float's digits are its int's
 _UINT64_BOUND: Final = 2**64
 
 
@@ -40,7 +39,7 @@ def stored_float(value: float, int64_only: bool = False) -> int | float:
     integer, within int64)."""
     if not value.is_integer():
         return value
-    if -_EXACT_INTS < value < _EXACT_INTS:
+    if -EXACT_FLOAT_INTS < value < EXACT_FLOAT_INTS:
         return int(value)
     if abs(value) < 1e21:
         # Go writes the shortest round-trip digits padded with zeros (2**60 as
