@@ -39,6 +39,7 @@ from kubewerk.apiserver.auth.tokens import (
 )
 from kubewerk.apiserver.controllers import CONTROLLER_MANAGER
 from kubewerk.apiserver.kindrules.secret_types import SERVICE_ACCOUNT_NAME_KEY
+from kubewerk.apiserver.kinds.serviceaccounts import annotations_of
 from kubewerk.apiserver.registry import Registry
 from kubewerk.apiserver.request import Target
 from kubewerk.apiserver.rest import ResourceApi
@@ -71,11 +72,6 @@ def _meta(obj: JSON | None) -> JSON:
     return meta if isinstance(meta, dict) else {}
 
 
-def _annotations(obj: JSON) -> JSON:
-    annotations = _meta(obj).get("annotations")
-    return annotations if isinstance(annotations, dict) else {}
-
-
 def _data_bytes(secret: JSON, key: str) -> bytes:
     """The bytes of ``data[key]`` (stored as canonical base64); empty when absent."""
     data = secret.get("data")
@@ -91,7 +87,7 @@ def is_token_of(secret: JSON, name: str, uid: str) -> bool:
     ``name`` and, when it names one, ``uid``."""
     if secret.get("type") != SERVICE_ACCOUNT_TOKEN_TYPE:
         return False
-    annotations = _annotations(secret)
+    annotations = annotations_of(secret)
     if annotations.get(SA_NAME_ANNOTATION) != name:
         return False
     annotated_uid = annotations.get(SA_UID_ANNOTATION) or ""
@@ -160,7 +156,7 @@ class TokensController:
         if secret.get("type") != SERVICE_ACCOUNT_TOKEN_TYPE:
             return None
         meta = _meta(secret)
-        annotations = _annotations(secret)
+        annotations = annotations_of(secret)
         fields = (
             meta.get("namespace"),
             meta.get("name"),

@@ -62,7 +62,8 @@ def _clean_secret_references(account: JSON) -> None:
         ]
 
 
-def _annotations(obj: JSON | None) -> JSON:
+def annotations_of(obj: JSON | None) -> JSON:
+    """The object's ``metadata.annotations`` ({} when absent or not a mapping)."""
     meta = (obj or {}).get("metadata")
     annotations = meta.get("annotations") if isinstance(meta, dict) else None
     return annotations if isinstance(annotations, dict) else {}
@@ -92,9 +93,9 @@ class ServiceAccountStrategy(Strategy):
         _clean_secret_references(new)
 
     def warnings(self, obj: JSON, old: JSON | None) -> Sequence[str]:
-        if ENFORCE_MOUNTABLE_SECRETS in _annotations(old):
+        if ENFORCE_MOUNTABLE_SECRETS in annotations_of(old):
             return []
-        if ENFORCE_MOUNTABLE_SECRETS not in _annotations(obj):
+        if ENFORCE_MOUNTABLE_SECRETS not in annotations_of(obj):
             return []
         return [
             f"metadata.annotations[{ENFORCE_MOUNTABLE_SECRETS}]: deprecated in v1.32+; "
