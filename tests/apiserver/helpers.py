@@ -6,7 +6,7 @@ import asyncio
 import contextlib
 import ssl
 import threading
-from collections.abc import Iterator
+from collections.abc import AsyncIterator, Iterator
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 from typing import Any
@@ -15,6 +15,7 @@ import aiohttp
 import orjson
 import yaml
 
+from kubewerk.webhook import WebhookServer
 from kubewerk.webhook.certs import CertificateSet, write_certificates
 
 DB_PATH = "/apis/demo.kubewerk.dev/v1/namespaces/default/databases"
@@ -305,3 +306,17 @@ def tls_http_server(
     finally:
         server.shutdown()
         server.server_close()
+
+
+@contextlib.asynccontextmanager
+async def tls_webhook_server(
+    app: Any, certs: CertificateSet, directory: Path
+) -> AsyncIterator[WebhookServer]:
+    """A :class:`~kubewerk.webhook.WebhookServer` on loopback serving the raw ASGI ``app``
+    over TLS with ``certs`` (written into ``directory``), running for the block."""
+    files = write_certificates(certs, directory)
+    server = WebhookServer(
+        app, host="127.0.0.1", port=0, cert_file=files["cert"], key_file=files["key"]
+    )
+    async with server:
+        yield server

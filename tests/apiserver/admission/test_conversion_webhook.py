@@ -16,8 +16,8 @@ import pytest
 from kubewerk.apiserver.server import EmbeddedServer
 from kubewerk.model import crd_for
 from kubewerk.webhook import WebhookServer
-from kubewerk.webhook.certs import CertificateSet, make_certificates, write_certificates
-from tests.apiserver.helpers import CRD_PATH, Api
+from kubewerk.webhook.certs import CertificateSet, make_certificates
+from tests.apiserver.helpers import CRD_PATH, Api, tls_webhook_server
 from tests.webhook.models import GROUP, LOST, Database, make_app
 
 CRD = f"databases.{GROUP}"
@@ -92,16 +92,8 @@ def certs() -> CertificateSet:
 async def hooks(
     certs: CertificateSet, tmp_path: Path
 ) -> AsyncIterator[tuple[WebhookServer, Hooks]]:
-    files = write_certificates(certs, tmp_path / "certs")
     app = Hooks()
-    server = WebhookServer(
-        app,  # type: ignore[arg-type]
-        host="127.0.0.1",
-        port=0,
-        cert_file=files["cert"],
-        key_file=files["key"],
-    )
-    async with server:
+    async with tls_webhook_server(app, certs, tmp_path / "certs") as server:
         yield server, app
 
 

@@ -19,8 +19,8 @@ import pytest
 
 from kubewerk.apiserver.server import EmbeddedServer
 from kubewerk.webhook import WebhookServer
-from kubewerk.webhook.certs import CertificateSet, make_certificates, write_certificates
-from tests.apiserver.helpers import CRD_PATH, Api
+from kubewerk.webhook.certs import CertificateSet, make_certificates
+from tests.apiserver.helpers import CRD_PATH, Api, tls_webhook_server
 
 AR = "/apis/admissionregistration.k8s.io/v1"
 WIDGETS = "/apis/order.test/{v}/namespaces/default/widgets"
@@ -139,16 +139,8 @@ def certs() -> CertificateSet:
 async def hook_server(
     certs: CertificateSet, tmp_path: Path
 ) -> AsyncIterator[tuple[WebhookServer, Recorder]]:
-    files = write_certificates(certs, tmp_path / "certs")
     recorder = Recorder()
-    server = WebhookServer(
-        recorder,  # type: ignore[arg-type]
-        host="127.0.0.1",
-        port=0,
-        cert_file=files["cert"],
-        key_file=files["key"],
-    )
-    async with server:
+    async with tls_webhook_server(recorder, certs, tmp_path / "certs") as server:
         yield server, recorder
 
 
