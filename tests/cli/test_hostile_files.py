@@ -16,7 +16,7 @@ from pathlib import Path
 import pytest
 
 from kubewerk.cli import main
-from kubewerk.govern.loader import MAX_INPUT_BYTES
+from kubewerk.core.inputs import DEFAULT_MAX_INPUT_BYTES
 
 CRD = """\
 apiVersion: apiextensions.k8s.io/v1
@@ -108,7 +108,7 @@ def test_an_endless_input_is_refused_after_the_input_limit(
     }[command]  # fmt: skip
     code, err = run(capsys, *argv)
     assert code == 2, err
-    assert f"/dev/zero: larger than {MAX_INPUT_BYTES} bytes" in err, err
+    assert f"/dev/zero: larger than {DEFAULT_MAX_INPUT_BYTES} bytes" in err, err
 
 
 @pytest.mark.parametrize(

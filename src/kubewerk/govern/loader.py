@@ -36,7 +36,7 @@ import orjson
 import yaml
 from yaml.nodes import MappingNode, Node, ScalarNode, SequenceNode
 
-from kubewerk.core.inputs import DEFAULT_MAX_INPUT_BYTES, InputTooLarge, read_bounded
+from kubewerk.core.inputs import InputTooLarge, read_bounded
 from kubewerk.core.yamlgo import (
     GoYAMLError,
     check_aliases,
@@ -47,8 +47,6 @@ from kubewerk.core.yamlgo import (
 from kubewerk.govern.findings import Finding, Severity
 
 YAML_SUFFIXES = (".yaml", ".yml", ".json")
-MAX_INPUT_BYTES = DEFAULT_MAX_INPUT_BYTES
-"""The most bytes read from one input unless a command sets another (see the module doc)."""
 
 
 class InputError(Exception):
